@@ -1,0 +1,46 @@
+# Every target creates .venv and installs what it needs; nothing else is assumed on the machine
+# but Python 3.11, Java 17 (for embedded PySpark) and Node 20 (for the CDK CLI).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_WORKSPACE ?= .lakeline-demo
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: demo test check lint typecheck pytest install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# The runtime: what `make demo` needs.
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[spark]'
+	touch $@
+
+# Everything: the runtime plus test, lint and type-check tools.
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed-run
+
+install: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed-run
+	$(BIN)/lakeline demo --workspace $(DEMO_WORKSPACE)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed-dev
+	$(BIN)/pytest
+
+check: lint typecheck
+
+test: check pytest
+
+clean:
+	rm -rf $(VENV) $(DEMO_WORKSPACE) .pytest_cache .mypy_cache .ruff_cache cdk.out

@@ -1,0 +1,1 @@
+"""Reproducible measurements printing ratios against a baseline run in the same process."""

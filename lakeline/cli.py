@@ -1,0 +1,193 @@
+"""The ``lakeline`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from lakeline.catalog_json import CatalogFile
+from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
+from lakeline.errors import LakelineError
+from lakeline.settings import PipelineSettings
+
+app = typer.Typer(help="Lakeline: an event-driven data lake pipeline with lineage.", no_args_is_help=True)
+stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
+app.add_typer(stage_a_app, name="stage-a")
+
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _table_settings(
+    bucket_count: int | None, table_format: str | None, compression: str | None
+) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if bucket_count is not None:
+        overrides["bucket_count"] = bucket_count
+    if table_format is not None:
+        overrides["format"] = table_format.upper()
+    if compression is not None:
+        overrides["compression"] = compression
+    return overrides
+
+
+def _settings(
+    config: Path | None, defaults: dict[str, Any], table_overrides: dict[str, Any]
+) -> PipelineSettings:
+    base = PipelineSettings.from_yaml(config).model_dump() if config else {}
+    merged = {**defaults, **{k: v for k, v in base.items() if v not in (None, "", {})}}
+    if table_overrides:
+        merged["default_table"] = {**merged.get("default_table", {}), **table_overrides}
+    try:
+        return PipelineSettings.model_validate(merged)
+    except ValueError as error:
+        raise LakelineError(f"invalid settings: {error}") from error
+
+
+BucketCount = Annotated[int | None, typer.Option(help="files per partition (default from config, else 1)")]
+TableFormatOption = Annotated[str | None, typer.Option("--format", help="PARQUET, ORC, JSON or TEXTFILE")]
+CompressionOption = Annotated[str | None, typer.Option(help="e.g. SNAPPY, GZIP, ZSTD, NONE")]
+EnvironmentOption = Annotated[str | None, typer.Option(help="database name suffix, e.g. dev")]
+ConfigOption = Annotated[Path | None, typer.Option(help="lakeline.yml with pipeline settings")]
+
+
+@stage_a_app.command("plan")
+def stage_a_plan(
+    key: Annotated[str, typer.Option(help="raw object key: team/dataset/table/[col=value/...]file")],
+    raw_bucket: Annotated[str, typer.Option(help="raw bucket name or s3:// location")] = "raw-bucket",
+    stage_bucket: Annotated[str, typer.Option(help="stage bucket name or s3:// location")] = "stage-bucket",
+    columns: Annotated[str | None, typer.Option(help="the raw table's data columns, comma-separated")] = None,
+    catalog: Annotated[
+        Path | None, typer.Option(help="'aws glue get-tables' JSON holding the raw table")
+    ] = None,
+    run_token: Annotated[str | None, typer.Option(help="fix the run token (default: a new one)")] = None,
+    environment: EnvironmentOption = None,
+    config: ConfigOption = None,
+    bucket_count: BucketCount = None,
+    table_format: TableFormatOption = None,
+    compression: CompressionOption = None,
+) -> None:
+    """Print the statements stage A would run for one arrival, as JSON. Nothing is executed."""
+    from stage_a.keys import parse_raw_key
+    from stage_a.plan import new_run_token, plan_stage_a
+
+    def location(bucket: str) -> str:
+        return bucket if "://" in bucket else f"s3://{bucket}/"
+
+    try:
+        settings = _settings(
+            config,
+            {
+                "raw_root": location(raw_bucket),
+                "stage_root": location(stage_bucket),
+                "environment": environment,
+            },
+            _table_settings(bucket_count, table_format, compression),
+        )
+        raw = parse_raw_key(key)
+        raw_db = settings.raw_database(raw.team, raw.dataset)
+        partition_columns = tuple(Column(column, "string") for column, _ in raw.partition)
+        if catalog:
+            schema = CatalogFile.load(catalog).describe_table(raw_db, raw.table)
+        elif columns:
+            names = tuple(Column(name.strip(), "string") for name in columns.split(",") if name.strip())
+            schema = TableSchema(raw_db, raw.table, names, partition_columns)
+        else:
+            fail(
+                "stage A needs the raw table's columns to write them and pick a bucket column: "
+                "pass --columns a,b,c or --catalog get-tables.json"
+            )
+            return
+        plan = plan_stage_a(raw, settings, schema, run_token=run_token or new_run_token())
+    except (LakelineError, TableNotFound) as error:
+        fail(str(error))
+        return
+    data = plan.to_dict()
+    print_json(
+        {
+            "team": plan.team,
+            "dataset": plan.dataset,
+            "table": plan.table,
+            "source_database": plan.source_database,
+            "target_database": plan.target_database,
+            "partition": plan.partition,
+            "statements": plan.statements,
+            "plan": {k: v for k, v in data.items() if k != "statements"},
+        }
+    )
+
+
+@stage_a_app.command("run")
+def stage_a_run(
+    key: Annotated[str, typer.Option(help="raw object key, relative to the workspace's raw folder")],
+    workspace: Annotated[Path, typer.Option(help="local workspace folder")] = Path(".lakeline"),
+    environment: EnvironmentOption = None,
+    config: ConfigOption = None,
+    bucket_count: BucketCount = None,
+    table_format: TableFormatOption = None,
+    compression: CompressionOption = None,
+) -> None:
+    """Run stage A for one arrival on embedded Spark, against files under WORKSPACE/raw."""
+    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.stage_a import partition_row_count, run_local_arrival
+    from lakeline.local.workspace import Workspace
+    from stage_a.keys import parse_raw_key
+
+    try:
+        parse_raw_key(key)  # reject a bad key before starting Spark
+        ws = Workspace.at(workspace)
+        overrides = _table_settings(bucket_count, table_format, compression)
+        settings = _settings(config, ws.settings(environment=environment).model_dump(), overrides)
+        with err_console.status("starting embedded Spark"):
+            engine = SparkEngine.local(ws.root)
+        with err_console.status(f"stage A: {key}"):
+            result = run_local_arrival(engine, ws, key, settings)
+        rows = partition_row_count(
+            engine, result.plan.target_database, result.plan.table, result.plan.partition
+        )
+    except (LakelineError, QueryError) as error:
+        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+        return
+    print_json(
+        {
+            "table": f"{result.plan.target_database}.{result.plan.table}",
+            "partition": result.plan.partition,
+            "location": result.plan.target_location,
+            "rows": rows,
+            "files": result.data_files,
+            "superseded_deleted": result.superseded_deleted,
+            "statements": result.plan.statements,
+        }
+    )
+
+
+@app.command("demo")
+def demo(
+    workspace: Annotated[Path, typer.Option(help="where the sample lake and the results go")] = Path(
+        ".lakeline-demo"
+    ),
+) -> None:
+    """Run the pipeline locally on generated sample data (embedded PySpark, no AWS account)."""
+    from lakeline.local.demo import run_demo
+
+    try:
+        run_demo(workspace, Console())
+    except LakelineError as error:
+        fail(str(error))
+
+
+def main() -> None:  # pragma: no cover - console script entry
+    app()

@@ -1,0 +1,181 @@
+"""AthenaEngine: statements run in an Athena workgroup through boto3.
+
+Waiting follows awswrangler's Athena module: poll with a growing delay, retry throttled calls with
+backoff, raise typed errors for FAILED and CANCELLED, and stop the query on timeout so a cancelled or
+stuck query can never make the caller loop forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from botocore.exceptions import ClientError
+
+from lakeline.engines.base import (
+    Column,
+    QueryCancelled,
+    QueryFailed,
+    QueryResult,
+    QueryTimedOut,
+    TableNotFound,
+    TableSchema,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_athena import AthenaClient
+
+logger = logging.getLogger(__name__)
+
+THROTTLING_CODES = frozenset(
+    {"ThrottlingException", "TooManyRequestsException", "Throttling", "RequestLimitExceeded"}
+)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class AthenaSettings:
+    workgroup: str = "primary"
+    catalog: str = "AwsDataCatalog"
+    output_location: str | None = None
+    timeout_seconds: float = 1800.0
+    poll_initial_seconds: float = 0.2
+    poll_max_seconds: float = 5.0
+    max_throttle_retries: int = 8
+
+
+class AthenaEngine:
+    name = "athena"
+
+    def __init__(
+        self,
+        client: AthenaClient,
+        settings: AthenaSettings | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._athena = client
+        self.settings = settings or AthenaSettings()
+        self._sleep = sleep
+        self._clock = clock
+
+    def _call(self, operation: Callable[..., T], **kwargs: Any) -> T:
+        """Call an Athena API, retrying throttling with exponential backoff and jitter."""
+        for attempt in range(self.settings.max_throttle_retries + 1):
+            try:
+                return operation(**kwargs)
+            except ClientError as error:
+                code = error.response.get("Error", {}).get("Code", "")
+                if code not in THROTTLING_CODES or attempt == self.settings.max_throttle_retries:
+                    raise
+                delay = min(self.settings.poll_max_seconds, 0.1 * 2**attempt) * (0.5 + random.random() / 2)
+                logger.warning("Athena throttled (%s); retrying in %.2fs", code, delay)
+                self._sleep(delay)
+        raise AssertionError("unreachable")
+
+    def start(self, sql: str, *, database: str | None = None) -> str:
+        kwargs: dict[str, Any] = {"QueryString": sql, "WorkGroup": self.settings.workgroup}
+        context: dict[str, str] = {"Catalog": self.settings.catalog}
+        if database:
+            context["Database"] = database
+        kwargs["QueryExecutionContext"] = context
+        if self.settings.output_location:
+            kwargs["ResultConfiguration"] = {"OutputLocation": self.settings.output_location}
+        response = self._call(self._athena.start_query_execution, **kwargs)
+        return response["QueryExecutionId"]
+
+    def wait(self, query_id: str, *, sql: str = "") -> dict[str, Any]:
+        """Wait until the query ends; return its execution on success, raise otherwise."""
+        deadline = self._clock() + self.settings.timeout_seconds
+        delay = self.settings.poll_initial_seconds
+        while True:
+            execution = self._call(self._athena.get_query_execution, QueryExecutionId=query_id)
+            status = execution["QueryExecution"]["Status"]
+            state = status["State"]
+            reason = status.get("StateChangeReason", "")
+            if state == "SUCCEEDED":
+                return dict(execution["QueryExecution"])
+            if state == "FAILED":
+                error_type = status.get("AthenaError", {}).get("ErrorType", "")
+                raise QueryFailed(
+                    f"Athena query {query_id} failed: {reason or 'no reason given'}"
+                    + (f" (error type {error_type})" if error_type else ""),
+                    sql=sql,
+                    query_id=query_id,
+                    reason=reason,
+                )
+            if state == "CANCELLED":
+                raise QueryCancelled(
+                    f"Athena query {query_id} was cancelled: {reason or 'no reason given'}",
+                    sql=sql,
+                    query_id=query_id,
+                    reason=reason,
+                )
+            if self._clock() >= deadline:
+                self._call(self._athena.stop_query_execution, QueryExecutionId=query_id)
+                raise QueryTimedOut(
+                    f"Athena query {query_id} did not finish in {self.settings.timeout_seconds:.0f}s "
+                    f"(last state {state}); it was stopped",
+                    sql=sql,
+                    query_id=query_id,
+                )
+            self._sleep(delay)
+            delay = min(delay * 2, self.settings.poll_max_seconds)
+
+    def results(self, query_id: str) -> QueryResult:
+        columns: list[str] = []
+        rows: list[tuple[Any, ...]] = []
+        paginator = self._athena.get_paginator("get_query_results")
+        first_page = True
+        for page in paginator.paginate(QueryExecutionId=query_id):
+            result_set = page["ResultSet"]
+            if not columns:
+                columns = [c["Name"] for c in result_set.get("ResultSetMetadata", {}).get("ColumnInfo", [])]
+            page_rows = result_set.get("Rows", [])
+            if first_page and page_rows and columns:
+                # The first row of a SELECT's first page repeats the column names.
+                header = [cell.get("VarCharValue") for cell in page_rows[0]["Data"]]
+                if header == columns:
+                    page_rows = page_rows[1:]
+            first_page = False
+            rows.extend(tuple(cell.get("VarCharValue") for cell in row["Data"]) for row in page_rows)
+        return QueryResult(query_id=query_id, columns=columns, rows=rows)
+
+    def execute(self, sql: str, *, database: str | None = None) -> QueryResult:
+        query_id = self.start(sql, database=database)
+        execution = self.wait(query_id, sql=sql)
+        if execution.get("StatementType") == "DDL":
+            return QueryResult(query_id=query_id)
+        return self.results(query_id)
+
+    def describe_table(self, database: str, table: str) -> TableSchema:
+        try:
+            response = self._call(
+                self._athena.get_table_metadata,
+                CatalogName=self.settings.catalog,
+                DatabaseName=database,
+                TableName=table,
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in (
+                "MetadataException",
+                "EntityNotFoundException",
+            ):
+                raise TableNotFound(database, table) from error
+            raise
+        metadata = response["TableMetadata"]
+        location = metadata.get("Parameters", {}).get("location")
+        return TableSchema(
+            database=database,
+            table=table,
+            columns=tuple(Column(c["Name"], c.get("Type", "string")) for c in metadata.get("Columns", [])),
+            partition_columns=tuple(
+                Column(c["Name"], c.get("Type", "string")) for c in metadata.get("PartitionKeys", [])
+            ),
+            location=location.rstrip("/") + "/" if location else None,
+        )

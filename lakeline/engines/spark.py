@@ -1,0 +1,122 @@
+"""SparkEngine: Athena-dialect SQL on PySpark.
+
+Locally it is embedded: ``local[*]`` with a Derby Hive metastore and a warehouse inside the workspace,
+one session for a whole run. On AWS Glue for Spark the same class wraps the job's session, whose
+catalog is the Glue Data Catalog.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
+from lakeline.engines.translate import athena_to_spark
+from lakeline.names import ddl_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
+
+
+def local_spark_session(
+    workspace: Path,
+    *,
+    master: str = "local[*]",
+    shuffle_partitions: int = 8,
+    driver_memory: str = "2g",
+    app_name: str = "lakeline",
+) -> SparkSession:
+    """The embedded session: metastore and warehouse live in ``workspace``, not in the current folder.
+
+    Only one session can exist per Python process, and its metastore is fixed when it starts.
+    """
+    from pyspark.sql import SparkSession
+
+    workspace = workspace.resolve()
+    metastore = workspace / "metastore"
+    metastore.mkdir(parents=True, exist_ok=True)
+    derby_home = f"-Dderby.system.home={metastore}"
+    session = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.sql.warehouse.dir", str(workspace / "warehouse"))
+        .config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL",
+            f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true",
+        )
+        .config("spark.driver.extraJavaOptions", derby_home)
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .enableHiveSupport()
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+class SparkEngine:
+    """Runs Athena-dialect statements on a SparkSession, translating them first."""
+
+    name = "spark"
+
+    def __init__(self, session: SparkSession) -> None:
+        self.session = session
+
+    @classmethod
+    def local(cls, workspace: Path, **session_options: Any) -> SparkEngine:
+        return cls(local_spark_session(workspace, **session_options))
+
+    def execute(self, sql: str, *, database: str | None = None) -> QueryResult:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        spark_sql = athena_to_spark(sql)
+        query_id = f"spark-{uuid.uuid4()}"
+        logger.debug("spark %s: %s", query_id, spark_sql)
+        try:
+            if database:
+                self.session.catalog.setCurrentDatabase(database)
+            frame = self.session.sql(spark_sql)
+            rows = [tuple(row) for row in frame.collect()]
+        except (PySparkException, Py4JJavaError) as error:
+            raise QueryFailed(
+                f"Spark statement failed: {_first_line(error)}",
+                sql=sql,
+                query_id=query_id,
+                reason=_first_line(error),
+            ) from error
+        return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)
+
+    def table_exists(self, database: str, table: str) -> bool:
+        return bool(self.session.catalog.tableExists(f"{database}.{table}"))
+
+    def describe_table(self, database: str, table: str) -> TableSchema:
+        if not self.table_exists(database, table):
+            raise TableNotFound(database, table)
+        columns = self.session.catalog.listColumns(f"{database}.{table}")
+        location = None
+        for row in self.session.sql(f"DESCRIBE TABLE EXTENDED {ddl_name(database, table)}").collect():
+            if row["col_name"] == "Location":
+                location = str(row["data_type"]).rstrip("/") + "/"
+        return TableSchema(
+            database=database,
+            table=table,
+            columns=tuple(Column(c.name, c.dataType) for c in columns if not c.isPartition),
+            partition_columns=tuple(Column(c.name, c.dataType) for c in columns if c.isPartition),
+            location=location,
+        )
+
+    def stop(self) -> None:
+        self.session.stop()

@@ -1,0 +1,143 @@
+"""Athena-dialect SQL to Spark SQL.
+
+Queries are translated by sqlglot. CTAS ``WITH (...)`` properties are mapped here, because sqlglot
+turns them into TBLPROPERTIES, which Spark would store but not act on: Lakeline needs them to become
+``USING``, ``OPTIONS``, ``PARTITIONED BY``, ``CLUSTERED BY ... INTO N BUCKETS`` and ``LOCATION``.
+A bucketed CTAS also gets a ``REPARTITION(N, cols)`` hint, without which Spark writes one file per
+bucket per task rather than N files in all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from lakeline.errors import LakelineError
+
+SPARK_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "TEXTFILE": "csv"}
+COMPRESSION_PROPERTIES = ("write_compression", "parquet_compression", "orc_compression")
+
+
+class TranslationError(LakelineError):
+    """The statement cannot be expressed for Spark; nothing was executed."""
+
+
+@dataclass
+class CtasProperties:
+    format: str = "PARQUET"
+    compression: str | None = None
+    external_location: str | None = None
+    partitioned_by: list[str] = field(default_factory=list)
+    bucketed_by: list[str] = field(default_factory=list)
+    bucket_count: int | None = None
+    field_delimiter: str | None = None
+
+
+def _literal_text(node: exp.Expression, name: str) -> str:
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    raise TranslationError(f"CTAS property {name} must be a literal, got {node.sql()}")
+
+
+def _string_list(node: exp.Expression, name: str) -> list[str]:
+    if isinstance(node, exp.Array):
+        return [_literal_text(item, name) for item in node.expressions]
+    raise TranslationError(f"CTAS property {name} must be ARRAY['col', ...], got {node.sql()}")
+
+
+def read_ctas_properties(properties: exp.Properties | None) -> CtasProperties:
+    """Collect Athena's CTAS ``WITH (...)`` properties; unknown ones are an error, not ignored."""
+    result = CtasProperties()
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.FileFormatProperty):
+            result.format = _literal_text(prop.this, "format").upper()
+        elif isinstance(prop, exp.PartitionedByProperty):
+            result.partitioned_by = _string_list(prop.this, "partitioned_by")
+        elif isinstance(prop, exp.Property):
+            name = prop.name.lower()
+            value = prop.args["value"]
+            if name in COMPRESSION_PROPERTIES:
+                result.compression = _literal_text(value, name).lower()
+            elif name == "external_location":
+                result.external_location = _literal_text(value, name)
+            elif name == "bucketed_by":
+                result.bucketed_by = _string_list(value, name)
+            elif name == "bucket_count":
+                count = _literal_text(value, name)
+                if not count.isdigit() or int(count) < 1:
+                    raise TranslationError(f"bucket_count must be a positive integer, got {count}")
+                result.bucket_count = int(count)
+            elif name == "field_delimiter":
+                result.field_delimiter = _literal_text(value, name)
+            else:
+                raise TranslationError(f"CTAS property {name!r} is not supported on Spark")
+        else:
+            raise TranslationError(f"CTAS property {prop.sql('athena')!r} is not supported on Spark")
+    if result.format not in SPARK_FORMATS:
+        raise TranslationError(
+            f"CTAS format {result.format!r} is not supported on Spark; use one of {sorted(SPARK_FORMATS)}"
+        )
+    if bool(result.bucketed_by) != (result.bucket_count is not None):
+        raise TranslationError("bucketed_by and bucket_count must be given together")
+    return result
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(exp.to_identifier(name, quoted=True).sql("spark") for name in names)
+
+
+def _string(value: str) -> str:
+    return exp.Literal.string(value).sql("spark")
+
+
+def ctas_to_spark(create: exp.Create) -> str:
+    props = read_ctas_properties(create.args.get("properties"))
+    query = create.expression
+    table = create.this.sql("spark")
+    options = []
+    if props.compression:
+        options.append(f"compression {_string(props.compression)}")
+    if props.format == "TEXTFILE":
+        # Athena's TEXTFILE default delimiter is \001 (Ctrl-A), as in Hive.
+        options.append(f"sep {_string(props.field_delimiter or chr(1))}")
+    clauses = [f"CREATE TABLE {table} USING {SPARK_FORMATS[props.format]}"]
+    if options:
+        clauses.append(f"OPTIONS ({', '.join(options)})")
+    if props.partitioned_by:
+        clauses.append(f"PARTITIONED BY ({_quoted(props.partitioned_by)})")
+    select_sql = query.sql("spark")
+    if props.bucketed_by and props.bucket_count:
+        clauses.append(f"CLUSTERED BY ({_quoted(props.bucketed_by)}) INTO {props.bucket_count} BUCKETS")
+        hint = f"REPARTITION({props.bucket_count}, {_quoted(props.bucketed_by)})"
+        select_sql = f"SELECT /*+ {hint} */ * FROM ({select_sql}) AS lakeline_ctas_source"
+    if props.external_location:
+        clauses.append(f"LOCATION {_string(props.external_location)}")
+    clauses.append(f"AS {select_sql}")
+    return " ".join(clauses)
+
+
+def athena_to_spark(sql: str) -> str:
+    """Translate one Athena-dialect statement into one Spark SQL statement."""
+    text = sql.strip().rstrip(";").strip()
+    if text.upper().startswith("MSCK REPAIR TABLE"):
+        # Same syntax in both; sqlglot only knows it as an opaque command.
+        return text
+    try:
+        statements = sqlglot.parse(text, read="athena")
+    except ParseError as error:
+        raise TranslationError(f"cannot parse statement: {error}") from error
+    if len(statements) != 1 or statements[0] is None:
+        raise TranslationError(f"expected exactly one statement, got {len(statements)}")
+    statement = statements[0]
+    if (
+        isinstance(statement, exp.Create)
+        and isinstance(statement.expression, exp.Query)
+        and str(statement.args.get("kind", "")).upper() == "TABLE"
+    ):
+        return ctas_to_spark(statement)
+    if isinstance(statement, exp.Command):
+        raise TranslationError(f"statement is not supported on Spark: {text[:80]}")
+    return statement.sql("spark")

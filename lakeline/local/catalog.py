@@ -1,0 +1,87 @@
+"""Bootstrapping the local catalog the way a data engineer sets up Glue before the first arrival.
+
+In the cloud, raw and stage tables exist before data arrives (the seed requires it). Locally, the
+first arrival of a table creates both from the file itself: the raw table over the raw folder with
+the file's schema, and the stage table with the same columns, partitioned the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lakeline.engines.base import TableSchema
+from lakeline.engines.spark import SparkEngine
+from lakeline.errors import ValidationError
+from lakeline.names import ddl_name, string_literal
+from lakeline.settings import PipelineSettings
+from lakeline.storage import join_location
+from stage_a.keys import RawObject
+
+READERS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
+STAGE_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "TEXTFILE": "csv"}
+
+
+def raw_format(file_name: str) -> str:
+    for suffix, reader in READERS.items():
+        if file_name.lower().endswith(suffix) or file_name.lower().endswith(suffix + ".gz"):
+            return reader
+    raise ValidationError(
+        f"cannot tell the format of raw file {file_name!r}: name it .parquet, .csv or .json"
+    )
+
+
+def _column_list(schema_columns: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{ddl_name(name)} {kind}" for name, kind in schema_columns)
+
+
+def ensure_tables(
+    engine: SparkEngine, raw: RawObject, raw_file: Path, settings: PipelineSettings
+) -> tuple[TableSchema, TableSchema]:
+    """Create the raw and stage databases and tables if missing; return both schemas."""
+    session = engine.session
+    raw_db = settings.raw_database(raw.team, raw.dataset)
+    stage_db = settings.stage_database(raw.team, raw.dataset)
+    partition_columns = [column for column, _ in raw.partition]
+    for database in (raw_db, stage_db):
+        session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
+    if not engine.table_exists(raw_db, raw.table):
+        reader = raw_format(raw.file_name)
+        options = {"header": "true", "inferSchema": "true"} if reader == "csv" else {}
+        inferred = session.read.format(reader).options(**options).load(str(raw_file))
+        columns = [
+            (field.name.lower(), field.dataType.simpleString())
+            for field in inferred.schema.fields
+            if field.name.lower() not in partition_columns
+        ]
+        for name, _ in columns:
+            ddl_name(name)  # a column name that is not an identifier stops here, before any DDL
+        all_columns = columns + [(column, "string") for column in partition_columns]
+        option_sql = " OPTIONS (header 'true')" if reader == "csv" else ""
+        partition_sql = (
+            f" PARTITIONED BY ({', '.join(ddl_name(c) for c in partition_columns)})"
+            if partition_columns
+            else ""
+        )
+        location = join_location(settings.raw_root, raw.table_prefix)
+        session.sql(
+            f"CREATE TABLE {ddl_name(raw_db, raw.table)} ({_column_list(all_columns)}) USING {reader}"
+            f"{option_sql}{partition_sql} LOCATION {string_literal(location)}"
+        )
+    raw_schema = engine.describe_table(raw_db, raw.table)
+    if not engine.table_exists(stage_db, raw.table):
+        table_cfg = settings.table_settings(stage_db, raw.table)
+        all_columns = [(c.name, c.type) for c in raw_schema.columns + raw_schema.partition_columns]
+        partition_sql = (
+            f" PARTITIONED BY ({', '.join(ddl_name(c) for c in raw_schema.partition_names)})"
+            if raw_schema.partition_columns
+            else ""
+        )
+        location = join_location(settings.stage_root, raw.table_prefix)
+        # Stage A writes TEXTFILE as Athena does, with Hive's \001 delimiter.
+        text_options = " OPTIONS (sep '\u0001')" if table_cfg.format == "TEXTFILE" else ""
+        session.sql(
+            f"CREATE TABLE {ddl_name(stage_db, raw.table)} ({_column_list(all_columns)}) "
+            f"USING {STAGE_FORMATS[table_cfg.format]}{text_options}{partition_sql} "
+            f"LOCATION {string_literal(location)}"
+        )
+    return raw_schema, engine.describe_table(stage_db, raw.table)

@@ -1,0 +1,55 @@
+"""A local workspace: one folder per zone, the Spark metastore, and the settings that point at them.
+
+<workspace>/raw/<team>/<dataset>/<table>/[k=v/...]<file>   arrivals (stands in for the raw bucket)
+<workspace>/stage/...                                      stage tables
+<workspace>/analytics/...                                  stage B targets
+<workspace>/metastore/, warehouse/                         embedded Spark's catalog
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lakeline.settings import PipelineSettings, TableSettings
+from lakeline.storage import local_root
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @classmethod
+    def at(cls, root: Path) -> Workspace:
+        workspace = cls(root.resolve())
+        for zone in (workspace.raw_dir, workspace.stage_dir, workspace.analytics_dir):
+            zone.mkdir(parents=True, exist_ok=True)
+        return workspace
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.root / "raw"
+
+    @property
+    def stage_dir(self) -> Path:
+        return self.root / "stage"
+
+    @property
+    def analytics_dir(self) -> Path:
+        return self.root / "analytics"
+
+    def settings(
+        self,
+        *,
+        environment: str | None = None,
+        default_table: TableSettings | None = None,
+        tables: dict[str, TableSettings] | None = None,
+    ) -> PipelineSettings:
+        return PipelineSettings(
+            raw_root=local_root(self.raw_dir),
+            stage_root=local_root(self.stage_dir),
+            analytics_root=local_root(self.analytics_dir),
+            environment=environment,
+            default_table=default_table or TableSettings(),
+            tables=tables or {},
+        )

@@ -1,0 +1,60 @@
+"""Validation and quoting of the names and values that end up inside SQL.
+
+SQL is never built from unchecked text: every database, table, column name and partition value passes
+through here first. Names are lowercase identifiers; partition values come from a small safe alphabet
+that cannot close a string literal, start a comment or walk out of an S3 prefix.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lakeline.errors import ValidationError
+
+IDENTIFIER_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
+PARTITION_VALUE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-.:]{0,127}$")
+
+
+def check_identifier(value: str, what: str) -> str:
+    """Return ``value`` if it is a lowercase identifier, else raise naming ``what`` was wrong."""
+    if not isinstance(value, str) or not IDENTIFIER_PATTERN.fullmatch(value):
+        raise ValidationError(
+            f"{what} {value!r} is not a valid name: use lowercase letters, digits and '_', "
+            "starting with a letter, at most 128 characters"
+        )
+    return value
+
+
+def check_partition_value(value: str, what: str) -> str:
+    """Return ``value`` if it is a safe partition value, else raise naming ``what`` was wrong."""
+    if not isinstance(value, str) or not PARTITION_VALUE_PATTERN.fullmatch(value) or ".." in value:
+        raise ValidationError(
+            f"{what} value {value!r} is not allowed: partition values use letters, digits and "
+            "'_', '-', '.', ':' (no '..'), start with a letter or digit, at most 128 characters"
+        )
+    return value
+
+
+def check_qualified_table(value: str, what: str = "table") -> tuple[str, str]:
+    """Split ``database.table`` into its two checked parts."""
+    parts = value.split(".") if isinstance(value, str) else []
+    if len(parts) != 2:
+        raise ValidationError(f"{what} {value!r} must be written database.table")
+    return check_identifier(parts[0], f"{what} database"), check_identifier(parts[1], f"{what} name")
+
+
+def ddl_name(*parts: str) -> str:
+    """Hive-DDL quoting (Athena DDL and Spark SQL): `db`.`table`. Parts must already be checked."""
+    return ".".join(f"`{check_identifier(part, 'name')}`" for part in parts)
+
+
+def dml_name(*parts: str) -> str:
+    """Trino/Athena DML quoting: "db"."table". Parts must already be checked."""
+    return ".".join(f'"{check_identifier(part, "name")}"' for part in parts)
+
+
+def string_literal(value: str) -> str:
+    """A single-quoted SQL string literal of a value that cannot contain a quote."""
+    if "'" in value or "\\" in value:
+        raise ValidationError(f"value {value!r} cannot be used as a SQL literal")
+    return f"'{value}'"

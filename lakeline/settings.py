@@ -1,0 +1,94 @@
+"""Pipeline settings: where each zone lives, naming, and per-table storage choices.
+
+Read once at the edge (CLI options, a ``lakeline.yml``, or Lambda environment variables parsed into
+this model) and passed down; no logic reads the environment itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from lakeline.errors import ConfigError
+from lakeline.names import check_identifier
+
+TableFormat = Literal["PARQUET", "ORC", "JSON", "TEXTFILE"]
+COMPRESSIONS: dict[str, frozenset[str]] = {
+    "PARQUET": frozenset({"SNAPPY", "GZIP", "ZSTD", "NONE"}),
+    "ORC": frozenset({"SNAPPY", "ZLIB", "ZSTD", "NONE"}),
+    "JSON": frozenset({"GZIP", "NONE"}),
+    "TEXTFILE": frozenset({"GZIP", "NONE"}),
+}
+
+
+class TableSettings(BaseModel):
+    """How stage A writes one table. The seed hard-codes one file per partition; here it is a choice."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: TableFormat = "PARQUET"
+    compression: str = "SNAPPY"
+    bucketed_by: tuple[str, ...] = ()
+    bucket_count: int = Field(default=1, ge=1, le=1000)
+
+    @field_validator("compression")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+    @field_validator("bucketed_by")
+    @classmethod
+    def _identifiers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for column in value:
+            check_identifier(column, "bucket column")
+        return value
+
+    @model_validator(mode="after")
+    def _compression_fits_format(self) -> TableSettings:
+        if self.compression not in COMPRESSIONS[self.format]:
+            raise ValueError(
+                f"compression {self.compression} is not available for {self.format}; "
+                f"use one of {sorted(COMPRESSIONS[self.format])}"
+            )
+        return self
+
+
+class PipelineSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    raw_root: str = Field(description="location of the raw zone, e.g. s3://raw-bucket/ or file:///ws/raw/")
+    stage_root: str
+    analytics_root: str = ""
+    environment: str | None = Field(default=None, description="suffix of database names, e.g. dev")
+    default_table: TableSettings = TableSettings()
+    tables: dict[str, TableSettings] = Field(
+        default_factory=dict, description="per stage table, keyed 'database.table'"
+    )
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, value: str | None) -> str | None:
+        return None if value in (None, "") else check_identifier(value, "environment")
+
+    def _suffix(self) -> str:
+        return f"_{self.environment}" if self.environment else ""
+
+    def raw_database(self, team: str, dataset: str) -> str:
+        return check_identifier(f"{team}_{dataset}_raw{self._suffix()}", "raw database")
+
+    def stage_database(self, team: str, dataset: str) -> str:
+        return check_identifier(f"{team}_{dataset}{self._suffix()}", "stage database")
+
+    def table_settings(self, database: str, table: str) -> TableSettings:
+        return self.tables.get(f"{database}.{table}", self.default_table)
+
+    @classmethod
+    def from_yaml(cls, path: Path) -> PipelineSettings:
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f"cannot read settings from {path}: {error}") from error
+        return cls.model_validate(data.get("pipeline", data))

@@ -1,0 +1,142 @@
+"""Object stores behind table locations: S3 in the cloud, a folder on disk locally.
+
+Locations are URIs ending in '/': ``s3://bucket/prefix/`` or ``file:///abs/path/``. Stage A only ever
+lists data files, lists the child folders of a prefix, and deletes whole superseded prefixes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlparse
+
+from lakeline.errors import ValidationError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
+
+
+def join_location(root: str, *parts: str) -> str:
+    """Join a location root and relative parts, always ending with '/'."""
+    location = root.rstrip("/")
+    for part in parts:
+        location += "/" + part.strip("/")
+    return location + "/"
+
+
+def local_root(path: Path) -> str:
+    """The ``file://`` location of a local folder."""
+    return path.resolve().as_uri().rstrip("/") + "/"
+
+
+def is_data_file(name: str) -> bool:
+    """Data files, not markers: Spark and Hadoop write _SUCCESS, .crc and other hidden files."""
+    return not name.startswith(("_", "."))
+
+
+class ObjectStore(Protocol):
+    def list_data_files(self, location: str) -> list[str]:
+        """Every data file below ``location`` (recursively), as URIs, sorted."""
+        ...
+
+    def list_child_prefixes(self, location: str) -> list[str]:
+        """The immediate child 'folders' of ``location``, as locations ending in '/', sorted."""
+        ...
+
+    def delete_prefix(self, location: str) -> int:
+        """Delete everything below ``location``; return how many objects were deleted."""
+        ...
+
+
+def _local_path(location: str) -> Path:
+    parsed = urlparse(location)
+    if parsed.scheme not in ("file", ""):
+        raise ValidationError(f"{location!r} is not a local (file://) location")
+    return Path(parsed.path)
+
+
+class LocalObjectStore:
+    """A folder on disk, addressed with ``file://`` URIs."""
+
+    def list_data_files(self, location: str) -> list[str]:
+        root = _local_path(location)
+        if not root.exists():
+            return []
+        return sorted(
+            path.resolve().as_uri()
+            for path in root.rglob("*")
+            if path.is_file() and all(is_data_file(part) for part in path.relative_to(root).parts)
+        )
+
+    def list_child_prefixes(self, location: str) -> list[str]:
+        root = _local_path(location)
+        if not root.is_dir():
+            return []
+        return sorted(local_root(child) for child in root.iterdir() if child.is_dir())
+
+    def delete_prefix(self, location: str) -> int:
+        root = _local_path(location)
+        if not root.exists():
+            return 0
+        count = sum(1 for path in root.rglob("*") if path.is_file())
+        shutil.rmtree(root)
+        return count
+
+
+@dataclass
+class S3Location:
+    bucket: str
+    key: str
+
+    @classmethod
+    def parse(cls, location: str) -> S3Location:
+        parsed = urlparse(location)
+        if parsed.scheme != "s3" or not parsed.netloc:
+            raise ValidationError(f"{location!r} is not an s3:// location")
+        return cls(parsed.netloc, parsed.path.lstrip("/"))
+
+
+class S3ObjectStore:
+    """An S3 bucket, through a boto3 client passed in by the caller."""
+
+    def __init__(self, client: S3Client) -> None:
+        self._s3 = client
+
+    def list_data_files(self, location: str) -> list[str]:
+        where = S3Location.parse(location)
+        files: list[str] = []
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=where.bucket, Prefix=where.key):
+            for item in page.get("Contents", []):
+                relative = item["Key"][len(where.key) :]
+                if all(is_data_file(part) for part in relative.split("/") if part):
+                    files.append(f"s3://{where.bucket}/{item['Key']}")
+        return sorted(files)
+
+    def list_child_prefixes(self, location: str) -> list[str]:
+        where = S3Location.parse(location)
+        prefixes: list[str] = []
+        paginator = self._s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=where.bucket, Prefix=where.key, Delimiter="/"):
+            prefixes.extend(f"s3://{where.bucket}/{p['Prefix']}" for p in page.get("CommonPrefixes", []))
+        return sorted(prefixes)
+
+    def delete_prefix(self, location: str) -> int:
+        where = S3Location.parse(location)
+        deleted = 0
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=where.bucket, Prefix=where.key):
+            keys: list[ObjectIdentifierTypeDef] = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+            # One DeleteObjects call takes at most 1,000 keys, which is also a page's size.
+            if keys:
+                response = self._s3.delete_objects(
+                    Bucket=where.bucket, Delete={"Objects": keys, "Quiet": True}
+                )
+                errors = response.get("Errors", [])
+                if errors:
+                    raise RuntimeError(
+                        f"could not delete {len(errors)} objects under {location}: {errors[0]}"
+                    )
+                deleted += len(keys)
+        return deleted

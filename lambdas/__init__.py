@@ -1,0 +1,1 @@
+"""Thin Lambda handlers; the logic lives in stage_a/, stage_b/ and lakeline/."""

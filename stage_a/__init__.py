@@ -1,0 +1,1 @@
+"""Stage A: raw objects into stage tables with CTAS-simulated inserts."""

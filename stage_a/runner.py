@@ -1,0 +1,77 @@
+"""Running a stage A plan through any engine, with the guarantees the plan promises."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from lakeline.engines.base import Engine, QueryError
+from lakeline.storage import ObjectStore
+from stage_a.plan import RUN_PREFIX, StageAPlan
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StageAResult:
+    plan: StageAPlan
+    raw_key: str
+    data_files: list[str]
+    superseded_deleted: list[str] = field(default_factory=list)
+    query_ids: list[str] = field(default_factory=list)
+
+
+def superseded_run_prefixes(store: ObjectStore, plan: StageAPlan) -> list[str]:
+    """Run prefixes of the same partition older than this plan's, i.e. replaced by it.
+
+    Only prefixes Lakeline wrote (``lakeline_run=<token>``) are candidates; newer ones belong to a
+    later run and are left alone.
+    """
+    superseded = []
+    for prefix in store.list_child_prefixes(plan.stage_partition_root):
+        name = prefix.rstrip("/").rsplit("/", 1)[-1]
+        if name.startswith(RUN_PREFIX) and name[len(RUN_PREFIX) :] < plan.run_token:
+            superseded.append(prefix)
+    return superseded
+
+
+def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:
+    """Register, CTAS, always drop the temp table, publish, then clean the superseded prefixes.
+
+    If the CTAS fails, its partial output is deleted and the stage partition keeps pointing at the
+    previous data; the error is raised after the temp table is dropped.
+    """
+    query_ids = []
+    if plan.register_raw:
+        query_ids.append(engine.execute(plan.register_raw, database=plan.source_database).query_id)
+    ctas_error: QueryError | None = None
+    try:
+        query_ids.append(engine.execute(plan.ctas, database=plan.target_database).query_id)
+    except QueryError as error:
+        ctas_error = error
+    try:
+        query_ids.append(engine.execute(plan.drop_temp, database=plan.target_database).query_id)
+    except QueryError as drop_error:
+        if ctas_error is None:
+            raise
+        ctas_error.add_note(f"dropping temp table {plan.temp_table} also failed: {drop_error}")
+    if ctas_error is not None:
+        store.delete_prefix(plan.target_location)
+        raise ctas_error
+    for statement in plan.publish:
+        query_ids.append(engine.execute(statement, database=plan.target_database).query_id)
+    superseded = superseded_run_prefixes(store, plan)
+    for prefix in superseded:
+        store.delete_prefix(prefix)
+    files = store.list_data_files(plan.target_location)
+    logger.info(
+        "stage A %s.%s %s: %d files, %d superseded prefixes removed",
+        plan.target_database,
+        plan.table,
+        plan.partition,
+        len(files),
+        len(superseded),
+    )
+    return StageAResult(
+        plan=plan, raw_key=plan.raw_key, data_files=files, superseded_deleted=superseded, query_ids=query_ids
+    )

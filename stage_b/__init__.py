@@ -1,0 +1,1 @@
+"""Stage B: templated SQL steps, chained by dependencies."""

@@ -1,0 +1,40 @@
+"""Fixtures shared by every tier.
+
+One SparkSession serves the whole test session (starting one costs seconds and only one can exist per
+process); its Hive metastore lives in a session-wide temporary workspace. Tests that use it create
+their own uniquely named databases or tables, so they do not see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from lakeline.engines.spark import SparkEngine
+
+# moto and boto3 must never reach a real account from the tests.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
+os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
+
+
+@pytest.fixture(scope="session")
+def spark_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("spark-workspace")
+
+
+@pytest.fixture(scope="session")
+def spark_engine(spark_workspace: Path) -> Iterator[SparkEngine]:
+    from lakeline.engines.spark import SparkEngine
+
+    engine = SparkEngine.local(spark_workspace, master="local[2]", shuffle_partitions=4, driver_memory="2g")
+    yield engine
+    engine.stop()
