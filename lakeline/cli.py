@@ -11,13 +11,17 @@ import typer
 from rich.console import Console
 
 from lakeline.catalog_json import CatalogFile
+from lakeline.dependencies.cli import deps_app
 from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
+from lakeline.lineage.cli import lineage_app
 from lakeline.settings import PipelineSettings
 
 app = typer.Typer(help="Lakeline: an event-driven data lake pipeline with lineage.", no_args_is_help=True)
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
 app.add_typer(stage_a_app, name="stage-a")
+app.add_typer(deps_app, name="deps")
+app.add_typer(lineage_app, name="lineage")
 
 err_console = Console(stderr=True)
 

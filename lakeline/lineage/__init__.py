@@ -1,0 +1,1 @@
+"""Lineage: records through SQS into DynamoDB, the nightly trace archive, OpenLineage and column lineage."""

@@ -1,0 +1,13 @@
+"""``lakeline lineage ...`` commands, registered by the modules that implement them."""
+
+from __future__ import annotations
+
+import typer
+
+from lakeline.lineage import columns_cli, records_cli
+
+lineage_app = typer.Typer(
+    help="Lineage records, archive queries, OpenLineage and column lineage.", no_args_is_help=True
+)
+records_cli.register(lineage_app)
+columns_cli.register(lineage_app)
