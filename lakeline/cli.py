@@ -35,9 +35,7 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def _table_settings(
-    bucket_count: int | None, table_format: str | None, compression: str | None
-) -> dict[str, Any]:
+def _table_settings(bucket_count: int | None, table_format: str | None, compression: str | None) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     if bucket_count is not None:
         overrides["bucket_count"] = bucket_count
@@ -48,9 +46,7 @@ def _table_settings(
     return overrides
 
 
-def _settings(
-    config: Path | None, defaults: dict[str, Any], table_overrides: dict[str, Any]
-) -> PipelineSettings:
+def _settings(config: Path | None, defaults: dict[str, Any], table_overrides: dict[str, Any]) -> PipelineSettings:
     base = PipelineSettings.from_yaml(config).model_dump() if config else {}
     merged = {**defaults, **{k: v for k, v in base.items() if v not in (None, "", {})}}
     if table_overrides:
@@ -74,9 +70,7 @@ def stage_a_plan(
     raw_bucket: Annotated[str, typer.Option(help="raw bucket name or s3:// location")] = "raw-bucket",
     stage_bucket: Annotated[str, typer.Option(help="stage bucket name or s3:// location")] = "stage-bucket",
     columns: Annotated[str | None, typer.Option(help="the raw table's data columns, comma-separated")] = None,
-    catalog: Annotated[
-        Path | None, typer.Option(help="'aws glue get-tables' JSON holding the raw table")
-    ] = None,
+    catalog: Annotated[Path | None, typer.Option(help="'aws glue get-tables' JSON holding the raw table")] = None,
     run_token: Annotated[str | None, typer.Option(help="fix the run token (default: a new one)")] = None,
     environment: EnvironmentOption = None,
     config: ConfigOption = None,
@@ -159,9 +153,7 @@ def stage_a_run(
             engine = SparkEngine.local(ws.root)
         with err_console.status(f"stage A: {key}"):
             result = run_local_arrival(engine, ws, key, settings)
-        rows = partition_row_count(
-            engine, result.plan.target_database, result.plan.table, result.plan.partition
-        )
+        rows = partition_row_count(engine, result.plan.target_database, result.plan.table, result.plan.partition)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
         return
@@ -180,9 +172,7 @@ def stage_a_run(
 
 @app.command("demo")
 def demo(
-    workspace: Annotated[Path, typer.Option(help="where the sample lake and the results go")] = Path(
-        ".lakeline-demo"
-    ),
+    workspace: Annotated[Path, typer.Option(help="where the sample lake and the results go")] = Path(".lakeline-demo"),
 ) -> None:
     """Run the pipeline locally on generated sample data (embedded PySpark, no AWS account)."""
     from lakeline.local.demo import run_demo

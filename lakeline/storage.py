@@ -27,9 +27,15 @@ def join_location(root: str, *parts: str) -> str:
     return location + "/"
 
 
+def local_uri(path: Path) -> str:
+    """``file://`` + the absolute path, unescaped as Spark and Hadoop write it (not ``Path.as_uri``,
+    which would percent-encode the '=' of every partition folder)."""
+    return "file://" + str(path.resolve())
+
+
 def local_root(path: Path) -> str:
-    """The ``file://`` location of a local folder."""
-    return path.resolve().as_uri().rstrip("/") + "/"
+    """The ``file://`` location of a local folder, ending in '/'."""
+    return local_uri(path).rstrip("/") + "/"
 
 
 def is_data_file(name: str) -> bool:
@@ -66,7 +72,7 @@ class LocalObjectStore:
         if not root.exists():
             return []
         return sorted(
-            path.resolve().as_uri()
+            local_uri(path)
             for path in root.rglob("*")
             if path.is_file() and all(is_data_file(part) for part in path.relative_to(root).parts)
         )
@@ -130,13 +136,9 @@ class S3ObjectStore:
             keys: list[ObjectIdentifierTypeDef] = [{"Key": item["Key"]} for item in page.get("Contents", [])]
             # One DeleteObjects call takes at most 1,000 keys, which is also a page's size.
             if keys:
-                response = self._s3.delete_objects(
-                    Bucket=where.bucket, Delete={"Objects": keys, "Quiet": True}
-                )
+                response = self._s3.delete_objects(Bucket=where.bucket, Delete={"Objects": keys, "Quiet": True})
                 errors = response.get("Errors", [])
                 if errors:
-                    raise RuntimeError(
-                        f"could not delete {len(errors)} objects under {location}: {errors[0]}"
-                    )
+                    raise RuntimeError(f"could not delete {len(errors)} objects under {location}: {errors[0]}")
                 deleted += len(keys)
         return deleted

@@ -108,9 +108,7 @@ def check_partition_columns(raw: RawObject, schema: TableSchema) -> list[tuple[C
             f"key {raw.key!r} has partition columns {key_columns}, but table "
             f"{schema.database}.{schema.table} is partitioned by {schema.partition_names}"
         )
-    return [
-        (column, value) for column, (_, value) in zip(schema.partition_columns, raw.partition, strict=True)
-    ]
+    return [(column, value) for column, (_, value) in zip(schema.partition_columns, raw.partition, strict=True)]
 
 
 def plan_stage_a(
@@ -155,13 +153,9 @@ def plan_stage_a(
             f"SET LOCATION {string_literal(target_location)}",
         )
     else:
-        publish = (
-            f"ALTER TABLE {ddl_name(target_db, raw.table)} SET LOCATION {string_literal(target_location)}",
-        )
+        publish = (f"ALTER TABLE {ddl_name(target_db, raw.table)} SET LOCATION {string_literal(target_location)}",)
 
-    where = " AND ".join(
-        f"{dml_name(column.name)} = {partition_literal(column, value)}" for column, value in partition
-    )
+    where = " AND ".join(f"{dml_name(column.name)} = {partition_literal(column, value)}" for column, value in partition)
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
     if where:
         select += f" WHERE {where}"

@@ -28,12 +28,11 @@ from lakeline.engines.base import (
 
 if TYPE_CHECKING:
     from mypy_boto3_athena import AthenaClient
+    from mypy_boto3_glue import GlueClient
 
 logger = logging.getLogger(__name__)
 
-THROTTLING_CODES = frozenset(
-    {"ThrottlingException", "TooManyRequestsException", "Throttling", "RequestLimitExceeded"}
-)
+THROTTLING_CODES = frozenset({"ThrottlingException", "TooManyRequestsException", "Throttling", "RequestLimitExceeded"})
 T = TypeVar("T")
 
 
@@ -56,10 +55,12 @@ class AthenaEngine:
         client: AthenaClient,
         settings: AthenaSettings | None = None,
         *,
+        glue: GlueClient | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._athena = client
+        self._glue = glue
         self.settings = settings or AthenaSettings()
         self._sleep = sleep
         self._clock = clock
@@ -154,28 +155,22 @@ class AthenaEngine:
         return self.results(query_id)
 
     def describe_table(self, database: str, table: str) -> TableSchema:
+        """Read the table from the Glue Data Catalog, which is Athena's catalog."""
+        if self._glue is None:
+            raise RuntimeError("AthenaEngine needs a Glue client to describe tables")
         try:
-            response = self._call(
-                self._athena.get_table_metadata,
-                CatalogName=self.settings.catalog,
-                DatabaseName=database,
-                TableName=table,
-            )
+            response = self._call(self._glue.get_table, DatabaseName=database, Name=table)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in (
-                "MetadataException",
-                "EntityNotFoundException",
-            ):
+            if error.response.get("Error", {}).get("Code") == "EntityNotFoundException":
                 raise TableNotFound(database, table) from error
             raise
-        metadata = response["TableMetadata"]
-        location = metadata.get("Parameters", {}).get("location")
+        found = response["Table"]
+        descriptor = found.get("StorageDescriptor", {})
+        location = descriptor.get("Location")
         return TableSchema(
             database=database,
             table=table,
-            columns=tuple(Column(c["Name"], c.get("Type", "string")) for c in metadata.get("Columns", [])),
-            partition_columns=tuple(
-                Column(c["Name"], c.get("Type", "string")) for c in metadata.get("PartitionKeys", [])
-            ),
+            columns=tuple(Column(c["Name"], c.get("Type", "string")) for c in descriptor.get("Columns", [])),
+            partition_columns=tuple(Column(c["Name"], c.get("Type", "string")) for c in found.get("PartitionKeys", [])),
             location=location.rstrip("/") + "/" if location else None,
         )

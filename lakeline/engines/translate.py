@@ -119,6 +119,13 @@ def ctas_to_spark(create: exp.Create) -> str:
     return " ".join(clauses)
 
 
+def _athena_pseudo_columns(node: exp.Expression) -> exp.Expression:
+    """Athena's ``"$path"`` pseudo column is Spark's ``input_file_name()``."""
+    if isinstance(node, exp.Column) and node.name == "$path":
+        return exp.Anonymous(this="input_file_name", expressions=[])
+    return node
+
+
 def athena_to_spark(sql: str) -> str:
     """Translate one Athena-dialect statement into one Spark SQL statement."""
     text = sql.strip().rstrip(";").strip()
@@ -131,7 +138,7 @@ def athena_to_spark(sql: str) -> str:
         raise TranslationError(f"cannot parse statement: {error}") from error
     if len(statements) != 1 or statements[0] is None:
         raise TranslationError(f"expected exactly one statement, got {len(statements)}")
-    statement = statements[0]
+    statement = statements[0].transform(_athena_pseudo_columns)
     if (
         isinstance(statement, exp.Create)
         and isinstance(statement.expression, exp.Query)

@@ -25,9 +25,7 @@ def raw_format(file_name: str) -> str:
     for suffix, reader in READERS.items():
         if file_name.lower().endswith(suffix) or file_name.lower().endswith(suffix + ".gz"):
             return reader
-    raise ValidationError(
-        f"cannot tell the format of raw file {file_name!r}: name it .parquet, .csv or .json"
-    )
+    raise ValidationError(f"cannot tell the format of raw file {file_name!r}: name it .parquet, .csv or .json")
 
 
 def _column_list(schema_columns: list[tuple[str, str]]) -> str:
@@ -58,9 +56,7 @@ def ensure_tables(
         all_columns = columns + [(column, "string") for column in partition_columns]
         option_sql = " OPTIONS (header 'true')" if reader == "csv" else ""
         partition_sql = (
-            f" PARTITIONED BY ({', '.join(ddl_name(c) for c in partition_columns)})"
-            if partition_columns
-            else ""
+            f" PARTITIONED BY ({', '.join(ddl_name(c) for c in partition_columns)})" if partition_columns else ""
         )
         location = join_location(settings.raw_root, raw.table_prefix)
         session.sql(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 COUNTRIES = ("es", "fr", "de", "it", "pt", "us")
 STATUSES = ("placed", "shipped", "delivered", "returned")
@@ -54,7 +54,6 @@ def write_orders_parquet(spark: SparkSession, raw_dir: Path, day: str, rows: int
     """engineering/sales/orders/date=<day>/orders_<day>.parquet, one Parquet file written by Spark."""
     key = f"engineering/sales/orders/date={day}/orders_{day}.parquet"
     target = raw_dir / key
-    target.parent.mkdir(parents=True, exist_ok=True)
     statuses = ", ".join(f"'{status}'" for status in STATUSES)
     frame = spark.range(rows).selectExpr(
         f"CAST({day} AS BIGINT) * 100000 + id AS order_id",
@@ -62,8 +61,14 @@ def write_orders_parquet(spark: SparkSession, raw_dir: Path, day: str, rows: int
         "ROUND(((id * 2654435761) % 100000) / 100.0, 2) AS amount",
         f"element_at(array({statuses}), CAST(id % {len(STATUSES)} AS INT) + 1) AS status",
     )
-    with tempfile.TemporaryDirectory(dir=raw_dir.parent) as scratch:
+    write_single_parquet(frame, target)
+    return SampleFile(key, rows)
+
+
+def write_single_parquet(frame: DataFrame, target: Path) -> None:
+    """Write ``frame`` as exactly one Parquet file at ``target`` (Spark itself writes a folder)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent.parent) as scratch:
         frame.coalesce(1).write.mode("overwrite").parquet(scratch + "/out")
         (part,) = [p for p in Path(scratch, "out").iterdir() if p.name.startswith("part-")]
         shutil.move(str(part), target)
-    return SampleFile(key, rows)

@@ -1,0 +1,5 @@
+"""``python -m lakeline`` runs the command line."""
+
+from lakeline.cli import app
+
+app(prog_name="lakeline")

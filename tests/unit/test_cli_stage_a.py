@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from lakeline.cli import app
+
+runner = CliRunner()
+
+
+def test_plan_prints_the_statements_as_json() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "stage-a", "plan",
+            "--key", "engineering/mysql/customers/date=20220120/file_name.csv",
+            "--raw-bucket", "my-raw", "--stage-bucket", "my-stage",
+            "--environment", "dev", "--columns", "customer_id,name",
+            "--run-token", "20220120t000000000000_abcdef0123",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert {k: plan[k] for k in ("team", "dataset", "table", "source_database", "target_database", "partition")} == {
+        "team": "engineering",
+        "dataset": "mysql",
+        "table": "customers",
+        "source_database": "engineering_mysql_raw_dev",
+        "target_database": "engineering_mysql_dev",
+        "partition": {"date": "20220120"},
+    }
+    assert len(plan["statements"]) == 5
+    assert plan["statements"][0].startswith("ALTER TABLE `engineering_mysql_raw_dev`.`customers` ADD IF NOT EXISTS")
+    assert "s3://my-stage/engineering/mysql/customers/date=20220120/lakeline_run=" in plan["statements"][1]
+
+
+def test_plan_takes_columns_from_a_glue_get_tables_file(tmp_path: Path) -> None:
+    catalog = tmp_path / "tables.json"
+    catalog.write_text(
+        json.dumps(
+            {
+                "TableList": [
+                    {
+                        "Name": "customers",
+                        "DatabaseName": "engineering_mysql_raw",
+                        "StorageDescriptor": {"Columns": [{"Name": "id", "Type": "int"}, {"Name": "email"}]},
+                        "PartitionKeys": [{"Name": "date", "Type": "string"}],
+                    }
+                ]
+            }
+        )
+    )
+    key = "engineering/mysql/customers/date=20220120/f.csv"
+    result = runner.invoke(app, ["stage-a", "plan", "--key", key, "--catalog", str(catalog), "--bucket-count", "2"])
+    assert result.exit_code == 0, result.stderr
+    ctas = json.loads(result.stdout)["statements"][1]
+    assert 'SELECT "id", "email" FROM "engineering_mysql_raw"."customers"' in ctas
+    assert "bucket_count = 2" in ctas
+
+
+def test_invalid_key_exits_2_with_the_reason_and_no_statements() -> None:
+    key = "engineering/mysql/customers/date=2022';DROP TABLE x;--/f.csv"
+    result = runner.invoke(app, ["stage-a", "plan", "--key", key, "--columns", "a"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "partition 'date' value" in result.stderr
+    assert "DROP TABLE" not in result.stdout
+
+
+def test_plan_without_columns_says_how_to_give_them() -> None:
+    result = runner.invoke(app, ["stage-a", "plan", "--key", "engineering/mysql/customers/f.csv"])
+    assert result.exit_code == 2
+    assert "--columns" in result.stderr
+
+
+def test_invalid_table_settings_are_reported() -> None:
+    args = ["stage-a", "plan", "--key", "engineering/mysql/customers/f.csv", "--columns", "a"]
+    result = runner.invoke(app, [*args, "--format", "JSON", "--compression", "SNAPPY"])
+    assert result.exit_code == 2
+    assert "compression SNAPPY is not available for JSON" in result.stderr
