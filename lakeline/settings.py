@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lakeline.errors import ConfigError
@@ -87,6 +86,8 @@ class PipelineSettings(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: Path) -> PipelineSettings:
+        import yaml  # only the CLI reads YAML; Lambda code must not need PyYAML
+
         try:
             data = yaml.safe_load(path.read_text()) or {}
         except (OSError, yaml.YAMLError) as error:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -88,6 +88,21 @@ class StageAPlan:
         """Every statement in the order it runs (the DROP runs whether or not the CTAS succeeds)."""
         head = [self.register_raw] if self.register_raw else []
         return [*head, self.ctas, self.drop_temp, *self.publish]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StageAPlan:
+        """Rebuild a plan passed through a state machine; unknown or missing fields are an error."""
+        names = {field.name for field in fields(cls)}
+        missing = names - data.keys()
+        if missing:
+            raise ValidationError(f"stage A plan is missing {sorted(missing)}")
+        values = {name: data[name] for name in names}
+        values["publish"] = tuple(values["publish"])
+        values["partition"] = dict(values["partition"])
+        plan = cls(**values)
+        if not RUN_TOKEN_PATTERN.fullmatch(plan.run_token):
+            raise ValidationError(f"stage A plan has a malformed run token {plan.run_token!r}")
+        return plan
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

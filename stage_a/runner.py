@@ -35,11 +35,25 @@ def superseded_run_prefixes(store: ObjectStore, plan: StageAPlan) -> list[str]:
     return superseded
 
 
+def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
+    """After the swap: delete the superseded run prefixes; return (current data files, deleted prefixes)."""
+    superseded = superseded_run_prefixes(store, plan)
+    for prefix in superseded:
+        store.delete_prefix(prefix)
+    return store.list_data_files(plan.target_location), superseded
+
+
+def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> int:
+    """After a failed CTAS: delete whatever it wrote into its fresh prefix; the stage partition is untouched."""
+    return store.delete_prefix(plan.target_location)
+
+
 def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:
     """Register, CTAS, always drop the temp table, publish, then clean the superseded prefixes.
 
     If the CTAS fails, its partial output is deleted and the stage partition keeps pointing at the
-    previous data; the error is raised after the temp table is dropped.
+    previous data; the error is raised after the temp table is dropped. In the cloud the state
+    machine runs the same steps, with ``finish_stage_a`` and ``abandon_stage_a`` in Lambda tasks.
     """
     query_ids = []
     if plan.register_raw:
@@ -56,14 +70,11 @@ def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAR
             raise
         ctas_error.add_note(f"dropping temp table {plan.temp_table} also failed: {drop_error}")
     if ctas_error is not None:
-        store.delete_prefix(plan.target_location)
+        abandon_stage_a(plan, store)
         raise ctas_error
     for statement in plan.publish:
         query_ids.append(engine.execute(statement, database=plan.target_database).query_id)
-    superseded = superseded_run_prefixes(store, plan)
-    for prefix in superseded:
-        store.delete_prefix(prefix)
-    files = store.list_data_files(plan.target_location)
+    files, superseded = finish_stage_a(plan, store)
     logger.info(
         "stage A %s.%s %s: %d files, %d superseded prefixes removed",
         plan.target_database,

@@ -1,0 +1,54 @@
+"""Stage A state machine Catch: after the temp table is dropped, delete the failed CTAS's partial
+output and report the failure; the stage partition still points at its previous data."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+from lakeline.storage import S3ObjectStore
+from stage_a.plan import StageAPlan
+from stage_a.runner import abandon_stage_a
+
+logger = Logger(service="stage-a-failure")
+tracer = Tracer(service="stage-a-failure")
+
+
+class StepError(BaseModel):
+    Error: str = "Unknown"
+    Cause: str = ""
+
+
+class FailureInput(BaseModel):
+    plan: dict[str, Any]
+    error: StepError
+    execution_id: str = ""
+
+
+@cache
+def object_store() -> S3ObjectStore:
+    return S3ObjectStore(boto3.client("s3"))
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = FailureInput.model_validate(event)
+    plan = StageAPlan.from_dict(request.plan)
+    deleted = abandon_stage_a(plan, object_store())
+    logger.error(
+        "stage A failed",
+        extra={
+            "table": f"{plan.target_database}.{plan.table}",
+            "partition": plan.partition,
+            "error": request.error.Error,
+            "cause": request.error.Cause[:2000],
+            "partial_objects_deleted": deleted,
+        },
+    )
+    return {"error": request.error.Error, "cause": request.error.Cause, "partial_objects_deleted": deleted}

@@ -1,0 +1,104 @@
+"""Queue A → stage A: one state machine execution per valid arrival.
+
+An arrival whose key breaks the contract can never succeed: it goes straight to the DLQ with its
+reason and no SQL is planned. Other failures (catalog or Step Functions errors) fail only their own
+record, which SQS redelivers and finally dead-letters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, Field
+
+from lakeline.engines.athena import AthenaEngine
+from lakeline.errors import ValidationError
+from lakeline.lambda_support import dead_letter, load_environment
+from lakeline.settings import PipelineSettings, TableSettings
+from stage_a.arrivals import parse_arrivals
+from stage_a.start import start_stage_a
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_stepfunctions import SFNClient
+
+logger = Logger(service="stage-a-router")
+tracer = Tracer(service="stage-a-router")
+metrics = Metrics(namespace="Lakeline", service="stage-a-router")
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+class RouterEnvironment(BaseModel):
+    state_machine_arn: str
+    dead_letter_queue_url: str
+    raw_bucket: str
+    stage_bucket: str
+    pipeline_environment: str | None = None
+    table_settings: dict[str, TableSettings] = Field(default_factory=dict)
+    default_table_settings: TableSettings = TableSettings()
+
+
+@dataclass(frozen=True)
+class Runtime:
+    environment: RouterEnvironment
+    settings: PipelineSettings
+    catalog: AthenaEngine
+    sfn: SFNClient
+    sqs: SQSClient
+
+
+@cache
+def runtime() -> Runtime:
+    environment = load_environment(RouterEnvironment, os.environ)
+    settings = PipelineSettings(
+        raw_root=f"s3://{environment.raw_bucket}/",
+        stage_root=f"s3://{environment.stage_bucket}/",
+        environment=environment.pipeline_environment,
+        default_table=environment.default_table_settings,
+        tables=environment.table_settings,
+    )
+    catalog = AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+    return Runtime(environment, settings, catalog, boto3.client("stepfunctions"), boto3.client("sqs"))
+
+
+def handle_record(record: SQSRecord) -> None:
+    run = runtime()
+    try:
+        arrivals = parse_arrivals(json.loads(record.body))
+    except (ValueError, ValidationError) as error:
+        reason = f"not an S3 arrival: {error}"
+        logger.warning(reason, extra={"message_id": record.message_id})
+        dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, reason, "stage-a-router")
+        metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
+        return
+    for arrival in arrivals:
+        try:
+            started = start_stage_a(arrival, run.settings, run.catalog, run.sfn, run.environment.state_machine_arn)
+        except ValidationError as error:
+            logger.warning("arrival rejected", extra={"key": arrival.key, "reason": str(error)})
+            dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-a-router")
+            metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
+            continue
+        logger.info(
+            "stage A started",
+            extra={"key": arrival.key, "execution": started.execution_name, "duplicate": started.duplicate},
+        )
+        metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)

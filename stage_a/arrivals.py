@@ -1,0 +1,91 @@
+"""Arrivals: the S3 events that start stage A, in either shape S3 delivers them.
+
+- EventBridge "Object Created" events (``detail.bucket.name``, ``detail.object.key``), which is how the
+  CDK app wires the raw bucket; the key arrives as written.
+- S3 event notifications (``Records[].s3``), for buckets wired the classic way; their keys are
+  URL-encoded and are decoded exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from lakeline.errors import ValidationError
+from stage_a.keys import decode_notification_key
+
+EXECUTION_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class Arrival(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    bucket: str
+    key: str
+    sequencer: str = ""
+    event_time: datetime
+    size: int | None = None
+
+    @property
+    def identity(self) -> str:
+        """The same object version gives the same identity, however often its event is delivered."""
+        return f"{self.bucket}/{self.key}@{self.sequencer}"
+
+    def execution_name(self, table_hint: str = "") -> str:
+        """A Step Functions execution name (<= 80 chars of [A-Za-z0-9_-]) fixed by the arrival, so a
+        redelivered event cannot start a second execution."""
+        digest = hashlib.sha256(self.identity.encode()).hexdigest()[:40]
+        prefix = EXECUTION_NAME_UNSAFE.sub("-", table_hint)[:38]
+        return f"{prefix}-{digest}" if prefix else digest
+
+
+def _event_time(value: Any) -> datetime:
+    if isinstance(value, str) and value:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    return datetime.now(UTC)
+
+
+def parse_arrivals(event: dict[str, Any]) -> list[Arrival]:
+    """Arrivals in one event body; an event of another kind is a ``ValidationError``."""
+    if event.get("source") == "aws.s3" and "detail" in event:
+        if event.get("detail-type") != "Object Created":
+            raise ValidationError(f"S3 event of type {event.get('detail-type')!r} does not start stage A")
+        detail = event["detail"]
+        try:
+            return [
+                Arrival(
+                    bucket=detail["bucket"]["name"],
+                    key=detail["object"]["key"],
+                    sequencer=str(detail["object"].get("sequencer", "")),
+                    size=detail["object"].get("size"),
+                    event_time=_event_time(event.get("time")),
+                )
+            ]
+        except (KeyError, TypeError) as error:
+            raise ValidationError(f"EventBridge S3 event is missing {error}") from error
+    if isinstance(event.get("Records"), list):
+        arrivals = []
+        for record in event["Records"]:
+            if not str(record.get("eventName", "")).startswith("ObjectCreated:"):
+                continue
+            try:
+                s3 = record["s3"]
+                arrivals.append(
+                    Arrival(
+                        bucket=s3["bucket"]["name"],
+                        key=decode_notification_key(s3["object"]["key"]),
+                        sequencer=str(s3["object"].get("sequencer", "")),
+                        size=s3["object"].get("size"),
+                        event_time=_event_time(record.get("eventTime")),
+                    )
+                )
+            except (KeyError, TypeError) as error:
+                raise ValidationError(f"S3 notification record is missing {error}") from error
+        return arrivals
+    if event.get("Event") == "s3:TestEvent":
+        return []
+    raise ValidationError("message is neither an EventBridge S3 event nor an S3 event notification")

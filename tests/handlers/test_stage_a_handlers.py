@@ -1,0 +1,208 @@
+"""Stage A's Lambda handlers against moto: SQS, Step Functions, Glue and S3."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lambdas.stage_a_failure import handler as failure
+from lambdas.stage_a_post_update import handler as post_update
+from lambdas.stage_a_router import handler as router
+from tests.lambda_context import LambdaContextStub
+
+REGION = "us-east-1"
+CONTEXT = LambdaContextStub()
+
+
+def eventbridge_arrival(key: str, sequencer: str = "0062E99A88DC407460") -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": "17793124-05d4-b198-2fde-7ededc63b103",
+        "detail-type": "Object Created",
+        "source": "aws.s3",
+        "account": "123456789012",
+        "time": "2022-01-20T10:15:00Z",
+        "region": REGION,
+        "resources": ["arn:aws:s3:::raw-bucket"],
+        "detail": {
+            "version": "0",
+            "bucket": {"name": "raw-bucket"},
+            "object": {"key": key, "size": 1024, "etag": "abc", "sequencer": sequencer},
+            "request-id": "N4N7GDK58NMKJ12R",
+            "requester": "123456789012",
+            "reason": "PutObject",
+        },
+    }
+
+
+def sqs_event(*bodies: dict[str, Any] | str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": f"message-{index}",
+                "receiptHandle": f"handle-{index}",
+                "body": body if isinstance(body, str) else json.dumps(body),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": f"arn:aws:sqs:{REGION}:123456789012:queue-a",
+                "awsRegion": REGION,
+            }
+            for index, body in enumerate(bodies)
+        ]
+    }
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        dlq_url = sqs.create_queue(QueueName="queue-a-dlq")["QueueUrl"]
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(
+            name="stage-a",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
+            roleArn="arn:aws:iam::123456789012:role/stage-a",
+        )["stateMachineArn"]
+        glue = boto3.client("glue", region_name=REGION)
+        glue.create_database(DatabaseInput={"Name": "engineering_mysql_raw_dev"})
+        glue.create_table(
+            DatabaseName="engineering_mysql_raw_dev",
+            TableInput={
+                "Name": "customers",
+                "StorageDescriptor": {"Columns": [{"Name": "customer_id", "Type": "bigint"}, {"Name": "name"}]},
+                "PartitionKeys": [{"Name": "date", "Type": "string"}],
+            },
+        )
+        for name, value in {
+            "STATE_MACHINE_ARN": machine,
+            "DEAD_LETTER_QUEUE_URL": dlq_url,
+            "RAW_BUCKET": "raw-bucket",
+            "STAGE_BUCKET": "stage-bucket",
+            "PIPELINE_ENVIRONMENT": "dev",
+            "TABLE_SETTINGS": json.dumps({"engineering_mysql_dev.customers": {"bucket_count": 3}}),
+        }.items():
+            monkeypatch.setenv(name, value)
+        router.runtime.cache_clear()
+        post_update.object_store.cache_clear()
+        failure.object_store.cache_clear()
+        yield {"sqs": sqs, "dlq_url": dlq_url, "sfn": sfn, "machine": machine}
+        router.runtime.cache_clear()
+
+
+def executions(aws: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(aws["sfn"].list_executions(stateMachineArn=aws["machine"])["executions"])
+
+
+def dead_letters(aws: dict[str, Any]) -> list[dict[str, Any]]:
+    response = aws["sqs"].receive_message(
+        QueueUrl=aws["dlq_url"], MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    )
+    return list(response.get("Messages", []))
+
+
+def test_arrival_starts_one_execution_with_the_plan(aws: dict[str, Any]) -> None:
+    key = "engineering/mysql/customers/date=20220120/file.csv"
+    response = router.handler(sqs_event(eventbridge_arrival(key)), CONTEXT)
+    assert response == {"batchItemFailures": []}
+    (execution,) = executions(aws)
+    detail = aws["sfn"].describe_execution(executionArn=execution["executionArn"])
+    payload = json.loads(detail["input"])
+    assert payload["arrival"]["key"] == key
+    plan = payload["plan"]
+    assert plan["target_database"] == "engineering_mysql_dev"
+    assert plan["bucket_count"] == 3
+    assert plan["target_location"].startswith("s3://stage-bucket/engineering/mysql/customers/date=20220120/")
+    assert 'SELECT "customer_id", "name" FROM "engineering_mysql_raw_dev"."customers"' in plan["ctas"]
+
+
+def test_redelivered_arrival_does_not_start_a_second_execution(aws: dict[str, Any]) -> None:
+    event = eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")
+    router.handler(sqs_event(event), CONTEXT)
+    router.handler(sqs_event(event), CONTEXT)
+    assert len(executions(aws)) == 1
+    # A new version of the same key is a new arrival.
+    router.handler(
+        sqs_event(eventbridge_arrival(event["detail"]["object"]["key"], sequencer="0062E99A88DC4074FF")), CONTEXT
+    )
+    assert len(executions(aws)) == 2
+
+
+def test_invalid_key_goes_to_the_dlq_with_its_reason_and_neighbours_proceed(aws: dict[str, Any]) -> None:
+    bad = eventbridge_arrival("engineering/mysql/customers/date=x';DROP TABLE t;--/f.csv")
+    good = eventbridge_arrival("engineering/mysql/customers/date=20220121/file.csv")
+    response = router.handler(sqs_event(bad, "not json at all", good), CONTEXT)
+    assert response == {"batchItemFailures": []}
+    assert len(executions(aws)) == 1
+    letters = dead_letters(aws)
+    assert len(letters) == 2
+    reasons = sorted(m["MessageAttributes"]["lakeline_reason"]["StringValue"] for m in letters)
+    assert "partition 'date' value" in reasons[1] or "partition 'date' value" in reasons[0]
+    assert any("not an S3 arrival" in reason for reason in reasons)
+
+
+def test_missing_raw_table_fails_only_its_record_for_redelivery(aws: dict[str, Any]) -> None:
+    missing = eventbridge_arrival("engineering/mysql/orders/date=20220120/file.csv")
+    good = eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")
+    response = router.handler(sqs_event(missing, good), CONTEXT)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "message-0"}]}
+    assert len(executions(aws)) == 1
+    assert dead_letters(aws) == []
+
+
+def plan_for(aws: dict[str, Any]) -> dict[str, Any]:
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
+    (execution,) = executions(aws)
+    return dict(json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"])
+
+
+def test_post_update_deletes_only_older_run_prefixes(aws: dict[str, Any]) -> None:
+    plan = plan_for(aws)
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="stage-bucket")
+    root = "engineering/mysql/customers/date=20220120/"
+    token = plan["run_token"]
+    for prefix in (
+        "lakeline_run=20200101t000000000000_aaaaaaaaaa",
+        f"lakeline_run={token}",
+        "lakeline_run=29990101t000000000000_bbbbbbbbbb",
+    ):
+        s3.put_object(Bucket="stage-bucket", Key=f"{root}{prefix}/part-00000.parquet", Body=b"x")
+        s3.put_object(Bucket="stage-bucket", Key=f"{root}{prefix}/_SUCCESS", Body=b"")
+    result = post_update.handler({"plan": plan}, CONTEXT)
+    assert result["files"] == 1
+    assert result["superseded_deleted"] == [f"s3://stage-bucket/{root}lakeline_run=20200101t000000000000_aaaaaaaaaa/"]
+    left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"])
+    assert all("20200101" not in key for key in left)
+    assert len(left) == 4
+
+
+def test_failure_handler_removes_the_partial_ctas_output(aws: dict[str, Any]) -> None:
+    plan = plan_for(aws)
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="stage-bucket")
+    partial = plan["target_location"].removeprefix("s3://stage-bucket/")
+    s3.put_object(Bucket="stage-bucket", Key=f"{partial}part-00000.parquet", Body=b"x")
+    s3.put_object(
+        Bucket="stage-bucket",
+        Key="engineering/mysql/customers/date=20220120/lakeline_run=20200101t000000000000_aaaaaaaaaa/p.parquet",
+        Body=b"x",
+    )
+    error = {"Error": "Athena.QueryFailed", "Cause": "HIVE_BAD_DATA: broken.parquet"}
+    result = failure.handler({"plan": plan, "error": error}, CONTEXT)
+    assert result["partial_objects_deleted"] == 1
+    left = [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]]
+    assert left == ["engineering/mysql/customers/date=20220120/lakeline_run=20200101t000000000000_aaaaaaaaaa/p.parquet"]
+
+
+def test_post_update_rejects_a_tampered_plan(aws: dict[str, Any]) -> None:
+    plan = plan_for(aws)
+    del plan["ctas"]
+    with pytest.raises(Exception, match="missing"):
+        post_update.handler({"plan": plan}, CONTEXT)
