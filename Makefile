@@ -7,7 +7,7 @@ DEMO_WORKSPACE ?= .lakeline-demo
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test check lint typecheck pytest install clean
+.PHONY: demo test check lint typecheck pytest install synth clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,15 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed-run
 
-install: $(VENV)/.installed-dev
+# The CDK CLI, pinned to the 2.x line in package.json.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(VENV)/.installed-dev node_modules/.installed
+
+synth: $(VENV)/.installed-dev node_modules/.installed
+	npx cdk synth --quiet
 
 demo: $(VENV)/.installed-run
 	$(BIN)/lakeline demo --workspace $(DEMO_WORKSPACE)
@@ -35,7 +43,7 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
-pytest: $(VENV)/.installed-dev
+pytest: $(VENV)/.installed-dev node_modules/.installed
 	$(BIN)/pytest
 
 check: lint typecheck

@@ -1,10 +1,13 @@
-"""Stage A state machine Catch: after the temp table is dropped, delete the failed CTAS's partial
-output and report the failure; the stage partition still points at its previous data."""
+"""Stage A state machine Catch: report the failure, and after a failed CTAS (its temp table already
+dropped) delete its partial output; the stage partition still points at its previous data.
+
+A failure after the CTAS (while publishing) keeps the new files: the partition may already point at them.
+"""
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 from aws_lambda_powertools import Logger, Tracer
@@ -27,6 +30,7 @@ class StepError(BaseModel):
 class FailureInput(BaseModel):
     plan: dict[str, Any]
     error: StepError
+    failed_step: Literal["ctas", "publish", "spark"] = "ctas"
     execution_id: str = ""
 
 
@@ -40,15 +44,22 @@ def object_store() -> S3ObjectStore:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = FailureInput.model_validate(event)
     plan = StageAPlan.from_dict(request.plan)
-    deleted = abandon_stage_a(plan, object_store())
+    # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
+    deleted = abandon_stage_a(plan, object_store()) if request.failed_step == "ctas" else 0
     logger.error(
         "stage A failed",
         extra={
             "table": f"{plan.target_database}.{plan.table}",
             "partition": plan.partition,
+            "failed_step": request.failed_step,
             "error": request.error.Error,
             "cause": request.error.Cause[:2000],
             "partial_objects_deleted": deleted,
         },
     )
-    return {"error": request.error.Error, "cause": request.error.Cause, "partial_objects_deleted": deleted}
+    return {
+        "failed_step": request.failed_step,
+        "error": request.error.Error,
+        "cause": request.error.Cause,
+        "partial_objects_deleted": deleted,
+    }

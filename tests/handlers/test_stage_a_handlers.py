@@ -206,3 +206,15 @@ def test_post_update_rejects_a_tampered_plan(aws: dict[str, Any]) -> None:
     del plan["ctas"]
     with pytest.raises(Exception, match="missing"):
         post_update.handler({"plan": plan}, CONTEXT)
+
+
+def test_failure_while_publishing_keeps_the_new_files(aws: dict[str, Any]) -> None:
+    plan = plan_for(aws)
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="stage-bucket")
+    written = plan["target_location"].removeprefix("s3://stage-bucket/") + "part-00000.parquet"
+    s3.put_object(Bucket="stage-bucket", Key=written, Body=b"x")
+    error = {"Error": "Athena.QueryFailed", "Cause": "partition update failed"}
+    result = failure.handler({"plan": plan, "error": error, "failed_step": "publish"}, CONTEXT)
+    assert result["partial_objects_deleted"] == 0
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]] == [written]

@@ -1,0 +1,52 @@
+"""The AWS Glue for Spark job behind ``-c engine=spark``: runs a stage's statements with Lakeline's own
+Spark engine against the Glue Data Catalog, with the same guarantees as on Athena.
+
+Arguments (Glue job parameters): ``--mode stage_a --plan <StageAPlan JSON>``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lakeline.engines.spark import SparkEngine
+from lakeline.errors import ValidationError
+from lakeline.storage import ObjectStore
+from stage_a.plan import StageAPlan
+from stage_a.runner import StageAResult, run_stage_a
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MODES = ("stage_a",)
+
+
+def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore) -> dict[str, Any]:
+    mode = arguments.get("mode", "")
+    if mode not in MODES:
+        raise ValidationError(f"--mode must be one of {MODES}, got {mode!r}")
+    try:
+        plan = StageAPlan.from_dict(json.loads(arguments["plan"]))
+    except (KeyError, json.JSONDecodeError) as error:
+        raise ValidationError(f"--plan must be the stage A plan as JSON: {error}") from error
+    result: StageAResult = run_stage_a(plan, SparkEngine(session), store)
+    return {"table": f"{plan.target_database}.{plan.table}", "files": len(result.data_files)}
+
+
+def main(argv: Sequence[str]) -> None:  # pragma: no cover - runs only inside AWS Glue
+    import boto3
+    from awsglue.context import GlueContext
+    from awsglue.utils import getResolvedOptions
+    from pyspark.context import SparkContext
+
+    from lakeline.storage import S3ObjectStore
+
+    arguments = getResolvedOptions(list(argv), ["mode", "plan"])
+    session = GlueContext(SparkContext.getOrCreate()).spark_session
+    print(json.dumps(run_job(arguments, session, S3ObjectStore(boto3.client("s3")))))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv)

@@ -1,0 +1,1 @@
+"""The CDK app's stacks: stateful storage apart from stateless compute."""

@@ -1,0 +1,50 @@
+"""Deployment configuration, read from CDK context in ``app.py`` only and passed down as an object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lakeline.errors import ConfigError
+from lakeline.names import check_identifier
+
+Engine = Literal["athena", "spark"]
+
+
+@dataclass(frozen=True)
+class LakelineConfig:
+    """What a deployment may choose. Every field has a default that deploys a working pipeline."""
+
+    environment: str = "dev"
+    engine: Engine = "athena"
+    lineage_ttl_hours: int = 24
+    table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    default_table_settings: dict[str, Any] = field(default_factory=dict)
+    powertools_layer_parameter: str = "/aws/service/powertools/python/x86_64/python3.13/latest"
+    glue_version: str = "5.0"
+    glue_workers: int = 2
+    alarm_email: str | None = None
+    trace_schedule: str = "cron(0 2 * * ? *)"
+
+    @classmethod
+    def from_context(cls, context: dict[str, Any]) -> LakelineConfig:
+        requested = str(context.get("engine", "athena"))
+        if requested not in ("athena", "spark"):
+            raise ConfigError(f"context engine={requested!r} must be athena or spark")
+        engine: Engine = "spark" if requested == "spark" else "athena"
+        environment = check_identifier(str(context.get("environment", "dev")), "environment")
+        ttl = int(context.get("lineage_ttl_hours", 24))
+        if not 1 <= ttl <= 24 * 366:
+            raise ConfigError(f"context lineage_ttl_hours={ttl} must be between 1 and 8784")
+        return cls(
+            environment=environment,
+            engine=engine,
+            lineage_ttl_hours=ttl,
+            table_settings=dict(context.get("table_settings", {})),
+            default_table_settings=dict(context.get("default_table_settings", {})),
+            powertools_layer_parameter=str(context.get("powertools_layer_parameter", cls.powertools_layer_parameter)),
+            glue_version=str(context.get("glue_version", cls.glue_version)),
+            glue_workers=int(context.get("glue_workers", cls.glue_workers)),
+            alarm_email=context.get("alarm_email") or None,
+            trace_schedule=str(context.get("trace_schedule", cls.trace_schedule)),
+        )

@@ -1,0 +1,1 @@
+"""Constructs the stacks are composed of."""

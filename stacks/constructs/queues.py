@@ -1,0 +1,70 @@
+"""An encrypted SQS queue with its dead-letter queue and the alarms an operator needs."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.nag import acknowledge
+
+
+class QueueWithDeadLetters(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        key: kms.IKey,
+        alarm_topic: sns.ITopic,
+        visibility_timeout: Duration,
+        max_receive_count: int = 3,
+        oldest_message_alarm: Duration | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=key,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(
+            self.dead_letter_queue, {"AwsSolutions-SQS3": "This is a dead-letter queue; it has no DLQ of its own."}
+        )
+        self.queue = sqs.Queue(
+            self,
+            "Queue",
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=key,
+            enforce_ssl=True,
+            visibility_timeout=visibility_timeout,
+            retention_period=Duration.days(4),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
+        )
+        dead_letters = cloudwatch.Alarm(
+            self,
+            "DeadLettersAlarm",
+            alarm_description="Messages reached the dead-letter queue: read their lakeline_reason attribute.",
+            metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        backlog = cloudwatch.Alarm(
+            self,
+            "BacklogAlarm",
+            alarm_description="The oldest message has waited too long: consumers are failing or throttled.",
+            metric=self.queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(5)),
+            threshold=(oldest_message_alarm or Duration.hours(1)).to_seconds(),
+            evaluation_periods=3,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        for alarm in (dead_letters, backlog):
+            alarm.add_alarm_action(actions.SnsAction(alarm_topic))

@@ -1,0 +1,178 @@
+"""Stage A: raw bucket arrivals (EventBridge) → queue A → router → the stage A state machine.
+
+The state machine runs each statement of the router's plan as a native ``athena:startQueryExecution.sync``
+task (no Lambda polls Athena), or, with the spark engine, the whole plan as one
+``glue:startJobRun.sync`` task. A failed CTAS is caught: the temp table is dropped, the failure Lambda
+removes the partial output and the execution fails with the error, so the message is retried by SQS
+and finally dead-lettered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from stacks.constructs.functions import LakelineFunction
+from stacks.constructs.queues import QueueWithDeadLetters
+from stacks.constructs.statements import StatementRunner
+from stacks.storage_refs import StorageImports
+
+TRANSIENT_ERRORS = [
+    "Athena.TooManyRequestsException",
+    "Athena.InternalServerException",
+    "Athena.AmazonAthenaException",
+    "Glue.ConcurrentRunsExceededException",
+    "Glue.ThrottlingException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.ServiceException",
+    "States.Timeout",
+]
+
+
+def add_retry(state: sfn.TaskStateBase) -> None:
+    state.add_retry(
+        errors=TRANSIENT_ERRORS,
+        interval=Duration.seconds(5),
+        max_attempts=4,
+        backoff_rate=2.0,
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+
+
+def logged_state_machine(
+    scope: Construct, construct_id: str, definition: sfn.IChainable, **kwargs: Any
+) -> sfn.StateMachine:
+    log_group = logs.LogGroup(scope, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH)
+    machine = sfn.StateMachine(
+        scope,
+        construct_id,
+        definition_body=sfn.DefinitionBody.from_chainable(definition),
+        tracing_enabled=True,
+        timeout=Duration.hours(6),
+        logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+        **kwargs,
+    )
+    return machine
+
+
+class StageA(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        storage: StorageImports,
+        statements: StatementRunner,
+        alarm_topic: Any,
+        pipeline_environment: str,
+        table_settings: dict[str, Any],
+        default_table_settings: dict[str, Any],
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        self.queue = QueueWithDeadLetters(
+            self, "QueueA", key=storage.key, alarm_topic=alarm_topic, visibility_timeout=Duration.minutes(6)
+        )
+        rule = events.Rule(
+            self,
+            "RawArrivals",
+            description="Objects created in the raw bucket start stage A",
+            event_pattern=events.EventPattern(
+                source=["aws.s3"],
+                detail_type=["Object Created"],
+                detail={"bucket": {"name": [storage.bucket("Raw").bucket_name]}},
+            ),
+        )
+        rule.add_target(targets.SqsQueue(self.queue.queue))
+
+        failure = LakelineFunction(
+            self,
+            "Failure",
+            handler_package="stage_a_failure",
+            description="Stage A failure: remove a failed CTAS's partial output and report",
+        )
+        storage.bucket("Stage").grant_read_write(failure.function)
+        storage.bucket("Stage").grant_delete(failure.function)
+        post_update = LakelineFunction(
+            self,
+            "PostUpdate",
+            handler_package="stage_a_post_update",
+            description="Stage A after the swap: delete superseded prefixes",
+            timeout=Duration.minutes(5),
+        )
+        storage.bucket("Stage").grant_read(post_update.function)
+        storage.bucket("Stage").grant_delete(post_update.function)
+
+        record_failure = tasks.LambdaInvoke(
+            self,
+            "RecordFailure",
+            lambda_function=failure.function,
+            payload=sfn.TaskInput.from_object(
+                {
+                    "plan.$": "$.plan",
+                    "error.$": "$.error",
+                    "failed_step.$": "$.failed_step",
+                    "execution_id.$": "$$.Execution.Id",
+                }
+            ),
+            result_path="$.failure",
+        )
+        add_retry(record_failure)
+        failed = sfn.Fail(
+            self,
+            "StageAFailed",
+            error_path="$.error.Error",
+            cause_path="$.error.Cause",
+        )
+        record_failure.next(failed)
+
+        run_plan = statements.plan_runner(self, "RunPlan", on_failure=record_failure)
+        finish = tasks.LambdaInvoke(
+            self,
+            "PostUpdateTask",
+            lambda_function=post_update.function,
+            payload=sfn.TaskInput.from_object({"plan.$": "$.plan", "execution_id.$": "$$.Execution.Id"}),
+            result_selector={"result.$": "$.Payload"},
+            result_path="$.post_update",
+        )
+        add_retry(finish)
+        definition = run_plan.next(finish).next(sfn.Succeed(self, "StageADone"))
+        self.state_machine = logged_state_machine(self, "StateMachine", definition)
+        statements.grant_plan(self.state_machine.role, storage)
+
+        router = LakelineFunction(
+            self,
+            "Router",
+            handler_package="stage_a_router",
+            description="Queue A: validate arrivals, plan stage A, start one execution per arrival",
+            environment={
+                "STATE_MACHINE_ARN": self.state_machine.state_machine_arn,
+                "DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url,
+                "RAW_BUCKET": storage.bucket("Raw").bucket_name,
+                "STAGE_BUCKET": storage.bucket("Stage").bucket_name,
+                "PIPELINE_ENVIRONMENT": pipeline_environment,
+                "TABLE_SETTINGS": json.dumps(table_settings, sort_keys=True),
+                "DEFAULT_TABLE_SETTINGS": json.dumps(default_table_settings, sort_keys=True),
+            },
+        )
+        self.state_machine.grant_start_execution(router.function)
+        self.queue.dead_letter_queue.grant_send_messages(router.function)
+        statements.grant_catalog_read(router.function)
+        router.function.add_event_source(
+            sources.SqsEventSource(
+                self.queue.queue,
+                batch_size=10,
+                max_batching_window=Duration.seconds(5),
+                report_batch_item_failures=True,
+            )
+        )
+        self.router = router

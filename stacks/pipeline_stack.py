@@ -1,0 +1,51 @@
+"""The stateless pipeline: queues, functions, state machines, schedules. Safe to destroy and redeploy;
+all data lives in the storage stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from stacks.config import LakelineConfig
+from stacks.constructs.functions import SharedLambdaCode
+from stacks.constructs.stage_a import StageA
+from stacks.constructs.statements import StatementRunner
+from stacks.storage_refs import StorageImports
+from stacks.storage_stack import StorageStack
+
+
+class PipelineStack(Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: LakelineConfig, storage: StorageStack, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        SharedLambdaCode(self, "SharedLambdaCode", powertools_layer_parameter=config.powertools_layer_parameter)
+        refs = StorageImports(
+            self,
+            "Storage",
+            storage_stack_name=storage.stack_name,
+            table_indexes=storage.table_indexes(),
+            lineage_database=storage.lineage_database_name,
+            lineage_archive_table=storage.lineage_archive_table_name,
+        )
+        self.storage = refs
+        self.alarm_topic = sns.Topic(
+            self, "Alarms", display_name="Lakeline alarms", master_key=refs.key, enforce_ssl=True
+        )
+        if config.alarm_email:
+            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        self.statements = StatementRunner(self, "Statements", config=config, storage=refs)
+        self.stage_a = StageA(
+            self,
+            "StageA",
+            storage=refs,
+            statements=self.statements,
+            alarm_topic=self.alarm_topic,
+            pipeline_environment=config.environment,
+            table_settings=config.table_settings,
+            default_table_settings=config.default_table_settings,
+        )

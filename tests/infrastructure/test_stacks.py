@@ -1,0 +1,248 @@
+"""Template assertions over the synthesized stacks (in-process, offline)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from stacks.app import build_app
+
+STATEFUL_LOGICAL_IDS = {
+    "DataKey17AFBB84": "AWS::KMS::Key",
+    "RawBucket0C3EE094": "AWS::S3::Bucket",
+    "StageBucketAE822047": "AWS::S3::Bucket",
+    "AnalyticsBucket39EAAEEA": "AWS::S3::Bucket",
+    "ArtifactsBucket2AAC5544": "AWS::S3::Bucket",
+    "AthenaResultsBucket879938FA": "AWS::S3::Bucket",
+    "LineageArchiveBucket387E84C7": "AWS::S3::Bucket",
+    "DependenciesTable6103D99F": "AWS::DynamoDB::Table",
+    "DependenciesByTable6CF9B5D6": "AWS::DynamoDB::Table",
+    "PipelineStateTable01717011": "AWS::DynamoDB::Table",
+    "LineageTableED19B650": "AWS::DynamoDB::Table",
+    "LineageDatabase": "AWS::Glue::Database",
+    "LineageArchiveTable": "AWS::Glue::Table",
+}
+
+
+def synth(engine: str) -> tuple[Template, Template]:
+    app = cdk.App(context={"environment": "dev", "engine": engine})
+    storage, pipeline = build_app(app)
+    return Template.from_stack(storage), Template.from_stack(pipeline)
+
+
+@pytest.fixture(scope="module")
+def athena_templates() -> tuple[Template, Template]:
+    return synth("athena")
+
+
+@pytest.fixture(scope="module")
+def spark_templates() -> tuple[Template, Template]:
+    return synth("spark")
+
+
+def resources(template: Template, kind: str) -> dict[str, Any]:
+    return dict(template.find_resources(kind))
+
+
+def test_stateful_resources_keep_their_logical_ids_and_are_retained(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    storage, _ = athena_templates
+    found = storage.to_json()["Resources"]
+    for logical_id, kind in STATEFUL_LOGICAL_IDS.items():
+        assert logical_id in found, f"{logical_id} was renamed: CloudFormation would replace it and lose its data"
+        assert found[logical_id]["Type"] == kind
+        assert found[logical_id]["DeletionPolicy"] == "Retain"
+        assert found[logical_id]["UpdateReplacePolicy"] == "Retain"
+
+
+def test_buckets_block_public_access_enforce_tls_and_encrypt(athena_templates: tuple[Template, Template]) -> None:
+    storage, _ = athena_templates
+    buckets = resources(storage, "AWS::S3::Bucket")
+    assert len(buckets) == 7
+    for bucket in buckets.values():
+        block = bucket["Properties"]["PublicAccessBlockConfiguration"]
+        assert block == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
+        assert bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    policies = resources(storage, "AWS::S3::BucketPolicy")
+    assert len(policies) == 7
+    for policy in policies.values():
+        denies = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+        assert any(s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in denies)
+    kms_encrypted = [
+        b
+        for b in buckets.values()
+        if b["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"][
+            "SSEAlgorithm"
+        ]
+        == "aws:kms"
+    ]
+    assert len(kms_encrypted) == 6, "every data bucket uses the data key; only the access-log bucket cannot"
+
+
+def test_raw_bucket_sends_events_to_eventbridge(athena_templates: tuple[Template, Template]) -> None:
+    storage, _ = athena_templates
+    storage.has_resource_properties(
+        "Custom::S3BucketNotifications",
+        {"NotificationConfiguration": {"EventBridgeConfiguration": {}}, "BucketName": {"Ref": "RawBucket0C3EE094"}},
+    )
+
+
+def test_tables_have_the_contracted_keys_streams_ttl_and_indexes(athena_templates: tuple[Template, Template]) -> None:
+    storage, _ = athena_templates
+    tables = storage.to_json()["Resources"]
+    dependencies = tables["DependenciesTable6103D99F"]["Properties"]
+    assert dependencies["KeySchema"] == [{"AttributeName": "dataset", "KeyType": "HASH"}]
+    assert dependencies["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+    by_table = tables["DependenciesByTable6CF9B5D6"]["Properties"]
+    assert by_table["KeySchema"] == [
+        {"AttributeName": "source_table", "KeyType": "HASH"},
+        {"AttributeName": "target_dataset", "KeyType": "RANGE"},
+    ]
+    lineage = tables["LineageTableED19B650"]["Properties"]
+    assert lineage["KeySchema"] == [
+        {"AttributeName": "root_id", "KeyType": "HASH"},
+        {"AttributeName": "node_id", "KeyType": "RANGE"},
+    ]
+    assert lineage["TimeToLiveSpecification"] == {"AttributeName": "ttl_expiry", "Enabled": True}
+    assert {index["IndexName"] for index in lineage["GlobalSecondaryIndexes"]} >= {"node-index"}
+    assert [index["IndexName"] for index in lineage["LocalSecondaryIndexes"]] == ["action-index"]
+    assert "StreamSpecification" in lineage
+    for table in resources(storage, "AWS::DynamoDB::Table").values():
+        assert table["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+        assert table["Properties"]["SSESpecification"]["SSEEnabled"] is True
+
+
+def test_lineage_archive_table_uses_partition_projection(athena_templates: tuple[Template, Template]) -> None:
+    storage, _ = athena_templates
+    table = storage.to_json()["Resources"]["LineageArchiveTable"]["Properties"]["TableInput"]
+    assert table["Parameters"]["projection.enabled"] == "true"
+    assert table["PartitionKeys"] == [{"Name": "dt", "Type": "string"}]
+
+
+def test_storage_stack_has_termination_protection(athena_templates: tuple[Template, Template]) -> None:
+    app = cdk.App(context={"environment": "dev"})
+    storage, pipeline = build_app(app)
+    assert storage.termination_protection is True
+    assert storage in pipeline.dependencies
+
+
+def state_machine_definition(pipeline: Template) -> dict[str, Any]:
+    (machine,) = resources(pipeline, "AWS::StepFunctions::StateMachine").values()
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    # Tokens (ARNs, names) only occur inside JSON strings of the definition.
+    text = "".join(part if isinstance(part, str) else "TOKEN" for part in parts)
+    return dict(json.loads(text))
+
+
+def test_stage_a_runs_native_athena_sync_tasks_with_retry_and_catch(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    _, pipeline = athena_templates
+    states = state_machine_definition(pipeline)["States"]
+    athena_tasks = {
+        name: s for name, s in states.items() if s.get("Resource", "").endswith("athena:startQueryExecution.sync")
+    }
+    assert {"RunPlanRegisterRaw", "RunPlanCtas", "RunPlanDropTemp", "RunPlanDropTempAfterFailure"} <= set(athena_tasks)
+    for task in athena_tasks.values():
+        assert task["Retry"][0]["ErrorEquals"][0] == "Athena.TooManyRequestsException"
+        assert task["TimeoutSeconds"] == 7200
+    catch = states["RunPlanCtas"]["Catch"][0]
+    assert catch["ErrorEquals"] == ["States.ALL"]
+    assert catch["Next"] == "RunPlanDropTempAfterFailure"
+    assert states["RunPlanDropTempAfterFailure"]["Next"] == "RunPlanCtasFailed"
+    assert states["RunPlanCtasFailed"]["Next"] == "RecordFailure"
+    assert states["RecordFailure"]["Next"] == "StageAFailed"
+    publish = states["RunPlanPublish"]
+    assert publish["Type"] == "Map"
+    assert publish["MaxConcurrency"] == 1
+    assert not any("lambda:invoke" in s.get("Resource", "") and "Poll" in name for name, s in states.items())
+
+
+def test_queues_have_dead_letter_queues_alarms_and_partial_batch_failures(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    _, pipeline = athena_templates
+    queues = resources(pipeline, "AWS::SQS::Queue")
+    main_queues = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
+    assert main_queues, "no work queue found"
+    assert len(queues) == 2 * len(main_queues), "every work queue has exactly one dead-letter queue"
+    for queue in queues.values():
+        assert "KmsMasterKeyId" in queue["Properties"]
+    pipeline.resource_count_is("AWS::CloudWatch::Alarm", 2 * len(main_queues))
+    for mapping in resources(pipeline, "AWS::Lambda::EventSourceMapping").values():
+        assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_arrivals_rule_matches_object_created_in_the_raw_bucket(athena_templates: tuple[Template, Template]) -> None:
+    _, pipeline = athena_templates
+    pipeline.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.s3"],
+                "detail-type": ["Object Created"],
+                "detail": {"bucket": Match.any_value()},
+            }
+        },
+    )
+
+
+def test_functions_use_shipped_handlers_and_the_powertools_layer(athena_templates: tuple[Template, Template]) -> None:
+    _, pipeline = athena_templates
+    functions = resources(pipeline, "AWS::Lambda::Function")
+    handlers = {f["Properties"]["Handler"] for f in functions.values()}
+    assert {"lambdas.stage_a_router.handler.handler", "lambdas.stage_a_failure.handler.handler"} <= handlers
+    for function in functions.values():
+        assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}
+        assert len(function["Properties"]["Layers"]) == 1
+
+
+def test_athena_workgroup_enforces_results_and_encryption(athena_templates: tuple[Template, Template]) -> None:
+    _, pipeline = athena_templates
+    pipeline.has_resource_properties(
+        "AWS::Athena::WorkGroup",
+        {
+            "WorkGroupConfiguration": Match.object_like(
+                {
+                    "EnforceWorkGroupConfiguration": True,
+                    "ResultConfiguration": {
+                        "OutputLocation": Match.any_value(),
+                        "EncryptionConfiguration": {"EncryptionOption": "SSE_KMS", "KmsKey": Match.any_value()},
+                    },
+                }
+            )
+        },
+    )
+
+
+def test_no_iam_statement_allows_every_action(athena_templates: tuple[Template, Template]) -> None:
+    for template in athena_templates:
+        for policy in resources(template, "AWS::IAM::Policy").values():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                assert "*" not in actions
+
+
+def test_spark_engine_runs_the_plan_as_a_glue_job(spark_templates: tuple[Template, Template]) -> None:
+    _, pipeline = spark_templates
+    states = state_machine_definition(pipeline)["States"]
+    assert states["RunPlanSpark"]["Resource"].endswith("glue:startJobRun.sync")
+    assert not any(s.get("Resource", "").endswith("athena:startQueryExecution.sync") for s in states.values())
+    pipeline.has_resource_properties(
+        "AWS::Glue::Job",
+        {
+            "Command": {"Name": "glueetl", "PythonVersion": "3", "ScriptLocation": Match.any_value()},
+            "DefaultArguments": Match.object_like({"--enable-glue-datacatalog": "true"}),
+            "SecurityConfiguration": Match.any_value(),
+        },
+    )
