@@ -1,9 +1,198 @@
-"""``lakeline deps ...`` commands."""
+"""``lakeline deps ...`` commands.
+
+Exit codes: 0 success; 1 invalid input (every problem listed) or a refused item (e.g. a cycle);
+2 an operational failure (DynamoDB unreachable, a table missing).
+"""
 
 from __future__ import annotations
 
-import typer
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
-deps_app = typer.Typer(
-    help="Dependency items: validate, store, list, backfill and resolve.", no_args_is_help=True
-)
+import typer
+from rich.console import Console
+
+from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
+from lakeline.dependencies.store import DEFAULT_BY_TABLE_TABLE, DEFAULT_DEPENDENCIES_TABLE, DependencyStore
+from lakeline.errors import LakelineError, ValidationError
+
+if TYPE_CHECKING:
+    from lakeline.dependencies.model import DependencyItem
+
+deps_app = typer.Typer(help="Dependency items: validate, store, list, backfill and resolve.", no_args_is_help=True)
+
+_err = Console(stderr=True)
+
+TableOption = Annotated[str, typer.Option("--table", help="the dependencies table")]
+ByTableOption = Annotated[str, typer.Option("--by-table-table", help="the dependencies-by-table table")]
+RegionOption = Annotated[str | None, typer.Option(help="AWS region (default: from the AWS configuration)")]
+EndpointOption = Annotated[str | None, typer.Option("--endpoint-url", help="DynamoDB endpoint, e.g. a local one")]
+
+
+def _fail(message: str, problems: list[str] | None = None, code: int = 1) -> NoReturn:
+    _err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    for problem in problems or []:
+        _err.print(f"  - {problem}", highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _load_items(path: Path) -> list[DependencyItem]:
+    """One item (a JSON object) or several (a JSON array); every problem of every item is listed."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        _fail(f"cannot read {path}: {error.strerror}")
+    except json.JSONDecodeError as error:
+        _fail(f"{path} is not JSON: {error}")
+    documents = data if isinstance(data, list) else [data]
+    if not documents:
+        _fail(f"{path} holds no dependency item")
+    items: list[DependencyItem] = []
+    problems: list[str] = []
+    for index, document in enumerate(documents):
+        label = f"[{index}]" if isinstance(data, list) else ""
+        try:
+            items.append(parse_dependency_item(document))
+        except DependencyItemError as error:
+            problems.extend(f"{label}{'.' if label else ''}{problem}" for problem in error.problems)
+    if problems:
+        _fail(f"{path}: invalid dependency item", problems)
+    return items
+
+
+def _store(table: str, by_table_table: str, region: str | None, endpoint_url: str | None) -> DependencyStore:
+    import boto3
+
+    client = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint_url)
+    return DependencyStore(client, table, by_table_table)
+
+
+def _aws_errors() -> tuple[type[Exception], ...]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return (BotoCoreError, ClientError)
+
+
+@deps_app.command("validate")
+def validate(file: Annotated[Path, typer.Argument(help="JSON file: one item or a list of items")]) -> None:
+    """Check dependency items; exit 1 listing every problem."""
+    items = _load_items(file)
+    _print_json({"valid": True, "datasets": [item.dataset for item in items]})
+
+
+@deps_app.command("put")
+def put(
+    file: Annotated[Path, typer.Argument(help="JSON file: one item or a list of items")],
+    table: TableOption = DEFAULT_DEPENDENCIES_TABLE,
+    by_table_table: ByTableOption = DEFAULT_BY_TABLE_TABLE,
+    region: RegionOption = None,
+    endpoint_url: EndpointOption = None,
+) -> None:
+    """Validate and store items in the dependencies table (refusing dependency cycles).
+
+    The table's stream Lambda then updates dependencies-by-table; where it does not run (a local
+    table), follow with ``lakeline deps backfill``.
+    """
+    items = _load_items(file)
+    store = _store(table, by_table_table, region, endpoint_url)
+    try:
+        store.put_items(items)
+    except ValidationError as error:
+        _fail(str(error))
+    except _aws_errors() as error:
+        _fail(f"DynamoDB: {error}", code=2)
+    _print_json({"stored": [item.dataset for item in items]})
+
+
+@deps_app.command("list")
+def list_items(
+    table: TableOption = DEFAULT_DEPENDENCIES_TABLE,
+    region: RegionOption = None,
+    endpoint_url: EndpointOption = None,
+) -> None:
+    """Print every stored item (normalised); invalid items are listed with their problems (exit 1)."""
+    store = _store(table, DEFAULT_BY_TABLE_TABLE, region, endpoint_url)
+    items: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    try:
+        for image in store.scan_items():
+            try:
+                items.append(parse_dependency_item(image).to_item())
+            except DependencyItemError as error:
+                invalid.append({"dataset": str(image.get("dataset")), "errors": error.problems})
+    except _aws_errors() as error:
+        _fail(f"DynamoDB: {error}", code=2)
+    items.sort(key=lambda item: str(item["dataset"]))
+    _print_json({"items": items, "invalid": invalid})
+    if invalid:
+        raise typer.Exit(1)
+
+
+@deps_app.command("backfill")
+def backfill(
+    table: TableOption = DEFAULT_DEPENDENCIES_TABLE,
+    by_table_table: ByTableOption = DEFAULT_BY_TABLE_TABLE,
+    region: RegionOption = None,
+    endpoint_url: EndpointOption = None,
+) -> None:
+    """Rebuild dependencies-by-table from the dependencies table (exit 1 if some items were invalid)."""
+    from lakeline.dependencies.sync import backfill as rebuild
+
+    store = _store(table, by_table_table, region, endpoint_url)
+    try:
+        report = rebuild(store)
+    except _aws_errors() as error:
+        _fail(f"DynamoDB: {error}", code=2)
+    _print_json(report.to_dict())
+    if report.invalid:
+        raise typer.Exit(1)
+
+
+def _partition_option(values: list[str]) -> dict[str, str]:
+    partition: dict[str, str] = {}
+    for value in values:
+        column, equals, text = value.partition("=")
+        if not equals or not column:
+            _fail(f"--partition {value!r} must be written COLUMN=VALUE")
+        if column in partition:
+            _fail(f"--partition column {column!r} given twice")
+        partition[column] = text
+    return partition
+
+
+@deps_app.command("resolve")
+def resolve(
+    item_file: Annotated[Path, typer.Option("--item", help="JSON file with one dependency item")],
+    source_table: Annotated[str, typer.Option("--table", help="the finished source table, DB.TABLE")],
+    partition: Annotated[
+        list[str], typer.Option("--partition", help="its partition, COL=VALUE (repeat for more levels)")
+    ],
+    team: Annotated[
+        str | None,
+        typer.Option(help="team folder of sql_file under the queries root (default: the first word of db)"),
+    ] = None,
+    queries_root: Annotated[Path, typer.Option(help="folder holding <team>/*.sql for sql_file steps")] = Path(
+        "athena_queries"
+    ),
+) -> None:
+    """Print the target partition and the fully substituted SQL steps one arrival would run."""
+    from lakeline.dependencies.resolve import resolve_arrival, team_sql_reader
+
+    items = _load_items(item_file)
+    if len(items) != 1:
+        _fail(f"{item_file} must hold exactly one item, not {len(items)}")
+    item = items[0]
+    team_name = team or item.dataset.split(".")[0].split("_")[0]
+    try:
+        resolved = resolve_arrival(
+            item, source_table, _partition_option(partition), team_sql_reader(queries_root, team_name)
+        )
+    except LakelineError as error:
+        _fail(str(error))
+    _print_json(resolved.to_dict())

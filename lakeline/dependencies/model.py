@@ -1,0 +1,378 @@
+"""The dependency item (the ``dependencies`` table) and its per-source copies (``dependencies-by-table``).
+
+The item has exactly the seed's fields, in the seed's spelling, plus one Lakeline extension:
+``triggerMode`` (``"any"``, the default and the seed's behaviour: every source arrival triggers the
+target; or ``"all"``: a target partition runs once every source has arrived for it).
+
+Items are validated when written (CLI) and when read (stream Lambda, routing). Every problem is
+reported with the path of the field it concerns, e.g.
+``dependencies[0].relativedelta_attributes.weekday: 'SA(0)': the occurrence must not be 0``.
+Table names are normalised one way, lowercase ``database.table``, for reads and writes alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from lakeline.dependencies.dates import (
+    ABSOLUTE_KEYS,
+    RELATIVE_KEYS,
+    RelativeDeltaAttributes,
+    check_mask,
+    check_partition_mask,
+    check_substitution_format,
+)
+from lakeline.errors import ValidationError
+from lakeline.names import check_identifier, check_qualified_table
+
+MAX_SOURCES = 50  # keeps every change of one item inside a single DynamoDB transaction (100 actions)
+TOKEN_NAME = r"\$[A-Za-z_][A-Za-z0-9_]*"
+TOKEN_PATTERN = re.compile(rf"^{TOKEN_NAME}$")
+SQL_FILE_PATTERN = re.compile(r"^[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+)*\.sql$")
+
+Usage = Literal["append", "overwrite"]
+TriggerMode = Literal["any", "all"]
+
+
+class DependencyItemError(ValidationError):
+    """An invalid dependency item; ``problems`` lists every error as ``field.path: problem``."""
+
+    def __init__(self, what: str, problems: list[str]) -> None:
+        self.what = what
+        self.problems = problems
+        super().__init__(f"{what} is invalid:\n" + "\n".join(f"  - {problem}" for problem in problems))
+
+
+def normalise_table_name(value: Any, what: str = "table") -> str:
+    """The one spelling of a table name for reads and writes: lowercase ``database.table``."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string written database.table, got {value!r}")
+    database, table = check_qualified_table(value.lower(), what)
+    return f"{database}.{table}"
+
+
+def _as_value_error(check: Callable[[], str]) -> str:
+    """Run one of lakeline.names' checks so that pydantic reports its failure under the field."""
+    try:
+        return check()
+    except ValidationError as error:
+        raise ValueError(str(error)) from error
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class Dependency(_Model):
+    """One source table whose arrivals trigger the target, and how its partition maps to the target's."""
+
+    table_name: str = Field(alias="TableName")
+    field_column: str = Field(alias="FieldColumn")
+    usage: Usage = Field(alias="Usage")
+    date_expression: str = Field(alias="DateExpression")
+    relativedelta_attributes: RelativeDeltaAttributes = Field(default_factory=RelativeDeltaAttributes)
+
+    @field_validator("table_name", mode="before")
+    @classmethod
+    def _table_name(cls, value: Any) -> str:
+        return _as_value_error(lambda: normalise_table_name(value, "TableName"))
+
+    @field_validator("field_column")
+    @classmethod
+    def _field_column(cls, value: str) -> str:
+        return _as_value_error(lambda: check_identifier(value, "FieldColumn"))
+
+    @field_validator("date_expression")
+    @classmethod
+    def _date_expression(cls, value: str) -> str:
+        return check_mask(value, "DateExpression")
+
+    def to_item(self) -> dict[str, Any]:
+        return {
+            "TableName": self.table_name,
+            "FieldColumn": self.field_column,
+            "Usage": self.usage,
+            "DateExpression": self.date_expression,
+            "relativedelta_attributes": self.relativedelta_attributes.to_item(),
+        }
+
+
+class Step(_Model):
+    """One SQL statement of the target's transformation: inline ``sql``, else ``sql_file``."""
+
+    db: str
+    sql: str = ""
+    sql_file: str = ""
+    info: str = ""
+
+    @field_validator("db")
+    @classmethod
+    def _db(cls, value: str) -> str:
+        return _as_value_error(lambda: check_identifier(value, "db"))
+
+    @field_validator("sql_file")
+    @classmethod
+    def _sql_file(cls, value: str) -> str:
+        if value and not SQL_FILE_PATTERN.fullmatch(value):
+            raise ValueError(
+                f"{value!r} must be a relative path of a .sql file under athena_queries/<team>/ "
+                "(letters, digits, '_', '-', '/' between folders; no '..')"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _has_sql(self) -> Step:
+        if not self.sql.strip() and not self.sql_file:
+            raise ValueError("a step needs 'sql' or 'sql_file'")
+        return self
+
+    def to_item(self) -> dict[str, Any]:
+        return {"db": self.db, "sql": self.sql, "sql_file": self.sql_file, "info": self.info}
+
+
+class DateSubstitution(_Model):
+    """A ``$token`` replaced in the steps' SQL by the destination date shifted and formatted."""
+
+    token: str
+    format: str
+    relativedelta_attributes: RelativeDeltaAttributes = Field(default_factory=RelativeDeltaAttributes)
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, value: str) -> str:
+        if not TOKEN_PATTERN.fullmatch(value):
+            raise ValueError(f"{value!r} must be '$' then a letter or '_', then letters, digits or '_'")
+        return value
+
+    @field_validator("format")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        return check_substitution_format(value, "format")
+
+    def to_item(self) -> dict[str, Any]:
+        return {
+            "token": self.token,
+            "format": self.format,
+            "relativedelta_attributes": self.relativedelta_attributes.to_item(),
+        }
+
+
+class DependencyItem(_Model):
+    """An item of the ``dependencies`` table: how one target dataset is rebuilt, and from what."""
+
+    dataset: str
+    dependencies: list[Dependency] = Field(min_length=1, max_length=MAX_SOURCES)
+    partition_column: str = Field(alias="partitionColumn")
+    partition_python_mask: str = Field(alias="partitionPythonMask")
+    steps: list[Step] = Field(min_length=1)
+    date_substitutions: list[DateSubstitution] = Field(default_factory=list)
+    trigger_mode: TriggerMode = Field(default="any", alias="triggerMode")
+
+    @field_validator("dataset", mode="before")
+    @classmethod
+    def _dataset(cls, value: Any) -> str:
+        return _as_value_error(lambda: normalise_table_name(value, "dataset"))
+
+    @field_validator("partition_column")
+    @classmethod
+    def _partition_column(cls, value: str) -> str:
+        return _as_value_error(lambda: check_identifier(value, "partitionColumn"))
+
+    @field_validator("partition_python_mask")
+    @classmethod
+    def _partition_python_mask(cls, value: str) -> str:
+        return check_partition_mask(value, "partitionPythonMask")
+
+    @field_validator("dependencies")
+    @classmethod
+    def _distinct_sources(cls, value: list[Dependency], info: ValidationInfo) -> list[Dependency]:
+        problems: list[str] = []
+        seen: set[str] = set()
+        for dependency in value:
+            if dependency.table_name == info.data.get("dataset"):
+                problems.append(f"{dependency.table_name} cannot depend on itself")
+            if dependency.table_name in seen:
+                problems.append(f"{dependency.table_name} is listed twice")
+            seen.add(dependency.table_name)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("date_substitutions")
+    @classmethod
+    def _distinct_tokens(cls, value: list[DateSubstitution]) -> list[DateSubstitution]:
+        tokens = [substitution.token for substitution in value]
+        repeated = sorted({token for token in tokens if tokens.count(token) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} defined more than once")
+        return value
+
+    @property
+    def source_tables(self) -> tuple[str, ...]:
+        return tuple(dependency.table_name for dependency in self.dependencies)
+
+    def dependency_on(self, source_table: str) -> Dependency:
+        source = normalise_table_name(source_table, "source table")
+        for dependency in self.dependencies:
+            if dependency.table_name == source:
+                return dependency
+        raise ValidationError(
+            f"{self.dataset} does not depend on {source}; its sources are {', '.join(self.source_tables)}"
+        )
+
+    def to_item(self) -> dict[str, Any]:
+        """The normalised item, in the seed's field names, ready to store."""
+        return {
+            "dataset": self.dataset,
+            "dependencies": [dependency.to_item() for dependency in self.dependencies],
+            "partitionColumn": self.partition_column,
+            "partitionPythonMask": self.partition_python_mask,
+            "steps": [step.to_item() for step in self.steps],
+            "date_substitutions": [substitution.to_item() for substitution in self.date_substitutions],
+            "triggerMode": self.trigger_mode,
+        }
+
+
+class DependencyEdge(_Model):
+    """An item of ``dependencies-by-table``: one source → target pair, with what routing needs.
+
+    Keyed by ``source_table`` (partition key) and ``target_dataset`` (sort key), so one Query lists
+    what a finished table triggers, each write touches only its own pair (idempotent, and two
+    targets of the same source never overwrite each other), and routing needs no second read.
+    """
+
+    source_table: str
+    target_dataset: str
+    dependency: Dependency
+    partition_column: str = Field(alias="partitionColumn")
+    partition_python_mask: str = Field(alias="partitionPythonMask")
+    trigger_mode: TriggerMode = Field(default="any", alias="triggerMode")
+    sources: tuple[str, ...] = Field(min_length=1, max_length=MAX_SOURCES)
+
+    @field_validator("source_table", mode="before")
+    @classmethod
+    def _source_table(cls, value: Any) -> str:
+        return _as_value_error(lambda: normalise_table_name(value, "source_table"))
+
+    @field_validator("target_dataset", mode="before")
+    @classmethod
+    def _target_dataset(cls, value: Any) -> str:
+        return _as_value_error(lambda: normalise_table_name(value, "target_dataset"))
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _sources(cls, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list | tuple):
+            raise ValueError("must be a list of database.table names")
+        try:
+            return tuple(normalise_table_name(name, "sources") for name in value)
+        except ValidationError as error:
+            raise ValueError(str(error)) from error
+
+    @field_validator("partition_column")
+    @classmethod
+    def _partition_column(cls, value: str) -> str:
+        return _as_value_error(lambda: check_identifier(value, "partitionColumn"))
+
+    @field_validator("partition_python_mask")
+    @classmethod
+    def _partition_python_mask(cls, value: str) -> str:
+        return check_partition_mask(value, "partitionPythonMask")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DependencyEdge:
+        if self.dependency.table_name != self.source_table:
+            raise ValueError(
+                f"dependency.TableName {self.dependency.table_name} differs from source_table {self.source_table}"
+            )
+        if self.source_table not in self.sources:
+            raise ValueError(f"sources must include the source_table {self.source_table}")
+        return self
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.source_table, self.target_dataset
+
+    def to_item(self) -> dict[str, Any]:
+        return {
+            "source_table": self.source_table,
+            "target_dataset": self.target_dataset,
+            "dependency": self.dependency.to_item(),
+            "partitionColumn": self.partition_column,
+            "partitionPythonMask": self.partition_python_mask,
+            "triggerMode": self.trigger_mode,
+            "sources": list(self.sources),
+        }
+
+
+def edges_of(item: DependencyItem) -> list[DependencyEdge]:
+    """The dependencies-by-table items of one dependency item: one per source."""
+    return [
+        DependencyEdge(
+            source_table=dependency.table_name,
+            target_dataset=item.dataset,
+            dependency=dependency,
+            partition_column=item.partition_column,
+            partition_python_mask=item.partition_python_mask,
+            trigger_mode=item.trigger_mode,
+            sources=item.source_tables,
+        )
+        for dependency in item.dependencies
+    ]
+
+
+def _field_path(location: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "item"
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    location = tuple(error["loc"])
+    kind = error["type"]
+    if kind == "missing":
+        message = "required field is missing"
+    elif kind == "extra_forbidden":
+        if len(location) >= 2 and location[-2] == "relativedelta_attributes":
+            message = (
+                "unknown relativedelta attribute; use one of "
+                f"{', '.join(RELATIVE_KEYS)} (relative) or {', '.join(ABSOLUTE_KEYS)} (absolute)"
+            )
+        else:
+            message = "unknown field"
+    elif kind == "value_error":
+        message = str(error["msg"]).removeprefix("Value error, ")
+    else:
+        message = f"{error['msg']} (got {error.get('input')!r})"
+    return f"{_field_path(location)}: {message}"
+
+
+def problems_of(error: pydantic.ValidationError) -> list[str]:
+    return [_problem(detail) for detail in error.errors()]
+
+
+def parse_dependency_item(data: Any, what: str = "dependency item") -> DependencyItem:
+    """Validate an item (from a file, DynamoDB or a stream image); raise listing every problem."""
+    if not isinstance(data, Mapping):
+        raise DependencyItemError(what, [f"item: must be a JSON object, got {type(data).__name__}"])
+    try:
+        return DependencyItem.model_validate(dict(data))
+    except pydantic.ValidationError as error:
+        raise DependencyItemError(what, problems_of(error)) from error
+
+
+def parse_dependency_edge(data: Any) -> DependencyEdge:
+    """Validate a dependencies-by-table item as read back."""
+    if not isinstance(data, Mapping):
+        raise DependencyItemError("dependencies-by-table item", ["item: must be an object"])
+    try:
+        return DependencyEdge.model_validate(dict(data))
+    except pydantic.ValidationError as error:
+        what = f"dependencies-by-table item {data.get('source_table')!r} → {data.get('target_dataset')!r}"
+        raise DependencyItemError(what, problems_of(error)) from error

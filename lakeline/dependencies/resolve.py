@@ -1,0 +1,155 @@
+"""From a source arrival to a target partition, and from a target partition to runnable SQL steps.
+
+- destination partition: the dependency's ``FieldColumn`` value of the arrival, parsed with its
+  ``DateExpression``, plus its ``relativedelta_attributes``, formatted with the target's
+  ``partitionPythonMask``. Other partition levels of the source (``region=eu/date=...``) are ignored.
+- substitutions: the destination partition value parsed back with ``partitionPythonMask``, plus each
+  substitution's ``relativedelta_attributes``, formatted with its own ``format``.
+- steps: inline ``sql`` wins; otherwise ``sql_file`` is read from ``athena_queries/<team>/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lakeline.dependencies.dates import (
+    format_partition_date,
+    format_substitution,
+    parse_date,
+    shift,
+)
+from lakeline.dependencies.model import Dependency, DependencyItem
+from lakeline.dependencies.tokens import find_unsubstituted_tokens, substitute_tokens
+from lakeline.errors import ValidationError
+from lakeline.names import check_identifier, check_partition_value
+
+SqlFileReader = Callable[[str], str]
+
+
+def check_partition(partition: Mapping[str, str], what: str = "partition") -> dict[str, str]:
+    """A checked partition spec: identifier columns, safe values, order kept."""
+    checked: dict[str, str] = {}
+    for column, value in partition.items():
+        check_identifier(column, f"{what} column")
+        checked[column] = check_partition_value(value, f"{what} {column!r}")
+    return checked
+
+
+def partition_path(partition: Mapping[str, str]) -> str:
+    """``col=value/col2=value2``, the partition as it appears in a location."""
+    return "/".join(f"{column}={value}" for column, value in partition.items())
+
+
+def destination_partition(
+    dependency: Dependency,
+    partition_column: str,
+    partition_python_mask: str,
+    source_partition: Mapping[str, str],
+) -> dict[str, str]:
+    """The target partition ``{partitionColumn: value}`` that one source partition arrival maps to."""
+    source = check_partition(source_partition, f"{dependency.table_name} partition")
+    if dependency.field_column not in source:
+        levels = ", ".join(source) or "none (the table is not partitioned)"
+        raise ValidationError(
+            f"{dependency.table_name} arrival has no partition column {dependency.field_column!r} "
+            f"(FieldColumn); its partition columns are: {levels}"
+        )
+    arrived = parse_date(
+        source[dependency.field_column],
+        dependency.date_expression,
+        f"{dependency.table_name} partition {dependency.field_column}",
+    )
+    target = shift(arrived, dependency.relativedelta_attributes, f"{dependency.table_name} relativedelta")
+    value = format_partition_date(target, partition_python_mask, f"partition {partition_column!r}")
+    return {partition_column: value}
+
+
+def substitution_values(item: DependencyItem, destination: Mapping[str, str]) -> dict[str, str]:
+    """``{token: value}`` for the item's date substitutions at one destination partition."""
+    if item.partition_column not in destination:
+        raise ValidationError(
+            f"destination partition {partition_path(destination)!r} of {item.dataset} has no "
+            f"{item.partition_column!r} (partitionColumn)"
+        )
+    reference = parse_date(destination[item.partition_column], item.partition_python_mask, f"{item.dataset} partition")
+    return {
+        substitution.token: format_substitution(
+            shift(reference, substitution.relativedelta_attributes, f"date_substitutions {substitution.token}"),
+            substitution.format,
+            f"date_substitutions {substitution.token}",
+        )
+        for substitution in item.date_substitutions
+    }
+
+
+def team_sql_reader(queries_root: Path, team: str) -> SqlFileReader:
+    """Read ``sql_file`` names from ``<queries_root>/<team>/`` (the artifacts' athena_queries layout)."""
+    check_identifier(team, "team")
+    folder = queries_root / team
+
+    def read(name: str) -> str:
+        path = folder / name
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ValidationError(f"sql_file {name!r}: cannot read {path}: {error.strerror}") from error
+
+    return read
+
+
+@dataclass(frozen=True)
+class ResolvedStep:
+    db: str
+    info: str
+    sql: str
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    dataset: str
+    partition: dict[str, str]
+    steps: tuple[ResolvedStep, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "partition": dict(self.partition),
+            "steps": [{"db": step.db, "info": step.info, "sql": step.sql} for step in self.steps],
+        }
+
+
+def resolve_steps(
+    item: DependencyItem,
+    destination: Mapping[str, str],
+    read_sql_file: SqlFileReader,
+    extra_values: Mapping[str, str] | None = None,
+) -> ResolvedTarget:
+    """Every step's SQL with every ``$token`` substituted; a token left over is an error."""
+    values = {**(extra_values or {}), **substitution_values(item, destination)}
+    steps: list[ResolvedStep] = []
+    for index, step in enumerate(item.steps):
+        text = step.sql if step.sql.strip() else read_sql_file(step.sql_file)
+        sql = substitute_tokens(text, values)
+        left = find_unsubstituted_tokens(sql)
+        if left:
+            raise ValidationError(
+                f"steps[{index}] ({step.info or step.db}): no value for {', '.join(left)}; define "
+                f"{'them' if len(left) > 1 else 'it'} in date_substitutions"
+            )
+        steps.append(ResolvedStep(step.db, step.info, sql))
+    return ResolvedTarget(item.dataset, dict(destination), tuple(steps))
+
+
+def resolve_arrival(
+    item: DependencyItem,
+    source_table: str,
+    source_partition: Mapping[str, str],
+    read_sql_file: SqlFileReader,
+) -> ResolvedTarget:
+    """What ``lakeline deps resolve`` prints: the target partition and its SQL for one arrival."""
+    dependency = item.dependency_on(source_table)
+    destination = destination_partition(dependency, item.partition_column, item.partition_python_mask, source_partition)
+    return resolve_steps(item, destination, read_sql_file)

@@ -1,0 +1,1 @@
+"""dependencies-by-table: the ``dependencies`` table stream keeps ``dependencies-by-table`` in step."""

@@ -1,0 +1,107 @@
+"""Lambda on the ``dependencies`` table stream (NEW_AND_OLD_IMAGES) → ``dependencies-by-table``.
+
+Every record of the batch is applied on its own (Powertools batch processing): an invalid item, or one
+that would close a dependency cycle, fails only its record, with the reason logged, and Lambda reports
+it as a partial batch failure.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any, Literal
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from boto3.dynamodb.types import TypeDeserializer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.sync import apply_stream_change
+from lakeline.errors import LakelineError
+
+logger = Logger(service="dependencies-by-table")
+tracer = Tracer(service="dependencies-by-table")
+processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+_deserializer = TypeDeserializer()
+
+
+class HandlerEnvironment(BaseModel):
+    """The function's configuration, from its environment variables (set by the CDK stack)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    dependencies_table: str = Field(alias="DEPENDENCIES_TABLE", min_length=1)
+    by_table_table: str = Field(alias="DEPENDENCIES_BY_TABLE_TABLE", min_length=1)
+
+
+class DependencyStreamRecord(BaseModel):
+    """One stream record, images decoded from DynamoDB JSON (numbers as Decimal)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_name: Literal["INSERT", "MODIFY", "REMOVE"] = Field(alias="eventName")
+    sequence_number: str
+    old_image: dict[str, Any] | None = None
+    new_image: dict[str, Any] | None = None
+
+    @field_validator("old_image", "new_image", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return {key: _deserializer.deserialize(attribute) for key, attribute in value.items()}
+
+    @classmethod
+    def from_event_record(cls, record: dict[str, Any]) -> DependencyStreamRecord:
+        change = record.get("dynamodb", {})
+        return cls.model_validate(
+            {
+                "eventName": record.get("eventName"),
+                "sequence_number": change.get("SequenceNumber", ""),
+                "old_image": change.get("OldImage"),
+                "new_image": change.get("NewImage"),
+            }
+        )
+
+
+@cache
+def _store() -> DependencyStore:
+    """Configuration and client, made once per execution environment (at the first invocation)."""
+    environment = HandlerEnvironment.model_validate(dict(os.environ))
+    return DependencyStore(boto3.client("dynamodb"), environment.dependencies_table, environment.by_table_table)
+
+
+@tracer.capture_method
+def record_handler(record: DynamoDBRecord) -> None:
+    """Apply one record; raising marks it (only it) as failed in the partial batch response."""
+    where = {"sequence_number": record.dynamodb.sequence_number if record.dynamodb else None}
+    try:
+        change = DependencyStreamRecord.from_event_record(record.raw_event)
+        where["event_name"] = change.event_name
+        result = apply_stream_change(_store(), change.event_name, change.old_image, change.new_image)
+    except LakelineError as error:
+        logger.error("dependency item refused", extra={**where, "reason": str(error)})
+        raise
+    except Exception:
+        logger.exception("dependencies-by-table update failed", extra=where)
+        raise
+    logger.info(
+        "dependencies-by-table updated",
+        extra={
+            **where,
+            "dataset": result.dataset,
+            "written": [edge.source_table for edge in result.puts],
+            "deleted": [source for source, _ in result.deletes],
+        },
+    )
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

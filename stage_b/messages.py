@@ -1,0 +1,92 @@
+"""The stage B message (queue B): which target partition to build, and what triggered it.
+
+Kept small on purpose: stage B reads the dependency item (steps, substitutions) itself, so a message
+never carries stale SQL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from lakeline.dependencies.model import Usage, normalise_table_name
+from lakeline.dependencies.resolve import check_partition, partition_path
+from lakeline.errors import ValidationError
+
+
+def _checked_partition(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"{what} must be an object of column: value strings")
+    try:
+        return check_partition(value, what)
+    except ValidationError as error:
+        raise ValueError(str(error)) from error
+
+
+def _checked_table(value: Any, what: str) -> str:
+    try:
+        return normalise_table_name(value, what)
+    except ValidationError as error:
+        raise ValueError(str(error)) from error
+
+
+class SourceArrival(BaseModel):
+    """A finished partition of a table (the end of stage A, or of a stage B run)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table: str
+    partition: dict[str, str]
+
+    @field_validator("table", mode="before")
+    @classmethod
+    def _table(cls, value: Any) -> str:
+        return _checked_table(value, "table")
+
+    @field_validator("partition", mode="before")
+    @classmethod
+    def _partition(cls, value: Any) -> dict[str, str]:
+        return _checked_partition(value, "partition")
+
+    @property
+    def node(self) -> str:
+        """``db.table/col=value/...``: this partition as one string (path entries, arrival ids)."""
+        return f"{self.table}/{partition_path(self.partition)}"
+
+
+class LineageParents(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root_id: str | None = None
+    parent_id: str | None = None
+
+
+class StageBMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target_dataset: str
+    partition: dict[str, str] = Field(description="the destination partition, {column: value}")
+    trigger: SourceArrival
+    usage: Usage
+    lineage: LineageParents = LineageParents()
+    path: list[str] = Field(default_factory=list, description="'dataset/col=value' nodes visited so far, oldest first")
+
+    @field_validator("target_dataset", mode="before")
+    @classmethod
+    def _target(cls, value: Any) -> str:
+        return _checked_table(value, "target_dataset")
+
+    @field_validator("partition", mode="before")
+    @classmethod
+    def _partition(cls, value: Any) -> dict[str, str]:
+        return _checked_partition(value, "partition")
+
+    @property
+    def node(self) -> str:
+        return f"{self.target_dataset}/{partition_path(self.partition)}"
+
+    def deduplication_id(self) -> str:
+        """Same target partition from the same arrival → same id (SQS FIFO deduplication, idempotency)."""
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"lakeline:{self.trigger.node}->{self.node}").hex

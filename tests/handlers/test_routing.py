@@ -1,0 +1,243 @@
+"""Routing against DynamoDB (moto): one Query per finished table, trigger modes any and all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lakeline.dependencies.arrivals import ArrivalTracker
+from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
+from lakeline.dependencies.resolve import resolve_steps, team_sql_reader
+from lakeline.dependencies.store import DependencyStore, to_dynamodb
+from lakeline.dependencies.sync import backfill
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.errors import ConfigError
+from stage_b.messages import LineageParents, StageBMessage
+from stage_b.routing import RoutingError, route_finished_partition
+
+REPO = Path(__file__).parents[2]
+SEED_ITEM = REPO / "tests" / "fixtures" / "dependencies" / "seed_item.json"
+TABLES = DependencyTableNames("deps-routing", "deps-by-table-routing", "state-routing")
+TARGET = "engineering_analytics_dev.destination_table"
+CUSTOMERS = "engineering_mysql_dev.customers"
+ORDERS = "engineering_mysql_dev.orders"
+
+
+@dataclass
+class Aws:
+    client: Any
+    store: DependencyStore
+
+    def tracker(self) -> ArrivalTracker:
+        """A tracker on its own client, so a test can hook the calls of one arrival only."""
+        return ArrivalTracker(boto3.client("dynamodb", region_name="us-east-1"), TABLES.pipeline_state)
+
+    def define(self, *items: dict[str, Any]) -> None:
+        self.store.put_items([parse_dependency_item(item) for item in items])
+        assert not backfill(self.store).invalid
+
+    def route(
+        self, table: str, partition: dict[str, str], tracker: ArrivalTracker | None = None
+    ) -> list[StageBMessage]:
+        return route_finished_partition(table, partition, self.store, tracker or self.tracker())
+
+    def state(self, target_partition: str) -> dict[str, Any]:
+        item: dict[str, Any] = self.client.get_item(
+            TableName=TABLES.pipeline_state, Key={"target_partition": {"S": target_partition}}
+        ).get("Item", {})
+        return item
+
+
+@pytest.fixture
+def aws() -> Iterator[Aws]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_dependency_tables(client, TABLES)
+        yield Aws(client, DependencyStore(client, TABLES.dependencies, TABLES.by_table))
+
+
+def seed_item(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SEED_ITEM.read_text())
+    data.update(changes)
+    return data
+
+
+def needing_both(**changes: Any) -> dict[str, Any]:
+    data = seed_item(triggerMode="all", **changes)
+    data["dependencies"].append(dict(data["dependencies"][0], TableName=ORDERS, Usage="append"))
+    return data
+
+
+def test_seed_example_routes_and_resolves_end_to_end(aws: Aws) -> None:
+    aws.define(seed_item())
+    lineage = LineageParents(root_id="root-1", parent_id="stage-a-node-7")
+    [message] = route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store, lineage=lineage)
+    assert message.model_dump() == {
+        "target_dataset": TARGET,
+        "partition": {"date": "20220115"},
+        "trigger": {"table": CUSTOMERS, "partition": {"date": "20220120"}},
+        "usage": "overwrite",
+        "lineage": {"root_id": "root-1", "parent_id": "stage-a-node-7"},
+        "path": [f"{CUSTOMERS}/date=20220120"],
+    }
+    # what stage B does with it: read the item itself, substitute from the destination partition
+    item = aws.store.get_item(message.target_dataset)
+    assert item is not None
+    resolved = resolve_steps(item, message.partition, team_sql_reader(REPO / "athena_queries", "engineering"))
+    assert "'20220114'" in resolved.steps[0].sql
+    assert "'20220110'" in resolved.steps[0].sql
+
+
+def test_any_mode_every_target_every_arrival(aws: Aws) -> None:
+    aws.define(
+        seed_item(),
+        seed_item(dataset="engineering_analytics_dev.weekly", partitionColumn="dt", partitionPythonMask="%Y-%m-%d"),
+    )
+    for day in ("20220120", "20220120", "20220121"):  # a redelivered arrival routes again in mode any
+        messages = aws.route(CUSTOMERS, {"region": "eu", "date": day})
+        assert [(m.target_dataset, m.partition) for m in messages] == [
+            (TARGET, {"date": "20220115"}),
+            ("engineering_analytics_dev.weekly", {"dt": "2022-01-15"}),
+        ]
+        assert messages[0].trigger.partition == {"region": "eu", "date": day}
+    assert aws.route("engineering_mysql_dev.unrelated", {"date": "20220120"}) == []
+    assert aws.client.scan(TableName=TABLES.pipeline_state)["Count"] == 0  # mode any keeps no state
+
+
+def test_b_to_b_chains_carry_the_path(aws: Aws) -> None:
+    aws.define(
+        seed_item(),
+        seed_item(
+            dataset="engineering_analytics_dev.monthly",
+            dependencies=[
+                {
+                    "TableName": TARGET,
+                    "FieldColumn": "date",
+                    "Usage": "append",
+                    "DateExpression": "%Y%m%d",
+                    "relativedelta_attributes": {"day": 1},
+                }
+            ],
+            partitionColumn="month",
+            partitionPythonMask="%Y%m",
+        ),
+    )
+    [first] = aws.route(CUSTOMERS, {"date": "20220120"})
+    [second] = route_finished_partition(first.target_dataset, first.partition, aws.store, path=first.path)
+    assert second.partition == {"month": "202201"}
+    assert second.path == [f"{CUSTOMERS}/date=20220120", f"{TARGET}/date=20220115"]
+
+
+def test_an_invalid_pair_fails_routing_before_anything_is_written(aws: Aws) -> None:
+    aws.define(needing_both(), seed_item(dataset="engineering_analytics_dev.other"))
+    broken = aws.store.edges_from(CUSTOMERS)[0].to_item()
+    broken["dependency"]["relativedelta_attributes"] = {"weekday": "SA(0)"}
+    broken["target_dataset"] = "engineering_analytics_dev.broken"
+    aws.client.put_item(TableName=TABLES.by_table, Item=to_dynamodb(broken))
+    with pytest.raises(DependencyItemError, match=r"(?s)engineering_analytics_dev\.broken.*occurrence must not be 0"):
+        aws.route(CUSTOMERS, {"date": "20220120"})
+    aws.client.delete_item(
+        TableName=TABLES.by_table,
+        Key={"source_table": {"S": CUSTOMERS}, "target_dataset": {"S": "engineering_analytics_dev.broken"}},
+    )
+    # a partition without the FieldColumn fails every target, listed together
+    with pytest.raises(RoutingError) as caught:
+        aws.route(CUSTOMERS, {"day": "20220120"})
+    assert len(caught.value.problems) == 2
+    assert aws.client.scan(TableName=TABLES.pipeline_state)["Count"] == 0
+
+
+def test_all_mode_needs_a_state_table(aws: Aws) -> None:
+    aws.define(needing_both())
+    with pytest.raises(ConfigError, match="triggerMode 'all'"):
+        route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store)
+
+
+def test_all_mode_triggers_once_when_every_source_has_arrived(aws: Aws) -> None:
+    aws.define(needing_both())
+    node = f"{TARGET}/date=20220115"
+    assert aws.route(CUSTOMERS, {"date": "20220120"}) == []
+    assert aws.state(node)["arrived_sources"]["SS"] == [CUSTOMERS]
+    assert aws.route(CUSTOMERS, {"date": "20220120"}) == []  # redelivery of a non-completing arrival
+
+    [message] = aws.route(ORDERS, {"date": "20220117"})  # Monday → the same Saturday 20220115
+    assert (message.partition, message.usage, message.trigger.table) == ({"date": "20220115"}, "append", ORDERS)
+    assert aws.state(node)["completed_by"]["S"] == f"{ORDERS}/date=20220117"
+
+    # the completing arrival redelivered (say its message was lost): it triggers again, nobody else does
+    assert len(aws.route(ORDERS, {"date": "20220117"})) == 1
+    assert aws.route(ORDERS, {"date": "20220118"}) == []
+    assert aws.route(CUSTOMERS, {"date": "20220121"}) == []
+    # the next week's partition is tracked on its own
+    assert aws.route(CUSTOMERS, {"date": "20220122"}) == []
+    assert len(aws.route(ORDERS, {"date": "20220124"})) == 1
+
+
+Interleave = Callable[[], None]
+
+
+def _run_before(tracker: ArrivalTracker, conditional: bool, action: Interleave) -> None:
+    """Run ``action`` once, right before this tracker's first (conditional or plain) UpdateItem."""
+    done = False
+
+    def hook(**kwargs: Any) -> None:
+        nonlocal done
+        is_conditional = "ConditionExpression" in (kwargs.get("params") or {})
+        if not done and is_conditional == conditional:
+            done = True
+            action()
+
+    tracker.client.meta.events.register("before-parameter-build.dynamodb.UpdateItem", hook)
+
+
+def _run_after_first_update(tracker: ArrivalTracker, action: Interleave) -> None:
+    done = False
+
+    def hook(**kwargs: Any) -> None:
+        nonlocal done
+        if not done:
+            done = True
+            action()
+
+    tracker.client.meta.events.register("after-call.dynamodb.UpdateItem", hook)
+
+
+@pytest.mark.parametrize("moment", ["before the first write", "after the first write"])
+def test_two_sources_finishing_together_trigger_exactly_once(aws: Aws, moment: str) -> None:
+    aws.define(needing_both())
+    customers_tracker, orders_tracker = aws.tracker(), aws.tracker()
+    results: dict[str, list[StageBMessage]] = {}
+
+    def orders_finish() -> None:
+        results["orders"] = aws.route(ORDERS, {"date": "20220120"}, orders_tracker)
+
+    if moment == "before the first write":
+        _run_before(customers_tracker, False, orders_finish)
+    else:
+        _run_after_first_update(customers_tracker, orders_finish)
+    results["customers"] = aws.route(CUSTOMERS, {"date": "20220120"}, customers_tracker)
+    assert len(results["customers"]) + len(results["orders"]) == 1
+
+
+def test_two_arrivals_both_seeing_the_set_complete_trigger_once(aws: Aws) -> None:
+    aws.define(needing_both())
+    assert aws.route(ORDERS, {"date": "20220117"}) == []
+    first, second = aws.tracker(), aws.tracker()
+    results: dict[str, list[StageBMessage]] = {}
+
+    def second_finishes() -> None:
+        results["second"] = aws.route(CUSTOMERS, {"date": "20220119"}, second)
+
+    # both see {customers, orders} after their first write; the second wins the conditional write
+    _run_before(first, True, second_finishes)
+    results["first"] = aws.route(CUSTOMERS, {"date": "20220118"}, first)
+    assert len(results["second"]) == 1
+    assert results["first"] == []
+    assert aws.state(f"{TARGET}/date=20220115")["completed_by"]["S"] == f"{CUSTOMERS}/date=20220119"

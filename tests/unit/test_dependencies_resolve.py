@@ -1,0 +1,120 @@
+"""From an arrival to the target partition and its SQL, with each item's own masks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakeline.dependencies.model import DependencyItem, parse_dependency_item
+from lakeline.dependencies.resolve import (
+    destination_partition,
+    resolve_arrival,
+    substitution_values,
+    team_sql_reader,
+)
+from lakeline.errors import ValidationError
+
+REPO = Path(__file__).parents[2]
+SEED_ITEM = REPO / "tests" / "fixtures" / "dependencies" / "seed_item.json"
+
+
+@pytest.fixture
+def seed() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SEED_ITEM.read_text())
+    return data
+
+
+def no_files(name: str) -> str:
+    raise AssertionError(f"no sql_file expected, asked for {name}")
+
+
+def test_seed_example_end_to_end(seed: dict[str, Any]) -> None:
+    item = parse_dependency_item(seed)
+    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files)
+    assert resolved.to_dict() == {
+        "dataset": "engineering_analytics_dev.destination_table",
+        "partition": {"date": "20220115"},
+        "steps": [
+            {
+                "db": "engineering_analytics_dev",
+                "info": "SQL to insert into destination_table",
+                "sql": "insert into engineering_analytics_dev.destination_table ( SELECT *, '20220114' "
+                "FROM TABLE_X where date = '20220110' ",
+            }
+        ],
+    }
+
+
+def test_multi_level_source_partitions_use_the_field_column(seed: dict[str, Any]) -> None:
+    dependency = parse_dependency_item(seed).dependencies[0]
+    source = {"region": "eu-west-1", "date": "20220120", "hour": "07"}
+    assert destination_partition(dependency, "date", "%Y%m%d", source) == {"date": "20220115"}
+    with pytest.raises(ValidationError, match=r"no partition column 'date' \(FieldColumn\).*region, hour"):
+        destination_partition(dependency, "date", "%Y%m%d", {"region": "eu", "hour": "07"})
+    with pytest.raises(ValidationError, match="not partitioned"):
+        destination_partition(dependency, "date", "%Y%m%d", {})
+    with pytest.raises(ValidationError, match="does not match the date mask"):
+        destination_partition(dependency, "date", "%Y%m%d", {"date": "2022-01-20"})
+    with pytest.raises(ValidationError, match="not allowed"):
+        destination_partition(dependency, "date", "%Y%m%d", {"date": "2022'01"})
+
+
+def test_masks_other_than_the_seeds(seed: dict[str, Any]) -> None:
+    seed["dependencies"][0].update(
+        FieldColumn="dt", DateExpression="%Y-%m-%d", relativedelta_attributes={"day": 1, "months": -1}
+    )
+    seed.update(partitionColumn="month", partitionPythonMask="%Y%m")
+    seed["date_substitutions"] = [
+        {"token": "$first", "format": "%Y-%m-%d", "relativedelta_attributes": {}},
+        {"token": "$last", "format": "%Y-%m-%d", "relativedelta_attributes": {"months": 1, "days": -1}},
+    ]
+    seed["steps"][0]["sql"] = "SELECT * FROM t WHERE dt BETWEEN '$first' AND '$last'"
+    item = parse_dependency_item(seed)
+    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"dt": "2024-03-05"}, no_files)
+    assert resolved.partition == {"month": "202402"}
+    assert resolved.steps[0].sql == "SELECT * FROM t WHERE dt BETWEEN '2024-02-01' AND '2024-02-29'"
+
+
+def test_substitutions_are_computed_from_the_destination_partition(seed: dict[str, Any]) -> None:
+    item = parse_dependency_item(seed)
+    assert substitution_values(item, {"date": "20220301"}) == {"$start_date": "20220228", "$end_date": "20220224"}
+    with pytest.raises(ValidationError, match="has no 'date'"):
+        substitution_values(item, {"day": "20220301"})
+
+
+def test_sql_file_is_read_from_the_team_folder(seed: dict[str, Any]) -> None:
+    seed["steps"] = [
+        {"db": "engineering_analytics_dev", "sql": "", "sql_file": "destination_table.sql", "info": "from file"},
+        {"db": "engineering_analytics_dev", "sql": "SELECT '$end_date'", "sql_file": "ignored.sql"},
+    ]
+    item = parse_dependency_item(seed)
+    reader = team_sql_reader(REPO / "athena_queries", "engineering")
+    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, reader)
+    assert "'20220114' AS start_date" in resolved.steps[0].sql
+    assert "\"date\" = '20220110'" in resolved.steps[0].sql
+    assert resolved.steps[1].sql == "SELECT '20220110'"  # inline sql wins over sql_file
+
+
+def test_missing_sql_file_and_bad_team(seed: dict[str, Any], tmp_path: Path) -> None:
+    seed["steps"] = [{"db": "engineering_analytics_dev", "sql_file": "absent.sql"}]
+    item = parse_dependency_item(seed)
+    with pytest.raises(ValidationError, match=r"sql_file 'absent\.sql': cannot read"):
+        resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, team_sql_reader(tmp_path, "t"))
+    with pytest.raises(ValidationError, match=r"team '\.\./x' is not a valid name"):
+        team_sql_reader(tmp_path, "../x")
+
+
+def test_a_token_left_over_is_an_error(seed: dict[str, Any]) -> None:
+    seed["steps"][0]["sql"] = "SELECT '$start_date', '$start_date_x', $other FROM t"
+    item: DependencyItem = parse_dependency_item(seed)
+    with pytest.raises(ValidationError, match=r"steps\[0\].*no value for \$start_date_x, \$other"):
+        resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files)
+
+
+def test_arrival_of_a_table_that_is_not_a_source(seed: dict[str, Any]) -> None:
+    item = parse_dependency_item(seed)
+    with pytest.raises(ValidationError, match=r"does not depend on engineering_mysql_dev\.orders"):
+        resolve_arrival(item, "engineering_mysql_dev.orders", {"date": "20220120"}, no_files)
