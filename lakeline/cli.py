@@ -14,6 +14,7 @@ from lakeline.catalog_json import CatalogFile
 from lakeline.dependencies.cli import deps_app
 from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
+from lakeline.glue_scanner.cli import glue_app
 from lakeline.lineage.cli import lineage_app
 from lakeline.settings import PipelineSettings
 
@@ -22,6 +23,7 @@ stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-si
 app.add_typer(stage_a_app, name="stage-a")
 app.add_typer(deps_app, name="deps")
 app.add_typer(lineage_app, name="lineage")
+app.add_typer(glue_app, name="glue")
 
 err_console = Console(stderr=True)
 
