@@ -1,9 +1,175 @@
-"""``lakeline lineage`` commands for columns lineage."""
+"""``lakeline lineage sql | tree``: column lineage of a SQL file, as an OpenLineage RunEvent or as trees.
+
+- ``sql FILE --catalog get-tables.json`` prints one RunEvent (JSON) whose outputs carry the
+  ``columnLineage`` facet; ``--emit`` also sends it through the configured OpenLineage transport
+  (``openlineage.yml`` / ``OPENLINEAGE_*``), which by default is none.
+- ``tree FILE --catalog get-tables.json`` prints, for each output column, where it comes from, and with
+  ``--events`` (stored events of earlier jobs) follows it further back, to raw columns.
+
+Exit codes: 0 success; 1 the SQL, the catalog or the events are not acceptable; 2 a configuration error.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
 import typer
+from openlineage.client.event_v2 import RunState
+from rich.console import Console
+from rich.text import Text
+
+from lakeline.catalog_json import CatalogFile
+from lakeline.errors import ConfigError, LakelineError
+from lakeline.lineage.column_graph import ColumnGraph, FieldRef, load_events, render_tree
+from lakeline.lineage.column_sql import DIALECTS
+from lakeline.lineage.openlineage_config import OpenLineageSettings, load_openlineage_settings
+from lakeline.lineage.openlineage_emitter import LineageEmitter
+from lakeline.lineage.openlineage_events import StepRun, event_to_dict, new_run_id, now, run_event, sql_step_run
+
+_err = Console(stderr=True)
+
+FileArgument = Annotated[Path, typer.Argument(help="SQL file: one or more statements")]
+DialectOption = Annotated[str, typer.Option(help=f"SQL dialect: {' or '.join(DIALECTS)}")]
+CatalogOption = Annotated[Path, typer.Option(help="'aws glue get-tables' JSON with the tables the SQL reads")]
+DatabaseOption = Annotated[str | None, typer.Option(help="database of tables the SQL names without one")]
+NamespaceOption = Annotated[str | None, typer.Option(help="dataset namespace (default: from config, else 'spark')")]
+EventsOption = Annotated[
+    list[Path] | None, typer.Option("--events", help="stored RunEvents (JSON lines or array) to follow back through")
+]
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    _err.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _settings(overrides: dict[str, str | None]) -> OpenLineageSettings:
+    return load_openlineage_settings(os.environ, cwd=Path.cwd(), home=Path.home(), overrides=overrides)
+
+
+def _step(
+    file: Path,
+    *,
+    dialect: str,
+    catalog: Path,
+    database: str | None,
+    settings: OpenLineageSettings,
+    job_name: str | None,
+    run_id: str | None,
+) -> StepRun:
+    if dialect not in DIALECTS:
+        _fail(f"--dialect {dialect!r} is not supported: use {' or '.join(DIALECTS)}")
+    try:
+        sql = file.read_text(encoding="utf-8")
+    except OSError as error:
+        _fail(f"cannot read {file}: {error.strerror}")
+    return sql_step_run(
+        sql,
+        catalog=CatalogFile.load(catalog),
+        job_name=job_name or file.stem,
+        run_id=run_id or new_run_id(),
+        settings=settings,
+        dialect=dialect,
+        default_database=database,
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
+
+    @app.command("sql")
+    def sql_command(
+        file: FileArgument,
+        catalog: CatalogOption,
+        dialect: DialectOption = "athena",
+        database: DatabaseOption = None,
+        dataset_namespace: NamespaceOption = None,
+        job_namespace: Annotated[str | None, typer.Option(help="job namespace (default: 'lakeline')")] = None,
+        job_name: Annotated[str | None, typer.Option(help="job name (default: the file's name)")] = None,
+        run_id: Annotated[str | None, typer.Option(help="run id, a UUID (default: a new one)")] = None,
+        parent_job_name: Annotated[str | None, typer.Option(help="parent run's job (the pipeline)")] = None,
+        parent_run_id: Annotated[str | None, typer.Option(help="parent run's id, a UUID")] = None,
+        event_type: Annotated[str, typer.Option(help="START, COMPLETE or FAIL")] = "COMPLETE",
+        emit: Annotated[bool, typer.Option(help="also send it through the configured transport")] = False,
+    ) -> None:
+        """Print one OpenLineage RunEvent for FILE with the column lineage of every table it writes."""
+        try:
+            state = RunState(event_type.upper())
+        except ValueError:
+            _fail(f"--event-type {event_type!r} must be START, COMPLETE or FAIL")
+        try:
+            settings = _settings(
+                {
+                    "namespace": job_namespace,
+                    "datasetNamespace": dataset_namespace,
+                    "parentJobName": parent_job_name,
+                    "parentRunId": parent_run_id,
+                }
+            )
+            step = _step(
+                file,
+                dialect=dialect,
+                catalog=catalog,
+                database=database,
+                settings=settings,
+                job_name=job_name,
+                run_id=run_id,
+            )
+            event = run_event(step, state, at=now(), error="failed" if state is RunState.FAIL else None)
+            if emit:
+                emitter = LineageEmitter(settings)
+                emitter.emit(event)
+                emitter.close()
+                if not emitter.sends_events:
+                    _err.print("note: no OpenLineage transport is configured; nothing was sent", highlight=False)
+        except ConfigError as error:
+            _fail(str(error), code=2)
+        except (LakelineError, ValueError) as error:
+            _fail(str(error))
+        sys.stdout.write(json.dumps(event_to_dict(event), indent=2) + "\n")
+
+    @app.command("tree")
+    def tree_command(
+        file: FileArgument,
+        catalog: CatalogOption,
+        dialect: DialectOption = "athena",
+        database: DatabaseOption = None,
+        dataset_namespace: NamespaceOption = None,
+        events: EventsOption = None,
+        direct_only: Annotated[bool, typer.Option(help="leave out INDIRECT inputs")] = False,
+    ) -> None:
+        """Print an Ushas-style tree per output column of FILE, followed back through --events."""
+        try:
+            settings = _settings({"datasetNamespace": dataset_namespace})
+            step = _step(
+                file,
+                dialect=dialect,
+                catalog=catalog,
+                database=database,
+                settings=settings,
+                job_name=None,
+                run_id=None,
+            )
+            stored = [event for path in events or [] for event in load_events(path)]
+            this_run = event_to_dict(run_event(step, RunState.COMPLETE, at=now()))
+            graph = ColumnGraph.from_events([*stored, this_run])
+        except ConfigError as error:
+            _fail(str(error), code=2)
+        except LakelineError as error:
+            _fail(str(error))
+        namespace = step.dataset_namespace
+        blocks = []
+        for index, statement in enumerate(step.statements, start=1):
+            output = statement.target or f"query_{index}"
+            for column in statement.columns:
+                ref = FieldRef(namespace, output, column.name)
+                tree = graph.tree_from(
+                    ref, column.dependencies, namespace, indirect=not direct_only, dataset=statement.dataset
+                )
+                title = f"{ref}" + (f" = {column.expression}" if column.expression else "")
+                blocks.append(render_tree(tree, title=title))
+        sys.stdout.write("\n\n".join(blocks) + ("\n" if blocks else ""))

@@ -1,0 +1,243 @@
+"""Following a column back across jobs, through the ``columnLineage`` facets of stored RunEvents.
+
+Each COMPLETE event says, for every output field, which input fields feed it and how. Joined on
+(namespace, dataset name), the events of stage A and of each stage B step form one graph, and a
+column of the last table can be followed back to the raw columns it comes from. A path's
+transformation is composed step by step (``column_model.compose``): DIRECT only if every step is
+DIRECT; an INDIRECT step names the path after itself.
+
+With ``indirect=True`` (the default) the dataset-wide inputs of every table on the way (the filters,
+joins and groupings of the job that wrote it) count too, as INDIRECT inputs of each of its fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openlineage.client.event_v2 import RunEvent
+
+from lakeline.errors import ValidationError
+from lakeline.lineage.column_model import (
+    NO_DEPENDENCIES,
+    Dependencies,
+    Subtype,
+    Transformation,
+    TransformationType,
+    compose,
+)
+from lakeline.lineage.openlineage_events import event_to_dict
+
+
+@dataclass(frozen=True, order=True)
+class FieldRef:
+    namespace: str
+    dataset: str
+    field: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}.{self.field}"
+
+
+@dataclass(frozen=True, order=True)
+class Link:
+    """One input of a field: where it comes from, how, and which job said so."""
+
+    source: FieldRef
+    transformation: Transformation
+    job: str
+    dataset_level: bool = False
+
+
+def _transformations(raw: Mapping[str, Any], where: str) -> list[Transformation]:
+    items = raw.get("transformations") or []
+    if not items:
+        # Facets older than spec 1-1 carry no transformations: all that is known is that it feeds.
+        return [Transformation(TransformationType.DIRECT, Subtype.TRANSFORMATION)]
+    result = []
+    for item in items:
+        try:
+            kind = TransformationType(str(item["type"]).upper())
+            default = Subtype.TRANSFORMATION if kind is TransformationType.DIRECT else Subtype.FILTER
+            subtype = Subtype(str(item.get("subtype") or default).upper())
+            result.append(Transformation(kind, subtype, bool(item.get("masking") or False)))
+        except (KeyError, ValueError) as error:
+            raise ValidationError(f"{where}: transformation {item!r} is not valid: {error}") from error
+    return result
+
+
+def _input_links(raw_fields: Iterable[Mapping[str, Any]], job: str, dataset_level: bool, where: str) -> set[Link]:
+    links = set()
+    for raw in raw_fields:
+        try:
+            source = FieldRef(str(raw["namespace"]), str(raw["name"]), str(raw["field"]))
+        except KeyError as error:
+            raise ValidationError(f"{where}: input field {raw!r} lacks {error}") from error
+        for transformation in _transformations(raw, where):
+            links.add(Link(source, transformation, job, dataset_level))
+    return links
+
+
+@dataclass
+class LineageTree:
+    """A field and the fields it comes from, as far back as the events go."""
+
+    ref: FieldRef
+    transformation: Transformation | None = None
+    job: str | None = None
+    dataset_level: bool = False
+    cycle: bool = False
+    children: list[LineageTree] = field(default_factory=list)
+
+
+class ColumnGraph:
+    def __init__(self) -> None:
+        self._fields: dict[FieldRef, set[Link]] = {}
+        self._datasets: dict[tuple[str, str], set[Link]] = {}
+
+    @classmethod
+    def from_events(cls, events: Iterable[RunEvent | Mapping[str, Any]]) -> ColumnGraph:
+        graph = cls()
+        for event in events:
+            graph.add_event(event)
+        return graph
+
+    def add_event(self, event: RunEvent | Mapping[str, Any]) -> None:
+        """Take the column lineage of one event; only COMPLETE events describe what was written."""
+        data = event_to_dict(event) if isinstance(event, RunEvent) else event
+        if str(data.get("eventType", "")).upper() != "COMPLETE":
+            return
+        job_data = data.get("job") or {}
+        job = f"{job_data.get('namespace')}/{job_data.get('name')}"
+        for output in data.get("outputs") or []:
+            facet = (output.get("facets") or {}).get("columnLineage")
+            if not facet:
+                continue
+            namespace, dataset = str(output["namespace"]), str(output["name"])
+            where = f"event of {job}, output {dataset}"
+            for name, column in (facet.get("fields") or {}).items():
+                ref = FieldRef(namespace, dataset, str(name))
+                links = _input_links(column.get("inputFields") or [], job, False, where)
+                self._fields.setdefault(ref, set()).update(links)
+            dataset_links = _input_links(facet.get("dataset") or [], job, True, where)
+            self._datasets.setdefault((namespace, dataset), set()).update(dataset_links)
+
+    @property
+    def fields(self) -> list[FieldRef]:
+        return sorted(self._fields)
+
+    def links(self, ref: FieldRef, *, indirect: bool = True) -> list[Link]:
+        """The direct inputs of one field (and, with ``indirect``, of its whole dataset)."""
+        links = set(self._fields.get(ref, set()))
+        if indirect:
+            links.update(self._datasets.get((ref.namespace, ref.dataset), set()))
+        else:
+            links = {link for link in links if link.transformation.type is TransformationType.DIRECT}
+        # DIRECT inputs first, then the INDIRECT ones of the field, then those of its whole dataset.
+        return sorted(links, key=lambda link: (link.transformation.type.value, link.dataset_level, link))
+
+    def tree(self, ref: FieldRef, *, indirect: bool = True) -> LineageTree:
+        return self._tree(LineageTree(ref), indirect, frozenset())
+
+    def tree_from(
+        self,
+        ref: FieldRef,
+        dependencies: Dependencies,
+        namespace: str,
+        *,
+        indirect: bool = True,
+        dataset: Dependencies = NO_DEPENDENCIES,
+    ) -> LineageTree:
+        """A tree whose first level is given (a statement's own lineage), followed back through the graph."""
+        root = LineageTree(ref)
+        levels = [(edge, False) for edge in sorted(dependencies)]
+        levels += [(edge, True) for edge in sorted(dataset)]
+        for edge, dataset_level in levels:
+            if not indirect and edge.transformation.type is TransformationType.INDIRECT:
+                continue
+            source = FieldRef(namespace, edge.source.dataset, edge.source.field)
+            child = LineageTree(source, edge.transformation, dataset_level=dataset_level)
+            root.children.append(self._tree(child, indirect, frozenset({ref})))
+        return root
+
+    def _tree(self, node: LineageTree, indirect: bool, path: frozenset[FieldRef]) -> LineageTree:
+        if node.ref in path:
+            node.cycle = True
+            return node
+        for link in self.links(node.ref, indirect=indirect):
+            child = LineageTree(link.source, link.transformation, link.job, link.dataset_level)
+            node.children.append(self._tree(child, indirect, path | {node.ref}))
+        return node
+
+    def origins(self, ref: FieldRef, *, indirect: bool = True) -> dict[FieldRef, set[Transformation]]:
+        """The fields with no inputs of their own (raw columns) that ``ref`` comes from, and how."""
+        found: dict[FieldRef, set[Transformation]] = {}
+        for leaf in self._origins(ref, indirect, frozenset()):
+            found.setdefault(leaf.source, set()).add(leaf.transformation)
+        return found
+
+    def _origins(self, ref: FieldRef, indirect: bool, path: frozenset[FieldRef]) -> set[_Reached]:
+        reached: set[_Reached] = set()
+        for link in self.links(ref, indirect=indirect):
+            if link.source in path or link.source == ref:
+                continue
+            upstream = self._origins(link.source, indirect, path | {ref})
+            if not upstream:
+                reached.add(_Reached(link.source, link.transformation))
+            for leaf in upstream:
+                reached.add(_Reached(leaf.source, compose(link.transformation, leaf.transformation)))
+        return reached
+
+
+@dataclass(frozen=True)
+class _Reached:
+    source: FieldRef
+    transformation: Transformation
+
+
+def render_tree(tree: LineageTree, *, title: str | None = None) -> str:
+    """Ushas-style text: the field, then ``+-`` branches for what it comes from, indented per step."""
+    lines = [title or str(tree.ref)]
+
+    def walk(node: LineageTree, indent: str) -> None:
+        for child in node.children:
+            how = str(child.transformation) if child.transformation else ""
+            notes = []
+            if child.dataset_level:
+                notes.append("dataset")
+            if child.job:
+                notes.append(f"job {child.job}")
+            if child.cycle:
+                notes.append("cycle")
+            suffix = f"  [{', '.join(notes)}]" if notes else ""
+            lines.append(f"{indent}+- {child.ref}  {how}{suffix}")
+            walk(child, indent + "   ")
+
+    walk(tree, "")
+    return "\n".join(lines)
+
+
+def load_events(path: Path) -> list[dict[str, Any]]:
+    """Events stored as JSON lines (the file transport), a JSON array, or one JSON object."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ValidationError(f"cannot read events {path}: {error}") from error
+    stripped = text.strip()
+    if not stripped:
+        return []
+    events: list[Any]
+    try:
+        document = json.loads(stripped)
+        events = document if isinstance(document, list) else [document]
+    except json.JSONDecodeError:
+        try:
+            events = [json.loads(line) for line in stripped.splitlines() if line.strip()]
+        except json.JSONDecodeError as error:
+            raise ValidationError(f"events file {path} is not JSON lines or JSON: {error}") from error
+    if not all(isinstance(event, dict) for event in events):
+        raise ValidationError(f"events file {path} must hold JSON objects")
+    return events

@@ -1,0 +1,132 @@
+"""Emitting RunEvents: always kept in process, and sent through openlineage-python transports if configured.
+
+``MemoryTransport`` is an ordinary openlineage-python ``Transport`` that keeps events in a list; the
+pipeline drains it and stores the events with its lineage records. A configured transport (file,
+console, http to Marquez, Amazon DataZone, composite, ...) is built by openlineage-python's own factory
+and driven through an ``OpenLineageClient``. A transport that fails (Marquez down) is logged and
+counted, and never fails the step it describes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from openlineage.client import OpenLineageClient
+from openlineage.client.client import Event
+from openlineage.client.event_v2 import RunEvent, RunState
+from openlineage.client.transport import Transport, get_default_factory
+from openlineage.client.transport.transport import Config
+
+from lakeline.errors import ConfigError
+from lakeline.lineage.openlineage_config import OpenLineageSettings
+from lakeline.lineage.openlineage_events import StepRun, now, run_event
+
+logger = logging.getLogger(__name__)
+
+
+class MemoryConfig(Config):
+    """``MemoryTransport`` takes no settings."""
+
+
+class MemoryTransport(Transport):
+    """Keeps every event in process until ``drain``; thread-safe."""
+
+    kind = "lakeline_memory"
+    config_class = MemoryConfig
+
+    def __init__(self, config: MemoryConfig | None = None) -> None:
+        self.config = config or MemoryConfig()
+        self._events: list[Event] = []
+        self._lock = threading.Lock()
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def drain(self) -> list[Event]:
+        with self._lock:
+            events, self._events = self._events, []
+        return events
+
+    def peek(self) -> list[Event]:
+        with self._lock:
+            return list(self._events)
+
+
+def build_transport(config: dict[str, Any]) -> Transport:
+    """A transport from an openlineage.yml ``transport`` section, by openlineage-python's factory."""
+    try:
+        return get_default_factory().create(dict(config))
+    except (KeyError, TypeError, ValueError, RuntimeError, ImportError) as error:
+        raise ConfigError(f"cannot build OpenLineage transport {config.get('type')!r}: {error}") from error
+
+
+class LineageEmitter:
+    """Emits the events of pipeline steps; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: OpenLineageSettings | None = None,
+        *,
+        transport: Transport | None = None,
+        clock: Callable[[], datetime] = now,
+    ) -> None:
+        self.settings = settings or OpenLineageSettings()
+        self.collector = MemoryTransport()
+        self.clock = clock
+        self.failures = 0
+        external = transport
+        if external is None and self.settings.transport and not self.settings.disabled:
+            external = build_transport(self.settings.transport)
+        self._client = (
+            OpenLineageClient(transport=external, config=dict(self.settings.client_config))
+            if external is not None
+            else None
+        )
+
+    @property
+    def sends_events(self) -> bool:
+        """Whether events leave the process (a transport is configured)."""
+        return self._client is not None
+
+    def emit(self, event: RunEvent) -> None:
+        self.collector.emit(event)
+        if self._client is None:
+            return
+        try:
+            self._client.emit(event)
+        except Exception as error:
+            self.failures += 1
+            logger.warning("OpenLineage transport failed to emit %s event: %s", event.eventType, error)
+
+    def drain(self) -> list[RunEvent]:
+        """The events emitted so far (and not yet drained), in order."""
+        return [event for event in self.collector.drain() if isinstance(event, RunEvent)]
+
+    def emit_state(self, step: StepRun, state: RunState, *, error: BaseException | str | None = None) -> RunEvent:
+        stack = None
+        if isinstance(error, BaseException):
+            stack = "".join(traceback.format_exception(error))
+        event = run_event(step, state, at=self.clock(), error=error, stack_trace=stack)
+        self.emit(event)
+        return event
+
+    @contextmanager
+    def run(self, step: StepRun) -> Iterator[StepRun]:
+        """START now; COMPLETE if the block finishes, FAIL (with the error) if it raises."""
+        self.emit_state(step, RunState.START)
+        try:
+            yield step
+        except BaseException as error:
+            self.emit_state(step, RunState.FAIL, error=error)
+            raise
+        self.emit_state(step, RunState.COMPLETE)
+
+    def close(self, timeout: float = -1.0) -> bool:
+        return self._client.close(timeout) if self._client is not None else True

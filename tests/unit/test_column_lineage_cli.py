@@ -1,0 +1,129 @@
+"""``lakeline lineage sql`` and ``lakeline lineage tree``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lakeline.cli import app
+
+CATALOG = Path(__file__).parent / "data" / "column_lineage_catalog.json"
+RUN_ID = "01930000-0000-7000-8000-000000000001"
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No openlineage.yml or OPENLINEAGE_* setting of the machine may leak into these runs."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("OPENLINEAGE"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+
+
+def _write(tmp_path: Path, name: str, sql: str) -> Path:
+    path = tmp_path / name
+    path.write_text(sql)
+    return path
+
+
+def test_sql_prints_a_run_event_with_column_lineage(tmp_path: Path) -> None:
+    sql = _write(
+        tmp_path,
+        "daily.sql",
+        'INSERT INTO mart.daily_sales SELECT o."date", c.region, SUM(o.amount)\n'
+        "FROM orders o JOIN customers c USING (customer_id) GROUP BY 1, 2",
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "lineage", "sql", str(sql), "--catalog", str(CATALOG), "--database", "sales",
+            "--dataset-namespace", "awsathena://athena.eu-west-1.amazonaws.com",
+            "--parent-job-name", "pipeline", "--parent-run-id", RUN_ID, "--run-id", RUN_ID.replace("1", "2"),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    event = json.loads(result.stdout)
+    assert event["eventType"] == "COMPLETE"
+    assert event["job"] == {"namespace": "lakeline", "name": "daily", "facets": event["job"]["facets"]}
+    assert event["run"]["facets"]["parent"]["job"]["name"] == "pipeline"
+    assert [d["name"] for d in event["inputs"]] == ["sales.customers", "sales.orders"]
+    (output,) = event["outputs"]
+    assert output["name"] == "mart.daily_sales"
+    fields = output["facets"]["columnLineage"]["fields"]
+    assert {
+        (column, f["name"], f["field"], t["type"], t["subtype"])
+        for column, facet in fields.items()
+        for f in facet["inputFields"]
+        for t in f["transformations"]
+    } == {
+        ("day", "sales.orders", "date", "DIRECT", "IDENTITY"),
+        ("region", "sales.customers", "region", "DIRECT", "IDENTITY"),
+        ("revenue", "sales.orders", "amount", "DIRECT", "AGGREGATION"),
+    }
+    assert {f["namespace"] for f in fields["day"]["inputFields"]} == {"awsathena://athena.eu-west-1.amazonaws.com"}
+
+
+def test_sql_in_spark_dialect_and_emitting_to_a_file(tmp_path: Path) -> None:
+    events = tmp_path / "sent.jsonl"
+    (tmp_path / "openlineage.yml").write_text(f"transport:\n  type: file\n  log_file_path: {events}\n  append: true\n")
+    sql = _write(
+        tmp_path, "flags.sql", "INSERT INTO mart.customer_flags SELECT `customer_id`, 'x' FROM sales.customers"
+    )
+    result = CliRunner().invoke(
+        app, ["lineage", "sql", str(sql), "--catalog", str(CATALOG), "--dialect", "spark", "--emit"]
+    )
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    (sent,) = [json.loads(line) for line in events.read_text().splitlines()]
+    assert sent["run"]["runId"] == printed["run"]["runId"]
+    assert printed["job"]["facets"]["sql"]["dialect"] == "spark"
+
+
+def test_tree_follows_stored_events_back(tmp_path: Path) -> None:
+    stage_a = _write(
+        tmp_path,
+        "stage_a.sql",
+        "INSERT INTO sales.orders SELECT CAST(order_id AS bigint), CAST(customer_id AS bigint),"
+        ' CAST(amount AS double), status, CAST("date" AS date), dt FROM raw.orders',
+    )
+    first = CliRunner().invoke(app, ["lineage", "sql", str(stage_a), "--catalog", str(CATALOG)])
+    assert first.exit_code == 0, first.output
+    events = _write(tmp_path, "events.json", first.stdout)
+    stage_b = _write(tmp_path, "stage_b.sql", "SELECT SUM(amount) AS total FROM sales.orders WHERE status = 'paid'")
+    result = CliRunner().invoke(
+        app, ["lineage", "tree", str(stage_b), "--catalog", str(CATALOG), "--events", str(events)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "query_1.total = SUM(orders.amount) AS total",
+        "+- sales.orders.amount  DIRECT AGGREGATION",
+        "   +- raw.orders.amount  DIRECT IDENTITY  [job lakeline/stage_a]",
+        "+- sales.orders.status  INDIRECT FILTER  [dataset]",
+        "   +- raw.orders.status  DIRECT IDENTITY  [job lakeline/stage_a]",
+    ]
+    direct = CliRunner().invoke(
+        app, ["lineage", "tree", str(stage_b), "--catalog", str(CATALOG), "--events", str(events), "--direct-only"]
+    )
+    assert "status" not in direct.stdout
+
+
+@pytest.mark.parametrize(
+    ("sql", "options", "code", "message"),
+    [
+        ("SELECT a FROM sales.missing", [], 1, "sales.missing is not in the catalog"),
+        ("SELECT name FROM sales.customers", ["--dialect", "mysql"], 1, "--dialect 'mysql'"),
+        ("SELECT name FROM sales.customers", ["--parent-job-name", "p", "--parent-run-id", "7"], 2, "not a UUID"),
+        ("SELECT name FROM sales.customers", ["--event-type", "DONE"], 1, "START, COMPLETE or FAIL"),
+    ],
+)
+def test_sql_errors(tmp_path: Path, sql: str, options: list[str], code: int, message: str) -> None:
+    path = _write(tmp_path, "bad.sql", sql)
+    result = CliRunner().invoke(app, ["lineage", "sql", str(path), "--catalog", str(CATALOG), *options])
+    assert result.exit_code == code
+    assert message in " ".join(result.stderr.split())

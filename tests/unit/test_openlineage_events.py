@@ -1,0 +1,228 @@
+"""RunEvents of pipeline steps and their emission through openlineage-python transports."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openlineage.client.event_v2 import RunState
+from openlineage.client.transport import AmazonDataZoneTransport
+
+from lakeline.catalog_json import CatalogFile
+from lakeline.errors import ConfigError
+from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference, load_openlineage_settings
+from lakeline.lineage.openlineage_emitter import LineageEmitter, build_transport
+from lakeline.lineage.openlineage_events import (
+    StepRun,
+    event_to_dict,
+    new_run_id,
+    run_event,
+    sql_step_run,
+    stable_run_id,
+)
+
+DATA = Path(__file__).parent / "data"
+AT = datetime(2024, 1, 20, 6, 30, tzinfo=UTC)
+PARENT = RunReference("lakeline", "pipeline.sales", "01930000-0000-7000-8000-000000000001")
+ROOT = RunReference("scheduler", "nightly", "01930000-0000-7000-8000-000000000002")
+RUN_ID = "01930000-0000-7000-8000-000000000003"
+SQL = """
+CREATE TABLE mart.tmp AS
+SELECT o.customer_id, c.region, SUM(o.amount) AS total, COUNT(*) AS n, o.dt
+FROM sales.orders o JOIN sales.customers c ON o.customer_id = c.customer_id
+WHERE o.status = 'paid' GROUP BY o.customer_id, c.region, o.dt;
+INSERT INTO mart.customer_totals SELECT * FROM mart.tmp;
+"""
+
+
+@pytest.fixture(scope="module")
+def step() -> StepRun:
+    catalog = CatalogFile.load(DATA / "column_lineage_catalog.json")
+    settings = OpenLineageSettings(
+        dataset_namespace="awsathena://athena.eu-west-1.amazonaws.com", parent=PARENT, root=ROOT
+    )
+    return sql_step_run(
+        SQL,
+        catalog=catalog,
+        job_name="stage_b.sales.totals",
+        run_id=RUN_ID,
+        settings=settings,
+        engine="athena",
+        engine_version="3",
+    )
+
+
+def _input_fields(facet: dict[str, Any]) -> set[tuple[str, str, str, str]]:
+    return {
+        (f["name"], f["field"], t["type"], t["subtype"]) for f in facet["inputFields"] for t in f["transformations"]
+    }
+
+
+def test_complete_event_carries_the_standard_facets(step: StepRun) -> None:
+    event = event_to_dict(run_event(step, RunState.COMPLETE, at=AT))
+    assert event["eventType"] == "COMPLETE"
+    assert event["eventTime"] == "2024-01-20T06:30:00+00:00"
+    assert event["run"]["runId"] == RUN_ID
+    parent = event["run"]["facets"]["parent"]
+    assert parent["run"]["runId"] == PARENT.run_id
+    assert parent["job"] == {"namespace": "lakeline", "name": "pipeline.sales", "facets": {}}
+    assert parent["root"]["job"]["name"] == "nightly"
+    assert event["run"]["facets"]["processing_engine"]["name"] == "athena"
+    assert event["job"]["name"] == "stage_b.sales.totals"
+    assert event["job"]["facets"]["sql"]["query"] == SQL
+    assert event["job"]["facets"]["sql"]["dialect"] == "athena"
+    assert event["job"]["facets"]["jobType"]["processingType"] == "BATCH"
+    # mart.tmp is written before it is read: an output of the step, not one of its inputs.
+    assert [d["name"] for d in event["inputs"]] == ["sales.customers", "sales.orders"]
+    assert [d["name"] for d in event["outputs"]] == ["mart.tmp", "mart.customer_totals"]
+    orders = event["inputs"][1]
+    assert {f["name"]: f["type"] for f in orders["facets"]["schema"]["fields"]}["amount"] == "double"
+
+    tmp, totals = event["outputs"]
+    assert [f["name"] for f in tmp["facets"]["schema"]["fields"]] == ["customer_id", "region", "total", "n", "dt"]
+    lineage = tmp["facets"]["columnLineage"]
+    assert set(lineage["fields"]) == {"customer_id", "region", "total", "dt"}, "n = COUNT(*) reads no column"
+    assert _input_fields(lineage["fields"]["total"]) == {("sales.orders", "amount", "DIRECT", "AGGREGATION")}
+    assert _input_fields({"inputFields": lineage["dataset"]}) == {
+        ("sales.orders", "customer_id", "INDIRECT", "JOIN"),
+        ("sales.orders", "customer_id", "INDIRECT", "GROUP_BY"),
+        ("sales.customers", "customer_id", "INDIRECT", "JOIN"),
+        ("sales.customers", "region", "INDIRECT", "GROUP_BY"),
+        ("sales.orders", "dt", "INDIRECT", "GROUP_BY"),
+        ("sales.orders", "status", "INDIRECT", "FILTER"),
+    }
+    assert {f["namespace"] for f in lineage["fields"]["total"]["inputFields"]} == {
+        "awsathena://athena.eu-west-1.amazonaws.com"
+    }
+    total_amount = totals["facets"]["columnLineage"]["fields"]["total_amount"]
+    assert _input_fields(total_amount) == {("mart.tmp", "total", "DIRECT", "IDENTITY")}
+    assert totals["facets"]["schema"]["fields"][2] == {"name": "total_amount", "type": "double", "fields": []}
+
+
+def test_fail_event_has_the_error(step: StepRun) -> None:
+    try:
+        raise RuntimeError("Athena: TABLE_NOT_FOUND")
+    except RuntimeError as error:
+        event = event_to_dict(run_event(step, RunState.FAIL, at=AT, error=error, stack_trace="trace"))
+    facet = event["run"]["facets"]["errorMessage"]
+    assert facet["message"] == "RuntimeError: Athena: TABLE_NOT_FOUND"
+    assert facet["programmingLanguage"] == "SQL"
+    assert facet["stackTrace"] == "trace"
+
+
+def test_emitter_keeps_start_and_complete_in_process(step: StepRun) -> None:
+    emitter = LineageEmitter(OpenLineageSettings(), clock=lambda: AT)
+    assert not emitter.sends_events
+    with emitter.run(step):
+        pass
+    with pytest.raises(ValueError), emitter.run(step):
+        raise ValueError("bad partition")
+    events = emitter.drain()
+    assert [e.eventType for e in events] == [RunState.START, RunState.COMPLETE, RunState.START, RunState.FAIL]
+    assert "ValueError: bad partition" in event_to_dict(events[-1])["run"]["facets"]["errorMessage"]["stackTrace"]
+    assert emitter.drain() == []
+
+
+def test_run_ids() -> None:
+    assert stable_run_id(AT, "exec-1/step-2") == stable_run_id(AT, "exec-1/step-2")
+    assert stable_run_id(AT, "exec-1/step-2") != stable_run_id(AT, "exec-1/step-3")
+    assert new_run_id() != new_run_id()
+    with pytest.raises(ValueError, match="not a UUID"):
+        StepRun(job_name="j", run_id="step-2", job_namespace="n", dataset_namespace="d")
+    with pytest.raises(ValueError, match="timezone-aware"):
+        run_event(StepRun("j", RUN_ID, "n", "d"), RunState.START, at=datetime(2024, 1, 1))
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    requests: list[dict[str, Any]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
+        reply = json.dumps({"id": "evt-1", "domainId": "dzd_test"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def lineage_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A local stand-in for Marquez (or DataZone's endpoint) on 127.0.0.1, recording what it receives."""
+    requests: list[dict[str, Any]] = []
+    handler = type("Handler", (_Recorder,), {"requests": requests})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", requests
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def test_http_transport_from_openlineage_variables(
+    step: StepRun, lineage_server: tuple[str, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    url, requests = lineage_server
+    environ = {"OPENLINEAGE_URL": url, "OPENLINEAGE_API_KEY": "secret", "OPENLINEAGE_URL_PARAM_CODE": "abc"}
+    settings = load_openlineage_settings(environ, cwd=tmp_path, home=tmp_path)
+    emitter = LineageEmitter(settings, clock=lambda: AT)
+    assert emitter.sends_events
+    with emitter.run(step):
+        pass
+    emitter.close()
+    assert [r["path"] for r in requests] == ["/api/v1/lineage?code=abc"] * 2
+    assert requests[0]["headers"]["Authorization"] == "Bearer secret"
+    assert [r["body"]["eventType"] for r in requests] == ["START", "COMPLETE"]
+    assert requests[1]["body"] == event_to_dict(emitter.drain()[1])
+
+
+def test_amazon_datazone_transport(step: StepRun, lineage_server: tuple[str, list[dict[str, Any]]]) -> None:
+    url, requests = lineage_server
+    transport = build_transport(
+        {"type": "amazon_datazone_api", "domainId": "dzd_test", "region": "eu-west-1", "endpointOverride": url}
+    )
+    assert isinstance(transport, AmazonDataZoneTransport)
+    emitter = LineageEmitter(OpenLineageSettings(), transport=transport, clock=lambda: AT)
+    emitter.emit(run_event(step, RunState.COMPLETE, at=AT))
+    assert emitter.failures == 0
+    (request,) = requests
+    assert request["path"] == "/v2/domains/dzd_test/lineage/events"
+    assert request["body"]["run"]["runId"] == RUN_ID
+
+
+def test_a_failing_transport_never_fails_the_step(step: StepRun, tmp_path: Path) -> None:
+    # Port 9 (discard) has no listener here; no retries, so the failure is immediate.
+    transport = {"type": "http", "url": "http://127.0.0.1:9", "retry": {"total": 0}, "timeout": 1}
+    emitter = LineageEmitter(OpenLineageSettings(transport=transport), clock=lambda: AT)
+    with emitter.run(step):
+        pass
+    assert emitter.failures == 2
+    assert len(emitter.drain()) == 2
+
+
+def test_file_transport_and_disabled(step: StepRun, tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    settings = OpenLineageSettings(transport={"type": "file", "log_file_path": str(path), "append": True})
+    emitter = LineageEmitter(settings, clock=lambda: AT)
+    emitter.emit(run_event(step, RunState.START, at=AT))
+    emitter.emit(run_event(step, RunState.COMPLETE, at=AT))
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["eventType"] for line in lines] == ["START", "COMPLETE"]
+    disabled = LineageEmitter(OpenLineageSettings(transport=settings.transport, disabled=True))
+    assert not disabled.sends_events
+
+
+def test_unknown_transport_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="cannot build OpenLineage transport 'carrier_pigeon'"):
+        build_transport({"type": "carrier_pigeon"})
