@@ -187,3 +187,134 @@ def demo(
 
 def main() -> None:  # pragma: no cover - console script entry
     app()
+
+
+stage_b_app = typer.Typer(help="Stage B: templated SQL steps from dependency items, chained.")
+app.add_typer(stage_b_app, name="stage-b")
+
+
+def _partition_options(values: list[str]) -> dict[str, str]:
+    partition: dict[str, str] = {}
+    for value in values:
+        column, equals, text = value.partition("=")
+        if not equals or not column or not text:
+            raise LakelineError(f"--partition {value!r} must be COLUMN=VALUE")
+        partition[column] = text
+    return partition
+
+
+@stage_b_app.command("run")
+def stage_b_run(
+    dataset: Annotated[str, typer.Option(help="target dataset, database.table")],
+    partition: Annotated[list[str], typer.Option(help="destination partition COLUMN=VALUE (repeatable)")],
+    deps: Annotated[list[Path], typer.Option(help="dependency item JSON files or folders (repeatable)")],
+    workspace: Annotated[Path, typer.Option(help="local workspace folder")] = Path(".lakeline"),
+    usage: Annotated[str, typer.Option(help="append or overwrite")] = "overwrite",
+    queries: Annotated[Path, typer.Option(help="folder of <team>/*.sql files")] = Path("athena_queries"),
+    chain: Annotated[bool, typer.Option(help="run the targets this one triggers, and theirs")] = True,
+    environment: EnvironmentOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Build one target partition on embedded Spark from its dependency item, then what it triggers."""
+    from lakeline.dependencies.files import load_items
+    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.dependencies import LocalDependencies
+    from lakeline.local.pipeline import LocalPipeline
+    from lakeline.local.workspace import Workspace
+    from lakeline.storage import LocalObjectStore
+    from stage_b.ledger import FileAppliedMessages
+    from stage_b.messages import SourceArrival, StageBMessage
+    from stage_b.process import StageBServices
+
+    try:
+        if usage not in ("append", "overwrite"):
+            raise LakelineError(f"--usage must be append or overwrite, not {usage!r}")
+        dependencies = LocalDependencies(load_items(deps))
+        target = _partition_options(partition)
+        message = StageBMessage.model_validate(
+            {
+                "target_dataset": dataset,
+                "partition": target,
+                "trigger": SourceArrival(table=dataset, partition=target, run="manual"),
+                "usage": usage,
+            }
+        )
+        ws = Workspace.at(workspace)
+        settings = _settings(config, ws.settings(environment=environment).model_dump(), {})
+        with err_console.status("starting embedded Spark"):
+            engine = SparkEngine.local(ws.root)
+        services = StageBServices(
+            engine=engine,
+            store=LocalObjectStore(),
+            settings=settings,
+            dependencies=dependencies,
+            ledger=FileAppliedMessages(ws.root / "state" / "applied.json"),
+            queries_root=queries,
+        )
+        pipeline = LocalPipeline(engine, ws, services, lambda stage, what: err_console.print(f"{stage}: {what}"))
+        if chain:
+            run = pipeline.drain([message])
+        else:
+            from lakeline.local.pipeline import PipelineRun
+            from stage_b.process import process_stage_b
+
+            run = PipelineRun(stage_b=[process_stage_b(message, services)])
+    except (LakelineError, QueryError) as error:
+        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+        return
+    print_json(
+        {
+            "runs": [
+                {
+                    "dataset": outcome.message.target_dataset,
+                    "partition": outcome.message.partition,
+                    "skipped": outcome.skipped,
+                    "files": outcome.result.data_files if outcome.result else [],
+                    "statements": outcome.plan.statements if outcome.plan else [],
+                }
+                for outcome in run.stage_b
+            ],
+            "failed": [{"node": failed.message.node, "error": failed.error} for failed in run.failed],
+        }
+    )
+    if run.failed:
+        raise typer.Exit(1)
+
+
+@app.command("sql")
+def run_sql(
+    file: Annotated[Path | None, typer.Argument(help="file of Athena-dialect statements separated by ';'")] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="one statement instead of a file")] = None,
+    workspace: Annotated[Path, typer.Option(help="local workspace folder")] = Path(".lakeline"),
+) -> None:
+    """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results)."""
+    import sqlglot
+    from rich.table import Table
+
+    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.workspace import Workspace
+
+    if (file is None) == (query is None):
+        fail("give a FILE or --query, not both")
+        return
+    text = query if query is not None else file.read_text() if file else ""
+    try:
+        statements = [s.sql("athena") for s in sqlglot.parse(text, read="athena") if s is not None]
+    except sqlglot.errors.ParseError as error:
+        fail(f"cannot parse the SQL: {error}")
+        return
+    ws = Workspace.at(workspace)
+    with err_console.status("starting embedded Spark"):
+        engine = SparkEngine.local(ws.root)
+    console = Console()
+    for statement in statements:
+        try:
+            result = engine.execute(statement)
+        except (LakelineError, QueryError) as error:
+            fail(str(error), code=1)
+            return
+        if result.columns:
+            table = Table(*result.columns)
+            for row in result.rows:
+                table.add_row(*("NULL" if value is None else str(value) for value in row))
+            console.print(table)

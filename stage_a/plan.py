@@ -18,49 +18,29 @@ stage partition ends up with the same rows, not doubled.
 
 from __future__ import annotations
 
-import re
-import uuid
 from dataclasses import asdict, dataclass, fields
-from datetime import UTC, datetime
 from typing import Any
 
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
+from lakeline.partitions import (
+    RUN_PREFIX,
+    bucket_columns,
+    check_run_token,
+    ctas_sql,
+    new_run_token,
+    partition_filter,
+    partition_spec_sql,
+    run_location,
+    swap_statements,
+    temp_table_name,
+)
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import join_location
 from stage_a.keys import RawObject
 
-RUN_PREFIX = "lakeline_run="
-RUN_TOKEN_PATTERN = re.compile(r"^\d{8}t\d{12}_[0-9a-f]{10}$")
-INTEGER_TYPES = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
-STRING_TYPES = ("string", "varchar", "char")
-
-
-def new_run_token(now: datetime | None = None, unique: str | None = None) -> str:
-    """A token that sorts by time: ``20220120t101500123456_1a2b3c4d5e``.
-
-    ``unique`` may carry a deterministic id (a Step Functions execution name) instead of a random one.
-    """
-    moment = (now or datetime.now(UTC)).astimezone(UTC)
-    suffix = uuid.uuid5(uuid.NAMESPACE_URL, unique).hex[:10] if unique else uuid.uuid4().hex[:10]
-    return f"{moment:%Y%m%d}t{moment:%H%M%S%f}_{suffix}"
-
-
-def partition_literal(column: Column, value: str) -> str:
-    """The SQL literal of a partition value, by the partition column's type in the raw table."""
-    kind = column.type.lower().split("(")[0].strip()
-    if kind.startswith(STRING_TYPES):
-        return string_literal(value)
-    if kind in INTEGER_TYPES:
-        if not re.fullmatch(r"-?\d{1,19}", value):
-            raise ValidationError(f"partition {column.name}={value!r} is not an integer ({column.type})")
-        return value
-    if kind == "date":
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            raise ValidationError(f"partition {column.name}={value!r} is not a date YYYY-MM-DD")
-        return f"DATE {string_literal(value)}"
-    raise ValidationError(f"partition column {column.name} has unsupported type {column.type}")
+__all__ = ["RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
 
 
 @dataclass(frozen=True)
@@ -100,8 +80,7 @@ class StageAPlan:
         values["publish"] = tuple(values["publish"])
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
-        if not RUN_TOKEN_PATTERN.fullmatch(plan.run_token):
-            raise ValidationError(f"stage A plan has a malformed run token {plan.run_token!r}")
+        check_run_token(plan.run_token)
         return plan
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,10 +88,6 @@ class StageAPlan:
         data["publish"] = list(self.publish)
         data["statements"] = self.statements
         return data
-
-
-def _partition_spec_sql(partition: list[tuple[Column, str]]) -> str:
-    return ", ".join(f"{ddl_name(column.name)}={string_literal(value)}" for column, value in partition)
 
 
 def check_partition_columns(raw: RawObject, schema: TableSchema) -> list[tuple[Column, str]]:
@@ -134,8 +109,7 @@ def plan_stage_a(
     run_token: str,
     table_settings: TableSettings | None = None,
 ) -> StageAPlan:
-    if not RUN_TOKEN_PATTERN.fullmatch(run_token):
-        raise ValidationError(f"run token {run_token!r} is not of the form made by new_run_token")
+    check_run_token(run_token)
     source_db = settings.raw_database(raw.team, raw.dataset)
     target_db = settings.stage_database(raw.team, raw.dataset)
     table_cfg = table_settings or settings.table_settings(target_db, raw.table)
@@ -143,46 +117,26 @@ def plan_stage_a(
     data_columns = [check_identifier(column, "column") for column in raw_schema.column_names]
     if not data_columns:
         raise ValidationError(f"table {source_db}.{raw.table} has no data columns")
-    bucketed_by = list(table_cfg.bucketed_by) or data_columns[:1]
-    missing = [column for column in bucketed_by if column not in data_columns]
-    if missing:
-        raise ValidationError(f"bucket columns {missing} are not columns of {source_db}.{raw.table}")
+    bucketed_by = bucket_columns(table_cfg, data_columns, f"{source_db}.{raw.table}")
 
     raw_partition_location = join_location(settings.raw_root, raw.partition_prefix)
     stage_partition_root = join_location(settings.stage_root, raw.partition_prefix)
-    target_location = join_location(stage_partition_root, f"{RUN_PREFIX}{run_token}")
-    temp_table = check_identifier(f"lakeline_tmp_{raw.table[:60]}_{run_token}", "temp table")
+    target_location = run_location(stage_partition_root, run_token)
+    temp_table = temp_table_name(raw.table, run_token)
 
     register_raw = None
-    publish: tuple[str, ...]
     if partition:
-        spec = _partition_spec_sql(partition)
+        spec = partition_spec_sql(partition)
         register_raw = (
             f"ALTER TABLE {ddl_name(source_db, raw.table)} ADD IF NOT EXISTS PARTITION ({spec}) "
             f"LOCATION {string_literal(raw_partition_location)}"
         )
-        publish = (
-            f"ALTER TABLE {ddl_name(target_db, raw.table)} ADD IF NOT EXISTS PARTITION ({spec}) "
-            f"LOCATION {string_literal(target_location)}",
-            f"ALTER TABLE {ddl_name(target_db, raw.table)} PARTITION ({spec}) "
-            f"SET LOCATION {string_literal(target_location)}",
-        )
-    else:
-        publish = (f"ALTER TABLE {ddl_name(target_db, raw.table)} SET LOCATION {string_literal(target_location)}",)
-
-    where = " AND ".join(f"{dml_name(column.name)} = {partition_literal(column, value)}" for column, value in partition)
+    publish = swap_statements(target_db, raw.table, partition, target_location)
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
+    where = partition_filter(partition)
     if where:
         select += f" WHERE {where}"
-    properties = [
-        f"format = {string_literal(table_cfg.format)}",
-        f"external_location = {string_literal(target_location)}",
-        f"bucketed_by = ARRAY[{', '.join(string_literal(c) for c in bucketed_by)}]",
-        f"bucket_count = {table_cfg.bucket_count}",
-    ]
-    if table_cfg.compression != "NONE":
-        properties.append(f"write_compression = {string_literal(table_cfg.compression)}")
-    ctas = f"CREATE TABLE {dml_name(target_db, temp_table)} WITH ({', '.join(properties)}) AS {select}"
+    ctas = ctas_sql(target_db, temp_table, target_location, table_cfg, bucketed_by, select)
     return StageAPlan(
         raw_key=raw.key,
         team=raw.team,

@@ -6,8 +6,9 @@ import logging
 from dataclasses import dataclass, field
 
 from lakeline.engines.base import Engine, QueryError
+from lakeline.partitions import delete_superseded
 from lakeline.storage import ObjectStore
-from stage_a.plan import RUN_PREFIX, StageAPlan
+from stage_a.plan import StageAPlan
 
 logger = logging.getLogger(__name__)
 
@@ -21,25 +22,9 @@ class StageAResult:
     query_ids: list[str] = field(default_factory=list)
 
 
-def superseded_run_prefixes(store: ObjectStore, plan: StageAPlan) -> list[str]:
-    """Run prefixes of the same partition older than this plan's, i.e. replaced by it.
-
-    Only prefixes Lakeline wrote (``lakeline_run=<token>``) are candidates; newer ones belong to a
-    later run and are left alone.
-    """
-    superseded = []
-    for prefix in store.list_child_prefixes(plan.stage_partition_root):
-        name = prefix.rstrip("/").rsplit("/", 1)[-1]
-        if name.startswith(RUN_PREFIX) and name[len(RUN_PREFIX) :] < plan.run_token:
-            superseded.append(prefix)
-    return superseded
-
-
 def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
     """After the swap: delete the superseded run prefixes; return (current data files, deleted prefixes)."""
-    superseded = superseded_run_prefixes(store, plan)
-    for prefix in superseded:
-        store.delete_prefix(prefix)
+    superseded = delete_superseded(store, plan.stage_partition_root, plan.run_token)
     return store.list_data_files(plan.target_location), superseded
 
 

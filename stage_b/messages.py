@@ -39,6 +39,11 @@ class SourceArrival(BaseModel):
 
     table: str
     partition: dict[str, str]
+    run: str | None = Field(
+        default=None,
+        description="the run that produced this version of the partition (stage A or B run token), so that a "
+        "new version of the same partition is a new arrival while a redelivered message is not",
+    )
 
     @field_validator("table", mode="before")
     @classmethod
@@ -89,4 +94,5 @@ class StageBMessage(BaseModel):
 
     def deduplication_id(self) -> str:
         """Same target partition from the same arrival → same id (SQS FIFO deduplication, idempotency)."""
-        return uuid.uuid5(uuid.NAMESPACE_URL, f"lakeline:{self.trigger.node}->{self.node}").hex
+        run = f"@{self.trigger.run}" if self.trigger.run else ""
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"lakeline:{self.trigger.node}{run}->{self.node}").hex

@@ -76,13 +76,15 @@ def route_finished_partition(
     arrivals: ArrivalTracker | None = None,
     lineage: LineageParents | None = None,
     path: Sequence[str] = (),
+    run: str | None = None,
 ) -> list[StageBMessage]:
     """The stage B messages a finished partition produces (none if it triggers nothing).
 
     ``path`` is the chain of nodes built before this one (from the stage B message being finished);
-    ``arrivals`` is required only when a target uses trigger mode ``all``.
+    ``arrivals`` is required only when a target uses trigger mode ``all``; ``run`` identifies the run
+    that produced this version of the partition.
     """
-    arrival = SourceArrival(table=finished_table, partition=dict(partition))
+    arrival = SourceArrival(table=finished_table, partition=dict(partition), run=run)
     routes = plan_routes(arrival, edges.edges_from(arrival.table), path)
     if arrivals is None and any(route.edge.trigger_mode == "all" for route in routes):
         raise ConfigError("a target uses triggerMode 'all' but no pipeline-state table was configured")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+from lakeline.dependencies.files import load_items_file
 from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
 from lakeline.dependencies.store import DEFAULT_BY_TABLE_TABLE, DEFAULT_DEPENDENCIES_TABLE, DependencyStore
 from lakeline.errors import LakelineError, ValidationError
@@ -45,25 +46,9 @@ def _print_json(data: Any) -> None:
 def _load_items(path: Path) -> list[DependencyItem]:
     """One item (a JSON object) or several (a JSON array); every problem of every item is listed."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        _fail(f"cannot read {path}: {error.strerror}")
-    except json.JSONDecodeError as error:
-        _fail(f"{path} is not JSON: {error}")
-    documents = data if isinstance(data, list) else [data]
-    if not documents:
-        _fail(f"{path} holds no dependency item")
-    items: list[DependencyItem] = []
-    problems: list[str] = []
-    for index, document in enumerate(documents):
-        label = f"[{index}]" if isinstance(data, list) else ""
-        try:
-            items.append(parse_dependency_item(document))
-        except DependencyItemError as error:
-            problems.extend(f"{label}{'.' if label else ''}{problem}" for problem in error.problems)
-    if problems:
-        _fail(f"{path}: invalid dependency item", problems)
-    return items
+        return load_items_file(path)
+    except DependencyItemError as error:
+        _fail(error.what, error.problems)
 
 
 def _store(table: str, by_table_table: str, region: str | None, endpoint_url: str | None) -> DependencyStore:

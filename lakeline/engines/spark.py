@@ -8,6 +8,7 @@ catalog is the Glue Data Catalog.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,10 @@ def local_spark_session(
     workspace = workspace.resolve()
     metastore = workspace / "metastore"
     metastore.mkdir(parents=True, exist_ok=True)
-    derby_home = f"-Dderby.system.home={metastore}"
+    log_config = Path(__file__).with_name("log4j2.properties")
+    java_options = f"-Dderby.system.home={metastore} -Dlog4j.configurationFile=file:{log_config}"
+    # Without it Spark warns that the hostname resolves to a loopback address on every start.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (
         SparkSession.builder.master(master)
         .appName(app_name)
@@ -48,7 +52,7 @@ def local_spark_session(
             "spark.hadoop.javax.jdo.option.ConnectionURL",
             f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true",
         )
-        .config("spark.driver.extraJavaOptions", derby_home)
+        .config("spark.driver.extraJavaOptions", java_options)
         .config("spark.driver.memory", driver_memory)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

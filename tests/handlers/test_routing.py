@@ -82,7 +82,7 @@ def test_seed_example_routes_and_resolves_end_to_end(aws: Aws) -> None:
     assert message.model_dump() == {
         "target_dataset": TARGET,
         "partition": {"date": "20220115"},
-        "trigger": {"table": CUSTOMERS, "partition": {"date": "20220120"}},
+        "trigger": {"table": CUSTOMERS, "partition": {"date": "20220120"}, "run": None},
         "usage": "overwrite",
         "lineage": {"root_id": "root-1", "parent_id": "stage-a-node-7"},
         "path": [f"{CUSTOMERS}/date=20220120"],

@@ -1,0 +1,238 @@
+"""Planning a stage B run: the dependency item's templated SQL steps for one destination partition.
+
+Every ``$token`` is substituted first (the item's ``date_substitutions`` plus built-ins), and a token
+left over stops the plan before anything runs. Steps run in order. A step that inserts into the target
+dataset is rewritten into the same write-then-swap stage A uses, so the partition is never empty or
+half-written while readers look:
+
+- ``overwrite``: the first insert becomes a CTAS into a fresh prefix (exactly ``bucket_count`` files);
+- ``append``: the same CTAS, over the partition's current rows ``UNION ALL`` the new rows;
+
+further inserts into the target in the same run add to the fresh prefix; at the end the partition is
+pointed at the fresh prefix and older run prefixes are deleted. Rows written by a step land in the
+destination partition. Other statements (a scratch table, a DELETE elsewhere) run as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from lakeline.dependencies.model import DependencyItem
+from lakeline.dependencies.resolve import resolve_steps
+from lakeline.engines.base import Column, TableSchema
+from lakeline.errors import ValidationError
+from lakeline.names import check_identifier, check_qualified_table, dml_name
+from lakeline.partitions import (
+    bucket_columns,
+    check_run_token,
+    ctas_sql,
+    partition_filter,
+    partition_prefix,
+    run_location,
+    swap_statements,
+    temp_table_name,
+)
+from lakeline.settings import PipelineSettings
+from lakeline.storage import join_location
+from stage_b.messages import StageBMessage
+
+SqlFileReader = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    index: int
+    info: str
+    db: str
+    sql: str
+    writes_target: bool
+
+
+@dataclass(frozen=True)
+class StageBPlan:
+    message: dict[str, Any]
+    message_id: str
+    target_database: str
+    target_table: str
+    partition: dict[str, str]
+    usage: str
+    run_token: str
+    partition_root: str
+    target_location: str
+    temp_table: str
+    steps: tuple[PlannedStep, ...]
+    drop_temp: str | None
+    publish: tuple[str, ...]
+    resolved_sql: tuple[str, ...] = field(default=())
+
+    @property
+    def dataset(self) -> str:
+        return f"{self.target_database}.{self.target_table}"
+
+    @property
+    def writes(self) -> bool:
+        return any(step.writes_target for step in self.steps)
+
+    @property
+    def statements(self) -> list[str]:
+        """Every statement in order; the DROP runs whether or not the steps succeed."""
+        tail = [self.drop_temp] if self.drop_temp else []
+        return [*(step.sql for step in self.steps), *tail, *self.publish]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["steps"] = [asdict(step) for step in self.steps]
+        data["publish"] = list(self.publish)
+        data["resolved_sql"] = list(self.resolved_sql)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StageBPlan:
+        names = {item.name for item in fields(cls)}
+        missing = names - data.keys()
+        if missing:
+            raise ValidationError(f"stage B plan is missing {sorted(missing)}")
+        values = {name: data[name] for name in names}
+        values["steps"] = tuple(PlannedStep(**step) for step in values["steps"])
+        values["publish"] = tuple(values["publish"])
+        values["resolved_sql"] = tuple(values["resolved_sql"])
+        values["partition"] = dict(values["partition"])
+        plan = cls(**values)
+        check_run_token(plan.run_token)
+        return plan
+
+
+def builtin_tokens(message: StageBMessage, item: DependencyItem, settings: PipelineSettings) -> dict[str, str]:
+    """Tokens every step may use besides the item's own ``date_substitutions``."""
+    database, table = message.target_dataset.split(".")
+    values = {
+        "$target_database": database,
+        "$target_table": table,
+        "$partition_column": item.partition_column,
+        "$environment": settings.environment or "",
+    }
+    if item.partition_column in message.partition:
+        values["$partition_value"] = message.partition[item.partition_column]
+    return values
+
+
+def _hive_type_to_athena(kind: str) -> str:
+    try:
+        return exp.DataType.build(kind, dialect="hive").sql("athena")
+    except (ParseError, ValueError) as error:
+        raise ValidationError(f"column type {kind!r} is not understood: {error}") from error
+
+
+def _insert_target(statement: exp.Expr, default_db: str) -> tuple[str, list[str] | None] | None:
+    """``(db.table, [columns] or None)`` if ``statement`` is an INSERT INTO, else ``None``."""
+    if not isinstance(statement, exp.Insert) or statement.args.get("overwrite"):
+        return None
+    target = statement.this
+    columns: list[str] | None = None
+    if isinstance(target, exp.Schema):
+        columns = [column.name.lower() for column in target.expressions]
+        target = target.this
+    if not isinstance(target, exp.Table):
+        return None
+    database = (target.db or default_db).lower()
+    return f"{database}.{target.name.lower()}", columns
+
+
+def _rows_sql(query: exp.Expr, target_columns: list[Column], data_columns: list[Column], listed: list[str]) -> str:
+    """The step's rows as the target's data columns (cast to their types), partition columns dropped."""
+    known = {column.name for column in target_columns}
+    unknown = [name for name in listed if name not in known]
+    if unknown:
+        raise ValidationError(f"INSERT names columns {unknown} that the target table does not have")
+    projections = []
+    for column in data_columns:
+        kind = _hive_type_to_athena(column.type)
+        source = dml_name(column.name) if column.name in listed else "NULL"
+        projections.append(f"CAST({source} AS {kind}) AS {dml_name(column.name)}")
+    aliases = ", ".join(dml_name(name) for name in listed)
+    return f"SELECT {', '.join(projections)} FROM ({query.sql('athena')}) AS lakeline_step({aliases})"
+
+
+def plan_stage_b(
+    message: StageBMessage,
+    item: DependencyItem,
+    target: TableSchema,
+    settings: PipelineSettings,
+    read_sql_file: SqlFileReader,
+    *,
+    run_token: str,
+) -> StageBPlan:
+    check_run_token(run_token)
+    if item.dataset != message.target_dataset:
+        raise ValidationError(f"message targets {message.target_dataset} but the item is for {item.dataset}")
+    database, table = check_qualified_table(message.target_dataset, "target dataset")
+    if sorted(message.partition) != sorted(target.partition_names):
+        raise ValidationError(
+            f"{message.target_dataset} is partitioned by {target.partition_names}, "
+            f"the message names {sorted(message.partition)}"
+        )
+    if not target.location:
+        raise ValidationError(f"{message.target_dataset} has no location in the catalog")
+    partition = [(column, message.partition[column.name]) for column in target.partition_columns]
+    data_columns = list(target.columns)
+    data_names = [check_identifier(column.name, "column") for column in data_columns]
+    table_cfg = settings.table_settings(database, table)
+    bucketed_by = bucket_columns(table_cfg, data_names, message.target_dataset)
+    partition_root = join_location(target.location, partition_prefix(partition))
+    location = run_location(partition_root, run_token)
+    temp = temp_table_name(table, run_token)
+
+    resolved = resolve_steps(
+        item, message.partition, read_sql_file, extra_values=builtin_tokens(message, item, settings)
+    )
+    steps: list[PlannedStep] = []
+    wrote = False
+    for index, step in enumerate(resolved.steps):
+        label = f"steps[{index}] ({step.info or step.db})"
+        try:
+            statements = [s for s in sqlglot.parse(step.sql, read="athena") if s is not None]
+        except ParseError as error:
+            raise ValidationError(f"{label}: SQL does not parse: {error}") from error
+        if len(statements) != 1:
+            raise ValidationError(f"{label}: a step holds exactly one statement, found {len(statements)}")
+        statement = statements[0]
+        insert = _insert_target(statement, step.db)
+        if insert is None or insert[0] != message.target_dataset:
+            steps.append(PlannedStep(index, step.info, step.db, step.sql, writes_target=False))
+            continue
+        all_columns = [*data_columns, *target.partition_columns]
+        listed = insert[1] or [column.name for column in all_columns]
+        rows = _rows_sql(statement.expression, all_columns, data_columns, listed)
+        if wrote:
+            sql = f"INSERT INTO {dml_name(database, temp)} {rows}"
+        else:
+            if message.usage == "append":
+                current = f"SELECT {', '.join(dml_name(c) for c in data_names)} FROM {dml_name(database, table)}"
+                where = partition_filter(partition)
+                rows = f"{current}{f' WHERE {where}' if where else ''} UNION ALL {rows}"
+            sql = ctas_sql(database, temp, location, table_cfg, bucketed_by, rows)
+            wrote = True
+        steps.append(PlannedStep(index, step.info, step.db, sql, writes_target=True))
+
+    return StageBPlan(
+        message=message.model_dump(mode="json"),
+        message_id=message.deduplication_id(),
+        target_database=database,
+        target_table=table,
+        partition=dict(message.partition),
+        usage=message.usage,
+        run_token=run_token,
+        partition_root=partition_root,
+        target_location=location,
+        temp_table=temp,
+        steps=tuple(steps),
+        drop_temp=f"DROP TABLE IF EXISTS `{database}`.`{temp}`" if wrote else None,
+        publish=swap_statements(database, table, partition, location) if wrote else (),
+        resolved_sql=tuple(step.sql for step in resolved.steps),
+    )

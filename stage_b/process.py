@@ -1,0 +1,99 @@
+"""One stage B message end to end, on any engine: plan, run, record, route onwards.
+
+Order matters for redelivery: the run is published, then (for ``append``) recorded as applied, then
+routed. A redelivered message whose append was already applied is not run again, but it is routed
+again with the run that applied it, so a chain interrupted before its next message was sent goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from lakeline.dependencies.arrivals import ArrivalTracker
+from lakeline.dependencies.model import DependencyEdge, DependencyItem
+from lakeline.dependencies.resolve import team_sql_reader
+from lakeline.engines.base import Engine
+from lakeline.errors import ValidationError
+from lakeline.partitions import new_run_token
+from lakeline.settings import PipelineSettings
+from lakeline.storage import ObjectStore
+from stage_b.ledger import AppliedMessages
+from stage_b.messages import LineageParents, StageBMessage
+from stage_b.plan import StageBPlan, plan_stage_b
+from stage_b.routing import route_finished_partition
+from stage_b.runner import StageBResult, run_stage_b
+
+
+class DependencySource(Protocol):
+    def get_item(self, dataset: str) -> DependencyItem | None: ...
+
+    def edges_from(self, source_table: str) -> list[DependencyEdge]: ...
+
+
+@dataclass
+class StageBServices:
+    engine: Engine
+    store: ObjectStore
+    settings: PipelineSettings
+    dependencies: DependencySource
+    ledger: AppliedMessages
+    queries_root: Path
+    arrivals: ArrivalTracker | None = None
+
+
+@dataclass
+class StageBOutcome:
+    message: StageBMessage
+    run_token: str
+    plan: StageBPlan | None = None
+    result: StageBResult | None = None
+    skipped: bool = False
+    next_messages: list[StageBMessage] = field(default_factory=list)
+
+
+def team_of(database: str) -> str:
+    """The team owning a database (``<team>_<dataset>...``): its first word."""
+    return database.split("_", 1)[0]
+
+
+def plan_message(message: StageBMessage, services: StageBServices, run_token: str) -> StageBPlan:
+    item = services.dependencies.get_item(message.target_dataset)
+    if item is None:
+        raise ValidationError(f"no dependency item for {message.target_dataset}")
+    database, table = message.target_dataset.split(".")
+    schema = services.engine.describe_table(database, table)
+    reader: Callable[[str], str] = team_sql_reader(services.queries_root, team_of(database))
+    return plan_stage_b(message, item, schema, services.settings, reader, run_token=run_token)
+
+
+def process_stage_b(
+    message: StageBMessage,
+    services: StageBServices,
+    *,
+    run_token: str | None = None,
+    lineage: LineageParents | None = None,
+) -> StageBOutcome:
+    message_id = message.deduplication_id()
+    applied = services.ledger.applied_run(message_id) if message.usage == "append" else None
+    if applied is not None:
+        outcome = StageBOutcome(message, applied, skipped=True)
+    else:
+        token = run_token or new_run_token()
+        plan = plan_message(message, services, token)
+        result = run_stage_b(plan, services.engine, services.store)
+        if message.usage == "append":
+            services.ledger.mark_applied(message_id, token)
+        outcome = StageBOutcome(message, token, plan, result)
+    outcome.next_messages = route_finished_partition(
+        message.target_dataset,
+        message.partition,
+        services.dependencies,
+        services.arrivals,
+        lineage=lineage,
+        path=message.path,
+        run=outcome.run_token,
+    )
+    return outcome

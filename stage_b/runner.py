@@ -1,0 +1,73 @@
+"""Running a stage B plan through any engine."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from lakeline.engines.base import Engine, QueryError
+from lakeline.partitions import delete_superseded
+from lakeline.storage import ObjectStore
+from stage_b.plan import PlannedStep, StageBPlan
+
+logger = logging.getLogger(__name__)
+
+
+class StageBStepFailed(QueryError):
+    """A step failed: nothing after it ran, the temp table is gone, the partition is untouched."""
+
+    def __init__(self, plan: StageBPlan, step: PlannedStep, error: QueryError) -> None:
+        super().__init__(
+            f"stage B {plan.dataset} {plan.partition}: steps[{step.index}] ({step.info or step.db}) failed: {error}",
+            sql=step.sql,
+            query_id=error.query_id,
+            reason=error.reason,
+        )
+        self.step = step
+
+
+@dataclass
+class StageBResult:
+    plan: StageBPlan
+    data_files: list[str] = field(default_factory=list)
+    superseded_deleted: list[str] = field(default_factory=list)
+    query_ids: list[str] = field(default_factory=list)
+
+
+def finish_stage_b(plan: StageBPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
+    """After the swap: delete superseded run prefixes; return (current data files, deleted prefixes)."""
+    if not plan.writes:
+        return [], []
+    superseded = delete_superseded(store, plan.partition_root, plan.run_token)
+    return store.list_data_files(plan.target_location), superseded
+
+
+def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> int:
+    """After a failed step: delete what the run wrote into its fresh prefix."""
+    return store.delete_prefix(plan.target_location) if plan.writes else 0
+
+
+def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBResult:
+    query_ids: list[str] = []
+    failure: StageBStepFailed | None = None
+    for step in plan.steps:
+        try:
+            query_ids.append(engine.execute(step.sql, database=step.db).query_id)
+        except QueryError as error:
+            failure = StageBStepFailed(plan, step, error)
+            break
+    if plan.drop_temp:
+        try:
+            query_ids.append(engine.execute(plan.drop_temp, database=plan.target_database).query_id)
+        except QueryError as drop_error:
+            if failure is None:
+                raise
+            failure.add_note(f"dropping temp table {plan.temp_table} also failed: {drop_error}")
+    if failure is not None:
+        abandon_stage_b(plan, store)
+        raise failure
+    for statement in plan.publish:
+        query_ids.append(engine.execute(statement, database=plan.target_database).query_id)
+    files, superseded = finish_stage_b(plan, store)
+    logger.info("stage B %s %s: %d steps, %d files", plan.dataset, plan.partition, len(plan.steps), len(files))
+    return StageBResult(plan, files, superseded, query_ids)
