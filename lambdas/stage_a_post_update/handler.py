@@ -1,7 +1,10 @@
-"""Stage A state machine task after the swap: clean superseded prefixes and report the result."""
+"""Stage A state machine task after the swap: clean superseded prefixes, then route the finished
+partition to the stage B targets it triggers (queue B)."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -10,9 +13,11 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.lambda_support import load_environment
 from lakeline.storage import S3ObjectStore
 from stage_a.plan import StageAPlan
 from stage_a.runner import finish_stage_a
+from stage_b.onward import OnwardRouting, RoutingEnvironment
 
 logger = Logger(service="stage-a-post-update")
 tracer = Tracer(service="stage-a-post-update")
@@ -23,9 +28,17 @@ class PostUpdateInput(BaseModel):
     execution_id: str = ""
 
 
+@dataclass(frozen=True)
+class Runtime:
+    store: S3ObjectStore
+    routing: OnwardRouting
+
+
 @cache
-def object_store() -> S3ObjectStore:
-    return S3ObjectStore(boto3.client("s3"))
+def runtime() -> Runtime:
+    environment = load_environment(RoutingEnvironment, os.environ)
+    routing = OnwardRouting.from_environment(environment, boto3.client("dynamodb"), boto3.client("sqs"))
+    return Runtime(S3ObjectStore(boto3.client("s3")), routing)
 
 
 @logger.inject_lambda_context
@@ -33,10 +46,13 @@ def object_store() -> S3ObjectStore:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = PostUpdateInput.model_validate(event)
     plan = StageAPlan.from_dict(request.plan)
-    files, superseded = finish_stage_a(plan, object_store())
+    run = runtime()
+    files, superseded = finish_stage_a(plan, run.store)
+    table = f"{plan.target_database}.{plan.table}"
+    onward = run.routing.route(table, plan.partition, run=plan.run_token)
     logger.info(
         "stage A published",
-        extra={"table": f"{plan.target_database}.{plan.table}", "partition": plan.partition, "files": len(files)},
+        extra={"table": table, "partition": plan.partition, "files": len(files), "triggered": [m.node for m in onward]},
     )
     return {
         "table": f"{plan.target_database}.{plan.table}",
@@ -44,4 +60,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "location": plan.target_location,
         "files": len(files),
         "superseded_deleted": superseded,
+        "triggered": [m.node for m in onward],
     }

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from lakeline.dependencies.model import parse_dependency_item
+from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.sync import backfill
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
@@ -89,10 +94,19 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "TABLE_SETTINGS": json.dumps({"engineering_mysql_dev.customers": {"bucket_count": 3}}),
         }.items():
             monkeypatch.setenv(name, value)
+        create_dependency_tables(boto3.client("dynamodb", region_name=REGION), DependencyTableNames())
+        queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
+        for name, value in {
+            "DEPENDENCIES_TABLE": "dependencies",
+            "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
+            "PIPELINE_STATE_TABLE": "pipeline-state",
+            "STAGE_B_QUEUE_URL": queue_b,
+        }.items():
+            monkeypatch.setenv(name, value)
         router.runtime.cache_clear()
-        post_update.object_store.cache_clear()
+        post_update.runtime.cache_clear()
         failure.object_store.cache_clear()
-        yield {"sqs": sqs, "dlq_url": dlq_url, "sfn": sfn, "machine": machine}
+        yield {"sqs": sqs, "dlq_url": dlq_url, "sfn": sfn, "machine": machine, "queue_b": queue_b}
         router.runtime.cache_clear()
 
 
@@ -218,3 +232,26 @@ def test_failure_while_publishing_keeps_the_new_files(aws: dict[str, Any]) -> No
     result = failure.handler({"plan": plan, "error": error, "failed_step": "publish"}, CONTEXT)
     assert result["partial_objects_deleted"] == 0
     assert [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]] == [written]
+
+
+SEED_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "dependencies" / "seed_item.json"
+
+
+def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any]) -> None:
+    store = DependencyStore(boto3.client("dynamodb", region_name=REGION))
+    store.put_items([parse_dependency_item(json.loads(SEED_ITEM.read_text()))])
+    backfill(store)
+    plan = plan_for(aws)
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="stage-bucket")
+    result = post_update.handler({"plan": plan}, CONTEXT)
+    assert result["triggered"] == ["engineering_analytics_dev.destination_table/date=20220115"]
+    sent = aws["sqs"].receive_message(QueueUrl=aws["queue_b"], MaxNumberOfMessages=10)["Messages"]
+    (body,) = [json.loads(message["Body"]) for message in sent]
+    assert body["target_dataset"] == "engineering_analytics_dev.destination_table"
+    assert body["partition"] == {"date": "20220115"}
+    assert body["trigger"] == {
+        "table": "engineering_mysql_dev.customers",
+        "partition": {"date": "20220120"},
+        "run": plan["run_token"],
+    }

@@ -1,0 +1,73 @@
+"""Stage B state machine task after the swap: clean superseded prefixes, record an append as applied,
+and route the finished partition onwards (B→B chains)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+from lakeline.lambda_support import load_environment
+from lakeline.storage import S3ObjectStore
+from stage_b.ledger import DynamoDBAppliedMessages
+from stage_b.messages import StageBMessage
+from stage_b.onward import OnwardRouting, RoutingEnvironment
+from stage_b.plan import StageBPlan
+from stage_b.runner import finish_stage_b
+
+logger = Logger(service="stage-b-post-update")
+tracer = Tracer(service="stage-b-post-update")
+
+
+class PostUpdateInput(BaseModel):
+    message: dict[str, Any]
+    plan: dict[str, Any]
+    execution_id: str = ""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    store: S3ObjectStore
+    routing: OnwardRouting
+    ledger: DynamoDBAppliedMessages
+
+
+@cache
+def runtime() -> Runtime:
+    environment = load_environment(RoutingEnvironment, os.environ)
+    dynamodb = boto3.client("dynamodb")
+    return Runtime(
+        S3ObjectStore(boto3.client("s3")),
+        OnwardRouting.from_environment(environment, dynamodb, boto3.client("sqs")),
+        DynamoDBAppliedMessages(dynamodb, environment.pipeline_state_table),
+    )
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = PostUpdateInput.model_validate(event)
+    message = StageBMessage.model_validate(request.message)
+    plan = StageBPlan.from_dict(request.plan)
+    run = runtime()
+    files, superseded = finish_stage_b(plan, run.store)
+    if message.usage == "append":
+        run.ledger.mark_applied(message.deduplication_id(), plan.run_token)
+    onward = run.routing.route(message.target_dataset, message.partition, run=plan.run_token, path=message.path)
+    logger.info(
+        "stage B published",
+        extra={"target": message.node, "files": len(files), "triggered": [m.node for m in onward]},
+    )
+    return {
+        "dataset": message.target_dataset,
+        "partition": message.partition,
+        "files": len(files),
+        "superseded_deleted": superseded,
+        "triggered": [m.node for m in onward],
+    }

@@ -1,0 +1,62 @@
+"""After a partition is finished (stage A or B), send the stage B messages it triggers to queue B."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from lakeline.dependencies.arrivals import ArrivalTracker
+from lakeline.dependencies.store import DependencyStore
+from stage_b.dispatch import send_stage_b_messages
+from stage_b.messages import LineageParents, StageBMessage
+from stage_b.routing import route_finished_partition
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+
+
+class RoutingEnvironment(BaseModel):
+    """What a post-update Lambda needs to route onwards (environment variables)."""
+
+    dependencies_table: str
+    dependencies_by_table_table: str
+    pipeline_state_table: str
+    stage_b_queue_url: str
+
+
+@dataclass
+class OnwardRouting:
+    dependencies: DependencyStore
+    arrivals: ArrivalTracker
+    sqs: SQSClient
+    queue_url: str
+
+    @classmethod
+    def from_environment(
+        cls, environment: RoutingEnvironment, dynamodb: DynamoDBClient, sqs: SQSClient
+    ) -> OnwardRouting:
+        return cls(
+            DependencyStore(dynamodb, environment.dependencies_table, environment.dependencies_by_table_table),
+            ArrivalTracker(dynamodb, environment.pipeline_state_table),
+            sqs,
+            environment.stage_b_queue_url,
+        )
+
+    def route(
+        self,
+        table: str,
+        partition: Mapping[str, str],
+        *,
+        run: str,
+        path: Sequence[str] = (),
+        lineage: LineageParents | None = None,
+    ) -> list[StageBMessage]:
+        messages = route_finished_partition(
+            table, partition, self.dependencies, self.arrivals, lineage=lineage, path=path, run=run
+        )
+        send_stage_b_messages(self.sqs, self.queue_url, messages)
+        return messages

@@ -1,0 +1,200 @@
+"""Stage B's Lambda handlers against moto: queue B router, post-update routing and the append ledger."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from lakeline.dependencies.model import parse_dependency_item
+from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.sync import backfill
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lambdas.stage_b_failure import handler as failure
+from lambdas.stage_b_post_update import handler as post_update
+from lambdas.stage_b_router import handler as router
+from stage_b.messages import SourceArrival, StageBMessage
+from tests.handlers.test_stage_a_handlers import sqs_event
+from tests.lambda_context import LambdaContextStub
+
+REGION = "us-east-1"
+CONTEXT = LambdaContextStub()
+SEED_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "dependencies" / "seed_item.json"
+TARGET = "engineering_analytics_dev.daily_customers"
+CHAINED = "engineering_analytics_dev.weekly_customers"
+
+
+def item(dataset: str, source: str, sql: str = "", sql_file: str = "", usage: str = "overwrite") -> dict[str, Any]:
+    return {
+        "dataset": dataset,
+        "dependencies": [
+            {
+                "TableName": source,
+                "FieldColumn": "date",
+                "Usage": usage,
+                "DateExpression": "%Y%m%d",
+                "relativedelta_attributes": {"days": 0},
+            }
+        ],
+        "partitionColumn": "date",
+        "partitionPythonMask": "%Y%m%d",
+        "steps": [{"db": "engineering_analytics_dev", "sql": sql, "sql_file": sql_file, "info": "load"}],
+        "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
+    }
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        dlq = sqs.create_queue(QueueName="queue-b-dlq")["QueueUrl"]
+        queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        machine = sfn.create_state_machine(
+            name="stage-b",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
+            roleArn="arn:aws:iam::123456789012:role/stage-b",
+        )["stateMachineArn"]
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        create_dependency_tables(dynamodb, DependencyTableNames())
+        store = DependencyStore(dynamodb)
+        store.put_items(
+            [
+                parse_dependency_item(
+                    item(TARGET, "engineering_mysql_dev.customers", sql_file="daily.sql", usage="append")
+                ),
+                parse_dependency_item(
+                    item(CHAINED, TARGET, sql=f"INSERT INTO {CHAINED} SELECT id, '$day' FROM {TARGET}")
+                ),
+                parse_dependency_item(json.loads(SEED_ITEM.read_text())),
+            ]
+        )
+        backfill(store)
+        glue = boto3.client("glue", region_name=REGION)
+        glue.create_database(DatabaseInput={"Name": "engineering_analytics_dev"})
+        for name in ("daily_customers", "weekly_customers", "destination_table"):
+            glue.create_table(
+                DatabaseName="engineering_analytics_dev",
+                TableInput={
+                    "Name": name,
+                    "StorageDescriptor": {
+                        "Columns": [{"Name": "id", "Type": "bigint"}],
+                        "Location": f"s3://analytics-bucket/engineering/{name}/",
+                    },
+                    "PartitionKeys": [{"Name": "date", "Type": "string"}],
+                },
+            )
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="artifacts-bucket")
+        s3.create_bucket(Bucket="analytics-bucket")
+        s3.put_object(
+            Bucket="artifacts-bucket",
+            Key="artifacts/athena_queries/engineering/daily.sql",
+            Body=f"INSERT INTO {TARGET} SELECT customer_id, '$day' FROM engineering_mysql_dev.customers "
+            "WHERE \"date\" = '$day'".encode(),
+        )
+        environment = {
+            "STATE_MACHINE_ARN": machine,
+            "DEAD_LETTER_QUEUE_URL": dlq,
+            "DEPENDENCIES_TABLE": "dependencies",
+            "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
+            "PIPELINE_STATE_TABLE": "pipeline-state",
+            "STAGE_B_QUEUE_URL": queue_b,
+            "ARTIFACTS_BUCKET": "artifacts-bucket",
+            "STAGE_BUCKET": "stage-bucket",
+            "PIPELINE_ENVIRONMENT": "dev",
+        }
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        for cached in (router.runtime, post_update.runtime, failure.object_store):
+            cached.cache_clear()
+        yield {
+            "sqs": sqs,
+            "dlq": dlq,
+            "queue_b": queue_b,
+            "sfn": sfn,
+            "machine": machine,
+            "s3": s3,
+            "dynamodb": dynamodb,
+        }
+
+
+def message(
+    target: str = TARGET, usage: str = "append", source: str = "engineering_mysql_dev.customers"
+) -> StageBMessage:
+    return StageBMessage.model_validate(
+        {
+            "target_dataset": target,
+            "partition": {"date": "20220120"},
+            "trigger": SourceArrival(
+                table=source, partition={"date": "20220120"}, run="20220120t000000000000_aaaaaaaaaa"
+            ),
+            "usage": usage,
+            "path": [f"{source}/date=20220120"],
+        }
+    )
+
+
+def executions(aws: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(aws["sfn"].list_executions(stateMachineArn=aws["machine"])["executions"])
+
+
+def test_router_plans_with_the_sql_file_from_artifacts_and_starts_once(aws: dict[str, Any]) -> None:
+    body = message().model_dump_json()
+    assert router.handler(sqs_event(body, body), CONTEXT) == {"batchItemFailures": []}
+    (execution,) = executions(aws)
+    assert execution["name"] == message().deduplication_id()
+    payload = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])
+    plan = payload["plan"]
+    (step,) = plan["steps"]
+    assert step["writes_target"] is True
+    assert "UNION ALL" in step["sql"], "append carries the partition's current rows forward"
+    assert "WHERE \"date\" = '20220120'" in step["sql"]
+    assert plan["target_location"].startswith("s3://analytics-bucket/engineering/daily_customers/date=20220120/")
+
+
+def test_router_dead_letters_messages_that_can_never_run(aws: dict[str, Any]) -> None:
+    seed = message(target="engineering_analytics_dev.destination_table", usage="overwrite").model_dump_json()
+    no_item = message(target="engineering_analytics_dev.unknown").model_dump_json()
+    response = router.handler(sqs_event("{}", seed, no_item), CONTEXT)
+    assert response == {"batchItemFailures": []}
+    assert executions(aws) == []
+    letters = aws["sqs"].receive_message(QueueUrl=aws["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+    reasons = sorted(m["MessageAttributes"]["lakeline_reason"]["StringValue"] for m in letters["Messages"])
+    assert len(reasons) == 3
+    assert any("does not parse" in reason for reason in reasons), reasons
+    assert any("no dependency item for engineering_analytics_dev.unknown" in reason for reason in reasons)
+
+
+def planned(aws: dict[str, Any], body: StageBMessage) -> dict[str, Any]:
+    router.handler(sqs_event(body.model_dump_json()), CONTEXT)
+    execution = next(e for e in executions(aws) if e["name"] == body.deduplication_id())
+    return dict(json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"]))
+
+
+def test_post_update_records_the_append_and_routes_the_chain(aws: dict[str, Any]) -> None:
+    payload = planned(aws, message())
+    result = post_update.handler(payload, CONTEXT)
+    assert result["triggered"] == [f"{CHAINED}/date=20220120"]
+    sent = aws["sqs"].receive_message(QueueUrl=aws["queue_b"], MaxNumberOfMessages=10)["Messages"]
+    (chained,) = [StageBMessage.model_validate_json(m["Body"]) for m in sent]
+    assert chained.path == ["engineering_mysql_dev.customers/date=20220120", f"{TARGET}/date=20220120"]
+    assert chained.trigger.run == payload["plan"]["run_token"]
+    applied = aws["dynamodb"].get_item(
+        TableName="pipeline-state", Key={"target_partition": {"S": f"applied#{message().deduplication_id()}"}}
+    )
+    assert applied["Item"]["run_token"]["S"] == payload["plan"]["run_token"]
+
+
+def test_failure_removes_the_runs_partial_output(aws: dict[str, Any]) -> None:
+    payload = planned(aws, message())
+    location = payload["plan"]["target_location"].removeprefix("s3://analytics-bucket/")
+    aws["s3"].put_object(Bucket="analytics-bucket", Key=f"{location}part-0.parquet", Body=b"x")
+    error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND"}
+    result = failure.handler({"plan": payload["plan"], "error": error}, CONTEXT)
+    assert result["partial_objects_deleted"] == 1
