@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from stacks.config import LakelineConfig
 from stacks.constructs.functions import SharedLambdaCode
+from stacks.constructs.queues import QueueWithDeadLetters
 from stacks.constructs.stage_a import StageA
+from stacks.constructs.stage_b import DependenciesStream, StageB
 from stacks.constructs.statements import StatementRunner
 from stacks.storage_refs import StorageImports
 from stacks.storage_stack import StorageStack
@@ -39,13 +41,30 @@ class PipelineStack(Stack):
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         self.statements = StatementRunner(self, "Statements", config=config, storage=refs)
+        self.queue_b = QueueWithDeadLetters(
+            self, "QueueB", key=refs.key, alarm_topic=self.alarm_topic, visibility_timeout=Duration.minutes(6)
+        )
         self.stage_a = StageA(
             self,
             "StageA",
             storage=refs,
             statements=self.statements,
             alarm_topic=self.alarm_topic,
+            queue_b=self.queue_b,
             pipeline_environment=config.environment,
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,
+        )
+        self.stage_b = StageB(
+            self,
+            "StageB",
+            storage=refs,
+            statements=self.statements,
+            queue_b=self.queue_b,
+            pipeline_environment=config.environment,
+            table_settings=config.table_settings,
+            default_table_settings=config.default_table_settings,
+        )
+        self.dependencies_stream = DependenciesStream(
+            self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic
         )

@@ -1,7 +1,7 @@
 """The AWS Glue for Spark job behind ``-c engine=spark``: runs a stage's statements with Lakeline's own
 Spark engine against the Glue Data Catalog, with the same guarantees as on Athena.
 
-Arguments (Glue job parameters): ``--mode stage_a --plan <StageAPlan JSON>``.
+Arguments (Glue job parameters): ``--mode stage_a|stage_b --plan <plan JSON>``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.errors import ValidationError
 from lakeline.storage import ObjectStore
 from stage_a.plan import StageAPlan
-from stage_a.runner import StageAResult, run_stage_a
+from stage_a.runner import run_stage_a
+from stage_b.plan import StageBPlan
+from stage_b.runner import run_stage_b
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-MODES = ("stage_a",)
+MODES = ("stage_a", "stage_b")
 
 
 def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore) -> dict[str, Any]:
@@ -28,11 +30,17 @@ def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore
     if mode not in MODES:
         raise ValidationError(f"--mode must be one of {MODES}, got {mode!r}")
     try:
-        plan = StageAPlan.from_dict(json.loads(arguments["plan"]))
+        document = json.loads(arguments["plan"])
     except (KeyError, json.JSONDecodeError) as error:
-        raise ValidationError(f"--plan must be the stage A plan as JSON: {error}") from error
-    result: StageAResult = run_stage_a(plan, SparkEngine(session), store)
-    return {"table": f"{plan.target_database}.{plan.table}", "files": len(result.data_files)}
+        raise ValidationError(f"--plan must be the {mode} plan as JSON: {error}") from error
+    engine = SparkEngine(session)
+    if mode == "stage_a":
+        plan_a = StageAPlan.from_dict(document)
+        result_a = run_stage_a(plan_a, engine, store)
+        return {"table": f"{plan_a.target_database}.{plan_a.table}", "files": len(result_a.data_files)}
+    plan_b = StageBPlan.from_dict(document)
+    result_b = run_stage_b(plan_b, engine, store)
+    return {"table": plan_b.dataset, "files": len(result_b.data_files)}
 
 
 def main(argv: Sequence[str]) -> None:  # pragma: no cover - runs only inside AWS Glue

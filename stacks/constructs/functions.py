@@ -1,15 +1,21 @@
 """Lambda functions from this repository's code, without Docker.
 
-Code ships with ``Code.from_asset`` over the repository root, keeping only the packages handlers import
-(``lambdas/``, ``lakeline/``, ``stage_a/``, ``stage_b/``). Third-party packages come from the public
-Powertools layer (pydantic, aws-xray-sdk) and the runtime (boto3, python-dateutil); a unit test imports
-every handler with nothing else available.
+Code ships with ``Code.from_asset`` and a *local* bundling step (no Docker, no network): it copies the
+packages handlers import (``lambdas/``, ``lakeline/``, ``stage_a/``, ``stage_b/``) and vendors the one
+pure-Python library they need that no layer provides (sqlglot, for stage B's step SQL) from the
+installed environment. Everything else comes from the public Powertools layer (pydantic, aws-xray-sdk)
+and the runtime (boto3, python-dateutil); a unit test imports every handler with nothing else available.
 """
 
 from __future__ import annotations
 
+import importlib
+import shutil
 from pathlib import Path
+from typing import Any, cast
 
+import aws_cdk as cdk
+import jsii
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -24,6 +30,7 @@ BASIC_EXECUTION_ROLE = (
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
 )
 CODE_PACKAGES = ("lambdas", "lakeline", "stage_a", "stage_b")
+VENDORED_PACKAGES = ("sqlglot",)
 CODE_EXCLUDES = [
     "*",
     *(pattern for package in CODE_PACKAGES for pattern in (f"!{package}", f"!{package}/**")),
@@ -32,12 +39,43 @@ CODE_EXCLUDES = [
 ]
 
 
+def _copy_package(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.pyi"))
+
+
+@jsii.implements(cdk.ILocalBundling)
+class LambdaCodeBundle:
+    """Local bundling of the Lambda code: our packages plus vendored pure-Python dependencies."""
+
+    def try_bundle(self, output_dir: str, options: Any) -> bool:
+        del options  # the Docker image and command are never used: bundling is always local
+        output = Path(output_dir)
+        for package in CODE_PACKAGES:
+            _copy_package(REPO_ROOT / package, output / package)
+        for name in VENDORED_PACKAGES:
+            module = importlib.import_module(name)
+            assert module.__file__ is not None
+            _copy_package(Path(module.__file__).parent, output / name)
+        return True
+
+
 class SharedLambdaCode(Construct):
     """One code asset and one Powertools layer reference per stack, shared by every function."""
 
     def __init__(self, scope: Construct, construct_id: str, *, powertools_layer_parameter: str) -> None:
         super().__init__(scope, construct_id)
-        self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=CODE_EXCLUDES)
+        self.code = lambda_.Code.from_asset(
+            str(REPO_ROOT),
+            exclude=CODE_EXCLUDES,
+            # Hash what is shipped, so a different vendored version is a different asset.
+            asset_hash_type=cdk.AssetHashType.OUTPUT,
+            bundling=cdk.BundlingOptions(
+                image=RUNTIME.bundling_image,
+                # jsii calls try_bundle(output_dir, options) positionally, unlike the typed protocol.
+                local=cast(cdk.ILocalBundling, LambdaCodeBundle()),
+                command=["false"],
+            ),
+        )
         # The public layer's ARN is published in SSM by the Powertools team; resolved at deploy time.
         layer_arn = ssm.StringParameter.value_for_string_parameter(self, powertools_layer_parameter)
         self.powertools = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)

@@ -1,4 +1,4 @@
-"""An encrypted SQS queue with its dead-letter queue and the alarms an operator needs."""
+"""Encrypted SQS queues with dead-letter queues, and the alarms an operator needs."""
 
 from __future__ import annotations
 
@@ -11,6 +11,33 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from stacks.nag import acknowledge
+
+
+class DeadLetterQueue(Construct):
+    """A queue where messages that failed for good are kept 14 days, with an alarm on any arrival."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, alarm_topic: sns.ITopic) -> None:
+        super().__init__(scope, construct_id)
+        self.queue = sqs.Queue(
+            self,
+            "Queue",
+            encryption=sqs.QueueEncryption.KMS,
+            encryption_master_key=key,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(self.queue, {"AwsSolutions-SQS3": "This is a dead-letter queue; it has no DLQ of its own."})
+        alarm = cloudwatch.Alarm(
+            self,
+            "Alarm",
+            alarm_description="Messages reached a dead-letter queue: read their lakeline_reason attribute.",
+            metric=self.queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(actions.SnsAction(alarm_topic))
 
 
 class QueueWithDeadLetters(Construct):
@@ -26,17 +53,8 @@ class QueueWithDeadLetters(Construct):
         oldest_message_alarm: Duration | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dead_letter_queue = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=key,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        acknowledge(
-            self.dead_letter_queue, {"AwsSolutions-SQS3": "This is a dead-letter queue; it has no DLQ of its own."}
-        )
+        self.dead_letters = DeadLetterQueue(self, "DeadLetters", key=key, alarm_topic=alarm_topic)
+        self.dead_letter_queue = self.dead_letters.queue
         self.queue = sqs.Queue(
             self,
             "Queue",
@@ -47,16 +65,6 @@ class QueueWithDeadLetters(Construct):
             retention_period=Duration.days(4),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
         )
-        dead_letters = cloudwatch.Alarm(
-            self,
-            "DeadLettersAlarm",
-            alarm_description="Messages reached the dead-letter queue: read their lakeline_reason attribute.",
-            metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5)),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
         backlog = cloudwatch.Alarm(
             self,
             "BacklogAlarm",
@@ -66,5 +74,4 @@ class QueueWithDeadLetters(Construct):
             evaluation_periods=3,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        for alarm in (dead_letters, backlog):
-            alarm.add_alarm_action(actions.SnsAction(alarm_topic))
+        backlog.add_alarm_action(actions.SnsAction(alarm_topic))

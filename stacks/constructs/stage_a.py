@@ -16,52 +16,16 @@ from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.queues import QueueWithDeadLetters
+from stacks.constructs.stage_b import grant_routing, routing_environment
 from stacks.constructs.statements import StatementRunner
+from stacks.constructs.workflow import add_retry, failure_recorder, logged_state_machine
 from stacks.storage_refs import StorageImports
-
-TRANSIENT_ERRORS = [
-    "Athena.TooManyRequestsException",
-    "Athena.InternalServerException",
-    "Athena.AmazonAthenaException",
-    "Glue.ConcurrentRunsExceededException",
-    "Glue.ThrottlingException",
-    "Lambda.TooManyRequestsException",
-    "Lambda.ServiceException",
-    "States.Timeout",
-]
-
-
-def add_retry(state: sfn.TaskStateBase) -> None:
-    state.add_retry(
-        errors=TRANSIENT_ERRORS,
-        interval=Duration.seconds(5),
-        max_attempts=4,
-        backoff_rate=2.0,
-        jitter_strategy=sfn.JitterType.FULL,
-    )
-
-
-def logged_state_machine(
-    scope: Construct, construct_id: str, definition: sfn.IChainable, **kwargs: Any
-) -> sfn.StateMachine:
-    log_group = logs.LogGroup(scope, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH)
-    machine = sfn.StateMachine(
-        scope,
-        construct_id,
-        definition_body=sfn.DefinitionBody.from_chainable(definition),
-        tracing_enabled=True,
-        timeout=Duration.hours(6),
-        logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
-        **kwargs,
-    )
-    return machine
 
 
 class StageA(Construct):
@@ -73,6 +37,7 @@ class StageA(Construct):
         storage: StorageImports,
         statements: StatementRunner,
         alarm_topic: Any,
+        queue_b: QueueWithDeadLetters,
         pipeline_environment: str,
         table_settings: dict[str, Any],
         default_table_settings: dict[str, Any],
@@ -106,34 +71,15 @@ class StageA(Construct):
             self,
             "PostUpdate",
             handler_package="stage_a_post_update",
-            description="Stage A after the swap: delete superseded prefixes",
+            description="Stage A after the swap: delete superseded prefixes, route to stage B",
             timeout=Duration.minutes(5),
+            environment=routing_environment(storage, queue_b),
         )
         storage.bucket("Stage").grant_read(post_update.function)
         storage.bucket("Stage").grant_delete(post_update.function)
+        grant_routing(post_update, storage, queue_b)
 
-        record_failure = tasks.LambdaInvoke(
-            self,
-            "RecordFailure",
-            lambda_function=failure.function,
-            payload=sfn.TaskInput.from_object(
-                {
-                    "plan.$": "$.plan",
-                    "error.$": "$.error",
-                    "failed_step.$": "$.failed_step",
-                    "execution_id.$": "$$.Execution.Id",
-                }
-            ),
-            result_path="$.failure",
-        )
-        add_retry(record_failure)
-        failed = sfn.Fail(
-            self,
-            "StageAFailed",
-            error_path="$.error.Error",
-            cause_path="$.error.Cause",
-        )
-        record_failure.next(failed)
+        record_failure = failure_recorder(self, "StageA", failure.function, {"plan.$": "$.plan"})
 
         run_plan = statements.plan_runner(self, "RunPlan", on_failure=record_failure)
         finish = tasks.LambdaInvoke(
@@ -147,7 +93,7 @@ class StageA(Construct):
         add_retry(finish)
         definition = run_plan.next(finish).next(sfn.Succeed(self, "StageADone"))
         self.state_machine = logged_state_machine(self, "StateMachine", definition)
-        statements.grant_plan(self.state_machine.role, storage)
+        statements.grant_plan(self.state_machine.role)
 
         router = LakelineFunction(
             self,

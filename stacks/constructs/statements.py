@@ -74,8 +74,9 @@ class StatementRunner(Construct):
             iam.PolicyStatement(actions=CATALOG_ACTIONS, resources=self.catalog_resources)
         )
 
-    def grant_plan(self, role: iam.IRole, storage: StorageImports) -> None:
+    def grant_plan(self, role: iam.IRole) -> None:
         """What running stage statements needs: the catalog, the raw data, the stage data, the results."""
+        storage = self.storage
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=[*CATALOG_ACTIONS, *CATALOG_WRITE_ACTIONS], resources=self.catalog_resources)
         )
@@ -124,17 +125,7 @@ class StatementRunner(Construct):
     def plan_runner(self, scope: Construct, construct_id: str, *, on_failure: sfn.IChainable) -> sfn.Chain:
         """Run a stage A plan (``$.plan``); on failure mark ``$.failed_step`` and go to ``on_failure``."""
         if self.glue_job is not None:
-            run = tasks.GlueStartJobRun(
-                scope,
-                f"{construct_id}Spark",
-                glue_job_name=self.config_job_name,
-                integration_pattern=sfn.IntegrationPattern.RUN_JOB,
-                arguments=sfn.TaskInput.from_object(
-                    {"--mode": "stage_a", "--plan": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.plan"))}
-                ),
-                result_path=sfn.JsonPath.DISCARD,
-                task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
-            )
+            run = self._spark_run(scope, construct_id, "stage_a")
             run.add_catch(
                 self._failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure),
                 result_path="$.error",
@@ -152,6 +143,56 @@ class StatementRunner(Construct):
         ctas_failed.next(on_failure)
         ctas.add_catch(drop_after_failure, result_path="$.error")
 
+        publish = self._publish(scope, construct_id, on_failure)
+        ctas.next(drop).next(publish)
+        has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
+        has_raw_partition.when(sfn.Condition.is_string("$.plan.register_raw"), register.next(ctas))
+        has_raw_partition.otherwise(ctas)
+        return sfn.Chain.custom(has_raw_partition, [publish], publish)
+
+    def steps_runner(self, scope: Construct, construct_id: str, *, on_failure: sfn.IChainable) -> sfn.Chain:
+        """Run a stage B plan (``$.plan``): its steps in order, the DROP of the temp table (also on
+        failure), then the swap. On failure mark ``$.failed_step`` and go to ``on_failure``."""
+        if self.glue_job is not None:
+            run = self._spark_run(scope, construct_id, "stage_b")
+            run.add_catch(
+                self._failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure),
+                result_path="$.error",
+            )
+            return sfn.Chain.start(run)
+
+        step = self.athena_statement(scope, f"{construct_id}Step", "$.sql")
+        steps = sfn.Map(
+            scope,
+            f"{construct_id}Steps",
+            items_path="$.plan.steps",
+            max_concurrency=1,
+            item_selector={"sql.$": "$$.Map.Item.Value.sql"},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        steps.item_processor(step)
+        steps_failed = self._failure_marker(scope, f"{construct_id}StepFailed", "steps")
+        drop_after_failure = self.athena_statement(scope, f"{construct_id}DropTempAfterFailure", "$.plan.drop_temp")
+        drop_after_failure.add_catch(steps_failed, result_path="$.drop_error")
+        drop_after_failure.next(steps_failed)
+        steps_failed.next(on_failure)
+        has_temp_after_failure = sfn.Choice(scope, f"{construct_id}HasTempAfterFailure")
+        has_temp_after_failure.when(sfn.Condition.is_string("$.plan.drop_temp"), drop_after_failure)
+        has_temp_after_failure.otherwise(steps_failed)
+        steps.add_catch(has_temp_after_failure, result_path="$.error")
+
+        drop = self.athena_statement(scope, f"{construct_id}DropTemp", "$.plan.drop_temp")
+        publish = self._publish(scope, construct_id, on_failure)
+        drop.next(publish)
+        done = sfn.Pass(scope, f"{construct_id}Written")
+        publish.next(done)
+        has_temp = sfn.Choice(scope, f"{construct_id}HasTemp")
+        has_temp.when(sfn.Condition.is_string("$.plan.drop_temp"), drop)
+        has_temp.otherwise(done)
+        steps.next(has_temp)
+        return sfn.Chain.custom(steps, [done], done)
+
+    def _publish(self, scope: Construct, construct_id: str, on_failure: sfn.IChainable) -> sfn.Map:
         publish_one = self.athena_statement(scope, f"{construct_id}PublishStatement", "$.statement")
         publish = sfn.Map(
             scope,
@@ -166,11 +207,20 @@ class StatementRunner(Construct):
             self._failure_marker(scope, f"{construct_id}PublishFailed", "publish").next(on_failure),
             result_path="$.error",
         )
-        ctas.next(drop).next(publish)
-        has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
-        has_raw_partition.when(sfn.Condition.is_string("$.plan.register_raw"), register.next(ctas))
-        has_raw_partition.otherwise(ctas)
-        return sfn.Chain.custom(has_raw_partition, [publish], publish)
+        return publish
+
+    def _spark_run(self, scope: Construct, construct_id: str, mode: str) -> tasks.GlueStartJobRun:
+        return tasks.GlueStartJobRun(
+            scope,
+            f"{construct_id}Spark",
+            glue_job_name=self.config_job_name,
+            integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            arguments=sfn.TaskInput.from_object(
+                {"--mode": mode, "--plan": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$.plan"))}
+            ),
+            result_path=sfn.JsonPath.DISCARD,
+            task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
+        )
 
     @property
     def config_job_name(self) -> str:
@@ -194,7 +244,7 @@ class StatementRunner(Construct):
         )
         script.grant_read(role)
         library.grant_read(role)
-        self.grant_plan(role, storage)
+        self.grant_plan(role)
         storage.key.grant_encrypt_decrypt(role)
         security = glue.CfnSecurityConfiguration(
             self,

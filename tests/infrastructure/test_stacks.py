@@ -136,8 +136,10 @@ def test_storage_stack_has_termination_protection(athena_templates: tuple[Templa
     assert storage in pipeline.dependencies
 
 
-def state_machine_definition(pipeline: Template) -> dict[str, Any]:
-    (machine,) = resources(pipeline, "AWS::StepFunctions::StateMachine").values()
+def state_machine_definition(pipeline: Template, stage: str = "StageA") -> dict[str, Any]:
+    (machine,) = [
+        m for name, m in resources(pipeline, "AWS::StepFunctions::StateMachine").items() if name.startswith(stage)
+    ]
     parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
     # Tokens (ARNs, names) only occur inside JSON strings of the definition.
     text = "".join(part if isinstance(part, str) else "TOKEN" for part in parts)
@@ -160,8 +162,8 @@ def test_stage_a_runs_native_athena_sync_tasks_with_retry_and_catch(
     assert catch["ErrorEquals"] == ["States.ALL"]
     assert catch["Next"] == "RunPlanDropTempAfterFailure"
     assert states["RunPlanDropTempAfterFailure"]["Next"] == "RunPlanCtasFailed"
-    assert states["RunPlanCtasFailed"]["Next"] == "RecordFailure"
-    assert states["RecordFailure"]["Next"] == "StageAFailed"
+    assert states["RunPlanCtasFailed"]["Next"] == "StageARecord"
+    assert states["StageARecord"]["Next"] == "StageAFailed"
     publish = states["RunPlanPublish"]
     assert publish["Type"] == "Map"
     assert publish["MaxConcurrency"] == 1
@@ -173,14 +175,19 @@ def test_queues_have_dead_letter_queues_alarms_and_partial_batch_failures(
 ) -> None:
     _, pipeline = athena_templates
     queues = resources(pipeline, "AWS::SQS::Queue")
-    main_queues = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
-    assert main_queues, "no work queue found"
-    assert len(queues) == 2 * len(main_queues), "every work queue has exactly one dead-letter queue"
+    work_queues = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
+    targets = {json.dumps(q["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]) for q in work_queues}
+    assert len(work_queues) == 2 and len(targets) == 2, "queue A and queue B, each with its own DLQ"
     for queue in queues.values():
         assert "KmsMasterKeyId" in queue["Properties"]
-    pipeline.resource_count_is("AWS::CloudWatch::Alarm", 2 * len(main_queues))
-    for mapping in resources(pipeline, "AWS::Lambda::EventSourceMapping").values():
+    alarms = resources(pipeline, "AWS::CloudWatch::Alarm")
+    assert len(alarms) == len(queues), "a backlog alarm per work queue, an arrival alarm per dead-letter queue"
+    mappings = list(resources(pipeline, "AWS::Lambda::EventSourceMapping").values())
+    for mapping in mappings:
         assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    (stream,) = [m for m in mappings if "StartingPosition" in m["Properties"]]
+    assert stream["Properties"]["BisectBatchOnFunctionError"] is True
+    assert "OnFailure" in stream["Properties"]["DestinationConfig"]
 
 
 def test_arrivals_rule_matches_object_created_in_the_raw_bucket(athena_templates: tuple[Template, Template]) -> None:
@@ -237,6 +244,9 @@ def test_spark_engine_runs_the_plan_as_a_glue_job(spark_templates: tuple[Templat
     _, pipeline = spark_templates
     states = state_machine_definition(pipeline)["States"]
     assert states["RunPlanSpark"]["Resource"].endswith("glue:startJobRun.sync")
+    assert state_machine_definition(pipeline, "StageB")["States"]["RunStepsSpark"]["Resource"].endswith(
+        "glue:startJobRun.sync"
+    )
     assert not any(s.get("Resource", "").endswith("athena:startQueryExecution.sync") for s in states.values())
     pipeline.has_resource_properties(
         "AWS::Glue::Job",
@@ -246,3 +256,21 @@ def test_spark_engine_runs_the_plan_as_a_glue_job(spark_templates: tuple[Templat
             "SecurityConfiguration": Match.any_value(),
         },
     )
+
+
+def test_stage_b_runs_steps_in_order_drops_the_temp_table_on_failure_and_swaps(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    _, pipeline = athena_templates
+    states = state_machine_definition(pipeline, "StageB")["States"]
+    steps = states["RunStepsSteps"]
+    assert steps["Type"] == "Map"
+    assert steps["MaxConcurrency"] == 1
+    step = steps["ItemProcessor"]["States"]["RunStepsStep"]
+    assert step["Resource"].endswith("athena:startQueryExecution.sync")
+    assert steps["Catch"][0]["Next"] == "RunStepsHasTempAfterFailure"
+    assert states["RunStepsDropTempAfterFailure"]["Next"] == "RunStepsStepFailed"
+    assert states["RunStepsStepFailed"]["Next"] == "StageBRecord"
+    assert states["RunStepsHasTemp"]["Choices"][0]["Next"] == "RunStepsDropTemp"
+    assert states["RunStepsDropTemp"]["Next"] == "RunStepsPublish"
+    assert states["PostUpdateTask"]["Next"] == "StageBDone"

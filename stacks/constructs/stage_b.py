@@ -1,0 +1,152 @@
+"""Stage B: queue B → router → the stage B state machine (steps, drop, swap) → post-update, which
+routes the finished partition onwards to queue B again (B→B chains)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from stacks.constructs.functions import LakelineFunction
+from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
+from stacks.constructs.statements import StatementRunner
+from stacks.constructs.workflow import add_retry, failure_recorder, logged_state_machine
+from stacks.storage_refs import StorageImports
+
+
+def routing_environment(storage: StorageImports, queue_b: QueueWithDeadLetters) -> dict[str, str]:
+    """What a post-update function needs to route a finished partition onwards."""
+    return {
+        "DEPENDENCIES_TABLE": storage.table_name("Dependencies"),
+        "DEPENDENCIES_BY_TABLE_TABLE": storage.table_name("DependenciesByTable"),
+        "PIPELINE_STATE_TABLE": storage.table_name("PipelineState"),
+        "STAGE_B_QUEUE_URL": queue_b.queue.queue_url,
+    }
+
+
+def grant_routing(function: LakelineFunction, storage: StorageImports, queue_b: QueueWithDeadLetters) -> None:
+    storage.table("Dependencies").grant_read_data(function.function)
+    storage.table("DependenciesByTable").grant_read_data(function.function)
+    storage.table("PipelineState").grant_read_write_data(function.function)
+    queue_b.queue.grant_send_messages(function.function)
+
+
+class StageB(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        storage: StorageImports,
+        statements: StatementRunner,
+        queue_b: QueueWithDeadLetters,
+        pipeline_environment: str,
+        table_settings: dict[str, Any],
+        default_table_settings: dict[str, Any],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        failure = LakelineFunction(
+            self, "Failure", handler_package="stage_b_failure", description="Stage B failure: remove partial output"
+        )
+        for bucket in ("Stage", "Analytics"):
+            storage.bucket(bucket).grant_read(failure.function)
+            storage.bucket(bucket).grant_delete(failure.function)
+        post_update = LakelineFunction(
+            self,
+            "PostUpdate",
+            handler_package="stage_b_post_update",
+            description="Stage B after the swap: clean up, record appends, route onwards",
+            timeout=Duration.minutes(5),
+            environment=routing_environment(storage, queue_b),
+        )
+        for bucket in ("Stage", "Analytics"):
+            storage.bucket(bucket).grant_read(post_update.function)
+            storage.bucket(bucket).grant_delete(post_update.function)
+        grant_routing(post_update, storage, queue_b)
+
+        on_failure = failure_recorder(self, "StageB", failure.function, {"plan.$": "$.plan"})
+        run_steps = statements.steps_runner(self, "RunSteps", on_failure=on_failure)
+        finish = tasks.LambdaInvoke(
+            self,
+            "PostUpdateTask",
+            lambda_function=post_update.function,
+            payload=sfn.TaskInput.from_object(
+                {"message.$": "$.message", "plan.$": "$.plan", "execution_id.$": "$$.Execution.Id"}
+            ),
+            result_selector={"result.$": "$.Payload"},
+            result_path="$.post_update",
+        )
+        add_retry(finish)
+        definition = run_steps.next(finish).next(sfn.Succeed(self, "StageBDone"))
+        self.state_machine = logged_state_machine(self, "StateMachine", definition)
+        statements.grant_plan(self.state_machine.role)
+
+        router = LakelineFunction(
+            self,
+            "Router",
+            handler_package="stage_b_router",
+            description="Queue B: plan each stage B message and start one execution per message",
+            environment={
+                "STATE_MACHINE_ARN": self.state_machine.state_machine_arn,
+                "DEAD_LETTER_QUEUE_URL": queue_b.dead_letter_queue.queue_url,
+                "DEPENDENCIES_TABLE": storage.table_name("Dependencies"),
+                "ARTIFACTS_BUCKET": storage.bucket("Artifacts").bucket_name,
+                "STAGE_BUCKET": storage.bucket("Stage").bucket_name,
+                "PIPELINE_ENVIRONMENT": pipeline_environment,
+                "TABLE_SETTINGS": json.dumps(table_settings, sort_keys=True),
+                "DEFAULT_TABLE_SETTINGS": json.dumps(default_table_settings, sort_keys=True),
+            },
+        )
+        self.state_machine.grant_start_execution(router.function)
+        queue_b.dead_letter_queue.grant_send_messages(router.function)
+        storage.table("Dependencies").grant_read_data(router.function)
+        storage.bucket("Artifacts").grant_read(router.function)
+        statements.grant_catalog_read(router.function)
+        router.function.add_event_source(
+            sources.SqsEventSource(
+                queue_b.queue, batch_size=10, max_batching_window=Duration.seconds(5), report_batch_item_failures=True
+            )
+        )
+        self.router = router
+
+
+class DependenciesStream(Construct):
+    """The dependencies table's stream → dependencies-by-table, with bisection and an on-failure DLQ."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, storage: StorageImports, alarm_topic: sns.ITopic
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.failures = DeadLetterQueue(self, "Failures", key=storage.key, alarm_topic=alarm_topic)
+        function = LakelineFunction(
+            self,
+            "Function",
+            handler_package="dependencies_by_table",
+            description="dependencies stream: keep dependencies-by-table in step, refuse cycles",
+            environment={
+                "DEPENDENCIES_TABLE": storage.table_name("Dependencies"),
+                "DEPENDENCIES_BY_TABLE_TABLE": storage.table_name("DependenciesByTable"),
+            },
+        )
+        storage.table("Dependencies").grant_read_data(function.function)
+        storage.table("Dependencies").grant_stream_read(function.function)
+        storage.table("DependenciesByTable").grant_read_write_data(function.function)
+        function.function.add_event_source(
+            sources.DynamoEventSource(
+                storage.table("Dependencies"),
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=100,
+                bisect_batch_on_error=True,
+                retry_attempts=3,
+                report_batch_item_failures=True,
+                on_failure=sources.SqsDlq(self.failures.queue),
+            )
+        )
+        self.function = function
