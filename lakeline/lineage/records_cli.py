@@ -1,9 +1,300 @@
-"""``lakeline lineage`` commands for records lineage."""
+"""``lakeline lineage trace | show | query``: one root's tree, from the table or the archive, and queries.
+
+- ``trace --root ID`` rebuilds a root's tree from the lineage table (or a JSON Lines file of records)
+  and prints it; with ``--archive`` it also writes the archive object, as the trace function does.
+- ``show --root ID --archive DEST`` prints a root's tree as archived (folder or ``s3://``).
+- ``query`` runs ``athena_queries/lineage/lineage_records.sql`` (or ``--sql FILE``) on embedded Spark
+  over a local archive folder, or on Athena through pyathena.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from lakeline.engines.base import QueryError, QueryResult
+from lakeline.errors import LakelineError, ValidationError
+from lakeline.lineage.archive import LOCAL_ARCHIVE_FOLDER
+from lakeline.lineage.archive_table import DEFAULT_DATABASE, DEFAULT_TABLE
+from lakeline.lineage.records import DEFAULT_TERMINAL_ACTIONS, check_lineage_id
+from lakeline.lineage.tree import LineageNode, LineageTree, Status, build_tree
+
+console = Console()
+err_console = Console(stderr=True)
+
+RootOption = Annotated[str, typer.Option("--root", help="the root_id to trace")]
+ArchiveOption = Annotated[
+    str | None, typer.Option(help="archive folder or s3://bucket/prefix/ (default: WORKSPACE/lineage-archive)")
+]
+DateOption = Annotated[str | None, typer.Option("--date", help="archive date YYYY-MM-DD (default: today, UTC)")]
+RegionOption = Annotated[str | None, typer.Option(help="AWS region")]
+EndpointOption = Annotated[str | None, typer.Option(help="AWS endpoint URL, e.g. a local DynamoDB or moto server")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of a tree or table")]
+LimitOption = Annotated[int, typer.Option(help="print at most this many nodes of the tree", min=1)]
+WorkspaceOption = Annotated[Path, typer.Option(help="local workspace folder")]
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _parse_date(text: str | None) -> date | None:
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(f"--date {text!r} is not a date written YYYY-MM-DD") from None
+
+
+def _s3_client(region: str | None, endpoint_url: str | None) -> Any:
+    import boto3
+
+    return boto3.client("s3", region_name=region, endpoint_url=endpoint_url)
+
+
+def _node_label(node: LineageNode, status: Status | None) -> Text:
+    when = datetime.fromtimestamp(node.recorded_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    label = Text.assemble(
+        (node.action_taken or "?", "bold"), "  ", node.storage_location, "  ", (f"{node.node_id} · {when}", "dim")
+    )
+    if status is not None:
+        style = "green" if status == "complete" else "yellow"
+        label.append(f"  [{status}]", style=style)
+    return label
+
+
+def render_tree(tree: LineageTree, statuses: dict[str, Status], limit: int) -> Tree:
+    """A rich tree of at most ``limit`` nodes; every top hangs from the root."""
+    root = Tree(Text.assemble(("root ", "bold"), tree.root_id))
+    branches: dict[str, Tree] = {}
+    for shown, (node, _depth) in enumerate(tree.walk()):
+        if shown == limit:
+            root.add(Text(f"... {len(tree.nodes) - limit} more nodes (raise --limit)", style="dim"))
+            break
+        problem = tree.tops.get(node.node_id)
+        parent_branch = root if node.node_id in tree.tops else branches[node.parent_id]
+        label = _node_label(node, statuses.get(node.node_id))
+        if node.node_id in tree.tops and problem:
+            label = Text.assemble((f"({problem}: parent {node.parent_id}) ", "red"), label)
+        branches[node.node_id] = parent_branch.add(label)
+    return root
+
+
+def tree_json(tree: LineageTree, statuses: dict[str, Status]) -> dict[str, Any]:
+    return {
+        "root_id": tree.root_id,
+        "nodes": len(tree.nodes),
+        "statuses": tree.status_counts() if not statuses else _count(statuses.values()),
+        "lines": [
+            {"record_id": line.record_id, "status": statuses.get(line.record_id, line.status), "path": line.path}
+            for line in tree.lines
+        ],
+    }
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def _print_tree(tree: LineageTree, statuses: dict[str, Status], as_json: bool, limit: int) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(tree_json(tree, statuses), indent=2) + "\n")
+        return
+    console.print(render_tree(tree, statuses, limit))
+    counts = ", ".join(f"{count} {status}" for status, count in sorted(_count(statuses.values()).items()))
+    console.print(f"{len(tree.nodes)} nodes, {len(tree.lines)} records ({counts or 'none'})")
+
+
+def _nodes_from_file(path: Path, root_id: str) -> list[LineageNode]:
+    nodes: list[LineageNode] = []
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ValidationError(f"cannot read records from {path}: {error}") from error
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            node = LineageNode.from_values(json.loads(line))
+        except ValueError as error:
+            raise ValidationError(f"{path} line {number} is not a JSON lineage record: {error}") from None
+        if node.root_id == root_id:
+            nodes.append(node)
+    return nodes
+
+
+def trace_command(
+    root: RootOption,
+    table: Annotated[str | None, typer.Option(help="lineage table name (DynamoDB)")] = None,
+    records: Annotated[Path | None, typer.Option(help="JSON Lines file of lineage records instead")] = None,
+    archive: Annotated[str | None, typer.Option(help="also archive into this folder or s3://bucket/prefix/")] = None,
+    trace_date: DateOption = None,
+    terminal_action: Annotated[
+        list[str] | None, typer.Option(help="terminal action (repeatable; default: the built-in set)")
+    ] = None,
+    region: RegionOption = None,
+    endpoint_url: EndpointOption = None,
+    as_json: JsonOption = False,
+    limit: LimitOption = 200,
+) -> None:
+    """Rebuild one root's tree from the lineage table (or a records file) and print it."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from lakeline.lineage.archive import open_archive
+    from lakeline.lineage.trace import TraceSettings, archive_tree, mark_traced, read_root_nodes
+
+    try:
+        if (table is None) == (records is None):
+            raise ValidationError("give exactly one source: --table NAME or --records FILE")
+        check_lineage_id(root, "--root")  # before any call
+        started = datetime.now(UTC)
+        day = _parse_date(trace_date) or started.date()
+        settings = TraceSettings(
+            terminal_actions=frozenset(terminal_action) if terminal_action else DEFAULT_TERMINAL_ACTIONS
+        )
+        store = open_archive(archive, lambda: _s3_client(region, endpoint_url)) if archive else None
+        dynamodb = None
+        if table is not None:
+            import boto3
+
+            dynamodb = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint_url)
+            nodes = read_root_nodes(dynamodb, table, root)
+        else:
+            assert records is not None
+            nodes = _nodes_from_file(records, root)
+        tree = build_tree(root, nodes, settings.terminal_actions)
+        if store is not None:
+            written = archive_tree(tree, store, day, archived_at=started, action=settings.trace_action)
+            if written is not None:
+                if dynamodb is not None and table is not None:
+                    mark_traced(dynamodb, table, root, started, settings.marker_retention)
+                err_console.print(f"archived {len(tree.lines)} records to {written[1]}")
+    except LakelineError as error:
+        _fail(str(error))
+        return
+    except (BotoCoreError, ClientError) as error:
+        _fail(f"AWS call failed: {error}", code=1)
+        return
+    if not tree.nodes:
+        _fail(f"root {root!r} has no lineage records", code=1)
+    _print_tree(tree, {line.record_id: line.status for line in tree.lines}, as_json, limit)
+
+
+def show_command(
+    root: RootOption,
+    archive: ArchiveOption = None,
+    workspace: WorkspaceOption = Path(".lakeline"),
+    trace_date: Annotated[str | None, typer.Option("--date", help="only this archive date YYYY-MM-DD")] = None,
+    region: RegionOption = None,
+    endpoint_url: EndpointOption = None,
+    as_json: JsonOption = False,
+    limit: LimitOption = 200,
+) -> None:
+    """Print one root's tree as archived (every date, or one)."""
+    from lakeline.lineage.archive import open_archive, read_root_lines
+
+    try:
+        check_lineage_id(root, "--root")
+        destination = archive or str(workspace / LOCAL_ARCHIVE_FOLDER)
+        store = open_archive(destination, lambda: _s3_client(region, endpoint_url))
+        lines = read_root_lines(store, root, _parse_date(trace_date))
+    except LakelineError as error:
+        _fail(str(error))
+        return
+    if not lines:
+        _fail(f"root {root!r} has no archived lines in {destination}", code=1)
+    nodes: dict[str, LineageNode] = {}
+    statuses: dict[str, Status] = {}
+    for line in lines:  # later dates come later and win
+        for node in line.nodes():
+            nodes[node.node_id] = node
+        statuses[line.record_id] = line.status
+    tree = build_tree(root, nodes.values(), DEFAULT_TERMINAL_ACTIONS)
+    _print_tree(tree, statuses, as_json, limit)
+
+
+def _print_result(result: QueryResult, as_json: bool) -> None:
+    if as_json:
+        rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    table = Table(show_lines=False)
+    for column in result.columns:
+        table.add_column(column, overflow="fold")
+    for row in result.rows:
+        table.add_row(*("" if value is None else str(value) for value in row))
+    console.print(table)
+    console.print(f"{len(result.rows)} rows")
+
+
+def query_command(
+    sql: Annotated[
+        Path | None, typer.Option(help="query file (default athena_queries/lineage/lineage_records.sql)")
+    ] = None,
+    engine: Annotated[str, typer.Option(help="spark (local archive folder) or athena")] = "spark",
+    archive: Annotated[
+        Path | None, typer.Option(help="local archive folder (spark; default WORKSPACE/lineage-archive)")
+    ] = None,
+    workspace: WorkspaceOption = Path(".lakeline"),
+    database: Annotated[str, typer.Option(help="database of the archive table")] = DEFAULT_DATABASE,
+    table: Annotated[str, typer.Option(help="archive table")] = DEFAULT_TABLE,
+    s3_staging_dir: Annotated[str | None, typer.Option(help="Athena result location s3://...")] = None,
+    work_group: Annotated[str | None, typer.Option(help="Athena work group")] = None,
+    region: RegionOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run an archive query (the seed's UNNEST query by default) on Spark or Athena."""
+    from lakeline.lineage.query import AthenaTarget, load_query, query_athena, query_local_archive
+
+    try:
+        text = load_query(sql)
+        if engine == "athena":
+            result = query_athena(
+                text,
+                AthenaTarget(
+                    s3_staging_dir=s3_staging_dir,
+                    work_group=work_group,
+                    region_name=region,
+                    database=database,
+                    table=table,
+                ),
+            )
+        elif engine == "spark":
+            from lakeline.engines.spark import SparkEngine
+            from lakeline.local.workspace import Workspace
+
+            ws = Workspace.at(workspace)
+            folder = archive or ws.root / LOCAL_ARCHIVE_FOLDER
+            with err_console.status("starting embedded Spark"):
+                spark = SparkEngine.local(ws.root)
+            result = query_local_archive(spark, folder, text, database=database, table=table)
+        else:
+            raise ValidationError(f"--engine must be spark or athena, not {engine!r}")
+    except QueryError as error:
+        _fail(str(error), code=1)
+        return
+    except LakelineError as error:
+        _fail(str(error))
+        return
+    _print_result(result, as_json)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
+    app.command("trace")(trace_command)
+    app.command("show")(show_command)
+    app.command("query")(query_command)

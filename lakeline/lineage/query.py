@@ -1,0 +1,115 @@
+"""Run the archive queries in ``athena_queries/lineage/``: on Athena (pyathena) or on local Spark.
+
+The query files are Athena SQL over ``"lineage"."lineage_archive"``; ``bind_archive_table`` points
+them at another database and table. On Spark the archive folder becomes a JSON table with the same
+columns (``lakeline.lineage.archive_table.spark_ddl``) and ``SparkEngine`` translates the query as it
+does every statement (sqlglot turns ``CROSS JOIN UNNEST ... WITH ORDINALITY`` into
+``LATERAL VIEW POSEXPLODE``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from lakeline.engines.base import QueryFailed, QueryResult
+from lakeline.errors import ConfigError, ValidationError
+from lakeline.lineage.archive_table import DEFAULT_DATABASE, DEFAULT_TABLE, spark_ddl
+from lakeline.names import check_identifier, ddl_name
+from lakeline.storage import local_root
+
+if TYPE_CHECKING:
+    from lakeline.engines.spark import SparkEngine
+
+QUERY_FOLDER = Path(__file__).resolve().parents[2] / "athena_queries" / "lineage"
+DEFAULT_QUERY = QUERY_FOLDER / "lineage_records.sql"
+
+
+def load_query(path: Path | None = None) -> str:
+    path = path or DEFAULT_QUERY
+    try:
+        return path.read_text()
+    except OSError as error:
+        raise ConfigError(f"cannot read the query {path}: {error}") from error
+
+
+def bind_archive_table(sql: str, database: str, table: str) -> str:
+    """Point references to the placeholder archive table at ``database.table`` (checked names)."""
+    check_identifier(database, "archive database")
+    check_identifier(table, "archive table")
+    if (database, table) == (DEFAULT_DATABASE, DEFAULT_TABLE):
+        return sql
+    try:
+        statement = sqlglot.parse_one(sql, read="athena")
+    except ParseError as error:
+        raise ValidationError(f"cannot parse the archive query: {error}") from error
+    for node in statement.find_all(exp.Table):
+        if node.name == DEFAULT_TABLE and node.db in ("", DEFAULT_DATABASE):
+            node.set("this", exp.to_identifier(table, quoted=True))
+            node.set("db", exp.to_identifier(database, quoted=True))
+    return statement.sql("athena")
+
+
+def register_local_archive(engine: SparkEngine, archive_dir: Path, database: str, table: str) -> None:
+    """(Re)create the Spark table over the archive folder and pick up its ``dt=`` partitions."""
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    session = engine.session
+    session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
+    # The table only points at the folder: dropping it keeps the files, recreating it follows a move.
+    session.sql(f"DROP TABLE IF EXISTS {ddl_name(database, table)}")
+    session.sql(spark_ddl(database, table, local_root(archive_dir)))
+    session.sql(f"ALTER TABLE {ddl_name(database, table)} RECOVER PARTITIONS")
+
+
+def query_local_archive(
+    engine: SparkEngine,
+    archive_dir: Path,
+    sql: str,
+    *,
+    database: str = DEFAULT_DATABASE,
+    table: str = DEFAULT_TABLE,
+) -> QueryResult:
+    register_local_archive(engine, archive_dir, database, table)
+    return engine.execute(bind_archive_table(sql, database, table))
+
+
+@dataclass(frozen=True)
+class AthenaTarget:
+    s3_staging_dir: str | None = None
+    work_group: str | None = None
+    region_name: str | None = None
+    database: str = DEFAULT_DATABASE
+    table: str = DEFAULT_TABLE
+
+
+def query_athena(sql: str, target: AthenaTarget) -> QueryResult:
+    """Run the query on Athena through pyathena's DB-API cursor."""
+    from pyathena import connect
+    from pyathena.error import Error as PyAthenaError
+
+    bound = bind_archive_table(sql, target.database, target.table)
+    if not target.s3_staging_dir and not target.work_group:
+        raise ConfigError("Athena needs a result location (--s3-staging-dir) or a work group that has one")
+    connection = connect(
+        s3_staging_dir=target.s3_staging_dir,
+        work_group=target.work_group,
+        region_name=target.region_name,
+        schema_name=target.database,
+    )
+    cursor = None
+    try:
+        cursor = connection.cursor()
+        cursor.execute(bound)
+        columns = [column[0] for column in cursor.description or []]
+        rows = [tuple(row) for row in cursor.fetchall()]
+        return QueryResult(query_id=str(cursor.query_id), columns=columns, rows=rows)
+    except PyAthenaError as error:
+        query_id = getattr(cursor, "query_id", None)
+        raise QueryFailed(f"Athena query failed: {error}", sql=bound, query_id=query_id) from error
+    finally:
+        connection.close()

@@ -1,0 +1,1 @@
+"""Lambda: archive lineage items that the table's TTL removed before they were traced."""

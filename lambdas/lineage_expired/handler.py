@@ -1,0 +1,76 @@
+"""Lineage table stream -> lineage archive: items removed by TTL before a trace archived them.
+
+Only REMOVE records made by the TTL service are considered; see ``lakeline.lineage.expired``. Each
+stream record is handled on its own, so a failure is reported for that record alone.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.parser.models import DynamoDBStreamRecordModel
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field
+
+from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
+from lakeline.lineage.expired import ExpirySettings, TracedLookup, archive_expired, removed_by_ttl
+from lakeline.lineage.trace import traced_at
+
+logger = Logger(service="lakeline-lineage")
+tracer = Tracer(service="lakeline-lineage")
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)
+    archive_prefix: str = Field(default="", alias="ARCHIVE_PREFIX")
+    margin_seconds: int = Field(default=120, alias="EXPIRY_MARGIN_SECONDS", ge=0)
+    trace_action: str = Field(default=DEFAULT_TRACE_ACTION, alias="TRACE_ACTION")
+
+
+@cache
+def dependencies() -> tuple[Any, S3ArchiveStore, Environment]:
+    environment = Environment.model_validate(dict(os.environ))
+    store = S3ArchiveStore(boto3.client("s3"), environment.archive_bucket, environment.archive_prefix)
+    return boto3.client("dynamodb"), store, environment
+
+
+class ExpiredItemArchiver:
+    """The record handler of one invocation (it caches each root's ``traced_at`` for the batch)."""
+
+    def __init__(self) -> None:
+        dynamodb, self.store, environment = dependencies()
+        self.traced = TracedLookup(lambda root_id: traced_at(dynamodb, environment.table_name, root_id))
+        self.settings = ExpirySettings(
+            margin=timedelta(seconds=environment.margin_seconds), trace_action=environment.trace_action
+        )
+
+    def __call__(self, record: DynamoDBStreamRecordModel) -> str | None:
+        identity = record.userIdentity.model_dump() if record.userIdentity else None
+        image = record.dynamodb.OldImage
+        if not removed_by_ttl(record.eventName, identity) or not isinstance(image, dict):
+            return None
+        removed_at = record.dynamodb.ApproximateCreationDateTime or datetime.now(UTC)
+        key = archive_expired(image, removed_at.astimezone(UTC), self.store, self.traced, settings=self.settings)
+        if key:
+            logger.info("expired item archived", extra={"key": key})
+        return key
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    processor = BatchProcessor(event_type=EventType.DynamoDBStreams, model=DynamoDBStreamRecordModel)
+    return dict(
+        process_partial_response(
+            event=event, record_handler=ExpiredItemArchiver(), processor=processor, context=context
+        )
+    )

@@ -1,0 +1,1 @@
+"""Lambda: lineage requests from the pipeline into the lineage queue."""

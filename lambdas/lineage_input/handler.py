@@ -1,0 +1,48 @@
+"""Pipeline -> lineage queue: the seed's input function.
+
+Invoked by the state machines with one lineage request (the seed's shape) or ``{"requests": [...]}``.
+Every request is validated before anything is queued; a bad one fails the invocation with a message
+naming the field. Returns the records' node ids, which the next step uses as its ``parent_id``.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field
+
+from lakeline.lineage.writer import LineageWriter
+
+logger = Logger(service="lakeline-lineage")
+tracer = Tracer(service="lakeline-lineage")
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    queue_url: str = Field(alias="LINEAGE_QUEUE_URL", min_length=1)
+    ttl_hours: float = Field(default=24.0, alias="LINEAGE_TTL_HOURS", gt=0)
+
+
+@cache
+def writer() -> LineageWriter:
+    environment = Environment.model_validate(dict(os.environ))
+    return LineageWriter(boto3.client("sqs"), environment.queue_url, ttl=timedelta(hours=environment.ttl_hours))
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    requests = event["requests"] if set(event) == {"requests"} else [event]
+    records = writer().record_many(requests)
+    logger.info("lineage records queued", extra={"records": len(records)})
+    return {
+        "node_ids": [record.node_id for record in records],
+        "records": [record.to_message() for record in records],
+    }

@@ -1,0 +1,1 @@
+"""Lambda: the lineage queue into the lineage table."""

@@ -1,0 +1,69 @@
+"""EventBridge schedule (nightly) -> trace queue: one message per root loaded since the last run."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from lakeline.lineage.schedule import ScheduleSettings, schedule_traces
+
+logger = Logger(service="lakeline-lineage")
+tracer = Tracer(service="lakeline-lineage")
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    trace_queue_url: str = Field(alias="TRACE_QUEUE_URL", min_length=1)
+    settle_seconds: int = Field(default=120, alias="TRACE_SETTLE_SECONDS", ge=0)
+    first_run_lookback_hours: int = Field(default=48, alias="TRACE_FIRST_RUN_LOOKBACK_HOURS", ge=1)
+
+
+class ScheduledEvent(BaseModel):
+    """The part of an EventBridge scheduled event used here: when it fired."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    time: AwareDatetime | None = None
+
+
+@cache
+def dependencies() -> tuple[Any, Any, Environment]:
+    environment = Environment.model_validate(dict(os.environ))
+    return boto3.client("dynamodb"), boto3.client("sqs"), environment
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    dynamodb, sqs, environment = dependencies()
+    fired = ScheduledEvent.model_validate(event).time or datetime.now(UTC)
+    result = schedule_traces(
+        dynamodb,
+        environment.table_name,
+        sqs,
+        environment.trace_queue_url,
+        now=fired.astimezone(UTC),
+        settings=ScheduleSettings(
+            settle=timedelta(seconds=environment.settle_seconds),
+            first_run_lookback=timedelta(hours=environment.first_run_lookback_hours),
+        ),
+    )
+    summary = {
+        "trace_date": result.trace_date.isoformat(),
+        "since_ms": result.since_ms,
+        "until_ms": result.until_ms,
+        "roots": len(result.roots),
+        "queries": result.queries,
+        "state_saved": result.state_saved,
+    }
+    logger.info("traces queued", extra=summary)
+    return summary

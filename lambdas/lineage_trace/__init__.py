@@ -1,0 +1,1 @@
+"""Lambda: trace roots into the lineage archive."""

@@ -1,0 +1,67 @@
+"""Trace queue -> lineage archive: every message of the batch is one root to trace.
+
+Each root is traced on its own; a root that fails is reported alone and retried by SQS, the others
+are archived. Writing a root again replaces its object, so redelivery never duplicates lines.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict, Field, Json
+
+from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
+from lakeline.lineage.records import DEFAULT_TERMINAL_ACTIONS
+from lakeline.lineage.trace import TraceMessage, TraceSettings, trace_root
+
+logger = Logger(service="lakeline-lineage")
+tracer = Tracer(service="lakeline-lineage")
+
+
+class Environment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)
+    archive_prefix: str = Field(default="", alias="ARCHIVE_PREFIX")
+    terminal_actions: str = Field(default=",".join(sorted(DEFAULT_TERMINAL_ACTIONS)), alias="TERMINAL_ACTIONS")
+    trace_action: str = Field(default=DEFAULT_TRACE_ACTION, alias="TRACE_ACTION")
+
+    def settings(self) -> TraceSettings:
+        actions = frozenset(action.strip() for action in self.terminal_actions.split(",") if action.strip())
+        return TraceSettings(terminal_actions=actions, trace_action=self.trace_action)
+
+
+class TraceQueueMessage(SqsRecordModel):
+    body: Json[TraceMessage]
+
+
+@cache
+def dependencies() -> tuple[Any, S3ArchiveStore, Environment]:
+    environment = Environment.model_validate(dict(os.environ))
+    store = S3ArchiveStore(boto3.client("s3"), environment.archive_bucket, environment.archive_prefix)
+    return boto3.client("dynamodb"), store, environment
+
+
+def trace_message(record: TraceQueueMessage) -> dict[str, Any]:
+    dynamodb, store, environment = dependencies()
+    result = trace_root(dynamodb, environment.table_name, record.body, store, settings=environment.settings())
+    summary = {"root_id": result.root_id, "nodes": result.nodes, "lines": result.lines, **result.statuses}
+    logger.info("root traced", extra={**summary, "location": result.location})
+    return summary
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    processor = BatchProcessor(event_type=EventType.SQS, model=TraceQueueMessage)
+    return dict(
+        process_partial_response(event=event, record_handler=trace_message, processor=processor, context=context)
+    )
