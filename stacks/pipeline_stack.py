@@ -11,7 +11,9 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from stacks.config import LakelineConfig
+from stacks.constructs.artifacts import QueryArtifacts
 from stacks.constructs.functions import SharedLambdaCode
+from stacks.constructs.lineage import Lineage
 from stacks.constructs.queues import QueueWithDeadLetters
 from stacks.constructs.stage_a import StageA
 from stacks.constructs.stage_b import DependenciesStream, StageB
@@ -68,3 +70,12 @@ class PipelineStack(Stack):
         self.dependencies_stream = DependenciesStream(
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic
         )
+        self.lineage = Lineage(
+            self,
+            "Lineage",
+            storage=refs,
+            alarm_topic=self.alarm_topic,
+            ttl_hours=config.lineage_ttl_hours,
+            trace_schedule=config.trace_schedule,
+        )
+        self.artifacts = QueryArtifacts(self, "QueryArtifacts", bucket=refs.bucket("Artifacts"))

@@ -274,3 +274,40 @@ def test_stage_b_runs_steps_in_order_drops_the_temp_table_on_failure_and_swaps(
     assert states["RunStepsHasTemp"]["Choices"][0]["Next"] == "RunStepsDropTemp"
     assert states["RunStepsDropTemp"]["Next"] == "RunStepsPublish"
     assert states["PostUpdateTask"]["Next"] == "StageBDone"
+
+
+def test_lineage_load_trace_schedule_and_ttl_catcher(athena_templates: tuple[Template, Template]) -> None:
+    _, pipeline = athena_templates
+    functions = resources(pipeline, "AWS::Lambda::Function")
+    handlers = {f["Properties"]["Handler"] for f in functions.values()}
+    for name in ("lineage_input", "lineage_load", "lineage_schedule", "lineage_trace", "lineage_expired"):
+        assert f"lambdas.{name}.handler.handler" in handlers
+    pipeline.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "cron(0 2 * * ? *)"})
+    (expired,) = [
+        m
+        for m in resources(pipeline, "AWS::Lambda::EventSourceMapping").values()
+        if "FilterCriteria" in m["Properties"]
+    ]
+    pattern = json.loads(expired["Properties"]["FilterCriteria"]["Filters"][0]["Pattern"])
+    assert pattern == {
+        "eventName": ["REMOVE"],
+        "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+    }
+
+
+def test_every_deployed_handler_exists_in_the_repository(athena_templates: tuple[Template, Template]) -> None:
+    from stacks.constructs.functions import REPO_ROOT
+
+    _, pipeline = athena_templates
+    for function in resources(pipeline, "AWS::Lambda::Function").values():
+        handler = function["Properties"]["Handler"]
+        if handler.startswith("lambdas."):
+            package = handler.split(".")[1]
+            assert (REPO_ROOT / "lambdas" / package / "handler.py").is_file(), handler
+
+
+def test_query_files_are_uploaded_to_the_artifacts_bucket(athena_templates: tuple[Template, Template]) -> None:
+    _, pipeline = athena_templates
+    pipeline.has_resource_properties(
+        "Custom::CDKBucketDeployment", {"DestinationBucketKeyPrefix": "artifacts/athena_queries/", "Prune": True}
+    )

@@ -1,0 +1,142 @@
+"""Lineage: the lineage queue → load into the TTL table; a nightly schedule → trace queue → trace into
+the archive bucket (``archive/dt=YYYY-MM-DD/``); the table's stream → archive what TTL deletes first."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from stacks.constructs.functions import LakelineFunction
+from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
+from stacks.storage_refs import StorageImports
+
+ARCHIVE_PREFIX = "archive/"
+
+
+class Lineage(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        storage: StorageImports,
+        alarm_topic: sns.ITopic,
+        ttl_hours: int,
+        trace_schedule: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        table = storage.table("Lineage")
+        archive = storage.bucket("LineageArchive")
+        table_name = storage.table_name("Lineage")
+        self.queue = QueueWithDeadLetters(
+            self, "LineageQueue", key=storage.key, alarm_topic=alarm_topic, visibility_timeout=Duration.minutes(2)
+        )
+        self.input = LakelineFunction(
+            self,
+            "Input",
+            handler_package="lineage_input",
+            description="Lineage requests (single or batched) → standard records → the lineage queue",
+            environment={"LINEAGE_QUEUE_URL": self.queue.queue.queue_url, "LINEAGE_TTL_HOURS": str(ttl_hours)},
+        )
+        self.queue.queue.grant_send_messages(self.input.function)
+
+        load = LakelineFunction(
+            self,
+            "Load",
+            handler_package="lineage_load",
+            description="Lineage queue → lineage table, batched writes",
+            environment={"LINEAGE_TABLE_NAME": table_name},
+        )
+        table.grant_write_data(load.function)
+        load.function.add_event_source(
+            sources.SqsEventSource(
+                self.queue.queue,
+                batch_size=100,
+                max_batching_window=Duration.seconds(10),
+                report_batch_item_failures=True,
+            )
+        )
+
+        self.trace_queue = QueueWithDeadLetters(
+            self, "TraceQueue", key=storage.key, alarm_topic=alarm_topic, visibility_timeout=Duration.minutes(6)
+        )
+        schedule = LakelineFunction(
+            self,
+            "Schedule",
+            handler_package="lineage_schedule",
+            description="Nightly: queue every root recorded since the last trace (no table scan)",
+            environment={"LINEAGE_TABLE_NAME": table_name, "TRACE_QUEUE_URL": self.trace_queue.queue.queue_url},
+            timeout=Duration.minutes(5),
+        )
+        table.grant_read_write_data(schedule.function)
+        self.trace_queue.queue.grant_send_messages(schedule.function)
+        events.Rule(
+            self,
+            "Nightly",
+            description="Start the nightly lineage trace",
+            schedule=events.Schedule.expression(trace_schedule),
+            targets=[targets.LambdaFunction(schedule.function, retry_attempts=2)],
+        )
+
+        trace = LakelineFunction(
+            self,
+            "Trace",
+            handler_package="lineage_trace",
+            description="Trace queue → rebuild each root's tree → archive JSON Lines",
+            environment={
+                "LINEAGE_TABLE_NAME": table_name,
+                "ARCHIVE_BUCKET": archive.bucket_name,
+                "ARCHIVE_PREFIX": ARCHIVE_PREFIX,
+            },
+            timeout=Duration.minutes(5),
+            memory_size=1024,
+        )
+        table.grant_read_write_data(trace.function)
+        archive.grant_read_write(trace.function)
+        trace.function.add_event_source(
+            sources.SqsEventSource(self.trace_queue.queue, batch_size=10, report_batch_item_failures=True)
+        )
+
+        self.expired_failures = DeadLetterQueue(self, "ExpiredFailures", key=storage.key, alarm_topic=alarm_topic)
+        expired = LakelineFunction(
+            self,
+            "Expired",
+            handler_package="lineage_expired",
+            description="Lineage table stream: archive items TTL deleted before they were traced",
+            environment={
+                "LINEAGE_TABLE_NAME": table_name,
+                "ARCHIVE_BUCKET": archive.bucket_name,
+                "ARCHIVE_PREFIX": ARCHIVE_PREFIX,
+            },
+        )
+        table.grant_read_data(expired.function)
+        table.grant_stream_read(expired.function)
+        archive.grant_read_write(expired.function)
+        expired.function.add_event_source(
+            sources.DynamoEventSource(
+                table,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=100,
+                bisect_batch_on_error=True,
+                retry_attempts=5,
+                report_batch_item_failures=True,
+                on_failure=sources.SqsDlq(self.expired_failures.queue),
+                # Only deletions by the TTL service reach the function.
+                filters=[
+                    lambda_.FilterCriteria.filter(
+                        {
+                            "eventName": lambda_.FilterRule.is_equal("REMOVE"),
+                            "userIdentity": {
+                                "type": lambda_.FilterRule.is_equal("Service"),
+                                "principalId": lambda_.FilterRule.is_equal("dynamodb.amazonaws.com"),
+                            },
+                        }
+                    )
+                ],
+            )
+        )
