@@ -186,9 +186,11 @@ def test_queues_have_dead_letter_queues_alarms_and_partial_batch_failures(
     mappings = list(resources(pipeline, "AWS::Lambda::EventSourceMapping").values())
     for mapping in mappings:
         assert mapping["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    (stream,) = [m for m in mappings if "StartingPosition" in m["Properties"]]
-    assert stream["Properties"]["BisectBatchOnFunctionError"] is True
-    assert "OnFailure" in stream["Properties"]["DestinationConfig"]
+    streams = [m for m in mappings if "StartingPosition" in m["Properties"]]
+    assert len(streams) == 2, "the dependencies stream and the lineage table's stream"
+    for stream in streams:
+        assert stream["Properties"]["BisectBatchOnFunctionError"] is True
+        assert "OnFailure" in stream["Properties"]["DestinationConfig"]
 
 
 def test_arrivals_rule_matches_object_created_in_the_raw_bucket(athena_templates: tuple[Template, Template]) -> None:
