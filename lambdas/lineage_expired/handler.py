@@ -67,7 +67,7 @@ class ExpiredItemArchiver:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams, model=DynamoDBStreamRecordModel)
     return dict(
         process_partial_response(

@@ -38,7 +38,7 @@ def writer() -> LineageWriter:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     requests = event["requests"] if set(event) == {"requests"} else [event]
     records = writer().record_many(requests)
     logger.info("lineage records queued", extra={"records": len(records)})

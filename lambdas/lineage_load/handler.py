@@ -68,7 +68,7 @@ def write_batch(records: Sequence[tuple[str, Any]]) -> Mapping[str, str]:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = BufferedSqsBatchProcessor(flush=write_batch, model=LineageMessage)
     return dict(
         process_partial_response(event=event, record_handler=parse_message, processor=processor, context=context)

@@ -43,7 +43,7 @@ def dependencies() -> tuple[Any, Any, Environment]:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     dynamodb, sqs, environment = dependencies()
     fired = ScheduledEvent.model_validate(event).time or datetime.now(UTC)
     result = schedule_traces(

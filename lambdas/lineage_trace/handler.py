@@ -60,7 +60,7 @@ def trace_message(record: TraceQueueMessage) -> dict[str, Any]:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = BatchProcessor(event_type=EventType.SQS, model=TraceQueueMessage)
     return dict(
         process_partial_response(event=event, record_handler=trace_message, processor=processor, context=context)

@@ -103,7 +103,7 @@ def test_ttl_removals_of_unarchived_items_are_archived_and_nothing_else(aws: tup
             (node_key(never_traced[1]), False),
         ],
     )
-    response = handler.lambda_handler(event, LambdaContext())
+    response = handler.handler(event, LambdaContext())
     assert response == {"batchItemFailures": []}
     removed_on = datetime.fromtimestamp(event["Records"][0]["dynamodb"]["ApproximateCreationDateTime"], tz=UTC).date()
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"])
@@ -120,10 +120,10 @@ def test_ttl_removals_of_unarchived_items_are_archived_and_nothing_else(aws: tup
     assert line.lineage[-1]["action_taken"] == "DATA_COMPACTION"
 
     # The stream delivers the batch again: the same objects are rewritten, none added.
-    handler.lambda_handler(event, LambdaContext())
+    handler.handler(event, LambdaContext())
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]) == keys
     # Weeks later the trace's own bookkeeping item expires: it is not lineage, nothing is archived.
-    handler.lambda_handler(stream_event(dynamodb, [(traced_marker_key("root-old"), True)]), LambdaContext())
+    handler.handler(stream_event(dynamodb, [(traced_marker_key("root-old"), True)]), LambdaContext())
     assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]) == keys
 
 
@@ -148,7 +148,7 @@ def test_a_record_whose_archive_write_fails_is_reported_alone(
     handler.dependencies.cache_clear()
     for record in event["Records"]:  # removed the day they were loaded
         record["dynamodb"]["ApproximateCreationDateTime"] = LOADED.timestamp()
-    response = handler.lambda_handler(event, LambdaContext())
+    response = handler.handler(event, LambdaContext())
     [failed] = [r for r in event["Records"] if r["dynamodb"]["Keys"]["node_id"]["S"] == failing]
     assert response == {"batchItemFailures": [{"itemIdentifier": failed["dynamodb"]["SequenceNumber"]}]}
     archived = {line.record_id for line in read_root_lines(S3ArchiveStore(s3, BUCKET), "root-f")}

@@ -178,13 +178,13 @@ def test_handler_reports_only_bad_messages_and_writes_their_neighbours(load_hand
     )
     event = sqs_event(sqs, queue, expected=11)
     bad_ids = {r["messageId"] for r in event["Records"] if not r["body"].startswith('{"root_id":"root-h","node_id"')}
-    response = load_handler.lambda_handler(event, LambdaContext())
+    response = load_handler.handler(event, LambdaContext())
     assert {failure["itemIdentifier"] for failure in response["batchItemFailures"]} == bad_ids
     assert len(bad_ids) == 3
     assert {item["node_id"]["S"] for item in table_items(dynamodb, "root-h")} == {r.node_id for r in records}
 
     # SQS redelivers the same batch: the same nodes are overwritten, none added.
-    response = load_handler.lambda_handler(event, LambdaContext())
+    response = load_handler.handler(event, LambdaContext())
     assert len(response["batchItemFailures"]) == 3
     assert len(table_items(dynamodb, "root-h")) == len(records)
 
@@ -208,7 +208,7 @@ def test_handler_reports_messages_whose_writes_kept_failing(
     assert boto3.DEFAULT_SESSION is not None
     Unprocessed(boto3.DEFAULT_SESSION, hold_stuck)
     event = sqs_event(sqs, queue, expected=5)
-    response = load_handler.lambda_handler(event, LambdaContext())
+    response = load_handler.handler(event, LambdaContext())
     [failure] = response["batchItemFailures"]
     [stuck_message] = [r for r in event["Records"] if json.loads(r["body"])["node_id"] == stuck]
     assert failure["itemIdentifier"] == stuck_message["messageId"]

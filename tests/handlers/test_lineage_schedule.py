@@ -123,7 +123,7 @@ def test_the_schedule_function_uses_the_events_time(aws: tuple[Any, Any, str], m
         "detail": {},
     }
     try:
-        summary = handler.lambda_handler(event, LambdaContext())
+        summary = handler.handler(event, LambdaContext())
     finally:
         handler.dependencies.cache_clear()
     assert summary["trace_date"] == "2026-11-22" and summary["roots"] == 1

@@ -98,7 +98,7 @@ def test_the_trace_function_archives_every_root_of_its_batch(
     monkeypatch.setenv("ARCHIVE_PREFIX", "lineage")
     handler.dependencies.cache_clear()
     try:
-        response = handler.lambda_handler(event, LambdaContext())
+        response = handler.handler(event, LambdaContext())
     finally:
         handler.dependencies.cache_clear()
     [bad] = [r["messageId"] for r in event["Records"] if "_not a root" in r["body"]]

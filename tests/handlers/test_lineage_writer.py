@@ -141,12 +141,12 @@ def test_the_input_function_queues_requests_and_returns_node_ids(sqs: Any, monke
     monkeypatch.setenv("LINEAGE_TTL_HOURS", "48")
     handler.writer.cache_clear()
     try:
-        single = handler.lambda_handler(
+        single = handler.handler(
             {"root_id": "run-5", "parent_id": "run-5", "action_taken": "RAW_DATA_INPUT",
              "record": {"storage_location": "s3://raw/x.csv"}},
             LambdaContext(),
         )  # fmt: skip
-        batched = handler.lambda_handler(
+        batched = handler.handler(
             {"requests": [
                 {"root_id": "run-5", "parent_id": single["node_ids"][0], "action_taken": "PROFILE_COMPLETE",
                  "records": [{"storage_location": "s3://stage/a"}, {"storage_location": "s3://stage/b"}]},
@@ -154,9 +154,7 @@ def test_the_input_function_queues_requests_and_returns_node_ids(sqs: Any, monke
             LambdaContext(),
         )  # fmt: skip
         with pytest.raises(ValidationError, match="action_taken"):
-            handler.lambda_handler(
-                {"root_id": "run-5", "parent_id": "run-5", "storage_location": "s3://a"}, LambdaContext()
-            )
+            handler.handler({"root_id": "run-5", "parent_id": "run-5", "storage_location": "s3://a"}, LambdaContext())
     finally:
         handler.writer.cache_clear()
     assert len(single["node_ids"]) == 1 and len(batched["node_ids"]) == 2

@@ -315,3 +315,15 @@ def test_query_files_are_uploaded_to_the_artifacts_bucket(athena_templates: tupl
     pipeline.has_resource_properties(
         "Custom::CDKBucketDeployment", {"DestinationBucketKeyPrefix": "artifacts/athena_queries/", "Prune": True}
     )
+
+
+def test_every_deployed_handler_function_is_callable(athena_templates: tuple[Template, Template]) -> None:
+    import importlib
+
+    _, pipeline = athena_templates
+    for function in resources(pipeline, "AWS::Lambda::Function").values():
+        module, _, attribute = function["Properties"]["Handler"].rpartition(".")
+        if module.startswith("lambdas."):
+            assert callable(getattr(importlib.import_module(module), attribute, None)), function["Properties"][
+                "Handler"
+            ]
