@@ -142,3 +142,24 @@ class S3ObjectStore:
                     raise RuntimeError(f"could not delete {len(errors)} objects under {location}: {errors[0]}")
                 deleted += len(keys)
         return deleted
+
+
+class SchemeObjectStore:
+    """S3 for ``s3://`` locations and the local disk for ``file://`` ones, so the same handler code
+    serves a deployed pipeline and the embedded runtime."""
+
+    def __init__(self, s3_client: S3Client) -> None:
+        self._s3 = S3ObjectStore(s3_client)
+        self._local = LocalObjectStore()
+
+    def _for(self, location: str) -> ObjectStore:
+        return self._local if location.startswith("file:") else self._s3
+
+    def list_data_files(self, location: str) -> list[str]:
+        return self._for(location).list_data_files(location)
+
+    def list_child_prefixes(self, location: str) -> list[str]:
+        return self._for(location).list_child_prefixes(location)
+
+    def delete_prefix(self, location: str) -> int:
+        return self._for(location).delete_prefix(location)

@@ -46,6 +46,14 @@ class PipelineStack(Stack):
         self.queue_b = QueueWithDeadLetters(
             self, "QueueB", key=refs.key, alarm_topic=self.alarm_topic, visibility_timeout=Duration.minutes(6)
         )
+        self.lineage = Lineage(
+            self,
+            "Lineage",
+            storage=refs,
+            alarm_topic=self.alarm_topic,
+            ttl_hours=config.lineage_ttl_hours,
+            trace_schedule=config.trace_schedule,
+        )
         self.stage_a = StageA(
             self,
             "StageA",
@@ -53,6 +61,7 @@ class PipelineStack(Stack):
             statements=self.statements,
             alarm_topic=self.alarm_topic,
             queue_b=self.queue_b,
+            lineage_queue=self.lineage.queue,
             pipeline_environment=config.environment,
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,
@@ -63,19 +72,12 @@ class PipelineStack(Stack):
             storage=refs,
             statements=self.statements,
             queue_b=self.queue_b,
+            lineage_queue=self.lineage.queue,
             pipeline_environment=config.environment,
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,
         )
         self.dependencies_stream = DependenciesStream(
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic
-        )
-        self.lineage = Lineage(
-            self,
-            "Lineage",
-            storage=refs,
-            alarm_topic=self.alarm_topic,
-            ttl_hours=config.lineage_ttl_hours,
-            trace_schedule=config.trace_schedule,
         )
         self.artifacts = QueryArtifacts(self, "QueryArtifacts", bucket=refs.bucket("Artifacts"))

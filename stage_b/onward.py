@@ -26,6 +26,7 @@ class RoutingEnvironment(BaseModel):
     dependencies_by_table_table: str
     pipeline_state_table: str
     stage_b_queue_url: str
+    lineage_queue_url: str
 
 
 @dataclass

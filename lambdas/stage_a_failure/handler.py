@@ -14,7 +14,7 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.storage import S3ObjectStore
+from lakeline.storage import SchemeObjectStore
 from stage_a.plan import StageAPlan
 from stage_a.runner import abandon_stage_a
 
@@ -35,8 +35,8 @@ class FailureInput(BaseModel):
 
 
 @cache
-def object_store() -> S3ObjectStore:
-    return S3ObjectStore(boto3.client("s3"))
+def object_store() -> SchemeObjectStore:
+    return SchemeObjectStore(boto3.client("s3"))
 
 
 @logger.inject_lambda_context

@@ -14,7 +14,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from lakeline.lambda_support import load_environment
-from lakeline.storage import S3ObjectStore
+from lakeline.lineage.pipeline_steps import record_stage_a
+from lakeline.lineage.writer import LineageWriter
+from lakeline.storage import SchemeObjectStore
 from stage_a.plan import StageAPlan
 from stage_a.runner import finish_stage_a
 from stage_b.onward import OnwardRouting, RoutingEnvironment
@@ -30,15 +32,17 @@ class PostUpdateInput(BaseModel):
 
 @dataclass(frozen=True)
 class Runtime:
-    store: S3ObjectStore
+    store: SchemeObjectStore
     routing: OnwardRouting
+    lineage: LineageWriter
 
 
 @cache
 def runtime() -> Runtime:
     environment = load_environment(RoutingEnvironment, os.environ)
-    routing = OnwardRouting.from_environment(environment, boto3.client("dynamodb"), boto3.client("sqs"))
-    return Runtime(S3ObjectStore(boto3.client("s3")), routing)
+    sqs = boto3.client("sqs")
+    routing = OnwardRouting.from_environment(environment, boto3.client("dynamodb"), sqs)
+    return Runtime(SchemeObjectStore(boto3.client("s3")), routing, LineageWriter(sqs, environment.lineage_queue_url))
 
 
 @logger.inject_lambda_context
@@ -49,7 +53,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = runtime()
     files, superseded = finish_stage_a(plan, run.store)
     table = f"{plan.target_database}.{plan.table}"
-    onward = run.routing.route(table, plan.partition, run=plan.run_token)
+    parents = record_stage_a(run.lineage, plan)
+    onward = run.routing.route(table, plan.partition, run=plan.run_token, lineage=parents)
     logger.info(
         "stage A published",
         extra={"table": table, "partition": plan.partition, "files": len(files), "triggered": [m.node for m in onward]},
@@ -61,4 +66,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "files": len(files),
         "superseded_deleted": superseded,
         "triggered": [m.node for m in onward],
+        "lineage": parents.model_dump(),
     }

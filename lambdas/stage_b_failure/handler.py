@@ -3,6 +3,8 @@ wrote to its fresh prefix (the partition still points at its previous data) and 
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
@@ -11,7 +13,11 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.storage import S3ObjectStore
+from lakeline.lambda_support import load_environment
+from lakeline.lineage.pipeline_steps import record_stage_b_failure
+from lakeline.lineage.writer import LineageWriter
+from lakeline.storage import SchemeObjectStore
+from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.runner import abandon_stage_b
 
@@ -31,9 +37,22 @@ class FailureInput(BaseModel):
     execution_id: str = ""
 
 
+class FailureEnvironment(BaseModel):
+    lineage_queue_url: str
+
+
+@dataclass(frozen=True)
+class Runtime:
+    store: SchemeObjectStore
+    lineage: LineageWriter
+
+
 @cache
-def object_store() -> S3ObjectStore:
-    return S3ObjectStore(boto3.client("s3"))
+def runtime() -> Runtime:
+    environment = load_environment(FailureEnvironment, os.environ)
+    return Runtime(
+        SchemeObjectStore(boto3.client("s3")), LineageWriter(boto3.client("sqs"), environment.lineage_queue_url)
+    )
 
 
 @logger.inject_lambda_context
@@ -41,7 +60,9 @@ def object_store() -> S3ObjectStore:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = FailureInput.model_validate(event)
     plan = StageBPlan.from_dict(request.plan)
-    deleted = abandon_stage_b(plan, object_store()) if request.failed_step == "steps" else 0
+    run = runtime()
+    deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
+    record_stage_b_failure(run.lineage, plan, StageBMessage.model_validate(plan.message))
     logger.error(
         "stage B failed",
         extra={

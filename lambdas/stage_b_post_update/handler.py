@@ -14,7 +14,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from lakeline.lambda_support import load_environment
-from lakeline.storage import S3ObjectStore
+from lakeline.lineage.pipeline_steps import record_stage_b
+from lakeline.lineage.writer import LineageWriter
+from lakeline.storage import SchemeObjectStore
 from stage_b.ledger import DynamoDBAppliedMessages
 from stage_b.messages import StageBMessage
 from stage_b.onward import OnwardRouting, RoutingEnvironment
@@ -33,19 +35,21 @@ class PostUpdateInput(BaseModel):
 
 @dataclass(frozen=True)
 class Runtime:
-    store: S3ObjectStore
+    store: SchemeObjectStore
     routing: OnwardRouting
     ledger: DynamoDBAppliedMessages
+    lineage: LineageWriter
 
 
 @cache
 def runtime() -> Runtime:
     environment = load_environment(RoutingEnvironment, os.environ)
-    dynamodb = boto3.client("dynamodb")
+    dynamodb, sqs = boto3.client("dynamodb"), boto3.client("sqs")
     return Runtime(
-        S3ObjectStore(boto3.client("s3")),
-        OnwardRouting.from_environment(environment, dynamodb, boto3.client("sqs")),
+        SchemeObjectStore(boto3.client("s3")),
+        OnwardRouting.from_environment(environment, dynamodb, sqs),
         DynamoDBAppliedMessages(dynamodb, environment.pipeline_state_table),
+        LineageWriter(sqs, environment.lineage_queue_url),
     )
 
 
@@ -59,7 +63,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     files, superseded = finish_stage_b(plan, run.store)
     if message.usage == "append":
         run.ledger.mark_applied(message.deduplication_id(), plan.run_token)
-    onward = run.routing.route(message.target_dataset, message.partition, run=plan.run_token, path=message.path)
+    parents = record_stage_b(run.lineage, plan, message)
+    onward = run.routing.route(
+        message.target_dataset, message.partition, run=plan.run_token, path=message.path, lineage=parents
+    )
     logger.info(
         "stage B published",
         extra={"target": message.node, "files": len(files), "triggered": [m.node for m in onward]},

@@ -38,6 +38,7 @@ class StageA(Construct):
         statements: StatementRunner,
         alarm_topic: Any,
         queue_b: QueueWithDeadLetters,
+        lineage_queue: QueueWithDeadLetters,
         pipeline_environment: str,
         table_settings: dict[str, Any],
         default_table_settings: dict[str, Any],
@@ -73,11 +74,11 @@ class StageA(Construct):
             handler_package="stage_a_post_update",
             description="Stage A after the swap: delete superseded prefixes, route to stage B",
             timeout=Duration.minutes(5),
-            environment=routing_environment(storage, queue_b),
+            environment=routing_environment(storage, queue_b, lineage_queue),
         )
         storage.bucket("Stage").grant_read(post_update.function)
         storage.bucket("Stage").grant_delete(post_update.function)
-        grant_routing(post_update, storage, queue_b)
+        grant_routing(post_update, storage, queue_b, lineage_queue)
 
         record_failure = failure_recorder(self, "StageA", failure.function, {"plan.$": "$.plan"})
 

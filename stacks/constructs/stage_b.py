@@ -21,9 +21,12 @@ from stacks.constructs.workflow import add_retry, failure_recorder, logged_state
 from stacks.storage_refs import StorageImports
 
 
-def routing_environment(storage: StorageImports, queue_b: QueueWithDeadLetters) -> dict[str, str]:
-    """What a post-update function needs to route a finished partition onwards."""
+def routing_environment(
+    storage: StorageImports, queue_b: QueueWithDeadLetters, lineage_queue: QueueWithDeadLetters
+) -> dict[str, str]:
+    """What a post-update function needs to record lineage and route a finished partition onwards."""
     return {
+        "LINEAGE_QUEUE_URL": lineage_queue.queue.queue_url,
         "DEPENDENCIES_TABLE": storage.table_name("Dependencies"),
         "DEPENDENCIES_BY_TABLE_TABLE": storage.table_name("DependenciesByTable"),
         "PIPELINE_STATE_TABLE": storage.table_name("PipelineState"),
@@ -31,7 +34,13 @@ def routing_environment(storage: StorageImports, queue_b: QueueWithDeadLetters) 
     }
 
 
-def grant_routing(function: LakelineFunction, storage: StorageImports, queue_b: QueueWithDeadLetters) -> None:
+def grant_routing(
+    function: LakelineFunction,
+    storage: StorageImports,
+    queue_b: QueueWithDeadLetters,
+    lineage_queue: QueueWithDeadLetters,
+) -> None:
+    lineage_queue.queue.grant_send_messages(function.function)
     storage.table("Dependencies").grant_read_data(function.function)
     storage.table("DependenciesByTable").grant_read_data(function.function)
     storage.table("PipelineState").grant_read_write_data(function.function)
@@ -47,14 +56,20 @@ class StageB(Construct):
         storage: StorageImports,
         statements: StatementRunner,
         queue_b: QueueWithDeadLetters,
+        lineage_queue: QueueWithDeadLetters,
         pipeline_environment: str,
         table_settings: dict[str, Any],
         default_table_settings: dict[str, Any],
     ) -> None:
         super().__init__(scope, construct_id)
         failure = LakelineFunction(
-            self, "Failure", handler_package="stage_b_failure", description="Stage B failure: remove partial output"
+            self,
+            "Failure",
+            handler_package="stage_b_failure",
+            description="Stage B failure: remove partial output, record the failed step",
+            environment={"LINEAGE_QUEUE_URL": lineage_queue.queue.queue_url},
         )
+        lineage_queue.queue.grant_send_messages(failure.function)
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)
@@ -64,12 +79,12 @@ class StageB(Construct):
             handler_package="stage_b_post_update",
             description="Stage B after the swap: clean up, record appends, route onwards",
             timeout=Duration.minutes(5),
-            environment=routing_environment(storage, queue_b),
+            environment=routing_environment(storage, queue_b, lineage_queue),
         )
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(post_update.function)
             storage.bucket(bucket).grant_delete(post_update.function)
-        grant_routing(post_update, storage, queue_b)
+        grant_routing(post_update, storage, queue_b, lineage_queue)
 
         on_failure = failure_recorder(self, "StageB", failure.function, {"plan.$": "$.plan"})
         run_steps = statements.steps_runner(self, "RunSteps", on_failure=on_failure)

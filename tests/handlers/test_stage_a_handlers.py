@@ -96,17 +96,26 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             monkeypatch.setenv(name, value)
         create_dependency_tables(boto3.client("dynamodb", region_name=REGION), DependencyTableNames())
         queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
+        lineage_queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]
         for name, value in {
             "DEPENDENCIES_TABLE": "dependencies",
             "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "STAGE_B_QUEUE_URL": queue_b,
+            "LINEAGE_QUEUE_URL": lineage_queue,
         }.items():
             monkeypatch.setenv(name, value)
         router.runtime.cache_clear()
         post_update.runtime.cache_clear()
         failure.object_store.cache_clear()
-        yield {"sqs": sqs, "dlq_url": dlq_url, "sfn": sfn, "machine": machine, "queue_b": queue_b}
+        yield {
+            "sqs": sqs,
+            "dlq_url": dlq_url,
+            "sfn": sfn,
+            "machine": machine,
+            "queue_b": queue_b,
+            "lineage": lineage_queue,
+        }
         router.runtime.cache_clear()
 
 

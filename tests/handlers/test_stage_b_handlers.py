@@ -54,6 +54,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         sqs = boto3.client("sqs", region_name=REGION)
         dlq = sqs.create_queue(QueueName="queue-b-dlq")["QueueUrl"]
         queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
+        lineage_queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = sfn.create_state_machine(
             name="stage-b",
@@ -105,13 +106,14 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "STAGE_B_QUEUE_URL": queue_b,
+            "LINEAGE_QUEUE_URL": lineage_queue,
             "ARTIFACTS_BUCKET": "artifacts-bucket",
             "STAGE_BUCKET": "stage-bucket",
             "PIPELINE_ENVIRONMENT": "dev",
         }
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
-        for cached in (router.runtime, post_update.runtime, failure.object_store):
+        for cached in (router.runtime, post_update.runtime, failure.runtime):
             cached.cache_clear()
         yield {
             "sqs": sqs,
