@@ -119,3 +119,16 @@ def test_safe_names_never_collide() -> None:
     assert split_s3_uri("s3://bucket/a/b.py") == ("bucket", "a/b.py")
     with pytest.raises(ValidationError, match="not an S3 path"):
         split_s3_uri("/local/file.py")
+
+
+def test_a_linked_database_reads_its_target_database(folder: Path) -> None:
+    databases = {
+        "DatabaseList": [
+            {"Name": "sales_raw"},
+            {"Name": "shared_sales", "TargetDatabase": {"CatalogId": "210987654321", "DatabaseName": "sales_raw"}},
+        ]
+    }
+    (folder / "databases.json").write_text(json.dumps(databases))
+    catalog = load_folder(folder).catalog
+    assert catalog.resolve_link("shared_sales", "orders") == ("sales_raw", "orders")
+    assert catalog.describe_table("shared_sales", "customers").column_names == ["id", "name", "email"]

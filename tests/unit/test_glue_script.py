@@ -535,3 +535,28 @@ def test_an_import_that_is_neither_library_nor_extra_file_is_reported_when_used(
         "line 13: target path is not resolved: module 'company_lib.TARGET' is neither a known library "
         "nor one of the job's extra files"
     ]
+
+
+def test_a_hostile_script_cannot_make_the_analysis_run_away() -> None:
+    analysis = analyse(
+        """
+        orders = spark.table("sales_raw.orders")
+        orders.write.parquet("x" * 10**9)
+        orders.write.parquet("{:>999999999}".format("a"))
+        orders.write.parquet(f"{'a':>999999999}")
+        orders.write.parquet("%0999999999d" % 5)
+        orders.write.parquet("s3://out/{}/{:>4}".format(2024, "x") + "%05d" % 7)
+        for i in range(200):
+            for j in range(200):
+                for k in range(200):
+                    pass
+        """
+    )
+    assert [w.target for w in analysis.writes] == [None, None, None, None, "s3://out/2024/   x00007"]
+    assert messages(analysis) == [
+        "the analysis stopped after 100000 statements",
+        "line 13: target path is not resolved: a value this large is not computed",
+        "line 14: target path is not resolved: str.format() this wide is not computed",
+        "line 15: target path is not resolved: a format this wide is not computed",
+        "line 16: target path is not resolved: a value this large is not computed",
+    ]

@@ -1,0 +1,211 @@
+"""One OpenLineage RunEvent (COMPLETE) per analysed Glue job, with openlineage-python's classes.
+
+Datasets are named as the rest of Lakeline names them, so the events join the pipeline's own in the
+lineage store: catalog tables are ``database.table`` in the catalog's dataset namespace (Athena's on
+AWS, see ``openlineage_config``); S3 locations follow the OpenLineage naming spec, namespace
+``s3://bucket`` and the key as name. Each output carries ``schema`` and ``columnLineage`` (per-field
+DIRECT/INDIRECT inputs, and the dataset-wide INDIRECT ones). The job carries ``jobType``, the script
+(``sourceCode``) and where it lives (``sourceCodeLocation``); the run carries ``processing_engine`` and,
+when parts of the script could not be resolved, ``extractionError`` listing each with its line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.facet_v2 import (
+    column_lineage_dataset,
+    extraction_error_run,
+    job_type_job,
+    parent_run,
+    processing_engine_run,
+    schema_dataset,
+    source_code_job,
+    source_code_location_job,
+)
+
+from lakeline.engines.base import TableSchema
+from lakeline.glue_scanner.catalog import GlueCatalog
+from lakeline.glue_scanner.column_exprs import Problem
+from lakeline.glue_scanner.script import ScriptAnalysis, Write
+from lakeline.lineage.column_model import Dependencies, group_by_source, union
+from lakeline.lineage.openlineage_config import OpenLineageSettings
+from lakeline.lineage.openlineage_events import PRODUCER
+
+INTEGRATION = "GLUE"
+
+
+@dataclass(frozen=True)
+class DatasetNaming:
+    catalog_namespace: str
+
+    def of(self, dataset: str) -> tuple[str, str]:
+        """(namespace, name) of a dataset: ``db.table`` or ``s3://bucket/key``."""
+        if dataset.startswith("s3://"):
+            bucket, _, key = dataset[len("s3://") :].partition("/")
+            return f"s3://{bucket}", key or "/"
+        return self.catalog_namespace, dataset
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What the event of one analysed job says."""
+
+    job_name: str
+    run_id: str
+    analysis: ScriptAnalysis
+    unresolved: tuple[Problem, ...]
+    script: str
+    script_location: str | None = None
+    glue_version: str | None = None
+
+
+def _input_fields(dependencies: Dependencies, naming: DatasetNaming) -> list[column_lineage_dataset.InputField]:
+    fields = []
+    for source, transformations in group_by_source(dependencies).items():
+        namespace, name = naming.of(source.dataset)
+        fields.append(
+            column_lineage_dataset.InputField(
+                namespace=namespace,
+                name=name,
+                field=source.field,
+                transformations=[
+                    column_lineage_dataset.Transformation(type=t.type.value, subtype=t.subtype.value, masking=t.masking)
+                    for t in transformations
+                ],
+            )
+        )
+    return fields
+
+
+def column_lineage_facet(
+    writes: Iterable[Write], naming: DatasetNaming
+) -> column_lineage_dataset.ColumnLineageDatasetFacet:
+    """The ``columnLineage`` of one output, from every write to it (a job may append twice)."""
+    per_column: dict[str, list[Dependencies]] = {}
+    dataset: list[Dependencies] = []
+    for write in writes:
+        for column in write.columns:
+            per_column.setdefault(column.name, []).append(column.dependencies)
+        dataset.append(write.dataset)
+    fields = {
+        name: column_lineage_dataset.Fields(inputFields=_input_fields(union(*parts), naming))
+        for name, parts in per_column.items()
+        if union(*parts)
+    }
+    return column_lineage_dataset.ColumnLineageDatasetFacet(
+        fields=fields, dataset=_input_fields(union(*dataset), naming)
+    )
+
+
+def _schema(schema: TableSchema) -> schema_dataset.SchemaDatasetFacet:
+    return schema_dataset.SchemaDatasetFacet(
+        fields=[
+            schema_dataset.SchemaDatasetFacetFields(name=column.name, type=column.type)
+            for column in (*schema.columns, *schema.partition_columns)
+        ]
+    )
+
+
+def _catalog_schema(dataset: str, catalog: GlueCatalog) -> TableSchema | None:
+    if dataset.startswith("s3://") or "." not in dataset:
+        return None
+    database, table = dataset.split(".", 1)
+    return catalog.schema_or_none(database, table)
+
+
+def _extraction_errors(run: JobRun) -> extraction_error_run.ExtractionErrorRunFacet:
+    # Tasks: each sink, plus the script as a whole; a task fails if something in it is unresolved.
+    writes = run.analysis.writes
+    failed = sum(1 for write in writes if write.problems) + (1 if run.analysis.problems or not writes else 0)
+    return extraction_error_run.ExtractionErrorRunFacet(
+        totalTasks=len(writes) + 1,
+        failedTasks=failed,
+        errors=[
+            extraction_error_run.Error(
+                errorMessage=problem.message,
+                task=f"{problem.file or 'script'} line {problem.line}" if problem.line else problem.file or "script",
+                taskNumber=problem.line or None,
+            )
+            for problem in run.unresolved
+        ],
+    )
+
+
+def job_event(
+    run: JobRun,
+    *,
+    catalog: GlueCatalog,
+    naming: DatasetNaming,
+    settings: OpenLineageSettings,
+    at: datetime,
+) -> RunEvent:
+    """The COMPLETE event of one job's analysed script."""
+    if at.tzinfo is None:
+        raise ValueError("event time must be timezone-aware")
+    analysis = run.analysis
+    read = set(analysis.reads)
+    for write in analysis.writes:
+        read.update(write.inputs)
+    inputs = []
+    for dataset in sorted(read):
+        namespace, name = naming.of(dataset)
+        schema = _catalog_schema(dataset, catalog)
+        facets: dict[str, Any] = {"schema": _schema(schema)} if schema else {}
+        inputs.append(InputDataset(namespace=namespace, name=name, facets=facets))
+    outputs = []
+    targets = sorted({write.target for write in analysis.writes if write.target})
+    for target in targets:
+        writes = [write for write in analysis.writes if write.target == target]
+        namespace, name = naming.of(target)
+        out_facets: dict[str, Any] = {"columnLineage": column_lineage_facet(writes, naming)}
+        schema = _catalog_schema(target, catalog)
+        if schema is not None:
+            out_facets["schema"] = _schema(schema)
+        else:
+            names = list(dict.fromkeys(column.name for write in writes for column in write.columns))
+            if names:
+                out_facets["schema"] = schema_dataset.SchemaDatasetFacet(
+                    fields=[schema_dataset.SchemaDatasetFacetFields(name=n) for n in names]
+                )
+        outputs.append(OutputDataset(namespace=namespace, name=name, facets=out_facets))
+    run_facets: dict[str, Any] = {
+        "processing_engine": processing_engine_run.ProcessingEngineRunFacet(
+            version=run.glue_version or "unknown", name="glue", openlineageAdapterVersion=PRODUCER
+        )
+    }
+    if settings.parent is not None:
+        root = settings.root
+        run_facets["parent"] = parent_run.ParentRunFacet(
+            run=parent_run.Run(runId=settings.parent.run_id),
+            job=parent_run.Job(namespace=settings.parent.namespace, name=settings.parent.name),
+            root=parent_run.Root(
+                run=parent_run.RootRun(runId=root.run_id),
+                job=parent_run.RootJob(namespace=root.namespace, name=root.name),
+            )
+            if root
+            else None,
+        )
+    if run.unresolved:
+        run_facets["extractionError"] = _extraction_errors(run)
+    job_facets: dict[str, Any] = {
+        "jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration=INTEGRATION, jobType="JOB"),
+        "sourceCode": source_code_job.SourceCodeJobFacet(language="python", sourceCode=run.script),
+    }
+    if run.script_location:
+        job_facets["sourceCodeLocation"] = source_code_location_job.SourceCodeLocationJobFacet(
+            type="s3", url=run.script_location
+        )
+    return RunEvent(
+        eventType=RunState.COMPLETE,
+        eventTime=at.astimezone(UTC).isoformat(),
+        run=Run(runId=run.run_id, facets=run_facets),
+        job=Job(namespace=settings.namespace, name=run.job_name, facets=job_facets),
+        producer=PRODUCER,
+        inputs=inputs,
+        outputs=outputs,
+    )
