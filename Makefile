@@ -44,6 +44,7 @@ typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 pytest: $(VENV)/.installed-dev node_modules/.installed
+	bash scripts/ensure-chromium.sh
 	$(BIN)/pytest
 
 check: lint typecheck

@@ -33,6 +33,13 @@ def local_uri(path: Path) -> str:
     return "file://" + str(path.resolve())
 
 
+def normalize_location(location: str) -> str:
+    """Hadoop writes local paths as ``file:/x``; Lakeline's locations are URIs, ``file:///x``."""
+    if location.startswith("file:/") and not location.startswith("file://"):
+        return "file://" + location[len("file:") :]
+    return location
+
+
 def local_root(path: Path) -> str:
     """The ``file://`` location of a local folder, ending in '/'."""
     return local_uri(path).rstrip("/") + "/"

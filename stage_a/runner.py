@@ -33,12 +33,11 @@ def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> int:
     return store.delete_prefix(plan.target_location)
 
 
-def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:
-    """Register, CTAS, always drop the temp table, publish, then clean the superseded prefixes.
+def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> list[str]:
+    """What the state machine's SQL tasks do: register, CTAS, always drop the temp table, publish.
 
-    If the CTAS fails, its partial output is deleted and the stage partition keeps pointing at the
-    previous data; the error is raised after the temp table is dropped. In the cloud the state
-    machine runs the same steps, with ``finish_stage_a`` and ``abandon_stage_a`` in Lambda tasks.
+    If the CTAS fails, its partial output is deleted and the error raised after the temp table is
+    dropped; the stage partition keeps pointing at the previous data. Returns the query ids.
     """
     query_ids = []
     if plan.register_raw:
@@ -59,6 +58,12 @@ def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAR
         raise ctas_error
     for statement in plan.publish:
         query_ids.append(engine.execute(statement, database=plan.target_database).query_id)
+    return query_ids
+
+
+def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:
+    """The whole stage A run: ``execute_stage_a`` then ``finish_stage_a``, as the state machine does."""
+    query_ids = execute_stage_a(plan, engine, store)
     files, superseded = finish_stage_a(plan, store)
     logger.info(
         "stage A %s.%s %s: %d files, %d superseded prefixes removed",

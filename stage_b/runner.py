@@ -47,7 +47,8 @@ def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> int:
     return store.delete_prefix(plan.target_location) if plan.writes else 0
 
 
-def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBResult:
+def execute_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> list[str]:
+    """What the state machine's SQL tasks do: the steps in order, always the DROP, then the swap."""
     query_ids: list[str] = []
     failure: StageBStepFailed | None = None
     for step in plan.steps:
@@ -68,6 +69,11 @@ def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBR
         raise failure
     for statement in plan.publish:
         query_ids.append(engine.execute(statement, database=plan.target_database).query_id)
+    return query_ids
+
+
+def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBResult:
+    query_ids = execute_stage_b(plan, engine, store)
     files, superseded = finish_stage_b(plan, store)
     logger.info("stage B %s %s: %d steps, %d files", plan.dataset, plan.partition, len(plan.steps), len(files))
     return StageBResult(plan, files, superseded, query_ids)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
 from lakeline.engines.translate import athena_to_spark
-from lakeline.names import ddl_name
+from lakeline.names import ddl_name, string_literal
+from lakeline.storage import normalize_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -113,7 +114,7 @@ class SparkEngine:
         location = None
         for row in self.session.sql(f"DESCRIBE TABLE EXTENDED {ddl_name(database, table)}").collect():
             if row["col_name"] == "Location":
-                location = str(row["data_type"]).rstrip("/") + "/"
+                location = normalize_location(str(row["data_type"])).rstrip("/") + "/"
         return TableSchema(
             database=database,
             table=table,
@@ -121,6 +122,18 @@ class SparkEngine:
             partition_columns=tuple(Column(c.name, c.dataType) for c in columns if c.isPartition),
             location=location,
         )
+
+    def partition_location(self, database: str, table: str, partition: dict[str, str]) -> str | None:
+        """Where a partition's data is, as a URI, or ``None`` if the partition does not exist."""
+        spec = ", ".join(f"{ddl_name(column)} = {string_literal(value)}" for column, value in partition.items())
+        try:
+            rows = self.session.sql(f"DESCRIBE FORMATTED {ddl_name(database, table)} PARTITION ({spec})").collect()
+        except Exception:
+            return None
+        for row in rows:
+            if row["col_name"] == "Location":
+                return normalize_location(str(row["data_type"])).rstrip("/") + "/"
+        return None
 
     def stop(self) -> None:
         self.session.stop()

@@ -41,7 +41,8 @@ def ensure_tables(
     stage_db = settings.stage_database(raw.team, raw.dataset)
     partition_columns = [column for column, _ in raw.partition]
     for database in (raw_db, stage_db):
-        session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
+        if not session.catalog.databaseExists(database):
+            session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
     if not engine.table_exists(raw_db, raw.table):
         reader = raw_format(raw.file_name)
         options = {"header": "true", "inferSchema": "true"} if reader == "csv" else {}

@@ -33,6 +33,8 @@ def write_customers_csv(raw_dir: Path, day: str, rows: int, seed: int = 7) -> Sa
     rng = random.Random(f"{seed}-{day}")
     key = f"engineering/mysql/customers/date={day}/customers_{day}.csv"
     path = raw_dir / key
+    if path.exists():  # the sample is deterministic: an existing file is already this one
+        return SampleFile(key, rows)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
@@ -54,6 +56,8 @@ def write_orders_parquet(spark: SparkSession, raw_dir: Path, day: str, rows: int
     """engineering/sales/orders/date=<day>/orders_<day>.parquet, one Parquet file written by Spark."""
     key = f"engineering/sales/orders/date={day}/orders_{day}.parquet"
     target = raw_dir / key
+    if target.exists():
+        return SampleFile(key, rows)
     statuses = ", ".join(f"'{status}'" for status in STATUSES)
     frame = spark.range(rows).selectExpr(
         f"CAST({day} AS BIGINT) * 100000 + id AS order_id",

@@ -1,69 +1,141 @@
-"""The demo and the stage A command run as a user runs them: separate processes, real Spark."""
+"""``lakeline demo`` run as a user runs it (a separate process, real Spark, the local AWS endpoint),
+checked against figures computed here, independently, from the sample files' definition."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 LAKELINE = [sys.executable, "-m", "lakeline"]
+DAYS = ["20220117", "20220118", "20220119", "20220120"]
+ORDERS_PER_DAY = 5_000
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([*LAKELINE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([*LAKELINE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
-def demo_workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]:
     workspace = tmp_path_factory.mktemp("demo")
-    return workspace, run(["demo", "--workspace", str(workspace)], cwd=workspace)
+    result = run(["demo", "--workspace", str(workspace)], cwd=workspace)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return workspace, json.loads((workspace / "summary.json").read_text()), result
 
 
-def test_demo_runs_stage_a_for_every_arrival(
-    demo_workspace: tuple[Path, subprocess.CompletedProcess[str]],
+def customers(workspace: Path, day: str) -> dict[int, tuple[str, float]]:
+    path = workspace / f"raw/engineering/mysql/customers/date={day}/customers_{day}.csv"
+    with path.open() as handle:
+        return {int(r["customer_id"]): (r["country"], float(r["lifetime_value"])) for r in csv.DictReader(handle)}
+
+
+def expected_daily_sales(workspace: Path, day: str) -> dict[str, tuple[int, float]]:
+    """The orders generator's formula (lakeline/local/sample.py), joined to the customers file."""
+    people = customers(workspace, day)
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for order in range(ORDERS_PER_DAY):
+        customer = int(day) % 10_000 * 100_000 + (order * 7919) % ORDERS_PER_DAY
+        if customer in people:
+            country = people[customer][0]
+            totals[country][0] += 1
+            totals[country][1] += round(((order * 2654435761) % 100_000) / 100.0, 2)
+    return {country: (int(count), round(amount, 2)) for country, (count, amount) in totals.items()}
+
+
+def test_stage_a_wrote_every_partition_with_its_bucket_count(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    _, summary, _ = demo
+    tables = {(t["table"], t["partition"]): (t["rows"], t["files"]) for t in summary["tables"]}
+    for day in DAYS:
+        assert tables[("engineering_mysql_dev.customers", f"date={day}")] == (500, 1)
+        assert tables[("engineering_sales_dev.orders", f"date={day}")] == (ORDERS_PER_DAY, 2)
+    assert summary["failures"] == []
+    assert summary["stage_a_runs"] == 8, "eight arrivals; the redelivered one does not run again"
+    assert summary["duplicates"][0].startswith("engineering/sales/orders/date=20220120/")
+
+
+def test_customers_by_country_matches_the_raw_files(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    workspace, summary, _ = demo
+    rows = summary["contents"]["engineering_analytics_dev.customers_by_country"]
+    for day in DAYS:
+        expected: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        for country, value in customers(workspace, day).values():
+            expected[country][0] += 1
+            expected[country][1] += value
+        got = {row[0]: (row[1], row[2]) for row in rows if row[3] == day}
+        assert got == {c: (int(n), round(v, 2)) for c, (n, v) in expected.items()}, day
+
+
+def test_daily_sales_joins_orders_and_customers_once_both_arrived(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    workspace, summary, _ = demo
+    rows = summary["contents"]["engineering_analytics_dev.daily_sales"]
+    for day in DAYS:
+        got = {row[0]: (row[1], round(row[2], 2)) for row in rows if row[3] == day}
+        assert got == expected_daily_sales(workspace, day), day
+
+
+def test_weekly_sales_chains_from_daily_sales_into_the_saturday_partition(
+    demo: tuple[Path, dict[str, Any], Any],
 ) -> None:
-    workspace, result = demo_workspace
-    assert result.returncode == 0, result.stderr
-    assert "9 deliveries (8 arrivals + 1 redelivery)" in result.stdout
-    lines = [line for line in result.stdout.splitlines() if "engineering_" in line]
-    customers = [line for line in lines if "engineering_mysql_dev.customers" in line]
-    orders = [line for line in lines if "engineering_sales_dev.orders" in line]
-    assert len(customers) == 4 and len(orders) == 4
-    for line in customers:
-        cells = [cell.strip() for cell in line.split("│") if cell.strip()]
-        assert cells[2:5] == ["500", "500", "1"], line
-    for line in orders:
-        cells = [cell.strip() for cell in line.split("│") if cell.strip()]
-        assert cells[2:5] == ["5000", "5000", "2"], line
-    partitions = sorted(p.name for p in (workspace / "stage/engineering/sales/orders").iterdir())
-    assert partitions == ["date=20220117", "date=20220118", "date=20220119", "date=20220120"]
-    for partition in partitions:
-        runs = list((workspace / "stage/engineering/sales/orders" / partition).iterdir())
-        assert len(runs) == 1, f"superseded run prefixes left in {partition}: {runs}"
+    workspace, summary, _ = demo
+    rows = summary["contents"]["engineering_analytics_dev.weekly_sales"]
+    expected: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for day in DAYS:
+        for country, (count, amount) in expected_daily_sales(workspace, day).items():
+            expected[country][0] += count
+            expected[country][1] += amount
+    got = {row[0]: (row[1], round(row[2], 2), row[3], row[4]) for row in rows}
+    assert got == {c: (int(n), round(v, 2), 4, "2022-01-22") for c, (n, v) in expected.items()}
 
 
-def test_stage_a_run_command_on_the_demo_workspace_is_idempotent(
-    demo_workspace: tuple[Path, subprocess.CompletedProcess[str]],
-) -> None:
-    workspace, _ = demo_workspace
-    key = "engineering/mysql/customers/date=20220119/customers_20220119.csv"
-    result = run(["stage-a", "run", "--workspace", str(workspace), "--key", key, "--environment", "dev"], cwd=workspace)
-    assert result.returncode == 0, result.stderr
-    output = json.loads(result.stdout)
-    assert output["table"] == "engineering_mysql_dev.customers"
-    assert output["partition"] == {"date": "20220119"}
-    assert output["rows"] == 500
-    assert len(output["files"]) == 1
-    assert len(output["superseded_deleted"]) == 1
+def test_the_seeds_example_lands_in_the_saturday_before(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    _, summary, _ = demo
+    tables = {(t["table"], t["partition"]) for t in summary["tables"]}
+    assert ("engineering_analytics_dev.destination_table", "date=20220115") in tables
+    # 20220115 - 1 day and - 5 days: the window holds no sample data, so the partition is empty.
+    assert summary["contents"]["engineering_analytics_dev.destination_table"] == []
 
 
-def test_stage_a_run_rejects_a_bad_key_before_starting_spark(tmp_path: Path) -> None:
-    result = run(["stage-a", "run", "--workspace", str(tmp_path), "--key", "a/b/c/d=x;y/f.csv"], cwd=tmp_path)
-    assert result.returncode == 2
-    assert "rejected" in result.stderr
-    assert result.stdout == ""
+def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    workspace, summary, _ = demo
+    lines = [
+        json.loads(line)
+        for path in sorted((workspace / "lineage-archive").rglob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+    roots = {line["root_id"] for line in lines}
+    assert len(roots) == 8, "one tree per arrival; the redelivered arrival is the same tree"
+    assert summary["archive_objects"] == 8
+    actions = {node["action_taken"] for line in lines for node in line["lineage"]}
+    assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
+    assert all(line["lineage"][-1]["action_taken"] == "TRACE_COMPLETE" or line["lineage"] for line in lines)
+    assert summary["archived_lineage_rows"] > 0
+    events = (workspace / "lineage/openlineage.jsonl").read_text().splitlines()
+    states = {json.loads(event)["eventType"] for event in events}
+    assert states == {"START", "COMPLETE"}
+    html = (workspace / "lineage.html").read_text()
+    for dataset in ("engineering_analytics_dev.weekly_sales", "engineering_sales_dev.orders"):
+        assert dataset in html
+
+
+def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    workspace, first, _ = demo
+    again = run(["demo", "--workspace", str(workspace)], cwd=workspace)
+    assert again.returncode == 0, again.stderr[-3000:]
+    second = json.loads((workspace / "summary.json").read_text())
+    assert second["contents"] == first["contents"]
+    assert second["tables"] == first["tables"]
+    assert second["stage_a_runs"] == 0, "every arrival is a redelivery of one already processed"
+    assert len(second["duplicates"]) == 9
+    archive = sorted(p.relative_to(workspace) for p in (workspace / "lineage-archive").rglob("*.jsonl"))
+    assert len(archive) == first["archive_objects"]
+    for summary in (first, second):
+        assert summary["seconds"] < 180, "the demo must finish in under 3 minutes"

@@ -1,0 +1,135 @@
+"""A local AWS endpoint for the embedded runtime: moto's server on 127.0.0.1 serving the pipeline's
+DynamoDB tables (with streams), SQS queues and the lineage archive bucket.
+
+Starting it points this process's AWS SDK at it (``AWS_ENDPOINT_URL`` and test credentials), and sets
+the environment variables the Lambda handlers read, so the handlers run unchanged against it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import boto3
+
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.lineage.table import LINEAGE_TABLE
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodbstreams import DynamoDBStreamsClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+REGION = "us-east-1"
+QUEUES = ("queue-a", "queue-b", "lineage", "trace")
+ARCHIVE_BUCKET = "lakeline-lineage-archive"
+ARCHIVE_PREFIX = "archive/"
+LINEAGE_TABLE_NAME = "lineage"
+
+
+@dataclass
+class LocalCloud:
+    server: Any
+    endpoint: str
+    queue_urls: dict[str, str]
+    dependencies_stream_arn: str
+    lineage_stream_arn: str
+    names: DependencyTableNames = field(default_factory=DependencyTableNames)
+    _saved_environment: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls) -> LocalCloud:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        saved = {name: os.environ.get(name) for name in _sdk_environment(endpoint)}
+        os.environ.update(_sdk_environment(endpoint))
+        dynamodb = boto3.client("dynamodb")
+        names = DependencyTableNames()
+        dependencies_stream = create_dependency_tables(dynamodb, names)
+        created = dynamodb.create_table(**LINEAGE_TABLE.create_table_kwargs(LINEAGE_TABLE_NAME))
+        dynamodb.update_time_to_live(**LINEAGE_TABLE.time_to_live_kwargs(LINEAGE_TABLE_NAME))
+        sqs = boto3.client("sqs")
+        queue_urls = {}
+        for name in QUEUES:
+            dead_letters = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+            dead_letters_arn = sqs.get_queue_attributes(QueueUrl=dead_letters, AttributeNames=["QueueArn"])
+            redrive = json.dumps(
+                {"deadLetterTargetArn": dead_letters_arn["Attributes"]["QueueArn"], "maxReceiveCount": "3"}
+            )
+            queue_urls[name] = sqs.create_queue(QueueName=name, Attributes={"RedrivePolicy": redrive})["QueueUrl"]
+            queue_urls[f"{name}-dlq"] = dead_letters
+        boto3.client("s3").create_bucket(Bucket=ARCHIVE_BUCKET)
+        cloud = cls(
+            server=server,
+            endpoint=endpoint,
+            queue_urls=queue_urls,
+            dependencies_stream_arn=dependencies_stream,
+            lineage_stream_arn=created["TableDescription"].get("LatestStreamArn", ""),
+            names=names,
+            _saved_environment=saved,
+        )
+        os.environ.update(cloud.lambda_environment())
+        return cloud
+
+    def lambda_environment(self) -> dict[str, str]:
+        """What the CDK stacks set on the functions, pointing at the local resources."""
+        return {
+            "DEPENDENCIES_TABLE": self.names.dependencies,
+            "DEPENDENCIES_BY_TABLE_TABLE": self.names.by_table,
+            "PIPELINE_STATE_TABLE": self.names.pipeline_state,
+            "STAGE_B_QUEUE_URL": self.queue_urls["queue-b"],
+            "LINEAGE_QUEUE_URL": self.queue_urls["lineage"],
+            "LINEAGE_TABLE_NAME": LINEAGE_TABLE_NAME,
+            "TRACE_QUEUE_URL": self.queue_urls["trace"],
+            "ARCHIVE_BUCKET": ARCHIVE_BUCKET,
+            "ARCHIVE_PREFIX": ARCHIVE_PREFIX,
+            # The demo traces right away: nothing needs to settle first.
+            "TRACE_SETTLE_SECONDS": "0",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_NAMESPACE": "Lakeline",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+        }
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        return boto3.client("dynamodb")
+
+    @property
+    def streams(self) -> DynamoDBStreamsClient:
+        return boto3.client("dynamodbstreams")
+
+    @property
+    def sqs(self) -> SQSClient:
+        return boto3.client("sqs")
+
+    @property
+    def s3(self) -> S3Client:
+        return boto3.client("s3")
+
+    def stop(self) -> None:
+        self.server.stop()
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _sdk_environment(endpoint: str) -> dict[str, str]:
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "lakeline-local",
+        "AWS_SECRET_ACCESS_KEY": "lakeline-local",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+    }

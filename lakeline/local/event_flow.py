@@ -1,0 +1,328 @@
+"""The pipeline's event flow on one machine, with the deployed handler code.
+
+Queues, tables and streams are real (moto's server on 127.0.0.1, see ``lakeline.local.cloud``); the
+handlers the CDK app deploys run unchanged against them: the dependencies stream function, stage A
+and stage B post-update and failure functions, the lineage load, schedule and trace functions. What
+runs in the cloud as a Step Functions state machine of Athena (or Glue) tasks runs here on embedded
+Spark, through the same planning and execution code (``stage_a.start``, ``stage_b.process``,
+``execute_stage_a``/``execute_stage_b``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from lakeline.dependencies.model import DependencyItem
+from lakeline.dependencies.store import DependencyStore
+from lakeline.engines.base import QueryError, TableSchema
+from lakeline.engines.spark import SparkEngine
+from lakeline.errors import LakelineError
+from lakeline.lineage.archive import LocalArchiveStore
+from lakeline.lineage.openlineage_config import OpenLineageSettings
+from lakeline.lineage.openlineage_emitter import LineageEmitter
+from lakeline.lineage.openlineage_events import event_to_dict, sql_step_run, stable_run_id
+from lakeline.local.catalog import ensure_tables
+from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, LocalCloud
+from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
+from lakeline.local.workspace import Workspace
+from lakeline.names import dml_name
+from lakeline.partitions import partition_filter
+from lakeline.settings import PipelineSettings
+from lakeline.storage import LocalObjectStore
+from stage_a.arrivals import parse_arrivals
+from stage_a.keys import parse_raw_key
+from stage_a.plan import StageAPlan
+from stage_a.runner import execute_stage_a
+from stage_a.start import plan_arrival
+from stage_b.ledger import DynamoDBAppliedMessages
+from stage_b.messages import StageBMessage
+from stage_b.plan import StageBPlan
+from stage_b.process import StageBServices, plan_message
+from stage_b.runner import StageBStepFailed, execute_stage_b
+
+LOCAL_RAW_BUCKET = "local-raw"
+Listener = Callable[[str, str], None]
+
+
+class ExecutionNames:
+    """Step Functions refuses a second execution with a name already used: that is what keeps a
+    redelivered arrival or message from running twice. The local runtime keeps the names it started
+    in the workspace, so a redelivery, even in a later run, is recognised the same way."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.names: set[str] = set(json.loads(path.read_text())) if path.exists() else set()
+
+    def start(self, name: str) -> bool:
+        """``True`` if ``name`` is new (and is now taken), ``False`` for a duplicate."""
+        if name in self.names:
+            return False
+        self.names.add(name)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(sorted(self.names)))
+        temporary.replace(self.path)
+        return True
+
+
+@dataclass
+class FlowReport:
+    duplicates: list[str] = field(default_factory=list)
+    stage_a: list[StageAPlan] = field(default_factory=list)
+    stage_b: list[StageBPlan] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    lineage_records: int = 0
+
+
+class SparkCatalog:
+    """The catalog the router consults, backed by the workspace's metastore; the first arrival of a
+    table creates its raw and stage tables from the file (see ``lakeline.local.catalog``)."""
+
+    def __init__(self, engine: SparkEngine, workspace: Workspace, settings: PipelineSettings) -> None:
+        self.engine = engine
+        self.workspace = workspace
+        self.settings = settings
+
+    def prepare(self, key: str) -> None:
+        raw = parse_raw_key(key)
+        ensure_tables(self.engine, raw, self.workspace.raw_dir / raw.key, self.settings)
+
+    def describe_table(self, database: str, table: str) -> TableSchema:
+        return self.engine.describe_table(database, table)
+
+
+class EventFlow:
+    def __init__(
+        self,
+        cloud: LocalCloud,
+        engine: SparkEngine,
+        workspace: Workspace,
+        settings: PipelineSettings,
+        queries_root: Path,
+        *,
+        listener: Listener | None = None,
+        openlineage: OpenLineageSettings | None = None,
+    ) -> None:
+        from lambdas.dependencies_by_table import handler as dependencies_handler
+        from lambdas.lineage_load import handler as lineage_load
+        from lambdas.stage_a_post_update import handler as stage_a_post_update
+        from lambdas.stage_b_failure import handler as stage_b_failure
+        from lambdas.stage_b_post_update import handler as stage_b_post_update
+
+        self.cloud = cloud
+        self.engine = engine
+        self.workspace = workspace
+        self.settings = settings
+        self.catalog = SparkCatalog(engine, workspace, settings)
+        self.notify = listener or (lambda _stage, _what: None)
+        self.store = DependencyStore(cloud.dynamodb, cloud.names.dependencies, cloud.names.by_table)
+        self.services = StageBServices(
+            engine=engine,
+            store=LocalObjectStore(),
+            settings=settings,
+            dependencies=self.store,
+            ledger=DynamoDBAppliedMessages(cloud.dynamodb, cloud.names.pipeline_state),
+            queries_root=queries_root,
+        )
+        self.emitter = LineageEmitter(openlineage or OpenLineageSettings(namespace="lakeline-local"))
+        self.events: list[dict[str, Any]] = []
+        self.executions = ExecutionNames(workspace.root / "state" / "executions.json")
+        self.report = FlowReport()
+        sqs = cloud.sqs
+        self.queue_a = QueuePoller(sqs, cloud.queue_urls["queue-a"])
+        self.queue_b = QueuePoller(sqs, cloud.queue_urls["queue-b"])
+        self.lineage_queue = QueuePoller(sqs, cloud.queue_urls["lineage"])
+        self.trace_queue = QueuePoller(sqs, cloud.queue_urls["trace"])
+        self.dependencies_stream = StreamPoller(cloud.streams, cloud.dependencies_stream_arn)
+        self._dependencies_handler = dependencies_handler.handler
+        self._lineage_load = lineage_load.handler
+        self._stage_a_post_update = stage_a_post_update.handler
+        self._stage_b_post_update = stage_b_post_update.handler
+        self._stage_b_failure = stage_b_failure.handler
+
+    # --- dependencies ---------------------------------------------------------------------------
+
+    def register(self, items: Iterable[DependencyItem]) -> int:
+        """``lakeline deps put``, then the stream function builds dependencies-by-table."""
+        items = list(items)
+        self.store.put_items(items)
+        processed, failed = self.dependencies_stream.deliver(self._dependencies_handler, "dependencies-by-table")
+        if failed:
+            raise LakelineError(f"the dependencies stream function failed {failed} of {processed} records")
+        return len(items)
+
+    # --- arrivals ---------------------------------------------------------------------------------
+
+    def arrive(self, key: str) -> None:
+        """The EventBridge "Object Created" event S3 would send for a file under the raw folder."""
+        path = self.workspace.raw_dir / key
+        sequencer = hashlib.sha256(path.read_bytes()).hexdigest()[:18].upper()
+        # The upload time is the file's: the same file arriving again is the same event (same run, same
+        # lineage root), as a redelivery of one S3 event is.
+        uploaded = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        event = {
+            "version": "0",
+            "id": sequencer,
+            "detail-type": "Object Created",
+            "source": "aws.s3",
+            "time": uploaded.isoformat(),
+            "region": "us-east-1",
+            "detail": {
+                "bucket": {"name": LOCAL_RAW_BUCKET},
+                "object": {"key": key, "size": path.stat().st_size, "sequencer": sequencer},
+                "reason": "PutObject",
+            },
+        }
+        self.cloud.sqs.send_message(QueueUrl=self.cloud.queue_urls["queue-a"], MessageBody=json.dumps(event))
+
+    # --- the state machines, on Spark ---------------------------------------------------------------
+
+    def _stage_a_record(self, record: SQSRecord) -> None:
+        for arrival in parse_arrivals(json.loads(record.body)):
+            self.catalog.prepare(arrival.key)
+            name, plan = plan_arrival(arrival, self.settings, self.catalog)
+            if not self.executions.start(name):
+                self.report.duplicates.append(arrival.key)
+                self.notify("duplicate", f"{arrival.key} (execution {name} exists)")
+                continue
+            self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
+            step = sql_step_run(
+                self._stage_a_lineage_sql(plan),
+                catalog=self.catalog,
+                job_name=f"stage_a.{plan.target_database}.{plan.table}",
+                run_id=stable_run_id(datetime.now(UTC), f"{plan.raw_key}@{plan.run_token}"),
+                settings=self.emitter.settings,
+                engine="spark",
+            )
+            with self.emitter.run(step):
+                execute_stage_a(plan, self.engine, self.services.store)
+            self._stage_a_post_update({"plan": plan.to_dict()}, LambdaContext("stage-a-post-update"))
+            self.report.stage_a.append(plan)
+
+    def _stage_a_lineage_sql(self, plan: StageAPlan) -> str:
+        """The insert stage A simulates, for lineage: the raw partition's rows into the stage table."""
+        raw = self.engine.describe_table(plan.source_database, plan.table)
+        columns = ", ".join(dml_name(name) for name in raw.column_names + raw.partition_names)
+        partition = [(column, plan.partition[column.name]) for column in raw.partition_columns]
+        where = partition_filter(partition)
+        return (
+            f"INSERT INTO {dml_name(plan.target_database, plan.table)} SELECT {columns} "
+            f"FROM {dml_name(plan.source_database, plan.table)}" + (f" WHERE {where}" if where else "")
+        )
+
+    def _stage_b_record(self, record: SQSRecord) -> None:
+        message = StageBMessage.model_validate_json(record.body)
+        if not self.executions.start(message.deduplication_id()):
+            self.report.duplicates.append(message.node)
+            self.notify("duplicate", message.node)
+            return
+        plan = plan_message(message, self.services, self._run_token(message))
+        self.notify("stage B", message.node)
+        steps = [
+            sql_step_run(
+                sql,
+                catalog=self.catalog,
+                job_name=f"stage_b.{plan.dataset}.step{index}",
+                run_id=stable_run_id(datetime.now(UTC), f"{message.deduplication_id()}#{index}"),
+                settings=self.emitter.settings,
+                engine="spark",
+            )
+            for index, sql in enumerate(plan.resolved_sql)
+        ]
+        for step in steps:
+            self.emitter.emit_state(step, _state("START"))
+        try:
+            execute_stage_b(plan, self.engine, self.services.store)
+        except StageBStepFailed as error:
+            for step in steps:
+                self.emitter.emit_state(step, _state("FAIL"), error=error)
+            error_payload = {"Error": "StageBStepFailed", "Cause": str(error)}
+            self._stage_b_failure(
+                {"plan": plan.to_dict(), "error": error_payload, "failed_step": "steps"},
+                LambdaContext("stage-b-failure"),
+            )
+            self.report.failures.append(f"{message.node}: {error}")
+            raise
+        for step in steps:
+            self.emitter.emit_state(step, _state("COMPLETE"))
+        self._stage_b_post_update(
+            {"message": message.model_dump(mode="json"), "plan": plan.to_dict()}, LambdaContext("stage-b-post-update")
+        )
+        self.report.stage_b.append(plan)
+
+    @staticmethod
+    def _run_token(message: StageBMessage) -> str:
+        from lakeline.partitions import new_run_token
+
+        return new_run_token(unique=message.deduplication_id())
+
+    def _state_machine(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[dict[str, Any], Any], Any]:
+        def handler(event: dict[str, Any], context: Any) -> Any:
+            processor = BatchProcessor(event_type=EventType.SQS)
+            return process_partial_response(
+                event=event, record_handler=record_handler, processor=processor, context=context
+            )
+
+        return handler
+
+    # --- the loop ------------------------------------------------------------------------------------
+
+    def run_until_idle(self, *, max_rounds: int = 10_000) -> FlowReport:
+        stage_a = self._state_machine(self._stage_a_record)
+        stage_b = self._state_machine(self._stage_b_record)
+        for _ in range(max_rounds):
+            moved = 0
+            moved += self.queue_a.deliver(stage_a, "stage-a")[0]
+            moved += self.queue_b.deliver(stage_b, "stage-b")[0]
+            loaded, _ = self.lineage_queue.deliver(self._lineage_load, "lineage-load")
+            self.report.lineage_records += loaded
+            moved += loaded
+            if moved == 0 and not any(q.depth() for q in (self.queue_a, self.queue_b, self.lineage_queue)):
+                break
+        self.events.extend(event_to_dict(event) for event in self.emitter.drain())
+        return self.report
+
+    # --- the nightly trace ---------------------------------------------------------------------------
+
+    def trace(self) -> list[str]:
+        """Run the nightly schedule and trace functions now, then copy the archive into the workspace
+        (as ``aws s3 sync`` would), where the archived lineage is queried."""
+        from lambdas.lineage_schedule import handler as schedule
+        from lambdas.lineage_trace import handler as trace
+
+        schedule.handler({"source": "aws.events", "detail-type": "Scheduled Event"}, LambdaContext("lineage-schedule"))
+        while self.trace_queue.deliver(trace.handler, "lineage-trace")[0]:
+            pass
+        local = LocalArchiveStore(self.workspace.root / "lineage-archive")
+        copied = []
+        paginator = self.cloud.s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=ARCHIVE_BUCKET, Prefix=ARCHIVE_PREFIX):
+            for item in page.get("Contents", []):
+                body = self.cloud.s3.get_object(Bucket=ARCHIVE_BUCKET, Key=item["Key"])["Body"].read()
+                copied.append(local.put(item["Key"].removeprefix(ARCHIVE_PREFIX), body))
+        return copied
+
+    def write_openlineage(self) -> Path:
+        path = self.workspace.root / "lineage" / "openlineage.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(event, sort_keys=True) + "\n" for event in self.events))
+        return path
+
+
+def _state(name: str) -> Any:
+    from openlineage.client.event_v2 import RunState
+
+    return RunState(name)
+
+
+def describe_failure(error: BaseException) -> str:
+    return str(error) if isinstance(error, (LakelineError, QueryError)) else repr(error)
