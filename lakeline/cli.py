@@ -318,3 +318,52 @@ def run_sql(
             for row in result.rows:
                 table.add_row(*("NULL" if value is None else str(value) for value in row))
             console.print(table)
+
+
+ProjectOption = Annotated[Path, typer.Option("--config", help="lakeline.yml of the local project")]
+
+
+@app.command("run")
+def run_project(config: ProjectOption = Path("lakeline.yml")) -> None:
+    """Run the pipeline locally over a project's own folders: every file in its raw folder arrives."""
+    import time
+
+    from lakeline.local.project import LocalProject, ProjectConfig
+
+    console = Console()
+    try:
+        started = time.monotonic()
+        with LocalProject(ProjectConfig.load(config), console) as project:
+            project.prepare()
+            project.process(project.raw_keys())
+            run = project.finish(started)
+    except (LakelineError, QueryError) as error:
+        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+        return
+    if run.report.failures:
+        raise typer.Exit(1)
+
+
+@app.command("watch")
+def watch_project(
+    config: ProjectOption = Path("lakeline.yml"),
+    poll: Annotated[float, typer.Option(help="seconds between looks at the raw folder")] = 2.0,
+    duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
+) -> None:
+    """Process files as they land in the project's raw folder, until Ctrl-C (or --duration)."""
+    import time
+
+    from lakeline.local.project import LocalProject, ProjectConfig, watch
+
+    console = Console()
+    try:
+        started = time.monotonic()
+        with LocalProject(ProjectConfig.load(config), console) as project:
+            project.prepare()
+            try:
+                watch(project, poll_seconds=poll, max_seconds=duration)
+            except KeyboardInterrupt:
+                console.print("stopped")
+            project.finish(started)
+    except (LakelineError, QueryError) as error:
+        fail(str(error), code=1 if isinstance(error, QueryError) else 2)

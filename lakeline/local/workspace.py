@@ -18,17 +18,19 @@ from lakeline.storage import local_root
 @dataclass(frozen=True)
 class Workspace:
     root: Path
+    raw: Path | None = None
 
     @classmethod
-    def at(cls, root: Path) -> Workspace:
-        workspace = cls(root.resolve())
+    def at(cls, root: Path, raw: Path | None = None) -> Workspace:
+        """The workspace at ``root``; arrivals come from ``raw`` (default ``<root>/raw``)."""
+        workspace = cls(root.resolve(), raw.resolve() if raw else None)
         for zone in (workspace.raw_dir, workspace.stage_dir, workspace.analytics_dir):
             zone.mkdir(parents=True, exist_ok=True)
         return workspace
 
     @property
     def raw_dir(self) -> Path:
-        return self.root / "raw"
+        return self.raw or self.root / "raw"
 
     @property
     def stage_dir(self) -> Path:

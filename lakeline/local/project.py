@@ -1,0 +1,298 @@
+"""``lakeline run`` and ``lakeline watch``: the local pipeline over a user's own folders.
+
+A ``lakeline.yml`` names the folders and files; paths are relative to the file's folder:
+
+    workspace: .lakeline              # metastore, stage and analytics data, lineage, state
+    raw: raw                          # arrivals: raw/<team>/<dataset>/<table>/[k=v/]<file>
+    environment: dev                  # database suffix: <team>_<dataset>_dev
+    dependencies: [dependencies]      # dependency item JSON files or folders
+    tables: [tables.sql]              # Athena DDL for the stage B targets ($analytics_root, $workspace)
+    queries: athena_queries           # <team>/*.sql files named by steps' sql_file
+    default_table: {format: PARQUET, bucket_count: 1}
+    tables_settings:
+      engineering_sales_dev.orders: {bucketed_by: [order_id], bucket_count: 2}
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.table import Table
+
+from lakeline.dependencies.files import load_items
+from lakeline.dependencies.model import DependencyItem
+from lakeline.engines.spark import SparkEngine
+from lakeline.errors import ConfigError
+from lakeline.lineage.html import write_lineage_html
+from lakeline.lineage.query import load_query, query_local_archive
+from lakeline.local.cloud import LocalCloud
+from lakeline.local.event_flow import EventFlow, FlowReport
+from lakeline.local.stage_a import partition_row_count
+from lakeline.local.workspace import Workspace
+from lakeline.names import ddl_name
+from lakeline.settings import PipelineSettings, TableSettings
+from lakeline.storage import LocalObjectStore
+from stage_a.keys import InvalidKey, parse_raw_key
+
+DEFAULT_QUERIES = Path(__file__).resolve().parents[2] / "athena_queries"
+
+
+class ProjectConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: Path = Path(".lakeline")
+    raw: Path | None = None
+    environment: str | None = None
+    dependencies: list[Path] = Field(default_factory=list)
+    tables: list[Path] = Field(default_factory=list)
+    queries: Path = DEFAULT_QUERIES
+    default_table: TableSettings = TableSettings()
+    tables_settings: dict[str, TableSettings] = Field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> ProjectConfig:
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f"cannot read {path}: {error}") from error
+        try:
+            config = cls.model_validate(data)
+        except ValueError as error:
+            raise ConfigError(f"{path}: {error}") from error
+        return config.relative_to(path.parent)
+
+    def relative_to(self, base: Path) -> ProjectConfig:
+        def resolve(path: Path) -> Path:
+            return path if path.is_absolute() else (base / path).resolve()
+
+        return self.model_copy(
+            update={
+                "workspace": resolve(self.workspace),
+                "raw": resolve(self.raw) if self.raw else None,
+                "dependencies": [resolve(p) for p in self.dependencies],
+                "tables": [resolve(p) for p in self.tables],
+                "queries": resolve(self.queries),
+            }
+        )
+
+
+@dataclass
+class ProjectRun:
+    workspace: Workspace
+    report: FlowReport
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    contents: dict[str, list[list[Any]]] = field(default_factory=dict)
+    archive_objects: int = 0
+    archived_lineage_rows: int = 0
+    html: Path | None = None
+    seconds: float = 0.0
+
+
+class LocalProject:
+    """Engine, local AWS endpoint and event flow for one workspace, started together."""
+
+    def __init__(self, config: ProjectConfig, console: Console) -> None:
+        self.config = config
+        self.console = console
+        self.workspace = Workspace.at(config.workspace, config.raw)
+        self.settings: PipelineSettings = self.workspace.settings(
+            environment=config.environment, default_table=config.default_table, tables=config.tables_settings
+        )
+        self.engine: SparkEngine | None = None
+        self.cloud: LocalCloud | None = None
+        self.flow: EventFlow | None = None
+        self.items: list[DependencyItem] = []
+
+    def __enter__(self) -> LocalProject:
+        with self.console.status("starting embedded Spark and a local AWS endpoint (moto server on 127.0.0.1)"):
+            self.engine = SparkEngine.local(self.workspace.root)
+            self.cloud = LocalCloud.start()
+        self.flow = EventFlow(
+            self.cloud,
+            self.engine,
+            self.workspace,
+            self.settings,
+            self.config.queries,
+            listener=lambda stage, what: self.console.log(f"{stage}: {what}"),
+        )
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.cloud is not None:
+            self.cloud.stop()
+
+    @property
+    def started_flow(self) -> EventFlow:
+        if self.flow is None:
+            raise RuntimeError("use LocalProject as a context manager")
+        return self.flow
+
+    def prepare(self, extra_items: list[DependencyItem] | None = None) -> None:
+        """Run the table DDL files and register the dependency items."""
+        flow = self.started_flow
+        for path in self.config.tables:
+            text = path.read_text()
+            for name, value in (("$analytics_root", self.workspace.analytics_dir), ("$workspace", self.workspace.root)):
+                text = text.replace(name, str(value))
+            for statement in sqlglot.parse(text, read="athena"):
+                if statement is not None:
+                    flow.engine.execute(statement.sql("athena"))
+        self.items = [*load_items(self.config.dependencies), *(extra_items or [])]
+        if self.items:
+            flow.register(self.items)
+            self.console.print(f"registered {len(self.items)} dependency items")
+
+    def raw_keys(self) -> list[str]:
+        """Every file under the raw folder that is an arrival (others are reported and left alone)."""
+        keys = []
+        for path in sorted(self.workspace.raw_dir.rglob("*")):
+            if not path.is_file() or any(part.startswith((".", "_")) for part in path.parts):
+                continue
+            key = path.relative_to(self.workspace.raw_dir).as_posix()
+            try:
+                parse_raw_key(key)
+            except InvalidKey as error:
+                self.console.print(f"[yellow]skipped[/] {error}")
+                continue
+            keys.append(key)
+        return keys
+
+    def process(self, keys: list[str]) -> FlowReport:
+        flow = self.started_flow
+        for key in keys:
+            flow.arrive(key)
+        return flow.run_until_idle()
+
+    def finish(self, started: float) -> ProjectRun:
+        """Trace and archive the lineage, query it, write lineage.html and the summary."""
+        flow = self.started_flow
+        with self.console.status("nightly trace: lineage table → archive"):
+            archived = flow.trace()
+            flow.write_openlineage()
+        with self.console.status("querying the archived lineage (athena_queries/lineage/lineage_records.sql)"):
+            result = query_local_archive(flow.engine, self.workspace.root / "lineage-archive", load_query())
+        html = write_lineage_html(load_all_events(self.workspace), self.workspace.root / "lineage.html")
+        run = ProjectRun(self.workspace, flow.report, archive_objects=len(archived), html=html)
+        run.archived_lineage_rows = len(result.rows)
+        datasets = sorted(
+            {
+                *stage_tables(flow.report),
+                *(item.dataset for item in self.items),
+                *(source for item in self.items for source in item.source_tables),
+            }
+        )
+        for dataset in datasets:
+            database, table = dataset.split(".")
+            if flow.engine.table_exists(database, table):
+                run.tables.extend(table_summary(flow.engine, database, table))
+        for item in self.items:
+            if flow.engine.table_exists(*item.dataset.split(".")):
+                rows = flow.engine.execute(f"SELECT * FROM {item.dataset} ORDER BY 1, 2").rows
+                run.contents[item.dataset] = [list(row) for row in rows]
+        run.seconds = time.monotonic() - started
+        write_summary(run)
+        print_summary(run, self.console)
+        return run
+
+
+def stage_tables(report: FlowReport) -> list[str]:
+    return [f"{plan.target_database}.{plan.table}" for plan in report.stage_a]
+
+
+def load_all_events(workspace: Workspace) -> list[dict[str, Any]]:
+    path = workspace.root / "lineage" / "openlineage.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def table_summary(engine: SparkEngine, database: str, table: str) -> list[dict[str, Any]]:
+    """Rows and data files of every partition of a table."""
+    store = LocalObjectStore()
+    rows: list[dict[str, Any]] = []
+    for (spec,) in engine.session.sql(f"SHOW PARTITIONS {ddl_name(database, table)}").collect():
+        partition = dict(part.split("=", 1) for part in str(spec).split("/"))
+        count = partition_row_count(engine, database, table, partition)
+        location = engine.partition_location(database, table, partition)
+        files = store.list_data_files(location) if location else []
+        rows.append({"table": f"{database}.{table}", "partition": str(spec), "rows": count, "files": len(files)})
+    return rows
+
+
+def write_summary(run: ProjectRun) -> Path:
+    path = run.workspace.root / "summary.json"
+    report = run.report
+    path.write_text(
+        json.dumps(
+            {
+                "tables": run.tables,
+                "contents": run.contents,
+                "stage_a_runs": len(report.stage_a),
+                "stage_b_runs": len(report.stage_b),
+                "duplicates": report.duplicates,
+                "failures": report.failures,
+                "lineage_records": report.lineage_records,
+                "archive_objects": run.archive_objects,
+                "archived_lineage_rows": run.archived_lineage_rows,
+                "seconds": round(run.seconds, 1),
+            },
+            indent=1,
+            default=str,
+        )
+    )
+    return path
+
+
+def print_summary(run: ProjectRun, console: Console) -> None:
+    summary = Table(title="tables")
+    for column in ("table", "partition", "rows", "files"):
+        summary.add_column(column, justify="right" if column in ("rows", "files") else "left")
+    for row in run.tables:
+        summary.add_row(row["table"], row["partition"], str(row["rows"]), str(row["files"]))
+    console.print(summary)
+    report = run.report
+    console.print(
+        f"stage A runs: {len(report.stage_a)}, stage B runs: {len(report.stage_b)}, "
+        f"duplicates skipped: {len(report.duplicates)}, failed: {len(report.failures)}, "
+        f"lineage records loaded: {report.lineage_records}, archive objects: {run.archive_objects}, "
+        f"archived lineage rows: {run.archived_lineage_rows}"
+    )
+    for failure in report.failures:
+        console.print(f"[red]failed[/] {failure}")
+    console.print(f"lineage picture: {run.html}")
+    console.print(f"done in {run.seconds:.0f}s")
+
+
+def watch(
+    project: LocalProject,
+    *,
+    poll_seconds: float = 2.0,
+    max_seconds: float | None = None,
+    settle_seconds: float = 1.0,
+    stop: Callable[[], bool] = lambda: False,
+) -> FlowReport:
+    """Process files as they land in the raw folder (each key and modification time once)."""
+    seen: dict[str, float] = {}
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    report = project.started_flow.report
+    project.console.print(f"watching {project.workspace.raw_dir} (Ctrl-C to stop)")
+    while not stop() and (deadline is None or time.monotonic() < deadline):
+        fresh = []
+        for key in project.raw_keys():
+            mtime = (project.workspace.raw_dir / key).stat().st_mtime
+            if time.time() - mtime < settle_seconds:
+                continue  # still being written
+            if seen.get(key) != mtime:
+                seen[key] = mtime
+                fresh.append(key)
+        if fresh:
+            report = project.process(fresh)
+        time.sleep(poll_seconds)
+    return report

@@ -1,0 +1,119 @@
+"""``lakeline run`` and ``lakeline watch`` over a user's own project folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+LAKELINE = [sys.executable, "-m", "lakeline"]
+ITEM = {
+    "dataset": "shop_reports_dev.sales_by_store",
+    "dependencies": [
+        {
+            "TableName": "shop_pos_dev.sales",
+            "FieldColumn": "day",
+            "Usage": "overwrite",
+            "DateExpression": "%Y-%m-%d",
+            "relativedelta_attributes": {"days": 0},
+        }
+    ],
+    "partitionColumn": "day",
+    "partitionPythonMask": "%Y-%m-%d",
+    "steps": [
+        {
+            "db": "shop_reports_dev",
+            "info": "totals per store",
+            "sql": "INSERT INTO shop_reports_dev.sales_by_store SELECT store, sum(amount), '$day' "
+            "FROM shop_pos_dev.sales WHERE day = '$day' GROUP BY store",
+        }
+    ],
+    "date_substitutions": [{"token": "$day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 0}}],
+}
+TABLES = """
+CREATE DATABASE IF NOT EXISTS shop_reports_dev;
+CREATE EXTERNAL TABLE IF NOT EXISTS shop_reports_dev.sales_by_store (store STRING, amount DOUBLE)
+PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/sales_by_store/';
+"""
+
+
+def project(root: Path) -> Path:
+    (root / "deps").mkdir(parents=True)
+    (root / "deps" / "sales_by_store.json").write_text(json.dumps(ITEM))
+    (root / "tables.sql").write_text(TABLES)
+    (root / "lakeline.yml").write_text(
+        "workspace: ws\nraw: incoming\nenvironment: dev\ndependencies: [deps]\ntables: [tables.sql]\n"
+    )
+    return root / "lakeline.yml"
+
+
+def drop(root: Path, day: str, rows: list[tuple[str, float]]) -> None:
+    folder = root / "incoming" / "shop" / "pos" / "sales" / f"day={day}"
+    folder.mkdir(parents=True, exist_ok=True)
+    body = "store,amount\n" + "".join(f"{store},{amount}\n" for store, amount in rows)
+    (folder / "sales.csv").write_text(body)
+
+
+def totals(root: Path) -> dict[str, list[list[object]]]:
+    return dict(json.loads((root / "ws" / "summary.json").read_text())["contents"])
+
+
+def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
+    config = project(tmp_path)
+    drop(tmp_path, "2024-03-01", [("north", 10.0), ("south", 5.5), ("north", 2.5)])
+    drop(tmp_path, "2024-03-02", [("south", 1.0)])
+    (tmp_path / "incoming" / "not a key.csv").write_text("x\n1\n")
+    result = subprocess.run(
+        [*LAKELINE, "run", "--config", str(config)],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "skipped" in result.stdout
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
+        ["north", 12.5, "2024-03-01"],
+        ["south", 1.0, "2024-03-02"],
+        ["south", 5.5, "2024-03-01"],
+    ]
+    assert (tmp_path / "ws" / "lineage.html").exists()
+
+
+def test_watch_processes_files_as_they_land(tmp_path: Path) -> None:
+    config = project(tmp_path)
+    (tmp_path / "incoming").mkdir()
+    watcher = subprocess.Popen(
+        [*LAKELINE, "watch", "--config", str(config), "--poll", "0.5", "--duration", "60"],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert watcher.stdout is not None
+    started = time.monotonic()
+    for line in watcher.stdout:
+        if "watching" in line:
+            break
+        assert time.monotonic() - started < 120, "the watcher did not start"
+    drop(tmp_path, "2024-03-05", [("east", 3.0), ("east", 4.0)])
+    output, _ = watcher.communicate(timeout=300)
+    assert watcher.returncode == 0, output[-3000:]
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [["east", 7.0, "2024-03-05"]]
+
+
+@pytest.mark.parametrize("problem", ["workspace: [1, 2]\n", "unknown_setting: 1\n"])
+def test_an_invalid_project_file_is_reported(tmp_path: Path, problem: str) -> None:
+    (tmp_path / "lakeline.yml").write_text(problem)
+    result = subprocess.run(
+        [*LAKELINE, "run", "--config", str(tmp_path / "lakeline.yml")], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2
+    assert "lakeline.yml" in result.stderr
