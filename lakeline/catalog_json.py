@@ -47,12 +47,8 @@ class CatalogFile:
                     Column(c["Name"].lower(), c.get("Type", "string")) for c in entry.get("PartitionKeys", [])
                 )
             except (KeyError, TypeError, AttributeError) as error:
-                raise ValidationError(
-                    f"catalog {path}: table entry {entry!r:.80} is missing {error}"
-                ) from error
-            schemas[(database, name)] = TableSchema(
-                database, name, columns, partitions, descriptor.get("Location")
-            )
+                raise ValidationError(f"catalog {path}: table entry {entry!r:.80} is missing {error}") from error
+            schemas[(database, name)] = TableSchema(database, name, columns, partitions, descriptor.get("Location"))
         return cls(schemas)
 
     def describe_table(self, database: str, table: str) -> TableSchema:
