@@ -6,9 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from lakeline.errors import ConfigError
+from lakeline.settings import PipelineSettings, TableSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -50,3 +51,31 @@ def dead_letter(sqs: SQSClient, queue_url: str, body: str, reason: str, source: 
             "lakeline_source": {"DataType": "String", "StringValue": source},
         },
     )
+
+
+class RouterEnvironment(BaseModel):
+    """What both routers read: the state machine they start, their DLQ, and how tables are written."""
+
+    state_machine_arn: str
+    dead_letter_queue_url: str
+    stage_bucket: str
+    raw_bucket: str = "unused"
+    pipeline_environment: str | None = None
+    table_settings: dict[str, TableSettings] = Field(default_factory=dict)
+    default_table_settings: TableSettings = TableSettings()
+
+    def pipeline_settings(self) -> PipelineSettings:
+        return PipelineSettings(
+            raw_root=f"s3://{self.raw_bucket}/",
+            stage_root=f"s3://{self.stage_bucket}/",
+            environment=self.pipeline_environment,
+            default_table=self.default_table_settings,
+            tables=self.table_settings,
+        )
+
+
+class StepError(BaseModel):
+    """The error a Step Functions Catch puts in the state (``$.error``)."""
+
+    Error: str = "Unknown"
+    Cause: str = ""

@@ -14,17 +14,13 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.lambda_support import StepError
 from lakeline.storage import SchemeObjectStore
 from stage_a.plan import StageAPlan
 from stage_a.runner import abandon_stage_a
 
 logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
-
-
-class StepError(BaseModel):
-    Error: str = "Unknown"
-    Cause: str = ""
 
 
 class FailureInput(BaseModel):

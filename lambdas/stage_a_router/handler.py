@@ -20,12 +20,11 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field
 
 from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import ValidationError
-from lakeline.lambda_support import dead_letter, load_environment
-from lakeline.settings import PipelineSettings, TableSettings
+from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
+from lakeline.settings import PipelineSettings
 from stage_a.arrivals import parse_arrivals
 from stage_a.start import start_stage_a
 
@@ -39,19 +38,13 @@ metrics = Metrics(namespace="Lakeline", service="stage-a-router")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
-class RouterEnvironment(BaseModel):
-    state_machine_arn: str
-    dead_letter_queue_url: str
+class StageARouterEnvironment(RouterEnvironment):
     raw_bucket: str
-    stage_bucket: str
-    pipeline_environment: str | None = None
-    table_settings: dict[str, TableSettings] = Field(default_factory=dict)
-    default_table_settings: TableSettings = TableSettings()
 
 
 @dataclass(frozen=True)
 class Runtime:
-    environment: RouterEnvironment
+    environment: StageARouterEnvironment
     settings: PipelineSettings
     catalog: AthenaEngine
     sfn: SFNClient
@@ -60,14 +53,8 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
-    environment = load_environment(RouterEnvironment, os.environ)
-    settings = PipelineSettings(
-        raw_root=f"s3://{environment.raw_bucket}/",
-        stage_root=f"s3://{environment.stage_bucket}/",
-        environment=environment.pipeline_environment,
-        default_table=environment.default_table_settings,
-        tables=environment.table_settings,
-    )
+    environment = load_environment(StageARouterEnvironment, os.environ)
+    settings = environment.pipeline_settings()
     catalog = AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
     return Runtime(environment, settings, catalog, boto3.client("stepfunctions"), boto3.client("sqs"))
 

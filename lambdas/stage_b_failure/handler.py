@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.lambda_support import load_environment
+from lakeline.lambda_support import StepError, load_environment
 from lakeline.lineage.pipeline_steps import record_stage_b_failure
 from lakeline.lineage.writer import LineageWriter
 from lakeline.storage import SchemeObjectStore
@@ -23,11 +23,6 @@ from stage_b.runner import abandon_stage_b
 
 logger = Logger(service="stage-b-failure")
 tracer = Tracer(service="stage-b-failure")
-
-
-class StepError(BaseModel):
-    Error: str = "Unknown"
-    Cause: str = ""
 
 
 class FailureInput(BaseModel):

@@ -19,15 +19,14 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import ValidationError
-from lakeline.lambda_support import dead_letter, load_environment
+from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
 from lakeline.partitions import new_run_token
-from lakeline.settings import PipelineSettings, TableSettings
+from lakeline.settings import PipelineSettings
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
 from stage_b.plan import plan_stage_b
@@ -43,20 +42,14 @@ tracer = Tracer(service="stage-b-router")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
-class RouterEnvironment(BaseModel):
-    state_machine_arn: str
-    dead_letter_queue_url: str
+class StageBRouterEnvironment(RouterEnvironment):
     dependencies_table: str
     artifacts_bucket: str
-    stage_bucket: str
-    pipeline_environment: str | None = None
-    table_settings: dict[str, TableSettings] = Field(default_factory=dict)
-    default_table_settings: TableSettings = TableSettings()
 
 
 @dataclass(frozen=True)
 class Runtime:
-    environment: RouterEnvironment
+    environment: StageBRouterEnvironment
     settings: PipelineSettings
     dependencies: DependencyStore
     catalog: AthenaEngine
@@ -67,14 +60,8 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
-    environment = load_environment(RouterEnvironment, os.environ)
-    settings = PipelineSettings(
-        raw_root="s3://unused/",
-        stage_root=f"s3://{environment.stage_bucket}/",
-        environment=environment.pipeline_environment,
-        default_table=environment.default_table_settings,
-        tables=environment.table_settings,
-    )
+    environment = load_environment(StageBRouterEnvironment, os.environ)
+    settings = environment.pipeline_settings()
     return Runtime(
         environment=environment,
         settings=settings,
