@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
-from lakeline.engines.translate import athena_to_spark
+from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, translate_statement
 from lakeline.names import ddl_name, string_literal
 from lakeline.storage import normalize_location
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 logger = logging.getLogger(__name__)
+BUCKET_FILE = re.compile(r"_(\d{5})(?:\.c\d{3})?\.")
 
 
 def local_spark_session(
@@ -87,7 +89,8 @@ class SparkEngine:
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 
-        spark_sql = athena_to_spark(sql)
+        translated = translate_statement(sql)
+        spark_sql = translated.sql
         query_id = f"spark-{uuid.uuid4()}"
         logger.debug("spark %s: %s", query_id, spark_sql)
         try:
@@ -95,6 +98,8 @@ class SparkEngine:
                 self.session.catalog.setCurrentDatabase(database)
             frame = self.session.sql(spark_sql)
             rows = [tuple(row) for row in frame.collect()]
+            if translated.ctas is not None:
+                self._write_empty_buckets(translated.ctas)
         except (PySparkException, Py4JJavaError) as error:
             raise QueryFailed(
                 f"Spark statement failed: {_first_line(error)}",
@@ -103,6 +108,41 @@ class SparkEngine:
                 reason=_first_line(error),
             ) from error
         return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)
+
+    def _write_empty_buckets(self, ctas: CtasProperties) -> None:
+        """Athena writes one file per bucket even when a bucket is empty; Spark writes none for it.
+        Top the CTAS output up with empty files of the same schema, so ``bucket_count = N`` always
+        means N files, as readers of a bucketed table expect."""
+        if not ctas.bucket_count or not ctas.external_location or ctas.partitioned_by:
+            return
+        jvm: Any = self.session.sparkContext._jvm
+        hadoop = self.session.sparkContext._jsc.hadoopConfiguration()
+        root = jvm.org.apache.hadoop.fs.Path(ctas.external_location)
+        filesystem = root.getFileSystem(hadoop)
+        present: set[int] = set()
+        for status in filesystem.listStatus(root):
+            name = status.getPath().getName()
+            match = BUCKET_FILE.search(name)
+            if status.isFile() and match and not name.startswith(("_", ".")):
+                present.add(int(match.group(1)))
+        missing = [bucket for bucket in range(ctas.bucket_count) if bucket not in present]
+        if not missing:
+            return
+        schema = self.session.read.format(SPARK_FORMATS[ctas.format]).load(ctas.external_location).schema
+        scratch = ctas.external_location.rstrip("/") + f"/_lakeline_empty_{uuid.uuid4().hex}"
+        self.session.createDataFrame([], schema).coalesce(1).write.format(SPARK_FORMATS[ctas.format]).save(scratch)
+        (empty,) = [
+            s.getPath()
+            for s in filesystem.listStatus(jvm.org.apache.hadoop.fs.Path(scratch))
+            if s.getPath().getName().startswith("part-")
+        ]
+        suffix = empty.getName().split(".", 1)[1] if "." in empty.getName() else ""
+        job = uuid.uuid4()
+        for bucket in missing:
+            target = jvm.org.apache.hadoop.fs.Path(root, f"part-{bucket:05d}-{job}_{bucket:05d}.{suffix}")
+            jvm.org.apache.hadoop.fs.FileUtil.copy(filesystem, empty, filesystem, target, False, hadoop)
+        filesystem.delete(jvm.org.apache.hadoop.fs.Path(scratch), True)
+        logger.debug("wrote %d empty bucket files into %s", len(missing), ctas.external_location)
 
     def table_exists(self, database: str, table: str) -> bool:
         return bool(self.session.catalog.tableExists(f"{database}.{table}"))

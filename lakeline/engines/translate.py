@@ -126,12 +126,23 @@ def _athena_pseudo_columns(node: exp.Expression) -> exp.Expression:
     return node
 
 
+@dataclass(frozen=True)
+class SparkStatement:
+    sql: str
+    ctas: CtasProperties | None = None
+
+
 def athena_to_spark(sql: str) -> str:
     """Translate one Athena-dialect statement into one Spark SQL statement."""
+    return translate_statement(sql).sql
+
+
+def translate_statement(sql: str) -> SparkStatement:
+    """The Spark statement, and for a CTAS its Athena properties (the engine acts on some after it)."""
     text = sql.strip().rstrip(";").strip()
     if text.upper().startswith("MSCK REPAIR TABLE"):
         # Same syntax in both; sqlglot only knows it as an opaque command.
-        return text
+        return SparkStatement(text)
     try:
         statements = sqlglot.parse(text, read="athena")
     except ParseError as error:
@@ -144,7 +155,7 @@ def athena_to_spark(sql: str) -> str:
         and isinstance(statement.expression, exp.Query)
         and str(statement.args.get("kind", "")).upper() == "TABLE"
     ):
-        return ctas_to_spark(statement)
+        return SparkStatement(ctas_to_spark(statement), read_ctas_properties(statement.args.get("properties")))
     if isinstance(statement, exp.Command):
         raise TranslationError(f"statement is not supported on Spark: {text[:80]}")
-    return statement.sql("spark")
+    return SparkStatement(statement.sql("spark"))

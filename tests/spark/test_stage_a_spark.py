@@ -141,3 +141,18 @@ def test_bucketed_ctas_writes_exactly_bucket_count_files(spark_engine: SparkEngi
         spark_engine.execute(f"DROP TABLE ctas_files_test.t{count}")
         assert len(LocalObjectStore().list_data_files(location)) == count
         assert (tmp_path / f"out{count}").exists(), "DROP TABLE must keep the files of a table with LOCATION"
+
+
+def test_empty_buckets_still_get_their_file(spark_engine: SparkEngine, tmp_path: Path) -> None:
+    spark_engine.execute("CREATE DATABASE IF NOT EXISTS ctas_files_test")
+    spark_engine.session.range(3).selectExpr("id", "'x' AS name").createOrReplaceTempView("three_rows")
+    location = local_root(tmp_path / "few")
+    spark_engine.execute(
+        f"CREATE TABLE ctas_files_test.few WITH (format = 'PARQUET', external_location = '{location}', "
+        "bucketed_by = ARRAY['id'], bucket_count = 8) AS SELECT id, name FROM three_rows"
+    )
+    spark_engine.execute("DROP TABLE ctas_files_test.few")
+    files = LocalObjectStore().list_data_files(location)
+    assert len(files) == 8, "three rows, eight buckets: five empty bucket files"
+    rows = spark_engine.session.read.parquet(location.removeprefix("file://")).collect()
+    assert sorted(row["id"] for row in rows) == [0, 1, 2]
