@@ -13,14 +13,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# The runtime: what `make demo` needs.
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[spark]'
+# The runtime: what `make demo` needs. constraints.txt pins the versions the tests passed with.
+$(VENV)/.installed-run: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[spark]'
 	touch $@
 
 # Everything: the runtime plus test, lint and type-check tools.
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@ $(VENV)/.installed-run
 
 # The CDK CLI, pinned to the 2.x line in package.json.
