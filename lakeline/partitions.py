@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from lakeline.engines.base import Column
+from lakeline.engines.base import Column, Engine, QueryError
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.settings import TableSettings
@@ -137,3 +138,26 @@ def delete_superseded(store: ObjectStore, partition_root: str, run_token: str) -
     for prefix in superseded:
         store.delete_prefix(prefix)
     return superseded
+
+
+def drop_temp_table(
+    engine: Engine, drop_sql: str | None, database: str, temp_table: str, failure: QueryError | None
+) -> list[str]:
+    """Drop the run's temp table whatever happened before; return the query id.
+
+    If the drop fails too, the run's own failure is what the caller raises (with a note about the
+    drop); a drop that fails after a successful write is raised.
+    """
+    if not drop_sql:
+        return []
+    try:
+        return [engine.execute(drop_sql, database=database).query_id]
+    except QueryError as drop_error:
+        if failure is None:
+            raise
+        failure.add_note(f"dropping temp table {temp_table} also failed: {drop_error}")
+        return []
+
+
+def run_statements(engine: Engine, statements: Sequence[str], database: str) -> list[str]:
+    return [engine.execute(statement, database=database).query_id for statement in statements]

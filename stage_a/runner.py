@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 
 from lakeline.engines.base import Engine, QueryError
-from lakeline.partitions import delete_superseded
+from lakeline.partitions import delete_superseded, drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
 from stage_a.plan import StageAPlan
 
@@ -47,18 +47,11 @@ def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> lis
         query_ids.append(engine.execute(plan.ctas, database=plan.target_database).query_id)
     except QueryError as error:
         ctas_error = error
-    try:
-        query_ids.append(engine.execute(plan.drop_temp, database=plan.target_database).query_id)
-    except QueryError as drop_error:
-        if ctas_error is None:
-            raise
-        ctas_error.add_note(f"dropping temp table {plan.temp_table} also failed: {drop_error}")
+    query_ids += drop_temp_table(engine, plan.drop_temp, plan.target_database, plan.temp_table, ctas_error)
     if ctas_error is not None:
         abandon_stage_a(plan, store)
         raise ctas_error
-    for statement in plan.publish:
-        query_ids.append(engine.execute(statement, database=plan.target_database).query_id)
-    return query_ids
+    return query_ids + run_statements(engine, plan.publish, plan.target_database)
 
 
 def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 
 from lakeline.engines.base import Engine, QueryError
-from lakeline.partitions import delete_superseded
+from lakeline.partitions import delete_superseded, drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
 from stage_b.plan import PlannedStep, StageBPlan
 
@@ -57,19 +57,11 @@ def execute_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> lis
         except QueryError as error:
             failure = StageBStepFailed(plan, step, error)
             break
-    if plan.drop_temp:
-        try:
-            query_ids.append(engine.execute(plan.drop_temp, database=plan.target_database).query_id)
-        except QueryError as drop_error:
-            if failure is None:
-                raise
-            failure.add_note(f"dropping temp table {plan.temp_table} also failed: {drop_error}")
+    query_ids += drop_temp_table(engine, plan.drop_temp, plan.target_database, plan.temp_table, failure)
     if failure is not None:
         abandon_stage_b(plan, store)
         raise failure
-    for statement in plan.publish:
-        query_ids.append(engine.execute(statement, database=plan.target_database).query_id)
-    return query_ids
+    return query_ids + run_statements(engine, plan.publish, plan.target_database)
 
 
 def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBResult:
