@@ -43,6 +43,10 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "Indexes or streams of a Lakeline table, granted by Table.grant_*.",
     ),
     (
+        r"Resource::arn:<AWS::Partition>:s3:::Lakeline-[a-z0-9_]+-Storage-AthenaResultsBucketName/athena/\*",
+        "Objects under the workgroup's enforced result prefix, where Athena writes each query's results.",
+    ),
+    (
         r"Resource::<[A-Za-z0-9]+\.Arn>:\*",
         "All versions of a Lakeline Lambda function invoked by a state machine (LambdaInvoke grant).",
     ),
@@ -65,7 +69,10 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
     (
         r"Resource::\*",
         "Services without resource-level permissions: X-Ray segments, CloudWatch Logs delivery of Step "
-        "Functions, Athena/Glue job status polling of .sync integrations.",
+        "Functions, Athena/Glue job status polling of .sync integrations, Lake Formation data access; and "
+        "the S3 CreateBucket/ListBucket/GetBucketLocation/GetObject on '*' that CDK's Athena .sync task always "
+        "grants (Athena's documented need for result locations) — the workgroup enforces Lakeline's own "
+        "result bucket, so queries cannot write elsewhere.",
     ),
 ]
 

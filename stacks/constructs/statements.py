@@ -10,6 +10,7 @@ from __future__ import annotations
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as assets
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
@@ -103,6 +104,13 @@ class StatementRunner(Construct):
             query_string=sfn.JsonPath.string_at(sql_path),
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
             work_group=self.workgroup.name,
+            # Naming the (workgroup-enforced) result location scopes the task's generated S3 grants to the
+            # results bucket; without it CDK grants s3:GetObject/PutObject/CreateBucket on every resource.
+            result_configuration=tasks.ResultConfiguration(
+                output_location=s3.Location(
+                    bucket_name=self.storage.bucket("AthenaResults").bucket_name, object_key="athena"
+                )
+            ),
             result_path=sfn.JsonPath.DISCARD,
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
         )
