@@ -23,6 +23,7 @@ CONTEXT_KEYS = (
     "glue_workers",
     "alarm_email",
     "trace_schedule",
+    "router_max_concurrency",
 )
 
 

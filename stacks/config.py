@@ -25,6 +25,10 @@ class LakelineConfig:
     glue_workers: int = 2
     alarm_email: str | None = None
     trace_schedule: str = "cron(0 2 * * ? *)"
+    # Concurrent invocations of each router (queue A, queue B): a burst of arrivals is planned and
+    # started at this pace instead of scaling out to hundreds of routers that throttle Glue and Step
+    # Functions. Lambda's SQS event sources accept 2 to 1000.
+    router_max_concurrency: int = 10
 
     @classmethod
     def from_context(cls, context: dict[str, Any]) -> LakelineConfig:
@@ -36,6 +40,9 @@ class LakelineConfig:
         ttl = int(context.get("lineage_ttl_hours", 24))
         if not 1 <= ttl <= 24 * 366:
             raise ConfigError(f"context lineage_ttl_hours={ttl} must be between 1 and 8784")
+        routers = int(context.get("router_max_concurrency", cls.router_max_concurrency))
+        if not 2 <= routers <= 1000:
+            raise ConfigError(f"context router_max_concurrency={routers} must be between 2 and 1000")
         return cls(
             environment=environment,
             engine=engine,
@@ -47,4 +54,5 @@ class LakelineConfig:
             glue_workers=int(context.get("glue_workers", cls.glue_workers)),
             alarm_email=context.get("alarm_email") or None,
             trace_schedule=str(context.get("trace_schedule", cls.trace_schedule)),
+            router_max_concurrency=routers,
         )

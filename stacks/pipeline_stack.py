@@ -65,6 +65,7 @@ class PipelineStack(Stack):
             pipeline_environment=config.environment,
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,
+            router_max_concurrency=config.router_max_concurrency,
         )
         self.stage_b = StageB(
             self,
@@ -76,6 +77,7 @@ class PipelineStack(Stack):
             pipeline_environment=config.environment,
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,
+            router_max_concurrency=config.router_max_concurrency,
         )
         self.dependencies_stream = DependenciesStream(
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic

@@ -49,8 +49,10 @@ def _event_time(value: Any) -> datetime:
     return datetime.now(UTC)
 
 
-def parse_arrivals(event: dict[str, Any]) -> list[Arrival]:
+def parse_arrivals(event: Any) -> list[Arrival]:
     """Arrivals in one event body; an event of another kind is a ``ValidationError``."""
+    if not isinstance(event, dict):
+        raise ValidationError(f"message is a JSON {type(event).__name__}, not an event object")
     if event.get("source") == "aws.s3" and "detail" in event:
         if event.get("detail-type") != "Object Created":
             raise ValidationError(f"S3 event of type {event.get('detail-type')!r} does not start stage A")
@@ -70,6 +72,8 @@ def parse_arrivals(event: dict[str, Any]) -> list[Arrival]:
     if isinstance(event.get("Records"), list):
         arrivals = []
         for record in event["Records"]:
+            if not isinstance(record, dict):
+                raise ValidationError(f"S3 notification record is a {type(record).__name__}, not an object")
             if not str(record.get("eventName", "")).startswith("ObjectCreated:"):
                 continue
             try:

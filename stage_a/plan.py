@@ -81,6 +81,12 @@ class StageAPlan:
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
         check_run_token(plan.run_token)
+        # The failure path deletes target_location: it must be this run's own prefix, nothing wider.
+        if plan.target_location != run_location(plan.stage_partition_root, plan.run_token):
+            raise ValidationError(
+                f"stage A plan's target_location {plan.target_location!r} is not its run's prefix under "
+                f"{plan.stage_partition_root!r}"
+            )
         return plan
 
     def to_dict(self) -> dict[str, Any]:

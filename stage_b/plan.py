@@ -105,6 +105,12 @@ class StageBPlan:
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
         check_run_token(plan.run_token)
+        # The failure path deletes target_location: it must be this run's own prefix, nothing wider.
+        if plan.target_location != run_location(plan.partition_root, plan.run_token):
+            raise ValidationError(
+                f"stage B plan's target_location {plan.target_location!r} is not its run's prefix under "
+                f"{plan.partition_root!r}"
+            )
         return plan
 
 

@@ -98,8 +98,8 @@ class SparkEngine:
                 self.session.catalog.setCurrentDatabase(database)
             frame = self.session.sql(spark_sql)
             rows = [tuple(row) for row in frame.collect()]
-            if translated.ctas is not None:
-                self._write_empty_buckets(translated.ctas)
+            if translated.ctas is not None and translated.ctas_table is not None:
+                self._write_empty_buckets(translated.ctas, translated.ctas_table)
         except (PySparkException, Py4JJavaError) as error:
             raise QueryFailed(
                 f"Spark statement failed: {_first_line(error)}",
@@ -109,7 +109,7 @@ class SparkEngine:
             ) from error
         return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)
 
-    def _write_empty_buckets(self, ctas: CtasProperties) -> None:
+    def _write_empty_buckets(self, ctas: CtasProperties, table: str) -> None:
         """Athena writes one file per bucket even when a bucket is empty; Spark writes none for it.
         Top the CTAS output up with empty files of the same schema, so ``bucket_count = N`` always
         means N files, as readers of a bucketed table expect."""
@@ -128,7 +128,8 @@ class SparkEngine:
         missing = [bucket for bucket in range(ctas.bucket_count) if bucket not in present]
         if not missing:
             return
-        schema = self.session.read.format(SPARK_FORMATS[ctas.format]).load(ctas.external_location).schema
+        # The CTAS's own table, not its files: an empty result has no file to read a schema from.
+        schema = self.session.table(table).schema
         scratch = ctas.external_location.rstrip("/") + f"/_lakeline_empty_{uuid.uuid4().hex}"
         self.session.createDataFrame([], schema).coalesce(1).write.format(SPARK_FORMATS[ctas.format]).save(scratch)
         (empty,) = [

@@ -130,6 +130,7 @@ def _athena_pseudo_columns(node: exp.Expression) -> exp.Expression:
 class SparkStatement:
     sql: str
     ctas: CtasProperties | None = None
+    ctas_table: str | None = None
 
 
 def athena_to_spark(sql: str) -> str:
@@ -155,7 +156,11 @@ def translate_statement(sql: str) -> SparkStatement:
         and isinstance(statement.expression, exp.Query)
         and str(statement.args.get("kind", "")).upper() == "TABLE"
     ):
-        return SparkStatement(ctas_to_spark(statement), read_ctas_properties(statement.args.get("properties")))
+        return SparkStatement(
+            ctas_to_spark(statement),
+            read_ctas_properties(statement.args.get("properties")),
+            statement.this.sql("spark"),
+        )
     if isinstance(statement, exp.Command):
         raise TranslationError(f"statement is not supported on Spark: {text[:80]}")
     return SparkStatement(statement.sql("spark"))

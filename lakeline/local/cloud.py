@@ -77,7 +77,9 @@ class LocalCloud:
             names=names,
             _saved_environment=saved,
         )
-        os.environ.update(cloud.lambda_environment())
+        lambda_environment = cloud.lambda_environment()
+        cloud._saved_environment.update({name: os.environ.get(name) for name in lambda_environment})
+        os.environ.update(lambda_environment)
         return cloud
 
     def lambda_environment(self) -> dict[str, str]:

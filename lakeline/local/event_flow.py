@@ -29,7 +29,7 @@ from lakeline.errors import LakelineError
 from lakeline.lineage.archive import LocalArchiveStore
 from lakeline.lineage.openlineage_config import OpenLineageSettings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
-from lakeline.lineage.openlineage_events import event_to_dict, sql_step_run, stable_run_id
+from lakeline.lineage.openlineage_events import StepRun, event_to_dict, sql_step_run, stable_run_id
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, LocalCloud
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
@@ -203,8 +203,15 @@ class EventFlow:
                 settings=self.emitter.settings,
                 engine="spark",
             )
-            with self.emitter.run(step):
-                execute_stage_a(plan, self.engine, self.services.store)
+            try:
+                with self.emitter.run(step):
+                    execute_stage_a(plan, self.engine, self.services.store)
+            except QueryError as error:
+                # The execution failed (its temp table dropped, its partial output removed); its name
+                # stays taken, as in Step Functions, so the redelivery that follows is a duplicate.
+                self.report.failures.append(f"{arrival.key}: {describe_failure(error)}")
+                self.notify("failed", f"{plan.target_database}.{plan.table} {plan.partition}: {error}")
+                raise
             self._stage_a_post_update({"plan": plan.to_dict()}, LambdaContext("stage-a-post-update"))
             self.report.stage_a.append(plan)
 
@@ -228,13 +235,10 @@ class EventFlow:
         plan = plan_message(message, self.services, self._run_token(message))
         self.notify("stage B", message.node)
         steps = [
-            sql_step_run(
+            self._sql_step(
                 sql,
-                catalog=self.catalog,
                 job_name=f"stage_b.{plan.dataset}.step{index}",
                 run_id=stable_run_id(datetime.now(UTC), f"{message.deduplication_id()}#{index}"),
-                settings=self.emitter.settings,
-                engine="spark",
             )
             for index, sql in enumerate(plan.resolved_sql)
         ]
@@ -259,6 +263,36 @@ class EventFlow:
         )
         self.report.stage_b.append(plan)
 
+    def _sql_step(self, sql: str, *, job_name: str, run_id: str) -> StepRun:
+        """The step's OpenLineage run, with column lineage when the SQL resolves against the catalog.
+
+        Column lineage is a facet: a step whose SQL does not resolve (a column that does not exist)
+        still runs, and fails on the engine as it would on Athena, through the failure path.
+        """
+        try:
+            return sql_step_run(
+                sql,
+                catalog=self.catalog,
+                job_name=job_name,
+                run_id=run_id,
+                settings=self.emitter.settings,
+                engine="spark",
+            )
+        except LakelineError as error:
+            self.notify("lineage", f"{job_name}: no column lineage ({error})")
+            settings = self.emitter.settings
+            return StepRun(
+                job_name=job_name,
+                run_id=run_id,
+                job_namespace=settings.namespace,
+                dataset_namespace=settings.dataset_namespace,
+                parent=settings.parent,
+                root=settings.root,
+                sql=sql,
+                dialect="athena",
+                engine="spark",
+            )
+
     @staticmethod
     def _run_token(message: StageBMessage) -> str:
         from lakeline.partitions import new_run_token
@@ -267,7 +301,9 @@ class EventFlow:
 
     def _state_machine(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[dict[str, Any], Any], Any]:
         def handler(event: dict[str, Any], context: Any) -> Any:
-            processor = BatchProcessor(event_type=EventType.SQS)
+            # A batch whose every record failed is reported like any partial failure (the messages
+            # return and reach the DLQ in time), not raised: the loop goes on with the other queues.
+            processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
             return process_partial_response(
                 event=event, record_handler=record_handler, processor=processor, context=context
             )

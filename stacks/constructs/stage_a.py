@@ -42,6 +42,7 @@ class StageA(Construct):
         pipeline_environment: str,
         table_settings: dict[str, Any],
         default_table_settings: dict[str, Any],
+        router_max_concurrency: int,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -120,6 +121,7 @@ class StageA(Construct):
                 batch_size=10,
                 max_batching_window=Duration.seconds(5),
                 report_batch_item_failures=True,
+                max_concurrency=router_max_concurrency,
             )
         )
         self.router = router

@@ -60,6 +60,7 @@ class StageB(Construct):
         pipeline_environment: str,
         table_settings: dict[str, Any],
         default_table_settings: dict[str, Any],
+        router_max_concurrency: int,
     ) -> None:
         super().__init__(scope, construct_id)
         failure = LakelineFunction(
@@ -126,7 +127,11 @@ class StageB(Construct):
         statements.grant_catalog_read(router.function)
         router.function.add_event_source(
             sources.SqsEventSource(
-                queue_b.queue, batch_size=10, max_batching_window=Duration.seconds(5), report_batch_item_failures=True
+                queue_b.queue,
+                batch_size=10,
+                max_batching_window=Duration.seconds(5),
+                report_batch_item_failures=True,
+                max_concurrency=router_max_concurrency,
             )
         )
         self.router = router

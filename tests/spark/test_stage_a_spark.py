@@ -156,3 +156,15 @@ def test_empty_buckets_still_get_their_file(spark_engine: SparkEngine, tmp_path:
     assert len(files) == 8, "three rows, eight buckets: five empty bucket files"
     rows = spark_engine.session.read.parquet(location.removeprefix("file://")).collect()
     assert sorted(row["id"] for row in rows) == [0, 1, 2]
+
+
+def test_an_empty_result_still_writes_bucket_count_files(spark_engine: SparkEngine, tmp_path: Path) -> None:
+    spark_engine.execute("CREATE DATABASE IF NOT EXISTS ctas_files_test")
+    spark_engine.session.range(3).selectExpr("id", "'x' AS name").createOrReplaceTempView("three_rows")
+    location = local_root(tmp_path / "none")
+    spark_engine.execute(
+        f"CREATE TABLE ctas_files_test.none WITH (format = 'PARQUET', external_location = '{location}', "
+        "bucketed_by = ARRAY['id'], bucket_count = 2) AS SELECT id, name FROM three_rows WHERE id < 0"
+    )
+    spark_engine.execute("DROP TABLE ctas_files_test.none")
+    assert len(LocalObjectStore().list_data_files(location)) == 2
