@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
+from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field, ValidationError
 
 from lakeline.errors import ConfigError
@@ -13,6 +14,7 @@ from lakeline.settings import PipelineSettings, TableSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_stepfunctions import SFNClient
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -79,3 +81,29 @@ class StepError(BaseModel):
 
     Error: str = "Unknown"
     Cause: str = ""
+
+
+RERUNNABLE_STATES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
+MAX_ATTEMPTS = 10
+
+
+def start_execution_once(sfn: SFNClient, state_machine_arn: str, name: str, payload: str) -> tuple[str, bool]:
+    """Start ``name`` unless it already ran or runs; return (execution name, duplicate).
+
+    The name is fixed by the arrival or message, so a redelivery is recognised. A message re-driven
+    from the DLQ after a failed execution runs again, as ``<name>-2``, ``<name>-3``, ...: a name whose
+    execution failed, timed out or was aborted is not a reason to skip.
+    """
+    execution_prefix = state_machine_arn.replace(":stateMachine:", ":execution:", 1)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        candidate = name if attempt == 1 else f"{name[:76]}-{attempt}"
+        try:
+            sfn.start_execution(stateMachineArn=state_machine_arn, name=candidate, input=payload)
+            return candidate, False
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+                raise
+        status = sfn.describe_execution(executionArn=f"{execution_prefix}:{candidate}")["status"]
+        if status not in RERUNNABLE_STATES:
+            return candidate, True
+    raise ConfigError(f"execution {name} failed {MAX_ATTEMPTS} times; not starting it again")

@@ -93,3 +93,17 @@ def parse_arrivals(event: Any) -> list[Arrival]:
     if event.get("Event") == "s3:TestEvent":
         return []
     raise ValidationError("message is neither an EventBridge S3 event nor an S3 event notification")
+
+
+def arrival_event(arrival: Arrival) -> dict[str, Any]:
+    """The EventBridge "Object Created" event of an arrival (what queue A receives from S3)."""
+    return {
+        "version": "0",
+        "source": "aws.s3",
+        "detail-type": "Object Created",
+        "time": arrival.event_time.isoformat(),
+        "detail": {
+            "bucket": {"name": arrival.bucket},
+            "object": {"key": arrival.key, "sequencer": arrival.sequencer, "size": arrival.size},
+        },
+    }

@@ -7,9 +7,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from botocore.exceptions import ClientError
-
 from lakeline.engines.base import TableSchema
+from lakeline.lambda_support import start_execution_once
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import Arrival
 from stage_a.keys import parse_raw_key
@@ -52,11 +51,7 @@ def start_stage_a(
 ) -> StartedRun:
     name, plan = plan_arrival(arrival, settings, catalog)
     payload = {"arrival": arrival.model_dump(mode="json"), "plan": plan.to_dict(), **(extra_input or {})}
-    try:
-        response = sfn.start_execution(stateMachineArn=state_machine_arn, name=name, input=json.dumps(payload))
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
-            logger.info("arrival %s already started as %s; redelivery ignored", arrival.identity, name)
-            return StartedRun(name, None, True, plan)
-        raise
-    return StartedRun(name, response["executionArn"], False, plan)
+    started, duplicate = start_execution_once(sfn, state_machine_arn, name, json.dumps(payload))
+    if duplicate:
+        logger.info("arrival %s already started as %s; redelivery ignored", arrival.identity, started)
+    return StartedRun(started, None, duplicate, plan)

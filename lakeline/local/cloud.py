@@ -89,6 +89,8 @@ class LocalCloud:
             "DEPENDENCIES_BY_TABLE_TABLE": self.names.by_table,
             "PIPELINE_STATE_TABLE": self.names.pipeline_state,
             "STAGE_B_QUEUE_URL": self.queue_urls["queue-b"],
+            # The stage B failure function parks a failed run's message in queue B's DLQ.
+            "DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-b-dlq"],
             "LINEAGE_QUEUE_URL": self.queue_urls["lineage"],
             "LINEAGE_TABLE_NAME": LINEAGE_TABLE_NAME,
             "TRACE_QUEUE_URL": self.queue_urls["trace"],

@@ -6,28 +6,49 @@ A failure after the CTAS (while publishing) keeps the new files: the partition m
 
 from __future__ import annotations
 
+import json
+import os
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.lambda_support import StepError
+from lakeline.lambda_support import StepError, dead_letter, load_environment
 from lakeline.storage import SchemeObjectStore
+from stage_a.arrivals import Arrival, arrival_event
 from stage_a.plan import StageAPlan
 from stage_a.runner import abandon_stage_a
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
 
 
+class FailureEnvironment(BaseModel):
+    dead_letter_queue_url: str
+
+
 class FailureInput(BaseModel):
     plan: dict[str, Any]
+    arrival: dict[str, Any] | None = None
     error: StepError
     failed_step: Literal["ctas", "publish", "spark"] = "ctas"
     execution_id: str = ""
+
+
+@cache
+def sqs() -> SQSClient:
+    return boto3.client("sqs")
+
+
+@cache
+def dead_letter_queue_url() -> str:
+    return load_environment(FailureEnvironment, os.environ).dead_letter_queue_url
 
 
 @cache
@@ -42,6 +63,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageAPlan.from_dict(request.plan)
     # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
     deleted = abandon_stage_a(plan, object_store()) if request.failed_step == "ctas" else 0
+    if request.arrival is not None:
+        # The run is over: park the arrival in queue A's DLQ with the reason; redriving it runs again.
+        arrival = Arrival.model_validate(request.arrival)
+        reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+        dead_letter(sqs(), dead_letter_queue_url(), json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
     logger.error(
         "stage A failed",
         extra={

@@ -6,20 +6,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.lambda_support import StepError, load_environment
+from lakeline.lambda_support import StepError, dead_letter, load_environment
 from lakeline.lineage.pipeline_steps import record_stage_b_failure
 from lakeline.lineage.writer import LineageWriter
 from lakeline.storage import SchemeObjectStore
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.runner import abandon_stage_b
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service="stage-b-failure")
 tracer = Tracer(service="stage-b-failure")
@@ -34,19 +37,26 @@ class FailureInput(BaseModel):
 
 class FailureEnvironment(BaseModel):
     lineage_queue_url: str
+    dead_letter_queue_url: str
 
 
 @dataclass(frozen=True)
 class Runtime:
     store: SchemeObjectStore
     lineage: LineageWriter
+    sqs: SQSClient
+    dead_letter_queue_url: str
 
 
 @cache
 def runtime() -> Runtime:
     environment = load_environment(FailureEnvironment, os.environ)
+    sqs = boto3.client("sqs")
     return Runtime(
-        SchemeObjectStore(boto3.client("s3")), LineageWriter(boto3.client("sqs"), environment.lineage_queue_url)
+        SchemeObjectStore(boto3.client("s3")),
+        LineageWriter(sqs, environment.lineage_queue_url),
+        sqs,
+        environment.dead_letter_queue_url,
     )
 
 
@@ -57,7 +67,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageBPlan.from_dict(request.plan)
     run = runtime()
     deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
-    record_stage_b_failure(run.lineage, plan, StageBMessage.model_validate(plan.message))
+    message = StageBMessage.model_validate(plan.message)
+    record_stage_b_failure(run.lineage, plan, message)
+    # The run is over: park its message in queue B's DLQ with the reason, for an operator to redrive.
+    reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    dead_letter(run.sqs, run.dead_letter_queue_url, message.model_dump_json(), reason, "stage-b-failure")
     logger.error(
         "stage B failed",
         extra={

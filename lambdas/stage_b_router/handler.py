@@ -18,13 +18,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.exceptions import ClientError
 from pydantic import ValidationError as PydanticValidationError
 
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import ValidationError
-from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
+from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment, start_execution_once
 from lakeline.partitions import new_run_token
 from lakeline.settings import PipelineSettings
 from stage_b.artifacts import s3_sql_reader
@@ -83,13 +82,10 @@ def start(message: StageBMessage, run: Runtime) -> str:
     name = message.deduplication_id()
     plan = plan_stage_b(message, item, schema, run.settings, reader, run_token=new_run_token(unique=name))
     payload = json.dumps({"message": message.model_dump(mode="json"), "plan": plan.to_dict()})
-    try:
-        run.sfn.start_execution(stateMachineArn=run.environment.state_machine_arn, name=name, input=payload)
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
-            raise
-        logger.info("message already started; redelivery ignored", extra={"execution": name})
-    return name
+    started, duplicate = start_execution_once(run.sfn, run.environment.state_machine_arn, name, payload)
+    if duplicate:
+        logger.info("message already started; redelivery ignored", extra={"execution": started})
+    return started
 
 
 def handle_record(record: SQSRecord) -> None:

@@ -65,8 +65,10 @@ class StageA(Construct):
             self,
             "Failure",
             handler_package="stage_a_failure",
-            description="Stage A failure: remove a failed CTAS's partial output and report",
+            description="Stage A failure: remove a failed CTAS's partial output, dead-letter the arrival",
+            environment={"DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url},
         )
+        self.queue.dead_letter_queue.grant_send_messages(failure.function)
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)
         post_update = LakelineFunction(
@@ -81,7 +83,9 @@ class StageA(Construct):
         storage.bucket("Stage").grant_delete(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
 
-        record_failure = failure_recorder(self, "StageA", failure.function, {"plan.$": "$.plan"})
+        record_failure = failure_recorder(
+            self, "StageA", failure.function, {"plan.$": "$.plan", "arrival.$": "$.arrival"}
+        )
 
         run_plan = statements.plan_runner(self, "RunPlan", on_failure=record_failure)
         finish = tasks.LambdaInvoke(

@@ -68,9 +68,13 @@ class StageB(Construct):
             "Failure",
             handler_package="stage_b_failure",
             description="Stage B failure: remove partial output, record the failed step",
-            environment={"LINEAGE_QUEUE_URL": lineage_queue.queue.queue_url},
+            environment={
+                "LINEAGE_QUEUE_URL": lineage_queue.queue.queue_url,
+                "DEAD_LETTER_QUEUE_URL": queue_b.dead_letter_queue.queue_url,
+            },
         )
         lineage_queue.queue.grant_send_messages(failure.function)
+        queue_b.dead_letter_queue.grant_send_messages(failure.function)
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)

@@ -200,3 +200,22 @@ def test_failure_removes_the_runs_partial_output(aws: dict[str, Any]) -> None:
     error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND"}
     result = failure.handler({"plan": payload["plan"], "error": error}, CONTEXT)
     assert result["partial_objects_deleted"] == 1
+
+
+def test_failure_parks_the_message_in_the_dlq_and_a_redrive_runs_again(aws: dict[str, Any]) -> None:
+    payload = planned(aws, message())
+    error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND: no_such_column"}
+    failure.handler({"plan": payload["plan"], "error": error}, CONTEXT)
+    letters = aws["sqs"].receive_message(QueueUrl=aws["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+    (letter,) = letters["Messages"]
+    assert "COLUMN_NOT_FOUND" in letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    assert StageBMessage.model_validate_json(letter["Body"]) == message()
+    # The execution ended (here: aborted); redriving the parked message starts a second attempt.
+    (first,) = executions(aws)
+    aws["sfn"].stop_execution(executionArn=first["executionArn"])
+    router.handler(sqs_event(letter["Body"]), CONTEXT)
+    names = sorted(e["name"] for e in executions(aws))
+    assert names == [message().deduplication_id(), f"{message().deduplication_id()}-2"]
+    # A redelivery while that attempt runs is still a duplicate.
+    router.handler(sqs_event(letter["Body"]), CONTEXT)
+    assert len(executions(aws)) == 2
