@@ -104,6 +104,9 @@ class StageB(Construct):
             result_path="$.post_update",
         )
         add_retry(finish)
+        # The post-update handlers are idempotent (cleanup, deterministic lineage nodes, deduplicated
+        # messages), so a failed invocation is retried before the execution fails.
+        finish.add_retry(errors=["States.TaskFailed"], interval=Duration.seconds(10), max_attempts=2, backoff_rate=2.0)
         definition = run_steps.next(finish).next(sfn.Succeed(self, "StageBDone"))
         self.state_machine = logged_state_machine(self, "StateMachine", definition)
         statements.grant_plan(self.state_machine.role)

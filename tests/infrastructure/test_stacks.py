@@ -327,3 +327,10 @@ def test_every_deployed_handler_function_is_callable(athena_templates: tuple[Tem
             assert callable(getattr(importlib.import_module(module), attribute, None)), function["Properties"][
                 "Handler"
             ]
+
+
+def test_post_update_tasks_retry_their_failures(athena_templates: tuple[Template, Template]) -> None:
+    _, pipeline = athena_templates
+    for stage in ("StageA", "StageB"):
+        retries = state_machine_definition(pipeline, stage)["States"]["PostUpdateTask"]["Retry"]
+        assert ["States.TaskFailed"] in [retry["ErrorEquals"] for retry in retries]
