@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from datetime import UTC, datetime
+from typing import Any
 
 from lakeline.engines.base import Column, Engine, QueryError
 from lakeline.errors import ValidationError
@@ -42,6 +44,23 @@ def check_run_token(token: str) -> str:
     if not RUN_TOKEN_PATTERN.fullmatch(token):
         raise ValidationError(f"run token {token!r} is not of the form made by new_run_token")
     return token
+
+
+def plan_values(plan_type: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """The fields of a plan dataclass from a dict passed through a state machine; missing ones are an error."""
+    names = {item.name for item in fields(plan_type)}
+    missing = names - data.keys()
+    if missing:
+        raise ValidationError(f"{what} is missing {sorted(missing)}")
+    return {name: data[name] for name in names}
+
+
+def check_run_location(target_location: str, partition_root: str, run_token: str, what: str) -> None:
+    """A run writes, and its failure path deletes, only its own prefix under the partition root."""
+    if target_location != run_location(partition_root, run_token):
+        raise ValidationError(
+            f"{what}'s target_location {target_location!r} is not its run's prefix under {partition_root!r}"
+        )
 
 
 def partition_literal(column: Column, value: str) -> str:

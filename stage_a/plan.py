@@ -18,7 +18,7 @@ stage partition ends up with the same rows, not doubled.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from lakeline.engines.base import Column, TableSchema
@@ -27,11 +27,13 @@ from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.partitions import (
     RUN_PREFIX,
     bucket_columns,
+    check_run_location,
     check_run_token,
     ctas_sql,
     new_run_token,
     partition_filter,
     partition_spec_sql,
+    plan_values,
     run_location,
     swap_statements,
     temp_table_name,
@@ -72,21 +74,11 @@ class StageAPlan:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageAPlan:
         """Rebuild a plan passed through a state machine; unknown or missing fields are an error."""
-        names = {field.name for field in fields(cls)}
-        missing = names - data.keys()
-        if missing:
-            raise ValidationError(f"stage A plan is missing {sorted(missing)}")
-        values = {name: data[name] for name in names}
+        values = plan_values(cls, data, "stage A plan")
         values["publish"] = tuple(values["publish"])
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
-        check_run_token(plan.run_token)
-        # The failure path deletes target_location: it must be this run's own prefix, nothing wider.
-        if plan.target_location != run_location(plan.stage_partition_root, plan.run_token):
-            raise ValidationError(
-                f"stage A plan's target_location {plan.target_location!r} is not its run's prefix under "
-                f"{plan.stage_partition_root!r}"
-            )
+        check_run_location(plan.target_location, plan.stage_partition_root, plan.run_token, "stage A plan")
         return plan
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ destination partition. Other statements (a scratch table, a DELETE elsewhere) ru
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import sqlglot
@@ -30,10 +30,12 @@ from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, check_qualified_table, dml_name
 from lakeline.partitions import (
     bucket_columns,
+    check_run_location,
     check_run_token,
     ctas_sql,
     partition_filter,
     partition_prefix,
+    plan_values,
     run_location,
     swap_statements,
     temp_table_name,
@@ -94,23 +96,13 @@ class StageBPlan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageBPlan:
-        names = {item.name for item in fields(cls)}
-        missing = names - data.keys()
-        if missing:
-            raise ValidationError(f"stage B plan is missing {sorted(missing)}")
-        values = {name: data[name] for name in names}
+        values = plan_values(cls, data, "stage B plan")
         values["steps"] = tuple(PlannedStep(**step) for step in values["steps"])
         values["publish"] = tuple(values["publish"])
         values["resolved_sql"] = tuple(values["resolved_sql"])
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
-        check_run_token(plan.run_token)
-        # The failure path deletes target_location: it must be this run's own prefix, nothing wider.
-        if plan.target_location != run_location(plan.partition_root, plan.run_token):
-            raise ValidationError(
-                f"stage B plan's target_location {plan.target_location!r} is not its run's prefix under "
-                f"{plan.partition_root!r}"
-            )
+        check_run_location(plan.target_location, plan.partition_root, plan.run_token, "stage B plan")
         return plan
 
 
