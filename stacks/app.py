@@ -24,6 +24,7 @@ CONTEXT_KEYS = (
     "alarm_email",
     "trace_schedule",
     "router_max_concurrency",
+    "openlineage_environment",
 )
 
 

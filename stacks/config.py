@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -9,6 +11,43 @@ from lakeline.errors import ConfigError
 from lakeline.names import check_identifier
 
 Engine = Literal["athena", "spark"]
+
+# What the stages' OpenLineage functions are told by the stack itself (stacks/constructs/openlineage.py):
+# where events are stored, the job namespace, the datasets' namespace and the engine that ran the SQL.
+OPENLINEAGE_EVENTS_LOCATION = "OPENLINEAGE_EVENTS_LOCATION"
+OPENLINEAGE_NAMESPACE = "OPENLINEAGE_NAMESPACE"
+OPENLINEAGE_DATASET_NAMESPACE = "OPENLINEAGE_DATASET_NAMESPACE"
+PIPELINE_ENGINE = "PIPELINE_ENGINE"
+STACK_OPENLINEAGE_VARIABLES = frozenset(
+    {OPENLINEAGE_EVENTS_LOCATION, OPENLINEAGE_NAMESPACE, OPENLINEAGE_DATASET_NAMESPACE, PIPELINE_ENGINE}
+)
+# openlineage-python's own variables (OPENLINEAGE_URL, OPENLINEAGE__TRANSPORT__TYPE, ...), as Lambda accepts names.
+OPENLINEAGE_VARIABLE = re.compile(r"^OPENLINEAGE_[A-Za-z0-9_]+$")
+
+
+def openlineage_environment(value: Any) -> dict[str, str]:
+    """The context's ``openlineage_environment``: a JSON object (or its text, as ``-c`` passes it) of
+    standard OpenLineage variables for the functions that emit events, e.g. a transport."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"context openlineage_environment is not a JSON object: {error}") from error
+    if not isinstance(value, dict):
+        raise ConfigError(f"context openlineage_environment must be an object of variables, got {type(value).__name__}")
+    for key, setting in value.items():
+        if not isinstance(key, str) or not OPENLINEAGE_VARIABLE.match(key):
+            raise ConfigError(
+                f"context openlineage_environment key {key!r} is not an OpenLineage variable (OPENLINEAGE_...)"
+            )
+        if key in STACK_OPENLINEAGE_VARIABLES:
+            raise ConfigError(f"context openlineage_environment key {key!r} is set by the stack and cannot be changed")
+        if not isinstance(setting, str):
+            raise ConfigError(
+                f"context openlineage_environment key {key!r} must be a string, got {type(setting).__name__} "
+                f"(write it quoted: {json.dumps(json.dumps(setting))})"
+            )
+    return dict(value)
 
 
 @dataclass(frozen=True)
@@ -29,6 +68,9 @@ class LakelineConfig:
     # started at this pace instead of scaling out to hundreds of routers that throttle Glue and Step
     # Functions. Lambda's SQS event sources accept 2 to 1000.
     router_max_concurrency: int = 10
+    # Standard OpenLineage variables for the functions that emit events (a transport: OPENLINEAGE_URL, ...).
+    # Empty: the events are only kept in the lineage archive bucket.
+    openlineage_environment: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_context(cls, context: dict[str, Any]) -> LakelineConfig:
@@ -55,4 +97,5 @@ class LakelineConfig:
             alarm_email=context.get("alarm_email") or None,
             trace_schedule=str(context.get("trace_schedule", cls.trace_schedule)),
             router_max_concurrency=routers,
+            openlineage_environment=openlineage_environment(context.get("openlineage_environment", {})),
         )

@@ -39,6 +39,11 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "Objects of a Lakeline bucket: stages address objects by key prefixes known only per arrival.",
     ),
     (
+        r"Resource::Lakeline-[a-z0-9_]+-Storage-LineageArchiveBucketArn/openlineage/\*",
+        "OpenLineage events written by the stage functions, one object per event under the archive's "
+        "openlineage/ folder (keys named by the event's date and run id).",
+    ),
+    (
         r"Resource::Lakeline-[a-z0-9_]+-Storage-[A-Za-z]+TableArn/(index|stream)/\*",
         "Indexes or streams of a Lakeline table, granted by Table.grant_*.",
     ),

@@ -14,6 +14,7 @@ from stacks.config import LakelineConfig
 from stacks.constructs.artifacts import QueryArtifacts
 from stacks.constructs.functions import SharedLambdaCode
 from stacks.constructs.lineage import Lineage
+from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import QueueWithDeadLetters
 from stacks.constructs.stage_a import StageA
 from stacks.constructs.stage_b import DependenciesStream, StageB
@@ -54,6 +55,8 @@ class PipelineStack(Stack):
             ttl_hours=config.lineage_ttl_hours,
             trace_schedule=config.trace_schedule,
         )
+        # The stages' post-update and failure functions emit OpenLineage events into the archive bucket.
+        self.stage_events = StageEvents(self, config=config, storage=refs, statements=self.statements)
         self.stage_a = StageA(
             self,
             "StageA",
@@ -62,6 +65,7 @@ class PipelineStack(Stack):
             alarm_topic=self.alarm_topic,
             queue_b=self.queue_b,
             lineage_queue=self.lineage.queue,
+            stage_events=self.stage_events,
             pipeline_environment=config.environment,
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,
@@ -74,6 +78,7 @@ class PipelineStack(Stack):
             statements=self.statements,
             queue_b=self.queue_b,
             lineage_queue=self.lineage.queue,
+            stage_events=self.stage_events,
             pipeline_environment=config.environment,
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,

@@ -19,7 +19,9 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from lakeline.dependencies import tables as dependency_tables
+from lakeline.lineage import events_table
 from lakeline.lineage.archive_table import DEFAULT_TABLE, glue_table_input
+from lakeline.lineage.event_archive import EVENTS_FOLDER
 from lakeline.lineage.table import LINEAGE_TABLE, KeyAttribute
 from stacks.config import LakelineConfig
 from stacks.constructs.functions import BASIC_EXECUTION_ROLE
@@ -166,6 +168,24 @@ class StorageStack(Stack):
         )
         archive_table.node.add_dependency(self.lineage_database)
         archive_table.apply_removal_policy(RemovalPolicy.RETAIN)
+        # The OpenLineage events the stage functions keep in the same bucket, under openlineage/.
+        self.openlineage_events_table_name = events_table.DEFAULT_TABLE
+        openlineage_table = glue.CfnTable(
+            self,
+            "OpenLineageEventsTable",
+            catalog_id=self.account,
+            database_name=self.lineage_database_name,
+            table_input=glue.CfnTable.TableInputProperty(name=self.openlineage_events_table_name),
+        )
+        openlineage_table.add_property_override(
+            "TableInput",
+            events_table.glue_table_input(
+                f"s3://{self.lineage_archive_bucket.bucket_name}/{EVENTS_FOLDER}",
+                table=self.openlineage_events_table_name,
+            ),
+        )
+        openlineage_table.node.add_dependency(self.lineage_database)
+        openlineage_table.apply_removal_policy(RemovalPolicy.RETAIN)
         self._export_contract()
 
     def _export_contract(self) -> None:

@@ -11,6 +11,8 @@ reader matches keys as written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from lakeline.lineage.archive import PARTITION_COLUMN
@@ -48,9 +50,9 @@ def archive_columns(*, lowercase: bool = True) -> list[tuple[str, str]]:
     ]
 
 
-def _location(location: str) -> str:
+def _location(location: str, what: str = "archive") -> str:
     if not location.startswith(("s3://", "file:/")):
-        raise ValueError(f"archive location {location!r} must be s3://bucket/prefix/ or file:///folder/")
+        raise ValueError(f"{what} location {location!r} must be s3://bucket/prefix/ or file:///folder/")
     return location.rstrip("/") + "/"
 
 
@@ -67,51 +69,72 @@ def projection_parameters(location: str, start: str = PROJECTION_START) -> dict[
     }
 
 
-def glue_table_input(table: str, location: str, *, start: str = PROJECTION_START) -> dict[str, Any]:
-    """``TableInput`` for Glue ``CreateTable`` (and the CDK ``CfnTable``)."""
-    check_identifier(table, "archive table")
-    return {
-        "Name": table,
-        "Description": "Lakeline lineage archive: one JSON line per record, written by the nightly trace",
-        "TableType": "EXTERNAL_TABLE",
-        "Parameters": {"EXTERNAL": "TRUE", **projection_parameters(location, start)},
-        "PartitionKeys": [{"Name": PARTITION_COLUMN, "Type": "string"}],
-        "StorageDescriptor": {
-            "Columns": [{"Name": name, "Type": kind} for name, kind in archive_columns()],
-            "Location": _location(location),
-            "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
-            "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-            "SerdeInfo": {
-                "SerializationLibrary": "org.openx.data.jsonserde.JsonSerDe",
-                "Parameters": {"ignore.malformed.json": "false", "case.insensitive": "true"},
+@dataclass(frozen=True)
+class JsonTable:
+    """A table of JSON lines under ``dt=YYYY-MM-DD/`` folders, in its three forms (Glue, Athena, Spark).
+
+    ``columns(lowercase=...)`` gives (name, Hive type) pairs: lowercase struct fields for Glue and Athena,
+    the keys as written for Spark's JSON reader.
+    """
+
+    what: str
+    description: str
+    columns: Callable[..., list[tuple[str, str]]]
+
+    def glue_table_input(self, table: str, location: str, *, start: str = PROJECTION_START) -> dict[str, Any]:
+        """``TableInput`` for Glue ``CreateTable`` (and the CDK ``CfnTable``)."""
+        check_identifier(table, f"{self.what} table")
+        folder = _location(location, self.what)
+        return {
+            "Name": table,
+            "Description": self.description,
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"EXTERNAL": "TRUE", **projection_parameters(folder, start)},
+            "PartitionKeys": [{"Name": PARTITION_COLUMN, "Type": "string"}],
+            "StorageDescriptor": {
+                "Columns": [{"Name": name, "Type": kind} for name, kind in self.columns()],
+                "Location": folder,
+                "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
+                "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+                "SerdeInfo": {
+                    "SerializationLibrary": "org.openx.data.jsonserde.JsonSerDe",
+                    "Parameters": {"ignore.malformed.json": "false", "case.insensitive": "true"},
+                },
             },
-        },
-    }
+        }
+
+    def athena_ddl(self, database: str, table: str, location: str, *, start: str = PROJECTION_START) -> str:
+        """The same table as Athena DDL."""
+        folder = _location(location, self.what)
+        columns = ",\n".join(f"  `{name}` {kind}" for name, kind in self.columns())
+        properties = ",\n".join(
+            f"  {string_literal(key)}={string_literal(value)}"
+            for key, value in projection_parameters(folder, start).items()
+        )
+        return (
+            f"CREATE EXTERNAL TABLE IF NOT EXISTS {ddl_name(database, table)} (\n{columns}\n)\n"
+            f"PARTITIONED BY (`{PARTITION_COLUMN}` string)\n"
+            "ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'\n"
+            f"LOCATION {string_literal(folder)}\n"
+            f"TBLPROPERTIES (\n{properties}\n)\n"
+        )
+
+    def spark_ddl(self, database: str, table: str, location: str) -> str:
+        """The local table over a folder (Spark SQL; partitions found by RECOVER PARTITIONS)."""
+        columns = ", ".join(f"`{name}` {kind}" for name, kind in self.columns(lowercase=False))
+        return (
+            f"CREATE TABLE {ddl_name(database, table)} ({columns}, `{PARTITION_COLUMN}` string) "
+            f"USING json PARTITIONED BY (`{PARTITION_COLUMN}`) "
+            f"LOCATION {string_literal(_location(location, self.what))}"
+        )
 
 
-def athena_ddl(database: str, table: str, location: str, *, start: str = PROJECTION_START) -> str:
-    """The same table as Athena DDL."""
-    columns = ",\n".join(f"  `{name}` {kind}" for name, kind in archive_columns())
-    properties = ",\n".join(
-        f"  {string_literal(key)}={string_literal(value)}"
-        for key, value in projection_parameters(location, start).items()
-    )
-    return (
-        f"CREATE EXTERNAL TABLE IF NOT EXISTS {ddl_name(database, table)} (\n{columns}\n)\n"
-        f"PARTITIONED BY (`{PARTITION_COLUMN}` string)\n"
-        "ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'\n"
-        f"LOCATION {string_literal(_location(location))}\n"
-        f"TBLPROPERTIES (\n{properties}\n)\n"
-    )
-
-
-def spark_ddl(database: str, table: str, location: str) -> str:
-    """The local table over an archive folder (Spark SQL; partitions found by RECOVER PARTITIONS)."""
-    columns = ", ".join(f"`{name}` {kind}" for name, kind in archive_columns(lowercase=False))
-    return (
-        f"CREATE TABLE {ddl_name(database, table)} ({columns}, `{PARTITION_COLUMN}` string) "
-        f"USING json PARTITIONED BY (`{PARTITION_COLUMN}`) LOCATION {string_literal(_location(location))}"
-    )
+ARCHIVE_TABLE = JsonTable(
+    "archive", "Lakeline lineage archive: one JSON line per record, written by the nightly trace", archive_columns
+)
+glue_table_input = ARCHIVE_TABLE.glue_table_input
+athena_ddl = ARCHIVE_TABLE.athena_ddl
+spark_ddl = ARCHIVE_TABLE.spark_ddl
 
 
 def crawler_input(

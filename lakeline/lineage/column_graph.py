@@ -220,8 +220,17 @@ def render_tree(tree: LineageTree, *, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
+EVENT_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
 def load_events(path: Path) -> list[dict[str, Any]]:
-    """Events stored as JSON lines (the file transport), a JSON array, or one JSON object."""
+    """Events stored as JSON lines (the file transport), a JSON array, or one JSON object; or a folder of
+    such files, searched recursively (the archive's ``openlineage/`` folder, synced from S3)."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in EVENT_FILE_SUFFIXES)
+        if not files:
+            raise ValidationError(f"events folder {path} holds no .json or .jsonl files")
+        return [event for file in files for event in load_events(file)]
     try:
         text = path.read_text()
     except OSError as error:

@@ -5,6 +5,9 @@
   (``openlineage.yml`` / ``OPENLINEAGE_*``), which by default is none.
 - ``tree FILE --catalog get-tables.json`` prints, for each output column, where it comes from, and with
   ``--events`` (stored events of earlier jobs) follows it further back, to raw columns.
+- ``column DATABASE.TABLE.COLUMN --events PATH`` follows a column the pipeline wrote back to raw columns
+  through stored events alone (the local ``lineage/openlineage.jsonl``, or the archive's ``openlineage/``
+  folder after ``aws s3 sync``).
 
 Exit codes: 0 success; 1 the SQL, the catalog or the events are not acceptable; 2 a configuration error.
 """
@@ -38,7 +41,8 @@ CatalogOption = Annotated[Path, typer.Option(help="'aws glue get-tables' JSON wi
 DatabaseOption = Annotated[str | None, typer.Option(help="database of tables the SQL names without one")]
 NamespaceOption = Annotated[str | None, typer.Option(help="dataset namespace (default: from config, else 'spark')")]
 EventsOption = Annotated[
-    list[Path] | None, typer.Option("--events", help="stored RunEvents (JSON lines or array) to follow back through")
+    list[Path] | None,
+    typer.Option("--events", help="stored RunEvents to follow back through: JSON lines, a JSON array, or a folder"),
 ]
 
 
@@ -173,3 +177,30 @@ def register(app: typer.Typer) -> None:
                 title = f"{ref}" + (f" = {column.expression}" if column.expression else "")
                 blocks.append(render_tree(tree, title=title))
         sys.stdout.write("\n\n".join(blocks) + ("\n" if blocks else ""))
+
+    @app.command("column")
+    def column_command(
+        column: Annotated[str, typer.Argument(help="DATABASE.TABLE.COLUMN to follow back")],
+        events: Annotated[
+            list[Path], typer.Option("--events", help="stored RunEvents: JSON lines, a JSON array, or a folder")
+        ],
+        dataset_namespace: NamespaceOption = None,
+        direct_only: Annotated[bool, typer.Option(help="leave out INDIRECT inputs")] = False,
+    ) -> None:
+        """Print the tree of one column from stored events: every job that wrote it, back to raw columns."""
+        parts = column.split(".")
+        if len(parts) != 3 or not all(parts):
+            _fail(f"column {column!r} must be written DATABASE.TABLE.COLUMN")
+        dataset, field = f"{parts[0]}.{parts[1]}", parts[2]
+        try:
+            graph = ColumnGraph.from_events(event for path in events for event in load_events(path))
+        except LakelineError as error:
+            _fail(str(error))
+        known = [ref for ref in graph.fields if ref.dataset == dataset and ref.field == field]
+        if dataset_namespace is not None:
+            known = [ref for ref in known if ref.namespace == dataset_namespace]
+        if not known:
+            where = f" in namespace {dataset_namespace}" if dataset_namespace else ""
+            _fail(f"no stored event writes {column}{where}")
+        blocks = [render_tree(graph.tree(ref, indirect=not direct_only), title=str(ref)) for ref in known]
+        sys.stdout.write("\n\n".join(blocks) + "\n")

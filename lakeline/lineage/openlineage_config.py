@@ -127,10 +127,21 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return content
 
 
+URL_ALIAS_PREFIX = "OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP"
+"""Where openlineage-python's client copies ``OPENLINEAGE_URL`` (into ``os.environ``) when it starts."""
+
+
 def dynamic_config(environ: Mapping[str, str]) -> dict[str, Any]:
-    """``OPENLINEAGE__A__B=v`` as ``{"a": {"b": v}}``, the client's own reading of these variables."""
+    """``OPENLINEAGE__A__B=v`` as ``{"a": {"b": v}}``, the client's own reading of these variables.
+
+    The client's alias of ``OPENLINEAGE_URL`` is left out: the URL is read as itself (``_http_transport``),
+    and a process that started a client before (a warm Lambda, a test) must read the same settings again.
+    """
     config: dict[str, Any] = {}
-    for key in sorted((k for k in environ if k.startswith(DYNAMIC_PREFIX)), reverse=True):
+    names = [k for k in environ if k.startswith(DYNAMIC_PREFIX)]
+    if environ.get("OPENLINEAGE_URL"):
+        names = [k for k in names if not k.startswith(URL_ALIAS_PREFIX)]
+    for key in sorted(names, reverse=True):
         raw = environ[key]
         value: Any
         try:

@@ -109,11 +109,19 @@ class LineageEmitter:
         """The events emitted so far (and not yet drained), in order."""
         return [event for event in self.collector.drain() if isinstance(event, RunEvent)]
 
-    def emit_state(self, step: StepRun, state: RunState, *, error: BaseException | str | None = None) -> RunEvent:
+    def emit_state(
+        self,
+        step: StepRun,
+        state: RunState,
+        *,
+        error: BaseException | str | None = None,
+        at: datetime | None = None,
+    ) -> RunEvent:
+        """One event of ``step``, dated ``at`` (default: now)."""
         stack = None
         if isinstance(error, BaseException):
             stack = "".join(traceback.format_exception(error))
-        event = run_event(step, state, at=self.clock(), error=error, stack_trace=stack)
+        event = run_event(step, state, at=at or self.clock(), error=error, stack_trace=stack)
         self.emit(event)
         return event
 

@@ -10,11 +10,15 @@ on (``LineageParents``), which is how a chain of stage B runs stays in the arriv
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 from lakeline.lineage.writer import LineageWriter
 from stage_a.plan import StageAPlan
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
+
+if TYPE_CHECKING:
+    from lakeline.lineage.openlineage_config import RunReference
 
 RAW_DATA_INPUT = "RAW_DATA_INPUT"
 STAGE_A_COMPLETE = "STAGE_A_COMPLETE"
@@ -31,7 +35,14 @@ def raw_object_location(plan: StageAPlan) -> str:
     return plan.raw_partition_location.rstrip("/") + "/" + plan.raw_key.rsplit("/", 1)[-1]
 
 
-def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, run_id: str | None = None) -> LineageParents:
+def _run_fields(execution: RunReference | None, default_job: str) -> dict[str, str | None]:
+    """The OpenLineage run a record belongs to: the execution whose events carry it as their parent."""
+    if execution is None:
+        return {"run_id": None, "job_name": default_job}
+    return {"run_id": execution.run_id, "job_name": f"{execution.namespace}/{execution.name}"}
+
+
+def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, execution: RunReference | None = None) -> LineageParents:
     root = stage_a_root_id(plan)
     (raw,) = writer.step(
         root_id=root,
@@ -45,42 +56,43 @@ def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, run_id: str | Non
         parent_id=raw.node_id,
         action_taken=STAGE_A_COMPLETE,
         storage_locations=[plan.target_location],
-        run_id=run_id,
-        job_name="lakeline/stage_a",
+        **_run_fields(execution, "lakeline/stage_a"),
         dataset=f"{plan.target_database}.{plan.table}",
     )
     return LineageParents(root_id=root, parent_id=done.node_id)
 
 
-def _parents(message: StageBMessage) -> tuple[str, str]:
+def stage_b_lineage_ids(message: StageBMessage) -> tuple[str, str]:
+    """The root and parent node a stage B run's lineage hangs under (its own root if it was not triggered)."""
     root = message.lineage.root_id or str(uuid.uuid5(ROOT_NAMESPACE, message.deduplication_id()))
     return root, message.lineage.parent_id or root
 
 
 def record_stage_b(
-    writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, run_id: str | None = None
+    writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, execution: RunReference | None = None
 ) -> LineageParents:
-    root, parent = _parents(message)
+    root, parent = stage_b_lineage_ids(message)
     (done,) = writer.step(
         root_id=root,
         parent_id=parent,
         action_taken=STAGE_B_COMPLETE,
         storage_locations=[plan.target_location],
-        run_id=run_id,
-        job_name=f"lakeline/stage_b.{plan.dataset}",
+        **_run_fields(execution, f"lakeline/stage_b.{plan.dataset}"),
         dataset=plan.dataset,
     )
     return LineageParents(root_id=root, parent_id=done.node_id)
 
 
-def record_stage_b_failure(writer: LineageWriter, plan: StageBPlan, message: StageBMessage) -> None:
+def record_stage_b_failure(
+    writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, execution: RunReference | None = None
+) -> None:
     """A failed run is a terminal node of the tree, so the archive shows where the chain stopped."""
-    root, parent = _parents(message)
+    root, parent = stage_b_lineage_ids(message)
     writer.step(
         root_id=root,
         parent_id=parent,
         action_taken=STEP_FAILED,
         storage_locations=[plan.target_location],
-        job_name=f"lakeline/stage_b.{plan.dataset}",
+        **_run_fields(execution, f"lakeline/stage_b.{plan.dataset}"),
         dataset=plan.dataset,
     )

@@ -29,13 +29,12 @@ from lakeline.errors import LakelineError
 from lakeline.lineage.archive import LocalArchiveStore
 from lakeline.lineage.openlineage_config import OpenLineageSettings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
-from lakeline.lineage.openlineage_events import StepRun, event_to_dict, sql_step_run, stable_run_id
+from lakeline.lineage.openlineage_events import event_to_dict
+from lakeline.lineage.pipeline_events import stage_a_steps, stage_b_steps
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, LocalCloud
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
 from lakeline.local.workspace import Workspace
-from lakeline.names import dml_name
-from lakeline.partitions import partition_filter
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.arrivals import parse_arrivals
@@ -133,7 +132,7 @@ class EventFlow:
             ledger=DynamoDBAppliedMessages(cloud.dynamodb, cloud.names.pipeline_state),
             queries_root=queries_root,
         )
-        self.emitter = LineageEmitter(openlineage or OpenLineageSettings(namespace="lakeline-local"))
+        self.emitter = LineageEmitter(openlineage or OpenLineageSettings())
         self.events: list[dict[str, Any]] = []
         self.executions = ExecutionNames(workspace.root / "state" / "executions.json")
         self.report = FlowReport()
@@ -195,14 +194,7 @@ class EventFlow:
                 self.notify("duplicate", f"{arrival.key} (execution {name} exists)")
                 continue
             self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
-            step = sql_step_run(
-                self._stage_a_lineage_sql(plan),
-                catalog=self.catalog,
-                job_name=f"stage_a.{plan.target_database}.{plan.table}",
-                run_id=stable_run_id(datetime.now(UTC), f"{plan.raw_key}@{plan.run_token}"),
-                settings=self.emitter.settings,
-                engine="spark",
-            )
+            (step,) = stage_a_steps(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
             try:
                 with self.emitter.run(step):
                     execute_stage_a(plan, self.engine, self.services.store)
@@ -215,17 +207,6 @@ class EventFlow:
             self._stage_a_post_update({"plan": plan.to_dict()}, LambdaContext("stage-a-post-update"))
             self.report.stage_a.append(plan)
 
-    def _stage_a_lineage_sql(self, plan: StageAPlan) -> str:
-        """The insert stage A simulates, for lineage: the raw partition's rows into the stage table."""
-        raw = self.engine.describe_table(plan.source_database, plan.table)
-        columns = ", ".join(dml_name(name) for name in raw.column_names + raw.partition_names)
-        partition = [(column, plan.partition[column.name]) for column in raw.partition_columns]
-        where = partition_filter(partition)
-        return (
-            f"INSERT INTO {dml_name(plan.target_database, plan.table)} SELECT {columns} "
-            f"FROM {dml_name(plan.source_database, plan.table)}" + (f" WHERE {where}" if where else "")
-        )
-
     def _stage_b_record(self, record: SQSRecord) -> None:
         message = StageBMessage.model_validate_json(record.body)
         if not self.executions.start(message.deduplication_id()):
@@ -234,14 +215,7 @@ class EventFlow:
             return
         plan = plan_message(message, self.services, self._run_token(message))
         self.notify("stage B", message.node)
-        steps = [
-            self._sql_step(
-                sql,
-                job_name=f"stage_b.{plan.dataset}.step{index}",
-                run_id=stable_run_id(datetime.now(UTC), f"{message.deduplication_id()}#{index}"),
-            )
-            for index, sql in enumerate(plan.resolved_sql)
-        ]
+        steps = stage_b_steps(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
         for step in steps:
             self.emitter.emit_state(step, _state("START"))
         try:
@@ -262,36 +236,6 @@ class EventFlow:
             {"message": message.model_dump(mode="json"), "plan": plan.to_dict()}, LambdaContext("stage-b-post-update")
         )
         self.report.stage_b.append(plan)
-
-    def _sql_step(self, sql: str, *, job_name: str, run_id: str) -> StepRun:
-        """The step's OpenLineage run, with column lineage when the SQL resolves against the catalog.
-
-        Column lineage is a facet: a step whose SQL does not resolve (a column that does not exist)
-        still runs, and fails on the engine as it would on Athena, through the failure path.
-        """
-        try:
-            return sql_step_run(
-                sql,
-                catalog=self.catalog,
-                job_name=job_name,
-                run_id=run_id,
-                settings=self.emitter.settings,
-                engine="spark",
-            )
-        except LakelineError as error:
-            self.notify("lineage", f"{job_name}: no column lineage ({error})")
-            settings = self.emitter.settings
-            return StepRun(
-                job_name=job_name,
-                run_id=run_id,
-                job_namespace=settings.namespace,
-                dataset_namespace=settings.dataset_namespace,
-                parent=settings.parent,
-                root=settings.root,
-                sql=sql,
-                dialect="athena",
-                engine="spark",
-            )
 
     @staticmethod
     def _run_token(message: StageBMessage) -> str:

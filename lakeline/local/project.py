@@ -16,6 +16,7 @@ A ``lakeline.yml`` names the folders and files; paths are relative to the file's
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from lakeline.dependencies.model import DependencyItem
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import ConfigError
 from lakeline.lineage.html import write_lineage_html
+from lakeline.lineage.openlineage_config import load_openlineage_settings
 from lakeline.lineage.query import load_query, query_local_archive
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
@@ -113,6 +115,9 @@ class LocalProject:
         self.items: list[DependencyItem] = []
 
     def __enter__(self) -> LocalProject:
+        # The standard OpenLineage configuration (openlineage.yml, OPENLINEAGE_*), read before anything
+        # starts so that a bad one fails at once; the functions of the flow read the same sources.
+        openlineage = load_openlineage_settings(os.environ, cwd=Path.cwd(), home=Path.home())
         with self.console.status("starting embedded Spark and a local AWS endpoint (moto server on 127.0.0.1)"):
             self.engine = SparkEngine.local(self.workspace.root)
             self.cloud = LocalCloud.start()
@@ -123,6 +128,7 @@ class LocalProject:
             self.settings,
             self.config.queries,
             listener=lambda stage, what: self.console.log(f"{stage}: {what}"),
+            openlineage=openlineage,
         )
         return self
 

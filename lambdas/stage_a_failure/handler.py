@@ -2,6 +2,7 @@
 dropped) delete its partial output; the stage partition still points at its previous data.
 
 A failure after the CTAS (while publishing) keeps the new files: the partition may already point at them.
+The run's FAIL event (with its START) goes to the OpenLineage event archive and any configured transport.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import StepError, dead_letter, load_environment
+from lakeline.lineage.step_events import StepEvents
 from lakeline.storage import SchemeObjectStore
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.plan import StageAPlan
@@ -56,6 +59,13 @@ def object_store() -> SchemeObjectStore:
     return SchemeObjectStore(boto3.client("s3"))
 
 
+@cache
+def step_events() -> tuple[StepEvents, AthenaEngine]:
+    """The OpenLineage events of the failed run, and the Glue catalog their column lineage is read from."""
+    events = StepEvents.in_lambda(os.environ, s3=boto3.client("s3"))
+    return events, AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -63,10 +73,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageAPlan.from_dict(request.plan)
     # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
     deleted = abandon_stage_a(plan, object_store()) if request.failed_step == "ctas" else 0
+    reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    events, catalog = step_events()
+    emitted = events.stage_a(plan, catalog, "FAIL", error=reason)
     if request.arrival is not None:
         # The run is over: park the arrival in queue A's DLQ with the reason; redriving it runs again.
         arrival = Arrival.model_validate(request.arrival)
-        reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
         dead_letter(sqs(), dead_letter_queue_url(), json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
     logger.error(
         "stage A failed",
@@ -77,6 +89,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "error": request.error.Error,
             "cause": request.error.Cause[:2000],
             "partial_objects_deleted": deleted,
+            "openlineage_events": len(emitted),
         },
     )
     return {
@@ -84,4 +97,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "error": request.error.Error,
         "cause": request.error.Cause,
         "partial_objects_deleted": deleted,
+        "openlineage_events": len(emitted),
     }

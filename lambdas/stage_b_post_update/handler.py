@@ -1,5 +1,5 @@
 """Stage B state machine task after the swap: clean superseded prefixes, record an append as applied,
-and route the finished partition onwards (B→B chains)."""
+record lineage (records and OpenLineage events), and route the finished partition onwards (B→B chains)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import load_environment
 from lakeline.lineage.pipeline_steps import record_stage_b
+from lakeline.lineage.step_events import StepEvents
 from lakeline.lineage.writer import LineageWriter
 from lakeline.storage import SchemeObjectStore
 from stage_b.ledger import DynamoDBAppliedMessages
@@ -39,17 +41,21 @@ class Runtime:
     routing: OnwardRouting
     ledger: DynamoDBAppliedMessages
     lineage: LineageWriter
+    catalog: AthenaEngine
+    events: StepEvents
 
 
 @cache
 def runtime() -> Runtime:
     environment = load_environment(RoutingEnvironment, os.environ)
-    dynamodb, sqs = boto3.client("dynamodb"), boto3.client("sqs")
+    dynamodb, sqs, s3 = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("s3")
     return Runtime(
-        SchemeObjectStore(boto3.client("s3")),
+        SchemeObjectStore(s3),
         OnwardRouting.from_environment(environment, dynamodb, sqs),
         DynamoDBAppliedMessages(dynamodb, environment.pipeline_state_table),
         LineageWriter(sqs, environment.lineage_queue_url),
+        AthenaEngine(boto3.client("athena"), glue=boto3.client("glue")),
+        StepEvents.in_lambda(os.environ, s3=s3),
     )
 
 
@@ -63,13 +69,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     files, superseded = finish_stage_b(plan, run.store)
     if message.usage == "append":
         run.ledger.mark_applied(message.deduplication_id(), plan.run_token)
-    parents = record_stage_b(run.lineage, plan, message)
+    parents = record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
+    events = run.events.stage_b(plan, message, run.catalog, "COMPLETE")
     onward = run.routing.route(
         message.target_dataset, message.partition, run=plan.run_token, path=message.path, lineage=parents
     )
     logger.info(
         "stage B published",
-        extra={"target": message.node, "files": len(files), "triggered": [m.node for m in onward]},
+        extra={
+            "target": message.node,
+            "files": len(files),
+            "triggered": [m.node for m in onward],
+            "openlineage_events": len(events),
+        },
     )
     return {
         "dataset": message.target_dataset,
@@ -77,4 +89,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "files": len(files),
         "superseded_deleted": superseded,
         "triggered": [m.node for m in onward],
+        "openlineage_events": len(events),
     }

@@ -21,6 +21,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from stacks.constructs.functions import LakelineFunction
+from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import QueueWithDeadLetters
 from stacks.constructs.stage_b import grant_routing, routing_environment
 from stacks.constructs.statements import StatementRunner
@@ -39,6 +40,7 @@ class StageA(Construct):
         alarm_topic: Any,
         queue_b: QueueWithDeadLetters,
         lineage_queue: QueueWithDeadLetters,
+        stage_events: StageEvents,
         pipeline_environment: str,
         table_settings: dict[str, Any],
         default_table_settings: dict[str, Any],
@@ -71,6 +73,7 @@ class StageA(Construct):
         self.queue.dead_letter_queue.grant_send_messages(failure.function)
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)
+        stage_events.attach(failure)
         post_update = LakelineFunction(
             self,
             "PostUpdate",
@@ -82,6 +85,7 @@ class StageA(Construct):
         storage.bucket("Stage").grant_read(post_update.function)
         storage.bucket("Stage").grant_delete(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
+        stage_events.attach(post_update)
 
         record_failure = failure_recorder(
             self, "StageA", failure.function, {"plan.$": "$.plan", "arrival.$": "$.arrival"}

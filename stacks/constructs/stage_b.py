@@ -15,6 +15,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from stacks.constructs.functions import LakelineFunction
+from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
 from stacks.constructs.statements import StatementRunner
 from stacks.constructs.workflow import add_retry, failure_recorder, logged_state_machine
@@ -57,6 +58,7 @@ class StageB(Construct):
         statements: StatementRunner,
         queue_b: QueueWithDeadLetters,
         lineage_queue: QueueWithDeadLetters,
+        stage_events: StageEvents,
         pipeline_environment: str,
         table_settings: dict[str, Any],
         default_table_settings: dict[str, Any],
@@ -78,6 +80,7 @@ class StageB(Construct):
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)
+        stage_events.attach(failure)
         post_update = LakelineFunction(
             self,
             "PostUpdate",
@@ -90,6 +93,7 @@ class StageB(Construct):
             storage.bucket(bucket).grant_read(post_update.function)
             storage.bucket(bucket).grant_delete(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
+        stage_events.attach(post_update)
 
         on_failure = failure_recorder(self, "StageB", failure.function, {"plan.$": "$.plan"})
         run_steps = statements.steps_runner(self, "RunSteps", on_failure=on_failure)

@@ -118,12 +118,49 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
     assert all(line["lineage"][-1]["action_taken"] == "TRACE_COMPLETE" or line["lineage"] for line in lines)
     assert summary["archived_lineage_rows"] > 0
-    events = (workspace / "lineage/openlineage.jsonl").read_text().splitlines()
-    states = {json.loads(event)["eventType"] for event in events}
-    assert states == {"START", "COMPLETE"}
+    events = [json.loads(event) for event in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
+    assert {event["eventType"] for event in events} == {"START", "COMPLETE"}
+    # Every step's parent is its execution; the root is the arrival its chain started from.
+    parents = {event["run"]["facets"]["parent"]["job"]["name"].split(".")[0] for event in events}
+    assert parents == {"stage_a", "stage_b"}
+    assert {event["run"]["facets"]["parent"]["root"]["job"]["name"] for event in events} == {"pipeline"}
+    # The archived lineage records name the same executions and arrivals as the events.
+    finished = [
+        node
+        for line in lines
+        for node in line["lineage"]
+        if node["action_taken"].endswith(("_A_COMPLETE", "_B_COMPLETE"))
+    ]
+    assert {node["run_id"] for node in finished} == {e["run"]["facets"]["parent"]["run"]["runId"] for e in events}
+    assert roots == {event["run"]["facets"]["parent"]["root"]["run"]["runId"] for event in events}
     html = (workspace / "lineage.html").read_text()
     for dataset in ("engineering_analytics_dev.weekly_sales", "engineering_sales_dev.orders"):
         assert dataset in html
+
+
+def test_a_column_is_followed_back_to_raw_columns_from_the_stored_events(
+    demo: tuple[Path, dict[str, Any], Any],
+) -> None:
+    workspace, _, _ = demo
+    events = workspace / "lineage/openlineage.jsonl"
+    result = run(
+        [
+            "lineage",
+            "column",
+            "engineering_analytics_dev.weekly_sales.revenue",
+            "--events",
+            str(events),
+            "--direct-only",
+        ],
+        cwd=workspace,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0] == "engineering_analytics_dev.weekly_sales.revenue"
+    assert "engineering_analytics_dev.daily_sales.revenue  DIRECT AGGREGATION" in lines[1]
+    # Through stage B's steps and stage A, down to a column of a raw table, which nothing wrote.
+    assert any("stage_a." in line for line in lines), lines
+    assert "_raw_dev." in lines[-1], lines
 
 
 def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, dict[str, Any], Any]) -> None:

@@ -25,11 +25,13 @@ STATEFUL_LOGICAL_IDS = {
     "LineageTableED19B650": "AWS::DynamoDB::Table",
     "LineageDatabase": "AWS::Glue::Database",
     "LineageArchiveTable": "AWS::Glue::Table",
+    "OpenLineageEventsTable": "AWS::Glue::Table",
 }
+OPENLINEAGE_ENVIRONMENT = {"OPENLINEAGE_URL": "https://marquez.example.com", "OPENLINEAGE_API_KEY": "key-1"}
 
 
-def synth(engine: str) -> tuple[Template, Template]:
-    app = cdk.App(context={"environment": "dev", "engine": engine})
+def synth(engine: str, **context: Any) -> tuple[Template, Template]:
+    app = cdk.App(context={"environment": "dev", "engine": engine, **context})
     storage, pipeline = build_app(app)
     return Template.from_stack(storage), Template.from_stack(pipeline)
 
@@ -41,7 +43,8 @@ def athena_templates() -> tuple[Template, Template]:
 
 @pytest.fixture(scope="module")
 def spark_templates() -> tuple[Template, Template]:
-    return synth("spark")
+    """The spark engine, with an OpenLineage transport configured the standard way."""
+    return synth("spark", openlineage_environment=OPENLINEAGE_ENVIRONMENT)
 
 
 def resources(template: Template, kind: str) -> dict[str, Any]:
@@ -215,7 +218,7 @@ def test_functions_use_shipped_handlers_and_the_powertools_layer(athena_template
     assert {"lambdas.stage_a_router.handler.handler", "lambdas.stage_a_failure.handler.handler"} <= handlers
     for function in ours:
         assert function["Properties"]["TracingConfig"] == {"Mode": "Active"}
-        assert len(function["Properties"]["Layers"]) == 1
+        assert function["Properties"]["Layers"][0]["Ref"].startswith("SsmParameterValue"), "the Powertools layer"
 
 
 def test_athena_workgroup_enforces_results_and_encryption(athena_templates: tuple[Template, Template]) -> None:
@@ -334,3 +337,134 @@ def test_post_update_tasks_retry_their_failures(athena_templates: tuple[Template
     for stage in ("StageA", "StageB"):
         retries = state_machine_definition(pipeline, stage)["States"]["PostUpdateTask"]["Retry"]
         assert ["States.TaskFailed"] in [retry["ErrorEquals"] for retry in retries]
+
+
+# -- OpenLineage events of the stage functions ---------------------------------------------------------------
+
+
+def functions_by_handler(pipeline: Template) -> dict[str, dict[str, Any]]:
+    return {
+        f["Properties"]["Handler"].split(".")[1]: f["Properties"]
+        for f in resources(pipeline, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].startswith("lambdas.")
+    }
+
+
+def role_statements(pipeline: Template, function: dict[str, Any]) -> list[dict[str, Any]]:
+    role = function["Role"]["Fn::GetAtt"][0]
+    return [
+        statement
+        for policy in resources(pipeline, "AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_the_openlineage_layer_is_built_once_for_the_runtime(athena_templates: tuple[Template, Template]) -> None:
+    from stacks.constructs.functions import OPENLINEAGE_HANDLERS
+
+    _, pipeline = athena_templates
+    layers = {
+        name: layer["Properties"]
+        for name, layer in resources(pipeline, "AWS::Lambda::LayerVersion").items()
+        if name.startswith("SharedLambdaCodeOpenLineageLayer")
+    }
+    assert len(layers) == 1
+    ((name, layer),) = layers.items()
+    assert layer["CompatibleRuntimes"] == ["python3.13"]
+    for handler, function in functions_by_handler(pipeline).items():
+        expected = 2 if handler in OPENLINEAGE_HANDLERS else 1
+        assert len(function["Layers"]) == expected, handler
+        assert ({"Ref": name} in function["Layers"]) == (handler in OPENLINEAGE_HANDLERS), handler
+
+
+@pytest.mark.parametrize(("engine", "extra"), [("athena", {}), ("spark", OPENLINEAGE_ENVIRONMENT)])
+def test_the_stage_functions_are_told_where_events_go(
+    engine: str,
+    extra: dict[str, str],
+    athena_templates: tuple[Template, Template],
+    spark_templates: tuple[Template, Template],
+) -> None:
+    from stacks.config import STACK_OPENLINEAGE_VARIABLES
+    from stacks.constructs.functions import OPENLINEAGE_HANDLERS
+
+    _, pipeline = athena_templates if engine == "athena" else spark_templates
+    functions = functions_by_handler(pipeline)
+    assert set(functions) >= OPENLINEAGE_HANDLERS
+    for handler, function in functions.items():
+        variables = function["Environment"]["Variables"]
+        if handler not in OPENLINEAGE_HANDLERS:
+            assert not [key for key in variables if key.startswith("OPENLINEAGE") or key == "PIPELINE_ENGINE"], handler
+            continue
+        assert variables["OPENLINEAGE_EVENTS_LOCATION"] == {
+            "Fn::Join": [
+                "",
+                ["s3://", {"Fn::ImportValue": "Lakeline-dev-Storage-LineageArchiveBucketName"}, "/openlineage/"],
+            ]
+        }
+        assert variables["OPENLINEAGE_NAMESPACE"] == "lakeline-dev"
+        assert variables["OPENLINEAGE_DATASET_NAMESPACE"] == {
+            "Fn::Join": ["", ["awsathena://athena.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]
+        }
+        assert variables["PIPELINE_ENGINE"] == engine
+        openlineage = {key: value for key, value in variables.items() if key.startswith("OPENLINEAGE")}
+        assert set(openlineage) == (STACK_OPENLINEAGE_VARIABLES - {"PIPELINE_ENGINE"}) | set(extra), handler
+        assert {key: variables[key] for key in extra} == extra
+
+
+def test_stage_functions_may_only_put_events_into_the_archive(athena_templates: tuple[Template, Template]) -> None:
+    from stacks.constructs.functions import OPENLINEAGE_HANDLERS
+
+    _, pipeline = athena_templates
+    stage_functions = {h: f for h, f in functions_by_handler(pipeline).items() if h in OPENLINEAGE_HANDLERS}
+    assert set(stage_functions) == OPENLINEAGE_HANDLERS
+    for handler, function in stage_functions.items():
+        statements = role_statements(pipeline, function)
+        archive = [s for s in statements if "LineageArchiveBucket" in json.dumps(s["Resource"])]
+        assert len(archive) == 1, handler
+        (put,) = archive
+        assert put["Resource"] == {
+            "Fn::Join": ["", [{"Fn::ImportValue": "Lakeline-dev-Storage-LineageArchiveBucketArn"}, "/openlineage/*"]]
+        }
+        assert "s3:PutObject" in as_list(put["Action"])
+        assert not [
+            action for action in as_list(put["Action"]) if action.startswith(("s3:Get", "s3:Delete", "s3:List"))
+        ]
+        (catalog,) = [s for s in statements if s["Action"] == "glue:GetTable"]
+        flat = json.dumps(catalog["Resource"])
+        assert flat.count('":catalog"') == 1 and ":database/*_dev" in flat and ":table/*_dev/*" in flat, handler
+
+
+def test_the_openlineage_events_table_reads_the_archive_folder(athena_templates: tuple[Template, Template]) -> None:
+    storage, _ = athena_templates
+    table = storage.to_json()["Resources"]["OpenLineageEventsTable"]["Properties"]
+    assert table["DatabaseName"] == "lakeline_lineage_dev"
+    assert table["TableInput"]["Name"] == "openlineage_events"
+    location = table["TableInput"]["StorageDescriptor"]["Location"]
+    assert location == {"Fn::Join": ["", ["s3://", {"Ref": "LineageArchiveBucket387E84C7"}, "/openlineage/"]]}
+    parameters = table["TableInput"]["Parameters"]
+    assert parameters["projection.enabled"] == "true"
+    assert parameters["storage.location.template"] == {
+        "Fn::Join": ["", ["s3://", {"Ref": "LineageArchiveBucket387E84C7"}, "/openlineage/dt=${dt}/"]]
+    }
+    columns = {c["Name"]: c["Type"] for c in table["TableInput"]["StorageDescriptor"]["Columns"]}
+    assert "columnlineage:struct<fields:map<string,struct<inputfields:array<" in columns["outputs"]
+
+
+def test_the_column_lineage_query_is_a_named_query_on_the_lineage_database(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    _, pipeline = athena_templates
+    # The query names the table unqualified, so it runs as saved, in the lineage database.
+    pipeline.has_resource_properties(
+        "AWS::Athena::NamedQuery",
+        {
+            "Name": "lakeline-openlineage-column-lineage",
+            "Database": "lakeline_lineage_dev",
+            "QueryString": Match.string_like_regexp('FROM "openlineage_events"'),
+        },
+    )

@@ -127,3 +127,32 @@ def test_sql_errors(tmp_path: Path, sql: str, options: list[str], code: int, mes
     result = CliRunner().invoke(app, ["lineage", "sql", str(path), "--catalog", str(CATALOG), *options])
     assert result.exit_code == code
     assert message in " ".join(result.stderr.split())
+
+
+def test_column_follows_a_stored_column_back_through_a_folder_of_events(tmp_path: Path) -> None:
+    steps = {
+        "stage_a.sql": "INSERT INTO sales.orders SELECT CAST(order_id AS bigint), CAST(customer_id AS bigint),"
+        ' CAST(amount AS double), status, CAST("date" AS date), dt FROM raw.orders',
+        "stage_b.sql": "INSERT INTO sales.customers SELECT customer_id, 'x', status, 'e' FROM sales.orders",
+    }
+    folder = tmp_path / "openlineage" / "dt=2022-01-20"
+    folder.mkdir(parents=True)
+    for name, sql in steps.items():
+        printed = CliRunner().invoke(
+            app, ["lineage", "sql", str(_write(tmp_path, name, sql)), "--catalog", str(CATALOG)]
+        )
+        assert printed.exit_code == 0, printed.output
+        (folder / f"{name}.json").write_text(printed.stdout)
+    result = CliRunner().invoke(app, ["lineage", "column", "sales.customers.region", "--events", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "sales.customers.region",
+        "+- sales.orders.status  DIRECT IDENTITY  [job lakeline/stage_b]",
+        "   +- raw.orders.status  DIRECT IDENTITY  [job lakeline/stage_a]",
+    ]
+    unknown = CliRunner().invoke(app, ["lineage", "column", "sales.customers.nope", "--events", str(tmp_path)])
+    assert unknown.exit_code == 1
+    assert "no stored event writes sales.customers.nope" in unknown.stderr
+    malformed = CliRunner().invoke(app, ["lineage", "column", "customers.region", "--events", str(tmp_path)])
+    assert malformed.exit_code == 1
+    assert "DATABASE.TABLE.COLUMN" in malformed.stderr

@@ -156,3 +156,15 @@ def test_disabled(dirs: tuple[Path, Path]) -> None:
         {"OPENLINEAGE_DISABLED": "TRUE", "OPENLINEAGE_URL": "http://127.0.0.1:1"}, cwd=cwd, home=home
     )
     assert settings.disabled
+
+
+def test_the_clients_own_alias_of_the_url_is_read_as_the_url(tmp_path: Path) -> None:
+    # openlineage-python's client writes these into os.environ when OPENLINEAGE_URL is set; a warm process
+    # that loads the settings again must see the same HTTP transport, not a transport without a type.
+    environ = {
+        "OPENLINEAGE_URL": "http://marquez:5000",
+        "OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP__TYPE": "http",
+        "OPENLINEAGE__TRANSPORT__TRANSPORTS__DEFAULT_HTTP__URL": "http://marquez:5000",
+    }
+    settings = load_openlineage_settings(environ, cwd=tmp_path, home=tmp_path)
+    assert settings.transport == {"type": "http", "url": "http://marquez:5000"}

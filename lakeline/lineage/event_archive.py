@@ -1,0 +1,72 @@
+"""OpenLineage events kept next to the archived lineage records: one object per event.
+
+    <events location>/dt=YYYY-MM-DD/<runId>.<EVENTTYPE>.json
+
+``dt`` is the event's own date (UTC), so the Glue table over the folder (``events_table``) is
+partitioned like the lineage archive and Athena reads one day at a time. The key is fixed by the
+run id and the event type: a retried step writes its events again onto the same objects instead of
+adding twins. Each object is the event as one line of JSON, exactly what a transport would send.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from lakeline.errors import ValidationError
+from lakeline.lineage.archive import PARTITION_COLUMN, ArchiveStore
+
+EVENTS_FOLDER = "openlineage/"
+"""Where the events go in the archive bucket, beside the lineage records' folder."""
+EVENT_TYPES = frozenset({"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"})
+
+
+def event_object_key(event: Mapping[str, Any]) -> str:
+    """``dt=<event date>/<runId>.<eventType>.json``; a clear error if the event lacks what names it."""
+    try:
+        run_id = str(uuid.UUID(str(event["run"]["runId"])))
+        event_type = str(event["eventType"])
+        moment = datetime.fromisoformat(str(event["eventTime"]))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValidationError(f"not an OpenLineage RunEvent with runId, eventType and eventTime: {error}") from None
+    if event_type not in EVENT_TYPES:
+        raise ValidationError(f"eventType {event_type!r} is not one of {sorted(EVENT_TYPES)}")
+    if moment.tzinfo is None:
+        raise ValidationError(f"eventTime {event['eventTime']!r} has no time zone")
+    day = moment.astimezone(UTC).date()
+    return f"{PARTITION_COLUMN}={day.isoformat()}/{run_id}.{event_type}.json"
+
+
+class EventArchive:
+    """The events folder of the archive, through an ``ArchiveStore`` rooted at it."""
+
+    def __init__(self, store: ArchiveStore) -> None:
+        self.store = store
+
+    def put(self, events: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Store each event; all are checked before the first is written. Returns their locations."""
+        named = [(event_object_key(event), event) for event in events]
+        return [
+            self.store.put(key, (json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n").encode())
+            for key, event in named
+        ]
+
+    def events(self, day: str | None = None) -> list[dict[str, Any]]:
+        """The stored events (of one ``YYYY-MM-DD`` day, or all), in key order."""
+        prefix = f"{PARTITION_COLUMN}={day}/" if day else ""
+        found = []
+        for key in self.store.keys(prefix):
+            body = self.store.get(key)
+            if body is None:
+                continue  # removed since it was listed
+            try:
+                event = json.loads(body)
+            except json.JSONDecodeError as error:
+                raise ValidationError(f"{self.store.location(key)} is not JSON: {error}") from None
+            if not isinstance(event, dict):
+                raise ValidationError(f"{self.store.location(key)} does not hold a JSON object")
+            found.append(event)
+        return found

@@ -1,0 +1,172 @@
+"""The OpenLineage runs of stage A and stage B, the same locally and in the cloud.
+
+Each statement set a stage runs is one OpenLineage run of a job:
+
+    stage A    job ``stage_a.<database>.<table>``          (one per arrival)
+    stage B    job ``stage_b.<database>.<table>.step<N>``  (one per step of the run)
+
+Its ``parent`` facet names the pipeline execution that ran it (job ``stage_a`` or ``stage_b.<database>.<table>``:
+the Step Functions execution in the cloud, the local flow's execution otherwise), and its ``root`` the arrival the
+whole chain started from (job ``pipeline``, whose run id is the arrival's lineage root id, so archived lineage
+records and OpenLineage events meet on one id). A parent configured the standard way (``OPENLINEAGE_PARENT_ID``,
+``OPENLINEAGE_ROOT_PARENT_ID``: an orchestrator that started the pipeline) becomes the root instead.
+
+Run ids are derived from the plan (its run token carries the time it was planned), so the router, the
+post-update function and the failure function of one execution all name the same run, and a retried
+invocation re-emits the same events instead of inventing new runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from lakeline.errors import LakelineError
+from lakeline.lineage.column_sql import TableDescriber
+from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage_events import StepRun, sql_step_run, stable_run_id
+from lakeline.lineage.pipeline_steps import stage_a_root_id, stage_b_lineage_ids
+from lakeline.names import dml_name
+from lakeline.partitions import partition_filter
+from stage_a.plan import StageAPlan
+from stage_b.messages import StageBMessage
+from stage_b.plan import StageBPlan
+
+logger = logging.getLogger(__name__)
+
+PIPELINE_JOB = "pipeline"
+STAGE_A_JOB = "stage_a"
+STAGE_B_JOB = "stage_b"
+
+
+def run_started_at(run_token: str) -> datetime:
+    """When the run was planned: the time its token (``20220120t101500123456_...``) starts with."""
+    try:
+        return datetime.strptime(run_token.split("_", 1)[0], "%Y%m%dt%H%M%S%f").replace(tzinfo=UTC)
+    except ValueError:
+        raise LakelineError(f"run token {run_token!r} does not start with its planning time") from None
+
+
+@dataclass(frozen=True)
+class PipelineRun:
+    """The runs one execution's steps belong to: their parent (the execution) and root (the arrival)."""
+
+    execution: RunReference
+    root: RunReference
+    started_at: datetime
+
+    def step_run_id(self, key: str) -> str:
+        return stable_run_id(self.started_at, f"{self.execution.run_id}/{key}")
+
+
+def _root(settings: OpenLineageSettings, lineage_root_id: str) -> RunReference:
+    configured = settings.root or settings.parent
+    return configured or RunReference(settings.namespace, PIPELINE_JOB, lineage_root_id)
+
+
+def stage_a_run(plan: StageAPlan, settings: OpenLineageSettings) -> PipelineRun:
+    started = run_started_at(plan.run_token)
+    execution_id = stable_run_id(started, f"{STAGE_A_JOB}:{plan.raw_key}@{plan.run_token}")
+    return PipelineRun(
+        execution=RunReference(settings.namespace, STAGE_A_JOB, execution_id),
+        root=_root(settings, stage_a_root_id(plan)),
+        started_at=started,
+    )
+
+
+def stage_b_run(plan: StageBPlan, message: StageBMessage, settings: OpenLineageSettings) -> PipelineRun:
+    started = run_started_at(plan.run_token)
+    execution_id = stable_run_id(started, f"{STAGE_B_JOB}:{message.deduplication_id()}@{plan.run_token}")
+    root_id, _ = stage_b_lineage_ids(message)
+    return PipelineRun(
+        execution=RunReference(settings.namespace, f"{STAGE_B_JOB}.{plan.dataset}", execution_id),
+        root=_root(settings, root_id),
+        started_at=started,
+    )
+
+
+def stage_a_lineage_sql(plan: StageAPlan, catalog: TableDescriber) -> str:
+    """The insert stage A simulates, for lineage: the raw partition's rows into the stage table."""
+    raw = catalog.describe_table(plan.source_database, plan.table)
+    columns = ", ".join(dml_name(name) for name in raw.column_names + raw.partition_names)
+    partition = [(column, plan.partition[column.name]) for column in raw.partition_columns]
+    where = partition_filter(partition)
+    return (
+        f"INSERT INTO {dml_name(plan.target_database, plan.table)} SELECT {columns} "
+        f"FROM {dml_name(plan.source_database, plan.table)}" + (f" WHERE {where}" if where else "")
+    )
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What every step of one execution shares: its runs, the catalog, the settings, the engine."""
+
+    pipeline: PipelineRun
+    catalog: TableDescriber
+    settings: OpenLineageSettings
+    engine: str
+
+    def bare(self, job_name: str, **facts: Any) -> StepRun:
+        """The step's run without column lineage (``facts``: its SQL, or its datasets by name)."""
+        return StepRun(
+            job_name=job_name,
+            run_id=self.pipeline.step_run_id(job_name),
+            job_namespace=self.settings.namespace,
+            dataset_namespace=self.settings.dataset_namespace,
+            parent=self.pipeline.execution,
+            root=self.pipeline.root,
+            engine=self.engine,
+            **facts,
+        )
+
+    def from_sql(self, job_name: str, sql: str, default_database: str | None = None) -> StepRun:
+        """The step's run, with column lineage when its SQL resolves against the catalog.
+
+        Column lineage is a facet: a step whose SQL does not resolve (a column that is not in the
+        catalog, SQL the analyser cannot read) still gets its events, with the SQL and without the
+        facet; the engine decides whether the SQL itself is good.
+        """
+        scoped = replace(self.settings, parent=self.pipeline.execution, root=self.pipeline.root)
+        try:
+            return sql_step_run(
+                sql,
+                catalog=self.catalog,
+                job_name=job_name,
+                run_id=self.pipeline.step_run_id(job_name),
+                settings=scoped,
+                engine=self.engine,
+                default_database=default_database,
+            )
+        except Exception as error:  # lineage is a facet: it never fails the step it describes
+            logger.warning("%s: no column lineage (%s: %s)", job_name, type(error).__name__, error)
+            return self.bare(job_name, sql=sql, dialect="athena")
+
+
+def stage_a_steps(
+    plan: StageAPlan, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+) -> list[StepRun]:
+    """Stage A's one step: the raw partition into the stage table."""
+    context = StepContext(stage_a_run(plan, settings), catalog, settings, engine)
+    job_name = f"{STAGE_A_JOB}.{plan.target_database}.{plan.table}"
+    try:
+        sql = stage_a_lineage_sql(plan, catalog)
+    except Exception as error:  # as in StepContext.from_sql
+        # The raw table is not in the catalog (any more): the run still gets events, naming its datasets.
+        logger.warning("%s: raw table not readable for lineage (%s: %s)", job_name, type(error).__name__, error)
+        source, target = f"{plan.source_database}.{plan.table}", f"{plan.target_database}.{plan.table}"
+        return [context.bare(job_name, extra_inputs=(source,), extra_outputs=(target,))]
+    return [context.from_sql(job_name, sql)]
+
+
+def stage_b_steps(
+    plan: StageBPlan, message: StageBMessage, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+) -> list[StepRun]:
+    """One run per step of the stage B run, from the step's SQL as the user wrote it (tokens resolved)."""
+    context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine)
+    return [
+        # Unqualified tables resolve against the step's database, as the engine runs it.
+        context.from_sql(f"{STAGE_B_JOB}.{plan.dataset}.step{index}", sql, plan.steps[index].db)
+        for index, sql in enumerate(plan.resolved_sql)
+    ]

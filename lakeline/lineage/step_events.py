@@ -1,0 +1,118 @@
+"""OpenLineage events of finished stage runs, as the post-update and failure functions send them.
+
+A stage's state machine ends in its post-update function (the run succeeded) or its failure function
+(a step failed). That function emits, for every step of the run, the START event (dated when the run
+was planned) and the final COMPLETE or FAIL event, as dbt-ol does after a dbt run:
+
+- always into the event archive (``OPENLINEAGE_EVENTS_LOCATION``, the archive bucket's ``openlineage/``
+  folder, next to the lineage records), which is the default and writes nothing elsewhere;
+- and through an openlineage-python transport when one is configured the standard way
+  (``OPENLINEAGE_URL`` / ``OPENLINEAGE_API_KEY``, ``OPENLINEAGE__TRANSPORT__*``, ``openlineage.yml``).
+
+A transport that fails is logged and counted by the emitter; the archive write is not optional: if it
+fails the function fails and its (idempotent) invocation is retried, so no run loses its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from openlineage.client.event_v2 import RunState
+from pydantic import BaseModel
+
+from lakeline.lambda_support import load_environment
+from lakeline.lineage.archive import S3ArchiveStore
+from lakeline.lineage.column_sql import TableDescriber
+from lakeline.lineage.event_archive import EventArchive
+from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference, load_openlineage_settings
+from lakeline.lineage.openlineage_emitter import LineageEmitter
+from lakeline.lineage.openlineage_events import StepRun, event_to_dict
+from lakeline.lineage.pipeline_events import stage_a_run, stage_a_steps, stage_b_run, stage_b_steps
+from stage_a.plan import StageAPlan
+from stage_b.messages import StageBMessage
+from stage_b.plan import StageBPlan
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+Outcome = Literal["COMPLETE", "FAIL"]
+
+
+class StepEventsEnvironment(BaseModel):
+    """The function's settings. Without a location no events are made: that is the local flow, which
+    emits its own events from the Spark run as it happens (``lakeline.local.event_flow``)."""
+
+    openlineage_events_location: str | None = None
+    pipeline_engine: Literal["athena", "spark"] = "athena"
+
+
+@dataclass
+class StepEvents:
+    settings: OpenLineageSettings
+    emitter: LineageEmitter
+    archive: EventArchive | None
+    engine: str
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], *, s3: S3Client, cwd: Path, home: Path) -> StepEvents:
+        own = load_environment(StepEventsEnvironment, environ)
+        settings = load_openlineage_settings(environ, cwd=cwd, home=home)
+        location = own.openlineage_events_location
+        archive = EventArchive(S3ArchiveStore.at(s3, location)) if location else None
+        return cls(settings, LineageEmitter(settings), archive, own.pipeline_engine)
+
+    @classmethod
+    def in_lambda(cls, environ: Mapping[str, str], *, s3: S3Client) -> StepEvents:
+        """From a function's environment; ``openlineage.yml`` may ship in the code folder (the working directory)."""
+        home = Path(environ.get("HOME") or Path.cwd())
+        return cls.from_environment(environ, s3=s3, cwd=Path.cwd(), home=home)
+
+    @property
+    def enabled(self) -> bool:
+        return self.archive is not None
+
+    def stage_a_execution(self, plan: StageAPlan) -> RunReference:
+        """The execution's run, which the lineage records name (events or not: the local flow makes its own)."""
+        return stage_a_run(plan, self.settings).execution
+
+    def stage_b_execution(self, plan: StageBPlan, message: StageBMessage) -> RunReference:
+        return stage_b_run(plan, message, self.settings).execution
+
+    def finished(
+        self, steps: Sequence[StepRun], outcome: Outcome, *, started_at: datetime, error: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Emit START and the outcome of every step; keep them in the archive; return them."""
+        for step in steps:
+            self.emitter.emit_state(step, RunState.START, at=started_at)
+            self.emitter.emit_state(step, RunState(outcome), error=error)
+        events = [event_to_dict(event) for event in self.emitter.drain()]
+        if self.archive is not None:
+            self.archive.put(events)
+        return events
+
+    def stage_a(
+        self, plan: StageAPlan, catalog: TableDescriber, outcome: Outcome, *, error: str | None = None
+    ) -> list[dict[str, Any]]:
+        if not self.enabled:
+            return []
+        steps = stage_a_steps(plan, catalog=catalog, settings=self.settings, engine=self.engine)
+        return self.finished(steps, outcome, started_at=stage_a_run(plan, self.settings).started_at, error=error)
+
+    def stage_b(
+        self,
+        plan: StageBPlan,
+        message: StageBMessage,
+        catalog: TableDescriber,
+        outcome: Outcome,
+        *,
+        error: str | None = None,
+    ) -> list[dict[str, Any]]:
+        if not self.enabled:
+            return []
+        steps = stage_b_steps(plan, message, catalog=catalog, settings=self.settings, engine=self.engine)
+        started_at = stage_b_run(plan, message, self.settings).started_at
+        return self.finished(steps, outcome, started_at=started_at, error=error)

@@ -1,0 +1,63 @@
+"""Deployment configuration from CDK context: the OpenLineage variables of the stage functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lakeline.errors import ConfigError
+from stacks.config import STACK_OPENLINEAGE_VARIABLES, LakelineConfig
+
+
+def test_without_openlineage_environment_events_only_go_to_the_archive() -> None:
+    assert LakelineConfig.from_context({}).openlineage_environment == {}
+
+
+def test_standard_openlineage_variables_are_passed_through() -> None:
+    variables = {
+        "OPENLINEAGE_URL": "https://marquez.example.com",
+        "OPENLINEAGE_API_KEY": "key-1",
+        "OPENLINEAGE_ENDPOINT": "api/v1/lineage",
+        "OPENLINEAGE__TRANSPORT__TYPE": "http",
+        "OPENLINEAGE_DISABLED": "false",
+        "OPENLINEAGE_PARENT_ID": "airflow/nightly/01930000-0000-7000-8000-000000000001",
+    }
+    assert LakelineConfig.from_context({"openlineage_environment": variables}).openlineage_environment == variables
+
+
+def test_openlineage_environment_may_come_as_json_text_from_the_command_line() -> None:
+    config = LakelineConfig.from_context({"openlineage_environment": '{"OPENLINEAGE_URL": "http://marquez:5000"}'})
+    assert config.openlineage_environment == {"OPENLINEAGE_URL": "http://marquez:5000"}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"AWS_REGION": "eu-west-1"}, "key 'AWS_REGION' is not an OpenLineage variable"),
+        ({"openlineage_url": "http://x"}, "key 'openlineage_url' is not an OpenLineage variable"),
+        ({"OPENLINEAGE": "x"}, "key 'OPENLINEAGE' is not an OpenLineage variable"),
+        ({"OPENLINEAGE-URL": "x"}, "key 'OPENLINEAGE-URL' is not an OpenLineage variable"),
+        ({"OPENLINEAGE_NAMESPACE": "mine"}, "key 'OPENLINEAGE_NAMESPACE' is set by the stack"),
+        ({"OPENLINEAGE_EVENTS_LOCATION": "s3://elsewhere/"}, "key 'OPENLINEAGE_EVENTS_LOCATION' is set by the stack"),
+        ({"OPENLINEAGE_DATASET_NAMESPACE": "x"}, "key 'OPENLINEAGE_DATASET_NAMESPACE' is set by the stack"),
+        ({"PIPELINE_ENGINE": "spark"}, "key 'PIPELINE_ENGINE' is not an OpenLineage variable"),
+        ({"OPENLINEAGE_DISABLED": True}, "key 'OPENLINEAGE_DISABLED' must be a string, got bool"),
+        ({"OPENLINEAGE__TRANSPORT__TIMEOUT": 5}, "key 'OPENLINEAGE__TRANSPORT__TIMEOUT' must be a string, got int"),
+        ({"OPENLINEAGE__TRANSPORT": {"type": "http"}}, "must be a string, got dict"),
+        (["OPENLINEAGE_URL"], "must be an object of variables, got list"),
+        ("OPENLINEAGE_URL=http://x", "is not a JSON object"),
+    ],
+)
+def test_openlineage_environment_is_refused_with_the_key_named(value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        LakelineConfig.from_context({"openlineage_environment": value})
+
+
+def test_every_variable_the_stack_sets_is_reserved() -> None:
+    assert {"OPENLINEAGE_EVENTS_LOCATION", "OPENLINEAGE_NAMESPACE", "OPENLINEAGE_DATASET_NAMESPACE"} < (
+        STACK_OPENLINEAGE_VARIABLES
+    )
+    for name in STACK_OPENLINEAGE_VARIABLES:
+        with pytest.raises(ConfigError, match=name):
+            LakelineConfig.from_context({"openlineage_environment": {name: "x"}})
