@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lakeline.lineage.archive import PARTITION_COLUMN
 from lakeline.names import check_identifier, ddl_name, string_literal
+from lakeline.storage import local_root
+
+if TYPE_CHECKING:
+    from lakeline.engines.spark import SparkEngine
 
 DEFAULT_DATABASE = "lineage"
 DEFAULT_TABLE = "lineage_archive"
@@ -127,6 +132,16 @@ class JsonTable:
             f"USING json PARTITIONED BY (`{PARTITION_COLUMN}`) "
             f"LOCATION {string_literal(_location(location, self.what))}"
         )
+
+    def register_local(self, engine: SparkEngine, folder: Path, database: str, table: str) -> None:
+        """(Re)create the Spark table over a local folder and pick up its ``dt=`` partitions."""
+        folder.mkdir(parents=True, exist_ok=True)
+        session = engine.session
+        session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
+        # The table only points at the folder: dropping it keeps the files, recreating it follows a move.
+        session.sql(f"DROP TABLE IF EXISTS {ddl_name(database, table)}")
+        session.sql(self.spark_ddl(database, table, local_root(folder)))
+        session.sql(f"ALTER TABLE {ddl_name(database, table)} RECOVER PARTITIONS")
 
 
 ARCHIVE_TABLE = JsonTable(

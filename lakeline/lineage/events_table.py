@@ -30,9 +30,8 @@ from sqlglot.errors import ParseError
 
 from lakeline.errors import ValidationError
 from lakeline.lineage.archive_table import PROJECTION_START, JsonTable
-from lakeline.lineage.query import QUERY_FOLDER
-from lakeline.names import check_identifier, check_qualified_table, ddl_name
-from lakeline.storage import local_root
+from lakeline.lineage.query import QUERY_FOLDER, point_table_at
+from lakeline.names import check_identifier, check_qualified_table
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -169,12 +168,7 @@ spark_ddl = EVENTS_TABLE.spark_ddl
 
 def register_local_events(engine: SparkEngine, events_dir: Path, database: str, table: str = DEFAULT_TABLE) -> None:
     """(Re)create the Spark table over a local events folder and pick up its ``dt=`` partitions."""
-    events_dir.mkdir(parents=True, exist_ok=True)
-    session = engine.session
-    session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
-    session.sql(f"DROP TABLE IF EXISTS {ddl_name(database, table)}")  # only the table: the files stay
-    session.sql(spark_ddl(database, table, local_root(events_dir)))
-    session.sql(f"ALTER TABLE {ddl_name(database, table)} RECOVER PARTITIONS")
+    EVENTS_TABLE.register_local(engine, events_dir, database, table)
 
 
 def bind_column_lineage_query(sql: str, output_dataset: str, *, database: str, table: str = DEFAULT_TABLE) -> str:
@@ -191,8 +185,5 @@ def bind_column_lineage_query(sql: str, output_dataset: str, *, database: str, t
     if len(placeholders) != 1:
         raise ValidationError(f"the column lineage query needs one '?' for the output dataset, has {len(placeholders)}")
     placeholders[0].replace(exp.Literal.string(output_dataset))
-    for node in statement.find_all(exp.Table):
-        if node.name == DEFAULT_TABLE and node.db in ("", DEFAULT_DATABASE):
-            node.set("this", exp.to_identifier(table, quoted=True))
-            node.set("db", exp.to_identifier(database, quoted=True))
+    point_table_at(statement, (DEFAULT_DATABASE, DEFAULT_TABLE), database, table)
     return statement.sql("athena")

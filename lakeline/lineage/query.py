@@ -19,9 +19,8 @@ from sqlglot.errors import ParseError
 
 from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.errors import ConfigError, ValidationError
-from lakeline.lineage.archive_table import DEFAULT_DATABASE, DEFAULT_TABLE, spark_ddl
-from lakeline.names import check_identifier, ddl_name
-from lakeline.storage import local_root
+from lakeline.lineage.archive_table import ARCHIVE_TABLE, DEFAULT_DATABASE, DEFAULT_TABLE
+from lakeline.names import check_identifier
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -48,22 +47,17 @@ def bind_archive_table(sql: str, database: str, table: str) -> str:
         statement = sqlglot.parse_one(sql, read="athena")
     except ParseError as error:
         raise ValidationError(f"cannot parse the archive query: {error}") from error
-    for node in statement.find_all(exp.Table):
-        if node.name == DEFAULT_TABLE and node.db in ("", DEFAULT_DATABASE):
-            node.set("this", exp.to_identifier(table, quoted=True))
-            node.set("db", exp.to_identifier(database, quoted=True))
+    point_table_at(statement, (DEFAULT_DATABASE, DEFAULT_TABLE), database, table)
     return statement.sql("athena")
 
 
-def register_local_archive(engine: SparkEngine, archive_dir: Path, database: str, table: str) -> None:
-    """(Re)create the Spark table over the archive folder and pick up its ``dt=`` partitions."""
-    archive_dir.mkdir(parents=True, exist_ok=True)
-    session = engine.session
-    session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
-    # The table only points at the folder: dropping it keeps the files, recreating it follows a move.
-    session.sql(f"DROP TABLE IF EXISTS {ddl_name(database, table)}")
-    session.sql(spark_ddl(database, table, local_root(archive_dir)))
-    session.sql(f"ALTER TABLE {ddl_name(database, table)} RECOVER PARTITIONS")
+def point_table_at(statement: exp.Expr, placeholder: tuple[str, str], database: str, table: str) -> None:
+    """Point every reference to the ``placeholder`` (database, table), qualified or not, at ``database.table``."""
+    placeholder_database, placeholder_table = placeholder
+    for node in statement.find_all(exp.Table):
+        if node.name == placeholder_table and node.db in ("", placeholder_database):
+            node.set("this", exp.to_identifier(table, quoted=True))
+            node.set("db", exp.to_identifier(database, quoted=True))
 
 
 def query_local_archive(
@@ -74,7 +68,7 @@ def query_local_archive(
     database: str = DEFAULT_DATABASE,
     table: str = DEFAULT_TABLE,
 ) -> QueryResult:
-    register_local_archive(engine, archive_dir, database, table)
+    ARCHIVE_TABLE.register_local(engine, archive_dir, database, table)
     return engine.execute(bind_archive_table(sql, database, table))
 
 

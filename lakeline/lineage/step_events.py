@@ -31,7 +31,7 @@ from lakeline.lineage.event_archive import EventArchive
 from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference, load_openlineage_settings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
 from lakeline.lineage.openlineage_events import StepRun, event_to_dict
-from lakeline.lineage.pipeline_events import stage_a_run, stage_a_steps, stage_b_run, stage_b_steps
+from lakeline.lineage.pipeline_events import run_started_at, stage_a_run, stage_a_steps, stage_b_run, stage_b_steps
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -56,20 +56,24 @@ class StepEvents:
     emitter: LineageEmitter
     archive: EventArchive | None
     engine: str
+    catalog: TableDescriber
+    """Where the steps' tables are described, for column lineage (the Glue catalog)."""
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str], *, s3: S3Client, cwd: Path, home: Path) -> StepEvents:
+    def from_environment(
+        cls, environ: Mapping[str, str], *, s3: S3Client, catalog: TableDescriber, cwd: Path, home: Path
+    ) -> StepEvents:
         own = load_environment(StepEventsEnvironment, environ)
         settings = load_openlineage_settings(environ, cwd=cwd, home=home)
         location = own.openlineage_events_location
         archive = EventArchive(S3ArchiveStore.at(s3, location)) if location else None
-        return cls(settings, LineageEmitter(settings), archive, own.pipeline_engine)
+        return cls(settings, LineageEmitter(settings), archive, own.pipeline_engine, catalog)
 
     @classmethod
-    def in_lambda(cls, environ: Mapping[str, str], *, s3: S3Client) -> StepEvents:
+    def in_lambda(cls, environ: Mapping[str, str], *, s3: S3Client, catalog: TableDescriber) -> StepEvents:
         """From a function's environment; ``openlineage.yml`` may ship in the code folder (the working directory)."""
         home = Path(environ.get("HOME") or Path.cwd())
-        return cls.from_environment(environ, s3=s3, cwd=Path.cwd(), home=home)
+        return cls.from_environment(environ, s3=s3, catalog=catalog, cwd=Path.cwd(), home=home)
 
     @property
     def enabled(self) -> bool:
@@ -94,25 +98,16 @@ class StepEvents:
             self.archive.put(events)
         return events
 
-    def stage_a(
-        self, plan: StageAPlan, catalog: TableDescriber, outcome: Outcome, *, error: str | None = None
-    ) -> list[dict[str, Any]]:
+    def stage_a(self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None) -> list[dict[str, Any]]:
         if not self.enabled:
             return []
-        steps = stage_a_steps(plan, catalog=catalog, settings=self.settings, engine=self.engine)
-        return self.finished(steps, outcome, started_at=stage_a_run(plan, self.settings).started_at, error=error)
+        steps = stage_a_steps(plan, catalog=self.catalog, settings=self.settings, engine=self.engine)
+        return self.finished(steps, outcome, started_at=run_started_at(plan.run_token), error=error)
 
     def stage_b(
-        self,
-        plan: StageBPlan,
-        message: StageBMessage,
-        catalog: TableDescriber,
-        outcome: Outcome,
-        *,
-        error: str | None = None,
+        self, plan: StageBPlan, message: StageBMessage, outcome: Outcome, *, error: str | None = None
     ) -> list[dict[str, Any]]:
         if not self.enabled:
             return []
-        steps = stage_b_steps(plan, message, catalog=catalog, settings=self.settings, engine=self.engine)
-        started_at = stage_b_run(plan, message, self.settings).started_at
-        return self.finished(steps, outcome, started_at=started_at, error=error)
+        steps = stage_b_steps(plan, message, catalog=self.catalog, settings=self.settings, engine=self.engine)
+        return self.finished(steps, outcome, started_at=run_started_at(plan.run_token), error=error)

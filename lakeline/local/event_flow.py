@@ -20,6 +20,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from openlineage.client.event_v2 import RunState
 
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
@@ -217,12 +218,12 @@ class EventFlow:
         self.notify("stage B", message.node)
         steps = stage_b_steps(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
         for step in steps:
-            self.emitter.emit_state(step, _state("START"))
+            self.emitter.emit_state(step, RunState.START)
         try:
             execute_stage_b(plan, self.engine, self.services.store)
         except StageBStepFailed as error:
             for step in steps:
-                self.emitter.emit_state(step, _state("FAIL"), error=error)
+                self.emitter.emit_state(step, RunState.FAIL, error=error)
             error_payload = {"Error": "StageBStepFailed", "Cause": str(error)}
             self._stage_b_failure(
                 {"plan": plan.to_dict(), "error": error_payload, "failed_step": "steps"},
@@ -231,7 +232,7 @@ class EventFlow:
             self.report.failures.append(f"{message.node}: {error}")
             raise
         for step in steps:
-            self.emitter.emit_state(step, _state("COMPLETE"))
+            self.emitter.emit_state(step, RunState.COMPLETE)
         self._stage_b_post_update(
             {"message": message.model_dump(mode="json"), "plan": plan.to_dict()}, LambdaContext("stage-b-post-update")
         )
@@ -296,12 +297,6 @@ class EventFlow:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(event, sort_keys=True) + "\n" for event in self.events))
         return path
-
-
-def _state(name: str) -> Any:
-    from openlineage.client.event_v2 import RunState
-
-    return RunState(name)
 
 
 def describe_failure(error: BaseException) -> str:

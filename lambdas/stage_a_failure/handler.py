@@ -60,10 +60,11 @@ def object_store() -> SchemeObjectStore:
 
 
 @cache
-def step_events() -> tuple[StepEvents, AthenaEngine]:
-    """The OpenLineage events of the failed run, and the Glue catalog their column lineage is read from."""
-    events = StepEvents.in_lambda(os.environ, s3=boto3.client("s3"))
-    return events, AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+def step_events() -> StepEvents:
+    """The OpenLineage events of the failed run; their column lineage is read from the Glue catalog."""
+    return StepEvents.in_lambda(
+        os.environ, s3=boto3.client("s3"), catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+    )
 
 
 @logger.inject_lambda_context
@@ -74,8 +75,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
     deleted = abandon_stage_a(plan, object_store()) if request.failed_step == "ctas" else 0
     reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
-    events, catalog = step_events()
-    emitted = events.stage_a(plan, catalog, "FAIL", error=reason)
+    emitted = step_events().stage_a(plan, "FAIL", error=reason)
     if request.arrival is not None:
         # The run is over: park the arrival in queue A's DLQ with the reason; redriving it runs again.
         arrival = Arrival.model_validate(request.arrival)

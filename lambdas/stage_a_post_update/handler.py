@@ -37,7 +37,6 @@ class Runtime:
     store: SchemeObjectStore
     routing: OnwardRouting
     lineage: LineageWriter
-    catalog: AthenaEngine
     events: StepEvents
 
 
@@ -49,8 +48,9 @@ def runtime() -> Runtime:
         SchemeObjectStore(s3),
         OnwardRouting.from_environment(environment, boto3.client("dynamodb"), sqs),
         LineageWriter(sqs, environment.lineage_queue_url),
-        AthenaEngine(boto3.client("athena"), glue=boto3.client("glue")),
-        StepEvents.in_lambda(os.environ, s3=s3),
+        StepEvents.in_lambda(
+            os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+        ),
     )
 
 
@@ -63,7 +63,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     files, superseded = finish_stage_a(plan, run.store)
     table = f"{plan.target_database}.{plan.table}"
     parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
-    events = run.events.stage_a(plan, run.catalog, "COMPLETE")
+    events = run.events.stage_a(plan, "COMPLETE")
     onward = run.routing.route(table, plan.partition, run=plan.run_token, lineage=parents)
     logger.info(
         "stage A published",

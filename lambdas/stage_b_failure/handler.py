@@ -49,7 +49,6 @@ class Runtime:
     lineage: LineageWriter
     sqs: SQSClient
     dead_letter_queue_url: str
-    catalog: AthenaEngine
     events: StepEvents
 
 
@@ -62,8 +61,9 @@ def runtime() -> Runtime:
         LineageWriter(sqs, environment.lineage_queue_url),
         sqs,
         environment.dead_letter_queue_url,
-        AthenaEngine(boto3.client("athena"), glue=boto3.client("glue")),
-        StepEvents.in_lambda(os.environ, s3=s3),
+        StepEvents.in_lambda(
+            os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+        ),
     )
 
 
@@ -78,7 +78,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
     reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
     # Every step of the run fails with it: none of their output was published.
-    events = run.events.stage_b(plan, message, run.catalog, "FAIL", error=reason)
+    events = run.events.stage_b(plan, message, "FAIL", error=reason)
     # The run is over: park its message in queue B's DLQ with the reason, for an operator to redrive.
     dead_letter(run.sqs, run.dead_letter_queue_url, message.model_dump_json(), reason, "stage-b-failure")
     logger.error(

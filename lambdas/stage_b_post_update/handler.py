@@ -41,7 +41,6 @@ class Runtime:
     routing: OnwardRouting
     ledger: DynamoDBAppliedMessages
     lineage: LineageWriter
-    catalog: AthenaEngine
     events: StepEvents
 
 
@@ -54,8 +53,9 @@ def runtime() -> Runtime:
         OnwardRouting.from_environment(environment, dynamodb, sqs),
         DynamoDBAppliedMessages(dynamodb, environment.pipeline_state_table),
         LineageWriter(sqs, environment.lineage_queue_url),
-        AthenaEngine(boto3.client("athena"), glue=boto3.client("glue")),
-        StepEvents.in_lambda(os.environ, s3=s3),
+        StepEvents.in_lambda(
+            os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+        ),
     )
 
 
@@ -70,7 +70,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if message.usage == "append":
         run.ledger.mark_applied(message.deduplication_id(), plan.run_token)
     parents = record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
-    events = run.events.stage_b(plan, message, run.catalog, "COMPLETE")
+    events = run.events.stage_b(plan, message, "COMPLETE")
     onward = run.routing.route(
         message.target_dataset, message.partition, run=plan.run_token, path=message.path, lineage=parents
     )
