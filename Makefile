@@ -10,12 +10,14 @@ export PYTHONDONTWRITEBYTECODE := 1
 .PHONY: demo test check lint typecheck pytest install synth clean
 
 $(BIN)/python:
+	@echo "make: creating $(VENV); the first install builds PySpark from its ~456 MB source archive (minutes), then pip caches it"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# The runtime: what `make demo` needs. constraints.txt pins the versions the tests passed with.
+# The local runtime, exactly what `pip install 'lakeline[local]'` gives a user: what `make demo` needs.
+# constraints.txt pins the versions the tests passed with.
 $(VENV)/.installed-run: pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[spark]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[local]'
 	touch $@
 
 # Everything: the runtime plus test, lint and type-check tools.
