@@ -1,0 +1,96 @@
+"""The README's "Your own folders" commands, run as shown on ``examples/shop`` (a copy of it), checked
+against figures computed here from the example's CSV files."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "shop"
+
+
+def readme_commands() -> list[list[str]]:
+    """The ``lakeline`` lines of the README's bash block that starts with ``cd examples/shop``."""
+    readme = (ROOT / "README.md").read_text()
+    for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL):
+        lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+        if lines and lines[0] == "cd examples/shop":
+            return [shlex.split(line) for line in lines[1:] if line]
+    raise AssertionError("the README has no bash block starting with 'cd examples/shop'")
+
+
+def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert command[0] == "lakeline"
+    return subprocess.run(
+        [sys.executable, "-m", "lakeline", *command[1:]],
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def expected_sales_by_store(project: Path) -> list[tuple[str, int, float, str]]:
+    totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
+    for path in sorted((project / "incoming/shop/pos/sales").glob("day=*/*.csv")):
+        day = path.parent.name.removeprefix("day=")
+        with path.open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                totals[(day, row["store"])][0] += 1
+                totals[(day, row["store"])][1] += float(row["amount"])
+    return [(store, int(n), round(amount, 2), day) for (day, store), (n, amount) in sorted(totals.items())]
+
+
+def table_rows(output: str) -> list[list[str]]:
+    """The body rows of the table ``lakeline sql`` prints."""
+    rows = [line for line in output.splitlines() if line.startswith("│")]
+    return [[cell.strip() for cell in row.strip("│").split("│")] for row in rows]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("example") / "shop"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns(".lakeline"))
+    return copy
+
+
+def test_the_readme_shows_run_watch_and_sql_on_the_example() -> None:
+    assert [command[:2] for command in readme_commands()] == [
+        ["lakeline", "run"],
+        ["lakeline", "watch"],
+        ["lakeline", "sql"],
+    ]
+    # The configuration the README shows is the example's, word for word.
+    readme = (ROOT / "README.md").read_text()
+    assert (EXAMPLE / "lakeline.yml").read_text() in readme
+
+
+def test_the_readme_commands_work_as_shown_on_the_example(project: Path) -> None:
+    run_command, watch_command, sql_command = readme_commands()
+
+    result = run(run_command, project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "stage A runs: 4, stage B runs: 4" in result.stdout
+    assert (project / ".lakeline" / "summary.json").is_file()
+
+    # watch runs until Ctrl-C: here for a few seconds, over a workspace with nothing new to do.
+    result = run([*watch_command, "--duration", "3"], project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "watching" in result.stdout
+
+    result = run(sql_command, project)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = [(store, int(n), float(amount), day) for store, n, amount, day in table_rows(result.stdout)]
+    assert rows == expected_sales_by_store(project)
+    assert len(rows) == 7
