@@ -1,16 +1,22 @@
-"""Stage A (CTAS-simulated insert) against a plain INSERT INTO of the same rows, on embedded Spark.
+"""Stage A (partition commits, CTAS-simulated inserts) against a plain INSERT INTO of the same rows, on
+embedded Spark, with the partition states in DynamoDB (moto, in process).
 
-The raw data (default 1.2 million rows in 6 daily partitions) arrives as several files per partition,
-one at a time, as it does in a data lake. For every arrival:
+The raw data (default 1.2 million rows in 6 daily partitions) arrives as files, in three scenarios:
 
-- stage A re-reads the whole raw partition and CTAS-swaps it into ``bucket_count`` files;
-- the baseline is the seed's plain ``INSERT INTO stage SELECT ... FROM raw WHERE "$path" = <file>``,
-  which appends the new file's rows and leaves however many files the engine writes.
+- ``4 one by one`` and ``24 one by one``: each partition's files arrive one after another (each run
+  finishes before the next file lands), as hourly files of a daily partition do;
+- ``24 burst``: all 24 files of a partition land while its first run is in flight; they wait for it and
+  its follow-up takes them all.
 
-Both run in the same SparkSession on the same files. Prints output files per partition for both,
-rows for both (they must match) and the time ratio.
+Stage A runs the deployed protocol (lease, plan, SQL, commit, catalog swap, settle, follow-up) with each
+table's write policy (``incremental`` by default: an arrival's rows as one file, compaction back to
+``bucket_count`` files past ``max_files``; ``--policy rewrite`` for the seed's whole-partition rewrite).
+The baseline is the seed's plain ``INSERT INTO stage SELECT ... FROM raw WHERE "$path" = <file>``, which
+appends the new file's rows and leaves however many files the engine writes. Both run in the same
+SparkSession on the same files. Prints, per scenario: the time ratio, files per partition (the most at
+any moment for stage A), runs per partition, and rows lost or doubled against the raw files.
 
-    .venv/bin/python -m benchmarks.stage_a [--rows 1200000] [--partitions 6] [--arrivals 4] [--buckets 2]
+    .venv/bin/python -m benchmarks.stage_a [--rows 1200000] [--partitions 6] [--buckets 2] [--max-files 8]
 """
 
 from __future__ import annotations
@@ -18,21 +24,41 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import boto3
+from moto import mock_aws
 from rich.console import Console
 from rich.table import Table
 
+from lakeline.commits import PartitionCommits
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.sample import write_single_parquet
-from lakeline.local.stage_a import partition_row_count
+from lakeline.local.stage_a import complete_leased_stage_a, partition_row_count
 from lakeline.local.workspace import Workspace
-from lakeline.settings import TableSettings
+from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root, local_uri
+from stage_a.arrivals import Arrival
 from stage_a.keys import parse_raw_key
-from stage_a.plan import new_run_token, plan_stage_a
-from stage_a.runner import run_stage_a
+from stage_a.plan import StageAPlan
+from stage_a.start import begin_arrival
+
+SCENARIOS = (("4 one by one", 4, False), ("24 one by one", 24, False), ("24 burst", 24, True))
+
+
+@dataclass
+class Outcome:
+    name: str
+    stage_a_seconds: float
+    insert_seconds: float
+    max_files: int
+    insert_files: float
+    runs_per_partition: float
+    rows_wrong: int
 
 
 def write_arrival(engine: SparkEngine, workspace: Workspace, key: str, first: int, rows: int) -> None:
@@ -45,80 +71,137 @@ def write_arrival(engine: SparkEngine, workspace: Workspace, key: str, first: in
     write_single_parquet(frame.repartition(4), workspace.raw_dir / key)
 
 
+def run_scenario(
+    engine: SparkEngine,
+    workspace: Workspace,
+    settings: PipelineSettings,
+    commits: PartitionCommits,
+    name: str,
+    arrivals: int,
+    burst: bool,
+    rows: int,
+    partitions: int,
+) -> Outcome:
+    store = LocalObjectStore()
+    table = f"orders_{arrivals}{'b' if burst else ''}"
+    per_file = rows // (partitions * arrivals)
+    dates = [f"202201{day + 10:02d}" for day in range(partitions)]
+    keys = {
+        date: [f"bench/sales/{table}/date={date}/arrival_{i:02d}.parquet" for i in range(arrivals)] for date in dates
+    }
+    next_id = 0
+    for date in dates:
+        for key in keys[date]:
+            write_arrival(engine, workspace, key, next_id, per_file)
+            next_id += per_file
+    raw_schema, stage_schema = ensure_tables(
+        engine, parse_raw_key(keys[dates[0]][0]), workspace.raw_dir / keys[dates[0]][0], settings
+    )
+    insert_root = workspace.root / f"insert_into/{table}"
+    engine.execute(
+        f"CREATE TABLE {stage_schema.database}.{table}_insert (order_id BIGINT, customer_id BIGINT, "
+        f"amount DOUBLE, note STRING, `date` STRING) USING parquet PARTITIONED BY (`date`) "
+        f"LOCATION '{local_root(insert_root)}'"
+    )
+    stage_a_seconds = insert_seconds = 0.0
+    most_files = runs = 0
+    started_at = datetime(2022, 1, 20, tzinfo=UTC)
+    for date in dates:
+        waiting: list[StageAPlan] = []
+        for index, key in enumerate(keys[date]):
+            arrival = Arrival(
+                bucket="bench", key=key, sequencer=f"{index:018X}", event_time=started_at + timedelta(seconds=index)
+            )
+            started = time.perf_counter()
+            plan = begin_arrival(arrival, settings, engine, commits)
+            if plan is not None:
+                waiting.append(plan)
+            if not burst or index == len(keys[date]) - 1:
+                for leased in waiting:
+                    runs += len(complete_leased_stage_a(leased, engine, store, commits, settings, engine))
+                waiting = []
+                location = engine.partition_location(stage_schema.database, table, {"date": date})
+                most_files = max(most_files, len(store.list_data_files(location or "")))
+            stage_a_seconds += time.perf_counter() - started
+            started = time.perf_counter()
+            engine.execute(
+                f"INSERT INTO {stage_schema.database}.{table}_insert SELECT order_id, customer_id, amount, "
+                f'note, "date" FROM {raw_schema.database}.{table} '
+                f"WHERE \"date\" = '{date}' AND \"$path\" = '{local_uri(workspace.raw_dir / key)}'"
+            )
+            insert_seconds += time.perf_counter() - started
+    wrong = insert_files = 0
+    for date in dates:
+        expected = per_file * arrivals
+        got = partition_row_count(engine, stage_schema.database, table, {"date": date})
+        sql = f"SELECT count(DISTINCT order_id) FROM {stage_schema.database}.{table} WHERE \"date\" = '{date}'"
+        distinct = int(engine.execute(sql).rows[0][0])
+        wrong += abs(expected - got) + (got - distinct)
+        insert_files += len(store.list_data_files(local_root(insert_root / f"date={date}")))
+    return Outcome(
+        name, stage_a_seconds, insert_seconds, most_files, insert_files / len(dates), runs / len(dates), wrong
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_200_000)
     parser.add_argument("--partitions", type=int, default=6)
-    parser.add_argument("--arrivals", type=int, default=4, help="files arriving per partition")
     parser.add_argument("--buckets", type=int, default=2)
+    parser.add_argument("--max-files", type=int, default=8)
+    parser.add_argument("--policy", choices=("incremental", "rewrite"), default="incremental")
+    parser.add_argument("--only", choices=[name for name, _, _ in SCENARIOS], action="append")
     args = parser.parse_args()
     console = Console()
-    store = LocalObjectStore()
-    per_file = args.rows // (args.partitions * args.arrivals)
-    dates = [f"202201{day + 10:02d}" for day in range(args.partitions)]
-    with tempfile.TemporaryDirectory(prefix="lakeline-bench-") as folder:
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="lakeline-bench-") as folder, mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        names = DependencyTableNames()
+        create_dependency_tables(client, names)
+        commits = PartitionCommits(client, names.pipeline_state)
         workspace = Workspace.at(Path(folder))
-        settings = workspace.settings(default_table=TableSettings(bucketed_by=("order_id",), bucket_count=args.buckets))
+        table_settings = TableSettings(
+            bucketed_by=("order_id",), bucket_count=args.buckets, max_files=args.max_files, write_policy=args.policy
+        )
+        settings = workspace.settings(default_table=table_settings)
         engine = SparkEngine.local(workspace.root, master="local[2]", shuffle_partitions=8)
-        # Both sides start from the same catalog: raw table, stage table, and an INSERT INTO twin.
-        first_key = f"bench/sales/orders/date={dates[0]}/arrival_0.parquet"
-        write_arrival(engine, workspace, first_key, 0, per_file)
-        raw_schema, stage_schema = ensure_tables(
-            engine, parse_raw_key(first_key), workspace.raw_dir / first_key, settings
-        )
-        insert_root = workspace.root / "insert_into/orders"
-        engine.execute(
-            f"CREATE TABLE {stage_schema.database}.orders_insert (order_id BIGINT, customer_id BIGINT, "
-            f"amount DOUBLE, note STRING, `date` STRING) USING parquet PARTITIONED BY (`date`) "
-            f"LOCATION '{local_root(insert_root)}'"
-        )
-        stage_a_seconds = insert_seconds = 0.0
-        next_id = per_file
-        with console.status("arrivals") as status:
-            for date in dates:
-                for arrival in range(args.arrivals):
-                    key = f"bench/sales/orders/date={date}/arrival_{arrival}.parquet"
-                    status.update(f"arrival {key}")
-                    if key != first_key:
-                        write_arrival(engine, workspace, key, next_id, per_file)
-                        next_id += per_file
-                    raw = parse_raw_key(key)
-                    started = time.perf_counter()
-                    run_stage_a(plan_stage_a(raw, settings, raw_schema, run_token=new_run_token()), engine, store)
-                    stage_a_seconds += time.perf_counter() - started
-                    started = time.perf_counter()
-                    engine.execute(
-                        f"INSERT INTO {stage_schema.database}.orders_insert SELECT order_id, customer_id, amount, "
-                        f'note, "date" FROM {raw_schema.database}.orders '
-                        f"WHERE \"date\" = '{date}' AND \"$path\" = '{local_uri(workspace.raw_dir / key)}'"
-                    )
-                    insert_seconds += time.perf_counter() - started
-
-        table = Table(title=f"stage A vs INSERT INTO: {args.partitions} partitions x {args.arrivals} arrivals")
-        for column in (
-            "partition",
-            "stage A rows",
-            "INSERT rows",
-            f"stage A files (buckets={args.buckets})",
-            "INSERT files",
-        ):
-            table.add_column(column, justify="right")
-        files_a = files_i = 0
-        for date in dates:
-            rows_a = partition_row_count(engine, stage_schema.database, "orders", {"date": date})
-            rows_i = partition_row_count(engine, stage_schema.database, "orders_insert", {"date": date})
-            count_a = len(store.list_data_files(local_root(workspace.stage_dir / f"bench/sales/orders/date={date}")))
-            count_i = len(store.list_data_files(local_root(insert_root / f"date={date}")))
-            files_a, files_i = files_a + count_a, files_i + count_i
-            table.add_row(date, f"{rows_a:,}", f"{rows_i:,}", str(count_a), str(count_i))
+        with console.status("scenarios") as status:
+            for name, arrivals, burst in SCENARIOS:
+                if args.only and name not in args.only:
+                    continue
+                status.update(f"{name}: {args.partitions} partitions x {arrivals} arrivals")
+                outcome = run_scenario(
+                    engine, workspace, settings, commits, name, arrivals, burst, args.rows, args.partitions
+                )
+                outcomes.append(outcome)
         engine.stop()
-    console.print(table)
-    console.print(f"stage A {stage_a_seconds:.1f}s, INSERT INTO {insert_seconds:.1f}s")
-    console.print(f"time ratio stage A / INSERT INTO: {stage_a_seconds / insert_seconds:.2f}")
-    console.print(
-        f"files per partition: stage A {files_a / len(dates):.1f}, INSERT INTO {files_i / len(dates):.1f} "
-        f"(ratio {files_a / files_i:.2f})"
+    table = Table(
+        title=f"stage A ({args.policy}, bucket_count={args.buckets}, max_files={args.max_files}) vs INSERT INTO, "
+        f"{args.rows:,} rows in {args.partitions} partitions"
     )
+    for column in (
+        "scenario",
+        "stage A s",
+        "INSERT s",
+        "time ratio",
+        "stage A files (most)",
+        "INSERT files",
+        "runs / partition",
+        "rows lost or doubled",
+    ):
+        table.add_column(column, justify="left" if column == "scenario" else "right")
+    for o in outcomes:
+        table.add_row(
+            o.name,
+            f"{o.stage_a_seconds:.1f}",
+            f"{o.insert_seconds:.1f}",
+            f"{o.stage_a_seconds / o.insert_seconds:.2f}",
+            str(o.max_files),
+            f"{o.insert_files:.1f}",
+            f"{o.runs_per_partition:.1f}",
+            str(o.rows_wrong),
+        )
+    console.print(table)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field, ValidationError
 
+from lakeline.commits import DEFAULT_GRACE_SECONDS
 from lakeline.errors import ConfigError
 from lakeline.settings import PipelineSettings, TableSettings
 
@@ -60,6 +61,7 @@ class RouterEnvironment(BaseModel):
 
     state_machine_arn: str
     dead_letter_queue_url: str
+    pipeline_state_table: str
     stage_bucket: str
     raw_bucket: str = "unused"
     pipeline_environment: str | None = None
@@ -74,6 +76,15 @@ class RouterEnvironment(BaseModel):
             default_table=self.default_table_settings,
             tables=self.table_settings,
         )
+
+
+class SettleEnvironment(BaseModel):
+    """What ending a leased run needs: the partition states and how long superseded versions are kept.
+    A follow-up run is queued on the stage's own queue (``STAGE_A_QUEUE_URL``, ``STAGE_B_QUEUE_URL``),
+    whose router starts it."""
+
+    pipeline_state_table: str
+    superseded_grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0)
 
 
 class StepError(BaseModel):

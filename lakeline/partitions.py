@@ -1,10 +1,10 @@
 """Write-then-swap of one table partition, shared by stage A and stage B.
 
-A run writes a whole partition into a fresh prefix ``<partition root>/lakeline_run=<token>/`` through a
-CTAS (exactly ``bucket_count`` files), then points the partition at it (``ADD IF NOT EXISTS`` then
-``SET LOCATION``, which adds or swaps without knowing which), then deletes the run prefixes older than
-itself. Nothing is deleted before the new data is in place, so readers never see an empty or
-half-written partition.
+A run writes into a fresh prefix ``<partition root>/lakeline_run=<token>/`` through a CTAS, then points
+the partition at it (``ADD IF NOT EXISTS`` then ``SET LOCATION``, which adds or swaps without knowing
+which). Under the partition-commit protocol (``lakeline.commits``) the run holds the partition's lease,
+commits its prefix as the partition's next version before the swap (``commit_write``), and the versions
+it supersedes are deleted only after a grace period, when nothing references them (``sweep``).
 """
 
 from __future__ import annotations
@@ -12,17 +12,30 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lakeline.commits import (
+    DEFAULT_GRACE_SECONDS,
+    RUN_PREFIX,
+    Lease,
+    LeaseLost,
+    PartitionCommits,
+    PartitionState,
+    finish_run,
+    send_follow_up,
+    sweep_partition,
+)
 from lakeline.engines.base import Column, Engine, QueryError
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.settings import TableSettings
 from lakeline.storage import ObjectStore, join_location
 
-RUN_PREFIX = "lakeline_run="
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
 RUN_TOKEN_PATTERN = re.compile(r"^\d{8}t\d{12}_[0-9a-f]{10}$")
 INTEGER_TYPES = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
 STRING_TYPES = ("string", "varchar", "char")
@@ -38,6 +51,119 @@ def new_run_token(now: datetime | None = None, unique: str | None = None) -> str
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     suffix = uuid.uuid5(uuid.NAMESPACE_URL, unique).hex[:10] if unique else uuid.uuid4().hex[:10]
     return f"{moment:%Y%m%d}t{moment:%H%M%S%f}_{suffix}"
+
+
+def run_token_time(token: str) -> float | None:
+    """When the run of ``token`` was planned (epoch seconds), or ``None`` for a token not of our form."""
+    if not RUN_TOKEN_PATTERN.fullmatch(token):
+        return None
+    return datetime.strptime(token[:21], "%Y%m%dt%H%M%S%f").replace(tzinfo=UTC).timestamp()
+
+
+def commit_write(
+    commits: PartitionCommits, lease: Lease, store: ObjectStore, *, carry_from: str | None, applied: Sequence[str]
+) -> PartitionState:
+    """Make the run's prefix the partition's next version: carry the published version's files into it
+    (incremental appends), count its files, and commit it (compare-and-swap on the version)."""
+    if carry_from:
+        store.carry_files(carry_from, lease.location)
+    files = len(store.list_data_files(lease.location))
+    return commits.commit(lease, publish=True, files=files, applied=applied)
+
+
+def sweep(commits: PartitionCommits, key: str, store: ObjectStore, *, grace_seconds: float) -> list[str]:
+    """Delete the partition's superseded versions past the grace period and crashed runs' leftovers."""
+    state = commits.read(key)
+    return sweep_partition(
+        commits, state, store, grace_seconds=grace_seconds, run_prefix=RUN_PREFIX, token_time=run_token_time
+    )
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What ending a leased run left to do: the follow-up run's lease (queue it), what was swept."""
+
+    follow_up: Lease | None
+    swept: list[str] = field(default_factory=list)
+
+
+def settle_run(
+    commits: PartitionCommits,
+    lease: Lease,
+    store: ObjectStore,
+    *,
+    wrote: bool,
+    root: str,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
+) -> Settlement:
+    """After a leased run's publish (or a run with nothing to write): end the lease or hand it to the
+    follow-up run, then sweep the partition. Idempotent, so the post-update task can be retried."""
+    if not wrote:
+        try:
+            commits.commit(lease, publish=False)
+        except LeaseLost:
+            return Settlement(None)
+    follow_up = finish_run(commits, lease, new_run_token, root)
+    return Settlement(follow_up, sweep(commits, lease.key, store, grace_seconds=grace_seconds))
+
+
+@dataclass(frozen=True)
+class Abandoned:
+    """A failed run's end: ``held`` is False when its lease had been lost (its arrivals still wait for
+    the run that took the partition, so they must not be parked); ``follow_up`` as in ``Settlement``."""
+
+    held: bool
+    follow_up: Lease | None = None
+    deleted: int = 0
+
+
+def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, root: str) -> Abandoned:
+    """After a failed run: delete its prefix unless it is the published version (a commit that went
+    through before the failure), take its arrivals out of the partition's queue (the caller parks them
+    with the reason), and hand the lease to a follow-up for whatever else waits, or release it."""
+    state = commits.read(lease.key)
+    deleted = 0
+    if (state.published or "").rstrip("/") != lease.location.rstrip("/"):
+        deleted = store.delete_prefix(lease.location)
+    if state.lease_owner != lease.owner:
+        return Abandoned(False, None, deleted)
+    try:
+        commits.commit(lease, publish=False)
+    except LeaseLost:
+        return Abandoned(False, None, deleted)
+    return Abandoned(True, finish_run(commits, lease, new_run_token, root), deleted)
+
+
+@dataclass(frozen=True)
+class LeasedRunEnd:
+    """Ending a leased run, from the stage's post-update or failure function: settle or abandon the run's
+    lease and queue the follow-up run (if any) on the stage's own queue, whose router starts it."""
+
+    commits: PartitionCommits
+    store: ObjectStore
+    sqs: SQSClient
+    queue_url: str
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
+
+    def after_publish(self, lease: dict[str, Any], *, wrote: bool, root: str) -> Settlement:
+        settled = settle_run(
+            self.commits, Lease.from_dict(lease), self.store, wrote=wrote, root=root, grace_seconds=self.grace_seconds
+        )
+        if settled.follow_up is not None:
+            send_follow_up(self.sqs, self.queue_url, settled.follow_up)
+        return settled
+
+    def after_failure(self, lease: dict[str, Any], *, failed_step: str, root: str) -> Abandoned:
+        """A failure after the commit (the catalog swap) keeps the committed version (the next run points
+        the catalog at it); any other abandons the run's output. ``held`` says whether the run's arrivals
+        are the caller's to park."""
+        if failed_step == "publish":
+            settled = self.after_publish(lease, wrote=True, root=root)
+            return Abandoned(True, settled.follow_up, 0)
+        abandoned = abandon_run(self.commits, Lease.from_dict(lease), self.store, root=root)
+        if abandoned.follow_up is not None:
+            send_follow_up(self.sqs, self.queue_url, abandoned.follow_up)
+        return abandoned
 
 
 def check_run_token(token: str) -> str:

@@ -15,6 +15,11 @@ from lakeline.errors import ConfigError
 from lakeline.names import check_identifier
 
 TableFormat = Literal["PARQUET", "ORC", "JSON", "TEXTFILE"]
+# ``incremental``: an arrival's rows are written on their own (one file) next to the partition's files,
+# and the partition is compacted back to ``bucket_count`` files past ``max_files``. ``rewrite``: the
+# seed's whole-partition rewrite on every arrival (exactly ``bucket_count`` files, cost grows with the
+# partition).
+WritePolicy = Literal["incremental", "rewrite"]
 COMPRESSIONS: dict[str, frozenset[str]] = {
     "PARQUET": frozenset({"SNAPPY", "GZIP", "ZSTD", "NONE"}),
     "ORC": frozenset({"SNAPPY", "ZLIB", "ZSTD", "NONE"}),
@@ -32,6 +37,13 @@ class TableSettings(BaseModel):
     compression: str = "SNAPPY"
     bucketed_by: tuple[str, ...] = ()
     bucket_count: int = Field(default=1, ge=1, le=1000)
+    write_policy: WritePolicy = "incremental"
+    max_files: int | None = Field(
+        default=None,
+        ge=2,
+        le=10000,
+        description="incremental: compact past this many files (default 16, or 2 * bucket_count)",
+    )
 
     @field_validator("compression")
     @classmethod
@@ -44,6 +56,20 @@ class TableSettings(BaseModel):
         for column in value:
             check_identifier(column, "bucket column")
         return value
+
+    @property
+    def file_limit(self) -> int:
+        """Most files an incrementally written partition holds before it is compacted."""
+        return self.max_files if self.max_files is not None else max(16, 2 * self.bucket_count)
+
+    @model_validator(mode="after")
+    def _max_files_above_buckets(self) -> TableSettings:
+        if self.max_files is not None and self.max_files <= self.bucket_count:
+            raise ValueError(
+                f"max_files ({self.max_files}) must be above bucket_count ({self.bucket_count}): "
+                "a compacted partition holds bucket_count files and each arrival adds one"
+            )
+        return self
 
     @model_validator(mode="after")
     def _compression_fits_format(self) -> TableSettings:

@@ -63,6 +63,11 @@ class ObjectStore(Protocol):
         """Delete everything below ``location``; return how many objects were deleted."""
         ...
 
+    def carry_files(self, source: str, target: str) -> int:
+        """Give ``target`` a copy of every data file directly below ``source`` (same names), without
+        reading them through this process; idempotent. Returns how many files were carried."""
+        ...
+
 
 def _local_path(location: str) -> Path:
     parsed = urlparse(location)
@@ -97,6 +102,26 @@ class LocalObjectStore:
         count = sum(1 for path in root.rglob("*") if path.is_file())
         shutil.rmtree(root)
         return count
+
+    def carry_files(self, source: str, target: str) -> int:
+        origin, destination = _local_path(source), _local_path(target)
+        destination.mkdir(parents=True, exist_ok=True)
+        carried = 0
+        for path in sorted(origin.iterdir()) if origin.is_dir() else []:
+            if not path.is_file() or not is_data_file(path.name):
+                continue
+            link = destination / path.name
+            if link.exists():
+                if not link.samefile(path):
+                    raise ValidationError(f"cannot carry {path} into {destination}: another file has its name")
+            else:
+                # A hard link: O(1) whatever the file's size, and the file lives on while either name does.
+                try:
+                    link.hardlink_to(path)
+                except OSError:
+                    shutil.copy2(path, link)
+            carried += 1
+        return carried
 
 
 @dataclass
@@ -150,6 +175,20 @@ class S3ObjectStore:
                 deleted += len(keys)
         return deleted
 
+    def carry_files(self, source: str, target: str) -> int:
+        origin, destination = S3Location.parse(source), S3Location.parse(target)
+        carried = 0
+        paginator = self._s3.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=origin.bucket, Prefix=origin.key, Delimiter="/"):
+            for item in page.get("Contents", []):
+                name = item["Key"][len(origin.key) :]
+                if not name or not is_data_file(name):
+                    continue
+                # A server-side copy (multipart above 8 MB, so any object size): no bytes pass through here.
+                self._s3.copy({"Bucket": origin.bucket, "Key": item["Key"]}, destination.bucket, destination.key + name)
+                carried += 1
+        return carried
+
 
 class SchemeObjectStore:
     """S3 for ``s3://`` locations and the local disk for ``file://`` ones, so the same handler code
@@ -170,3 +209,6 @@ class SchemeObjectStore:
 
     def delete_prefix(self, location: str) -> int:
         return self._for(location).delete_prefix(location)
+
+    def carry_files(self, source: str, target: str) -> int:
+        return self._for(target).carry_files(source, target)

@@ -12,20 +12,33 @@ Athena cannot control how many files an INSERT writes, but a CTAS with ``bucket_
 5. delete the run prefixes older than this one.
 
 Nothing is deleted before the new data is in place, so readers see either the old or the new
-partition, never an empty or half-written one. Redelivery re-reads the whole raw partition, so the
-stage partition ends up with the same rows, not doubled.
+partition, never an empty or half-written one.
+
+Planned under a partition lease (``lakeline.commits``), the run takes every arrival waiting for the
+partition and the table's write policy decides what it writes:
+
+- ``rewrite``: the whole raw partition, as above (the seed's protocol);
+- ``incremental`` (default): only the new files' rows (``"$path" IN (...)``), one file, into the fresh
+  prefix, into which the published version's files are then carried over (hard links locally, S3
+  server-side copies in the cloud); when that would exceed the table's ``max_files``, or a file already
+  loaded arrives again with new content, the run compacts instead: every loaded file's rows again, into
+  exactly ``bucket_count`` files. A file whose arrival was already applied is not read again.
+
+Every leased plan first points the partition at its committed version (``reconcile``), which repairs a
+crash between a commit and its catalog swap before anything is read.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
+from lakeline.commits import RUN_PREFIX, Lease
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.partitions import (
-    RUN_PREFIX,
     bucket_columns,
     check_run_location,
     check_run_token,
@@ -40,9 +53,28 @@ from lakeline.partitions import (
 )
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import join_location
-from stage_a.keys import RawObject
+from stage_a.arrivals import Arrival
+from stage_a.keys import RawObject, parse_raw_key
 
 __all__ = ["RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
+
+WriteMode = Literal["rewrite", "compact", "append", "none"]
+
+
+def arrival_id(key: str, version: str) -> str:
+    """A raw file's arrival in the partition state: the key and the object version (S3 sequencer or a
+    content hash), so a redelivery is the same arrival and a re-sent file with new content is not."""
+    return f"{key}@{version}"
+
+
+def arrival_key(identity: str) -> str:
+    return identity.rsplit("@", 1)[0]
+
+
+def waiting_arrivals(lease: Lease) -> list[Arrival]:
+    """The arrivals a lease holds (``pending`` keeps each arrival as its JSON), oldest first."""
+    arrivals = [Arrival.model_validate_json(body) for body in lease.pending]
+    return sorted(arrivals, key=lambda arrival: (arrival.event_time, arrival.key, arrival.sequencer))
 
 
 @dataclass(frozen=True)
@@ -64,18 +96,36 @@ class StageAPlan:
     ctas: str
     drop_temp: str
     publish: tuple[str, ...]
+    mode: WriteMode = "rewrite"
+    arrivals: tuple[str, ...] = ()  # the arrivals this run takes (under a lease), as JSON
+    applied: tuple[str, ...] = ()  # the ids of the arrivals whose rows this run adds (committed with it)
+    carry_from: str | None = None  # incremental append: the published prefix whose files join the new one
+    reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
+    lease: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def statements(self) -> list[str]:
         """Every statement in the order it runs (the DROP runs whether or not the CTAS succeeds)."""
+        if self.mode == "none":
+            return list(self.reconcile)
         head = [self.register_raw] if self.register_raw else []
-        return [*head, self.ctas, self.drop_temp, *self.publish]
+        return [*self.reconcile, *head, self.ctas, self.drop_temp, *self.publish]
+
+    @property
+    def writes(self) -> bool:
+        return self.mode != "none"
+
+    @property
+    def arrival_keys(self) -> list[str]:
+        """The raw keys of the arrivals this run takes (its own key for a run without a lease)."""
+        return [Arrival.model_validate_json(body).key for body in self.arrivals] or [self.raw_key]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageAPlan:
         """Rebuild a plan passed through a state machine; unknown or missing fields are an error."""
         values = plan_values(cls, data, "stage A plan")
-        values["publish"] = tuple(values["publish"])
+        for name in ("publish", "arrivals", "applied", "reconcile"):
+            values[name] = tuple(values[name])
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
         check_run_location(plan.target_location, plan.stage_partition_root, plan.run_token, "stage A plan")
@@ -83,7 +133,8 @@ class StageAPlan:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["publish"] = list(self.publish)
+        for name in ("publish", "arrivals", "applied", "reconcile"):
+            data[name] = list(getattr(self, name))
         data["statements"] = self.statements
         return data
 
@@ -99,6 +150,19 @@ def check_partition_columns(raw: RawObject, schema: TableSchema) -> list[tuple[C
     return [(column, value) for column, (_, value) in zip(schema.partition_columns, raw.partition, strict=True)]
 
 
+def _write_mode(table_cfg: TableSettings, lease: Lease | None, new: Sequence[str]) -> tuple[WriteMode, list[str]]:
+    """What a run writes and which arrivals' files it reads (empty: the whole raw partition)."""
+    if lease is None or table_cfg.write_policy == "rewrite":
+        return "rewrite", []
+    if not new:
+        return "none", []
+    loaded = {arrival_key(identity) for identity in lease.applied}
+    keys = sorted({arrival_key(identity) for identity in new})
+    if lease.published is None or loaded & set(keys) or lease.files + 1 > table_cfg.file_limit:
+        return "compact", sorted(loaded | set(keys))
+    return "append", keys
+
+
 def plan_stage_a(
     raw: RawObject,
     settings: PipelineSettings,
@@ -106,7 +170,10 @@ def plan_stage_a(
     *,
     run_token: str,
     table_settings: TableSettings | None = None,
+    lease: Lease | None = None,
 ) -> StageAPlan:
+    """The plan of one run for ``raw``'s partition. Without a lease: the seed's whole-partition rewrite.
+    Under a lease (``run_token`` is its owner): the table's write policy over the lease's arrivals."""
     check_run_token(run_token)
     source_db = settings.raw_database(raw.team, raw.dataset)
     target_db = settings.stage_database(raw.team, raw.dataset)
@@ -120,7 +187,17 @@ def plan_stage_a(
     raw_partition_location = join_location(settings.raw_root, raw.partition_prefix)
     stage_partition_root = join_location(settings.stage_root, raw.partition_prefix)
     target_location = run_location(stage_partition_root, run_token)
+    if lease is not None and lease.location != target_location:
+        raise ValidationError(f"the lease of {lease.key} writes {lease.location}, not this run's {target_location}")
     temp_table = temp_table_name(raw.table, run_token)
+
+    arrivals = lease.pending if lease else ()
+    ids = [arrival_id(arrival.key, arrival.sequencer) for arrival in (waiting_arrivals(lease) if lease else [])]
+    new = [identity for identity in ids if identity not in (lease.applied if lease else ())]
+    mode, keys = _write_mode(table_cfg, lease, new)
+    for key in keys:
+        if parse_raw_key(key).partition_prefix != raw.partition_prefix:
+            raise ValidationError(f"arrival {key!r} is not in the partition {raw.partition_prefix!r}")
 
     register_raw = None
     if partition:
@@ -130,11 +207,18 @@ def plan_stage_a(
             f"LOCATION {string_literal(raw_partition_location)}"
         )
     publish = swap_statements(target_db, raw.table, partition, target_location)
+    reconcile = swap_statements(target_db, raw.table, partition, lease.published) if lease and lease.published else ()
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
     where = partition_filter(partition)
+    if keys:
+        files = ", ".join(string_literal(join_location(settings.raw_root, key).rstrip("/")) for key in keys)
+        where = f'{where} AND "$path" IN ({files})' if where else f'"$path" IN ({files})'
     if where:
         select += f" WHERE {where}"
-    ctas = ctas_sql(target_db, temp_table, target_location, table_cfg, bucketed_by, select)
+    # An incremental append writes the new rows as one file; everything else writes bucket_count files.
+    written = table_cfg.model_copy(update={"bucket_count": 1}) if mode == "append" else table_cfg
+    ctas = ctas_sql(target_db, temp_table, target_location, written, bucketed_by, select)
+    applied = sorted(set(new))
     return StageAPlan(
         raw_key=raw.key,
         team=raw.team,
@@ -148,9 +232,15 @@ def plan_stage_a(
         raw_partition_location=raw_partition_location,
         stage_partition_root=stage_partition_root,
         target_location=target_location,
-        bucket_count=table_cfg.bucket_count,
+        bucket_count=written.bucket_count,
         register_raw=register_raw,
         ctas=ctas,
         drop_temp=f"DROP TABLE IF EXISTS {ddl_name(target_db, temp_table)}",
         publish=publish,
+        mode=mode,
+        arrivals=tuple(arrivals),
+        applied=tuple(applied),
+        carry_from=lease.published if lease and mode == "append" else None,
+        reconcile=reconcile,
+        lease=lease.to_dict() if lease else None,
     )

@@ -1,4 +1,9 @@
-"""Running a stage A plan through any engine, with the guarantees the plan promises."""
+"""Running a stage A plan through any engine, with the guarantees the plan promises.
+
+``execute_stage_a`` is what the state machine's SQL tasks (or the Glue job) do: reconcile, register,
+CTAS, always drop the temp table. Publishing is separate: under a lease the run commits its prefix
+first (``lakeline.partitions.commit_write``), then ``publish_stage_a`` points the catalog at it.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +28,9 @@ class StageAResult:
 
 
 def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
-    """After the swap: delete the superseded run prefixes; return (current data files, deleted prefixes)."""
-    superseded = delete_superseded(store, plan.stage_partition_root, plan.run_token)
+    """After the swap of a run without a lease (a single writer): delete the older run prefixes at once;
+    return (current data files, deleted prefixes). Leased runs leave that to the grace-period sweep."""
+    superseded = delete_superseded(store, plan.stage_partition_root, plan.run_token) if plan.lease is None else []
     return store.list_data_files(plan.target_location), superseded
 
 
@@ -34,12 +40,15 @@ def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> int:
 
 
 def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> list[str]:
-    """What the state machine's SQL tasks do: register, CTAS, always drop the temp table, publish.
+    """What the state machine's SQL tasks do before the commit: reconcile, register, CTAS, always drop
+    the temp table.
 
     If the CTAS fails, its partial output is deleted and the error raised after the temp table is
     dropped; the stage partition keeps pointing at the previous data. Returns the query ids.
     """
-    query_ids = []
+    query_ids = run_statements(engine, plan.reconcile, plan.target_database)
+    if not plan.writes:
+        return query_ids
     if plan.register_raw:
         query_ids.append(engine.execute(plan.register_raw, database=plan.source_database).query_id)
     ctas_error: QueryError | None = None
@@ -51,12 +60,18 @@ def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> lis
     if ctas_error is not None:
         abandon_stage_a(plan, store)
         raise ctas_error
-    return query_ids + run_statements(engine, plan.publish, plan.target_database)
+    return query_ids
+
+
+def publish_stage_a(plan: StageAPlan, engine: Engine) -> list[str]:
+    """Point the stage partition at the run's prefix (after its commit, under a lease)."""
+    return run_statements(engine, plan.publish, plan.target_database) if plan.writes else []
 
 
 def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:
-    """The whole stage A run: ``execute_stage_a`` then ``finish_stage_a``, as the state machine does."""
+    """A whole stage A run by a single writer, without a lease: execute, publish, finish."""
     query_ids = execute_stage_a(plan, engine, store)
+    query_ids += publish_stage_a(plan, engine)
     files, superseded = finish_stage_a(plan, store)
     logger.info(
         "stage A %s.%s %s: %d files, %d superseded prefixes removed",

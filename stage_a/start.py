@@ -1,18 +1,29 @@
-"""Starting stage A for an arrival: validate, plan against the catalog, start the state machine."""
+"""Starting stage A for an arrival: validate, take the partition's lease, plan against the catalog, start
+the state machine.
+
+An arrival while another run holds the partition's lease starts nothing: it waits in the partition's
+state, and that run's follow-up takes it (see ``lakeline.commits``). The run token of a run an arrival
+starts is fixed by the arrival, so a redelivery takes the same (re-entrant) lease, plans the same run
+and finds its execution already started.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from lakeline.commits import Lease, PartitionCommits, commit_key
 from lakeline.engines.base import TableSchema
 from lakeline.lambda_support import start_execution_once
+from lakeline.partitions import run_location
 from lakeline.settings import PipelineSettings
-from stage_a.arrivals import Arrival
-from stage_a.keys import parse_raw_key
-from stage_a.plan import StageAPlan, new_run_token, plan_stage_a
+from lakeline.storage import join_location
+from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival
+from stage_a.keys import RawObject, parse_raw_key
+from stage_a.plan import StageAPlan, new_run_token, plan_stage_a, waiting_arrivals
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
@@ -29,29 +40,100 @@ class StartedRun:
     execution_name: str
     execution_arn: str | None
     duplicate: bool
-    plan: StageAPlan
+    plan: StageAPlan | None  # None: the arrival waits for the run that holds the partition
+
+
+def partition_commit_key(raw: RawObject, settings: PipelineSettings) -> str:
+    return commit_key(
+        f"{settings.stage_database(raw.team, raw.dataset)}.{raw.table}", raw.partition_prefix.split("/", 3)[3]
+    )
+
+
+def stage_partition_root(raw: RawObject, settings: PipelineSettings) -> str:
+    return join_location(settings.stage_root, raw.partition_prefix)
+
+
+def execution_name(raw: RawObject, run_token: str) -> str:
+    """A Step Functions execution name (<= 80 chars of [A-Za-z0-9_-]) fixed by the run."""
+    prefix = EXECUTION_NAME_UNSAFE.sub("-", f"{raw.dataset}-{raw.table}")[:38]
+    return f"{prefix}-{hashlib.sha256(run_token.encode()).hexdigest()[:40]}"
+
+
+def arrival_run_token(arrival: Arrival) -> str:
+    """The run token of the run an arrival starts: fixed by the arrival (redeliveries plan the same run)."""
+    return new_run_token(arrival.event_time, unique=arrival.identity)
 
 
 def plan_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog) -> tuple[str, StageAPlan]:
-    """The plan for an arrival, fixed by the arrival itself: a redelivery yields the very same plan."""
+    """The seed's whole-partition plan for an arrival, without a lease (``lakeline stage-a plan``)."""
     raw = parse_raw_key(arrival.key)
     schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
-    name = arrival.execution_name(f"{raw.dataset}-{raw.table}")
-    token = new_run_token(arrival.event_time, unique=name)
-    return name, plan_stage_a(raw, settings, schema, run_token=token)
+    token = arrival_run_token(arrival)
+    return execution_name(raw, token), plan_stage_a(raw, settings, schema, run_token=token)
+
+
+def begin_arrival(
+    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits
+) -> StageAPlan | None:
+    """Record the arrival in its partition's state and, if no other run holds the partition, plan the
+    run that takes it (with every other arrival waiting). ``None``: the arrival waits."""
+    raw = parse_raw_key(arrival.key)
+    schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
+    token = arrival_run_token(arrival)
+    # Planned once without the lease first: an arrival that cannot be planned is refused before it
+    # enters the partition's state, where it would hold up the arrivals behind it.
+    plan_stage_a(raw, settings, schema, run_token=token)
+    root = stage_partition_root(raw, settings)
+    lease = commits.begin(
+        partition_commit_key(raw, settings),
+        token,
+        run_location(root, token),
+        root,
+        [arrival.model_dump_json()],
+    )
+    if lease is None:
+        return None
+    return plan_stage_a(raw, settings, schema, run_token=token, lease=lease)
+
+
+def plan_follow_up(
+    handed_over: Lease, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits
+) -> StageAPlan | None:
+    """The plan of a follow-up run: the lease a finished run handed over, re-read (with the arrivals
+    waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it)."""
+    lease = commits.resume(handed_over)
+    if lease is None or not lease.pending:
+        return None
+    raw = parse_raw_key(waiting_arrivals(lease)[0].key)
+    schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
+    return plan_stage_a(raw, settings, schema, run_token=lease.owner, lease=lease)
+
+
+def start_plan(
+    plan: StageAPlan,
+    sfn: SFNClient,
+    state_machine_arn: str,
+    extra_input: dict[str, Any] | None = None,
+) -> StartedRun:
+    """Start the execution of a leased plan (its name is fixed by the run, so a retry is a duplicate)."""
+    name = execution_name(parse_raw_key(plan.raw_key), plan.run_token)
+    # The failure path reads ``$.arrival``: a follow-up run has none of its own (it parks its arrivals).
+    payload = {"plan": plan.to_dict(), "arrival": None, **(extra_input or {})}
+    started, duplicate = start_execution_once(sfn, state_machine_arn, name, json.dumps(payload))
+    if duplicate:
+        logger.info("run %s already started as %s; redelivery ignored", plan.run_token, started)
+    return StartedRun(started, None, duplicate, plan)
 
 
 def start_stage_a(
     arrival: Arrival,
     settings: PipelineSettings,
     catalog: Catalog,
+    commits: PartitionCommits,
     sfn: SFNClient,
     state_machine_arn: str,
-    extra_input: dict[str, Any] | None = None,
 ) -> StartedRun:
-    name, plan = plan_arrival(arrival, settings, catalog)
-    payload = {"arrival": arrival.model_dump(mode="json"), "plan": plan.to_dict(), **(extra_input or {})}
-    started, duplicate = start_execution_once(sfn, state_machine_arn, name, json.dumps(payload))
-    if duplicate:
-        logger.info("arrival %s already started as %s; redelivery ignored", arrival.identity, started)
-    return StartedRun(started, None, duplicate, plan)
+    plan = begin_arrival(arrival, settings, catalog, commits)
+    if plan is None:
+        return StartedRun("", None, False, None)
+    return start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")})

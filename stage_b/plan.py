@@ -9,8 +9,13 @@ half-written while readers look:
 - ``append``: the same CTAS, over the partition's current rows ``UNION ALL`` the new rows;
 
 further inserts into the target in the same run add to the fresh prefix; at the end the partition is
-pointed at the fresh prefix and older run prefixes are deleted. Rows written by a step land in the
-destination partition. Other statements (a scratch table, a DELETE elsewhere) run as written.
+pointed at the fresh prefix. Rows written by a step land in the destination partition. Other statements
+(a scratch table, a DELETE elsewhere) run as written.
+
+Planned under the partition's lease (``lakeline.commits``), one run takes every message waiting for
+the partition: ``overwrite`` messages coalesce into one rebuild; each ``append`` message not yet
+applied adds its rows once (the step's rows once per message), and the messages' ids are committed
+with the new version, so no message is applied twice, whatever is redelivered or overlaps.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from lakeline.commits import Lease
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.resolve import resolve_steps
 from lakeline.engines.base import Column, TableSchema
@@ -72,6 +78,10 @@ class StageBPlan:
     drop_temp: str | None
     publish: tuple[str, ...]
     resolved_sql: tuple[str, ...] = field(default=())
+    message_ids: tuple[str, ...] = ()  # the messages this run takes (under a lease)
+    applied: tuple[str, ...] = ()  # the ids of the messages this run applies (committed with it)
+    reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
+    lease: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def dataset(self) -> str:
@@ -85,21 +95,21 @@ class StageBPlan:
     def statements(self) -> list[str]:
         """Every statement in order; the DROP runs whether or not the steps succeed."""
         tail = [self.drop_temp] if self.drop_temp else []
-        return [*(step.sql for step in self.steps), *tail, *self.publish]
+        return [*self.reconcile, *(step.sql for step in self.steps), *tail, *self.publish]
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["steps"] = [asdict(step) for step in self.steps]
-        data["publish"] = list(self.publish)
-        data["resolved_sql"] = list(self.resolved_sql)
+        for name in ("publish", "resolved_sql", "message_ids", "applied", "reconcile"):
+            data[name] = list(getattr(self, name))
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageBPlan:
         values = plan_values(cls, data, "stage B plan")
         values["steps"] = tuple(PlannedStep(**step) for step in values["steps"])
-        values["publish"] = tuple(values["publish"])
-        values["resolved_sql"] = tuple(values["resolved_sql"])
+        for name in ("publish", "resolved_sql", "message_ids", "applied", "reconcile"):
+            values[name] = tuple(values[name])
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
         check_run_location(plan.target_location, plan.partition_root, plan.run_token, "stage B plan")
@@ -157,6 +167,12 @@ def _rows_sql(query: exp.Expr, target_columns: list[Column], data_columns: list[
     return f"SELECT {', '.join(projections)} FROM ({query.sql('athena')}) AS lakeline_step({aliases})"
 
 
+def leased_messages(lease: Lease) -> list[StageBMessage]:
+    """The messages waiting in a lease, oldest trigger first."""
+    messages = [StageBMessage.model_validate_json(body) for body in lease.pending]
+    return sorted(messages, key=lambda message: (message.trigger.run or "", message.deduplication_id()))
+
+
 def plan_stage_b(
     message: StageBMessage,
     item: DependencyItem,
@@ -165,8 +181,19 @@ def plan_stage_b(
     read_sql_file: SqlFileReader,
     *,
     run_token: str,
+    lease: Lease | None = None,
 ) -> StageBPlan:
+    """The plan of one run for ``message``'s target partition. Under a lease (``run_token`` is its
+    owner) the run takes the lease's messages instead: every one not yet applied."""
     check_run_token(run_token)
+    taken = [message]
+    if lease is not None:
+        waiting = leased_messages(lease)
+        taken = [m for m in waiting if m.deduplication_id() not in lease.applied]
+        if taken:
+            message = taken[0]
+        elif waiting:
+            message = waiting[0]
     if item.dataset != message.target_dataset:
         raise ValidationError(f"message targets {message.target_dataset} but the item is for {item.dataset}")
     database, table = check_qualified_table(message.target_dataset, "target dataset")
@@ -184,14 +211,22 @@ def plan_stage_b(
     bucketed_by = bucket_columns(table_cfg, data_names, message.target_dataset)
     partition_root = join_location(target.location, partition_prefix(partition))
     location = run_location(partition_root, run_token)
+    if lease is not None and lease.location != location:
+        raise ValidationError(f"the lease of {lease.key} writes {lease.location}, not this run's {location}")
     temp = temp_table_name(table, run_token)
+    reconcile = swap_statements(database, table, partition, lease.published) if lease and lease.published else ()
+    applied = sorted({m.deduplication_id() for m in taken}) if lease else []
+    # Each append message adds its rows once; overwrite messages coalesce into one rebuild, which also
+    # covers appends taken with them (the rebuild reads every source as it is now).
+    usage = "append" if all(m.usage == "append" for m in taken) else "overwrite"
+    copies = len(taken) if usage == "append" else 1
 
     resolved = resolve_steps(
         item, message.partition, read_sql_file, extra_values=builtin_tokens(message, item, settings)
     )
     steps: list[PlannedStep] = []
     wrote = False
-    for index, step in enumerate(resolved.steps):
+    for index, step in enumerate(resolved.steps if taken else ()):
         label = f"steps[{index}] ({step.info or step.db})"
         try:
             statements = [s for s in sqlglot.parse(step.sql, read="athena") if s is not None]
@@ -206,11 +241,14 @@ def plan_stage_b(
             continue
         all_columns = [*data_columns, *target.partition_columns]
         listed = insert[1] or [column.name for column in all_columns]
-        rows = _rows_sql(statement.expression, all_columns, data_columns, listed)
+        step_rows = _rows_sql(statement.expression, all_columns, data_columns, listed)
+        rows = step_rows
+        for _ in range(copies - 1):
+            rows = f"{rows} UNION ALL {step_rows}"
         if wrote:
             sql = f"INSERT INTO {dml_name(database, temp)} {rows}"
         else:
-            if message.usage == "append":
+            if usage == "append":
                 current = f"SELECT {', '.join(dml_name(c) for c in data_names)} FROM {dml_name(database, table)}"
                 where = partition_filter(partition)
                 rows = f"{current}{f' WHERE {where}' if where else ''} UNION ALL {rows}"
@@ -224,7 +262,7 @@ def plan_stage_b(
         target_database=database,
         target_table=table,
         partition=dict(message.partition),
-        usage=message.usage,
+        usage=usage,
         run_token=run_token,
         partition_root=partition_root,
         target_location=location,
@@ -233,4 +271,8 @@ def plan_stage_b(
         drop_temp=f"DROP TABLE IF EXISTS `{database}`.`{temp}`" if wrote else None,
         publish=swap_statements(database, table, partition, location) if wrote else (),
         resolved_sql=tuple(step.sql for step in resolved.steps),
+        message_ids=tuple(m.deduplication_id() for m in taken),
+        applied=tuple(applied),
+        reconcile=reconcile,
+        lease=lease.to_dict() if lease else None,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from lakeline.commits import Lease
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.model import DependencyEdge, DependencyItem
 from lakeline.dependencies.resolve import team_sql_reader
@@ -59,14 +60,16 @@ def team_of(database: str) -> str:
     return database.split("_", 1)[0]
 
 
-def plan_message(message: StageBMessage, services: StageBServices, run_token: str) -> StageBPlan:
+def plan_message(
+    message: StageBMessage, services: StageBServices, run_token: str, *, lease: Lease | None = None
+) -> StageBPlan:
     item = services.dependencies.get_item(message.target_dataset)
     if item is None:
         raise ValidationError(f"no dependency item for {message.target_dataset}")
     database, table = message.target_dataset.split(".")
     schema = services.engine.describe_table(database, table)
     reader: Callable[[str], str] = team_sql_reader(services.queries_root, team_of(database))
-    return plan_stage_b(message, item, schema, services.settings, reader, run_token=run_token)
+    return plan_stage_b(message, item, schema, services.settings, reader, run_token=run_token, lease=lease)
 
 
 def process_stage_b(

@@ -35,10 +35,11 @@ class StageBResult:
 
 
 def finish_stage_b(plan: StageBPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
-    """After the swap: delete superseded run prefixes; return (current data files, deleted prefixes)."""
+    """After the swap: (current data files, deleted prefixes). Only a run without a lease (a single
+    writer) deletes the older run prefixes at once; leased runs leave that to the grace-period sweep."""
     if not plan.writes:
         return [], []
-    superseded = delete_superseded(store, plan.partition_root, plan.run_token)
+    superseded = delete_superseded(store, plan.partition_root, plan.run_token) if plan.lease is None else []
     return store.list_data_files(plan.target_location), superseded
 
 
@@ -48,8 +49,9 @@ def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> int:
 
 
 def execute_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> list[str]:
-    """What the state machine's SQL tasks do: the steps in order, always the DROP, then the swap."""
-    query_ids: list[str] = []
+    """What the state machine's SQL tasks do before the commit: reconcile, the steps in order, always
+    the DROP of the temp table."""
+    query_ids = run_statements(engine, plan.reconcile, plan.target_database)
     failure: StageBStepFailed | None = None
     for step in plan.steps:
         try:
@@ -61,11 +63,18 @@ def execute_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> lis
     if failure is not None:
         abandon_stage_b(plan, store)
         raise failure
-    return query_ids + run_statements(engine, plan.publish, plan.target_database)
+    return query_ids
+
+
+def publish_stage_b(plan: StageBPlan, engine: Engine) -> list[str]:
+    """Point the target partition at the run's prefix (after its commit, under a lease)."""
+    return run_statements(engine, plan.publish, plan.target_database)
 
 
 def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBResult:
+    """A whole stage B run by a single writer, without a lease: execute, publish, finish."""
     query_ids = execute_stage_b(plan, engine, store)
+    query_ids += publish_stage_b(plan, engine)
     files, superseded = finish_stage_b(plan, store)
     logger.info("stage B %s %s: %d steps, %d files", plan.dataset, plan.partition, len(plan.steps), len(files))
     return StageBResult(plan, files, superseded, query_ids)

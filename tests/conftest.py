@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from lakeline.commits import PartitionCommits
     from lakeline.engines.spark import SparkEngine
 
 # moto and boto3 must never reach a real account from the tests.
@@ -24,6 +25,37 @@ os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
 os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
+
+
+class Clock:
+    """A clock a test moves by hand (leases, grace periods)."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def commits(clock: Clock) -> Iterator[PartitionCommits]:
+    """The partition-commit protocol over a pipeline-state table on moto; leases last 600 s of ``clock``."""
+    import boto3
+    from moto import mock_aws
+
+    from lakeline.commits import PartitionCommits
+    from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        names = DependencyTableNames()
+        create_dependency_tables(client, names)
+        yield PartitionCommits(client, names.pipeline_state, lease_seconds=600, clock=clock)
 
 
 @pytest.fixture(scope="session")

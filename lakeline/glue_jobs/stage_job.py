@@ -15,9 +15,9 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.errors import ValidationError
 from lakeline.storage import ObjectStore
 from stage_a.plan import StageAPlan
-from stage_a.runner import run_stage_a
+from stage_a.runner import execute_stage_a, run_stage_a
 from stage_b.plan import StageBPlan
-from stage_b.runner import run_stage_b
+from stage_b.runner import execute_stage_b, run_stage_b
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,11 +34,19 @@ def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore
     except (KeyError, json.JSONDecodeError) as error:
         raise ValidationError(f"--plan must be the {mode} plan as JSON: {error}") from error
     engine = SparkEngine(session)
+    # A leased plan (the pipeline's) only writes here: the state machine commits it and then points the
+    # catalog at it (``lambdas/partition_commit``, the publish task). An unleased one runs whole.
     if mode == "stage_a":
         plan_a = StageAPlan.from_dict(document)
+        if plan_a.lease is not None:
+            execute_stage_a(plan_a, engine, store)
+            return {"table": f"{plan_a.target_database}.{plan_a.table}", "written": plan_a.target_location}
         result_a = run_stage_a(plan_a, engine, store)
         return {"table": f"{plan_a.target_database}.{plan_a.table}", "files": len(result_a.data_files)}
     plan_b = StageBPlan.from_dict(document)
+    if plan_b.lease is not None:
+        execute_stage_b(plan_b, engine, store)
+        return {"table": plan_b.dataset, "written": plan_b.target_location}
     result_b = run_stage_b(plan_b, engine, store)
     return {"table": plan_b.dataset, "files": len(result_b.data_files)}
 

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -88,6 +89,8 @@ class LocalCloud:
             "DEPENDENCIES_TABLE": self.names.dependencies,
             "DEPENDENCIES_BY_TABLE_TABLE": self.names.by_table,
             "PIPELINE_STATE_TABLE": self.names.pipeline_state,
+            "STAGE_A_QUEUE_URL": self.queue_urls["queue-a"],
+            "STAGE_A_DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-a-dlq"],
             "STAGE_B_QUEUE_URL": self.queue_urls["queue-b"],
             # The stage B failure function parks a failed run's message in queue B's DLQ.
             "DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-b-dlq"],
@@ -102,6 +105,26 @@ class LocalCloud:
             "POWERTOOLS_METRICS_NAMESPACE": "Lakeline",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
         }
+
+    def save_pipeline_state(self, path: Path) -> int:
+        """Keep the pipeline-state table (partition versions, leases, what was applied, trigger mode
+        ``all``'s arrivals) in the workspace, so the next run starts where this one ended."""
+        items = []
+        for page in self.dynamodb.get_paginator("scan").paginate(TableName=self.names.pipeline_state):
+            items.extend(page.get("Items", []))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(sorted(items, key=lambda item: json.dumps(item, sort_keys=True)), indent=1))
+        temporary.replace(path)
+        return len(items)
+
+    def restore_pipeline_state(self, path: Path) -> int:
+        if not path.exists():
+            return 0
+        items = json.loads(path.read_text())
+        for item in items:
+            self.dynamodb.put_item(TableName=self.names.pipeline_state, Item=item)
+        return len(items)
 
     @property
     def dynamodb(self) -> DynamoDBClient:

@@ -22,6 +22,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from openlineage.client.event_v2 import RunState
 
+from lakeline.commits import Lease, PartitionCommits, parse_follow_up
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.base import QueryError, TableSchema
@@ -41,42 +42,24 @@ from lakeline.storage import LocalObjectStore
 from stage_a.arrivals import parse_arrivals
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
-from stage_a.runner import execute_stage_a
-from stage_a.start import plan_arrival
+from stage_a.runner import execute_stage_a, publish_stage_a
+from stage_a.start import begin_arrival, plan_follow_up
 from stage_b.ledger import DynamoDBAppliedMessages
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.process import StageBServices, plan_message
-from stage_b.runner import StageBStepFailed, execute_stage_b
+from stage_b.runner import StageBStepFailed, execute_stage_b, publish_stage_b
+from stage_b.start import begin_message
+from stage_b.start import plan_follow_up as plan_follow_up_b
 
 LOCAL_RAW_BUCKET = "local-raw"
 Listener = Callable[[str, str], None]
 
 
-class ExecutionNames:
-    """Step Functions refuses a second execution with a name already used: that is what keeps a
-    redelivered arrival or message from running twice. The local runtime keeps the names it started
-    in the workspace, so a redelivery, even in a later run, is recognised the same way."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.names: set[str] = set(json.loads(path.read_text())) if path.exists() else set()
-
-    def start(self, name: str) -> bool:
-        """``True`` if ``name`` is new (and is now taken), ``False`` for a duplicate."""
-        if name in self.names:
-            return False
-        self.names.add(name)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(sorted(self.names)))
-        temporary.replace(self.path)
-        return True
-
-
 @dataclass
 class FlowReport:
     duplicates: list[str] = field(default_factory=list)
+    coalesced: list[str] = field(default_factory=list)  # arrivals and messages that waited for a run in flight
     stage_a: list[StageAPlan] = field(default_factory=list)
     stage_b: list[StageBPlan] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -114,6 +97,8 @@ class EventFlow:
     ) -> None:
         from lambdas.dependencies_by_table import handler as dependencies_handler
         from lambdas.lineage_load import handler as lineage_load
+        from lambdas.partition_commit import handler as partition_commit
+        from lambdas.stage_a_failure import handler as stage_a_failure
         from lambdas.stage_a_post_update import handler as stage_a_post_update
         from lambdas.stage_b_failure import handler as stage_b_failure
         from lambdas.stage_b_post_update import handler as stage_b_post_update
@@ -130,12 +115,12 @@ class EventFlow:
             store=LocalObjectStore(),
             settings=settings,
             dependencies=self.store,
-            ledger=DynamoDBAppliedMessages(cloud.dynamodb, cloud.names.pipeline_state),
+            ledger=DynamoDBAppliedMessages(cloud.dynamodb, cloud.names.pipeline_state),  # unleased runs only
             queries_root=queries_root,
         )
         self.emitter = LineageEmitter(openlineage or OpenLineageSettings())
         self.events: list[dict[str, Any]] = []
-        self.executions = ExecutionNames(workspace.root / "state" / "executions.json")
+        self.commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
         self.report = FlowReport()
         sqs = cloud.sqs
         self.queue_a = QueuePoller(sqs, cloud.queue_urls["queue-a"])
@@ -145,6 +130,8 @@ class EventFlow:
         self.dependencies_stream = StreamPoller(cloud.streams, cloud.dependencies_stream_arn)
         self._dependencies_handler = dependencies_handler.handler
         self._lineage_load = lineage_load.handler
+        self._partition_commit = partition_commit.handler
+        self._stage_a_failure = stage_a_failure.handler
         self._stage_a_post_update = stage_a_post_update.handler
         self._stage_b_post_update = stage_b_post_update.handler
         self._stage_b_failure = stage_b_failure.handler
@@ -184,37 +171,83 @@ class EventFlow:
         }
         self.cloud.sqs.send_message(QueueUrl=self.cloud.queue_urls["queue-a"], MessageBody=json.dumps(event))
 
-    # --- the state machines, on Spark ---------------------------------------------------------------
+    # --- the routers and state machines, on Spark ---------------------------------------------------
+    # As deployed: the router takes the partition's lease and plans (or lets the arrival wait for the
+    # run in flight); the state machine runs the SQL, then the commit function, then the catalog swap,
+    # then the post-update function, which ends the lease or queues the follow-up run on the stage's
+    # queue; a failure goes to the failure function, which parks what the run took in the DLQ.
 
     def _stage_a_record(self, record: SQSRecord) -> None:
-        for arrival in parse_arrivals(json.loads(record.body)):
+        body = json.loads(record.body)
+        follow_up = parse_follow_up(body)
+        if follow_up is not None:
+            resumed = plan_follow_up(follow_up, self.settings, self.catalog, self.commits)
+            if resumed is not None:
+                self._run_stage_a(resumed)
+            return
+        for arrival in parse_arrivals(body):
             self.catalog.prepare(arrival.key)
-            name, plan = plan_arrival(arrival, self.settings, self.catalog)
-            if not self.executions.start(name):
-                self.report.duplicates.append(arrival.key)
-                self.notify("duplicate", f"{arrival.key} (execution {name} exists)")
+            plan = begin_arrival(arrival, self.settings, self.catalog, self.commits)
+            if plan is None:
+                self.report.coalesced.append(arrival.key)
+                self.notify("waits", f"{arrival.key} (its partition's run is in flight)")
                 continue
-            self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
-            (step,) = stage_a_steps(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
-            try:
-                with self.emitter.run(step):
-                    execute_stage_a(plan, self.engine, self.services.store)
-            except QueryError as error:
-                # The execution failed (its temp table dropped, its partial output removed); its name
-                # stays taken, as in Step Functions, so the redelivery that follows is a duplicate.
-                self.report.failures.append(f"{arrival.key}: {describe_failure(error)}")
-                self.notify("failed", f"{plan.target_database}.{plan.table} {plan.partition}: {error}")
-                raise
-            self._stage_a_post_update({"plan": plan.to_dict()}, LambdaContext("stage-a-post-update"))
-            self.report.stage_a.append(plan)
+            self._run_stage_a(plan)
+
+    def _run_stage_a(self, plan: StageAPlan) -> None:
+        context = {"plan": plan.to_dict()}
+        if not plan.writes:
+            self.report.duplicates.extend(plan.arrival_keys)
+            self.notify("duplicate", f"{plan.target_database}.{plan.table} {plan.partition}: nothing new")
+            execute_stage_a(plan, self.engine, self.services.store)
+            self._stage_a_post_update(context, LambdaContext("stage-a-post-update"))
+            return
+        self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
+        (step,) = stage_a_steps(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
+        try:
+            with self.emitter.run(step):
+                execute_stage_a(plan, self.engine, self.services.store)
+        except QueryError as error:
+            failure = {"Error": type(error).__name__, "Cause": str(error)}
+            self._stage_a_failure(
+                {**context, "error": failure, "failed_step": "ctas"}, LambdaContext("stage-a-failure")
+            )
+            self.report.failures.append(f"{', '.join(plan.arrival_keys)}: {describe_failure(error)}")
+            self.notify("failed", f"{plan.target_database}.{plan.table} {plan.partition}: {error}")
+            return
+        self._partition_commit(context, LambdaContext("partition-commit"))
+        publish_stage_a(plan, self.engine)
+        self._stage_a_post_update(context, LambdaContext("stage-a-post-update"))
+        self.report.stage_a.append(plan)
 
     def _stage_b_record(self, record: SQSRecord) -> None:
-        message = StageBMessage.model_validate_json(record.body)
-        if not self.executions.start(message.deduplication_id()):
+        body = json.loads(record.body)
+        follow_up = parse_follow_up(body)
+        if follow_up is not None:
+            resumed = plan_follow_up_b(follow_up, self._plan_b, self.commits)
+            if resumed is not None:
+                self._run_stage_b(resumed)
+            return
+        message = StageBMessage.model_validate(body)
+        plan = begin_message(message, self._plan_b, self.commits)
+        if plan is None:
+            self.report.coalesced.append(message.node)
+            self.notify("waits", f"{message.node} (its partition's run is in flight)")
+            return
+        self._run_stage_b(plan)
+
+    def _plan_b(self, message: StageBMessage, run_token: str, lease: Lease | None) -> StageBPlan:
+        return plan_message(message, self.services, run_token, lease=lease)
+
+    def _run_stage_b(self, plan: StageBPlan) -> None:
+        message = StageBMessage.model_validate(plan.message)
+        context = {"message": plan.message, "plan": plan.to_dict()}
+        if not plan.message_ids:
             self.report.duplicates.append(message.node)
             self.notify("duplicate", message.node)
+            execute_stage_b(plan, self.engine, self.services.store)
+            self._stage_b_post_update(context, LambdaContext("stage-b-post-update"))
             return
-        plan = plan_message(message, self.services, self._run_token(message))
         self.notify("stage B", message.node)
         steps = stage_b_steps(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
         for step in steps:
@@ -230,19 +263,15 @@ class EventFlow:
                 LambdaContext("stage-b-failure"),
             )
             self.report.failures.append(f"{message.node}: {error}")
-            raise
+            self.notify("failed", f"{message.node}: {error}")
+            return
         for step in steps:
             self.emitter.emit_state(step, RunState.COMPLETE)
-        self._stage_b_post_update(
-            {"message": message.model_dump(mode="json"), "plan": plan.to_dict()}, LambdaContext("stage-b-post-update")
-        )
+        if plan.writes:
+            self._partition_commit(context, LambdaContext("partition-commit"))
+            publish_stage_b(plan, self.engine)
+        self._stage_b_post_update(context, LambdaContext("stage-b-post-update"))
         self.report.stage_b.append(plan)
-
-    @staticmethod
-    def _run_token(message: StageBMessage) -> str:
-        from lakeline.partitions import new_run_token
-
-        return new_run_token(unique=message.deduplication_id())
 
     def _state_machine(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[dict[str, Any], Any], Any]:
         def handler(event: dict[str, Any], context: Any) -> Any:

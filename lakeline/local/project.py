@@ -121,6 +121,7 @@ class LocalProject:
         with self.console.status("starting embedded Spark and a local AWS endpoint (moto server on 127.0.0.1)"):
             self.engine = SparkEngine.local(self.workspace.root)
             self.cloud = LocalCloud.start()
+            self.cloud.restore_pipeline_state(self.state_file)
         self.flow = EventFlow(
             self.cloud,
             self.engine,
@@ -132,8 +133,13 @@ class LocalProject:
         )
         return self
 
+    @property
+    def state_file(self) -> Path:
+        return self.workspace.root / "state" / "pipeline-state.json"
+
     def __exit__(self, *_: object) -> None:
         if self.cloud is not None:
+            self.cloud.save_pipeline_state(self.state_file)
             self.cloud.stop()
 
     @property
@@ -176,7 +182,10 @@ class LocalProject:
         flow = self.started_flow
         for key in keys:
             flow.arrive(key)
-        return flow.run_until_idle()
+        report = flow.run_until_idle()
+        if self.cloud is not None:
+            self.cloud.save_pipeline_state(self.state_file)
+        return report
 
     def finish(self, started: float) -> ProjectRun:
         """Trace and archive the lineage, query it, write lineage.html and the summary."""

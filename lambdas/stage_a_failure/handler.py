@@ -1,7 +1,10 @@
-"""Stage A state machine Catch: report the failure, and after a failed CTAS (its temp table already
-dropped) delete its partial output; the stage partition still points at its previous data.
+"""Stage A state machine Catch: report the failure, delete the run's output unless it was committed,
+end its lease (handing it to a follow-up run for arrivals that came meanwhile) and park the arrivals it
+took in queue A's DLQ with the reason; the stage partition still points at its previous version.
 
-A failure after the CTAS (while publishing) keeps the new files: the partition may already point at them.
+A failure after the commit (while pointing the catalog at the new version) keeps the new files: they are
+the partition's committed version, and the next run points the catalog at them first. A run whose lease
+was lost parks nothing: its arrivals wait for the run that holds the partition now.
 The run's FAIL event (with its START) goes to the OpenLineage event archive and any configured transport.
 """
 
@@ -17,12 +20,14 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import StepError, dead_letter, load_environment
+from lakeline.lambda_support import SettleEnvironment, StepError, dead_letter, load_environment
 from lakeline.lineage.step_events import StepEvents
+from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_a.arrivals import Arrival, arrival_event
-from stage_a.plan import StageAPlan
+from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
 from stage_a.runner import abandon_stage_a
 
 if TYPE_CHECKING:
@@ -32,15 +37,16 @@ logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
 
 
-class FailureEnvironment(BaseModel):
-    dead_letter_queue_url: str
+class FailureEnvironment(SettleEnvironment):
+    stage_a_queue_url: str
+    stage_a_dead_letter_queue_url: str
 
 
 class FailureInput(BaseModel):
     plan: dict[str, Any]
     arrival: dict[str, Any] | None = None
     error: StepError
-    failed_step: Literal["ctas", "publish", "spark"] = "ctas"
+    failed_step: Literal["reconcile", "ctas", "commit", "publish", "spark"] = "ctas"
     execution_id: str = ""
 
 
@@ -50,8 +56,13 @@ def sqs() -> SQSClient:
 
 
 @cache
-def dead_letter_queue_url() -> str:
-    return load_environment(FailureEnvironment, os.environ).dead_letter_queue_url
+def environment() -> FailureEnvironment:
+    return load_environment(FailureEnvironment, os.environ)
+
+
+@cache
+def commits() -> PartitionCommits:
+    return PartitionCommits(boto3.client("dynamodb"), environment().pipeline_state_table)
 
 
 @cache
@@ -67,19 +78,39 @@ def step_events() -> StepEvents:
     )
 
 
+@cache
+def runs() -> LeasedRunEnd:
+    settings = environment()
+    return LeasedRunEnd(commits(), object_store(), sqs(), settings.stage_a_queue_url, settings.superseded_grace_seconds)
+
+
+def end_lease(plan: StageAPlan, failed_step: str) -> tuple[list[Arrival], int]:
+    """End the failed run's lease; return the arrivals to park (those it added) and the objects deleted."""
+    assert plan.lease is not None
+    ended = runs().after_failure(plan.lease, failed_step=failed_step, root=plan.stage_partition_root)
+    if not ended.held:
+        return [], ended.deleted
+    waiting = waiting_arrivals(Lease.from_dict(plan.lease))
+    return [a for a in waiting if arrival_id(a.key, a.sequencer) in plan.applied], ended.deleted
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = FailureInput.model_validate(event)
     plan = StageAPlan.from_dict(request.plan)
-    # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
-    deleted = abandon_stage_a(plan, object_store()) if request.failed_step == "ctas" else 0
     reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    if plan.lease is not None:
+        parked, deleted = end_lease(plan, request.failed_step)
+    else:
+        # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
+        deleted = abandon_stage_a(plan, object_store()) if request.failed_step == "ctas" else 0
+        parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
     emitted = step_events().stage_a(plan, "FAIL", error=reason)
-    if request.arrival is not None:
-        # The run is over: park the arrival in queue A's DLQ with the reason; redriving it runs again.
-        arrival = Arrival.model_validate(request.arrival)
-        dead_letter(sqs(), dead_letter_queue_url(), json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
+    for arrival in parked:
+        # The run is over: park each arrival it took in queue A's DLQ with the reason; a redrive runs it again.
+        queue = environment().stage_a_dead_letter_queue_url
+        dead_letter(sqs(), queue, json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
     logger.error(
         "stage A failed",
         extra={
@@ -89,6 +120,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "error": request.error.Error,
             "cause": request.error.Cause[:2000],
             "partial_objects_deleted": deleted,
+            "parked": [arrival.key for arrival in parked],
             "openlineage_events": len(emitted),
         },
     )
@@ -97,5 +129,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "error": request.error.Error,
         "cause": request.error.Cause,
         "partial_objects_deleted": deleted,
+        "parked": [arrival.key for arrival in parked],
         "openlineage_events": len(emitted),
     }

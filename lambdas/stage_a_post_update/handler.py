@@ -1,27 +1,34 @@
-"""Stage A state machine task after the swap: clean superseded prefixes, record lineage (records and
-OpenLineage events), then route the finished partition to the stage B targets it triggers (queue B)."""
+"""Stage A state machine task after the swap: end the run's lease (or queue the follow-up run that
+takes the arrivals that came meanwhile), sweep superseded versions past their grace period, record
+lineage (records and OpenLineage events), then route the finished partition to the stage B targets it
+triggers (queue B). Every part is idempotent, so the task is retried on failure."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import load_environment
+from lakeline.lambda_support import SettleEnvironment, load_environment
 from lakeline.lineage.pipeline_steps import record_stage_a
 from lakeline.lineage.step_events import StepEvents
 from lakeline.lineage.writer import LineageWriter
+from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_a.plan import StageAPlan
 from stage_a.runner import finish_stage_a
 from stage_b.onward import OnwardRouting, RoutingEnvironment
+
+if TYPE_CHECKING:
+    pass
 
 logger = Logger(service="stage-a-post-update")
 tracer = Tracer(service="stage-a-post-update")
@@ -32,9 +39,14 @@ class PostUpdateInput(BaseModel):
     execution_id: str = ""
 
 
+class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
+    stage_a_queue_url: str
+
+
 @dataclass(frozen=True)
 class Runtime:
     store: SchemeObjectStore
+    runs: LeasedRunEnd
     routing: OnwardRouting
     lineage: LineageWriter
     events: StepEvents
@@ -42,11 +54,14 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
-    environment = load_environment(RoutingEnvironment, os.environ)
-    sqs, s3 = boto3.client("sqs"), boto3.client("s3")
+    environment = load_environment(PostUpdateEnvironment, os.environ)
+    sqs, s3, dynamodb = boto3.client("sqs"), boto3.client("s3"), boto3.client("dynamodb")
+    store = SchemeObjectStore(s3)
+    commits = PartitionCommits(dynamodb, environment.pipeline_state_table)
     return Runtime(
-        SchemeObjectStore(s3),
-        OnwardRouting.from_environment(environment, boto3.client("dynamodb"), sqs),
+        store,
+        LeasedRunEnd(commits, store, sqs, environment.stage_a_queue_url, environment.superseded_grace_seconds),
+        OnwardRouting.from_environment(environment, dynamodb, sqs),
         LineageWriter(sqs, environment.lineage_queue_url),
         StepEvents.in_lambda(
             os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
@@ -61,7 +76,22 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageAPlan.from_dict(request.plan)
     run = runtime()
     files, superseded = finish_stage_a(plan, run.store)
+    follow_up = None
+    if plan.lease is not None:
+        settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
+        superseded, follow_up = settled.swept, settled.follow_up
     table = f"{plan.target_database}.{plan.table}"
+    if not plan.writes:
+        # Every arrival of the run was already in the published version: nothing new to record or route.
+        logger.info("stage A: nothing new", extra={"table": table, "partition": plan.partition})
+        return {
+            "table": table,
+            "partition": plan.partition,
+            "files": 0,
+            "superseded_deleted": superseded,
+            "triggered": [],
+            "follow_up": follow_up.owner if follow_up else None,
+        }
     parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
     events = run.events.stage_a(plan, "COMPLETE")
     onward = run.routing.route(table, plan.partition, run=plan.run_token, lineage=parents)
@@ -73,6 +103,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "files": len(files),
             "triggered": [m.node for m in onward],
             "openlineage_events": len(events),
+            "follow_up": follow_up.owner if follow_up else None,
         },
     )
     return {
@@ -84,4 +115,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "triggered": [m.node for m in onward],
         "lineage": parents.model_dump(),
         "openlineage_events": len(events),
+        "follow_up": follow_up.owner if follow_up else None,
     }

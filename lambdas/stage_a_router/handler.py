@@ -1,8 +1,10 @@
-"""Queue A → stage A: one state machine execution per valid arrival.
+"""Queue A → stage A: one state machine execution per partition run.
 
-An arrival whose key breaks the contract can never succeed: it goes straight to the DLQ with its
-reason and no SQL is planned. Other failures (catalog or Step Functions errors) fail only their own
-record, which SQS redelivers and finally dead-letters.
+An arrival takes its partition's lease and starts a run, or, while another run holds the partition,
+waits in the partition's state for that run's follow-up (which the run's post-update function queues
+here as a follow-up message). An arrival whose key breaks the contract can never succeed: it goes
+straight to the DLQ with its reason and no SQL is planned. Other failures (catalog or Step Functions
+errors) fail only their own record, which SQS redelivers and finally dead-letters.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from lakeline.commits import PartitionCommits, parse_follow_up
 from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import ValidationError
 from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import parse_arrivals
-from stage_a.start import start_stage_a
+from stage_a.start import plan_follow_up, start_plan, start_stage_a
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -47,6 +50,7 @@ class Runtime:
     environment: StageARouterEnvironment
     settings: PipelineSettings
     catalog: AthenaEngine
+    commits: PartitionCommits
     sfn: SFNClient
     sqs: SQSClient
 
@@ -56,26 +60,44 @@ def runtime() -> Runtime:
     environment = load_environment(StageARouterEnvironment, os.environ)
     settings = environment.pipeline_settings()
     catalog = AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
-    return Runtime(environment, settings, catalog, boto3.client("stepfunctions"), boto3.client("sqs"))
+    commits = PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table)
+    return Runtime(environment, settings, catalog, commits, boto3.client("stepfunctions"), boto3.client("sqs"))
 
 
 def handle_record(record: SQSRecord) -> None:
     run = runtime()
     try:
-        arrivals = parse_arrivals(json.loads(record.body))
+        body = json.loads(record.body)
+        follow_up = parse_follow_up(body)
+        arrivals = [] if follow_up is not None else parse_arrivals(body)
     except (ValueError, ValidationError) as error:
         reason = f"not an S3 arrival: {error}"
         logger.warning(reason, extra={"message_id": record.message_id})
         dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, reason, "stage-a-router")
         metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
         return
+    if follow_up is not None:
+        plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits)
+        if plan is None:
+            logger.info("follow-up no longer holds its partition; nothing to start", extra={"run": follow_up.owner})
+            return
+        started = start_plan(plan, run.sfn, run.environment.state_machine_arn)
+        logger.info("stage A follow-up started", extra={"partition": follow_up.key, "run": follow_up.owner})
+        metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)
+        return
     for arrival in arrivals:
         try:
-            started = start_stage_a(arrival, run.settings, run.catalog, run.sfn, run.environment.state_machine_arn)
+            started = start_stage_a(
+                arrival, run.settings, run.catalog, run.commits, run.sfn, run.environment.state_machine_arn
+            )
         except ValidationError as error:
             logger.warning("arrival rejected", extra={"key": arrival.key, "reason": str(error)})
             dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-a-router")
             metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
+            continue
+        if started.plan is None:
+            logger.info("arrival waits for the partition's run in flight", extra={"key": arrival.key})
+            metrics.add_metric(name="CoalescedArrivals", unit=MetricUnit.Count, value=1)
             continue
         logger.info(
             "stage A started",

@@ -1,6 +1,8 @@
 """Stage B state machine Catch: a step failed; its temp table is already dropped. Remove what the run
-wrote to its fresh prefix (the partition still points at its previous data), record the failure (a
-lineage record and FAIL events) and park the message in the DLQ."""
+wrote to its fresh prefix unless it was committed (the partition still points at its previous version),
+end its lease (handing it to a follow-up run for messages that came meanwhile), record the failure (a
+lineage record and FAIL events) and park the messages it took in the DLQ. A run whose lease was lost
+parks nothing: its messages wait for the run that holds the partition now."""
 
 from __future__ import annotations
 
@@ -14,14 +16,16 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import StepError, dead_letter, load_environment
+from lakeline.lambda_support import SettleEnvironment, StepError, dead_letter, load_environment
 from lakeline.lineage.pipeline_steps import record_stage_b_failure
 from lakeline.lineage.step_events import StepEvents
 from lakeline.lineage.writer import LineageWriter
+from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_b.messages import StageBMessage
-from stage_b.plan import StageBPlan
+from stage_b.plan import StageBPlan, leased_messages
 from stage_b.runner import abandon_stage_b
 
 if TYPE_CHECKING:
@@ -34,21 +38,23 @@ tracer = Tracer(service="stage-b-failure")
 class FailureInput(BaseModel):
     plan: dict[str, Any]
     error: StepError
-    failed_step: Literal["steps", "publish", "spark"] = "steps"
+    failed_step: Literal["reconcile", "steps", "commit", "publish", "spark"] = "steps"
     execution_id: str = ""
 
 
-class FailureEnvironment(BaseModel):
+class FailureEnvironment(SettleEnvironment):
+    stage_b_queue_url: str
     lineage_queue_url: str
     dead_letter_queue_url: str
 
 
 @dataclass(frozen=True)
 class Runtime:
+    environment: FailureEnvironment
     store: SchemeObjectStore
+    runs: LeasedRunEnd
     lineage: LineageWriter
     sqs: SQSClient
-    dead_letter_queue_url: str
     events: StepEvents
 
 
@@ -56,14 +62,28 @@ class Runtime:
 def runtime() -> Runtime:
     environment = load_environment(FailureEnvironment, os.environ)
     sqs, s3 = boto3.client("sqs"), boto3.client("s3")
+    store = SchemeObjectStore(s3)
+    commits = PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table)
     return Runtime(
-        SchemeObjectStore(s3),
+        environment,
+        store,
+        LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
         LineageWriter(sqs, environment.lineage_queue_url),
         sqs,
-        environment.dead_letter_queue_url,
         StepEvents.in_lambda(
             os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
         ),
+    )
+
+
+def end_lease(run: Runtime, plan: StageBPlan, failed_step: str) -> tuple[list[StageBMessage], int]:
+    """End the failed run's lease; return the messages to park (those it applied) and the objects deleted."""
+    assert plan.lease is not None
+    ended = run.runs.after_failure(plan.lease, failed_step=failed_step, root=plan.partition_root)
+    if not ended.held:
+        return [], ended.deleted
+    return [m for m in leased_messages(Lease.from_dict(plan.lease)) if m.deduplication_id() in plan.message_ids], (
+        ended.deleted
     )
 
 
@@ -73,14 +93,20 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = FailureInput.model_validate(event)
     plan = StageBPlan.from_dict(request.plan)
     run = runtime()
-    deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
     message = StageBMessage.model_validate(plan.message)
+    parked = [message]
+    if plan.lease is not None:
+        parked, deleted = end_lease(run, plan, request.failed_step)
+    else:
+        deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
     record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
     reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
     # Every step of the run fails with it: none of their output was published.
     events = run.events.stage_b(plan, message, "FAIL", error=reason)
-    # The run is over: park its message in queue B's DLQ with the reason, for an operator to redrive.
-    dead_letter(run.sqs, run.dead_letter_queue_url, message.model_dump_json(), reason, "stage-b-failure")
+    # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.
+    for taken in parked:
+        queue = run.environment.dead_letter_queue_url
+        dead_letter(run.sqs, queue, taken.model_dump_json(), reason, "stage-b-failure")
     logger.error(
         "stage B failed",
         extra={
@@ -89,6 +115,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "error": request.error.Error,
             "cause": request.error.Cause[:2000],
             "partial_objects_deleted": deleted,
+            "parked": len(parked),
             "openlineage_events": len(events),
         },
     )

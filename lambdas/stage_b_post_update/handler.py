@@ -1,29 +1,35 @@
-"""Stage B state machine task after the swap: clean superseded prefixes, record an append as applied,
-record lineage (records and OpenLineage events), and route the finished partition onwards (B→B chains)."""
+"""Stage B state machine task after the swap: end the run's lease (or queue the follow-up run that takes
+the messages that came meanwhile), sweep superseded versions past their grace period, record lineage
+(records and OpenLineage events), and route the finished partition onwards (B→B chains). Appends are
+recorded as applied by the commit itself (``lambdas/partition_commit``). Every part is idempotent."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import load_environment
+from lakeline.lambda_support import SettleEnvironment, load_environment
 from lakeline.lineage.pipeline_steps import record_stage_b
 from lakeline.lineage.step_events import StepEvents
 from lakeline.lineage.writer import LineageWriter
+from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
-from stage_b.ledger import DynamoDBAppliedMessages
 from stage_b.messages import StageBMessage
 from stage_b.onward import OnwardRouting, RoutingEnvironment
 from stage_b.plan import StageBPlan
 from stage_b.runner import finish_stage_b
+
+if TYPE_CHECKING:
+    pass
 
 logger = Logger(service="stage-b-post-update")
 tracer = Tracer(service="stage-b-post-update")
@@ -35,23 +41,29 @@ class PostUpdateInput(BaseModel):
     execution_id: str = ""
 
 
+class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
+    pass
+
+
 @dataclass(frozen=True)
 class Runtime:
     store: SchemeObjectStore
+    runs: LeasedRunEnd
     routing: OnwardRouting
-    ledger: DynamoDBAppliedMessages
     lineage: LineageWriter
     events: StepEvents
 
 
 @cache
 def runtime() -> Runtime:
-    environment = load_environment(RoutingEnvironment, os.environ)
+    environment = load_environment(PostUpdateEnvironment, os.environ)
     dynamodb, sqs, s3 = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("s3")
+    store = SchemeObjectStore(s3)
+    commits = PartitionCommits(dynamodb, environment.pipeline_state_table)
     return Runtime(
-        SchemeObjectStore(s3),
+        store,
+        LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
         OnwardRouting.from_environment(environment, dynamodb, sqs),
-        DynamoDBAppliedMessages(dynamodb, environment.pipeline_state_table),
         LineageWriter(sqs, environment.lineage_queue_url),
         StepEvents.in_lambda(
             os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
@@ -67,8 +79,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageBPlan.from_dict(request.plan)
     run = runtime()
     files, superseded = finish_stage_b(plan, run.store)
-    if message.usage == "append":
-        run.ledger.mark_applied(message.deduplication_id(), plan.run_token)
+    follow_up = None
+    if plan.lease is not None:
+        settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.partition_root)
+        superseded, follow_up = settled.swept, settled.follow_up
     parents = record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
     events = run.events.stage_b(plan, message, "COMPLETE")
     onward = run.routing.route(
@@ -81,6 +95,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "files": len(files),
             "triggered": [m.node for m in onward],
             "openlineage_events": len(events),
+            "follow_up": follow_up.owner if follow_up else None,
         },
     )
     return {
@@ -90,4 +105,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "superseded_deleted": superseded,
         "triggered": [m.node for m in onward],
         "openlineage_events": len(events),
+        "follow_up": follow_up.owner if follow_up else None,
     }

@@ -1,7 +1,10 @@
-"""Queue B → stage B: plan each message (dependency item, catalog, SQL files) and start one execution.
+"""Queue B → stage B: take the target partition's lease, plan (dependency item, catalog, SQL files) and
+start one execution per partition run.
 
-The execution name is the message id, so a redelivered message cannot run twice; a message that can
-never succeed (invalid, no dependency item, an unknown token) goes to the DLQ with its reason.
+A message while another run holds the target partition waits in the partition's state for that run's
+follow-up (queued here by the run's post-update function). The run, and so the execution name, is fixed
+by the message, so a redelivered message cannot run twice; a message that can never succeed (invalid,
+no dependency item, an unknown token) goes to the DLQ with its reason.
 """
 
 from __future__ import annotations
@@ -20,16 +23,17 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError as PydanticValidationError
 
+from lakeline.commits import Lease, PartitionCommits, parse_follow_up
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import ValidationError
-from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment, start_execution_once
-from lakeline.partitions import new_run_token
+from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
 from lakeline.settings import PipelineSettings
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
-from stage_b.plan import plan_stage_b
+from stage_b.plan import StageBPlan, plan_stage_b
 from stage_b.process import team_of
+from stage_b.start import begin_message, plan_follow_up, start_plan
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -52,6 +56,7 @@ class Runtime:
     settings: PipelineSettings
     dependencies: DependencyStore
     catalog: AthenaEngine
+    commits: PartitionCommits
     s3: S3Client
     sfn: SFNClient
     sqs: SQSClient
@@ -66,38 +71,49 @@ def runtime() -> Runtime:
         settings=settings,
         dependencies=DependencyStore(boto3.client("dynamodb"), environment.dependencies_table),
         catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue")),
+        commits=PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table),
         s3=boto3.client("s3"),
         sfn=boto3.client("stepfunctions"),
         sqs=boto3.client("sqs"),
     )
 
 
-def start(message: StageBMessage, run: Runtime) -> str:
+def plan(run: Runtime, message: StageBMessage, run_token: str, lease: Lease | None) -> StageBPlan:
     item = run.dependencies.get_item(message.target_dataset)
     if item is None:
         raise ValidationError(f"no dependency item for {message.target_dataset}")
     database, table = message.target_dataset.split(".")
     schema = run.catalog.describe_table(database, table)
     reader = s3_sql_reader(run.s3, run.environment.artifacts_bucket, team_of(database))
-    name = message.deduplication_id()
-    plan = plan_stage_b(message, item, schema, run.settings, reader, run_token=new_run_token(unique=name))
-    payload = json.dumps({"message": message.model_dump(mode="json"), "plan": plan.to_dict()})
-    started, duplicate = start_execution_once(run.sfn, run.environment.state_machine_arn, name, payload)
-    if duplicate:
-        logger.info("message already started; redelivery ignored", extra={"execution": started})
-    return started
+    return plan_stage_b(message, item, schema, run.settings, reader, run_token=run_token, lease=lease)
 
 
 def handle_record(record: SQSRecord) -> None:
     run = runtime()
+
+    def planner(message: StageBMessage, run_token: str, lease: Lease | None) -> StageBPlan:
+        return plan(run, message, run_token, lease)
+
     try:
-        message = StageBMessage.model_validate_json(record.body)
-        name = start(message, run)
-    except (PydanticValidationError, ValidationError) as error:
+        body = json.loads(record.body)
+        follow_up = parse_follow_up(body)
+        if follow_up is not None:
+            planned: StageBPlan | None = plan_follow_up(follow_up, planner, run.commits)
+        else:
+            message = StageBMessage.model_validate(body)
+            planned = begin_message(message, planner, run.commits)
+    except (ValueError, PydanticValidationError, ValidationError) as error:
         logger.warning("stage B message rejected", extra={"reason": str(error)})
         dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-b-router")
         return
-    logger.info("stage B started", extra={"target": message.node, "execution": name})
+    if planned is None:
+        logger.info("message waits for the target partition's run in flight", extra={"body": record.body[:500]})
+        return
+    started = start_plan(planned, run.sfn, run.environment.state_machine_arn)
+    logger.info(
+        "stage B started",
+        extra={"target": planned.dataset, "partition": planned.partition, "execution": started.execution_name},
+    )
 
 
 @logger.inject_lambda_context

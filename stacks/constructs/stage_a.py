@@ -23,7 +23,7 @@ from constructs import Construct
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import QueueWithDeadLetters
-from stacks.constructs.stage_b import grant_routing, routing_environment
+from stacks.constructs.stage_b import commit_function, grant_partition_state, grant_routing, routing_environment
 from stacks.constructs.statements import StatementRunner
 from stacks.constructs.workflow import add_retry, failure_recorder, logged_state_machine
 from stacks.storage_refs import StorageImports
@@ -67,10 +67,11 @@ class StageA(Construct):
             self,
             "Failure",
             handler_package="stage_a_failure",
-            description="Stage A failure: remove a failed CTAS's partial output, dead-letter the arrival",
-            environment={"DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url},
+            description="Stage A failure: remove a failed run's output, end its lease, dead-letter its arrivals",
+            environment={"STAGE_A_DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url},
         )
         self.queue.dead_letter_queue.grant_send_messages(failure.function)
+        grant_partition_state(failure, storage, self.queue, "STAGE_A_QUEUE_URL")
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)
         stage_events.attach(failure)
@@ -78,20 +79,22 @@ class StageA(Construct):
             self,
             "PostUpdate",
             handler_package="stage_a_post_update",
-            description="Stage A after the swap: delete superseded prefixes, route to stage B",
+            description="Stage A after the swap: end the lease or queue the follow-up, sweep, route to stage B",
             timeout=Duration.minutes(5),
             environment=routing_environment(storage, queue_b, lineage_queue),
         )
         storage.bucket("Stage").grant_read(post_update.function)
         storage.bucket("Stage").grant_delete(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
+        grant_partition_state(post_update, storage, self.queue, "STAGE_A_QUEUE_URL")
         stage_events.attach(post_update)
 
         record_failure = failure_recorder(
             self, "StageA", failure.function, {"plan.$": "$.plan", "arrival.$": "$.arrival"}
         )
 
-        run_plan = statements.plan_runner(self, "RunPlan", on_failure=record_failure)
+        commit = commit_function(self, storage, ("Stage",))
+        run_plan = statements.plan_runner(self, "RunPlan", commit=commit.function, on_failure=record_failure)
         finish = tasks.LambdaInvoke(
             self,
             "PostUpdateTask",
@@ -112,10 +115,11 @@ class StageA(Construct):
             self,
             "Router",
             handler_package="stage_a_router",
-            description="Queue A: validate arrivals, plan stage A, start one execution per arrival",
+            description="Queue A: validate arrivals, take the partition's lease, plan, start one execution per run",
             environment={
                 "STATE_MACHINE_ARN": self.state_machine.state_machine_arn,
                 "DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url,
+                "PIPELINE_STATE_TABLE": storage.table_name("PipelineState"),
                 "RAW_BUCKET": storage.bucket("Raw").bucket_name,
                 "STAGE_BUCKET": storage.bucket("Stage").bucket_name,
                 "PIPELINE_ENVIRONMENT": pipeline_environment,
@@ -125,6 +129,7 @@ class StageA(Construct):
         )
         self.state_machine.grant_start_execution(router.function)
         self.queue.dead_letter_queue.grant_send_messages(router.function)
+        storage.table("PipelineState").grant_read_write_data(router.function)
         statements.grant_catalog_read(router.function)
         router.function.add_event_source(
             sources.SqsEventSource(

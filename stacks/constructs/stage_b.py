@@ -48,6 +48,34 @@ def grant_routing(
     queue_b.queue.grant_send_messages(function.function)
 
 
+def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[str, ...]) -> LakelineFunction:
+    """The stage's partition-commit function: carries files between run prefixes of ``buckets`` and
+    commits partition versions in the pipeline-state table."""
+    function = LakelineFunction(
+        scope,
+        "Commit",
+        handler_package="partition_commit",
+        description="Commit a run's prefix as its partition's next version (compare-and-swap under its lease)",
+        timeout=Duration.minutes(5),
+        environment={"PIPELINE_STATE_TABLE": storage.table_name("PipelineState")},
+    )
+    storage.table("PipelineState").grant_read_write_data(function.function)
+    for bucket in buckets:
+        storage.bucket(bucket).grant_read_write(function.function)
+    return function
+
+
+def grant_partition_state(
+    function: LakelineFunction, storage: StorageImports, stage_queue: QueueWithDeadLetters, variable: str
+) -> None:
+    """What a function that ends a leased run needs: the partition states, and the stage's own queue
+    (``variable``) to queue a follow-up run on."""
+    function.function.add_environment("PIPELINE_STATE_TABLE", storage.table_name("PipelineState"))
+    function.function.add_environment(variable, stage_queue.queue.queue_url)
+    storage.table("PipelineState").grant_read_write_data(function.function)
+    stage_queue.queue.grant_send_messages(function.function)
+
+
 class StageB(Construct):
     def __init__(
         self,
@@ -77,6 +105,7 @@ class StageB(Construct):
         )
         lineage_queue.queue.grant_send_messages(failure.function)
         queue_b.dead_letter_queue.grant_send_messages(failure.function)
+        grant_partition_state(failure, storage, queue_b, "STAGE_B_QUEUE_URL")
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)
@@ -95,8 +124,9 @@ class StageB(Construct):
         grant_routing(post_update, storage, queue_b, lineage_queue)
         stage_events.attach(post_update)
 
+        commit = commit_function(self, storage, ("Stage", "Analytics"))
         on_failure = failure_recorder(self, "StageB", failure.function, {"plan.$": "$.plan"})
-        run_steps = statements.steps_runner(self, "RunSteps", on_failure=on_failure)
+        run_steps = statements.steps_runner(self, "RunSteps", commit=commit.function, on_failure=on_failure)
         finish = tasks.LambdaInvoke(
             self,
             "PostUpdateTask",
@@ -119,10 +149,11 @@ class StageB(Construct):
             self,
             "Router",
             handler_package="stage_b_router",
-            description="Queue B: plan each stage B message and start one execution per message",
+            description="Queue B: take the target partition's lease, plan, start one execution per run",
             environment={
                 "STATE_MACHINE_ARN": self.state_machine.state_machine_arn,
                 "DEAD_LETTER_QUEUE_URL": queue_b.dead_letter_queue.queue_url,
+                "PIPELINE_STATE_TABLE": storage.table_name("PipelineState"),
                 "DEPENDENCIES_TABLE": storage.table_name("Dependencies"),
                 "ARTIFACTS_BUCKET": storage.bucket("Artifacts").bucket_name,
                 "STAGE_BUCKET": storage.bucket("Stage").bucket_name,
@@ -134,6 +165,7 @@ class StageB(Construct):
         self.state_machine.grant_start_execution(router.function)
         queue_b.dead_letter_queue.grant_send_messages(router.function)
         storage.table("Dependencies").grant_read_data(router.function)
+        storage.table("PipelineState").grant_read_write_data(router.function)
         storage.bucket("Artifacts").grant_read(router.function)
         statements.grant_catalog_read(router.function)
         router.function.add_event_source(

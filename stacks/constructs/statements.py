@@ -10,6 +10,7 @@ from __future__ import annotations
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as assets
 from aws_cdk import aws_stepfunctions as sfn
@@ -19,6 +20,7 @@ from constructs import Construct
 from stacks.config import LakelineConfig
 from stacks.constructs.athena import AthenaWorkgroup
 from stacks.constructs.functions import CODE_EXCLUDES, REPO_ROOT
+from stacks.constructs.workflow import add_retry
 from stacks.nag import acknowledge
 from stacks.storage_refs import StorageImports
 
@@ -130,16 +132,28 @@ class StatementRunner(Construct):
     def _failure_marker(self, scope: Construct, construct_id: str, step: str) -> sfn.Pass:
         return sfn.Pass(scope, construct_id, result=sfn.Result.from_string(step), result_path="$.failed_step")
 
-    def plan_runner(self, scope: Construct, construct_id: str, *, on_failure: sfn.IChainable) -> sfn.Chain:
-        """Run a stage A plan (``$.plan``); on failure mark ``$.failed_step`` and go to ``on_failure``."""
+    def plan_runner(
+        self, scope: Construct, construct_id: str, *, commit: lambda_.IFunction, on_failure: sfn.IChainable
+    ) -> sfn.Chain:
+        """Run a stage A plan (``$.plan``): point the partition at its committed version, then (unless
+        the run has nothing new) register, CTAS, drop, commit, swap. On failure mark ``$.failed_step``
+        and go to ``on_failure``."""
+        done = sfn.Pass(scope, f"{construct_id}Written")
+        published = self._commit_and_publish(scope, construct_id, commit, on_failure).next(done)
+        writes = sfn.Choice(scope, f"{construct_id}HasNewData")
+        writes.when(sfn.Condition.string_equals("$.plan.mode", "none"), done)
         if self.glue_job is not None:
+            # The job runs the reconcile, register, CTAS and drop itself.
             run = self._spark_run(scope, construct_id, "stage_a")
             run.add_catch(
                 self._failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure),
                 result_path="$.error",
             )
-            return sfn.Chain.start(run)
+            writes.otherwise(published)
+            run.next(writes)
+            return sfn.Chain.custom(run, [done], done)
 
+        reconcile = self._statements(scope, f"{construct_id}Reconcile", "$.plan.reconcile", on_failure, "reconcile")
         register = self.athena_statement(scope, f"{construct_id}RegisterRaw", "$.plan.register_raw")
         ctas = self.athena_statement(scope, f"{construct_id}Ctas", "$.plan.ctas")
         drop = self.athena_statement(scope, f"{construct_id}DropTemp", "$.plan.drop_temp")
@@ -150,25 +164,36 @@ class StatementRunner(Construct):
         drop_after_failure.next(ctas_failed)
         ctas_failed.next(on_failure)
         ctas.add_catch(drop_after_failure, result_path="$.error")
-
-        publish = self._publish(scope, construct_id, on_failure)
-        ctas.next(drop).next(publish)
+        ctas.next(drop).next(published)
         has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
         has_raw_partition.when(sfn.Condition.is_string("$.plan.register_raw"), register.next(ctas))
         has_raw_partition.otherwise(ctas)
-        return sfn.Chain.custom(has_raw_partition, [publish], publish)
+        writes.otherwise(has_raw_partition)
+        reconcile.next(writes)
+        return sfn.Chain.custom(reconcile, [done], done)
 
-    def steps_runner(self, scope: Construct, construct_id: str, *, on_failure: sfn.IChainable) -> sfn.Chain:
-        """Run a stage B plan (``$.plan``): its steps in order, the DROP of the temp table (also on
-        failure), then the swap. On failure mark ``$.failed_step`` and go to ``on_failure``."""
+    def steps_runner(
+        self, scope: Construct, construct_id: str, *, commit: lambda_.IFunction, on_failure: sfn.IChainable
+    ) -> sfn.Chain:
+        """Run a stage B plan (``$.plan``): point the partition at its committed version, its steps in
+        order, the DROP of the temp table (also on failure), then commit and swap. On failure mark
+        ``$.failed_step`` and go to ``on_failure``."""
+        done = sfn.Pass(scope, f"{construct_id}Written")
+        published = self._commit_and_publish(scope, construct_id, commit, on_failure).next(done)
         if self.glue_job is not None:
+            # The job runs the reconcile, the steps and the drop itself.
             run = self._spark_run(scope, construct_id, "stage_b")
             run.add_catch(
                 self._failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure),
                 result_path="$.error",
             )
-            return sfn.Chain.start(run)
+            wrote = sfn.Choice(scope, f"{construct_id}HasTemp")
+            wrote.when(sfn.Condition.is_string("$.plan.drop_temp"), published)
+            wrote.otherwise(done)
+            run.next(wrote)
+            return sfn.Chain.custom(run, [done], done)
 
+        reconcile = self._statements(scope, f"{construct_id}Reconcile", "$.plan.reconcile", on_failure, "reconcile")
         step = self.athena_statement(scope, f"{construct_id}Step", "$.sql")
         steps = sfn.Map(
             scope,
@@ -190,32 +215,52 @@ class StatementRunner(Construct):
         steps.add_catch(has_temp_after_failure, result_path="$.error")
 
         drop = self.athena_statement(scope, f"{construct_id}DropTemp", "$.plan.drop_temp")
-        publish = self._publish(scope, construct_id, on_failure)
-        drop.next(publish)
-        done = sfn.Pass(scope, f"{construct_id}Written")
-        publish.next(done)
+        drop.next(published)
         has_temp = sfn.Choice(scope, f"{construct_id}HasTemp")
         has_temp.when(sfn.Condition.is_string("$.plan.drop_temp"), drop)
         has_temp.otherwise(done)
-        steps.next(has_temp)
-        return sfn.Chain.custom(steps, [done], done)
+        reconcile.next(steps).next(has_temp)
+        return sfn.Chain.custom(reconcile, [done], done)
 
-    def _publish(self, scope: Construct, construct_id: str, on_failure: sfn.IChainable) -> sfn.Map:
-        publish_one = self.athena_statement(scope, f"{construct_id}PublishStatement", "$.statement")
-        publish = sfn.Map(
+    def _commit_and_publish(
+        self, scope: Construct, construct_id: str, commit: lambda_.IFunction, on_failure: sfn.IChainable
+    ) -> sfn.Chain:
+        """The partition commit (``lambdas/partition_commit``: the run's prefix becomes the partition's
+        next version, compare-and-swap under the run's lease), then the catalog swap to it."""
+        task = tasks.LambdaInvoke(
             scope,
-            f"{construct_id}Publish",
-            items_path="$.plan.publish",
+            f"{construct_id}Commit",
+            lambda_function=commit,
+            payload=sfn.TaskInput.from_object({"plan.$": "$.plan", "execution_id.$": "$$.Execution.Id"}),
+            result_selector={"version.$": "$.Payload.version", "files.$": "$.Payload.files"},
+            result_path="$.commit",
+        )
+        add_retry(task)
+        task.add_catch(
+            self._failure_marker(scope, f"{construct_id}CommitFailed", "commit").next(on_failure),
+            result_path="$.error",
+        )
+        publish = self._statements(scope, f"{construct_id}Publish", "$.plan.publish", on_failure, "publish")
+        return sfn.Chain.start(task).next(publish)
+
+    def _statements(
+        self, scope: Construct, construct_id: str, items_path: str, on_failure: sfn.IChainable, step: str
+    ) -> sfn.Map:
+        """Each statement of the list at ``items_path``, in order; on failure mark ``step`` and go on."""
+        statement = self.athena_statement(scope, f"{construct_id}Statement", "$.statement")
+        statements = sfn.Map(
+            scope,
+            construct_id,
+            items_path=items_path,
             max_concurrency=1,
             item_selector={"statement.$": "$$.Map.Item.Value"},
             result_path=sfn.JsonPath.DISCARD,
         )
-        publish.item_processor(publish_one)
-        publish.add_catch(
-            self._failure_marker(scope, f"{construct_id}PublishFailed", "publish").next(on_failure),
-            result_path="$.error",
+        statements.item_processor(statement)
+        statements.add_catch(
+            self._failure_marker(scope, f"{construct_id}Failed", step).next(on_failure), result_path="$.error"
         )
-        return publish
+        return statements
 
     def _spark_run(self, scope: Construct, construct_id: str, mode: str) -> tasks.GlueStartJobRun:
         return tasks.GlueStartJobRun(

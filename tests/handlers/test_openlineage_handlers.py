@@ -63,7 +63,9 @@ def _table(glue: Any, database: str, name: str, columns: list[tuple[str, str]], 
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     with mock_aws():
         sqs = boto3.client("sqs", region_name=REGION)
-        queues = {name: sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("dlq", "queue-b", "lineage")}
+        queues = {
+            name: sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("dlq", "queue-a", "queue-b", "lineage")
+        }
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machines = {
             name: sfn.create_state_machine(
@@ -98,6 +100,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DEPENDENCIES_TABLE": "dependencies",
             "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
             "PIPELINE_STATE_TABLE": "pipeline-state",
+            "STAGE_A_QUEUE_URL": queues["queue-a"],
+            "STAGE_A_DEAD_LETTER_QUEUE_URL": queues["dlq"],
             "STAGE_B_QUEUE_URL": queues["queue-b"],
             "LINEAGE_QUEUE_URL": queues["lineage"],
             "OPENLINEAGE_EVENTS_LOCATION": "s3://archive-bucket/openlineage/",

@@ -15,6 +15,7 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lambdas.partition_commit import handler as commit
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
@@ -69,6 +70,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     with mock_aws():
         sqs = boto3.client("sqs", region_name=REGION)
         dlq_url = sqs.create_queue(QueueName="queue-a-dlq")["QueueUrl"]
+        queue_a = sqs.create_queue(QueueName="queue-a")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = sfn.create_state_machine(
             name="stage-a",
@@ -88,6 +90,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         for name, value in {
             "STATE_MACHINE_ARN": machine,
             "DEAD_LETTER_QUEUE_URL": dlq_url,
+            "STAGE_A_DEAD_LETTER_QUEUE_URL": dlq_url,
+            "STAGE_A_QUEUE_URL": queue_a,
             "RAW_BUCKET": "raw-bucket",
             "STAGE_BUCKET": "stage-bucket",
             "PIPELINE_ENVIRONMENT": "dev",
@@ -105,18 +109,31 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "LINEAGE_QUEUE_URL": lineage_queue,
         }.items():
             monkeypatch.setenv(name, value)
-        router.runtime.cache_clear()
-        post_update.runtime.cache_clear()
-        failure.object_store.cache_clear()
+        clear_caches()
         yield {
             "sqs": sqs,
             "dlq_url": dlq_url,
             "sfn": sfn,
             "machine": machine,
+            "queue_a": queue_a,
             "queue_b": queue_b,
             "lineage": lineage_queue,
         }
-        router.runtime.cache_clear()
+        clear_caches()
+
+
+def clear_caches() -> None:
+    for cached in (
+        router.runtime,
+        post_update.runtime,
+        commit.runtime,
+        failure.object_store,
+        failure.environment,
+        failure.commits,
+        failure.runs,
+        failure.sqs,
+    ):
+        cached.cache_clear()
 
 
 def executions(aws: dict[str, Any]) -> list[dict[str, Any]]:
@@ -150,11 +167,47 @@ def test_redelivered_arrival_does_not_start_a_second_execution(aws: dict[str, An
     router.handler(sqs_event(event), CONTEXT)
     router.handler(sqs_event(event), CONTEXT)
     assert len(executions(aws)) == 1
-    # A new version of the same key is a new arrival.
-    router.handler(
-        sqs_event(eventbridge_arrival(event["detail"]["object"]["key"], sequencer="0062E99A88DC4074FF")), CONTEXT
-    )
+
+
+def queued(aws: dict[str, Any], queue: str) -> list[dict[str, Any]]:
+    response = aws["sqs"].receive_message(QueueUrl=aws[queue], MaxNumberOfMessages=10)
+    for message in response.get("Messages", []):
+        aws["sqs"].delete_message(QueueUrl=aws[queue], ReceiptHandle=message["ReceiptHandle"])
+    return [json.loads(message["Body"]) for message in response.get("Messages", [])]
+
+
+def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws: dict[str, Any]) -> None:
+    """Router → state machine → commit → post-update → queue A → router, as deployed."""
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    key = "engineering/mysql/customers/date=20220120/file.csv"
+    router.handler(sqs_event(eventbridge_arrival(key)), CONTEXT)
+    # Two more files of the partition (one of them a new version of the same key) while it runs.
+    later = [
+        eventbridge_arrival(key, sequencer="0062E99A88DC4074FF"),
+        eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv"),
+    ]
+    router.handler(sqs_event(*later), CONTEXT)
+    (execution,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    assert plan["mode"] == "compact" and len(plan["arrivals"]) == 1
+    committed = commit.handler({"plan": plan}, CONTEXT)
+    assert committed["version"] == 1
+    result = post_update.handler({"plan": plan}, CONTEXT)
+    assert result["follow_up"] is not None
+    (follow_up,) = queued(aws, "queue_a")
+    router.handler(sqs_event(follow_up), CONTEXT)
     assert len(executions(aws)) == 2
+    second = next(e for e in executions(aws) if e["executionArn"] != execution["executionArn"])
+    follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    # The follow-up takes both waiting arrivals in one run; a re-sent file means a compaction.
+    assert len(follow_plan["arrivals"]) == 2 and follow_plan["mode"] == "compact"
+    assert follow_plan["reconcile"]  # it first points the partition at the committed version
+    # Redelivering the follow-up message starts nothing new.
+    router.handler(sqs_event(follow_up), CONTEXT)
+    assert len(executions(aws)) == 2
+    commit.handler({"plan": follow_plan}, CONTEXT)
+    assert post_update.handler({"plan": follow_plan}, CONTEXT)["follow_up"] is None
+    assert queued(aws, "queue_a") == []
 
 
 def test_invalid_key_goes_to_the_dlq_with_its_reason_and_neighbours_proceed(aws: dict[str, Any]) -> None:
@@ -185,19 +238,20 @@ def plan_for(aws: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"])
 
 
-def test_post_update_deletes_only_older_run_prefixes(aws: dict[str, Any]) -> None:
+def test_post_update_sweeps_only_what_nothing_references(aws: dict[str, Any]) -> None:
     plan = plan_for(aws)
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket="stage-bucket")
     root = "engineering/mysql/customers/date=20220120/"
     token = plan["run_token"]
     for prefix in (
-        "lakeline_run=20200101t000000000000_aaaaaaaaaa",
-        f"lakeline_run={token}",
-        "lakeline_run=29990101t000000000000_bbbbbbbbbb",
+        "lakeline_run=20200101t000000000000_aaaaaaaaaa",  # a crashed run's leftovers, long ago
+        f"lakeline_run={token}",  # this run's, committed
+        "lakeline_run=29990101t000000000000_bbbbbbbbbb",  # too recent to be anyone's leftovers yet
     ):
         s3.put_object(Bucket="stage-bucket", Key=f"{root}{prefix}/part-00000.parquet", Body=b"x")
         s3.put_object(Bucket="stage-bucket", Key=f"{root}{prefix}/_SUCCESS", Body=b"")
+    commit.handler({"plan": plan}, CONTEXT)
     result = post_update.handler({"plan": plan}, CONTEXT)
     assert result["files"] == 1
     assert result["superseded_deleted"] == [f"s3://stage-bucket/{root}lakeline_run=20200101t000000000000_aaaaaaaaaa/"]
@@ -220,8 +274,16 @@ def test_failure_handler_removes_the_partial_ctas_output(aws: dict[str, Any]) ->
     error = {"Error": "Athena.QueryFailed", "Cause": "HIVE_BAD_DATA: broken.parquet"}
     result = failure.handler({"plan": plan, "error": error}, CONTEXT)
     assert result["partial_objects_deleted"] == 1
+    assert result["parked"] == ["engineering/mysql/customers/date=20220120/file.csv"]
     left = [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]]
     assert left == ["engineering/mysql/customers/date=20220120/lakeline_run=20200101t000000000000_aaaaaaaaaa/p.parquet"]
+    (parked,) = dead_letters(aws)
+    assert "HIVE_BAD_DATA" in parked["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    # The partition is free again: once the failed execution has ended, the redriven arrival runs again.
+    (failed,) = executions(aws)
+    aws["sfn"].stop_execution(executionArn=failed["executionArn"], error="Athena.QueryFailed")
+    router.handler(sqs_event(json.loads(parked["Body"])), CONTEXT)
+    assert len(executions(aws)) == 2
 
 
 def test_post_update_rejects_a_tampered_plan(aws: dict[str, Any]) -> None:
@@ -237,6 +299,7 @@ def test_failure_while_publishing_keeps_the_new_files(aws: dict[str, Any]) -> No
     s3.create_bucket(Bucket="stage-bucket")
     written = plan["target_location"].removeprefix("s3://stage-bucket/") + "part-00000.parquet"
     s3.put_object(Bucket="stage-bucket", Key=written, Body=b"x")
+    commit.handler({"plan": plan}, CONTEXT)  # committed: the swap is what fails
     error = {"Error": "Athena.QueryFailed", "Cause": "partition update failed"}
     result = failure.handler({"plan": plan, "error": error, "failed_step": "publish"}, CONTEXT)
     assert result["partial_objects_deleted"] == 0

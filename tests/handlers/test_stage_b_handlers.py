@@ -15,6 +15,7 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lambdas.partition_commit import handler as commit
 from lambdas.stage_b_failure import handler as failure
 from lambdas.stage_b_post_update import handler as post_update
 from lambdas.stage_b_router import handler as router
@@ -113,7 +114,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         }
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
-        for cached in (router.runtime, post_update.runtime, failure.runtime):
+        for cached in (router.runtime, post_update.runtime, failure.runtime, commit.runtime):
             cached.cache_clear()
         yield {
             "sqs": sqs,
@@ -150,7 +151,7 @@ def test_router_plans_with_the_sql_file_from_artifacts_and_starts_once(aws: dict
     body = message().model_dump_json()
     assert router.handler(sqs_event(body, body), CONTEXT) == {"batchItemFailures": []}
     (execution,) = executions(aws)
-    assert execution["name"] == message().deduplication_id()
+    assert execution["name"].startswith("daily_customers-")
     payload = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])
     plan = payload["plan"]
     (step,) = plan["steps"]
@@ -175,22 +176,32 @@ def test_router_dead_letters_messages_that_can_never_run(aws: dict[str, Any]) ->
 
 def planned(aws: dict[str, Any], body: StageBMessage) -> dict[str, Any]:
     router.handler(sqs_event(body.model_dump_json()), CONTEXT)
-    execution = next(e for e in executions(aws) if e["name"] == body.deduplication_id())
-    return dict(json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"]))
+    for execution in executions(aws):
+        payload = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])
+        if StageBMessage.model_validate(payload["message"]) == body:
+            return dict(payload)
+    raise AssertionError(f"no execution for {body.node}")
 
 
 def test_post_update_records_the_append_and_routes_the_chain(aws: dict[str, Any]) -> None:
     payload = planned(aws, message())
+    commit.handler({"plan": payload["plan"]}, CONTEXT)
     result = post_update.handler(payload, CONTEXT)
     assert result["triggered"] == [f"{CHAINED}/date=20220120"]
     sent = aws["sqs"].receive_message(QueueUrl=aws["queue_b"], MaxNumberOfMessages=10)["Messages"]
     (chained,) = [StageBMessage.model_validate_json(m["Body"]) for m in sent]
     assert chained.path == ["engineering_mysql_dev.customers/date=20220120", f"{TARGET}/date=20220120"]
     assert chained.trigger.run == payload["plan"]["run_token"]
-    applied = aws["dynamodb"].get_item(
-        TableName="pipeline-state", Key={"target_partition": {"S": f"applied#{message().deduplication_id()}"}}
-    )
-    assert applied["Item"]["run_token"]["S"] == payload["plan"]["run_token"]
+    # The append was recorded as applied by the commit, with the version it is in.
+    state = aws["dynamodb"].get_item(
+        TableName="pipeline-state", Key={"target_partition": {"S": f"commit#{TARGET}/date=20220120"}}
+    )["Item"]
+    assert state["applied"]["SS"] == [message().deduplication_id()]
+    assert state["published"]["S"] == payload["plan"]["target_location"]
+    assert "lease_owner" not in state  # released: nothing came while it ran
+    # A redelivered message is planned as a run with nothing to apply.
+    again = router.handler(sqs_event(message().model_dump_json()), CONTEXT)
+    assert again == {"batchItemFailures": []}
 
 
 def test_failure_removes_the_runs_partial_output(aws: dict[str, Any]) -> None:
@@ -215,7 +226,7 @@ def test_failure_parks_the_message_in_the_dlq_and_a_redrive_runs_again(aws: dict
     aws["sfn"].stop_execution(executionArn=first["executionArn"])
     router.handler(sqs_event(letter["Body"]), CONTEXT)
     names = sorted(e["name"] for e in executions(aws))
-    assert names == [message().deduplication_id(), f"{message().deduplication_id()}-2"]
+    assert names == [first["name"], f"{first['name']}-2"]
     # A redelivery while that attempt runs is still a duplicate.
     router.handler(sqs_event(letter["Body"]), CONTEXT)
     assert len(executions(aws)) == 2

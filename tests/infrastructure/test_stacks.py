@@ -171,6 +171,21 @@ def test_stage_a_runs_native_athena_sync_tasks_with_retry_and_catch(
     assert publish["Type"] == "Map"
     assert publish["MaxConcurrency"] == 1
     assert not any("lambda:invoke" in s.get("Resource", "") and "Poll" in name for name, s in states.items())
+    # The partition-commit protocol: the committed version first, nothing written when nothing is new,
+    # the commit (compare-and-swap under the run's lease) before the swap, its failure recorded.
+    assert state_machine_definition(pipeline)["StartAt"] == "RunPlanReconcile"
+    assert states["RunPlanReconcile"]["ItemsPath"] == "$.plan.reconcile"
+    assert states["RunPlanReconcile"]["Next"] == "RunPlanHasNewData"
+    assert states["RunPlanHasNewData"]["Choices"][0] == {
+        "Variable": "$.plan.mode",
+        "StringEquals": "none",
+        "Next": "RunPlanWritten",
+    }
+    assert states["RunPlanDropTemp"]["Next"] == "RunPlanCommit"
+    assert states["RunPlanCommit"]["Next"] == "RunPlanPublish"
+    assert states["RunPlanCommit"]["Parameters"]["Payload"]["plan.$"] == "$.plan"
+    assert states["RunPlanCommitFailed"]["Next"] == "StageARecord"
+    assert states["RunPlanPublish"]["Next"] == "RunPlanWritten"
 
 
 def test_queues_have_dead_letter_queues_alarms_and_partial_batch_failures(
@@ -270,6 +285,8 @@ def test_stage_b_runs_steps_in_order_drops_the_temp_table_on_failure_and_swaps(
 ) -> None:
     _, pipeline = athena_templates
     states = state_machine_definition(pipeline, "StageB")["States"]
+    assert state_machine_definition(pipeline, "StageB")["StartAt"] == "RunStepsReconcile"
+    assert states["RunStepsReconcile"]["Next"] == "RunStepsSteps"
     steps = states["RunStepsSteps"]
     assert steps["Type"] == "Map"
     assert steps["MaxConcurrency"] == 1
@@ -279,7 +296,13 @@ def test_stage_b_runs_steps_in_order_drops_the_temp_table_on_failure_and_swaps(
     assert states["RunStepsDropTempAfterFailure"]["Next"] == "RunStepsStepFailed"
     assert states["RunStepsStepFailed"]["Next"] == "StageBRecord"
     assert states["RunStepsHasTemp"]["Choices"][0]["Next"] == "RunStepsDropTemp"
-    assert states["RunStepsDropTemp"]["Next"] == "RunStepsPublish"
+    # The run's prefix is committed as the partition's next version before the catalog swap.
+    assert states["RunStepsDropTemp"]["Next"] == "RunStepsCommit"
+    assert states["RunStepsCommit"]["Next"] == "RunStepsPublish"
+    assert states["RunStepsCommit"]["Catch"][0]["Next"] == "RunStepsCommitFailed"
+    assert states["RunStepsPublish"]["ItemsPath"] == "$.plan.publish"
+    assert states["RunStepsPublish"]["Next"] == "RunStepsWritten"
+    assert states["RunStepsWritten"]["Next"] == "PostUpdateTask"
     assert states["PostUpdateTask"]["Next"] == "StageBDone"
 
 

@@ -24,6 +24,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.local.lambda_events import LambdaContext, QueuePoller
 from stage_a.arrivals import Arrival
 
@@ -58,15 +59,18 @@ def arrival_event(key: str, sequencer: str, *, time: str = ARRIVAL_TIME) -> dict
 
 
 def expected_execution_name(key: str, sequencer: str, *, time: str = ARRIVAL_TIME) -> str:
-    """The execution name the router must give this arrival, computed here from the contract."""
-    _, dataset, table, *_ = key.split("/")
+    """The execution name the router must give the run this arrival starts (when no other run holds its
+    partition), computed here from the contract: fixed by the run, whose token is fixed by the arrival."""
+    from stage_a.keys import parse_raw_key
+    from stage_a.start import arrival_run_token, execution_name
+
     arrival = Arrival(
         bucket=RAW_BUCKET,
         key=key,
         sequencer=sequencer,
         event_time=datetime.fromisoformat(time.replace("Z", "+00:00")).astimezone(UTC),
     )
-    return arrival.execution_name(f"{dataset}-{table}")
+    return execution_name(parse_raw_key(key), arrival_run_token(arrival))
 
 
 def lambda_sqs_event(bodies: list[str], source_arn: str = f"arn:aws:sqs:{REGION}:123456789012:queue") -> dict[str, Any]:
@@ -384,9 +388,12 @@ def stage_a_cloud(monkeypatch: pytest.MonkeyPatch, tables: tuple[str, ...] = STA
                     "PartitionKeys": [{"Name": "date", "Type": "string"}],
                 },
             )
+        names = DependencyTableNames()
+        create_dependency_tables(boto3.client("dynamodb", region_name=REGION), names)
         for name, value in {
             "STATE_MACHINE_ARN": machine,
             "DEAD_LETTER_QUEUE_URL": dead_letters,
+            "PIPELINE_STATE_TABLE": names.pipeline_state,
             "RAW_BUCKET": RAW_BUCKET,
             "STAGE_BUCKET": "stage-bucket",
             "PIPELINE_ENVIRONMENT": "dev",

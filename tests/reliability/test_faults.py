@@ -172,10 +172,9 @@ def test_a_lineage_load_that_dies_mid_batch_loads_every_record_exactly_once(
 
 
 def burst(cloud: Any, count: int, offset: int = 0) -> list[tuple[str, str]]:
-    arrivals = [
-        (f"eng/mysql/orders/date=202201{i % 28 + 1:02d}/f{i:04d}.csv", f"{i:018X}")
-        for i in range(offset, offset + count)
-    ]
+    """``count`` arrivals, each into a partition of its own (arrivals into one partition whose run is in
+    flight wait for it: tests/spark/test_partition_commits.py)."""
+    arrivals = [(f"eng/mysql/orders/date=p{i:05d}/f{i:04d}.csv", f"{i:018X}") for i in range(offset, offset + count)]
     send_bodies(cloud.sqs, cloud.queue_url, [json.dumps(arrival_event(key, seq)) for key, seq in arrivals])
     return arrivals
 
@@ -294,6 +293,7 @@ def test_post_update_retried_after_dynamodb_throttling_routes_and_records_exactl
             "DEPENDENCIES_TABLE": "dependencies",
             "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
             "PIPELINE_STATE_TABLE": "pipeline-state",
+            "STAGE_A_QUEUE_URL": queue_b,
             "STAGE_B_QUEUE_URL": queue_b,
             "LINEAGE_QUEUE_URL": lineage_queue,
             "LINEAGE_TABLE_NAME": TABLE,

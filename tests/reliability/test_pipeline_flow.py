@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from lakeline.commits import PartitionCommits, PartitionState, commit_key, parse_retired
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.spark import SparkEngine
 from lakeline.lineage.pipeline_steps import RAW_DATA_INPUT, STAGE_A_COMPLETE, STAGE_B_COMPLETE, STEP_FAILED
@@ -116,6 +117,7 @@ class Scenario:
     temp_tables: list[str]
     stage_prefixes: dict[str, list[str]]
     openlineage_states: Counter[str]
+    partition_states: dict[str, PartitionState]
 
 
 def lineage_items(cloud: LocalCloud) -> list[dict[str, Any]]:
@@ -223,12 +225,14 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
             for day in ("20220120", "20220121", "20220122")
         }
         states = Counter(str(event["eventType"]) for event in flow.events)
+        commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
         yield Scenario(
             phases=phases,
             workspace=workspace,
             temp_tables=temp_tables,
             stage_prefixes=prefixes,
             openlineage_states=states,
+            partition_states={day: commits.read(commit_key(f"{STAGE}.orders", f"date={day}")) for day in prefixes},
         )
     finally:
         cloud.stop()
@@ -245,7 +249,9 @@ def test_the_burst_runs_each_file_once_and_the_rows_are_exact(scenario: Scenario
     first = scenario.phases[0]
     files = len(PHASE_1) + 1  # and the returns file
     assert first.stage_a == files
-    assert first.duplicates == files + 1, "each file's second delivery, and the failed stage B message's redelivery"
+    # Each file's second delivery. The failed stage B message is not redelivered: its execution started
+    # (the router's work is done) and the failure function parked it in queue B's DLQ.
+    assert first.duplicates == files
     assert first.orders == as_rows(expected(PHASE_1), ["20220120", "20220121"])
     assert first.orders_daily == first.orders, "stage B rebuilt each date from the whole stage partition"
     assert first.stage_b == len(PHASE_1), "one orders_daily run per orders arrival"
@@ -267,17 +273,21 @@ def test_a_failing_sql_step_fails_alone_and_is_recorded(scenario: Scenario) -> N
 
 def test_a_spark_error_mid_ctas_keeps_the_previous_partition(scenario: Scenario) -> None:
     first, second = scenario.phases[0], scenario.phases[1]
-    (failure,) = second.failures
-    assert failure.startswith("eng/shop/orders/date=20220121/part9.csv.gz: Spark statement failed")
+    # The corrupt file's two deliveries each ran and failed (a failed arrival is not applied, so a second
+    # delivery runs it again, as a DLQ redrive does); each failure parked it with its reason.
+    assert len(second.failures) == 2
+    for failure in second.failures:
+        assert failure.startswith("eng/shop/orders/date=20220121/part9.csv.gz: Spark statement failed")
+    assert second.queue_depths["queue-a-dlq"] == 2
     assert second.stage_a == len(PHASE_2)
-    assert second.duplicates == 2, "the failed arrival's redelivery and its second delivery"
+    assert second.duplicates == 0
     # date=20220121 still holds exactly what phase 1 published; the new partition is complete.
     assert second.orders == as_rows(expected(PHASE_1 + PHASE_2), ["20220120", "20220121", "20220122"])
     assert second.orders[:2] == first.orders
     assert second.orders_daily == second.orders
     # The failed run recorded no lineage; the new file did, and so did its stage B run.
     assert second.lineage_records_loaded == 3 * len(PHASE_2)
-    assert scenario.openlineage_states["FAIL"] == 2, "the failed CTAS and the failed SQL step"
+    assert scenario.openlineage_states["FAIL"] == 3, "the two failed CTAS runs and the failed SQL step"
 
 
 def test_after_recovery_every_count_is_exact(scenario: Scenario) -> None:
@@ -300,10 +310,18 @@ def test_after_recovery_every_count_is_exact(scenario: Scenario) -> None:
 def test_nothing_is_left_behind(scenario: Scenario) -> None:
     for phase in scenario.phases:
         depths = dict(phase.queue_depths)
-        # The stage B failure function parks the failed run's message in queue B's DLQ, with its reason.
-        parked = depths.pop("queue-b-dlq", 0)
+        # The failure functions park a failed run's arrivals (queue A's DLQ) and messages (queue B's), with
+        # their reason.
+        parked_b = depths.pop("queue-b-dlq", 0)
+        depths.pop("queue-a-dlq", 0)
         assert set(depths.values()) == {0}, phase.queue_depths
-        assert parked <= 1, phase.queue_depths
+        assert parked_b <= 1, phase.queue_depths
     assert scenario.temp_tables == []
+    # Every run prefix is the partition's published version or a superseded one kept for its grace period
+    # (readers that planned before a swap still read it): none is a failed or abandoned run's.
     for day, prefixes in scenario.stage_prefixes.items():
-        assert len(prefixes) == 1, f"only the current run's prefix remains in date={day}: {prefixes}"
+        state = scenario.partition_states[day]
+        assert state.published in prefixes
+        retired = {location for _, location in map(parse_retired, state.retired)}
+        assert set(prefixes) == {state.published} | retired, f"date={day}: {prefixes}"
+        assert len(retired) == state.version - 1

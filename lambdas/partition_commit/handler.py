@@ -1,0 +1,81 @@
+"""State machine task between a run's SQL and its catalog swap (both stages): make the run's prefix
+the partition's next version in the pipeline-state table (``lakeline.commits``).
+
+It carries the published version's files into the prefix for an incremental append, then commits with
+a compare-and-swap on the version held by the run's lease. A run whose lease was lost (it expired and
+another run took the partition) fails here, before it could move the partition: ``LeaseLost``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict
+
+from lakeline.commits import Lease, PartitionCommits
+from lakeline.errors import ValidationError
+from lakeline.lambda_support import load_environment
+from lakeline.partitions import commit_write
+from lakeline.storage import SchemeObjectStore
+
+logger = Logger(service="partition-commit")
+tracer = Tracer(service="partition-commit")
+
+
+class CommitEnvironment(BaseModel):
+    pipeline_state_table: str
+
+
+class LeasedPlan(BaseModel):
+    """The fields of a stage A or stage B plan the commit reads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    lease: dict[str, Any]
+    target_location: str
+    applied: list[str]
+    carry_from: str | None = None
+
+
+class CommitInput(BaseModel):
+    plan: LeasedPlan
+    execution_id: str = ""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    commits: PartitionCommits
+    store: SchemeObjectStore
+
+
+@cache
+def runtime() -> Runtime:
+    environment = load_environment(CommitEnvironment, os.environ)
+    return Runtime(
+        PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table),
+        SchemeObjectStore(boto3.client("s3")),
+    )
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = CommitInput.model_validate(event)
+    lease = Lease.from_dict(request.plan.lease)
+    if lease.location != request.plan.target_location:
+        raise ValidationError(f"the plan writes {request.plan.target_location} but its lease is for {lease.location}")
+    run = runtime()
+    state = commit_write(
+        run.commits, lease, run.store, carry_from=request.plan.carry_from, applied=request.plan.applied
+    )
+    logger.info(
+        "partition committed",
+        extra={"partition": lease.key, "version": state.version, "location": state.published, "files": state.files},
+    )
+    return {"partition": lease.key, "version": state.version, "location": state.published, "files": state.files}

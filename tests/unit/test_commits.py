@@ -1,0 +1,123 @@
+"""The partition-commit protocol's conditional writes (DynamoDB on moto), step by step: leases, queued
+arrivals, hand-overs and their retries, lost leases, and what the sweep may delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakeline.commits import LeaseLost, PartitionCommits, commit_key, finish_run, sweep_partition
+from lakeline.storage import LocalObjectStore, local_root
+from tests.conftest import Clock
+
+KEY = commit_key("db.t", "date=20220120/")
+ROOT = "s3://stage/db/t/date=20220120/"
+
+
+def location(owner: str) -> str:
+    return f"{ROOT}lakeline_run={owner}/"
+
+
+def test_commit_key_is_the_same_with_or_without_a_trailing_slash() -> None:
+    assert commit_key("db.t", "date=1/") == commit_key("db.t", "date=1") == "commit#db.t/date=1"
+    assert commit_key("db.t", "") == "commit#db.t/"
+
+
+def test_an_arrival_while_the_lease_is_held_waits_and_the_hand_over_takes_it(commits: PartitionCommits) -> None:
+    first = commits.begin(KEY, "r1", location("r1"), ROOT, ["a"])
+    assert first is not None and first.pending == ("a",) and first.version == 0
+    assert commits.begin(KEY, "r2", location("r2"), ROOT, ["b"]) is None
+    state = commits.commit(first, publish=True, files=1, applied=["a"])
+    assert (state.version, state.published, state.pending, state.applied) == (1, location("r1"), {"b"}, {"a"})
+    follow = commits.finish(first, "r3", location("r3"))
+    assert follow is not None and follow.owner == "r3" and follow.pending == ("b",) and follow.version == 1
+    # A retried finish (the post-update task retried after the hand-over) returns the same follow-up.
+    again = commits.finish(first, "r4", location("r4"))
+    assert again is not None and again.owner == "r3"
+    commits.commit(follow, publish=True, files=2, applied=["b"])
+    assert commits.finish(follow, "r5", location("r5")) is None
+    final = commits.read(KEY)
+    assert final.lease_owner is None and final.version == 2 and final.retired
+    assert commits.begin(KEY, "r6", location("r6"), ROOT, ["c"]) is not None
+
+
+def test_a_redelivery_takes_the_same_lease_again(commits: PartitionCommits) -> None:
+    first = commits.begin(KEY, "r1", location("r1"), ROOT, ["a"])
+    again = commits.begin(KEY, "r1", location("r1"), ROOT, ["a"])
+    assert first is not None and again is not None
+    assert again.pending == ("a",)
+
+
+def test_a_run_whose_lease_expired_cannot_commit_and_the_next_run_takes_its_arrivals(
+    commits: PartitionCommits, clock: Clock
+) -> None:
+    stalled = commits.begin(KEY, "r1", location("r1"), ROOT, ["a"])
+    assert stalled is not None
+    clock.now += 601
+    taker = commits.begin(KEY, "r2", location("r2"), ROOT, ["b"])
+    assert taker is not None and taker.pending == ("a", "b")
+    commits.commit(taker, publish=True, files=1, applied=["a", "b"])
+    with pytest.raises(LeaseLost, match="no longer holds the lease"):
+        commits.commit(stalled, publish=True, files=1, applied=["a"])
+    assert commits.read(KEY).published == location("r2")
+    assert commits.resume(stalled) is None
+    assert commits.finish(stalled, "r9", location("r9")) is None
+
+
+def test_a_retried_commit_that_went_through_succeeds(commits: PartitionCommits) -> None:
+    lease = commits.begin(KEY, "r1", location("r1"), ROOT, ["a"])
+    assert lease is not None
+    commits.commit(lease, publish=True, files=1, applied=["a"])
+    assert commits.commit(lease, publish=True, files=1, applied=["a"]).version == 1
+
+
+def test_finish_run_skips_a_hand_over_with_nothing_waiting(commits: PartitionCommits) -> None:
+    lease = commits.begin(KEY, "r1", location("r1"), ROOT, ["a"])
+    assert lease is not None
+    # A redelivery of the run's own arrival while it runs: counted, but nothing new waits after the commit.
+    assert commits.begin(KEY, "r2", location("r2"), ROOT, ["a"]) is None
+    commits.commit(lease, publish=True, files=1, applied=["a"])
+    owners = iter(["r3", "r4"])
+    assert finish_run(commits, lease, lambda: next(owners), ROOT) is None
+    assert commits.read(KEY).lease_owner is None
+
+
+def test_the_sweep_keeps_what_is_referenced_and_deletes_the_rest_after_the_grace_period(
+    commits: PartitionCommits, clock: Clock, tmp_path: Path
+) -> None:
+    root = local_root(tmp_path / "date=20220120")
+    store = LocalObjectStore()
+
+    def prefix(token: str) -> str:
+        folder = tmp_path / "date=20220120" / f"lakeline_run={token}"
+        folder.mkdir(parents=True)
+        (folder / "part-0.parquet").write_bytes(b"x")
+        return local_root(folder)
+
+    old, published, crashed, live = prefix("old"), prefix("pub"), prefix("crash"), prefix("live")
+    first = commits.begin(KEY, "old", old, root, ["a"])
+    assert first is not None
+    commits.commit(first, publish=True, files=1, applied=["a"])
+    commits.finish(first, "x", "unused")
+    second = commits.begin(KEY, "pub", published, root, ["b"])
+    assert second is not None
+    commits.commit(second, publish=True, files=1, applied=["b"])
+    commits.finish(second, "x", "unused")
+    assert commits.begin(KEY, "live", live, root, ["c"]) is not None
+
+    def sweep(grace: float) -> list[str]:
+        return sweep_partition(
+            commits,
+            commits.read(KEY),
+            store,
+            grace_seconds=grace,
+            run_prefix="lakeline_run=",
+            token_time=lambda token: 0.0,
+        )
+
+    assert sweep(3600) == [crashed]  # only the leftovers of a run nobody knows, long ago
+    clock.now += 3601
+    assert commits.begin(KEY, "live", live, root) is not None  # the live run renews its lease
+    assert sweep(3600) == [old]  # the superseded version, once its grace period is over
+    assert sorted(p.name for p in (tmp_path / "date=20220120").iterdir()) == ["lakeline_run=live", "lakeline_run=pub"]
