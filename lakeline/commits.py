@@ -70,6 +70,12 @@ class Lease:
     pending: tuple[str, ...]  # the arrivals this run takes, sorted
     applied: frozenset[str]
     seq: int
+    catalog_version: int = 0  # the version the catalog is known to point at (0: unknown)
+
+    @property
+    def catalog_behind(self) -> bool:
+        """The committed version is not known to be the catalog's (a crash between commit and swap)."""
+        return self.published is not None and self.catalog_version != self.version
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +89,7 @@ class Lease:
             # ``applied`` stays behind: it only decides the plan, and it grows with the partition (a
             # state machine's input is limited to 256 KiB).
             "seq": self.seq,
+            "catalog_version": self.catalog_version,
         }
 
     @classmethod
@@ -97,6 +104,7 @@ class Lease:
             pending=tuple(data.get("pending", ())),
             applied=frozenset(data.get("applied", ())),
             seq=int(data.get("seq", 0)),
+            catalog_version=int(data.get("catalog_version", 0)),
         )
 
 
@@ -273,6 +281,7 @@ class PartitionCommits:
             pending=tuple(sorted(state.pending)),
             applied=state.applied,
             seq=int(_number(item, "lease_seq")),
+            catalog_version=int(_number(item, "catalog_version")),
         )
 
     def commit(
@@ -336,17 +345,22 @@ class PartitionCommits:
             ) from error
         return _state(lease.key, dict(response.get("Attributes", {})))
 
-    def finish(self, lease: Lease, next_owner: str, next_location: str) -> Lease | None:
+    def finish(
+        self, lease: Lease, next_owner: str, next_location: str, *, catalog_version: int | None = None
+    ) -> Lease | None:
         """Release the lease, unless arrivals came while the run held it: then hand the lease to one
         follow-up run (``next_owner`` writing ``next_location``) that takes every pending arrival.
+        ``catalog_version``: the version the run left the catalog pointing at, if it knows.
         Idempotent: a retry after the hand-over returns the follow-up's lease again."""
+        known = {":catalog": {"N": str(catalog_version)}} if catalog_version is not None else {}
+        noted = "SET catalog_version = :catalog " if catalog_version is not None else ""
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key=self._key(lease.key),
-                UpdateExpression="REMOVE lease_owner, lease_expires, lease_location, lease_seq",
+                UpdateExpression=noted + "REMOVE lease_owner, lease_expires, lease_location, lease_seq",
                 ConditionExpression="lease_owner = :owner AND arrival_seq = lease_seq",
-                ExpressionAttributeValues={":owner": {"S": lease.owner}},
+                ExpressionAttributeValues={":owner": {"S": lease.owner}, **known},
             )
             return None
         except ClientError as error:
@@ -359,6 +373,7 @@ class PartitionCommits:
                 UpdateExpression=(
                     "SET lease_owner = :next, lease_location = :location, lease_expires = :expires, "
                     "lease_seq = arrival_seq, lease_previous = :owner"
+                    + (", catalog_version = :catalog" if catalog_version is not None else "")
                 ),
                 ConditionExpression="lease_owner = :owner",
                 ExpressionAttributeValues={
@@ -366,6 +381,7 @@ class PartitionCommits:
                     ":next": {"S": next_owner},
                     ":location": {"S": next_location},
                     ":expires": {"N": str(self.clock() + self.lease_seconds)},
+                    **known,
                 },
                 ReturnValues="ALL_NEW",
             )
@@ -430,14 +446,22 @@ def parse_follow_up(event: Any) -> Lease | None:
     return None
 
 
-def finish_run(commits: PartitionCommits, lease: Lease, next_owner: Callable[[], str], root: str) -> Lease | None:
+def finish_run(
+    commits: PartitionCommits,
+    lease: Lease,
+    next_owner: Callable[[], str],
+    root: str,
+    *,
+    catalog_version: int | None = None,
+) -> Lease | None:
     """``finish`` the run; a hand-over with nothing waiting is finished at once, so the lease returned
     (if any) has arrivals for its follow-up run. ``next_owner`` makes a follow-up run token and ``root``
     is the partition root its prefix goes under."""
     current: Lease | None = lease
     while current is not None:
         owner = next_owner()
-        current = commits.finish(current, owner, f"{root.rstrip('/')}/{RUN_PREFIX}{owner}/")
+        location = f"{root.rstrip('/')}/{RUN_PREFIX}{owner}/"
+        current = commits.finish(current, owner, location, catalog_version=catalog_version)
         if current is not None and current.pending:
             return current
     return None

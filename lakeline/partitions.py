@@ -95,15 +95,19 @@ def settle_run(
     wrote: bool,
     root: str,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    swapped: bool = True,
 ) -> Settlement:
     """After a leased run's publish (or a run with nothing to write): end the lease or hand it to the
-    follow-up run, then sweep the partition. Idempotent, so the post-update task can be retried."""
+    follow-up run, then sweep the partition. ``swapped``: the catalog now points at the committed version
+    (the run's swap, or its reconcile), so the next run need not point it there again. Idempotent, so the
+    post-update task can be retried."""
     if not wrote:
         try:
             commits.commit(lease, publish=False)
         except LeaseLost:
             return Settlement(None)
-    follow_up = finish_run(commits, lease, new_run_token, root)
+    version = lease.version + (1 if wrote else 0)
+    follow_up = finish_run(commits, lease, new_run_token, root, catalog_version=version if swapped else None)
     return Settlement(follow_up, sweep(commits, lease.key, store, grace_seconds=grace_seconds))
 
 
@@ -158,7 +162,9 @@ class LeasedRunEnd:
         the catalog at it); any other abandons the run's output. ``held`` says whether the run's arrivals
         are the caller's to park."""
         if failed_step == "publish":
-            settled = self.after_publish(lease, wrote=True, root=root)
+            settled = settle_run(self.commits, Lease.from_dict(lease), self.store, wrote=True, root=root, swapped=False)
+            if settled.follow_up is not None:
+                send_follow_up(self.sqs, self.queue_url, settled.follow_up)
             return Abandoned(True, settled.follow_up, 0)
         abandoned = abandon_run(self.commits, Lease.from_dict(lease), self.store, root=root)
         if abandoned.follow_up is not None:
@@ -226,12 +232,17 @@ def temp_table_name(table: str, run_token: str) -> str:
     return check_identifier(f"lakeline_tmp_{table[:60]}_{check_run_token(run_token)}", "temp table")
 
 
-def swap_statements(database: str, table: str, partition: PartitionValues, location: str) -> tuple[str, ...]:
-    """Point the partition (or the unpartitioned table) at ``location``, adding it if new."""
+def swap_statements(
+    database: str, table: str, partition: PartitionValues, location: str, *, exists: bool = False
+) -> tuple[str, ...]:
+    """Point the partition (or the unpartitioned table) at ``location``, adding it if new. ``exists``:
+    the partition is known to be in the catalog (one statement instead of two)."""
     name = ddl_name(database, table)
     if not partition:
         return (f"ALTER TABLE {name} SET LOCATION {string_literal(location)}",)
     spec = partition_spec_sql(partition)
+    if exists:
+        return (f"ALTER TABLE {name} PARTITION ({spec}) SET LOCATION {string_literal(location)}",)
     return (
         f"ALTER TABLE {name} ADD IF NOT EXISTS PARTITION ({spec}) LOCATION {string_literal(location)}",
         f"ALTER TABLE {name} PARTITION ({spec}) SET LOCATION {string_literal(location)}",

@@ -200,14 +200,20 @@ def plan_stage_a(
             raise ValidationError(f"arrival {key!r} is not in the partition {raw.partition_prefix!r}")
 
     register_raw = None
+    # Every run registers the raw partition (idempotent): besides adding it, this is what makes a new
+    # file visible to an engine that caches a table's file listing (Spark).
     if partition:
         spec = partition_spec_sql(partition)
         register_raw = (
             f"ALTER TABLE {ddl_name(source_db, raw.table)} ADD IF NOT EXISTS PARTITION ({spec}) "
             f"LOCATION {string_literal(raw_partition_location)}"
         )
-    publish = swap_statements(target_db, raw.table, partition, target_location)
-    reconcile = swap_statements(target_db, raw.table, partition, lease.published) if lease and lease.published else ()
+    # Under a lease, the catalog points at the committed version (or the reconcile makes it so first).
+    exists = lease is not None and lease.published is not None
+    publish = swap_statements(target_db, raw.table, partition, target_location, exists=exists)
+    reconcile: tuple[str, ...] = ()
+    if lease is not None and lease.published is not None and lease.catalog_behind:
+        reconcile = swap_statements(target_db, raw.table, partition, lease.published)
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
     where = partition_filter(partition)
     if keys:

@@ -214,7 +214,10 @@ def plan_stage_b(
     if lease is not None and lease.location != location:
         raise ValidationError(f"the lease of {lease.key} writes {lease.location}, not this run's {location}")
     temp = temp_table_name(table, run_token)
-    reconcile = swap_statements(database, table, partition, lease.published) if lease and lease.published else ()
+    reconcile: tuple[str, ...] = ()
+    if lease is not None and lease.published is not None and lease.catalog_behind:
+        reconcile = swap_statements(database, table, partition, lease.published)
+    exists = lease is not None and lease.published is not None
     applied = sorted({m.deduplication_id() for m in taken}) if lease else []
     # Each append message adds its rows once; overwrite messages coalesce into one rebuild, which also
     # covers appends taken with them (the rebuild reads every source as it is now).
@@ -269,7 +272,7 @@ def plan_stage_b(
         temp_table=temp,
         steps=tuple(steps),
         drop_temp=f"DROP TABLE IF EXISTS `{database}`.`{temp}`" if wrote else None,
-        publish=swap_statements(database, table, partition, location) if wrote else (),
+        publish=swap_statements(database, table, partition, location, exists=exists) if wrote else (),
         resolved_sql=tuple(step.sql for step in resolved.steps),
         message_ids=tuple(m.deduplication_id() for m in taken),
         applied=tuple(applied),

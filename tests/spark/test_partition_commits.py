@@ -149,6 +149,8 @@ def test_an_arrival_during_a_run_waits_and_the_follow_up_takes_it(
     assert a.rows() == 100
     follow_up = a.settle(first)
     assert follow_up is not None and follow_up.mode in ("append", "rewrite")
+    # The catalog is known to point at the committed version: no reconcile, one statement to swap.
+    assert follow_up.reconcile == () and len(follow_up.publish) == 1
     a.complete(follow_up)
     assert (a.rows(), a.distinct_ids(), a.runs) == (200, 200, 2)
 
