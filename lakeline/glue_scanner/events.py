@@ -2,8 +2,8 @@
 
 Datasets are named as the rest of Lakeline names them, so the events join the pipeline's own in the
 lineage store: catalog tables are ``database.table`` in the catalog's dataset namespace (Athena's on
-AWS, see ``openlineage_config``); S3 locations follow the OpenLineage naming spec, namespace
-``s3://bucket`` and the key as name. Each output carries ``schema`` and ``columnLineage`` (per-field
+AWS, see ``openlineage_config``); S3 locations, JDBC tables, DynamoDB tables and streams follow the
+OpenLineage naming spec (``datasets``). Each output carries ``schema`` and ``columnLineage`` (per-field
 DIRECT/INDIRECT inputs, and the dataset-wide INDIRECT ones). The job carries ``jobType``, the script
 (``sourceCode``) and where it lives (``sourceCodeLocation``); the run carries ``processing_engine`` and,
 when parts of the script could not be resolved, ``extractionError`` listing each with its line.
@@ -11,7 +11,7 @@ when parts of the script could not be resolved, ``extractionError`` listing each
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +31,7 @@ from openlineage.client.facet_v2 import (
 from lakeline.engines.base import TableSchema
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem
+from lakeline.glue_scanner.datasets import is_catalog_table, split_dataset
 from lakeline.glue_scanner.script import ScriptAnalysis, Write
 from lakeline.lineage.column_model import Dependencies, group_by_source, union
 from lakeline.lineage.openlineage_config import OpenLineageSettings
@@ -44,10 +45,10 @@ class DatasetNaming:
     catalog_namespace: str
 
     def of(self, dataset: str) -> tuple[str, str]:
-        """(namespace, name) of a dataset: ``db.table`` or ``s3://bucket/key``."""
-        if dataset.startswith("s3://"):
-            bucket, _, key = dataset[len("s3://") :].partition("/")
-            return f"s3://{bucket}", key or "/"
+        """(namespace, name) of a dataset: ``db.table``, or one named outside the catalog (``datasets``)."""
+        outside = split_dataset(dataset)
+        if outside is not None:
+            return outside
         return self.catalog_namespace, dataset
 
 
@@ -111,8 +112,10 @@ def _schema(schema: TableSchema) -> schema_dataset.SchemaDatasetFacet:
     )
 
 
-def _catalog_schema(dataset: str, catalog: GlueCatalog) -> TableSchema | None:
-    if dataset.startswith("s3://") or "." not in dataset:
+def _catalog_schema(dataset: str, catalog: GlueCatalog, known: Mapping[str, TableSchema]) -> TableSchema | None:
+    if dataset in known:
+        return known[dataset]  # a JDBC or DynamoDB table that a catalog table describes
+    if not is_catalog_table(dataset) or "." not in dataset:
         return None
     database, table = dataset.split(".", 1)
     return catalog.schema_or_none(database, table)
@@ -154,7 +157,7 @@ def job_event(
     inputs = []
     for dataset in sorted(read):
         namespace, name = naming.of(dataset)
-        schema = _catalog_schema(dataset, catalog)
+        schema = _catalog_schema(dataset, catalog, analysis.schemas)
         facets: dict[str, Any] = {"schema": _schema(schema)} if schema else {}
         inputs.append(InputDataset(namespace=namespace, name=name, facets=facets))
     outputs = []
@@ -163,7 +166,7 @@ def job_event(
         writes = [write for write in analysis.writes if write.target == target]
         namespace, name = naming.of(target)
         out_facets: dict[str, Any] = {"columnLineage": column_lineage_facet(writes, naming)}
-        schema = _catalog_schema(target, catalog)
+        schema = _catalog_schema(target, catalog, analysis.schemas)
         if schema is not None:
             out_facets["schema"] = _schema(schema)
         else:

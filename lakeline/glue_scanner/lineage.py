@@ -81,6 +81,8 @@ def analyse_job(job: JobFolder, folder: GlueFolder, run_arguments: Mapping[str, 
             catalog=folder.catalog,
             modules=module_sources(job.module_files()),
             libraries=_libraries(job, arguments),
+            region=folder.region,
+            account=folder.account,
         )
         analysis = analyse_script(job.script.read_text(encoding="utf-8"), job.script.name, context)
     except (LakelineError, OSError, UnicodeDecodeError) as error:

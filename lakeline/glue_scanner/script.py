@@ -16,7 +16,7 @@ Sources: ``create_dynamic_frame.from_catalog`` / ``from_options``, ``create_data
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from lakeline.engines.base import TableSchema
@@ -40,7 +40,10 @@ from lakeline.glue_scanner.column_exprs import (
     function_call,
     parse_sql_expression,
 )
+from lakeline.glue_scanner.connections import Endpoints
+from lakeline.glue_scanner.datasets import NamingError
 from lakeline.glue_scanner.frames import Frame, merge_problems, opaque_frame
+from lakeline.glue_scanner.py2 import convert_python2
 from lakeline.glue_scanner.python_eval import (
     ModuleSource,
     PythonEvaluator,
@@ -161,6 +164,24 @@ _CREATE_DATA_FRAME_FROM_CATALOG = ("database", "table_name", "transformation_ctx
 _CREATE_FROM_OPTIONS = ("connection_type", "connection_options", "format", "format_options", "transformation_ctx")
 _WRITE_FROM_OPTIONS = ("frame", "connection_type", "connection_options", "format", "format_options")
 _WRITE_FROM_CATALOG = ("frame", "database", "table_name", "redshift_tmp_dir", "transformation_ctx")
+_WRITE_FROM_JDBC_CONF = ("frame", "catalog_connection", "connection_options", "redshift_tmp_dir", "transformation_ctx")
+_NAMING_OPTIONS = frozenset(
+    {
+        "dbtable",
+        "dbTable",
+        "url",
+        "database",
+        "connectionName",
+        "topicName",
+        "streamName",
+        "streamARN",
+        "dynamodb.input.tableName",
+        "dynamodb.output.tableName",
+        "sfDatabase",
+        "sfSchema",
+    }
+)
+"""Options that decide which dataset is read or written: left unresolved, they are reported."""
 _TRANSFORM_PARAMETERS: dict[str, tuple[str, ...]] = {
     "ApplyMapping": ("frame", "mappings"),
     "SelectFields": ("frame", "paths"),
@@ -193,6 +214,10 @@ class ScriptAnalysis:
     reads: set[str] = field(default_factory=set)
     """Every dataset the script reads, whether or not it reaches a sink."""
     problems: list[Problem] = field(default_factory=list)
+    schemas: dict[str, TableSchema] = field(default_factory=dict)
+    python2: bool = False
+    """The script is Python 2 (Glue 0.9) and was analysed after its Python 2 syntax was rewritten."""
+    """Known columns of datasets outside the catalog (a JDBC or DynamoDB table the catalog describes)."""
 
     def unresolved(self) -> list[Problem]:
         found = list(self.problems)
@@ -212,15 +237,26 @@ class ScriptContext:
     modules: Mapping[str, ModuleSource] = field(default_factory=dict)
     libraries: frozenset[str] = frozenset()
     """Top-level names of pip modules the job installs (``--additional-python-modules``)."""
+    region: str | None = None
+    account: str | None = None
+    """Where the job runs: DynamoDB tables and Kinesis streams are named with them."""
 
 
 def analyse_script(source: str, filename: str, context: ScriptContext) -> ScriptAnalysis:
     """The sinks, sources and unresolved parts of ``source``; a syntax error is a ``ValidationError``."""
+    python2 = False
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
-        raise ValidationError(f"{filename} line {error.lineno}: syntax error: {error.msg}") from error
+        # Glue 0.9 ran Python 2: such a script is read once its Python 2 syntax is rewritten.
+        converted = convert_python2(source)
+        try:
+            tree = ast.parse(converted if converted is not None else source, filename=filename)
+        except SyntaxError:
+            raise ValidationError(f"{filename} line {error.lineno}: syntax error: {error.msg}") from error
+        python2 = True
     interpreter = _GlueScriptInterpreter(context)
+    interpreter.analysis.python2 = python2
     interpreter.run_main(tree, filename)
     interpreter.analysis.problems.extend(interpreter.problems)
     return interpreter.analysis
@@ -233,6 +269,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
         super().__init__(context.modules, context.libraries)
         self.context = context
         self.catalog = context.catalog
+        self.endpoints = Endpoints(context.catalog, context.region, context.account)
         self.analysis = ScriptAnalysis()
         self.views: dict[str, Frame] = {}
 
@@ -261,7 +298,21 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return Obj("udf")
         return None
 
+    def library_value(self, path: str) -> Value:
+        if path == "sys.argv":
+            # What Glue passes the script: the run's arguments, so ``'--X' in sys.argv`` is known.
+            argv: list[Value] = [Const("script.py")]
+            for key, value in self.context.arguments.items():
+                argv.extend((Const(key), Const(value)))
+            return Seq(tuple(argv))
+        return Lib(path)
+
     def operator_hook(self, symbol: str, operands: Sequence[Value], node: ast.AST) -> Value | None:
+        if symbol in ("in", "not in") and len(operands) == 2 and isinstance(operands[1], Args):
+            key = const_str(operands[0])
+            if key is None:
+                return None
+            return Const((operands[1].get(key) is not None) == (symbol == "in"))
         if not any(isinstance(operand, ColumnValue) for operand in operands):
             return None
         return ColumnValue(Call(symbol, tuple(self.column(o, node, strings=False) for o in operands)))
@@ -409,10 +460,12 @@ class _GlueScriptInterpreter(PythonEvaluator):
             elif name in RUN_TIME_ARGUMENTS:
                 values.append((name, self.unknown(node, f"job argument {name} is only known when the job runs")))
             else:
+                # Glue stops the job here when an asked-for argument is missing: reported at this call.
                 message = (
                     f"job argument --{name} has no value: it is not in DefaultArguments, the run arguments "
                     "or NonOverridableArguments"
                 )
+                self.report(node, message)
                 values.append((name, self.unknown(node, message)))
         return Args(tuple(values))
 
@@ -476,14 +529,22 @@ class _GlueScriptInterpreter(PythonEvaluator):
             dataset, schema, problems = self.catalog_target(database, bound.get("table_name"), node)
             self.write(node, dataset, schema, bound.get("frame"), problems)
             return bound.get("frame") or Const(None)
-        if name == "write_dynamic_frame_from_jdbc_conf":
-            self.write(
-                node,
-                None,
-                None,
-                self.bind(("frame",), args, kwargs).get("frame"),
-                [site.problem("JDBC sinks are not analysed")],
-            )
+        if name in ("write_dynamic_frame_from_jdbc_conf", "write_from_jdbc_conf", "write_data_frame_from_jdbc_conf"):
+            bound = self.bind(_WRITE_FROM_JDBC_CONF, args, kwargs)
+            frame_value = bound.get("frame") or bound.get("frame_or_dfc")
+            connection_value = bound.get("catalog_connection")
+            connection_name = const_str(connection_value)
+            options, problems = self.option_strings(bound.get("connection_options"), node)
+            if connection_name is None:
+                problems.append(site.problem(f"the Glue connection is not resolved{self.reason(connection_value)}"))
+                self.write(node, None, None, frame_value, problems)
+            else:
+                self.external_write(
+                    node,
+                    frame_value,
+                    lambda: self.endpoints.jdbc(connection_name, options, what="the sink"),
+                    problems,
+                )
             return Const(None)
         if name == "getSink":
             bound = self.bind(("connection_type", "format", "transformation_ctx"), args, kwargs)
@@ -605,10 +666,23 @@ class _GlueScriptInterpreter(PythonEvaluator):
             reason = next((v.problem.message for v in (database, table) if isinstance(v, Unknown)), "")
             message = "catalog table name is not resolved" + (f": {reason}" if reason else "")
             return opaque_frame(site.problem(message), dynamic=dynamic)
-        real = self.catalog.resolve_link(database_name, table_name)
-        dataset = f"{real[0]}.{real[1]}"
+        dataset, schema, problems = self.catalog_dataset(database_name, table_name, site)
         self.analysis.reads.add(dataset)
-        return fr.source_frame(dataset, self.catalog.schema_or_none(*real), dynamic=dynamic)
+        return fr.source_frame(dataset, schema, dynamic=dynamic).with_problems(problems)
+
+    def catalog_dataset(self, database: str, table: str, site: Site) -> tuple[str, TableSchema | None, list[Problem]]:
+        """A catalog table's dataset: the table, or where it is stored when that is not S3."""
+        real = self.catalog.resolve_link(database, table)
+        schema = self.catalog.schema_or_none(*real)
+        try:
+            stored = self.endpoints.table_storage(*real)
+        except NamingError as error:
+            return f"{real[0]}.{real[1]}", schema, [site.problem(f"{real[0]}.{real[1]}: {error}")]
+        if stored is None:
+            return f"{real[0]}.{real[1]}", schema, []
+        if schema is not None:
+            self.analysis.schemas[stored] = schema
+        return stored, schema, []
 
     def table_source(self, name_value: Value | None, node: ast.AST) -> Frame:
         name = const_str(name_value)
@@ -651,8 +725,70 @@ class _GlueScriptInterpreter(PythonEvaluator):
             paths = options.get("paths") or options.get("path")
             if paths is not None:
                 return self.path_sources(flatten([paths]), node, dynamic=dynamic)
-        what = connection or "unresolved connection type"
-        return opaque_frame(self.site(node).problem(f"{what} sources are not analysed"), dynamic=dynamic)
+        site = self.site(node)
+        if connection is None:
+            return opaque_frame(
+                site.problem(f"the connection type is not resolved{self.reason(bound.get('connection_type'))}"),
+                dynamic=dynamic,
+            )
+        strings, problems = self.option_strings(options, node)
+        try:
+            dataset = self.endpoints.options_dataset(connection, strings)
+        except NamingError as error:
+            return opaque_frame(site.problem(f"{connection} source: {error}"), dynamic=dynamic).with_problems(problems)
+        return self.external_source(dataset, dynamic=dynamic).with_problems(problems)
+
+    def external_source(self, dataset: str, *, dynamic: bool) -> Frame:
+        self.analysis.reads.add(dataset)
+        return fr.source_frame(dataset, self.external_schema(dataset), dynamic=dynamic)
+
+    def external_schema(self, dataset: str) -> TableSchema | None:
+        """The columns of a JDBC table, stream or DynamoDB table, when a catalog table describes it."""
+        if dataset not in self.analysis.schemas:
+            for database, table in self.catalog.tables:
+                try:
+                    stored = self.endpoints.table_storage(database, table)
+                except NamingError:
+                    continue
+                if stored == dataset:
+                    schema = self.catalog.schema_or_none(database, table)
+                    if schema is not None:
+                        self.analysis.schemas[dataset] = schema
+                        break
+        return self.analysis.schemas.get(dataset)
+
+    def external_write(
+        self, node: ast.AST, frame_value: Value | None, name: Callable[[], str], problems: list[Problem]
+    ) -> None:
+        try:
+            dataset = name()
+        except NamingError as error:
+            self.write(node, None, None, frame_value, [*problems, self.site(node).problem(f"sink: {error}")])
+            return
+        self.write(node, dataset, self.external_schema(dataset), frame_value, problems)
+
+    def option_strings(self, value: Value | None, node: ast.AST) -> tuple[dict[str, str], list[Problem]]:
+        """The options given as strings; an option left unresolved is a problem naming it."""
+        if value is None:
+            return {}, []
+        if not isinstance(value, Dict):
+            return {}, [self.site(node).problem(f"connection options are not resolved{self.reason(value)}")]
+        strings: dict[str, str] = {}
+        problems: list[Problem] = []
+        for key, item in value.items:
+            name = const_str(key)
+            if name is None:
+                continue
+            ok, python = literal(item)
+            if ok and isinstance(python, str | int | float | bool):
+                strings[name] = str(python)
+            elif isinstance(item, Unknown) and name in _NAMING_OPTIONS:
+                problems.append(self.site(node).problem(f"option {name} is not resolved: {item.problem.message}"))
+        return strings, problems
+
+    @staticmethod
+    def reason(value: Value | None) -> str:
+        return f": {value.problem.message}" if isinstance(value, Unknown) else ""
 
     def options_sink(self, frame_value: Value | None, bound: dict[str, Value], node: ast.AST) -> None:
         connection = const_str(bound.get("connection_type"))
@@ -661,8 +797,14 @@ class _GlueScriptInterpreter(PythonEvaluator):
             dataset, schema, problems = self.path_target(options.get("path"), node)
             self.write(node, dataset, schema, frame_value, problems)
             return
-        problem = self.site(node).problem(f"{connection or 'unresolved connection type'} sinks are not analysed")
-        self.write(node, None, None, frame_value, [problem])
+        if connection is None:
+            problem = self.site(node).problem(
+                f"the connection type is not resolved{self.reason(bound.get('connection_type'))}"
+            )
+            self.write(node, None, None, frame_value, [problem])
+            return
+        strings, problems = self.option_strings(options, node)
+        self.external_write(node, frame_value, lambda: self.endpoints.options_dataset(connection, strings), problems)
 
     def catalog_target(
         self, database: Value | None, table: Value | None, node: ast.AST
@@ -672,8 +814,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
             reason = next((v.problem.message for v in (database, table) if isinstance(v, Unknown)), "")
             message = "target table name is not resolved" + (f": {reason}" if reason else "")
             return None, None, [self.site(node).problem(message)]
-        real = self.catalog.resolve_link(database_name, table_name)
-        return f"{real[0]}.{real[1]}", self.catalog.schema_or_none(*real), []
+        return self.catalog_dataset(database_name, table_name, self.site(node))
 
     def path_target(self, path: Value | None, node: ast.AST) -> tuple[str | None, TableSchema | None, list[Problem]]:
         text = const_str(path)

@@ -104,6 +104,8 @@ def test_unresolved_parts_are_reported_not_guessed(folder: Path) -> None:
     assert result.exit_code == 0, result.output
     reported = [line for line in result.stdout.splitlines() if line.startswith("daily_events: ")]
     assert reported == [
+        "daily_events: line 9: job argument --RUN_DATE has no value: it is not in "
+        "DefaultArguments, the run arguments or NonOverridableArguments",
         "daily_events: line 13: catalog table name is not resolved: call to datetime.date.today is not analysed",
         "daily_events: line 16: name 'score_udf' is not defined where it is used",
         "daily_events: line 19: target path is not resolved: job argument --RUN_DATE has no value: it is not in "
@@ -111,8 +113,9 @@ def test_unresolved_parts_are_reported_not_guessed(folder: Path) -> None:
     ]
     event = events_by_job(folder / "lineage" / "openlineage.jsonl")["daily_events"]
     errors = event["run"]["facets"]["extractionError"]
-    assert errors["failedTasks"] == 2 and errors["totalTasks"] == 3
+    assert errors["failedTasks"] == 3 and errors["totalTasks"] == 3
     assert [(e["taskNumber"], e["task"]) for e in errors["errors"]] == [
+        (9, "script line 9"),
         (13, "script line 13"),
         (16, "script line 16"),
         (19, "script line 19"),

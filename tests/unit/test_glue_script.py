@@ -180,7 +180,7 @@ def test_job_arguments_resolve_sources_and_sinks() -> None:
     assert edges(write) == {"order_id": {("sales_raw.orders.order_id", DIRECT, "IDENTITY")}}
 
 
-def test_a_missing_argument_is_reported_where_it_is_used() -> None:
+def test_a_missing_argument_is_reported_at_get_resolved_options_and_where_it_is_used() -> None:
     analysis = analyse(
         """
         args = getResolvedOptions(sys.argv, ["JOB_NAME", "TARGET"])
@@ -194,8 +194,10 @@ def test_a_missing_argument_is_reported_where_it_is_used() -> None:
     assert write.target is None
     assert write.inputs == {"sales_raw.orders"}
     assert messages(analysis) == [
+        "line 12: job argument --TARGET has no value: it is not in "
+        "DefaultArguments, the run arguments or NonOverridableArguments",
         "line 14: target path is not resolved: job argument --TARGET has no value: it is not in "
-        "DefaultArguments, the run arguments or NonOverridableArguments"
+        "DefaultArguments, the run arguments or NonOverridableArguments",
     ]
 
 
