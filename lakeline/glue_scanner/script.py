@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from lakeline.engines.base import TableSchema
 from lakeline.errors import ValidationError
 from lakeline.glue_scanner import frames as fr
+from lakeline.glue_scanner import nested
 from lakeline.glue_scanner.catalog import GlueCatalog, normalize_location
 from lakeline.glue_scanner.column_exprs import (
     Alias,
@@ -157,6 +158,9 @@ _ACTIONS = frozenset(
     ]
 )
 _FILE_FORMATS = frozenset({"parquet", "csv", "json", "orc", "text", "avro", "xml"})
+_TABLE_FORMATS = frozenset({"delta", "iceberg", "hudi", "org.apache.hudi"})
+"""Formats whose ``load``/``save`` take a path or a table name, as files do."""
+_CONNECTOR_FORMATS = {"net.snowflake.spark.snowflake": "snowflake", "aws-kinesis": "kinesis"}
 
 # Parameter names of Glue API calls, for arguments given by position.
 _CREATE_FROM_CATALOG = ("database", "table_name", "redshift_tmp_dir", "transformation_ctx", "push_down_predicate")
@@ -191,6 +195,8 @@ _TRANSFORM_PARAMETERS: dict[str, tuple[str, ...]] = {
     "Filter": ("frame", "f"),
     "DropNullFields": ("frame",),
     "ResolveChoice": ("frame", "specs", "choice"),
+    "Map": ("frame", "f"),
+    "Relationalize": ("frame", "staging_path", "name"),
     "Spigot": ("frame", "path"),
     "SelectFromCollection": ("dfc", "key"),
 }
@@ -292,6 +298,25 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return self.sink_method(receiver, name, args, kwargs, node)
         return None
 
+    def set_item_hook(self, receiver: Value, key: Value, value: Value | None, node: ast.AST) -> Value | None:
+        name = const_str(key)
+        if not (isinstance(receiver, Obj) and receiver.kind == "row" and receiver.frame is not None and name):
+            return None
+        if value is None:
+            return Obj("row", fr.drop(receiver.frame, [name]))
+        return Obj(
+            "row", fr.with_column(receiver.frame, name, self.column(value, node, strings=False), self.site(node))
+        )
+
+    def library_call(self, path: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call) -> Value:
+        values = [*args, *kwargs.values()]
+        if not path.startswith(("pyspark", "awsglue")) and any(isinstance(v, ColumnValue) for v in values):
+            # A plain function over a record's fields (inside Map or a UDF body): computed from them.
+            return ColumnValue(
+                Call(path.rsplit(".", 1)[-1], tuple(self.column(v, node, strings=False) for v in values))
+            )
+        return super().library_call(path, args, kwargs, node)
+
     def decorator_hook(self, decorator: Value, function: Function) -> Value | None:
         path = decorator.path if isinstance(decorator, Lib) else ""
         if (isinstance(decorator, Obj) and decorator.kind == "udf") or path.endswith(("udf", "pandas_udf")):
@@ -322,6 +347,11 @@ class _GlueScriptInterpreter(PythonEvaluator):
             if args and isinstance(args[0], Function):
                 return Obj("udf")  # udf(python_function, returnType)
             return ColumnValue(Call("udf", tuple(self.column(a, node) for a in args)))
+        if isinstance(callee, Obj) and callee.kind == "writer" and callee.frame is not None:
+            # DynamicFrame.write(connection_type, connection_options, format, ...): a sink like from_options.
+            bound = self.bind(_WRITE_FROM_OPTIONS[1:], args, kwargs)
+            self.options_sink(FrameValue(callee.frame), bound, node)
+            return FrameValue(callee.frame)
         return self.unknown(node, "a call of this value is not analysed")
 
     def attribute_hook(self, receiver: Value, name: str, node: ast.AST) -> Value:
@@ -330,15 +360,17 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return Obj("writer", opaque_frame(receiver.problem)) if name == "write" else receiver
         if isinstance(receiver, FrameValue):
             frame = receiver.frame
-            if name == "write":
+            if name in ("write", "writeStream"):
                 return Obj("writer", frame)
+            if name == "rdd":
+                return Obj("rdd", frame)
             if name == "na":
                 return Obj("na", frame)
             if name == "columns":
                 if frame.is_open:
                     return self.unknown(node, "the frame's columns are not all known")
                 return Seq(tuple(Const(n) for n in frame.column_names()))
-            if name in ("schema", "dtypes", "rdd", "sql_ctx", "sparkSession", "writeStream", "storageLevel"):
+            if name in ("schema", "dtypes", "sql_ctx", "sparkSession", "storageLevel"):
                 return self.unknown(node, f"DataFrame.{name} is not analysed")
             deps, problems = fr.resolve_name(frame, name, self.site(node))
             return ColumnValue(Bound(name, deps, problems))
@@ -349,7 +381,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 if name in ("spark_session", "sparkSession"):
                     return Obj("spark")
             if receiver.kind == "spark":
-                if name == "read":
+                if name in ("read", "readStream"):
                     return Obj("reader")
                 if name in ("catalog", "conf", "sparkContext", "udf"):
                     return Obj(f"spark.{name}")
@@ -372,6 +404,8 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 return FrameValue(fr.select(frame, self.columns(index.items, node), self.site(node)))
             if isinstance(index, ColumnValue):
                 return FrameValue(fr.indirect(frame, [index.expr], Subtype.FILTER, self.site(node)))
+        if isinstance(receiver, ColumnValue) and isinstance(index, Const):
+            return receiver  # a field of a struct or an item of an array: part of the column's value
         if isinstance(receiver, Obj) and receiver.kind == "row" and receiver.frame is not None:
             key = const_str(index)
             if key is not None:
@@ -392,6 +426,10 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return self.column_method(receiver.expr, name, args, kwargs, node)
         if isinstance(receiver, Obj):
             return self.object_method(receiver, name, args, kwargs, node)
+        if isinstance(receiver, Dict) and name == "select":
+            key = const_str(args[0] if args else kwargs.get("key"))
+            found = receiver.get(key) if key is not None else None
+            return found if found is not None else self.unknown(node, f"the collection holds no frame {key!r}")
         if isinstance(receiver, Args) and name == "get":
             key = const_str(args[0]) if args else None
             found = receiver.get(key) if key is not None else None
@@ -497,14 +535,39 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 keys = self.columns(flatten([subset]), node) if subset else fr.all_columns(obj.frame)
                 return FrameValue(fr.indirect(obj.frame, keys, Subtype.FILTER, self.site(node)))
             return FrameValue(obj.frame)  # fill, replace: values change, not where they come from
+        if kind == "rdd" and obj.frame is not None:
+            return self.rdd_method(obj.frame, name, node)
         if kind == "udf" and name in ("asNondeterministic",):
             return obj
         if kind in ("job", "spark_context", "spark.conf", "spark.catalog", "spark.udf", "spark.sparkContext"):
             return Const(None)
         return self.unknown(node, f"{kind}.{name}() is not analysed")
 
+    def rdd_method(self, frame: Frame, name: str, node: ast.Call) -> Value:
+        """``df.rdd.map(...)``: the rows are not followed, but the datasets they come from are."""
+        if name == "toDF":
+            return FrameValue(frame)
+        problem = self.site(node).problem(f"RDD.{name}() changes rows in ways that are not analysed")
+        return Obj("rdd", opaque_frame(problem, inputs=frame.inputs))
+
     def glue_context_method(self, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call) -> Value:
         site = self.site(node)
+        if name in ("create_dynamic_frame_from_rdd", "create_data_frame_from_rdd"):
+            data = self.bind(("data", "name", "schema"), args, kwargs).get("data")
+            if isinstance(data, Obj) and data.kind == "rdd" and data.frame is not None:
+                return FrameValue(replace(data.frame, dynamic=name.startswith("create_dynamic")))
+            problem = site.problem(f"the rows given to {name} are not analysed")
+            return FrameValue(opaque_frame(problem, dynamic=name.startswith("create_dynamic")))
+        if name == "forEachBatch":
+            # Streaming: the batch function gets each micro-batch as a DataFrame of the stream.
+            bound = self.bind(("frame", "batch_function", "options"), args, kwargs)
+            function = bound.get("batch_function")
+            if not isinstance(function, Function):
+                self.report(node, "the forEachBatch batch function is not resolved")
+                return Const(None)
+            batch_id = self.unknown(node, "the batch id is only known when the stream runs")
+            self.call_function(function, [bound.get("frame") or Const(None), batch_id], {}, node)
+            return Const(None)
         if name in ("create_dynamic_frame_from_catalog", "create_data_frame_from_catalog"):
             dynamic = name.startswith("create_dynamic")
             params = _CREATE_FROM_CATALOG if dynamic else _CREATE_DATA_FRAME_FROM_CATALOG
@@ -607,7 +670,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
             if mappings is None:
                 problem = site.problem("ApplyMapping mappings are not resolved")
                 return FrameValue(opaque_frame(problem, inputs=frame.inputs, dynamic=True))
-            return FrameValue(fr.apply_mapping(frame, mappings, site))
+            return FrameValue(fr.apply_mapping(frame, [(a, b, c, d) for a, b, c, d in mappings], site))
         if transform in ("SelectFields", "DropFields"):
             paths = self.names(bound.get("paths"), node)
             if paths is None:
@@ -623,7 +686,20 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return FrameValue(fr.rename(frame, old, new, site))
         if transform == "Filter":
             return FrameValue(self.glue_filter(frame, bound.get("f"), node))
-        if transform in ("DropNullFields", "ResolveChoice", "Spigot", "FillMissingValues", "EvaluateDataQuality"):
+        if transform == "Map":
+            return FrameValue(self.glue_map(frame, bound.get("f"), node))
+        if transform == "ResolveChoice":
+            specs = self.mappings(bound.get("specs"), size=2)
+            choice = const_str(bound.get("choice")) or None
+            if specs is None:
+                problem = site.problem("resolveChoice specs are not resolved")
+                return FrameValue(frame.with_problems([problem]))
+            return FrameValue(nested.resolve_choice(frame, [(a, b) for a, b, *_ in specs], choice, site))
+        if transform == "Relationalize":
+            root = const_str(bound.get("name")) or "roottable"
+            tables = nested.relationalize(frame, root, self.catalog, site)
+            return Dict(tuple((Const(name), FrameValue(table)) for name, table in tables.items()))
+        if transform in ("DropNullFields", "Spigot", "FillMissingValues", "EvaluateDataQuality"):
             return FrameValue(frame)
         problem = site.problem(f"{transform} changes the frame in ways that are not analysed")
         return FrameValue(opaque_frame(problem, inputs=frame.inputs, dynamic=True))
@@ -639,16 +715,31 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return frame.with_problems([result.problem])
         return frame
 
-    def mappings(self, value: Value | None) -> list[tuple[str, str, str, str]] | None:
-        ok, python = literal(value) if value is not None else (False, None)
+    def mappings(self, value: Value | None, size: int = 4) -> list[tuple[str, ...]] | None:
+        """ApplyMapping's 4-tuples (``size`` 2: resolveChoice's specs); ``[]`` when none are given."""
+        if value is None or (isinstance(value, Const) and value.value is None):
+            return [] if size == 2 else None
+        ok, python = literal(value)
         if not ok or not isinstance(python, list):
             return None
         result = []
         for item in python:
-            if not isinstance(item, list) or len(item) != 4 or not all(isinstance(part, str) for part in item):
+            if not isinstance(item, list) or len(item) != size or not all(isinstance(part, str) for part in item):
                 return None
-            result.append((item[0], item[1], item[2], item[3]))
+            result.append(tuple(item))
         return result
+
+    def glue_map(self, frame: Frame, function: Value | None, node: ast.Call) -> Frame:
+        """``Map.apply(frame, f)``: ``f`` gets each record; the fields it sets and deletes are followed."""
+        site = self.site(node)
+        if not isinstance(function, Function):
+            problem = site.problem("the Map function is not resolved")
+            return opaque_frame(problem, inputs=frame.inputs, dynamic=True)
+        result = self.call_function(function, [Obj("row", frame)], {}, node)
+        if isinstance(result, Obj) and result.kind == "row" and result.frame is not None:
+            return replace(result.frame, dynamic=True)
+        problem = result.problem if isinstance(result, Unknown) else site.problem("the Map function returns no record")
+        return opaque_frame(problem, inputs=frame.inputs, dynamic=True)
 
     def names(self, value: Value | None, node: ast.AST) -> list[str] | None:
         if value is None:
@@ -880,6 +971,8 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return FrameValue(frame)
         if name == "table":
             return FrameValue(self.table_source(args[0] if args else kwargs.get("tableName"), node))
+        if name == "createDataFrame" and args and isinstance(args[0], Obj) and args[0].kind == "rdd":
+            return FrameValue(args[0].frame or Frame())
         if name == "createDataFrame":
             schema = args[1] if len(args) > 1 else kwargs.get("schema")
             names = self.names(schema, node) if isinstance(schema, Seq) else None
@@ -911,7 +1004,9 @@ class _GlueScriptInterpreter(PythonEvaluator):
             form = const_str(kwargs.get("format")) or form
             if not paths and reader.setting("option:path") is not None:
                 paths = [reader.setting("option:path") or Const(None)]
-            if form == "jdbc" or not paths:
+            if form is not None and form.lower() not in _FILE_FORMATS | _TABLE_FORMATS:
+                return FrameValue(self.settings_source(reader, form, node))
+            if not paths:
                 problem = self.site(node).problem(f"{form or 'this'} source is not analysed (no path)")
                 return FrameValue(opaque_frame(problem))
             if len(paths) == 1 and (text := const_str(paths[0])) and "/" not in text and ":" not in text:
@@ -921,8 +1016,25 @@ class _GlueScriptInterpreter(PythonEvaluator):
             paths = flatten(args[:1]) if args else flatten([kwargs["path"]]) if "path" in kwargs else []
             return FrameValue(self.path_sources(paths, node, dynamic=False))
         if name == "jdbc":
-            return FrameValue(opaque_frame(self.site(node).problem("JDBC sources are not analysed")))
+            bound = self.bind(("url", "table"), args, kwargs)
+            options = {"url": bound.get("url") or Const(None), "dbtable": bound.get("table") or Const(None)}
+            return FrameValue(self.settings_source(reader, "jdbc", node, options))
         return self.unknown(node, f"spark.read.{name}() is not analysed")
+
+    def connector_options(self, settings: Obj, extra: Mapping[str, Value] | None) -> Dict:
+        options = [
+            (Const(key[len("option:") :]), value) for key, value in settings.settings if key.startswith("option:")
+        ]
+        options.extend((Const(key), value) for key, value in (extra or {}).items())
+        return Dict(tuple(options))
+
+    def settings_source(self, reader: Obj, form: str, node: ast.AST, extra: Mapping[str, Value] | None = None) -> Frame:
+        """``spark.read(Stream).format("jdbc" | "kafka" | ...).option(...).load()``."""
+        bound = {
+            "connection_type": Const(_CONNECTOR_FORMATS.get(form, form)),
+            "connection_options": self.connector_options(reader, extra),
+        }
+        return self.options_source(bound, node, dynamic=False)
 
     def writer_method(
         self, writer: Obj, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call
@@ -949,11 +1061,37 @@ class _GlueScriptInterpreter(PythonEvaluator):
             dataset, schema, problems = self.catalog_target(database, table, node)
             self.write(node, dataset, schema, frame_value, problems, by_position=name == "insertInto")
             return Const(None)
-        if name == "save" or name in _FILE_FORMATS:
+        if name in ("outputMode", "trigger", "queryName"):
+            return writer
+        if name == "foreachBatch":
+            function = args[0] if args else kwargs.get("func")
+            if isinstance(function, Function):
+                batch_id = self.unknown(node, "the batch id is only known when the stream runs")
+                self.call_function(function, [frame_value or Const(None), batch_id], {}, node)
+            else:
+                self.report(node, "the foreachBatch function is not resolved")
+            return writer.with_setting("format", Const("foreachBatch"))
+        if name == "foreach":
+            what = args[0] if args else None
+            described = what.name if isinstance(what, Function) else "a writer object"
+            problem = self.site(node).problem(
+                f"writeStream.foreach({described}) hands each row to code whose target is not analysed"
+            )
+            self.write(node, None, None, frame_value, [problem])
+            return writer.with_setting("format", Const("foreach"))
+        if name == "toTable":
+            name = "saveAsTable"
+        if name == "save" or name == "start" or name in _FILE_FORMATS:
             path = args[0] if args else kwargs.get("path", writer.setting("option:path"))
             form = const_str(kwargs.get("format")) or const_str(writer.setting("format"))
-            if name == "save" and form == "jdbc":
-                self.write(node, None, None, frame_value, [self.site(node).problem("JDBC sinks are not analysed")])
+            if form in ("foreachBatch", "foreach", "console", "memory", "noop"):
+                return Const(None)  # written by the batch function, or not a dataset
+            if form is not None and form.lower() not in _FILE_FORMATS | _TABLE_FORMATS:
+                bound = {
+                    "connection_type": Const(_CONNECTOR_FORMATS.get(form, form)),
+                    "connection_options": self.connector_options(writer, None),
+                }
+                self.options_sink(frame_value, bound, node)
                 return Const(None)
             if name == "save" and (text := const_str(path)) and "/" not in text and ":" not in text:
                 database, table = self.split_table_name(path)
@@ -963,7 +1101,10 @@ class _GlueScriptInterpreter(PythonEvaluator):
             self.write(node, dataset, schema, frame_value, problems)
             return Const(None)
         if name == "jdbc":
-            self.write(node, None, None, frame_value, [self.site(node).problem("JDBC sinks are not analysed")])
+            bound = self.bind(("url", "table"), args, kwargs)
+            options = {"url": bound.get("url") or Const(None), "dbtable": bound.get("table") or Const(None)}
+            sink = {"connection_type": Const("jdbc"), "connection_options": self.connector_options(writer, options)}
+            self.options_sink(frame_value, sink, node)
             return Const(None)
         return self.unknown(node, f"DataFrameWriter.{name}() is not analysed")
 
@@ -1142,7 +1283,15 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 {},
                 node,
             )
-        if name in ("map", "relationalize", "unbox", "unnest", "split_fields", "split_rows", "mergeDynamicFrame"):
+        if name == "map":
+            function = args[0] if args else kwargs.get("f")
+            return FrameValue(self.glue_map(frame, function, node))
+        if name == "relationalize":
+            bound = self.bind(("root_table_name", "staging_path", "options"), args, kwargs)
+            return self.glue_transform(
+                "Relationalize", [FrameValue(frame)], {"name": bound.get("root_table_name", Const(None))}, node
+            )
+        if name in ("unbox", "unnest", "split_fields", "split_rows", "mergeDynamicFrame"):
             problem = site.problem(f"DynamicFrame.{name}() changes the frame in ways that are not analysed")
             return FrameValue(opaque_frame(problem, inputs=frame.inputs, dynamic=True))
         if name in ("repartition", "coalesce", "errorsAsDynamicFrame"):

@@ -454,7 +454,7 @@ def test_dynamic_names_and_unknown_calls_are_reported_with_their_lines() -> None
     assert messages(analysis) == [
         "line 14: catalog table name is not resolved: call to datetime.date.today is not analysed",
         "line 16: name 'my_model' is not defined where it is used",
-        "line 17: DataFrame.rdd is not analysed",
+        "line 17: RDD.map() changes rows in ways that are not analysed",
     ]
     # Where each frame goes is still known, whatever is unknown about its columns.
     assert [w.target for w in analysis.writes] == ["s3://out/events", "s3://out/rdd", "s3://out/scores"]
