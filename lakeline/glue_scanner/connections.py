@@ -115,12 +115,13 @@ class Endpoints:
             for k, v in {**(descriptor.get("Parameters") or {}), **(entry.get("Parameters") or {})}.items()
         }
         location = str(descriptor.get("Location") or "")
-        kind = (parameters.get("typeOfData") or parameters.get("classification") or "").lower()
-        if kind == "kafka":
+        # typeOfData names streams (kafka, kinesis); classification names DynamoDB tables.
+        kinds = {parameters.get("typeOfData", "").lower(), parameters.get("classification", "").lower()}
+        if "kafka" in kinds:
             return self.kafka(parameters.get("connectionName"), parameters)
-        if kind == "kinesis":
+        if "kinesis" in kinds:
             return ds.kinesis_dataset(parameters, self.region)
-        if kind == "dynamodb":
+        if "dynamodb" in kinds:
             return ds.dynamodb_dataset(location or table, self.region, self.account)
         connection_name = parameters.get("connectionName")
         if connection_name and location and not location.startswith("s3"):

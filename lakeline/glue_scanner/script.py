@@ -66,7 +66,7 @@ from lakeline.glue_scanner.values import (
     Unknown,
     Value,
 )
-from lakeline.lineage.column_model import Dependencies, OutputColumn, Subtype
+from lakeline.lineage.column_model import Dependencies, OutputColumn, Subtype, identity_of
 
 RUN_TIME_ARGUMENTS = frozenset({"JOB_RUN_ID", "JOB_ID", "SECURITY_CONFIGURATION", "encryption-type"})
 """Arguments Glue sets per run: their values are not in the job's configuration."""
@@ -161,6 +161,10 @@ _FILE_FORMATS = frozenset({"parquet", "csv", "json", "orc", "text", "avro", "xml
 _TABLE_FORMATS = frozenset({"delta", "iceberg", "hudi", "org.apache.hudi"})
 """Formats whose ``load``/``save`` take a path or a table name, as files do."""
 _CONNECTOR_FORMATS = {"net.snowflake.spark.snowflake": "snowflake", "aws-kinesis": "kinesis"}
+_STREAM_RECORD_COLUMNS = {
+    "kafka": ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType"),
+    "kinesis": ("data", "streamName", "partitionKey", "sequenceNumber", "approximateArrivalTimestamp"),
+}
 
 # Parameter names of Glue API calls, for arguments given by position.
 _CREATE_FROM_CATALOG = ("database", "table_name", "redshift_tmp_dir", "transformation_ctx", "push_down_predicate")
@@ -347,11 +351,6 @@ class _GlueScriptInterpreter(PythonEvaluator):
             if args and isinstance(args[0], Function):
                 return Obj("udf")  # udf(python_function, returnType)
             return ColumnValue(Call("udf", tuple(self.column(a, node) for a in args)))
-        if isinstance(callee, Obj) and callee.kind == "writer" and callee.frame is not None:
-            # DynamicFrame.write(connection_type, connection_options, format, ...): a sink like from_options.
-            bound = self.bind(_WRITE_FROM_OPTIONS[1:], args, kwargs)
-            self.options_sink(FrameValue(callee.frame), bound, node)
-            return FrameValue(callee.frame)
         return self.unknown(node, "a call of this value is not analysed")
 
     def attribute_hook(self, receiver: Value, name: str, node: ast.AST) -> Value:
@@ -1030,11 +1029,15 @@ class _GlueScriptInterpreter(PythonEvaluator):
 
     def settings_source(self, reader: Obj, form: str, node: ast.AST, extra: Mapping[str, Value] | None = None) -> Frame:
         """``spark.read(Stream).format("jdbc" | "kafka" | ...).option(...).load()``."""
-        bound = {
-            "connection_type": Const(_CONNECTOR_FORMATS.get(form, form)),
-            "connection_options": self.connector_options(reader, extra),
-        }
-        return self.options_source(bound, node, dynamic=False)
+        kind = _CONNECTOR_FORMATS.get(form, form)
+        bound = {"connection_type": Const(kind), "connection_options": self.connector_options(reader, extra)}
+        frame = self.options_source(bound, node, dynamic=False)
+        if kind in _STREAM_RECORD_COLUMNS and len(frame.inputs) == 1:
+            # Spark's own stream sources give the record envelope, whatever the payload's schema.
+            (dataset,) = frame.inputs
+            columns = tuple(OutputColumn(c, identity_of(dataset, c)) for c in _STREAM_RECORD_COLUMNS[kind])
+            return replace(frame, columns=columns, open_groups=())
+        return frame
 
     def writer_method(
         self, writer: Obj, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call
@@ -1283,6 +1286,10 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 {},
                 node,
             )
+        if name == "write":
+            # DynamicFrame.write(connection_type, connection_options, format, ...): a sink like from_options.
+            self.options_sink(FrameValue(frame), self.bind(_WRITE_FROM_OPTIONS[1:], args, kwargs), node)
+            return FrameValue(frame)
         if name == "map":
             function = args[0] if args else kwargs.get("f")
             return FrameValue(self.glue_map(frame, function, node))
