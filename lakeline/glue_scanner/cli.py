@@ -19,7 +19,7 @@ from typing import Annotated, NoReturn
 import boto3
 import typer
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ProfileNotFound
+from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
 from rich.table import Table
@@ -87,14 +87,22 @@ def extract_command(
         _fail(str(error), code=2)
     retries = Config(retries={"mode": "standard", "max_attempts": 8})
     glue, s3 = session.client("glue", config=retries), session.client("s3", config=retries)
+    try:
+        # DynamoDB tables and streams are named by account: the caller's, as the jobs run in it.
+        account: str | None = session.client("sts", config=retries).get_caller_identity()["Account"]
+    except (BotoCoreError, ClientError):
+        account = None
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     try:
         with Progress(*columns, TextColumn("{task.fields[item]}"), console=_err, transient=True) as progress:
-            report = extract(glue, s3, out, region=region, jobs_pattern=jobs, progress=_RichProgress(progress))
+            report = extract(
+                glue, s3, out, region=region, account=account, jobs_pattern=jobs, progress=_RichProgress(progress)
+            )
     except BotoCoreError as error:  # no credentials, no endpoint: nothing could be reached
         _fail(f"cannot reach AWS: {error}", code=2)
     _out.print(
-        f"extracted {report.databases} databases, {report.tables} tables and {len(report.jobs)} jobs to {out}",
+        f"extracted {report.databases} databases, {report.tables} tables, {report.connections} connections "
+        f"and {len(report.jobs)} jobs to {out}",
         highlight=False,
     )
     for problem in report.errors:

@@ -42,6 +42,7 @@ from lakeline.glue_scanner.arguments import (
 from lakeline.glue_scanner.catalog import GlueCatalog
 
 CONNECTION_FILE = "connection.json"
+CONNECTIONS_FILE = "connections.json"
 DATABASES_FILE = "databases.json"
 JOBS_DIR = "jobs"
 JOB_FILE = "job.json"

@@ -1110,7 +1110,8 @@ class PythonEvaluator:
                         return from_literal(result)
                 except (TypeError, ValueError):
                     pass
-        return self.unknown(node, f"{name}() of these values is not resolved")
+        given = next((a for a in args if isinstance(a, Unknown)), None)
+        return given or self.unknown(node, f"{name}() of these values is not resolved")
 
     def method(self, receiver: Value, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call) -> Value:
         if isinstance(receiver, Lib):
