@@ -183,6 +183,8 @@ def lineage_command(
     else:
         _out.print(_summary(results))
         for result in results:
+            if result.analysis is not None and result.analysis.python2:
+                _out.print(f"{result.name}: a Python 2 script, analysed after its Python 2 syntax was rewritten")
             for problem in result.unresolved:
                 _out.print(Text.assemble((f"{result.name}: ", "yellow"), str(problem)), soft_wrap=True)
     sent = " and sent through the configured transport" if emitter.sends_events else ""

@@ -1267,12 +1267,11 @@ class _GlueScriptInterpreter(PythonEvaluator):
             "rename_field": "RenameField",
             "resolveChoice": "ResolveChoice",
             "spigot": "Spigot",
+            "filter": "Filter",
+            "map": "Map",
         }
         if name in transforms:
             return self.glue_transform(transforms[name], [FrameValue(frame), *args], kwargs, node)
-        if name == "filter":
-            function = args[0] if args else kwargs.get("f")
-            return FrameValue(self.glue_filter(frame, function, node))
         if name == "join":
             bound = self.bind(("paths1", "paths2", "frame2"), args, kwargs)
             return self.glue_transform(
@@ -1290,9 +1289,6 @@ class _GlueScriptInterpreter(PythonEvaluator):
             # DynamicFrame.write(connection_type, connection_options, format, ...): a sink like from_options.
             self.options_sink(FrameValue(frame), self.bind(_WRITE_FROM_OPTIONS[1:], args, kwargs), node)
             return FrameValue(frame)
-        if name == "map":
-            function = args[0] if args else kwargs.get("f")
-            return FrameValue(self.glue_map(frame, function, node))
         if name == "relationalize":
             bound = self.bind(("root_table_name", "staging_path", "options"), args, kwargs)
             return self.glue_transform(
