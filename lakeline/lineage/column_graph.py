@@ -91,6 +91,8 @@ class LineageTree:
     dataset_level: bool = False
     cycle: bool = False
     children: list[LineageTree] = field(default_factory=list)
+    step: str | None = None
+    """Set on a step inside one statement (a subquery's column and its expression): printed as it is."""
 
 
 class ColumnGraph:
@@ -204,6 +206,10 @@ def render_tree(tree: LineageTree, *, title: str | None = None) -> str:
 
     def walk(node: LineageTree, indent: str) -> None:
         for child in node.children:
+            if child.step is not None:
+                lines.append(f"{indent}+- {child.step}")
+                walk(child, indent + "   ")
+                continue
             how = str(child.transformation) if child.transformation else ""
             notes = []
             if child.dataset_level:

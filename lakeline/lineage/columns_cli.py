@@ -29,6 +29,7 @@ from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ConfigError, LakelineError
 from lakeline.lineage.column_graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.column_sql import DIALECTS
+from lakeline.lineage.expression_tree import column_tree
 from lakeline.lineage.openlineage_config import OpenLineageSettings, load_openlineage_settings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
 from lakeline.lineage.openlineage_events import StepRun, event_to_dict, new_run_id, now, run_event, sql_step_run
@@ -71,7 +72,7 @@ def _step(
         sql = file.read_text(encoding="utf-8")
     except OSError as error:
         _fail(f"cannot read {file}: {error.strerror}")
-    return sql_step_run(
+    step = sql_step_run(
         sql,
         catalog=CatalogFile.load(catalog),
         job_name=job_name or file.stem,
@@ -80,6 +81,10 @@ def _step(
         dialect=dialect,
         default_database=database,
     )
+    if not step.statements:
+        # An event with no datasets would read as "this SQL has no lineage"; say what happened instead.
+        _fail(f"{file} has no statement that reads or writes rows (only DROP, ALTER, MSCK, ...): no lineage")
+    return step
 
 
 def register(app: typer.Typer) -> None:
@@ -145,8 +150,14 @@ def register(app: typer.Typer) -> None:
         dataset_namespace: NamespaceOption = None,
         events: EventsOption = None,
         direct_only: Annotated[bool, typer.Option(help="leave out INDIRECT inputs")] = False,
+        engine: Annotated[
+            str, typer.Option(help="'sql': from the SQL text; 'spark': from Spark's analyzed plan (starts Spark)")
+        ] = "sql",
     ) -> None:
-        """Print an Ushas-style tree per output column of FILE, followed back through --events."""
+        """Print an Ushas-style tree per output column of FILE: its expression chain down to table columns
+        and literals, followed back through --events."""
+        if engine not in ("sql", "spark"):
+            _fail(f"--engine {engine!r} must be sql or spark")
         try:
             settings = _settings({"datasetNamespace": dataset_namespace})
             step = _step(
@@ -158,6 +169,14 @@ def register(app: typer.Typer) -> None:
                 job_name=None,
                 run_id=None,
             )
+            statements = step.statements
+            if engine == "spark":
+                from lakeline.lineage.column_spark_catalog import spark_statements
+
+                sql = file.read_text(encoding="utf-8")
+                statements = tuple(
+                    spark_statements(sql, CatalogFile.load(catalog), dialect=dialect, default_database=database)
+                )
             stored = [event for path in events or [] for event in load_events(path)]
             this_run = event_to_dict(run_event(step, RunState.COMPLETE, at=now()))
             graph = ColumnGraph.from_events([*stored, this_run])
@@ -167,13 +186,11 @@ def register(app: typer.Typer) -> None:
             _fail(str(error))
         namespace = step.dataset_namespace
         blocks = []
-        for index, statement in enumerate(step.statements, start=1):
+        for index, statement in enumerate(statements, start=1):
             output = statement.target or f"query_{index}"
             for column in statement.columns:
                 ref = FieldRef(namespace, output, column.name)
-                tree = graph.tree_from(
-                    ref, column.dependencies, namespace, indirect=not direct_only, dataset=statement.dataset
-                )
+                tree = column_tree(ref, column, graph, indirect=not direct_only, dataset=statement.dataset)
                 title = f"{ref}" + (f" = {column.expression}" if column.expression else "")
                 blocks.append(render_tree(tree, title=title))
         sys.stdout.write("\n\n".join(blocks) + ("\n" if blocks else ""))
