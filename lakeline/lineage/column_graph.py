@@ -29,6 +29,7 @@ from lakeline.lineage.column_model import (
     TransformationType,
     compose,
 )
+from lakeline.lineage.dataset_naming import DatasetNaming, table_of
 from lakeline.lineage.openlineage_events import event_to_dict
 
 
@@ -39,7 +40,8 @@ class FieldRef:
     field: str
 
     def __str__(self) -> str:
-        return f"{self.dataset}.{self.field}"
+        # For reading: the Athena catalog prefix every catalog table's name carries is left out.
+        return f"{table_of(self.dataset)}.{self.field}"
 
 
 @dataclass(frozen=True, order=True)
@@ -148,7 +150,7 @@ class ColumnGraph:
         self,
         ref: FieldRef,
         dependencies: Dependencies,
-        namespace: str,
+        naming: DatasetNaming,
         *,
         indirect: bool = True,
         dataset: Dependencies = NO_DEPENDENCIES,
@@ -160,7 +162,7 @@ class ColumnGraph:
         for edge, dataset_level in levels:
             if not indirect and edge.transformation.type is TransformationType.INDIRECT:
                 continue
-            source = FieldRef(namespace, edge.source.dataset, edge.source.field)
+            source = FieldRef(*naming.of(edge.source.dataset), edge.source.field)
             child = LineageTree(source, edge.transformation, dataset_level=dataset_level)
             root.children.append(self._tree(child, indirect, frozenset({ref})))
         return root

@@ -29,6 +29,7 @@ from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ConfigError, LakelineError
 from lakeline.lineage.column_graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.column_sql import DIALECTS
+from lakeline.lineage.dataset_naming import table_of
 from lakeline.lineage.expression_tree import column_tree
 from lakeline.lineage.openlineage_config import OpenLineageSettings, load_openlineage_settings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
@@ -40,7 +41,9 @@ FileArgument = Annotated[Path, typer.Argument(help="SQL file: one or more statem
 DialectOption = Annotated[str, typer.Option(help=f"SQL dialect: {' or '.join(DIALECTS)}")]
 CatalogOption = Annotated[Path, typer.Option(help="'aws glue get-tables' JSON with the tables the SQL reads")]
 DatabaseOption = Annotated[str | None, typer.Option(help="database of tables the SQL names without one")]
-NamespaceOption = Annotated[str | None, typer.Option(help="dataset namespace (default: from config, else 'spark')")]
+NamespaceOption = Annotated[
+    str | None, typer.Option(help="dataset namespace (default: from config, else 'lakeline-local://spark')")
+]
 EventsOption = Annotated[
     list[Path] | None,
     typer.Option("--events", help="stored RunEvents to follow back through: JSON lines, a JSON array, or a folder"),
@@ -184,13 +187,15 @@ def register(app: typer.Typer) -> None:
             _fail(str(error), code=2)
         except LakelineError as error:
             _fail(str(error))
-        namespace = step.dataset_namespace
+        naming = step.naming
         blocks = []
         for index, statement in enumerate(statements, start=1):
-            output = statement.target or f"query_{index}"
+            namespace, output = (
+                naming.of(statement.target) if statement.target else (naming.namespace, f"query_{index}")
+            )
             for column in statement.columns:
                 ref = FieldRef(namespace, output, column.name)
-                tree = column_tree(ref, column, graph, indirect=not direct_only, dataset=statement.dataset)
+                tree = column_tree(ref, column, graph, naming, indirect=not direct_only, dataset=statement.dataset)
                 title = f"{ref}" + (f" = {column.expression}" if column.expression else "")
                 blocks.append(render_tree(tree, title=title))
         sys.stdout.write("\n\n".join(blocks) + ("\n" if blocks else ""))
@@ -213,7 +218,7 @@ def register(app: typer.Typer) -> None:
             graph = ColumnGraph.from_events(event for path in events for event in load_events(path))
         except LakelineError as error:
             _fail(str(error))
-        known = [ref for ref in graph.fields if ref.dataset == dataset and ref.field == field]
+        known = [ref for ref in graph.fields if table_of(ref.dataset) == dataset and ref.field == field]
         if dataset_namespace is not None:
             known = [ref for ref in known if ref.namespace == dataset_namespace]
         if not known:

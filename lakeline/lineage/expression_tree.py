@@ -20,24 +20,26 @@ from lakeline.lineage.column_model import (
     TransformationType,
     group_by_source,
 )
+from lakeline.lineage.dataset_naming import DatasetNaming
 
 
 def column_tree(
     ref: FieldRef,
     column: OutputColumn,
     graph: ColumnGraph,
+    naming: DatasetNaming,
     *,
     indirect: bool = True,
     dataset: Dependencies = NO_DEPENDENCIES,
 ) -> LineageTree:
     """``ref``'s tree: its expression chain (when the source recorded one), then its dataset-wide inputs."""
     if column.node is None:
-        return graph.tree_from(ref, column.dependencies, ref.namespace, indirect=indirect, dataset=dataset)
+        return graph.tree_from(ref, column.dependencies, naming, indirect=indirect, dataset=dataset)
     how = group_by_source(column.dependencies)
     root = LineageTree(ref)
     for child in column.node.children:
-        root.children += _steps(child, how, graph, ref.namespace, indirect)
-    shaping = graph.tree_from(ref, NO_DEPENDENCIES, ref.namespace, indirect=indirect, dataset=dataset)
+        root.children += _steps(child, how, graph, naming, indirect)
+    shaping = graph.tree_from(ref, NO_DEPENDENCIES, naming, indirect=indirect, dataset=dataset)
     root.children += shaping.children
     return root
 
@@ -46,11 +48,12 @@ def _steps(
     node: ExpressionNode,
     how: dict[SourceField, list[Transformation]],
     graph: ColumnGraph,
-    namespace: str,
+    naming: DatasetNaming,
     indirect: bool,
 ) -> list[LineageTree]:
+    namespace = naming.namespace
     if node.source is not None:
-        sources = _source(node.source, how, graph, namespace, indirect)
+        sources = _source(node.source, how, graph, naming, indirect)
         if node.label == str(node.source):
             return sources
         # A Spark attribute of a table: its ``name#id`` first, as Ushas prints it, then the table column.
@@ -58,7 +61,7 @@ def _steps(
     if not node.children:
         text = f"{node.label} = {node.expression}  [literal]" if node.expression else f"{node.label}  [literal]"
         return [LineageTree(FieldRef(namespace, "", node.label), step=text)]
-    children = [tree for child in node.children for tree in _steps(child, how, graph, namespace, indirect)]
+    children = [tree for child in node.children for tree in _steps(child, how, graph, naming, indirect)]
     if not children:
         return []  # only INDIRECT inputs below, and they are left out
     text = f"{node.label} = {node.expression}" if node.expression else node.label
@@ -69,10 +72,10 @@ def _source(
     source: SourceField,
     how: dict[SourceField, list[Transformation]],
     graph: ColumnGraph,
-    namespace: str,
+    naming: DatasetNaming,
     indirect: bool,
 ) -> list[LineageTree]:
-    ref = FieldRef(namespace, source.dataset, source.field)
+    ref = FieldRef(*naming.of(source.dataset), source.field)
     transformations: list[Transformation | None] = [*how.get(source, [])] or [None]
     trees = []
     for transformation in transformations:

@@ -115,6 +115,7 @@ class StepContext:
             run_id=self.pipeline.step_run_id(job_name),
             job_namespace=self.settings.namespace,
             dataset_namespace=self.settings.dataset_namespace,
+            glue_catalog=self.settings.glue_catalog,
             parent=self.pipeline.execution,
             root=self.pipeline.root,
             engine=self.engine,

@@ -201,7 +201,7 @@ def test_events_follow_a_column_from_stage_b_back_to_the_raw_column(aws: dict[st
     assert {e["eventTime"][:10] for e in events if e["eventType"] == "START"} >= {"2022-01-20"}
 
     graph = ColumnGraph.from_events(events)
-    tree = render_tree(graph.tree(FieldRef(NAMESPACE, TARGET, "id"), indirect=False))
+    tree = render_tree(graph.tree(FieldRef(NAMESPACE, f"AwsDataCatalog.{TARGET}", "id"), indirect=False))
     assert tree.splitlines() == [
         f"{TARGET}.id",
         f"+- {STAGE}.customers.customer_id  DIRECT IDENTITY  [job lakeline-dev/stage_b.{TARGET}.step0]",

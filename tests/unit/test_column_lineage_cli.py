@@ -56,9 +56,9 @@ def test_sql_prints_a_run_event_with_column_lineage(tmp_path: Path) -> None:
     assert event["eventType"] == "COMPLETE"
     assert event["job"] == {"namespace": "lakeline", "name": "daily", "facets": event["job"]["facets"]}
     assert event["run"]["facets"]["parent"]["job"]["name"] == "pipeline"
-    assert [d["name"] for d in event["inputs"]] == ["sales.customers", "sales.orders"]
+    assert [d["name"] for d in event["inputs"]] == ["AwsDataCatalog.sales.customers", "AwsDataCatalog.sales.orders"]
     (output,) = event["outputs"]
-    assert output["name"] == "mart.daily_sales"
+    assert output["name"] == "AwsDataCatalog.mart.daily_sales"
     fields = output["facets"]["columnLineage"]["fields"]
     assert {
         (column, f["name"], f["field"], t["type"], t["subtype"])
@@ -66,9 +66,9 @@ def test_sql_prints_a_run_event_with_column_lineage(tmp_path: Path) -> None:
         for f in facet["inputFields"]
         for t in f["transformations"]
     } == {
-        ("day", "sales.orders", "date", "DIRECT", "IDENTITY"),
-        ("region", "sales.customers", "region", "DIRECT", "IDENTITY"),
-        ("revenue", "sales.orders", "amount", "DIRECT", "AGGREGATION"),
+        ("day", "AwsDataCatalog.sales.orders", "date", "DIRECT", "IDENTITY"),
+        ("region", "AwsDataCatalog.sales.customers", "region", "DIRECT", "IDENTITY"),
+        ("revenue", "AwsDataCatalog.sales.orders", "amount", "DIRECT", "AGGREGATION"),
     }
     assert {f["namespace"] for f in fields["day"]["inputFields"]} == {"awsathena://athena.eu-west-1.amazonaws.com"}
 
@@ -228,7 +228,10 @@ def test_merge_gives_an_event_with_inputs_outputs_and_column_lineage(tmp_path: P
     result = CliRunner().invoke(app, ["lineage", "sql", str(sql), "--catalog", str(CATALOG), "--dialect", "trino"])
     assert result.exit_code == 0, result.output
     event = json.loads(result.stdout)
-    assert [d["name"] for d in event["inputs"]] == ["mart.customer_flags", "sales.customers"]
+    assert [d["name"] for d in event["inputs"]] == [
+        "AwsDataCatalog.mart.customer_flags",
+        "AwsDataCatalog.sales.customers",
+    ]
     (output,) = event["outputs"]
     fields = output["facets"]["columnLineage"]["fields"]
     assert {f["field"] for f in fields["flag"]["inputFields"]} == {"region", "name"}
