@@ -588,12 +588,19 @@ def _lineage_type(glue_type: str, dialect: str) -> str:
 class SqlColumnLineage:
     """Column lineage of SQL statements against one catalog.
 
-    ``catalog`` answers ``describe_table``; tables a statement creates (CTAS) become visible to the
-    statements after it in the same call, the way a stage B step's temp tables are.
+    ``catalog`` answers ``describe_table``; tables a statement creates (CTAS, or CREATE TABLE with its
+    columns) become visible to the statements after it, the way a stage B step's temp tables are. Pass
+    the same ``created`` to the analysers of several steps of one run, and a step sees the tables the
+    steps before it made (they are not in the catalog before the run).
     """
 
     def __init__(
-        self, catalog: TableDescriber, *, dialect: str = "athena", default_database: str | None = None
+        self,
+        catalog: TableDescriber,
+        *,
+        dialect: str = "athena",
+        default_database: str | None = None,
+        created: dict[tuple[str, str], TableSchema] | None = None,
     ) -> None:
         if dialect not in DIALECTS:
             raise ValidationError(f"dialect {dialect!r} is not supported: use one of {', '.join(DIALECTS)}")
@@ -601,7 +608,7 @@ class SqlColumnLineage:
         self.dialect = dialect
         self.read = sqlglot_dialect(dialect)
         self.default_database = default_database
-        self._created: dict[tuple[str, str], TableSchema] = {}
+        self._created = created if created is not None else {}
 
     def describe(self, database: str, table: str) -> TableSchema:
         if (database, table) in self._created:
@@ -628,6 +635,8 @@ class SqlColumnLineage:
 
     def statement(self, statement: exp.Expr) -> StatementLineage | None:
         text = statement.sql(self.read)
+        if isinstance(statement, exp.Create) and isinstance(statement.this, exp.Schema):
+            self._remember_definition(statement.this, text)
         write = plan_write(statement, default_database=self.default_database, describe=self.describe, sql=text)
         if write is None:
             return None
@@ -665,6 +674,21 @@ class SqlColumnLineage:
                 write.target[0], write.target[1], tuple(Column(c.name, "string") for c in columns)
             )
         return StatementLineage(target, columns, dataset, tuple(sorted(inputs)), text)
+
+    def _remember_definition(self, schema: exp.Schema, sql: str) -> None:
+        """``CREATE TABLE t (a int, ...) [PARTITIONED BY (dt string)]``: t's columns for later statements."""
+        if not isinstance(schema.this, exp.Table):
+            return
+        database, table = table_parts(schema.this, self.default_database, sql)
+        columns = tuple(Column(d.name.lower(), "string") for d in schema.expressions if isinstance(d, exp.ColumnDef))
+        partitions: tuple[Column, ...] = ()
+        statement = schema.parent
+        partitioned = statement.find(exp.PartitionedByProperty) if statement is not None else None
+        if partitioned is not None and isinstance(partitioned.this, exp.Schema):
+            definitions = partitioned.this.expressions
+            partitions = tuple(Column(d.name.lower(), "string") for d in definitions if isinstance(d, exp.ColumnDef))
+        if columns:
+            self._created[(database, table)] = TableSchema(database, table, columns, partitions)
 
     def _nested(self, schemas: dict[tuple[str, str], TableSchema]) -> dict[str, object]:
         nested: dict[str, dict[str, dict[str, str]]] = {}

@@ -285,9 +285,14 @@ def sql_step_run(
     default_database: str | None = None,
     engine: str | None = None,
     engine_version: str | None = None,
+    created: dict[tuple[str, str], TableSchema] | None = None,
 ) -> StepRun:
-    """The step that runs ``sql``: its column lineage from the SQL text and its datasets' schemas."""
-    statements = tuple(SqlColumnLineage(catalog, dialect=dialect, default_database=default_database).statements(sql))
+    """The step that runs ``sql``: its column lineage from the SQL text and its datasets' schemas.
+
+    ``created``: tables earlier steps of the same run made (shared with them; see ``SqlColumnLineage``).
+    """
+    analyser = SqlColumnLineage(catalog, dialect=dialect, default_database=default_database, created=created)
+    statements = tuple(analyser.statements(sql))
     names = {name for statement in statements for name in (*statement.inputs, statement.target) if name}
     schemas = {}
     for name in sorted(names):
@@ -295,7 +300,9 @@ def sql_step_run(
         try:
             schemas[name] = catalog.describe_table(database, table)
         except TableNotFound:
-            continue  # created by the step itself (CTAS): its columns come from the lineage
+            # Made by this step or an earlier one of the run: its columns come from the lineage.
+            if created and (database, table) in created:
+                schemas[name] = created[(database, table)]
     return StepRun(
         job_name=job_name,
         run_id=run_id,
