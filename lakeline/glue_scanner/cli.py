@@ -26,7 +26,6 @@ from rich.table import Table
 from rich.text import Text
 
 from lakeline.errors import ConfigError, LakelineError
-from lakeline.glue_scanner.events import DatasetNaming
 from lakeline.glue_scanner.extract import extract
 from lakeline.glue_scanner.folder import load_folder
 from lakeline.glue_scanner.lineage import (
@@ -36,6 +35,7 @@ from lakeline.glue_scanner.lineage import (
     load_run_arguments,
     store_events,
 )
+from lakeline.lineage.dataset_naming import DatasetNaming
 from lakeline.lineage.openlineage_config import (
     LOCAL_DATASET_NAMESPACE,
     athena_dataset_namespace,
@@ -167,11 +167,11 @@ def lineage_command(
         results = analyse_folder(
             glue_folder,
             settings=settings,
-            naming=DatasetNaming(namespace),
+            naming=DatasetNaming(namespace, settings.glue_catalog),
             run_arguments=run_arguments,
             jobs_pattern=jobs,
         )
-        events = [result.event for result in results if result.event is not None]
+        events = [event for result in results for event in result.events]
         path = events_file or default_events_path(glue_folder)
         emitter = store_events(events, path, settings)
     except ConfigError as error:

@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from lakeline.lineage.dataset_naming import outside_catalog
+
 _JDBC = re.compile(r"jdbc:(?P<kind>[a-z0-9]+)(?::thin)?:(?://)?@?(?P<host>[^:/;?]+)(?::(?P<port>\d+))?(?P<rest>.*)")
 _DEFAULT_PORTS = {"postgres": "5432", "mysql": "3306", "redshift": "5439", "mssql": "1433", "oracle": "1521"}
 _SCHEMES = {"postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "redshift": "redshift"}
@@ -36,16 +38,7 @@ class NamingError(ValueError):
 
 def split_dataset(dataset: str) -> tuple[str, str] | None:
     """(namespace, name) of a dataset outside the catalog; ``None`` for a catalog ``database.table``."""
-    if dataset.startswith("arn:"):
-        parts = dataset.split(":", 5)
-        if len(parts) == 6:
-            return ":".join(parts[:5]), parts[5]
-        return dataset, ""
-    if "://" in dataset:
-        scheme, _, rest = dataset.partition("://")
-        authority, _, name = rest.partition("/")
-        return f"{scheme}://{authority}", name or "/"
-    return None
+    return outside_catalog(dataset)
 
 
 def is_catalog_table(dataset: str) -> bool:

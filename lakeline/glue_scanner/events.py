@@ -1,9 +1,10 @@
-"""One OpenLineage RunEvent (COMPLETE) per analysed Glue job, with openlineage-python's classes.
+"""OpenLineage RunEvents (START, COMPLETE) per analysed Glue job, with openlineage-python's classes.
 
-Datasets are named as the rest of Lakeline names them, so the events join the pipeline's own in the
-lineage store: catalog tables are ``database.table`` in the catalog's dataset namespace (Athena's on
-AWS, see ``openlineage_config``); S3 locations, JDBC tables, DynamoDB tables and streams follow the
-OpenLineage naming spec (``datasets``). Each output carries ``schema`` and ``columnLineage`` (per-field
+Datasets are named as the rest of Lakeline names them (``dataset_naming``), so the events join the
+pipeline's own in the lineage store: catalog tables are ``AwsDataCatalog.database.table`` in Athena's
+namespace, with a ``symlinks`` facet to the Glue table when the Glue catalog is known; S3 locations,
+JDBC tables, DynamoDB tables and streams follow the OpenLineage naming spec (``datasets``). Each job gets
+a START and a COMPLETE event, as a run of it would. Each output carries ``schema`` and ``columnLineage`` (per-field
 DIRECT/INDIRECT inputs, and the dataset-wide INDIRECT ones). The job carries ``jobType``, the script
 (``sourceCode``) and where it lives (``sourceCodeLocation``); the run carries ``processing_engine`` and,
 when parts of the script could not be resolved, ``extractionError`` listing each with its line.
@@ -34,22 +35,11 @@ from lakeline.glue_scanner.column_exprs import Problem
 from lakeline.glue_scanner.datasets import is_catalog_table, split_dataset
 from lakeline.glue_scanner.script import ScriptAnalysis, Write
 from lakeline.lineage.column_model import Dependencies, group_by_source, union
+from lakeline.lineage.dataset_naming import DatasetNaming
 from lakeline.lineage.openlineage_config import OpenLineageSettings
-from lakeline.lineage.openlineage_events import PRODUCER
+from lakeline.lineage.producer import LAKELINE_VERSION, PRODUCER, owned
 
 INTEGRATION = "GLUE"
-
-
-@dataclass(frozen=True)
-class DatasetNaming:
-    catalog_namespace: str
-
-    def of(self, dataset: str) -> tuple[str, str]:
-        """(namespace, name) of a dataset: ``db.table``, or one named outside the catalog (``datasets``)."""
-        outside = split_dataset(dataset)
-        if outside is not None:
-            return outside
-        return self.catalog_namespace, dataset
 
 
 @dataclass(frozen=True)
@@ -146,8 +136,9 @@ def job_event(
     naming: DatasetNaming,
     settings: OpenLineageSettings,
     at: datetime,
+    state: RunState = RunState.COMPLETE,
 ) -> RunEvent:
-    """The COMPLETE event of one job's analysed script."""
+    """One event (START or COMPLETE) of one job's analysed script."""
     if at.tzinfo is None:
         raise ValueError("event time must be timezone-aware")
     analysis = run.analysis
@@ -159,13 +150,14 @@ def job_event(
         namespace, name = naming.of(dataset)
         schema = _catalog_schema(dataset, catalog, analysis.schemas)
         facets: dict[str, Any] = {"schema": _schema(schema)} if schema else {}
+        facets.update(naming.facets(dataset))
         inputs.append(InputDataset(namespace=namespace, name=name, facets=facets))
     outputs = []
     targets = sorted({write.target for write in analysis.writes if write.target})
     for target in targets:
         writes = [write for write in analysis.writes if write.target == target]
         namespace, name = naming.of(target)
-        out_facets: dict[str, Any] = {"columnLineage": column_lineage_facet(writes, naming)}
+        out_facets: dict[str, Any] = {"columnLineage": column_lineage_facet(writes, naming), **naming.facets(target)}
         schema = _catalog_schema(target, catalog, analysis.schemas)
         if schema is not None:
             out_facets["schema"] = _schema(schema)
@@ -178,7 +170,7 @@ def job_event(
         outputs.append(OutputDataset(namespace=namespace, name=name, facets=out_facets))
     run_facets: dict[str, Any] = {
         "processing_engine": processing_engine_run.ProcessingEngineRunFacet(
-            version=run.glue_version or "unknown", name="glue", openlineageAdapterVersion=PRODUCER
+            version=run.glue_version or "unknown", name="glue", openlineageAdapterVersion=LAKELINE_VERSION
         )
     }
     if settings.parent is not None:
@@ -203,12 +195,14 @@ def job_event(
         job_facets["sourceCodeLocation"] = source_code_location_job.SourceCodeLocationJobFacet(
             type="s3", url=run.script_location
         )
-    return RunEvent(
-        eventType=RunState.COMPLETE,
-        eventTime=at.astimezone(UTC).isoformat(),
-        run=Run(runId=run.run_id, facets=run_facets),
-        job=Job(namespace=settings.namespace, name=run.job_name, facets=job_facets),
-        producer=PRODUCER,
-        inputs=inputs,
-        outputs=outputs,
+    return owned(
+        RunEvent(
+            eventType=state,
+            eventTime=at.astimezone(UTC).isoformat(),
+            run=Run(runId=run.run_id, facets=run_facets),
+            job=Job(namespace=settings.namespace, name=run.job_name, facets=job_facets),
+            producer=PRODUCER,
+            inputs=inputs,
+            outputs=outputs,
+        )
     )

@@ -150,10 +150,10 @@ def test_extract_then_lineage_end_to_end(account: tuple[Any, Any], tmp_path: Pat
     assert sorted(extracted) == ["customer_metrics", "daily_events", "orders_to_curated"]
     athena = "awsathena://athena.eu-west-1.amazonaws.com"
     assert {(o["namespace"], o["name"]) for o in extracted["orders_to_curated"]["outputs"]} == {
-        (athena, "curated.orders")
+        (athena, "AwsDataCatalog.curated.orders")
     }
     metrics = extracted["customer_metrics"]["outputs"][0]["facets"]["columnLineage"]["fields"]
-    assert metrics["email"]["inputFields"][0]["name"] == "sales_raw.customers"
+    assert metrics["email"]["inputFields"][0]["name"] == "AwsDataCatalog.sales_raw.customers"
 
     # The same lineage as from the hand-written folder: extraction loses nothing the analysis uses.
     manual = tmp_path / "manual"
@@ -188,7 +188,7 @@ def test_a_missing_script_fails_its_job_only(account: tuple[Any, Any], tmp_path:
     result = glue_cli("lineage", str(out))
     assert result.exit_code == 1
     assert "error: broken_job: the job's script (s3://lake-code/scripts/gone.py) is not in" in result.stderr
-    assert len(load_events(out / "lineage" / "openlineage.jsonl")) == 3
+    assert len(load_events(out / "lineage" / "openlineage.jsonl")) == 6  # START and COMPLETE of 3 jobs
 
 
 def test_jobs_pattern_and_pages_of_jobs(account: tuple[Any, Any], tmp_path: Path) -> None:
