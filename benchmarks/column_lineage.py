@@ -35,7 +35,7 @@ import yaml
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.lineage.column_model import StatementLineage, TransformationType
-from lakeline.lineage.column_sql import SqlColumnLineage
+from lakeline.lineage.column_sql import SqlColumnLineage, sqlglot_dialect
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "unit" / "data" / "column_lineage_cases.yaml"
@@ -43,6 +43,8 @@ CATALOG = ROOT / "tests" / "unit" / "data" / "column_lineage_catalog.json"
 DEFAULT_DATABASE = "sales"
 SELECT_TARGET = "benchmark.query_result"
 UNNAMED = "(unnamed)"
+# sqllineage's names (sqlfluff's) for the dialects Lakeline reads.
+SQLLINEAGE_DIALECTS = {"athena": "athena", "spark": "sparksql", "hive": "hive", "trino": "trino", "ansi": "ansi"}
 
 Edges = set[tuple[str, str]]
 
@@ -72,8 +74,8 @@ def _direct_edges(lineage: StatementLineage, *, by_query_name: bool, dialect: st
     edges: Edges = set()
     for column in lineage.columns:
         name = column.name
-        if by_query_name and column.expression:
-            name = sqlglot.parse_one(column.expression, read=dialect).alias_or_name.lower()
+        if by_query_name and column.expression and lineage.sql.split(maxsplit=1)[0].upper() in ("SELECT", "WITH"):
+            name = sqlglot.parse_one(column.expression, read=sqlglot_dialect(dialect)).alias_or_name.lower()
             name = UNNAMED if re.fullmatch(r"_col_\d+", name) else name
         for edge in column.dependencies:
             if edge.transformation.type is TransformationType.DIRECT:
@@ -95,7 +97,7 @@ def _sqllineage(case: Case, metadata: dict[str, list[str]], *, bare_select: bool
     runner_module = importlib.import_module("sqllineage.runner")
     dummy = importlib.import_module("sqllineage.core.metadata.dummy")
     provider = dummy.DummyMetaDataProvider(metadata)
-    dialect = "athena" if case.dialect == "athena" else "sparksql"
+    dialect = SQLLINEAGE_DIALECTS[case.dialect]
     # sqllineage reports column lineage only into a written table: a bare SELECT is given one.
     sql = f"INSERT INTO {SELECT_TARGET} {case.sql}" if bare_select else case.sql
 
@@ -114,7 +116,7 @@ def _sqllineage(case: Case, metadata: dict[str, list[str]], *, bare_select: bool
 
 def _openlineage_sql(case: Case) -> Callable[[], Edges]:
     module = importlib.import_module("openlineage_sql")
-    dialect = "hive" if case.dialect == "spark" else "generic"
+    dialect = "hive" if case.dialect in ("spark", "hive") else "generic"
 
     def run() -> Edges:
         result = module.parse([case.sql], dialect=dialect, default_schema=DEFAULT_DATABASE)
@@ -196,8 +198,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{_percent(result.exact, len(cases)):>8} {_percent(result.shared_edges, result.their_edges):>10} "
             f"{_percent(result.shared_edges, result.our_edges):>8}"
         )
+    slowest = max(range(len(cases)), key=ours_ms.__getitem__)
+    print(f"\nlakeline's slowest statement: {cases[slowest].id}, {ours_ms[slowest]:.2f} ms")
     print(
-        "\nexact: statements whose DIRECT (output, input column) edges equal Lakeline's, of all statements;"
+        "exact: statements whose DIRECT (output, input column) edges equal Lakeline's, of all statements;"
         "\nprecision / recall: the library's edges also found by Lakeline / Lakeline's edges the library found."
     )
     for result in (sqllineage, openlineage_sql):

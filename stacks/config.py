@@ -13,13 +13,21 @@ from lakeline.names import check_identifier
 Engine = Literal["athena", "spark"]
 
 # What the stages' OpenLineage functions are told by the stack itself (stacks/constructs/openlineage.py):
-# where events are stored, the job namespace, the datasets' namespace and the engine that ran the SQL.
+# where events are stored, the job namespace, the datasets' namespace, the Glue catalog the tables' symlinks
+# name, and the engine that ran the SQL.
 OPENLINEAGE_EVENTS_LOCATION = "OPENLINEAGE_EVENTS_LOCATION"
 OPENLINEAGE_NAMESPACE = "OPENLINEAGE_NAMESPACE"
 OPENLINEAGE_DATASET_NAMESPACE = "OPENLINEAGE_DATASET_NAMESPACE"
+OPENLINEAGE_GLUE_CATALOG = "OPENLINEAGE_GLUE_CATALOG"
 PIPELINE_ENGINE = "PIPELINE_ENGINE"
 STACK_OPENLINEAGE_VARIABLES = frozenset(
-    {OPENLINEAGE_EVENTS_LOCATION, OPENLINEAGE_NAMESPACE, OPENLINEAGE_DATASET_NAMESPACE, PIPELINE_ENGINE}
+    {
+        OPENLINEAGE_EVENTS_LOCATION,
+        OPENLINEAGE_NAMESPACE,
+        OPENLINEAGE_DATASET_NAMESPACE,
+        OPENLINEAGE_GLUE_CATALOG,
+        PIPELINE_ENGINE,
+    }
 )
 # openlineage-python's own variables (OPENLINEAGE_URL, OPENLINEAGE__TRANSPORT__TYPE, ...), as Lambda accepts names.
 OPENLINEAGE_VARIABLE = re.compile(r"^OPENLINEAGE_[A-Za-z0-9_]+$")

@@ -70,3 +70,23 @@ def spark_engine(spark_workspace: Path) -> Iterator[SparkEngine]:
     engine = SparkEngine.local(spark_workspace, master="local[2]", shuffle_partitions=4, driver_memory="2g")
     yield engine
     engine.stop()
+
+
+@pytest.fixture(autouse=True)
+def valid_openlineage_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every OpenLineage event Lakeline makes in any test is checked against the official JSON schemas
+    (``tests/openlineage_schema.py``): events pass through ``producer.owned`` where they are made."""
+    from openlineage.client.event_v2 import RunEvent
+
+    from lakeline.glue_scanner import events as glue_events
+    from lakeline.lineage import openlineage_events
+    from lakeline.lineage.producer import owned
+    from tests.openlineage_schema import validate_event
+
+    def owned_and_valid(event: RunEvent) -> RunEvent:
+        made = owned(event)
+        validate_event(openlineage_events.event_to_dict(made))
+        return made
+
+    for module in (openlineage_events, glue_events):
+        monkeypatch.setattr(module, "owned", owned_and_valid)

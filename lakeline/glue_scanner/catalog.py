@@ -1,7 +1,8 @@
 """The Glue Data Catalog of one connection folder, from its aws-cli-shaped JSON files.
 
 Tables come from ``get-tables`` documents (``{"TableList": [...]}``, read with ``CatalogFile``),
-databases from ``get-databases`` (``{"DatabaseList": [...]}``). Resource links are followed to the
+databases from ``get-databases`` (``{"DatabaseList": [...]}``), Glue Connections from
+``get-connections`` (``{"ConnectionList": [...]}``, extracted without passwords). Resource links are followed to the
 table they point at (a link table's ``TargetTable``, or every table of a linked database's
 ``TargetDatabase``), so a script reading a link reads the real table. A table's S3 location names it:
 a script reading or writing exactly that location is reading or writing the table.
@@ -37,6 +38,8 @@ class GlueCatalog:
     tables: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """Raw table entries by lower-cased (database, name)."""
     databases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    connections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Glue Connections by name, from ``get-connections`` output (``{"ConnectionList": [...]}``)."""
 
     @classmethod
     def from_documents(cls, documents: Iterable[tuple[Path, Any]]) -> GlueCatalog:
@@ -51,6 +54,12 @@ class GlueCatalog:
                 if not isinstance(database, dict) or "Name" not in database:
                     raise ValidationError(f"{path}: a database entry has no Name")
                 self.databases[str(database["Name"]).lower()] = database
+            return
+        if isinstance(document, dict) and isinstance(document.get("ConnectionList"), list):
+            for connection in document["ConnectionList"]:
+                if not isinstance(connection, dict) or "Name" not in connection:
+                    raise ValidationError(f"{path}: a connection entry has no Name")
+                self.connections[str(connection["Name"])] = connection
             return
         if isinstance(document, dict) and isinstance(document.get("Database"), dict):
             self.add(path, {"DatabaseList": [document["Database"]]})
@@ -105,6 +114,9 @@ class GlueCatalog:
             return self.describe_table(database, table)
         except TableNotFound:
             return None
+
+    def connection(self, name: str) -> dict[str, Any] | None:
+        return self.connections.get(name)
 
     def table_at(self, location: str) -> tuple[str, str] | None:
         """The one table stored at ``location``, or ``None`` (none, or several: not guessed)."""

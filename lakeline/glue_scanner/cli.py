@@ -19,14 +19,13 @@ from typing import Annotated, NoReturn
 import boto3
 import typer
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ProfileNotFound
+from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
 from rich.table import Table
 from rich.text import Text
 
 from lakeline.errors import ConfigError, LakelineError
-from lakeline.glue_scanner.events import DatasetNaming
 from lakeline.glue_scanner.extract import extract
 from lakeline.glue_scanner.folder import load_folder
 from lakeline.glue_scanner.lineage import (
@@ -36,6 +35,7 @@ from lakeline.glue_scanner.lineage import (
     load_run_arguments,
     store_events,
 )
+from lakeline.lineage.dataset_naming import DatasetNaming
 from lakeline.lineage.openlineage_config import (
     LOCAL_DATASET_NAMESPACE,
     athena_dataset_namespace,
@@ -87,14 +87,22 @@ def extract_command(
         _fail(str(error), code=2)
     retries = Config(retries={"mode": "standard", "max_attempts": 8})
     glue, s3 = session.client("glue", config=retries), session.client("s3", config=retries)
+    try:
+        # DynamoDB tables and streams are named by account: the caller's, as the jobs run in it.
+        account: str | None = session.client("sts", config=retries).get_caller_identity()["Account"]
+    except (BotoCoreError, ClientError):
+        account = None
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     try:
         with Progress(*columns, TextColumn("{task.fields[item]}"), console=_err, transient=True) as progress:
-            report = extract(glue, s3, out, region=region, jobs_pattern=jobs, progress=_RichProgress(progress))
+            report = extract(
+                glue, s3, out, region=region, account=account, jobs_pattern=jobs, progress=_RichProgress(progress)
+            )
     except BotoCoreError as error:  # no credentials, no endpoint: nothing could be reached
         _fail(f"cannot reach AWS: {error}", code=2)
     _out.print(
-        f"extracted {report.databases} databases, {report.tables} tables and {len(report.jobs)} jobs to {out}",
+        f"extracted {report.databases} databases, {report.tables} tables, {report.connections} connections "
+        f"and {len(report.jobs)} jobs to {out}",
         highlight=False,
     )
     for problem in report.errors:
@@ -159,11 +167,11 @@ def lineage_command(
         results = analyse_folder(
             glue_folder,
             settings=settings,
-            naming=DatasetNaming(namespace),
+            naming=DatasetNaming(namespace, settings.glue_catalog),
             run_arguments=run_arguments,
             jobs_pattern=jobs,
         )
-        events = [result.event for result in results if result.event is not None]
+        events = [event for result in results for event in result.events]
         path = events_file or default_events_path(glue_folder)
         emitter = store_events(events, path, settings)
     except ConfigError as error:
@@ -175,6 +183,8 @@ def lineage_command(
     else:
         _out.print(_summary(results))
         for result in results:
+            if result.analysis is not None and result.analysis.python2:
+                _out.print(f"{result.name}: a Python 2 script, analysed after its Python 2 syntax was rewritten")
             for problem in result.unresolved:
                 _out.print(Text.assemble((f"{result.name}: ", "yellow"), str(problem)), soft_wrap=True)
     sent = " and sent through the configured transport" if emitter.sends_events else ""

@@ -1,9 +1,10 @@
-"""One OpenLineage RunEvent (COMPLETE) per analysed Glue job, with openlineage-python's classes.
+"""OpenLineage RunEvents (START, COMPLETE) per analysed Glue job, with openlineage-python's classes.
 
-Datasets are named as the rest of Lakeline names them, so the events join the pipeline's own in the
-lineage store: catalog tables are ``database.table`` in the catalog's dataset namespace (Athena's on
-AWS, see ``openlineage_config``); S3 locations follow the OpenLineage naming spec, namespace
-``s3://bucket`` and the key as name. Each output carries ``schema`` and ``columnLineage`` (per-field
+Datasets are named as the rest of Lakeline names them (``dataset_naming``), so the events join the
+pipeline's own in the lineage store: catalog tables are ``AwsDataCatalog.database.table`` in Athena's
+namespace, with a ``symlinks`` facet to the Glue table when the Glue catalog is known; S3 locations,
+JDBC tables, DynamoDB tables and streams follow the OpenLineage naming spec (``datasets``). Each job gets
+a START and a COMPLETE event, as a run of it would. Each output carries ``schema`` and ``columnLineage`` (per-field
 DIRECT/INDIRECT inputs, and the dataset-wide INDIRECT ones). The job carries ``jobType``, the script
 (``sourceCode``) and where it lives (``sourceCodeLocation``); the run carries ``processing_engine`` and,
 when parts of the script could not be resolved, ``extractionError`` listing each with its line.
@@ -11,7 +12,7 @@ when parts of the script could not be resolved, ``extractionError`` listing each
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,24 +32,14 @@ from openlineage.client.facet_v2 import (
 from lakeline.engines.base import TableSchema
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem
+from lakeline.glue_scanner.datasets import is_catalog_table, split_dataset
 from lakeline.glue_scanner.script import ScriptAnalysis, Write
 from lakeline.lineage.column_model import Dependencies, group_by_source, union
+from lakeline.lineage.dataset_naming import DatasetNaming
 from lakeline.lineage.openlineage_config import OpenLineageSettings
-from lakeline.lineage.openlineage_events import PRODUCER
+from lakeline.lineage.producer import LAKELINE_VERSION, PRODUCER, owned
 
 INTEGRATION = "GLUE"
-
-
-@dataclass(frozen=True)
-class DatasetNaming:
-    catalog_namespace: str
-
-    def of(self, dataset: str) -> tuple[str, str]:
-        """(namespace, name) of a dataset: ``db.table`` or ``s3://bucket/key``."""
-        if dataset.startswith("s3://"):
-            bucket, _, key = dataset[len("s3://") :].partition("/")
-            return f"s3://{bucket}", key or "/"
-        return self.catalog_namespace, dataset
 
 
 @dataclass(frozen=True)
@@ -111,8 +102,10 @@ def _schema(schema: TableSchema) -> schema_dataset.SchemaDatasetFacet:
     )
 
 
-def _catalog_schema(dataset: str, catalog: GlueCatalog) -> TableSchema | None:
-    if dataset.startswith("s3://") or "." not in dataset:
+def _catalog_schema(dataset: str, catalog: GlueCatalog, known: Mapping[str, TableSchema]) -> TableSchema | None:
+    if dataset in known:
+        return known[dataset]  # a JDBC or DynamoDB table that a catalog table describes
+    if not is_catalog_table(dataset) or "." not in dataset:
         return None
     database, table = dataset.split(".", 1)
     return catalog.schema_or_none(database, table)
@@ -143,8 +136,9 @@ def job_event(
     naming: DatasetNaming,
     settings: OpenLineageSettings,
     at: datetime,
+    state: RunState = RunState.COMPLETE,
 ) -> RunEvent:
-    """The COMPLETE event of one job's analysed script."""
+    """One event (START or COMPLETE) of one job's analysed script."""
     if at.tzinfo is None:
         raise ValueError("event time must be timezone-aware")
     analysis = run.analysis
@@ -154,16 +148,17 @@ def job_event(
     inputs = []
     for dataset in sorted(read):
         namespace, name = naming.of(dataset)
-        schema = _catalog_schema(dataset, catalog)
+        schema = _catalog_schema(dataset, catalog, analysis.schemas)
         facets: dict[str, Any] = {"schema": _schema(schema)} if schema else {}
+        facets.update(naming.facets(dataset))
         inputs.append(InputDataset(namespace=namespace, name=name, facets=facets))
     outputs = []
     targets = sorted({write.target for write in analysis.writes if write.target})
     for target in targets:
         writes = [write for write in analysis.writes if write.target == target]
         namespace, name = naming.of(target)
-        out_facets: dict[str, Any] = {"columnLineage": column_lineage_facet(writes, naming)}
-        schema = _catalog_schema(target, catalog)
+        out_facets: dict[str, Any] = {"columnLineage": column_lineage_facet(writes, naming), **naming.facets(target)}
+        schema = _catalog_schema(target, catalog, analysis.schemas)
         if schema is not None:
             out_facets["schema"] = _schema(schema)
         else:
@@ -175,7 +170,7 @@ def job_event(
         outputs.append(OutputDataset(namespace=namespace, name=name, facets=out_facets))
     run_facets: dict[str, Any] = {
         "processing_engine": processing_engine_run.ProcessingEngineRunFacet(
-            version=run.glue_version or "unknown", name="glue", openlineageAdapterVersion=PRODUCER
+            version=run.glue_version or "unknown", name="glue", openlineageAdapterVersion=LAKELINE_VERSION
         )
     }
     if settings.parent is not None:
@@ -200,12 +195,14 @@ def job_event(
         job_facets["sourceCodeLocation"] = source_code_location_job.SourceCodeLocationJobFacet(
             type="s3", url=run.script_location
         )
-    return RunEvent(
-        eventType=RunState.COMPLETE,
-        eventTime=at.astimezone(UTC).isoformat(),
-        run=Run(runId=run.run_id, facets=run_facets),
-        job=Job(namespace=settings.namespace, name=run.job_name, facets=job_facets),
-        producer=PRODUCER,
-        inputs=inputs,
-        outputs=outputs,
+    return owned(
+        RunEvent(
+            eventType=state,
+            eventTime=at.astimezone(UTC).isoformat(),
+            run=Run(runId=run.run_id, facets=run_facets),
+            job=Job(namespace=settings.namespace, name=run.job_name, facets=job_facets),
+            producer=PRODUCER,
+            inputs=inputs,
+            outputs=outputs,
+        )
     )

@@ -14,6 +14,7 @@ retries.
 from __future__ import annotations
 
 import fnmatch
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ from lakeline.glue_scanner.arguments import (
 )
 from lakeline.glue_scanner.folder import (
     CONNECTION_FILE,
+    CONNECTIONS_FILE,
     DATABASES_FILE,
     EXTRA_PY_DIR,
     JOB_FILE,
@@ -76,6 +78,7 @@ class ExtractError:
 class ExtractReport:
     databases: int = 0
     tables: int = 0
+    connections: int = 0
     jobs: list[str] = field(default_factory=list)
     errors: list[ExtractError] = field(default_factory=list)
 
@@ -126,6 +129,29 @@ def extract_catalog(glue: Any, out: Path, report: ExtractReport, progress: Progr
             write_json(out / tables_file(name), {"TableList": aws_json(tables)})
             report.tables += len(tables)
         progress.advance(name)
+
+
+_SECRET = re.compile(r"PASSWORD|SECRET|TOKEN|KEYSTORE|PRIVATE|CREDENTIAL", re.IGNORECASE)
+
+
+def without_secrets(value: Any) -> Any:
+    """A connection with every password-like property left out (``HidePassword`` hides only some)."""
+    if isinstance(value, Mapping):
+        return {k: without_secrets(v) for k, v in value.items() if not _SECRET.search(str(k))}
+    if isinstance(value, list):
+        return [without_secrets(item) for item in value]
+    return value
+
+
+def extract_connections(glue: Any, out: Path, report: ExtractReport) -> None:
+    """Glue Connections, for the JDBC URLs and brokers that name the data of jobs and catalog tables."""
+    try:
+        connections = _pages(glue, "get_connections", "ConnectionList", HidePassword=True)
+    except (ClientError, BotoCoreError) as error:
+        report.errors.append(ExtractError("connections", f"cannot list connections: {_describe(error)}"))
+        return
+    write_json(out / CONNECTIONS_FILE, {"ConnectionList": without_secrets(aws_json(connections))})
+    report.connections = len(connections)
 
 
 def _download(s3: Any, uri: str, target: Path) -> None:
@@ -187,6 +213,7 @@ def extract(
     out: Path,
     *,
     region: str | None,
+    account: str | None = None,
     jobs_pattern: str = "*",
     progress: ProgressListener | None = None,
 ) -> ExtractReport:
@@ -194,8 +221,9 @@ def extract(
     listener = progress or _Silent()
     report = ExtractReport()
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / CONNECTION_FILE, {"Region": region})
+    write_json(out / CONNECTION_FILE, {"Region": region, "AccountId": account})
     extract_catalog(glue, out, report, listener)
+    extract_connections(glue, out, report)
     try:
         jobs = [job for job in _pages(glue, "get_jobs", "Jobs") if fnmatch.fnmatchcase(str(job["Name"]), jobs_pattern)]
     except (ClientError, BotoCoreError) as error:

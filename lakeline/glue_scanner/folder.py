@@ -2,8 +2,9 @@
 
 ```
 DIR/                              one Glue connection (an account and region)
-  connection.json                 {"Region": ...} (optional)
+  connection.json                 {"Region": ..., "AccountId": ...} (optional)
   databases.json                  aws glue get-databases output  {"DatabaseList": [...]}
+  connections.json                aws glue get-connections output {"ConnectionList": [...]}, no secrets
   tables.<database>.json          aws glue get-tables output      {"TableList": [...]}
   jobs/<job>/                     one folder per job
     job.json                      aws glue get-job output         {"Job": {...}}
@@ -41,6 +42,7 @@ from lakeline.glue_scanner.arguments import (
 from lakeline.glue_scanner.catalog import GlueCatalog
 
 CONNECTION_FILE = "connection.json"
+CONNECTIONS_FILE = "connections.json"
 DATABASES_FILE = "databases.json"
 JOBS_DIR = "jobs"
 JOB_FILE = "job.json"
@@ -142,6 +144,7 @@ class GlueFolder:
     region: str | None
     catalog: GlueCatalog
     jobs: tuple[JobFolder, ...]
+    account: str | None = None
 
 
 def _job_config(document: Any, where: Path) -> dict[str, Any]:
@@ -192,11 +195,12 @@ def load_folder(root: Path) -> GlueFolder:
     """Read a connection folder, extracted or written by hand."""
     if not root.is_dir():
         raise ValidationError(f"{root} is not a folder")
-    region = None
+    region = account = None
     if (root / CONNECTION_FILE).is_file():
         connection = read_json(root / CONNECTION_FILE)
-        if isinstance(connection, dict) and connection.get("Region"):
-            region = str(connection["Region"])
+        if isinstance(connection, dict):
+            region = str(connection["Region"]) if connection.get("Region") else None
+            account = str(connection["AccountId"]) if connection.get("AccountId") else None
     catalog = GlueCatalog.load_files(_catalog_files(root))
     jobs_root = root / JOBS_DIR
     jobs = tuple(
@@ -208,4 +212,4 @@ def load_folder(root: Path) -> GlueFolder:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ValidationError(f"several job folders hold the job {', '.join(duplicates)}")
-    return GlueFolder(root, region, catalog, jobs)
+    return GlueFolder(root, region, catalog, jobs, account)

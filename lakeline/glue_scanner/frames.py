@@ -63,6 +63,8 @@ class Frame:
     problems: tuple[Problem, ...] = ()
     dynamic: bool = False
     """A Glue DynamicFrame rather than a Spark DataFrame (some methods differ)."""
+    splits: tuple[OutputColumn, ...] = ()
+    """Columns ``resolveChoice`` ``make_cols`` splits into ``name_type`` columns, one per type seen at run time."""
 
     @property
     def is_open(self) -> bool:
@@ -137,6 +139,9 @@ def resolve_name(frame: Frame, name: str, site: Site) -> tuple[Dependencies, tup
     if matches:
         deps = union(*(column.dependencies for column in matches))
         return deps, (site.problem(f"column {plain!r} is ambiguous: {len(matches)} columns have that name"),)
+    split = split_column(frame, key)
+    if split is not None:
+        return split.dependencies, ()
     if key in frame.hidden or not frame.open_groups:
         known = ", ".join(frame.column_names()) or "none"
         return NO_DEPENDENCIES, (site.problem(f"column {plain!r} is not in the frame (its columns: {known})"),)
@@ -181,6 +186,38 @@ def dependencies(frame: Frame, expression: ColExpr, site: Site) -> tuple[Depende
 
     result = walk(expression)
     return result, tuple(problems)
+
+
+GLUE_TYPE_NAMES = frozenset(
+    [
+        "byte",
+        "short",
+        "int",
+        "integer",
+        "long",
+        "bigint",
+        "float",
+        "double",
+        "decimal",
+        "string",
+        "boolean",
+        "date",
+        "timestamp",
+        "binary",
+        "struct",
+        "array",
+        "map",
+        "null",
+    ]
+)
+
+
+def split_column(frame: Frame, key: str) -> OutputColumn | None:
+    """The column ``make_cols`` split into ``key`` (``price_long`` of ``price``), if it did."""
+    base, _, type_name = key.rpartition("_")
+    if type_name not in GLUE_TYPE_NAMES:
+        return None
+    return next((column for column in frame.splits if column.name.lower() == base), None)
 
 
 # Operations ---------------------------------------------------------------------------------------
@@ -453,7 +490,7 @@ def written_columns(
         zipped = zip(names, frame.columns, strict=False)
         return tuple(OutputColumn(n, c.dependencies) for n, c in zipped), problems
     if not frame.is_open:
-        return frame.columns, ()
+        return _with_split_columns(frame, target, site) if frame.splits else (frame.columns, ())
     if target is not None:
         # The catalog knows the target's columns: each is taken from the frame by name.
         columns = []
@@ -471,3 +508,20 @@ def written_columns(
         "only the columns the script names are traced"
     )
     return frame.columns, (site.problem(message),)
+
+
+def _with_split_columns(
+    frame: Frame, target: TableSchema | None, site: Site
+) -> tuple[tuple[OutputColumn, ...], tuple[Problem, ...]]:
+    """``make_cols`` columns: the target's ``name_type`` columns when the catalog has them, else reported."""
+    if target is None:
+        names = ", ".join(c.name for c in frame.splits)
+        problem = site.problem(f"make_cols writes {names} as <name>_<type> columns, one per type found at run time")
+        return frame.columns, (problem,)
+    present = {c.name.lower() for c in frame.columns}
+    added = []
+    for column in target.columns:
+        split = split_column(frame, column.name.lower())
+        if column.name.lower() not in present and split is not None:
+            added.append(OutputColumn(column.name, split.dependencies))
+    return (*frame.columns, *added), ()

@@ -10,6 +10,7 @@ configured, sent through it as well.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -17,12 +18,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from openlineage.client.event_v2 import RunEvent
+from openlineage.client.event_v2 import RunEvent, RunState
 
 from lakeline.errors import LakelineError, ValidationError
 from lakeline.glue_scanner.arguments import ADDITIONAL_PYTHON_MODULES, python_modules, string_arguments
 from lakeline.glue_scanner.column_exprs import Problem
-from lakeline.glue_scanner.events import DatasetNaming, JobRun, job_event
+from lakeline.glue_scanner.events import JobRun, job_event
 from lakeline.glue_scanner.folder import (
     EVENTS_FILE,
     LINEAGE_DIR,
@@ -34,6 +35,7 @@ from lakeline.glue_scanner.folder import (
 )
 from lakeline.glue_scanner.python_eval import module_sources
 from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, analyse_script
+from lakeline.lineage.dataset_naming import DatasetNaming
 from lakeline.lineage.openlineage_config import OpenLineageSettings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
 from lakeline.lineage.openlineage_events import event_to_dict, now, stable_run_id
@@ -45,8 +47,15 @@ class JobResult:
     analysis: ScriptAnalysis | None = None
     unresolved: tuple[Problem, ...] = ()
     event: RunEvent | None = None
+    """The COMPLETE event of the job's run; ``start`` is its START."""
     error: str | None = None
     """Why the job could not be analysed at all (no script, a syntax error, a Scala job)."""
+    start: RunEvent | None = None
+
+    @property
+    def events(self) -> list[RunEvent]:
+        """The job run's events in order: START, then COMPLETE."""
+        return [event for event in (self.start, self.event) if event is not None]
 
 
 def load_run_arguments(path: Path) -> dict[str, dict[str, str]]:
@@ -81,6 +90,8 @@ def analyse_job(job: JobFolder, folder: GlueFolder, run_arguments: Mapping[str, 
             catalog=folder.catalog,
             modules=module_sources(job.module_files()),
             libraries=_libraries(job, arguments),
+            region=folder.region,
+            account=folder.account,
         )
         analysis = analyse_script(job.script.read_text(encoding="utf-8"), job.script.name, context)
     except (LakelineError, OSError, UnicodeDecodeError) as error:
@@ -108,20 +119,22 @@ def analyse_folder(
     for job in folder.jobs:
         if not fnmatch.fnmatchcase(job.name, jobs_pattern):
             continue
+        started = clock()
         result = analyse_job(job, folder, run_arguments.get(job.name, {}))
         if result.analysis is not None and job.script is not None:
             at = clock()
             run = JobRun(
                 job_name=job.name,
-                run_id=stable_run_id(at, f"glue/{job.name}"),
+                run_id=stable_run_id(started, f"glue/{job.name}"),
                 analysis=result.analysis,
                 unresolved=result.unresolved,
                 script=job.script.read_text(encoding="utf-8"),
                 script_location=job.script_location,
                 glue_version=job.glue_version,
             )
-            event = job_event(run, catalog=folder.catalog, naming=naming, settings=settings, at=at)
-            result = JobResult(result.name, result.analysis, result.unresolved, event)
+            made = functools.partial(job_event, run, catalog=folder.catalog, naming=naming, settings=settings)
+            start, event = made(at=started, state=RunState.START), made(at=at)
+            result = JobResult(result.name, result.analysis, result.unresolved, event, start=start)
         results.append(result)
     return results
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import json
 import operator
 import re
 import string
@@ -373,6 +374,14 @@ class PythonEvaluator:
             return Seq((*receiver.items, *added))
         return self.mutation_hook(receiver, name, args, kwargs, node)
 
+    def set_item_hook(self, receiver: Value, key: Value, value: Value | None, node: ast.AST) -> Value | None:
+        """``receiver[key] = value`` (``del receiver[key]`` when ``value`` is ``None``) on a library object."""
+        return None
+
+    def library_value(self, path: str) -> Value:
+        """A library attribute used as a value (``sys.argv``); by default the library object itself."""
+        return Lib(path)
+
     def decorator_hook(self, decorator: Value, function: Function) -> Value | None:
         """What a decorator makes of a function; ``None``: the function itself."""
         return None
@@ -429,7 +438,7 @@ class PythonEvaluator:
             return self.load_module(name, node)
         top = name.split(".")[0]
         if top in KNOWN_LIBRARIES or top in self.libraries:
-            return Lib(name)
+            return self.library_value(name)
         return self.unknown(node, f"module {name!r} is neither a known library nor one of the job's extra files")
 
     def module_attribute(self, module: Module, name: str, node: ast.AST) -> Value:
@@ -503,7 +512,11 @@ class PythonEvaluator:
             raise _Break
         elif isinstance(node, ast.Continue):
             raise _Continue
-        # pass, assert, raise, del: no lineage
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript):
+                    self.set_item(target, None, scope)
+        # pass, assert, raise: no lineage
 
     def assign(self, target: ast.expr, value: Value, scope: Scope, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -519,7 +532,24 @@ class PythonEvaluator:
                 else:
                     reason = value if isinstance(value, Unknown) else self.unknown(node, "unpacking is not resolved")
                     self.assign(element, reason, scope, node)
-        # attributes and subscripts of other objects: not followed
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            self.set_item(target, value, scope)
+        # attributes, and subscripts of other objects: not followed
+
+    def set_item(self, target: ast.Subscript, value: Value | None, scope: Scope) -> None:
+        """``name[key] = value`` or ``del name[key]``: values are immutable, so ``name`` is rebound."""
+        if not isinstance(target.value, ast.Name):
+            return
+        current = self.eval(target.value, scope)
+        key = self.eval(target.slice, scope)
+        changed: Value | None = None
+        if isinstance(current, Dict) and isinstance(key, Const):
+            kept = tuple((k, v) for k, v in current.items if not (isinstance(k, Const) and k.value == key.value))
+            changed = Dict(kept if value is None else (*kept, (key, value)))
+        elif not isinstance(current, Unknown):
+            changed = self.set_item_hook(current, key, value, target)
+        if changed is not None:
+            scope.bind(target.value.id, changed)
 
     def import_from(self, node: ast.ImportFrom, scope: Scope) -> None:
         base = node.module or ""
@@ -779,7 +809,7 @@ class PythonEvaluator:
 
     def attribute(self, receiver: Value, name: str, node: ast.AST) -> Value:
         if isinstance(receiver, Lib):
-            return Lib(f"{receiver.path}.{name}")
+            return self.library_value(f"{receiver.path}.{name}")
         if isinstance(receiver, Module):
             return self.module_attribute(receiver, name, node)
         return self.attribute_hook(receiver, name, node)
@@ -1009,6 +1039,11 @@ class PythonEvaluator:
                 joined = [t.strip("/") if i else t.rstrip("/") for i, t in enumerate(texts) if t is not None]
                 return Const("/".join(joined))
             return self.unknown(node, "a path join is not resolved")
+        if path == "json.loads" and args and (text := const_str(args[0])) is not None:
+            try:
+                return from_literal(json.loads(text))
+            except (ValueError, TypeError):
+                return self.unknown(node, "json.loads() of text that is not JSON")
         return self.library_hook(path, args, kwargs, node)
 
     def bind(self, parameters: Sequence[str], args: Sequence[Value], kwargs: Mapping[str, Value]) -> dict[str, Value]:
@@ -1075,7 +1110,8 @@ class PythonEvaluator:
                         return from_literal(result)
                 except (TypeError, ValueError):
                     pass
-        return self.unknown(node, f"{name}() of these values is not resolved")
+        given = next((a for a in args if isinstance(a, Unknown)), None)
+        return given or self.unknown(node, f"{name}() of these values is not resolved")
 
     def method(self, receiver: Value, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call) -> Value:
         if isinstance(receiver, Lib):

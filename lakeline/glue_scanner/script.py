@@ -16,12 +16,13 @@ Sources: ``create_dynamic_frame.from_catalog`` / ``from_options``, ``create_data
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from lakeline.engines.base import TableSchema
 from lakeline.errors import ValidationError
 from lakeline.glue_scanner import frames as fr
+from lakeline.glue_scanner import nested
 from lakeline.glue_scanner.catalog import GlueCatalog, normalize_location
 from lakeline.glue_scanner.column_exprs import (
     Alias,
@@ -40,7 +41,10 @@ from lakeline.glue_scanner.column_exprs import (
     function_call,
     parse_sql_expression,
 )
+from lakeline.glue_scanner.connections import Endpoints
+from lakeline.glue_scanner.datasets import NamingError
 from lakeline.glue_scanner.frames import Frame, merge_problems, opaque_frame
+from lakeline.glue_scanner.py2 import convert_python2
 from lakeline.glue_scanner.python_eval import (
     ModuleSource,
     PythonEvaluator,
@@ -62,7 +66,7 @@ from lakeline.glue_scanner.values import (
     Unknown,
     Value,
 )
-from lakeline.lineage.column_model import Dependencies, OutputColumn, Subtype
+from lakeline.lineage.column_model import Dependencies, OutputColumn, Subtype, identity_of
 
 RUN_TIME_ARGUMENTS = frozenset({"JOB_RUN_ID", "JOB_ID", "SECURITY_CONFIGURATION", "encryption-type"})
 """Arguments Glue sets per run: their values are not in the job's configuration."""
@@ -154,6 +158,13 @@ _ACTIONS = frozenset(
     ]
 )
 _FILE_FORMATS = frozenset({"parquet", "csv", "json", "orc", "text", "avro", "xml"})
+_TABLE_FORMATS = frozenset({"delta", "iceberg", "hudi", "org.apache.hudi"})
+"""Formats whose ``load``/``save`` take a path or a table name, as files do."""
+_CONNECTOR_FORMATS = {"net.snowflake.spark.snowflake": "snowflake", "aws-kinesis": "kinesis"}
+_STREAM_RECORD_COLUMNS = {
+    "kafka": ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType"),
+    "kinesis": ("data", "streamName", "partitionKey", "sequenceNumber", "approximateArrivalTimestamp"),
+}
 
 # Parameter names of Glue API calls, for arguments given by position.
 _CREATE_FROM_CATALOG = ("database", "table_name", "redshift_tmp_dir", "transformation_ctx", "push_down_predicate")
@@ -161,6 +172,24 @@ _CREATE_DATA_FRAME_FROM_CATALOG = ("database", "table_name", "transformation_ctx
 _CREATE_FROM_OPTIONS = ("connection_type", "connection_options", "format", "format_options", "transformation_ctx")
 _WRITE_FROM_OPTIONS = ("frame", "connection_type", "connection_options", "format", "format_options")
 _WRITE_FROM_CATALOG = ("frame", "database", "table_name", "redshift_tmp_dir", "transformation_ctx")
+_WRITE_FROM_JDBC_CONF = ("frame", "catalog_connection", "connection_options", "redshift_tmp_dir", "transformation_ctx")
+_NAMING_OPTIONS = frozenset(
+    {
+        "dbtable",
+        "dbTable",
+        "url",
+        "database",
+        "connectionName",
+        "topicName",
+        "streamName",
+        "streamARN",
+        "dynamodb.input.tableName",
+        "dynamodb.output.tableName",
+        "sfDatabase",
+        "sfSchema",
+    }
+)
+"""Options that decide which dataset is read or written: left unresolved, they are reported."""
 _TRANSFORM_PARAMETERS: dict[str, tuple[str, ...]] = {
     "ApplyMapping": ("frame", "mappings"),
     "SelectFields": ("frame", "paths"),
@@ -170,6 +199,8 @@ _TRANSFORM_PARAMETERS: dict[str, tuple[str, ...]] = {
     "Filter": ("frame", "f"),
     "DropNullFields": ("frame",),
     "ResolveChoice": ("frame", "specs", "choice"),
+    "Map": ("frame", "f"),
+    "Relationalize": ("frame", "staging_path", "name"),
     "Spigot": ("frame", "path"),
     "SelectFromCollection": ("dfc", "key"),
 }
@@ -193,6 +224,10 @@ class ScriptAnalysis:
     reads: set[str] = field(default_factory=set)
     """Every dataset the script reads, whether or not it reaches a sink."""
     problems: list[Problem] = field(default_factory=list)
+    schemas: dict[str, TableSchema] = field(default_factory=dict)
+    python2: bool = False
+    """The script is Python 2 (Glue 0.9) and was analysed after its Python 2 syntax was rewritten."""
+    """Known columns of datasets outside the catalog (a JDBC or DynamoDB table the catalog describes)."""
 
     def unresolved(self) -> list[Problem]:
         found = list(self.problems)
@@ -212,15 +247,26 @@ class ScriptContext:
     modules: Mapping[str, ModuleSource] = field(default_factory=dict)
     libraries: frozenset[str] = frozenset()
     """Top-level names of pip modules the job installs (``--additional-python-modules``)."""
+    region: str | None = None
+    account: str | None = None
+    """Where the job runs: DynamoDB tables and Kinesis streams are named with them."""
 
 
 def analyse_script(source: str, filename: str, context: ScriptContext) -> ScriptAnalysis:
     """The sinks, sources and unresolved parts of ``source``; a syntax error is a ``ValidationError``."""
+    python2 = False
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
-        raise ValidationError(f"{filename} line {error.lineno}: syntax error: {error.msg}") from error
+        # Glue 0.9 ran Python 2: such a script is read once its Python 2 syntax is rewritten.
+        converted = convert_python2(source)
+        try:
+            tree = ast.parse(converted if converted is not None else source, filename=filename)
+        except SyntaxError:
+            raise ValidationError(f"{filename} line {error.lineno}: syntax error: {error.msg}") from error
+        python2 = True
     interpreter = _GlueScriptInterpreter(context)
+    interpreter.analysis.python2 = python2
     interpreter.run_main(tree, filename)
     interpreter.analysis.problems.extend(interpreter.problems)
     return interpreter.analysis
@@ -233,6 +279,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
         super().__init__(context.modules, context.libraries)
         self.context = context
         self.catalog = context.catalog
+        self.endpoints = Endpoints(context.catalog, context.region, context.account)
         self.analysis = ScriptAnalysis()
         self.views: dict[str, Frame] = {}
 
@@ -255,13 +302,46 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return self.sink_method(receiver, name, args, kwargs, node)
         return None
 
+    def set_item_hook(self, receiver: Value, key: Value, value: Value | None, node: ast.AST) -> Value | None:
+        name = const_str(key)
+        if not (isinstance(receiver, Obj) and receiver.kind == "row" and receiver.frame is not None and name):
+            return None
+        if value is None:
+            return Obj("row", fr.drop(receiver.frame, [name]))
+        return Obj(
+            "row", fr.with_column(receiver.frame, name, self.column(value, node, strings=False), self.site(node))
+        )
+
+    def library_call(self, path: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call) -> Value:
+        values = [*args, *kwargs.values()]
+        if not path.startswith(("pyspark", "awsglue")) and any(isinstance(v, ColumnValue) for v in values):
+            # A plain function over a record's fields (inside Map or a UDF body): computed from them.
+            return ColumnValue(
+                Call(path.rsplit(".", 1)[-1], tuple(self.column(v, node, strings=False) for v in values))
+            )
+        return super().library_call(path, args, kwargs, node)
+
     def decorator_hook(self, decorator: Value, function: Function) -> Value | None:
         path = decorator.path if isinstance(decorator, Lib) else ""
         if (isinstance(decorator, Obj) and decorator.kind == "udf") or path.endswith(("udf", "pandas_udf")):
             return Obj("udf")
         return None
 
+    def library_value(self, path: str) -> Value:
+        if path == "sys.argv":
+            # What Glue passes the script: the run's arguments, so ``'--X' in sys.argv`` is known.
+            argv: list[Value] = [Const("script.py")]
+            for key, value in self.context.arguments.items():
+                argv.extend((Const(key), Const(value)))
+            return Seq(tuple(argv))
+        return Lib(path)
+
     def operator_hook(self, symbol: str, operands: Sequence[Value], node: ast.AST) -> Value | None:
+        if symbol in ("in", "not in") and len(operands) == 2 and isinstance(operands[1], Args):
+            key = const_str(operands[0])
+            if key is None:
+                return None
+            return Const((operands[1].get(key) is not None) == (symbol == "in"))
         if not any(isinstance(operand, ColumnValue) for operand in operands):
             return None
         return ColumnValue(Call(symbol, tuple(self.column(o, node, strings=False) for o in operands)))
@@ -279,15 +359,17 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return Obj("writer", opaque_frame(receiver.problem)) if name == "write" else receiver
         if isinstance(receiver, FrameValue):
             frame = receiver.frame
-            if name == "write":
+            if name in ("write", "writeStream"):
                 return Obj("writer", frame)
+            if name == "rdd":
+                return Obj("rdd", frame)
             if name == "na":
                 return Obj("na", frame)
             if name == "columns":
                 if frame.is_open:
                     return self.unknown(node, "the frame's columns are not all known")
                 return Seq(tuple(Const(n) for n in frame.column_names()))
-            if name in ("schema", "dtypes", "rdd", "sql_ctx", "sparkSession", "writeStream", "storageLevel"):
+            if name in ("schema", "dtypes", "sql_ctx", "sparkSession", "storageLevel"):
                 return self.unknown(node, f"DataFrame.{name} is not analysed")
             deps, problems = fr.resolve_name(frame, name, self.site(node))
             return ColumnValue(Bound(name, deps, problems))
@@ -298,7 +380,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 if name in ("spark_session", "sparkSession"):
                     return Obj("spark")
             if receiver.kind == "spark":
-                if name == "read":
+                if name in ("read", "readStream"):
                     return Obj("reader")
                 if name in ("catalog", "conf", "sparkContext", "udf"):
                     return Obj(f"spark.{name}")
@@ -321,6 +403,8 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 return FrameValue(fr.select(frame, self.columns(index.items, node), self.site(node)))
             if isinstance(index, ColumnValue):
                 return FrameValue(fr.indirect(frame, [index.expr], Subtype.FILTER, self.site(node)))
+        if isinstance(receiver, ColumnValue) and isinstance(index, Const):
+            return receiver  # a field of a struct or an item of an array: part of the column's value
         if isinstance(receiver, Obj) and receiver.kind == "row" and receiver.frame is not None:
             key = const_str(index)
             if key is not None:
@@ -341,6 +425,10 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return self.column_method(receiver.expr, name, args, kwargs, node)
         if isinstance(receiver, Obj):
             return self.object_method(receiver, name, args, kwargs, node)
+        if isinstance(receiver, Dict) and name == "select":
+            key = const_str(args[0] if args else kwargs.get("key"))
+            found = receiver.get(key) if key is not None else None
+            return found if found is not None else self.unknown(node, f"the collection holds no frame {key!r}")
         if isinstance(receiver, Args) and name == "get":
             key = const_str(args[0]) if args else None
             found = receiver.get(key) if key is not None else None
@@ -409,10 +497,12 @@ class _GlueScriptInterpreter(PythonEvaluator):
             elif name in RUN_TIME_ARGUMENTS:
                 values.append((name, self.unknown(node, f"job argument {name} is only known when the job runs")))
             else:
+                # Glue stops the job here when an asked-for argument is missing: reported at this call.
                 message = (
                     f"job argument --{name} has no value: it is not in DefaultArguments, the run arguments "
                     "or NonOverridableArguments"
                 )
+                self.report(node, message)
                 values.append((name, self.unknown(node, message)))
         return Args(tuple(values))
 
@@ -444,14 +534,39 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 keys = self.columns(flatten([subset]), node) if subset else fr.all_columns(obj.frame)
                 return FrameValue(fr.indirect(obj.frame, keys, Subtype.FILTER, self.site(node)))
             return FrameValue(obj.frame)  # fill, replace: values change, not where they come from
+        if kind == "rdd" and obj.frame is not None:
+            return self.rdd_method(obj.frame, name, node)
         if kind == "udf" and name in ("asNondeterministic",):
             return obj
         if kind in ("job", "spark_context", "spark.conf", "spark.catalog", "spark.udf", "spark.sparkContext"):
             return Const(None)
         return self.unknown(node, f"{kind}.{name}() is not analysed")
 
+    def rdd_method(self, frame: Frame, name: str, node: ast.Call) -> Value:
+        """``df.rdd.map(...)``: the rows are not followed, but the datasets they come from are."""
+        if name == "toDF":
+            return FrameValue(frame)
+        problem = self.site(node).problem(f"RDD.{name}() changes rows in ways that are not analysed")
+        return Obj("rdd", opaque_frame(problem, inputs=frame.inputs))
+
     def glue_context_method(self, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call) -> Value:
         site = self.site(node)
+        if name in ("create_dynamic_frame_from_rdd", "create_data_frame_from_rdd"):
+            data = self.bind(("data", "name", "schema"), args, kwargs).get("data")
+            if isinstance(data, Obj) and data.kind == "rdd" and data.frame is not None:
+                return FrameValue(replace(data.frame, dynamic=name.startswith("create_dynamic")))
+            problem = site.problem(f"the rows given to {name} are not analysed")
+            return FrameValue(opaque_frame(problem, dynamic=name.startswith("create_dynamic")))
+        if name == "forEachBatch":
+            # Streaming: the batch function gets each micro-batch as a DataFrame of the stream.
+            bound = self.bind(("frame", "batch_function", "options"), args, kwargs)
+            function = bound.get("batch_function")
+            if not isinstance(function, Function):
+                self.report(node, "the forEachBatch batch function is not resolved")
+                return Const(None)
+            batch_id = self.unknown(node, "the batch id is only known when the stream runs")
+            self.call_function(function, [bound.get("frame") or Const(None), batch_id], {}, node)
+            return Const(None)
         if name in ("create_dynamic_frame_from_catalog", "create_data_frame_from_catalog"):
             dynamic = name.startswith("create_dynamic")
             params = _CREATE_FROM_CATALOG if dynamic else _CREATE_DATA_FRAME_FROM_CATALOG
@@ -476,14 +591,22 @@ class _GlueScriptInterpreter(PythonEvaluator):
             dataset, schema, problems = self.catalog_target(database, bound.get("table_name"), node)
             self.write(node, dataset, schema, bound.get("frame"), problems)
             return bound.get("frame") or Const(None)
-        if name == "write_dynamic_frame_from_jdbc_conf":
-            self.write(
-                node,
-                None,
-                None,
-                self.bind(("frame",), args, kwargs).get("frame"),
-                [site.problem("JDBC sinks are not analysed")],
-            )
+        if name in ("write_dynamic_frame_from_jdbc_conf", "write_from_jdbc_conf", "write_data_frame_from_jdbc_conf"):
+            bound = self.bind(_WRITE_FROM_JDBC_CONF, args, kwargs)
+            frame_value = bound.get("frame") or bound.get("frame_or_dfc")
+            connection_value = bound.get("catalog_connection")
+            connection_name = const_str(connection_value)
+            options, problems = self.option_strings(bound.get("connection_options"), node)
+            if connection_name is None:
+                problems.append(site.problem(f"the Glue connection is not resolved{self.reason(connection_value)}"))
+                self.write(node, None, None, frame_value, problems)
+            else:
+                self.external_write(
+                    node,
+                    frame_value,
+                    lambda: self.endpoints.jdbc(connection_name, options, what="the sink"),
+                    problems,
+                )
             return Const(None)
         if name == "getSink":
             bound = self.bind(("connection_type", "format", "transformation_ctx"), args, kwargs)
@@ -546,7 +669,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
             if mappings is None:
                 problem = site.problem("ApplyMapping mappings are not resolved")
                 return FrameValue(opaque_frame(problem, inputs=frame.inputs, dynamic=True))
-            return FrameValue(fr.apply_mapping(frame, mappings, site))
+            return FrameValue(fr.apply_mapping(frame, [(a, b, c, d) for a, b, c, d in mappings], site))
         if transform in ("SelectFields", "DropFields"):
             paths = self.names(bound.get("paths"), node)
             if paths is None:
@@ -562,7 +685,20 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return FrameValue(fr.rename(frame, old, new, site))
         if transform == "Filter":
             return FrameValue(self.glue_filter(frame, bound.get("f"), node))
-        if transform in ("DropNullFields", "ResolveChoice", "Spigot", "FillMissingValues", "EvaluateDataQuality"):
+        if transform == "Map":
+            return FrameValue(self.glue_map(frame, bound.get("f"), node))
+        if transform == "ResolveChoice":
+            specs = self.mappings(bound.get("specs"), size=2)
+            choice = const_str(bound.get("choice")) or None
+            if specs is None:
+                problem = site.problem("resolveChoice specs are not resolved")
+                return FrameValue(frame.with_problems([problem]))
+            return FrameValue(nested.resolve_choice(frame, [(a, b) for a, b, *_ in specs], choice, site))
+        if transform == "Relationalize":
+            root = const_str(bound.get("name")) or "roottable"
+            tables = nested.relationalize(frame, root, self.catalog, site)
+            return Dict(tuple((Const(name), FrameValue(table)) for name, table in tables.items()))
+        if transform in ("DropNullFields", "Spigot", "FillMissingValues", "EvaluateDataQuality"):
             return FrameValue(frame)
         problem = site.problem(f"{transform} changes the frame in ways that are not analysed")
         return FrameValue(opaque_frame(problem, inputs=frame.inputs, dynamic=True))
@@ -578,16 +714,31 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return frame.with_problems([result.problem])
         return frame
 
-    def mappings(self, value: Value | None) -> list[tuple[str, str, str, str]] | None:
-        ok, python = literal(value) if value is not None else (False, None)
+    def mappings(self, value: Value | None, size: int = 4) -> list[tuple[str, ...]] | None:
+        """ApplyMapping's 4-tuples (``size`` 2: resolveChoice's specs); ``[]`` when none are given."""
+        if value is None or (isinstance(value, Const) and value.value is None):
+            return [] if size == 2 else None
+        ok, python = literal(value)
         if not ok or not isinstance(python, list):
             return None
         result = []
         for item in python:
-            if not isinstance(item, list) or len(item) != 4 or not all(isinstance(part, str) for part in item):
+            if not isinstance(item, list) or len(item) != size or not all(isinstance(part, str) for part in item):
                 return None
-            result.append((item[0], item[1], item[2], item[3]))
+            result.append(tuple(item))
         return result
+
+    def glue_map(self, frame: Frame, function: Value | None, node: ast.Call) -> Frame:
+        """``Map.apply(frame, f)``: ``f`` gets each record; the fields it sets and deletes are followed."""
+        site = self.site(node)
+        if not isinstance(function, Function):
+            problem = site.problem("the Map function is not resolved")
+            return opaque_frame(problem, inputs=frame.inputs, dynamic=True)
+        result = self.call_function(function, [Obj("row", frame)], {}, node)
+        if isinstance(result, Obj) and result.kind == "row" and result.frame is not None:
+            return replace(result.frame, dynamic=True)
+        problem = result.problem if isinstance(result, Unknown) else site.problem("the Map function returns no record")
+        return opaque_frame(problem, inputs=frame.inputs, dynamic=True)
 
     def names(self, value: Value | None, node: ast.AST) -> list[str] | None:
         if value is None:
@@ -605,10 +756,23 @@ class _GlueScriptInterpreter(PythonEvaluator):
             reason = next((v.problem.message for v in (database, table) if isinstance(v, Unknown)), "")
             message = "catalog table name is not resolved" + (f": {reason}" if reason else "")
             return opaque_frame(site.problem(message), dynamic=dynamic)
-        real = self.catalog.resolve_link(database_name, table_name)
-        dataset = f"{real[0]}.{real[1]}"
+        dataset, schema, problems = self.catalog_dataset(database_name, table_name, site)
         self.analysis.reads.add(dataset)
-        return fr.source_frame(dataset, self.catalog.schema_or_none(*real), dynamic=dynamic)
+        return fr.source_frame(dataset, schema, dynamic=dynamic).with_problems(problems)
+
+    def catalog_dataset(self, database: str, table: str, site: Site) -> tuple[str, TableSchema | None, list[Problem]]:
+        """A catalog table's dataset: the table, or where it is stored when that is not S3."""
+        real = self.catalog.resolve_link(database, table)
+        schema = self.catalog.schema_or_none(*real)
+        try:
+            stored = self.endpoints.table_storage(*real)
+        except NamingError as error:
+            return f"{real[0]}.{real[1]}", schema, [site.problem(f"{real[0]}.{real[1]}: {error}")]
+        if stored is None:
+            return f"{real[0]}.{real[1]}", schema, []
+        if schema is not None:
+            self.analysis.schemas[stored] = schema
+        return stored, schema, []
 
     def table_source(self, name_value: Value | None, node: ast.AST) -> Frame:
         name = const_str(name_value)
@@ -651,8 +815,70 @@ class _GlueScriptInterpreter(PythonEvaluator):
             paths = options.get("paths") or options.get("path")
             if paths is not None:
                 return self.path_sources(flatten([paths]), node, dynamic=dynamic)
-        what = connection or "unresolved connection type"
-        return opaque_frame(self.site(node).problem(f"{what} sources are not analysed"), dynamic=dynamic)
+        site = self.site(node)
+        if connection is None:
+            return opaque_frame(
+                site.problem(f"the connection type is not resolved{self.reason(bound.get('connection_type'))}"),
+                dynamic=dynamic,
+            )
+        strings, problems = self.option_strings(options, node)
+        try:
+            dataset = self.endpoints.options_dataset(connection, strings)
+        except NamingError as error:
+            return opaque_frame(site.problem(f"{connection} source: {error}"), dynamic=dynamic).with_problems(problems)
+        return self.external_source(dataset, dynamic=dynamic).with_problems(problems)
+
+    def external_source(self, dataset: str, *, dynamic: bool) -> Frame:
+        self.analysis.reads.add(dataset)
+        return fr.source_frame(dataset, self.external_schema(dataset), dynamic=dynamic)
+
+    def external_schema(self, dataset: str) -> TableSchema | None:
+        """The columns of a JDBC table, stream or DynamoDB table, when a catalog table describes it."""
+        if dataset not in self.analysis.schemas:
+            for database, table in self.catalog.tables:
+                try:
+                    stored = self.endpoints.table_storage(database, table)
+                except NamingError:
+                    continue
+                if stored == dataset:
+                    schema = self.catalog.schema_or_none(database, table)
+                    if schema is not None:
+                        self.analysis.schemas[dataset] = schema
+                        break
+        return self.analysis.schemas.get(dataset)
+
+    def external_write(
+        self, node: ast.AST, frame_value: Value | None, name: Callable[[], str], problems: list[Problem]
+    ) -> None:
+        try:
+            dataset = name()
+        except NamingError as error:
+            self.write(node, None, None, frame_value, [*problems, self.site(node).problem(f"sink: {error}")])
+            return
+        self.write(node, dataset, self.external_schema(dataset), frame_value, problems)
+
+    def option_strings(self, value: Value | None, node: ast.AST) -> tuple[dict[str, str], list[Problem]]:
+        """The options given as strings; an option left unresolved is a problem naming it."""
+        if value is None:
+            return {}, []
+        if not isinstance(value, Dict):
+            return {}, [self.site(node).problem(f"connection options are not resolved{self.reason(value)}")]
+        strings: dict[str, str] = {}
+        problems: list[Problem] = []
+        for key, item in value.items:
+            name = const_str(key)
+            if name is None:
+                continue
+            ok, python = literal(item)
+            if ok and isinstance(python, str | int | float | bool):
+                strings[name] = str(python)
+            elif isinstance(item, Unknown) and name in _NAMING_OPTIONS:
+                problems.append(self.site(node).problem(f"option {name} is not resolved: {item.problem.message}"))
+        return strings, problems
+
+    @staticmethod
+    def reason(value: Value | None) -> str:
+        return f": {value.problem.message}" if isinstance(value, Unknown) else ""
 
     def options_sink(self, frame_value: Value | None, bound: dict[str, Value], node: ast.AST) -> None:
         connection = const_str(bound.get("connection_type"))
@@ -661,8 +887,14 @@ class _GlueScriptInterpreter(PythonEvaluator):
             dataset, schema, problems = self.path_target(options.get("path"), node)
             self.write(node, dataset, schema, frame_value, problems)
             return
-        problem = self.site(node).problem(f"{connection or 'unresolved connection type'} sinks are not analysed")
-        self.write(node, None, None, frame_value, [problem])
+        if connection is None:
+            problem = self.site(node).problem(
+                f"the connection type is not resolved{self.reason(bound.get('connection_type'))}"
+            )
+            self.write(node, None, None, frame_value, [problem])
+            return
+        strings, problems = self.option_strings(options, node)
+        self.external_write(node, frame_value, lambda: self.endpoints.options_dataset(connection, strings), problems)
 
     def catalog_target(
         self, database: Value | None, table: Value | None, node: ast.AST
@@ -672,8 +904,7 @@ class _GlueScriptInterpreter(PythonEvaluator):
             reason = next((v.problem.message for v in (database, table) if isinstance(v, Unknown)), "")
             message = "target table name is not resolved" + (f": {reason}" if reason else "")
             return None, None, [self.site(node).problem(message)]
-        real = self.catalog.resolve_link(database_name, table_name)
-        return f"{real[0]}.{real[1]}", self.catalog.schema_or_none(*real), []
+        return self.catalog_dataset(database_name, table_name, self.site(node))
 
     def path_target(self, path: Value | None, node: ast.AST) -> tuple[str | None, TableSchema | None, list[Problem]]:
         text = const_str(path)
@@ -739,6 +970,8 @@ class _GlueScriptInterpreter(PythonEvaluator):
             return FrameValue(frame)
         if name == "table":
             return FrameValue(self.table_source(args[0] if args else kwargs.get("tableName"), node))
+        if name == "createDataFrame" and args and isinstance(args[0], Obj) and args[0].kind == "rdd":
+            return FrameValue(args[0].frame or Frame())
         if name == "createDataFrame":
             schema = args[1] if len(args) > 1 else kwargs.get("schema")
             names = self.names(schema, node) if isinstance(schema, Seq) else None
@@ -770,7 +1003,9 @@ class _GlueScriptInterpreter(PythonEvaluator):
             form = const_str(kwargs.get("format")) or form
             if not paths and reader.setting("option:path") is not None:
                 paths = [reader.setting("option:path") or Const(None)]
-            if form == "jdbc" or not paths:
+            if form is not None and form.lower() not in _FILE_FORMATS | _TABLE_FORMATS:
+                return FrameValue(self.settings_source(reader, form, node))
+            if not paths:
                 problem = self.site(node).problem(f"{form or 'this'} source is not analysed (no path)")
                 return FrameValue(opaque_frame(problem))
             if len(paths) == 1 and (text := const_str(paths[0])) and "/" not in text and ":" not in text:
@@ -780,8 +1015,29 @@ class _GlueScriptInterpreter(PythonEvaluator):
             paths = flatten(args[:1]) if args else flatten([kwargs["path"]]) if "path" in kwargs else []
             return FrameValue(self.path_sources(paths, node, dynamic=False))
         if name == "jdbc":
-            return FrameValue(opaque_frame(self.site(node).problem("JDBC sources are not analysed")))
+            bound = self.bind(("url", "table"), args, kwargs)
+            options = {"url": bound.get("url") or Const(None), "dbtable": bound.get("table") or Const(None)}
+            return FrameValue(self.settings_source(reader, "jdbc", node, options))
         return self.unknown(node, f"spark.read.{name}() is not analysed")
+
+    def connector_options(self, settings: Obj, extra: Mapping[str, Value] | None) -> Dict:
+        options = [
+            (Const(key[len("option:") :]), value) for key, value in settings.settings if key.startswith("option:")
+        ]
+        options.extend((Const(key), value) for key, value in (extra or {}).items())
+        return Dict(tuple(options))
+
+    def settings_source(self, reader: Obj, form: str, node: ast.AST, extra: Mapping[str, Value] | None = None) -> Frame:
+        """``spark.read(Stream).format("jdbc" | "kafka" | ...).option(...).load()``."""
+        kind = _CONNECTOR_FORMATS.get(form, form)
+        bound = {"connection_type": Const(kind), "connection_options": self.connector_options(reader, extra)}
+        frame = self.options_source(bound, node, dynamic=False)
+        if kind in _STREAM_RECORD_COLUMNS and len(frame.inputs) == 1:
+            # Spark's own stream sources give the record envelope, whatever the payload's schema.
+            (dataset,) = frame.inputs
+            columns = tuple(OutputColumn(c, identity_of(dataset, c)) for c in _STREAM_RECORD_COLUMNS[kind])
+            return replace(frame, columns=columns, open_groups=())
+        return frame
 
     def writer_method(
         self, writer: Obj, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.Call
@@ -808,11 +1064,37 @@ class _GlueScriptInterpreter(PythonEvaluator):
             dataset, schema, problems = self.catalog_target(database, table, node)
             self.write(node, dataset, schema, frame_value, problems, by_position=name == "insertInto")
             return Const(None)
-        if name == "save" or name in _FILE_FORMATS:
+        if name in ("outputMode", "trigger", "queryName"):
+            return writer
+        if name == "foreachBatch":
+            function = args[0] if args else kwargs.get("func")
+            if isinstance(function, Function):
+                batch_id = self.unknown(node, "the batch id is only known when the stream runs")
+                self.call_function(function, [frame_value or Const(None), batch_id], {}, node)
+            else:
+                self.report(node, "the foreachBatch function is not resolved")
+            return writer.with_setting("format", Const("foreachBatch"))
+        if name == "foreach":
+            what = args[0] if args else None
+            described = what.name if isinstance(what, Function) else "a writer object"
+            problem = self.site(node).problem(
+                f"writeStream.foreach({described}) hands each row to code whose target is not analysed"
+            )
+            self.write(node, None, None, frame_value, [problem])
+            return writer.with_setting("format", Const("foreach"))
+        if name == "toTable":
+            name = "saveAsTable"
+        if name == "save" or name == "start" or name in _FILE_FORMATS:
             path = args[0] if args else kwargs.get("path", writer.setting("option:path"))
             form = const_str(kwargs.get("format")) or const_str(writer.setting("format"))
-            if name == "save" and form == "jdbc":
-                self.write(node, None, None, frame_value, [self.site(node).problem("JDBC sinks are not analysed")])
+            if form in ("foreachBatch", "foreach", "console", "memory", "noop"):
+                return Const(None)  # written by the batch function, or not a dataset
+            if form is not None and form.lower() not in _FILE_FORMATS | _TABLE_FORMATS:
+                bound = {
+                    "connection_type": Const(_CONNECTOR_FORMATS.get(form, form)),
+                    "connection_options": self.connector_options(writer, None),
+                }
+                self.options_sink(frame_value, bound, node)
                 return Const(None)
             if name == "save" and (text := const_str(path)) and "/" not in text and ":" not in text:
                 database, table = self.split_table_name(path)
@@ -822,7 +1104,10 @@ class _GlueScriptInterpreter(PythonEvaluator):
             self.write(node, dataset, schema, frame_value, problems)
             return Const(None)
         if name == "jdbc":
-            self.write(node, None, None, frame_value, [self.site(node).problem("JDBC sinks are not analysed")])
+            bound = self.bind(("url", "table"), args, kwargs)
+            options = {"url": bound.get("url") or Const(None), "dbtable": bound.get("table") or Const(None)}
+            sink = {"connection_type": Const("jdbc"), "connection_options": self.connector_options(writer, options)}
+            self.options_sink(frame_value, sink, node)
             return Const(None)
         return self.unknown(node, f"DataFrameWriter.{name}() is not analysed")
 
@@ -982,12 +1267,11 @@ class _GlueScriptInterpreter(PythonEvaluator):
             "rename_field": "RenameField",
             "resolveChoice": "ResolveChoice",
             "spigot": "Spigot",
+            "filter": "Filter",
+            "map": "Map",
         }
         if name in transforms:
             return self.glue_transform(transforms[name], [FrameValue(frame), *args], kwargs, node)
-        if name == "filter":
-            function = args[0] if args else kwargs.get("f")
-            return FrameValue(self.glue_filter(frame, function, node))
         if name == "join":
             bound = self.bind(("paths1", "paths2", "frame2"), args, kwargs)
             return self.glue_transform(
@@ -1001,7 +1285,16 @@ class _GlueScriptInterpreter(PythonEvaluator):
                 {},
                 node,
             )
-        if name in ("map", "relationalize", "unbox", "unnest", "split_fields", "split_rows", "mergeDynamicFrame"):
+        if name == "write":
+            # DynamicFrame.write(connection_type, connection_options, format, ...): a sink like from_options.
+            self.options_sink(FrameValue(frame), self.bind(_WRITE_FROM_OPTIONS[1:], args, kwargs), node)
+            return FrameValue(frame)
+        if name == "relationalize":
+            bound = self.bind(("root_table_name", "staging_path", "options"), args, kwargs)
+            return self.glue_transform(
+                "Relationalize", [FrameValue(frame)], {"name": bound.get("root_table_name", Const(None))}, node
+            )
+        if name in ("unbox", "unnest", "split_fields", "split_rows", "mergeDynamicFrame"):
             problem = site.problem(f"DynamicFrame.{name}() changes the frame in ways that are not analysed")
             return FrameValue(opaque_frame(problem, inputs=frame.inputs, dynamic=True))
         if name in ("repartition", "coalesce", "errorsAsDynamicFrame"):

@@ -29,6 +29,7 @@ from lakeline.lineage.column_model import (
     TransformationType,
     compose,
 )
+from lakeline.lineage.dataset_naming import DatasetNaming, table_of
 from lakeline.lineage.openlineage_events import event_to_dict
 
 
@@ -39,7 +40,8 @@ class FieldRef:
     field: str
 
     def __str__(self) -> str:
-        return f"{self.dataset}.{self.field}"
+        # For reading: the Athena catalog prefix every catalog table's name carries is left out.
+        return f"{table_of(self.dataset)}.{self.field}"
 
 
 @dataclass(frozen=True, order=True)
@@ -91,6 +93,8 @@ class LineageTree:
     dataset_level: bool = False
     cycle: bool = False
     children: list[LineageTree] = field(default_factory=list)
+    step: str | None = None
+    """Set on a step inside one statement (a subquery's column and its expression): printed as it is."""
 
 
 class ColumnGraph:
@@ -146,7 +150,7 @@ class ColumnGraph:
         self,
         ref: FieldRef,
         dependencies: Dependencies,
-        namespace: str,
+        naming: DatasetNaming,
         *,
         indirect: bool = True,
         dataset: Dependencies = NO_DEPENDENCIES,
@@ -158,7 +162,7 @@ class ColumnGraph:
         for edge, dataset_level in levels:
             if not indirect and edge.transformation.type is TransformationType.INDIRECT:
                 continue
-            source = FieldRef(namespace, edge.source.dataset, edge.source.field)
+            source = FieldRef(*naming.of(edge.source.dataset), edge.source.field)
             child = LineageTree(source, edge.transformation, dataset_level=dataset_level)
             root.children.append(self._tree(child, indirect, frozenset({ref})))
         return root
@@ -204,6 +208,10 @@ def render_tree(tree: LineageTree, *, title: str | None = None) -> str:
 
     def walk(node: LineageTree, indent: str) -> None:
         for child in node.children:
+            if child.step is not None:
+                lines.append(f"{indent}+- {child.step}")
+                walk(child, indent + "   ")
+                continue
             how = str(child.transformation) if child.transformation else ""
             notes = []
             if child.dataset_level:

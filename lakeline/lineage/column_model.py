@@ -17,6 +17,7 @@ column) that the SQL text does not show, and an explicit cast changes a type, no
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -95,6 +96,17 @@ def identity_of(dataset: str, field: str) -> Dependencies:
     return frozenset({Edge(SourceField(dataset, field), IDENTITY)})
 
 
+def into_field(dependencies: Iterable[Edge], path: str) -> Dependencies:
+    """A struct field read from a column (``path`` like ``geo.lat``): an unchanged (IDENTITY) struct gives
+    its leaf field; a computed one stays as it is, since which part of it the field comes from is unknown."""
+    return frozenset(
+        Edge(SourceField(edge.source.dataset, f"{edge.source.field}.{path}"), edge.transformation)
+        if edge.transformation.subtype is Subtype.IDENTITY
+        else edge
+        for edge in dependencies
+    )
+
+
 def compose(outer: Transformation, inner: Transformation) -> Transformation:
     """How an input reaches an output through an intermediate: ``inner`` feeds it, it feeds ``outer``.
 
@@ -133,11 +145,29 @@ def union(*parts: Iterable[Edge]) -> Dependencies:
 
 
 @dataclass(frozen=True)
+class ExpressionNode:
+    """One step of a column's expression chain (the Ushas tree): a column and the expression computing it.
+
+    ``label`` names the column where it is computed (``_q_0.a`` in SQL, ``a#0`` in a Spark plan);
+    ``expression`` is that computation (``None`` for a column read as it is from a table); ``source`` is
+    set on a catalog table's column, where the chain ends; ``children`` are the columns the expression
+    reads. An expression that reads no column (a literal) ends the chain too.
+    """
+
+    label: str
+    expression: str | None = None
+    source: SourceField | None = None
+    children: tuple[ExpressionNode, ...] = ()
+
+
+@dataclass(frozen=True)
 class OutputColumn:
     name: str
     dependencies: Dependencies
     expression: str | None = None
     """The SQL (or Spark expression) that computes the column, for display."""
+    node: ExpressionNode | None = dataclasses.field(default=None, compare=False)
+    """The column's expression chain down to table columns and literals, when the source records it."""
 
 
 @dataclass(frozen=True)

@@ -29,16 +29,21 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import sqlglot
+
 from lakeline.errors import LakelineError
 from lakeline.lineage.column_model import (
     NO_DEPENDENCIES,
     Dependencies,
+    ExpressionNode,
     OutputColumn,
+    SourceField,
     StatementLineage,
     Subtype,
     as_indirect,
     as_value,
     identity_of,
+    into_field,
     union,
 )
 
@@ -72,6 +77,7 @@ PASS_THROUGH_PLANS = frozenset(
         "Subquery",
     }
 )
+POSITION_GENERATORS = frozenset({"PosExplode"})
 SUBQUERY_EXPRESSIONS = frozenset({"ScalarSubquery", "ListQuery", "Exists", "LateralSubquery"})
 LEFT_ONLY_JOINS = ("LeftSemi", "LeftAnti")
 
@@ -147,6 +153,8 @@ class Attribute:
     expr_id: int
     dependencies: Dependencies
     expression: str | None = None
+    node: ExpressionNode | None = None
+    """The attribute's expression chain (Ushas's tree): ``name#id``, the Alias computing it, its inputs."""
 
 
 @dataclass(frozen=True)
@@ -157,10 +165,10 @@ class PlanRelation:
 
 @dataclass
 class _Env:
-    attributes: dict[int, Dependencies]
+    attributes: dict[int, Attribute]
     outer: _Env | None = None
 
-    def lookup(self, expr_id: int, name: str) -> Dependencies:
+    def lookup(self, expr_id: int, name: str) -> Attribute:
         env: _Env | None = self
         while env is not None:
             if expr_id in env.attributes:
@@ -170,22 +178,69 @@ class _Env:
 
 
 def _env(relations: list[PlanRelation], outer: _Env | None) -> _Env:
-    return _Env({a.expr_id: a.dependencies for r in relations for a in r.outputs}, outer)
+    return _Env({a.expr_id: a for r in relations for a in r.outputs}, outer)
+
+
+def _node(label: str, expression: str | None, refs: list[ExpressionNode]) -> ExpressionNode:
+    unique: dict[int, ExpressionNode] = {}
+    for ref in refs:
+        unique.setdefault(id(ref), ref)
+    return ExpressionNode(label, expression, None, tuple(unique.values()))
+
+
+# Operators Spark prints between their operands (``(a#0 + 1)``), as in its own plan strings.
+INFIX = {
+    "Add": "+",
+    "Subtract": "-",
+    "Multiply": "*",
+    "Divide": "/",
+    "Remainder": "%",
+    "EqualTo": "=",
+    "EqualNullSafe": "<=>",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "And": "AND",
+    "Or": "OR",
+}
+
+
+def _data_type(node: PlanNode) -> str:
+    kind = node.fields.get("dataType")
+    return str(kind.get("type") if isinstance(kind, dict) else kind)
 
 
 def render(node: PlanNode) -> str:
     """A short text of an expression, in Spark's ``name#id`` style, for trees and messages."""
-    if node.kind in ("AttributeReference", "OuterReference"):
-        if node.kind == "OuterReference":
-            return f"outer({render(node.child('e'))})"
+    kind, children = node.kind, node.children
+    if kind == "AttributeReference":
         return f"{node.fields.get('name')}#{_expr_id(node)}"
-    if node.kind == "Alias":
-        return f"{render(node.children[0])} AS {node.fields.get('name')}#{_expr_id(node)}"
-    if node.kind == "Literal":
-        return repr(node.fields.get("value"))
-    if node.kind in SUBQUERY_EXPRESSIONS:
-        return f"{node.kind.lower()}(...)"
-    return f"{node.kind.lower()}({', '.join(render(child) for child in node.children)})"
+    if kind == "OuterReference":
+        return f"outer({render(node.child('e'))})"
+    if kind == "Alias":
+        return f"{render(children[0])} AS {node.fields.get('name')}#{_expr_id(node)}"
+    if kind == "Literal":
+        value = node.fields.get("value")
+        return "null" if value is None else repr(value) if _data_type(node) == "string" else str(value)
+    if kind in SUBQUERY_EXPRESSIONS:
+        return f"{kind.lower()}(...)"
+    if kind in CAST_EXPRESSIONS and children:
+        return f"cast({render(children[0])} as {_data_type(node)})"
+    if kind == "GetStructField" and children:
+        return f"{render(children[0])}.{node.fields.get('name') or node.fields.get('ordinal')}"
+    if kind in INFIX and len(children) == 2:
+        return f"({render(children[0])} {INFIX[kind]} {render(children[1])})"
+    return f"{kind.lower()}({', '.join(render(child) for child in children)})"
+
+
+def _struct_path(node: PlanNode) -> tuple[PlanNode, str]:
+    """``s.info.city``: the node under nested ``GetStructField``s, and the path of field names."""
+    path: list[str] = []
+    while node.kind == "GetStructField" and node.children:
+        path.append(str(node.fields.get("name") or node.fields.get("ordinal")).lower())
+        node = node.children[0]
+    return node, ".".join(reversed(path))
 
 
 @dataclass
@@ -203,7 +258,8 @@ class _PlanWalker:
             return self._relation(table_name, columns)
         if kind in ("LocalRelation", "OneRowRelation", "Range"):
             outputs = tuple(
-                Attribute(str(a.fields.get("name")), _expr_id(a), NO_DEPENDENCIES) for a in node.child_list("output")
+                Attribute(name, expr_id, NO_DEPENDENCIES, None, ExpressionNode(f"{name}#{expr_id}", kind))
+                for name, expr_id in ((str(a.fields.get("name")), _expr_id(a)) for a in node.child_list("output"))
             )
             return PlanRelation(outputs)
         if kind in PASS_THROUGH_PLANS:
@@ -249,18 +305,37 @@ class _PlanWalker:
             definition = self.ctes[cte_id]
             references = node.child_list("output")
             outputs = tuple(
-                Attribute(str(ref.fields.get("name")), _expr_id(ref), source.dependencies, source.expression)
-                for ref, source in zip(references, definition.outputs, strict=True)
+                Attribute(
+                    name,
+                    expr_id,
+                    source.dependencies,
+                    source.expression,
+                    _node(f"{name}#{expr_id}", "CTE", [source.node] if source.node else []),
+                )
+                for name, expr_id, source in (
+                    (str(ref.fields.get("name")), _expr_id(ref), source)
+                    for ref, source in zip(references, definition.outputs, strict=True)
+                )
             )
             return PlanRelation(outputs, definition.dataset)
         if kind == "Generate":
             child = self.plan(node.children[0], outer)
             env = _env([child], outer)
-            generated = as_value(self.expr(node.child("generator"), env), Subtype.TRANSFORMATION)
-            outputs = tuple(
-                Attribute(str(a.fields.get("name")), _expr_id(a), generated) for a in node.child_list("generatorOutput")
-            )
-            return PlanRelation((*child.outputs, *outputs), child.dataset)
+            generator = node.child("generator")
+            generated = as_value(self.expr(generator, env), Subtype.TRANSFORMATION)
+            refs = self._referenced(generator, env)
+            produced = node.child_list("generatorOutput")
+            generated_outputs: list[Attribute] = []
+            for index, attribute in enumerate(produced):
+                name, expr_id = str(attribute.fields.get("name")), _expr_id(attribute)
+                # posexplode's first column is the element's position, not a value of the array.
+                if index == 0 and generator.kind in POSITION_GENERATORS and len(produced) > 1:
+                    position = _node(f"{name}#{expr_id}", f"position in {render(generator)}", [])
+                    generated_outputs.append(Attribute(name, expr_id, NO_DEPENDENCIES, None, position))
+                else:
+                    value = _node(f"{name}#{expr_id}", render(generator), refs)
+                    generated_outputs.append(Attribute(name, expr_id, generated, None, value))
+            return PlanRelation((*child.outputs, *generated_outputs), child.dataset)
         raise PlanLineageError(f"plan node {kind} is not supported for column lineage")
 
     def _relation(self, dataset: str, attributes: list[PlanNode]) -> PlanRelation:
@@ -268,7 +343,9 @@ class _PlanWalker:
         outputs = []
         for attribute in attributes:
             name = str(attribute.fields.get("name")).lower()
-            outputs.append(Attribute(name, _expr_id(attribute), identity_of(dataset, name)))
+            expr_id = _expr_id(attribute)
+            leaf = ExpressionNode(f"{name}#{expr_id}", None, SourceField(dataset, name))
+            outputs.append(Attribute(name, expr_id, identity_of(dataset, name), None, leaf))
         return PlanRelation(tuple(outputs))
 
     def _shaping(self, node: PlanNode, outer: _Env | None) -> PlanRelation:
@@ -289,8 +366,34 @@ class _PlanWalker:
             if expression.kind not in ("Alias", "AttributeReference"):
                 raise PlanLineageError(f"output expression {expression.kind} has no name")
             name = str(expression.fields.get("name")).lower()
-            outputs.append(Attribute(name, _expr_id(expression), self.expr(expression, env), render(expression)))
+            expr_id = _expr_id(expression)
+            if expression.kind == "AttributeReference":
+                passed = env.lookup(expr_id, name)
+                outputs.append(Attribute(name, expr_id, passed.dependencies, render(expression), passed.node))
+                continue
+            node = _node(f"{name}#{expr_id}", render(expression), self._referenced(expression, env))
+            outputs.append(Attribute(name, expr_id, self.expr(expression, env), render(expression), node))
         return tuple(outputs)
+
+    def _referenced(self, node: PlanNode, env: _Env) -> list[ExpressionNode]:
+        """The expression nodes of the attributes an expression reads (not those inside its subqueries)."""
+        if node.kind == "AttributeReference":
+            found = env.lookup(_expr_id(node), str(node.fields.get("name"))).node
+            return [found] if found is not None else []
+        if node.kind == "OuterReference":
+            return self._referenced(node.child("e"), env)
+        if node.kind == "GetStructField":
+            base, path = _struct_path(node)
+            if base.kind == "AttributeReference":
+                attribute = env.lookup(_expr_id(base), str(base.fields.get("name")))
+                source = attribute.node.source if attribute.node else None
+                if source is not None:
+                    leaf = SourceField(source.dataset, f"{source.field}.{path}")
+                    return [ExpressionNode(f"{render(base)}.{path}", None, leaf)]
+            return self._referenced(base, env)
+        if node.kind in SUBQUERY_EXPRESSIONS:
+            return []
+        return [ref for child in node.children for ref in self._referenced(child, env)]
 
     def _join(self, node: PlanNode, outer: _Env | None) -> PlanRelation:
         left = self.plan(node.child("left"), outer)
@@ -318,15 +421,30 @@ class _PlanWalker:
                 attribute.expr_id,
                 union(*(branch.outputs[index].dependencies for branch in branches)),
                 attribute.expression,
+                _node(
+                    f"{attribute.name}#{attribute.expr_id}",
+                    "Union",
+                    [found for branch in branches if (found := branch.outputs[index].node) is not None],
+                ),
             )
             for index, attribute in enumerate(first.outputs)
         )
         return PlanRelation(outputs, union(*(branch.dataset for branch in branches)))
 
+    def _struct_field(self, node: PlanNode, env: _Env) -> Dependencies:
+        """Nested ``GetStructField``s over an attribute: an unchanged struct gives its leaf field."""
+        base, path = _struct_path(node)
+        dependencies = self.expr(base, env)
+        if base.kind != "AttributeReference":
+            return as_value(dependencies, Subtype.TRANSFORMATION)
+        return into_field(dependencies, path)
+
     def expr(self, node: PlanNode, env: _Env) -> Dependencies:
         kind = node.kind
         if kind == "AttributeReference":
-            return env.lookup(_expr_id(node), str(node.fields.get("name")))
+            return env.lookup(_expr_id(node), str(node.fields.get("name"))).dependencies
+        if kind == "GetStructField":
+            return self._struct_field(node, env)
         if kind == "OuterReference":
             return self.expr(node.child("e"), env)
         if kind == "Literal":
@@ -393,6 +511,13 @@ def _output_names(node: PlanNode, count: int) -> list[str] | None:
     return None
 
 
+def _top_node(name: str, attribute: Attribute) -> ExpressionNode | None:
+    """The output's chain starts at the output itself; Ushas prints the attribute under it (``c#2 +- c#2``)."""
+    if attribute.node is None:
+        return None
+    return ExpressionNode(name, attribute.expression, None, (attribute.node,))
+
+
 def lineage_from_plan(plan: PlanNode, sql: str = "") -> StatementLineage:
     """Column lineage of an analyzed plan: a query, or a command writing a query's rows to a table."""
     walker = _PlanWalker()
@@ -408,7 +533,7 @@ def lineage_from_plan(plan: PlanNode, sql: str = "") -> StatementLineage:
     if target is not None:
         names = _output_names(plan, len(relation.outputs))
     columns = tuple(
-        OutputColumn(name, attribute.dependencies, attribute.expression)
+        OutputColumn(name, attribute.dependencies, attribute.expression, _top_node(name, attribute))
         for name, attribute in zip(names or [a.name for a in relation.outputs], relation.outputs, strict=True)
     )
     return StatementLineage(target, columns, relation.dataset, tuple(sorted(walker.inputs)), sql)
@@ -449,8 +574,14 @@ def spark_column_lineage(session: SparkSession, sql: str, *, dialect: str = "ath
     from pyspark.errors import PySparkException
 
     from lakeline.engines.translate import athena_to_spark
+    from lakeline.lineage.column_sql import sqlglot_dialect
 
-    spark_sql = athena_to_spark(sql) if dialect == "athena" else sql
+    if dialect == "athena":
+        spark_sql = athena_to_spark(sql)
+    elif dialect == "spark":
+        spark_sql = sql
+    else:
+        spark_sql = sqlglot.transpile(sql, read=sqlglot_dialect(dialect), write="spark")[0]
     try:
         plan_json = analyzed_plan_json(session, spark_sql)
     except (PySparkException, Py4JJavaError) as error:

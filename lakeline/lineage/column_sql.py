@@ -1,26 +1,30 @@
-"""Column lineage from SQL text (Athena or Spark dialect), resolved against the catalog's table schemas.
+"""Column lineage from SQL text (Athena, Spark, Hive, Trino or ANSI SQL), resolved against the catalog's schemas.
 
 sqlglot parses the statement and its ``qualify`` pass does the name resolution: every column gets the
 alias of the relation it comes from, ``*`` and ``t.*`` are expanded from the schema, ``USING`` becomes
-``ON``. What is left here is the lineage walk over the qualified tree: each relation (table, CTE,
-derived table, UNNEST) maps its column names to dependencies, and each expression combines the
-dependencies of the columns it reads (see ``column_model`` for the DIRECT/INDIRECT rules).
+``ON``, a struct field ``s.info.city`` becomes a path into column ``info``. What is left here is the
+lineage walk over the qualified tree: each relation (table, CTE, recursive CTE, derived table,
+parenthesized join, UNNEST, LATERAL VIEW) maps its column names to dependencies, and each expression
+combines the dependencies of the columns it reads (see ``column_model`` for the DIRECT/INDIRECT rules).
+Along the way every column records its expression chain (``ExpressionNode``), which ``lineage tree``
+prints down to table columns and literals.
 
-Writes: ``INSERT INTO t (cols) SELECT`` maps select outputs onto the listed columns, ``INSERT INTO t
-SELECT`` onto the target's columns by position (data columns, then partition columns, as in Athena and
-Hive), ``CREATE TABLE/VIEW ... AS`` onto the select's own names. Statements that neither read nor write
-rows (DROP, ALTER, MSCK) have no column lineage and are skipped.
+``column_writes`` maps a statement's rows onto its target (INSERT, CTAS, and MERGE/UPDATE/DELETE
+rewritten as one SELECT). Statements that move no rows (DROP, ALTER, MSCK) are skipped; anything else
+that cannot be followed is refused with a one-line reason.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import OptimizeError, ParseError
+from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -29,17 +33,23 @@ from lakeline.errors import ValidationError
 from lakeline.lineage.column_model import (
     NO_DEPENDENCIES,
     Dependencies,
+    ExpressionNode,
     OutputColumn,
     RelationLineage,
+    SourceField,
     StatementLineage,
     Subtype,
     as_indirect,
     as_value,
     identity_of,
+    into_field,
     union,
 )
+from lakeline.lineage.column_writes import GENERATED, WritePlan, plan_write, statement_error, table_parts
 
-DIALECTS = ("athena", "spark")
+DIALECTS = ("athena", "spark", "hive", "trino", "ansi")
+# sqlglot's base dialect is its ANSI SQL; the others are sqlglot's own names.
+SQLGLOT_DIALECTS = {"ansi": ""}
 
 # Functions whose result hides the input's value (OpenLineage ``masking``).
 MASKING_FUNCTIONS: tuple[type[exp.Expr], ...] = (
@@ -56,10 +66,16 @@ MASKING_FUNCTIONS: tuple[type[exp.Expr], ...] = (
     exp.ApproxDistinct,
     exp.Hll,
 )
+# Generators whose first output column is the element's position, not a value of the array.
+POSITION_GENERATORS: tuple[type[exp.Expr], ...] = (exp.Posexplode, exp.PosexplodeOuter)
 
 # Marks left on a SELECT before ``qualify`` rewrites its USING joins: which side a USING column's value
 # comes from. Inner and LEFT joins keep the left value, RIGHT the right one, FULL a COALESCE of all.
 _USING_META = "lakeline_using"
+# A recursive CTE's lineage grows with each pass over its recursive part; it stops growing within a
+# few passes (each pass can only add inputs the CTE already has), this bounds it regardless.
+_RECURSION_PASSES = 16
+_ESCAPES = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class TableDescriber(Protocol):
@@ -68,16 +84,21 @@ class TableDescriber(Protocol):
     def describe_table(self, database: str, table: str) -> TableSchema: ...
 
 
-def _error(message: str, sql: str) -> ValidationError:
-    snippet = " ".join(sql.split())[:120]
-    return ValidationError(f"{message} (in: {snippet})")
+def sqlglot_dialect(dialect: str) -> str:
+    return SQLGLOT_DIALECTS.get(dialect, dialect)
 
 
-def _table_parts(table: exp.Table, default_database: str | None, sql: str) -> tuple[str, str]:
-    database = table.db.lower() if table.db else default_database
-    if not database:
-        raise _error(f"table {table.name!r} has no database: qualify it or give a default database", sql)
-    return database, table.name.lower()
+def parse_error_message(error: ParseError, dialect: str) -> str:
+    """sqlglot's first parse error on one line, without the terminal escape codes of its highlight."""
+    details = error.errors[0] if error.errors else {}
+    if details:
+        description = str(details.get("description") or "").split(". Line")[0]
+        description = re.sub(r"<Token token_type: [^,]+, text: ([^,]*),.*?>", r"'\1'", description)
+        where = f"line {details.get('line')}, column {details.get('col')}"
+        message = f"{where}: {description}"
+    else:
+        message = str(error).splitlines()[0]
+    return _ESCAPES.sub("", f"cannot parse SQL as {dialect}: {message}")
 
 
 def _cte_names(node: exp.Expr) -> set[str]:
@@ -92,7 +113,7 @@ def _referenced_tables(query: exp.Expr, default_database: str | None, sql: str) 
             continue
         if not table.db and table.name.lower() in ctes:
             continue
-        found.add(_table_parts(table, default_database, sql))
+        found.add(table_parts(table, default_database, sql))
     return found
 
 
@@ -117,16 +138,32 @@ def _all_columns(schema: TableSchema) -> list[Column]:
     return [*schema.columns, *schema.partition_columns]
 
 
+def _label(relation: str | None, name: str) -> str:
+    return f"{relation}.{name}" if relation else name
+
+
+def _source_column(dataset: str, name: str) -> OutputColumn:
+    source = SourceField(dataset, name)
+    return OutputColumn(name, identity_of(dataset, name), None, ExpressionNode(str(source), source=source))
+
+
+def _unique(nodes: Sequence[ExpressionNode]) -> tuple[ExpressionNode, ...]:
+    seen: dict[int, ExpressionNode] = {}
+    for node in nodes:
+        seen.setdefault(id(node), node)
+    return tuple(seen.values())
+
+
 @dataclass
 class _Scope:
     """The relations one SELECT can see, by alias, and the scope around it (correlated subqueries)."""
 
-    sources: dict[str, dict[str, Dependencies]] = field(default_factory=dict)
+    sources: dict[str, dict[str, OutputColumn]] = field(default_factory=dict)
     outer: _Scope | None = None
     using: dict[str, str] = field(default_factory=dict)
-    projections: dict[str, Dependencies] | None = None
+    projections: dict[str, OutputColumn] | None = None
 
-    def resolve(self, column: exp.Column, sql: str) -> Dependencies:
+    def resolve(self, column: exp.Column, sql: str) -> OutputColumn:
         name = column.name.lower()
         table = column.table.lower()
         if not table:
@@ -136,16 +173,41 @@ class _Scope:
                 if scope.projections is not None and name in scope.projections:
                     return scope.projections[name]
                 scope = scope.outer
-            raise _error(f"column {name!r} cannot be resolved", sql)
+            raise statement_error(f"column {name!r} cannot be resolved", sql)
         scope = self
         while scope is not None:
             if table in scope.sources:
                 columns = scope.sources[table]
                 if name not in columns:
-                    raise _error(f"relation {table!r} has no column {name!r}", sql)
+                    raise statement_error(f"relation {table!r} has no column {name!r}", sql)
                 return columns[name]
             scope = scope.outer
-        raise _error(f"column {table}.{name} refers to an unknown relation", sql)
+        raise statement_error(f"column {table}.{name} refers to an unknown relation", sql)
+
+
+def _struct_path(node: exp.Dot) -> tuple[exp.Expr, str]:
+    parts: list[str] = []
+    base: exp.Expr = node
+    while isinstance(base, exp.Dot):
+        parts.append(base.expression.name.lower())
+        base = base.this
+    return base, ".".join(reversed(parts))
+
+
+def _join_tree(source: exp.Expr) -> tuple[list[exp.Expr], list[exp.Join]]:
+    """A parenthesized join ``((a JOIN b ON ...))`` as its relations and joins; anything else as itself."""
+    inner = source
+    while isinstance(inner, exp.Subquery) and not inner.alias and isinstance(inner.this, exp.Subquery | exp.Table):
+        inner = inner.this
+    joins = list(inner.args.get("joins") or []) if inner is not source else []
+    if not joins:
+        return [source], []
+    sources, nested = [inner], []
+    for join in joins:
+        more, more_joins = _join_tree(join.this)
+        sources += more
+        nested += [*more_joins, join]
+    return sources, nested
 
 
 class _Walker:
@@ -158,72 +220,116 @@ class _Walker:
 
     # Relations -----------------------------------------------------------------------------------
 
-    def query(self, node: exp.Expr, ctes: dict[str, RelationLineage], outer: _Scope | None) -> RelationLineage:
+    def query(
+        self, node: exp.Expr, ctes: dict[str, RelationLineage], outer: _Scope | None, label: str | None
+    ) -> RelationLineage:
         with_ = node.args.get("with_")
         if isinstance(with_, exp.With):
-            if with_.args.get("recursive"):
-                raise _error("recursive CTEs are not supported", self.sql)
             ctes = dict(ctes)
             for cte in with_.expressions:
-                relation = self.query(cte.this, ctes, outer)
-                ctes[cte.alias_or_name.lower()] = self._renamed(relation, cte.args.get("alias"))
+                name = cte.alias_or_name.lower()
+                if with_.args.get("recursive") and name in {
+                    t.name.lower() for t in cte.this.find_all(exp.Table) if not t.db
+                }:
+                    ctes[name] = self._recursive(cte, name, ctes, outer)
+                else:
+                    ctes[name] = self._renamed(self.query(cte.this, ctes, outer, name), cte.args.get("alias"))
         if isinstance(node, exp.Subquery):
-            return self.query(node.this, ctes, outer)
+            return self.query(node.this, ctes, outer, label)
         if isinstance(node, exp.Select):
-            return self._select(node, ctes, outer)
+            return self._select(node, ctes, outer, label)
         if isinstance(node, exp.SetOperation):
-            return self._set_operation(node, ctes, outer)
+            return self._set_operation(node, ctes, outer, label)
         if isinstance(node, exp.Values):
-            return RelationLineage(self._value_columns(node))
-        raise _error(f"unsupported query form {type(node).__name__}", self.sql)
+            return RelationLineage(self._value_columns(node, label))
+        raise statement_error(f"unsupported query form {type(node).__name__}", self.sql)
+
+    def _recursive(
+        self, cte: exp.CTE, name: str, ctes: dict[str, RelationLineage], outer: _Scope | None
+    ) -> RelationLineage:
+        body = cte.this
+        if not isinstance(body, exp.Union):
+            raise statement_error(f"recursive CTE {name!r} must be an anchor UNION [ALL] a recursive part", self.sql)
+        alias = cte.args.get("alias")
+        anchor = self._renamed(self.query(body.left, ctes, outer, name), alias)
+        current = anchor
+        for _ in range(_RECURSION_PASSES):
+            step = self._renamed(self.query(body.right, {**ctes, name: current}, outer, name), alias)
+            if len(step.columns) != len(anchor.columns):
+                raise statement_error(f"recursive CTE {name!r}: its parts have different numbers of columns", self.sql)
+            combined = self._combine(anchor, step, name, "UNION ALL (recursive)")
+            if [c.dependencies for c in combined.columns] == [c.dependencies for c in current.columns] and (
+                combined.dataset == current.dataset
+            ):
+                return combined
+            current = combined
+        return current
+
+    def _combine(self, left: RelationLineage, right: RelationLineage, label: str | None, how: str) -> RelationLineage:
+        columns = tuple(
+            OutputColumn(
+                a.name,
+                union(a.dependencies, b.dependencies),
+                a.expression,
+                ExpressionNode(_label(label, a.name), how, children=_unique([n for n in (a.node, b.node) if n])),
+            )
+            for a, b in zip(left.columns, right.columns, strict=True)
+        )
+        return RelationLineage(columns, union(left.dataset, right.dataset))
 
     def _renamed(self, relation: RelationLineage, alias: exp.Expr | None) -> RelationLineage:
         names = [column.name.lower() for column in alias.columns] if isinstance(alias, exp.TableAlias) else []
         if not names:
             return relation
         if len(names) != len(relation.columns):
-            raise _error(f"alias lists {len(names)} columns but its query has {len(relation.columns)}", self.sql)
+            raise statement_error(
+                f"alias lists {len(names)} columns but its query has {len(relation.columns)}", self.sql
+            )
         return RelationLineage(
             tuple(
-                OutputColumn(name, column.dependencies, column.expression)
+                OutputColumn(name, column.dependencies, column.expression, column.node)
                 for name, column in zip(names, relation.columns, strict=True)
             ),
             relation.dataset,
         )
 
-    def _value_columns(self, values: exp.Values) -> tuple[OutputColumn, ...]:
+    def _value_columns(self, values: exp.Values, label: str | None) -> tuple[OutputColumn, ...]:
         alias = values.args.get("alias")
         names = [column.name.lower() for column in alias.columns] if isinstance(alias, exp.TableAlias) else []
-        return tuple(OutputColumn(name, NO_DEPENDENCIES) for name in names)
+        rows = values.expressions
+        first = rows[0].expressions if rows and isinstance(rows[0], exp.Tuple) else list(rows[:1])
+        names = names or [f"_col_{index}" for index in range(len(first))]
+        return tuple(
+            OutputColumn(name, NO_DEPENDENCIES, None, ExpressionNode(_label(label, name), "VALUES")) for name in names
+        )
 
     def _set_operation(
-        self, node: exp.SetOperation, ctes: dict[str, RelationLineage], outer: _Scope | None
+        self, node: exp.SetOperation, ctes: dict[str, RelationLineage], outer: _Scope | None, label: str | None
     ) -> RelationLineage:
-        left = self.query(node.left, ctes, outer)
-        right = self.query(node.right, ctes, outer)
+        left = self.query(node.left, ctes, outer, label)
+        right = self.query(node.right, ctes, outer, label)
         if len(left.columns) != len(right.columns):
-            raise _error(
+            raise statement_error(
                 f"{type(node).__name__.upper()} sides have {len(left.columns)} and {len(right.columns)} columns",
                 self.sql,
             )
-        dataset = union(left.dataset, right.dataset)
         if isinstance(node, exp.Union):
-            columns = tuple(
-                OutputColumn(a.name, union(a.dependencies, b.dependencies), a.expression)
-                for a, b in zip(left.columns, right.columns, strict=True)
-            )
-            if node.args.get("distinct"):
+            distinct = bool(node.args.get("distinct"))
+            combined = self._combine(left, right, label, "UNION" if distinct else "UNION ALL")
+            columns, dataset = combined.columns, combined.dataset
+            if distinct:
                 # UNION without ALL removes duplicates: every column decides which rows remain.
                 every = union(*(column.dependencies for column in columns))
                 dataset = union(dataset, as_indirect(every, Subtype.GROUP_BY))
         else:
             # INTERSECT / EXCEPT: the right side only decides which left rows stay.
             columns = left.columns
-            dataset = union(dataset, as_indirect(union(*(c.dependencies for c in right.columns)), Subtype.FILTER))
+            right_values = union(*(c.dependencies for c in right.columns))
+            dataset = union(left.dataset, right.dataset, as_indirect(right_values, Subtype.FILTER))
         order = node.args.get("order")
         if order is not None:
-            scope = _Scope(projections={column.name: column.dependencies for column in columns}, outer=outer)
-            dataset = union(dataset, as_indirect(self.expr(order, scope, ctes), Subtype.SORT))
+            scope = _Scope(projections={column.name: column for column in columns}, outer=outer)
+            dataset = union(dataset, as_indirect(self.expr(order, scope, ctes, []), Subtype.SORT))
         return RelationLineage(columns, dataset)
 
     def _source(self, source: exp.Expr, ctes: dict[str, RelationLineage], scope: _Scope) -> tuple[str, RelationLineage]:
@@ -236,67 +342,90 @@ class _Walker:
             schema = self.schemas[(database, table)]
             dataset = f"{database}.{table}"
             self.inputs.add(dataset)
-            columns = tuple(
-                OutputColumn(column.name, identity_of(dataset, column.name)) for column in _all_columns(schema)
-            )
+            columns = tuple(_source_column(dataset, column.name) for column in _all_columns(schema))
             return alias, self._renamed(RelationLineage(columns), source.args.get("alias"))
         if isinstance(source, exp.Subquery):
-            relation = self.query(source.this, ctes, scope.outer)
+            relation = self.query(source.this, ctes, scope.outer, alias)
             return alias, self._renamed(relation, source.args.get("alias"))
         if isinstance(source, exp.Unnest):
-            return alias, self._unnest(source, source.expressions, source.args.get("alias"), ctes, scope)
+            return alias, self._unnest(source, source.expressions, alias, ctes, scope)
         if isinstance(source, exp.Lateral):
-            return alias, self._unnest(source, [source.this], source.args.get("alias"), ctes, scope)
+            return alias, self._unnest(source, [source.this], alias, ctes, scope)
         if isinstance(source, exp.Values):
-            return alias, RelationLineage(self._value_columns(source))
-        raise _error(f"unsupported FROM item {source.sql()[:60]!r}", self.sql)
+            return alias, RelationLineage(self._value_columns(source, alias))
+        raise statement_error(f"unsupported FROM item {source.sql()[:60]!r}", self.sql)
 
     def _unnest(
         self,
         source: exp.Expr,
         expressions: Sequence[exp.Expr],
-        alias: exp.Expr | None,
+        label: str,
         ctes: dict[str, RelationLineage],
         scope: _Scope,
     ) -> RelationLineage:
+        alias = source.args.get("alias")
         names = [column.name.lower() for column in alias.columns] if isinstance(alias, exp.TableAlias) else []
+        offset = source.args.get("offset")
+        if isinstance(offset, exp.Identifier):
+            names.append(offset.name.lower())  # UNNEST ... WITH ORDINALITY AS t(x, n): sqlglot keeps n apart
         if not names:
-            raise _error(f"{source.sql()[:60]!r} needs column aliases, e.g. AS t(x)", self.sql)
-        parts = [as_value(self.expr(item, scope, ctes), Subtype.TRANSFORMATION) for item in expressions]
-        ordinality = bool(source.args.get("offset")) or bool(source.args.get("ordinality"))
-        value_names = names[:-1] if ordinality and len(names) > 1 else names
+            raise statement_error(f"{source.sql()[:60]!r} needs column aliases, e.g. AS t(x)", self.sql)
+        refs: list[ExpressionNode] = []
+        parts = [as_value(self.expr(item, scope, ctes, refs), Subtype.TRANSFORMATION) for item in expressions]
+        generator = expressions[0] if len(expressions) == 1 else None
+        # The element's position (WITH ORDINALITY, WITH OFFSET, posexplode) is no value of the array.
+        position: str | None = None
+        if isinstance(generator, POSITION_GENERATORS) and len(names) > 1:
+            position = names[0]
+        elif (offset or source.args.get("ordinality")) and len(names) > 1:
+            position = names[-1]
+        value_names = [name for name in names if name != position]
+        text = " ".join(source.sql(copy=False).split())[:80]
+        children = _unique(refs)
         if len(parts) == len(value_names):
-            columns = [OutputColumn(name, deps) for name, deps in zip(value_names, parts, strict=True)]
+            values = dict(zip(value_names, parts, strict=True))
         else:
             # One array of rows or a map spread over several columns: each comes from all of it.
-            columns = [OutputColumn(name, union(*parts)) for name in value_names]
-        if len(value_names) < len(names):
-            columns.append(OutputColumn(names[-1], NO_DEPENDENCIES))
+            values = {name: union(*parts) for name in value_names}
+        columns = []
+        for name in names:
+            if name == position:
+                node = ExpressionNode(_label(label, name), f"position in {text}")
+                columns.append(OutputColumn(name, NO_DEPENDENCIES, None, node))
+            else:
+                node = ExpressionNode(_label(label, name), text, children=children)
+                columns.append(OutputColumn(name, values[name], None, node))
         return RelationLineage(tuple(columns))
 
-    def _select(self, node: exp.Select, ctes: dict[str, RelationLineage], outer: _Scope | None) -> RelationLineage:
+    def _select(
+        self, node: exp.Select, ctes: dict[str, RelationLineage], outer: _Scope | None, label: str | None
+    ) -> RelationLineage:
         scope = _Scope(outer=outer, using=dict(node.meta.get(_USING_META, {})))
         dataset: list[Dependencies] = []
         from_ = node.args.get("from_")
-        joins = node.args.get("joins") or []
-        sources = ([from_.this] if from_ is not None else []) + [join.this for join in joins]
+        joins: list[exp.Join] = []
+        sources: list[exp.Expr] = []
+        for item in ([from_.this] if from_ is not None else []) + [join.this for join in node.args.get("joins") or []]:
+            more, nested = _join_tree(item)
+            sources += more
+            joins += nested
+        joins += node.args.get("joins") or []
         for source in sources:
             alias, relation = self._source(source, ctes, scope)
-            scope.sources[alias] = {column.name: column.dependencies for column in relation.columns}
+            scope.sources[alias] = {column.name: column for column in relation.columns}
             dataset.append(relation.dataset)
         for lateral in node.args.get("laterals") or []:
             alias, relation = self._source(lateral, ctes, scope)
-            scope.sources[alias] = {column.name: column.dependencies for column in relation.columns}
+            scope.sources[alias] = {column.name: column for column in relation.columns}
         for join in joins:
             condition = join.args.get("on")
             if condition is not None:
-                dataset.append(as_indirect(self.expr(condition, scope, ctes), Subtype.JOIN))
+                dataset.append(as_indirect(self.expr(condition, scope, ctes, []), Subtype.JOIN))
 
-        columns = []
+        columns: list[OutputColumn] = []
         for projection in node.expressions:
-            dependencies = self.expr(projection, scope, ctes)
-            columns.append(OutputColumn(projection.alias_or_name.lower(), dependencies, projection.sql()))
-        scope.projections = {column.name: column.dependencies for column in columns}
+            columns += self._projection(projection, scope, ctes, label)
+        scope.projections = {column.name: column for column in columns}
 
         for key, subtype in (
             ("where", Subtype.FILTER),
@@ -307,74 +436,124 @@ class _Walker:
         ):
             clause = node.args.get(key)
             if clause is not None:
-                dataset.append(as_indirect(self.expr(clause, scope, ctes), subtype))
+                dataset.append(as_indirect(self.expr(clause, scope, ctes, []), subtype))
         if node.args.get("distinct"):
-            dataset.append(as_indirect(union(*scope.projections.values()), Subtype.GROUP_BY))
+            dataset.append(as_indirect(union(*(c.dependencies for c in columns)), Subtype.GROUP_BY))
         return RelationLineage(tuple(columns), union(*dataset))
+
+    def _projection(
+        self, projection: exp.Expr, scope: _Scope, ctes: dict[str, RelationLineage], label: str | None
+    ) -> list[OutputColumn]:
+        refs: list[ExpressionNode] = []
+        text = projection.sql(copy=False)  # the generic generator does not change the tree
+        if isinstance(projection, exp.Aliases):
+            # posexplode(a) AS (pos, value), explode(map) AS (k, v): one generator, several columns.
+            names = [identifier.name.lower() for identifier in projection.expressions]
+            value = as_value(self.expr(projection.this, scope, ctes, refs), Subtype.TRANSFORMATION)
+            position = names[0] if isinstance(projection.this, POSITION_GENERATORS) and len(names) > 1 else None
+            return [
+                OutputColumn(
+                    name,
+                    NO_DEPENDENCIES if name == position else value,
+                    text,
+                    ExpressionNode(_label(label, name), text, children=() if name == position else _unique(refs)),
+                )
+                for name in names
+            ]
+        dependencies = self.expr(projection, scope, ctes, refs)
+        name = projection.alias_or_name.lower()
+        return [OutputColumn(name, dependencies, text, ExpressionNode(_label(label, name), text, None, _unique(refs)))]
 
     # Expressions ---------------------------------------------------------------------------------
 
-    def expr(self, node: exp.Expr, scope: _Scope, ctes: dict[str, RelationLineage]) -> Dependencies:
+    def expr(
+        self, node: exp.Expr, scope: _Scope, ctes: dict[str, RelationLineage], refs: list[ExpressionNode]
+    ) -> Dependencies:
+        """Dependencies of ``node``; the expression nodes of the columns it reads are added to ``refs``."""
         if isinstance(node, exp.Column):
-            return scope.resolve(node, self.sql)
+            column = scope.resolve(node, self.sql)
+            if column.node is not None:
+                refs.append(column.node)
+            return column.dependencies
+        if isinstance(node, exp.Dot):
+            return self._field(node, scope, ctes, refs)
         if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.Star, exp.DataType, exp.Identifier)):
             return NO_DEPENDENCIES
         if isinstance(node, (exp.Alias, exp.Paren, exp.Cast)):
-            return self.expr(node.this, scope, ctes)
-        if isinstance(node, exp.Subquery):
-            relation = self.query(node.this, ctes, scope)
-            # A scalar subquery's value, plus whatever decided which row it came from.
-            return union(*(column.dependencies for column in relation.columns), relation.dataset)
-        if isinstance(node, exp.Exists):
-            relation = self.query(node.this, ctes, scope)
+            return self.expr(node.this, scope, ctes, refs)
+        if isinstance(node, (exp.Subquery, exp.Exists)):
+            relation = self.query(node.this, ctes, scope, "subquery")
+            refs.extend(column.node for column in relation.columns if column.node is not None)
             values = union(*(column.dependencies for column in relation.columns))
-            return union(as_value(values, Subtype.TRANSFORMATION), relation.dataset)
+            if isinstance(node, exp.Exists):
+                values = as_value(values, Subtype.TRANSFORMATION)
+            # A scalar subquery's value, plus whatever decided which row it came from.
+            return union(values, relation.dataset)
         if isinstance(node, exp.Window):
-            value = self.expr(node.this, scope, ctes)
+            value = self.expr(node.this, scope, ctes, refs)
             keys = [*(node.args.get("partition_by") or [])]
             order = node.args.get("order")
             if order is not None:
                 keys.append(order)
-            window = union(*(self.expr(key, scope, ctes) for key in keys))
+            window = union(*(self.expr(key, scope, ctes, refs) for key in keys))
             return union(value, as_indirect(window, Subtype.WINDOW))
         if isinstance(node, exp.Filter):
             # agg(x) FILTER (WHERE c): c picks the rows the aggregate sees.
-            value = self.expr(node.this, scope, ctes)
-            condition = self.expr(node.expression, scope, ctes)
+            value = self.expr(node.this, scope, ctes, refs)
+            condition = self.expr(node.expression, scope, ctes, refs)
             return union(value, as_indirect(condition, Subtype.CONDITIONAL))
         if isinstance(node, exp.Case):
-            return self._case(node, scope, ctes)
+            return self._case(node, scope, ctes, refs)
         if isinstance(node, exp.If):
-            condition = self.expr(node.this, scope, ctes)
+            condition = self.expr(node.this, scope, ctes, refs)
             branches = union(
-                *(self.expr(node.args[key], scope, ctes) for key in ("true", "false") if node.args.get(key))
+                *(self.expr(node.args[key], scope, ctes, refs) for key in ("true", "false") if node.args.get(key))
             )
             return union(as_value(branches, Subtype.TRANSFORMATION), as_indirect(condition, Subtype.CONDITIONAL))
         if isinstance(node, exp.Coalesce):
-            using = self._using_column(node, scope)
+            using = self._using_column(node, scope, refs)
             if using is not None:
                 return using
-        children = union(*(self.expr(child, scope, ctes) for child in node.iter_expressions()))
+        children = union(*(self.expr(child, scope, ctes, refs) for child in node.iter_expressions()))
         subtype = Subtype.AGGREGATION if isinstance(node, exp.AggFunc) else Subtype.TRANSFORMATION
         return as_value(children, subtype, masking=isinstance(node, MASKING_FUNCTIONS))
 
-    def _case(self, node: exp.Case, scope: _Scope, ctes: dict[str, RelationLineage]) -> Dependencies:
+    def _field(
+        self, node: exp.Dot, scope: _Scope, ctes: dict[str, RelationLineage], refs: list[ExpressionNode]
+    ) -> Dependencies:
+        base, path = _struct_path(node)
+        if not isinstance(base, exp.Column):
+            # A field of a computed struct: whatever the struct comes from.
+            return as_value(self.expr(base, scope, ctes, refs), Subtype.TRANSFORMATION)
+        column = scope.resolve(base, self.sql)
+        dependencies = into_field(column.dependencies, path)
+        parent = column.node
+        if parent is not None and parent.source is not None:
+            leaf = SourceField(parent.source.dataset, f"{parent.source.field}.{path}")
+            refs.append(ExpressionNode(str(leaf), source=leaf))
+        elif parent is not None:
+            refs.append(ExpressionNode(f"{parent.label}.{path}", f"field {path}", children=(parent,)))
+        return dependencies
+
+    def _case(
+        self, node: exp.Case, scope: _Scope, ctes: dict[str, RelationLineage], refs: list[ExpressionNode]
+    ) -> Dependencies:
         conditions: list[Dependencies] = []
         values: list[Dependencies] = []
         if node.this is not None:
-            conditions.append(self.expr(node.this, scope, ctes))
+            conditions.append(self.expr(node.this, scope, ctes, refs))
         for branch in node.args.get("ifs") or []:
-            conditions.append(self.expr(branch.this, scope, ctes))
-            values.append(self.expr(branch.args["true"], scope, ctes))
+            conditions.append(self.expr(branch.this, scope, ctes, refs))
+            values.append(self.expr(branch.args["true"], scope, ctes, refs))
         default = node.args.get("default")
         if default is not None:
-            values.append(self.expr(default, scope, ctes))
+            values.append(self.expr(default, scope, ctes, refs))
         return union(
             as_value(union(*values), Subtype.TRANSFORMATION),
             as_indirect(union(*conditions), Subtype.CONDITIONAL),
         )
 
-    def _using_column(self, node: exp.Coalesce, scope: _Scope) -> Dependencies | None:
+    def _using_column(self, node: exp.Coalesce, scope: _Scope, refs: list[ExpressionNode]) -> Dependencies | None:
         arguments = [node.this, *node.expressions]
         if not all(isinstance(argument, exp.Column) for argument in arguments):
             return None
@@ -385,87 +564,51 @@ class _Walker:
         rule = scope.using.get(names.pop())
         if rule is None:
             return None
-        if rule == "first":
-            return scope.resolve(arguments[0], self.sql)
-        if rule == "last":
-            return scope.resolve(arguments[-1], self.sql)
-        both = union(*(scope.resolve(argument, self.sql) for argument in arguments))
-        return as_value(both, Subtype.TRANSFORMATION)
+        chosen = arguments[:1] if rule == "first" else arguments[-1:] if rule == "last" else arguments
+        resolved = [scope.resolve(argument, self.sql) for argument in chosen]
+        refs.extend(column.node for column in resolved if column.node is not None)
+        if rule != "all":
+            return resolved[0].dependencies
+        return as_value(union(*(column.dependencies for column in resolved)), Subtype.TRANSFORMATION)
 
 
-@dataclass
-class _Write:
-    target: tuple[str, str] | None
-    column_list: list[str] | None
-    static_partitions: set[str]
-    dynamic_partitions: list[str] | None
-    query: exp.Expr
-    creates: bool
-
-
-def _write_of(statement: exp.Expr, default_database: str | None, sql: str) -> _Write | None:
-    if isinstance(statement, exp.Insert):
-        target = statement.this
-        column_list = None
-        if isinstance(target, exp.Schema):
-            column_list = [identifier.name.lower() for identifier in target.expressions]
-            target = target.this
-        if not isinstance(target, exp.Table):
-            raise _error("INSERT target must be a table", sql)
-        static: set[str] = set()
-        dynamic: list[str] | None = None
-        partition = target.args.get("partition")
-        if isinstance(partition, exp.Partition):
-            dynamic = []
-            for item in partition.expressions:
-                if isinstance(item, exp.EQ):
-                    static.add(item.this.name.lower())
-                else:
-                    dynamic.append(item.name.lower())
-        query = statement.expression
-        _move_with(statement, query)
-        return _Write(_table_parts(target, default_database, sql), column_list, static, dynamic, query, False)
-    if isinstance(statement, exp.Create) and isinstance(statement.expression, exp.Query):
-        kind = str(statement.args.get("kind") or "").upper()
-        if kind not in ("TABLE", "VIEW"):
-            return None
-        target = statement.this
-        column_list = None
-        if isinstance(target, exp.Schema):
-            column_list = [column.name.lower() for column in target.expressions]
-            target = target.this
-        query = statement.expression
-        _move_with(statement, query)
-        return _Write(_table_parts(target, default_database, sql), column_list or None, set(), None, query, True)
-    if isinstance(statement, exp.Query):
-        return _Write(None, None, set(), None, statement, False)
-    return None
-
-
-def _move_with(statement: exp.Expr, query: exp.Expr) -> None:
-    """Spark writes ``WITH x AS (...) INSERT ...``; the CTEs belong to the query either way."""
-    with_ = statement.args.get("with_")
-    if with_ is not None and query.args.get("with_") is None:
-        statement.set("with_", None)
-        query.set("with_", with_)
+@lru_cache(maxsize=512)
+def _lineage_type(glue_type: str, dialect: str) -> str:
+    """The type sqlglot is told about a column: structs as they are (so ``s.info.city`` resolves as a field),
+    anything else as ``string`` (types do not matter for lineage, and Glue's Hive type strings need not
+    parse in every dialect)."""
+    if "struct<" not in glue_type.lower():
+        return "string"
+    try:
+        return exp.DataType.build(glue_type, dialect="hive").sql(dialect)
+    except SqlglotError:
+        return "string"
 
 
 class SqlColumnLineage:
     """Column lineage of SQL statements against one catalog.
 
-    ``catalog`` answers ``describe_table``; tables a statement creates (CTAS) become visible to the
-    statements after it in the same call, the way a stage B step's temp tables are.
+    ``catalog`` answers ``describe_table``; tables a statement creates (CTAS, or CREATE TABLE with its
+    columns) become visible to the statements after it, the way a stage B step's temp tables are. Pass
+    the same ``created`` to the analysers of several steps of one run, and a step sees the tables the
+    steps before it made (they are not in the catalog before the run).
     """
 
     def __init__(
-        self, catalog: TableDescriber, *, dialect: str = "athena", default_database: str | None = None
+        self,
+        catalog: TableDescriber,
+        *,
+        dialect: str = "athena",
+        default_database: str | None = None,
+        created: dict[tuple[str, str], TableSchema] | None = None,
     ) -> None:
         if dialect not in DIALECTS:
             raise ValidationError(f"dialect {dialect!r} is not supported: use one of {', '.join(DIALECTS)}")
         self.catalog = catalog
         self.dialect = dialect
+        self.read = sqlglot_dialect(dialect)
         self.default_database = default_database
-        self._created: dict[tuple[str, str], TableSchema] = {}
+        self._created = created if created is not None else {}
 
     def describe(self, database: str, table: str) -> TableSchema:
         if (database, table) in self._created:
@@ -478,9 +621,9 @@ class SqlColumnLineage:
     def statements(self, sql: str) -> list[StatementLineage]:
         """Lineage of each statement in ``sql`` that reads or writes rows, in order."""
         try:
-            parsed = sqlglot.parse(sql, read=self.dialect)
+            parsed = sqlglot.parse(sql, read=self.read)
         except ParseError as error:
-            raise ValidationError(f"cannot parse SQL as {self.dialect}: {error}") from error
+            raise ValidationError(parse_error_message(error, self.dialect)) from None
         results = []
         for statement in parsed:
             if statement is None:
@@ -491,70 +634,138 @@ class SqlColumnLineage:
         return results
 
     def statement(self, statement: exp.Expr) -> StatementLineage | None:
-        text = statement.sql(self.dialect)
-        write = _write_of(statement, self.default_database, text)
+        text = statement.sql(self.read)
+        if isinstance(statement, exp.Create) and isinstance(statement.this, exp.Schema):
+            self._remember_definition(statement.this, text)
+        write = plan_write(statement, default_database=self.default_database, describe=self.describe, sql=text)
         if write is None:
             return None
         query = write.query
-        schemas = {
-            (database, table): self.describe(database, table)
-            for database, table in sorted(_referenced_tables(query, self.default_database, text))
-        }
-        # Types do not matter for lineage, and Glue's Hive type strings need not parse in every dialect.
-        mapping = MappingSchema(_nested(schemas), dialect=self.dialect)
+        schemas = {}
+        for database, table in sorted(_referenced_tables(query, self.default_database, text)):
+            schema = self.describe(database, table)
+            if not _all_columns(schema):
+                raise statement_error(f"table {database}.{table} has no columns in the catalog", text)
+            schemas[(database, table)] = schema
         _mark_using_joins(query)
         try:
+            mapping = MappingSchema(self._nested(schemas), dialect=self.read)
             qualified = qualify(
                 query,
-                dialect=self.dialect,
+                dialect=self.read,
                 db=self.default_database,
                 schema=mapping,
                 validate_qualify_columns=True,
                 quote_identifiers=False,
                 identify=False,
             )
-        except OptimizeError as error:
-            raise _error(f"cannot resolve the statement's columns: {error}", text) from error
+        except SqlglotError as error:
+            reason = _ESCAPES.sub("", str(error).splitlines()[0] if str(error) else type(error).__name__)
+            raise statement_error(f"cannot resolve the statement's columns: {reason}", text) from None
         walker = _Walker(schemas, text)
-        relation = walker.query(qualified, {}, None)
-        columns = self._target_columns(write, relation, text)
+        relation = walker.query(qualified, {}, None, None)
+        columns, dataset = self._target_columns(write, relation, text)
         target = f"{write.target[0]}.{write.target[1]}" if write.target else None
-        if write.creates and write.target:
+        inputs = set(walker.inputs)
+        if write.kind == "rewrite" and target is not None and not _reads(target, columns, dataset):
+            inputs.discard(target)  # UPDATE/DELETE/MERGE name their target; it is an input only if read
+        if write.kind == "create" and write.target:
             self._created[write.target] = TableSchema(
                 write.target[0], write.target[1], tuple(Column(c.name, "string") for c in columns)
             )
-        return StatementLineage(target, columns, relation.dataset, tuple(sorted(walker.inputs)), text)
+        return StatementLineage(target, columns, dataset, tuple(sorted(inputs)), text)
 
-    def _target_columns(self, write: _Write, relation: RelationLineage, sql: str) -> tuple[OutputColumn, ...]:
-        if write.target is None:
-            return relation.columns
+    def _remember_definition(self, schema: exp.Schema, sql: str) -> None:
+        """``CREATE TABLE t (a int, ...) [PARTITIONED BY (dt string)]``: t's columns for later statements."""
+        if not isinstance(schema.this, exp.Table):
+            return
+        database, table = table_parts(schema.this, self.default_database, sql)
+        columns = tuple(Column(d.name.lower(), "string") for d in schema.expressions if isinstance(d, exp.ColumnDef))
+        partitions: tuple[Column, ...] = ()
+        statement = schema.parent
+        partitioned = statement.find(exp.PartitionedByProperty) if statement is not None else None
+        if partitioned is not None and isinstance(partitioned.this, exp.Schema):
+            definitions = partitioned.this.expressions
+            partitions = tuple(Column(d.name.lower(), "string") for d in definitions if isinstance(d, exp.ColumnDef))
+        if columns:
+            self._created[(database, table)] = TableSchema(database, table, columns, partitions)
+
+    def _nested(self, schemas: dict[tuple[str, str], TableSchema]) -> dict[str, object]:
+        nested: dict[str, dict[str, dict[str, str]]] = {}
+        for (database, table), schema in schemas.items():
+            nested.setdefault(database, {})[table] = {
+                column.name: _lineage_type(column.type, self.read) for column in _all_columns(schema)
+            }
+        return dict(nested)
+
+    def _target_columns(
+        self, write: WritePlan, relation: RelationLineage, sql: str
+    ) -> tuple[tuple[OutputColumn, ...], Dependencies]:
+        if write.kind == "rewrite" and write.target is not None:
+            known = {column.name for column in _all_columns(self.describe(*write.target))}
+            for assignment in write.assignments:
+                if assignment.column not in known:
+                    raise statement_error(f"{'.'.join(write.target)} has no column {assignment.column!r}", sql)
+            return _assigned_columns(write, relation)
+        if write.target is None or (write.kind == "create" and write.column_list is None):
+            return relation.columns, relation.dataset
+        static = write.static_partitions
         if write.column_list is not None:
             names = write.column_list
-        elif write.creates:
-            return relation.columns
         else:
             schema = self.describe(*write.target)
             partitions = schema.partition_names
             if write.dynamic_partitions is not None:
-                partitions = [name for name in write.dynamic_partitions if name not in write.static_partitions]
+                partitions = [name for name in schema.partition_names if name not in static]
             names = [*schema.column_names, *partitions]
         if len(names) != len(relation.columns):
-            raise _error(
+            raise statement_error(
                 f"{'.'.join(write.target)} takes {len(names)} columns ({', '.join(names)}) "
                 f"but the query gives {len(relation.columns)}",
                 sql,
             )
-        return tuple(
-            OutputColumn(name, column.dependencies, column.expression)
+        columns = [
+            OutputColumn(name, column.dependencies, column.expression, column.node)
             for name, column in zip(names, relation.columns, strict=True)
+        ]
+        for name, value in static.items():
+            columns.append(OutputColumn(name, NO_DEPENDENCIES, value, ExpressionNode(name, f"PARTITION {value}")))
+        return tuple(columns), relation.dataset
+
+
+def _assigned_columns(write: WritePlan, relation: RelationLineage) -> tuple[tuple[OutputColumn, ...], Dependencies]:
+    """A rewritten MERGE/UPDATE/DELETE: each target column from every branch that assigns it."""
+    by_alias = {column.name: column for column in relation.columns}
+    dataset = [relation.dataset]
+    for alias in write.row_conditions:
+        dataset.append(as_indirect(by_alias[alias].dependencies, Subtype.FILTER))
+    per_column: dict[str, list[tuple[Dependencies, ExpressionNode]]] = {}
+    for assignment in write.assignments:
+        value = by_alias[assignment.value]
+        dependencies = value.dependencies
+        children = list(value.node.children) if value.node else []
+        if assignment.condition is not None:
+            condition = by_alias[assignment.condition]
+            dependencies = union(dependencies, as_indirect(condition.dependencies, Subtype.CONDITIONAL))
+            children += condition.node.children if condition.node else ()
+        expression = (value.expression or "").rsplit(f" AS {GENERATED}", 1)[0]
+        node = ExpressionNode(assignment.branch, f"{assignment.column} = {expression}", None, _unique(children))
+        per_column.setdefault(assignment.column, []).append((dependencies, node))
+    columns = tuple(
+        OutputColumn(
+            name,
+            union(*(dependencies for dependencies, _ in branches)),
+            " | ".join(node.expression or "" for _, node in branches),
+            ExpressionNode(name, "MERGE" if len(branches) > 1 else None, None, tuple(node for _, node in branches)),
         )
+        for name, branches in per_column.items()
+    )
+    return columns, union(*dataset)
 
 
-def _nested(schemas: dict[tuple[str, str], TableSchema]) -> dict[str, object]:
-    nested: dict[str, dict[str, dict[str, str]]] = {}
-    for (database, table), schema in schemas.items():
-        nested.setdefault(database, {})[table] = {column.name: "string" for column in _all_columns(schema)}
-    return dict(nested)
+def _reads(dataset: str, columns: Sequence[OutputColumn], shaping: Dependencies) -> bool:
+    edges = [edge for column in columns for edge in column.dependencies] + list(shaping)
+    return any(edge.source.dataset == dataset for edge in edges)
 
 
 def column_lineage(

@@ -29,6 +29,8 @@ from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ConfigError, LakelineError
 from lakeline.lineage.column_graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.column_sql import DIALECTS
+from lakeline.lineage.dataset_naming import table_of
+from lakeline.lineage.expression_tree import column_tree
 from lakeline.lineage.openlineage_config import OpenLineageSettings, load_openlineage_settings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
 from lakeline.lineage.openlineage_events import StepRun, event_to_dict, new_run_id, now, run_event, sql_step_run
@@ -39,7 +41,9 @@ FileArgument = Annotated[Path, typer.Argument(help="SQL file: one or more statem
 DialectOption = Annotated[str, typer.Option(help=f"SQL dialect: {' or '.join(DIALECTS)}")]
 CatalogOption = Annotated[Path, typer.Option(help="'aws glue get-tables' JSON with the tables the SQL reads")]
 DatabaseOption = Annotated[str | None, typer.Option(help="database of tables the SQL names without one")]
-NamespaceOption = Annotated[str | None, typer.Option(help="dataset namespace (default: from config, else 'spark')")]
+NamespaceOption = Annotated[
+    str | None, typer.Option(help="dataset namespace (default: from config, else 'lakeline-local://spark')")
+]
 EventsOption = Annotated[
     list[Path] | None,
     typer.Option("--events", help="stored RunEvents to follow back through: JSON lines, a JSON array, or a folder"),
@@ -71,7 +75,7 @@ def _step(
         sql = file.read_text(encoding="utf-8")
     except OSError as error:
         _fail(f"cannot read {file}: {error.strerror}")
-    return sql_step_run(
+    step = sql_step_run(
         sql,
         catalog=CatalogFile.load(catalog),
         job_name=job_name or file.stem,
@@ -80,6 +84,10 @@ def _step(
         dialect=dialect,
         default_database=database,
     )
+    if not step.statements:
+        # An event with no datasets would read as "this SQL has no lineage"; say what happened instead.
+        _fail(f"{file} has no statement that reads or writes rows (only DROP, ALTER, MSCK, ...): no lineage")
+    return step
 
 
 def register(app: typer.Typer) -> None:
@@ -145,8 +153,14 @@ def register(app: typer.Typer) -> None:
         dataset_namespace: NamespaceOption = None,
         events: EventsOption = None,
         direct_only: Annotated[bool, typer.Option(help="leave out INDIRECT inputs")] = False,
+        engine: Annotated[
+            str, typer.Option(help="'sql': from the SQL text; 'spark': from Spark's analyzed plan (starts Spark)")
+        ] = "sql",
     ) -> None:
-        """Print an Ushas-style tree per output column of FILE, followed back through --events."""
+        """Print an Ushas-style tree per output column of FILE: its expression chain down to table columns
+        and literals, followed back through --events."""
+        if engine not in ("sql", "spark"):
+            _fail(f"--engine {engine!r} must be sql or spark")
         try:
             settings = _settings({"datasetNamespace": dataset_namespace})
             step = _step(
@@ -158,6 +172,14 @@ def register(app: typer.Typer) -> None:
                 job_name=None,
                 run_id=None,
             )
+            statements = step.statements
+            if engine == "spark":
+                from lakeline.lineage.column_spark_catalog import spark_statements
+
+                sql = file.read_text(encoding="utf-8")
+                statements = tuple(
+                    spark_statements(sql, CatalogFile.load(catalog), dialect=dialect, default_database=database)
+                )
             stored = [event for path in events or [] for event in load_events(path)]
             this_run = event_to_dict(run_event(step, RunState.COMPLETE, at=now()))
             graph = ColumnGraph.from_events([*stored, this_run])
@@ -165,15 +187,15 @@ def register(app: typer.Typer) -> None:
             _fail(str(error), code=2)
         except LakelineError as error:
             _fail(str(error))
-        namespace = step.dataset_namespace
+        naming = step.naming
         blocks = []
-        for index, statement in enumerate(step.statements, start=1):
-            output = statement.target or f"query_{index}"
+        for index, statement in enumerate(statements, start=1):
+            namespace, output = (
+                naming.of(statement.target) if statement.target else (naming.namespace, f"query_{index}")
+            )
             for column in statement.columns:
                 ref = FieldRef(namespace, output, column.name)
-                tree = graph.tree_from(
-                    ref, column.dependencies, namespace, indirect=not direct_only, dataset=statement.dataset
-                )
+                tree = column_tree(ref, column, graph, naming, indirect=not direct_only, dataset=statement.dataset)
                 title = f"{ref}" + (f" = {column.expression}" if column.expression else "")
                 blocks.append(render_tree(tree, title=title))
         sys.stdout.write("\n\n".join(blocks) + ("\n" if blocks else ""))
@@ -196,7 +218,7 @@ def register(app: typer.Typer) -> None:
             graph = ColumnGraph.from_events(event for path in events for event in load_events(path))
         except LakelineError as error:
             _fail(str(error))
-        known = [ref for ref in graph.fields if ref.dataset == dataset and ref.field == field]
+        known = [ref for ref in graph.fields if table_of(ref.dataset) == dataset and ref.field == field]
         if dataset_namespace is not None:
             known = [ref for ref in known if ref.namespace == dataset_namespace]
         if not known:

@@ -15,7 +15,8 @@ of ``openlineage.yml``: ``namespace`` (``OPENLINEAGE_NAMESPACE``), ``parentJobNa
 ``OPENLINEAGE_PARENT_RUN_ID``, or ``OPENLINEAGE_PARENT_ID=namespace/name/runId`` as dbt-ol reads it),
 URL and API key (``OPENLINEAGE_URL``, ``OPENLINEAGE_ENDPOINT``, ``OPENLINEAGE_API_KEY``, used only when no
 transport is configured otherwise), ``url.param.xyz`` (``OPENLINEAGE_URL_PARAM_XYZ``, added to the URL's
-query string of the endpoint), plus ``datasetNamespace`` (``OPENLINEAGE_DATASET_NAMESPACE``).
+query string of the endpoint), plus ``datasetNamespace`` (``OPENLINEAGE_DATASET_NAMESPACE``) and
+``glueCatalog`` (``OPENLINEAGE_GLUE_CATALOG``, ``arn:aws:glue:{region}:{account}``): see ``dataset_naming``.
 
 With none of it set, no transport is configured: events stay in process with the lineage records and
 nothing is written or sent anywhere. ``OPENLINEAGE_DISABLED=true`` turns the configured transport off.
@@ -38,25 +39,29 @@ import yaml
 from openlineage.client.utils import deep_merge_dicts
 
 from lakeline.errors import ConfigError
+from lakeline.lineage.dataset_naming import (
+    LOCAL_DATASET_NAMESPACE,
+    DatasetNaming,
+    athena_dataset_namespace,
+    check_glue_catalog,
+)
+
+__all__ = ["LOCAL_DATASET_NAMESPACE", "athena_dataset_namespace"]  # where callers have always found them
 
 DEFAULT_JOB_NAMESPACE = "lakeline"
-LOCAL_DATASET_NAMESPACE = "spark"
-"""Datasets of the embedded local runtime: tables of its own Hive metastore."""
 
 CLIENT_SECTIONS = ("transport", "facets", "filters", "tags", "dataset")
-LAKELINE_KEYS = ("namespace", "datasetNamespace", "parentJobNamespace", "parentJobName", "parentRunId")
+LAKELINE_KEYS = (
+    "namespace",
+    "datasetNamespace",
+    "glueCatalog",
+    "parentJobNamespace",
+    "parentJobName",
+    "parentRunId",
+)
 DYNAMIC_PREFIX = "OPENLINEAGE__"
 URL_PARAM_PREFIX = "OPENLINEAGE_URL_PARAM_"
 DEFAULT_HTTP_ENDPOINT = "api/v1/lineage"
-
-
-def athena_dataset_namespace(region: str) -> str:
-    """OpenLineage's dataset namespace for Athena tables (its naming spec: ``awsathena://athena.<region>...``).
-
-    Dataset names under it are ``database.table``; the spec's optional catalog prefix
-    (``AwsDataCatalog.``) is left out, since Lakeline only reads the default Glue catalog.
-    """
-    return f"awsathena://athena.{region}.amazonaws.com"
 
 
 def _check_run_id(value: str, what: str) -> str:
@@ -93,6 +98,8 @@ class OpenLineageSettings:
     namespace: str = DEFAULT_JOB_NAMESPACE
     """Namespace of Lakeline's jobs (the Spark listener's ``namespace``)."""
     dataset_namespace: str = LOCAL_DATASET_NAMESPACE
+    glue_catalog: str | None = None
+    """``arn:aws:glue:{region}:{account}`` of the tables' Glue catalog: their ``symlinks`` (``dataset_naming``)."""
     parent: RunReference | None = None
     root: RunReference | None = None
     transport: dict[str, Any] | None = None
@@ -100,6 +107,10 @@ class OpenLineageSettings:
     client_config: dict[str, Any] = field(default_factory=dict)
     """The other openlineage.yml sections (facets, filters, tags, dataset) for the client."""
     disabled: bool = False
+
+    @property
+    def naming(self) -> DatasetNaming:
+        return DatasetNaming(self.dataset_namespace, self.glue_catalog)
 
 
 def find_config_file(environ: Mapping[str, str], cwd: Path, home: Path) -> Path | None:
@@ -216,6 +227,7 @@ def load_openlineage_settings(
     for key, variable in (
         ("namespace", "OPENLINEAGE_NAMESPACE"),
         ("datasetNamespace", "OPENLINEAGE_DATASET_NAMESPACE"),
+        ("glueCatalog", "OPENLINEAGE_GLUE_CATALOG"),
     ):
         if environ.get(variable) and key not in merged:
             merged[key] = environ[variable]
@@ -231,6 +243,7 @@ def load_openlineage_settings(
     return OpenLineageSettings(
         namespace=str(merged.get("namespace") or DEFAULT_JOB_NAMESPACE),
         dataset_namespace=str(merged.get("datasetNamespace") or LOCAL_DATASET_NAMESPACE),
+        glue_catalog=check_glue_catalog(str(merged["glueCatalog"])) if merged.get("glueCatalog") else None,
         parent=_parent(merged, environ),
         root=RunReference.parse(root, "OPENLINEAGE_ROOT_PARENT_ID") if root else None,
         transport=dict(transport) if transport else None,

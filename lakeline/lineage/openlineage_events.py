@@ -9,8 +9,9 @@ START when it begins, COMPLETE or FAIL when it ends. Each event carries:
 - datasets: inputs with their ``schema``; outputs with ``schema`` and ``columnLineage`` (per-field
   DIRECT/INDIRECT input fields, and the dataset-wide INDIRECT ones in ``dataset``).
 
-Dataset names are ``database.table`` in one namespace for the run (``athena_dataset_namespace(region)``
-on AWS, ``spark`` locally; see ``openlineage_config``).
+Datasets are ``database.table`` inside Lakeline and are named per the OpenLineage naming conventions in
+the events (``dataset_naming``: ``AwsDataCatalog.database.table`` in Athena's namespace on AWS, with a
+``symlinks`` facet to the Glue table when the Glue catalog is configured).
 """
 
 from __future__ import annotations
@@ -37,10 +38,12 @@ from openlineage.client.uuid import generate_new_uuid, generate_static_uuid
 from lakeline.engines.base import TableNotFound, TableSchema
 from lakeline.lineage.column_model import Dependencies, StatementLineage, group_by_source, union
 from lakeline.lineage.column_sql import SqlColumnLineage, TableDescriber
+from lakeline.lineage.dataset_naming import DatasetNaming
 from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
+from lakeline.lineage.producer import LAKELINE_VERSION, PRODUCER, engine_version, owned
 
-PRODUCER = "urn:lakeline:0.1.0"
-"""Identifies Lakeline as the producer of its events (a URI, as the spec asks)."""
+__all__ = ["PRODUCER"]  # re-exported: callers have always found it here
+
 INTEGRATION = "LAKELINE"
 
 
@@ -62,6 +65,7 @@ class StepRun:
     run_id: str
     job_namespace: str
     dataset_namespace: str
+    glue_catalog: str | None = None
     parent: RunReference | None = None
     root: RunReference | None = None
     sql: str | None = None
@@ -80,6 +84,10 @@ class StepRun:
             uuid.UUID(self.run_id)
         except ValueError:
             raise ValueError(f"run id {self.run_id!r} of {self.job_name} is not a UUID") from None
+
+    @property
+    def naming(self) -> DatasetNaming:
+        return DatasetNaming(self.dataset_namespace, self.glue_catalog)
 
     @property
     def input_names(self) -> list[str]:
@@ -118,13 +126,14 @@ def _schema_facet(fields: Sequence[tuple[str, str | None]]) -> schema_dataset.Sc
     )
 
 
-def _input_fields(dependencies: Dependencies, namespace: str) -> list[column_lineage_dataset.InputField]:
+def _input_fields(dependencies: Dependencies, naming: DatasetNaming) -> list[column_lineage_dataset.InputField]:
     fields = []
     for source, transformations in group_by_source(dependencies).items():
+        namespace, name = naming.of(source.dataset)
         fields.append(
             column_lineage_dataset.InputField(
                 namespace=namespace,
-                name=source.dataset,
+                name=name,
                 field=source.field,
                 transformations=[
                     column_lineage_dataset.Transformation(
@@ -140,7 +149,7 @@ def _input_fields(dependencies: Dependencies, namespace: str) -> list[column_lin
 
 
 def column_lineage_facet(
-    statements: Iterable[StatementLineage], namespace: str
+    statements: Iterable[StatementLineage], naming: DatasetNaming
 ) -> column_lineage_dataset.ColumnLineageDatasetFacet:
     """The ``columnLineage`` facet of one output written by ``statements`` (several when it is appended to)."""
     per_column: dict[str, list[Dependencies]] = {}
@@ -150,12 +159,12 @@ def column_lineage_facet(
             per_column.setdefault(column.name, []).append(column.dependencies)
         dataset.append(statement.dataset)
     fields = {
-        name: column_lineage_dataset.Fields(inputFields=_input_fields(union(*parts), namespace))
+        name: column_lineage_dataset.Fields(inputFields=_input_fields(union(*parts), naming))
         for name, parts in per_column.items()
         if union(*parts)
     }
     return column_lineage_dataset.ColumnLineageDatasetFacet(
-        fields=fields, dataset=_input_fields(union(*dataset), namespace)
+        fields=fields, dataset=_input_fields(union(*dataset), naming)
     )
 
 
@@ -171,24 +180,30 @@ def _schema_fields(step: StepRun, dataset: str) -> list[tuple[str, str | None]] 
 
 def _inputs(step: StepRun) -> list[InputDataset]:
     inputs = []
-    for name in step.input_names:
-        fields = _schema_fields(step, name)
-        facets = {"schema": _schema_facet(fields)} if fields else {}
-        inputs.append(InputDataset(namespace=step.dataset_namespace, name=name, facets=facets))  # type: ignore[arg-type]
+    naming = step.naming
+    for dataset in step.input_names:
+        fields = _schema_fields(step, dataset)
+        facets: dict[str, Any] = {"schema": _schema_facet(fields)} if fields else {}
+        facets.update(naming.facets(dataset))
+        namespace, name = naming.of(dataset)
+        inputs.append(InputDataset(namespace=namespace, name=name, facets=facets))
     return inputs
 
 
 def _outputs(step: StepRun) -> list[OutputDataset]:
     outputs = []
-    for name in step.output_names:
+    naming = step.naming
+    for dataset in step.output_names:
         facets: dict[str, Any] = {}
-        fields = _schema_fields(step, name)
+        fields = _schema_fields(step, dataset)
         if fields:
             facets["schema"] = _schema_facet(fields)
-        writers = [statement for statement in step.statements if statement.target == name]
+        facets.update(naming.facets(dataset))
+        writers = [statement for statement in step.statements if statement.target == dataset]
         if writers:
-            facets["columnLineage"] = column_lineage_facet(writers, step.dataset_namespace)
-        outputs.append(OutputDataset(namespace=step.dataset_namespace, name=name, facets=facets))
+            facets["columnLineage"] = column_lineage_facet(writers, naming)
+        namespace, name = naming.of(dataset)
+        outputs.append(OutputDataset(namespace=namespace, name=name, facets=facets))
     return outputs
 
 
@@ -221,7 +236,9 @@ def run_event(
         run_facets["parent"] = _parent_facet(step.parent, step.root)
     if step.engine:
         run_facets["processing_engine"] = processing_engine_run.ProcessingEngineRunFacet(
-            version=step.engine_version or "unknown", name=step.engine, openlineageAdapterVersion=PRODUCER
+            version=step.engine_version or engine_version(step.engine) or "unknown",
+            name=step.engine,
+            openlineageAdapterVersion=LAKELINE_VERSION,
         )
     if state is RunState.FAIL:
         message = (f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error) or "failed"
@@ -233,7 +250,7 @@ def run_event(
     }
     if step.sql:
         job_facets["sql"] = sql_job.SQLJobFacet(query=step.sql, dialect=step.dialect)
-    return RunEvent(
+    event = RunEvent(
         eventType=state,
         eventTime=at.astimezone(UTC).isoformat(),
         run=Run(runId=step.run_id, facets=run_facets),
@@ -242,6 +259,7 @@ def run_event(
         inputs=_inputs(step),
         outputs=_outputs(step),
     )
+    return owned(event)
 
 
 def event_to_dict(event: RunEvent) -> dict[str, Any]:
@@ -267,9 +285,14 @@ def sql_step_run(
     default_database: str | None = None,
     engine: str | None = None,
     engine_version: str | None = None,
+    created: dict[tuple[str, str], TableSchema] | None = None,
 ) -> StepRun:
-    """The step that runs ``sql``: its column lineage from the SQL text and its datasets' schemas."""
-    statements = tuple(SqlColumnLineage(catalog, dialect=dialect, default_database=default_database).statements(sql))
+    """The step that runs ``sql``: its column lineage from the SQL text and its datasets' schemas.
+
+    ``created``: tables earlier steps of the same run made (shared with them; see ``SqlColumnLineage``).
+    """
+    analyser = SqlColumnLineage(catalog, dialect=dialect, default_database=default_database, created=created)
+    statements = tuple(analyser.statements(sql))
     names = {name for statement in statements for name in (*statement.inputs, statement.target) if name}
     schemas = {}
     for name in sorted(names):
@@ -277,12 +300,15 @@ def sql_step_run(
         try:
             schemas[name] = catalog.describe_table(database, table)
         except TableNotFound:
-            continue  # created by the step itself (CTAS): its columns come from the lineage
+            # Made by this step or an earlier one of the run: its columns come from the lineage.
+            if created and (database, table) in created:
+                schemas[name] = created[(database, table)]
     return StepRun(
         job_name=job_name,
         run_id=run_id,
         job_namespace=settings.namespace,
         dataset_namespace=settings.dataset_namespace,
+        glue_catalog=settings.glue_catalog,
         parent=settings.parent,
         root=settings.root,
         sql=sql,

@@ -19,15 +19,17 @@ invocation re-emits the same events instead of inventing new runs.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from lakeline.engines.base import TableSchema
 from lakeline.errors import LakelineError
 from lakeline.lineage.column_sql import TableDescriber
 from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage_events import StepRun, sql_step_run, stable_run_id
 from lakeline.lineage.pipeline_steps import stage_a_root_id, stage_b_lineage_ids
+from lakeline.lineage.run_lifecycle import ExecutionLifecycle
 from lakeline.names import dml_name
 from lakeline.partitions import partition_filter
 from stage_a.plan import StageAPlan
@@ -107,6 +109,8 @@ class StepContext:
     catalog: TableDescriber
     settings: OpenLineageSettings
     engine: str
+    created: dict[tuple[str, str], TableSchema] = field(default_factory=dict)
+    """Tables the execution's steps create, as each step's SQL is read: later steps resolve against them."""
 
     def bare(self, job_name: str, **facts: Any) -> StepRun:
         """The step's run without column lineage (``facts``: its SQL, or its datasets by name)."""
@@ -115,6 +119,7 @@ class StepContext:
             run_id=self.pipeline.step_run_id(job_name),
             job_namespace=self.settings.namespace,
             dataset_namespace=self.settings.dataset_namespace,
+            glue_catalog=self.settings.glue_catalog,
             parent=self.pipeline.execution,
             root=self.pipeline.root,
             engine=self.engine,
@@ -138,6 +143,7 @@ class StepContext:
                 settings=scoped,
                 engine=self.engine,
                 default_database=default_database,
+                created=self.created,
             )
         except Exception as error:  # lineage is a facet: it never fails the step it describes
             logger.warning("%s: no column lineage (%s: %s)", job_name, type(error).__name__, error)
@@ -170,3 +176,31 @@ def stage_b_steps(
         context.from_sql(f"{STAGE_B_JOB}.{plan.dataset}.step{index}", sql, plan.steps[index].db)
         for index, sql in enumerate(plan.resolved_sql)
     ]
+
+
+def _owns_root(settings: OpenLineageSettings, opens_tree: bool) -> bool:
+    """Whether an execution reports the root run's own events: it opened the tree, no orchestrator did."""
+    return opens_tree and settings.root is None and settings.parent is None
+
+
+def stage_a_lifecycle(
+    plan: StageAPlan, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+) -> ExecutionLifecycle:
+    """The runs of one stage A execution: the arrival's root (stage A opens every tree), the execution, its step."""
+    pipeline = stage_a_run(plan, settings)
+    steps = stage_a_steps(plan, catalog=catalog, settings=settings, engine=engine)
+    return ExecutionLifecycle(
+        steps, pipeline.execution, pipeline.root, _owns_root(settings, True), settings.dataset_namespace, engine
+    )
+
+
+def stage_b_lifecycle(
+    plan: StageBPlan, message: StageBMessage, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+) -> ExecutionLifecycle:
+    """The runs of one stage B execution; it owns the root only when nothing upstream triggered it."""
+    pipeline = stage_b_run(plan, message, settings)
+    steps = stage_b_steps(plan, message, catalog=catalog, settings=settings, engine=engine)
+    opens_tree = message.lineage.root_id is None
+    return ExecutionLifecycle(
+        steps, pipeline.execution, pipeline.root, _owns_root(settings, opens_tree), settings.dataset_namespace, engine
+    )

@@ -1,8 +1,10 @@
 """OpenLineage events of finished stage runs, as the post-update and failure functions send them.
 
 A stage's state machine ends in its post-update function (the run succeeded) or its failure function
-(a step failed). That function emits, for every step of the run, the START event (dated when the run
-was planned) and the final COMPLETE or FAIL event, as dbt-ol does after a dbt run:
+(a step failed). That function replays the execution's life cycle (``run_lifecycle``): the root's and
+the execution's START (dated when the run was planned), each step's START and COMPLETE, or for a failed
+run the steps before the failed one COMPLETE, that one FAIL, the later ones ABORT (a failure whose step
+is not known gets the execution's FAIL and no step events), then the execution's and root's end:
 
 - always into the event archive (``OPENLINEAGE_EVENTS_LOCATION``, the archive bucket's ``openlineage/``
   folder, next to the lineage records), which is the default and writes nothing elsewhere;
@@ -17,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from openlineage.client.event_v2 import RunState
+from openlineage.client.event_v2 import RunEvent
 from pydantic import BaseModel
 
 from lakeline.lambda_support import load_environment
@@ -30,8 +31,15 @@ from lakeline.lineage.column_sql import TableDescriber
 from lakeline.lineage.event_archive import EventArchive
 from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference, load_openlineage_settings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
-from lakeline.lineage.openlineage_events import StepRun, event_to_dict
-from lakeline.lineage.pipeline_events import run_started_at, stage_a_run, stage_a_steps, stage_b_run, stage_b_steps
+from lakeline.lineage.openlineage_events import event_to_dict, now
+from lakeline.lineage.pipeline_events import (
+    run_started_at,
+    stage_a_lifecycle,
+    stage_a_run,
+    stage_b_lifecycle,
+    stage_b_run,
+)
+from lakeline.lineage.run_lifecycle import ExecutionLifecycle
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -86,28 +94,51 @@ class StepEvents:
     def stage_b_execution(self, plan: StageBPlan, message: StageBMessage) -> RunReference:
         return stage_b_run(plan, message, self.settings).execution
 
-    def finished(
-        self, steps: Sequence[StepRun], outcome: Outcome, *, started_at: datetime, error: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Emit START and the outcome of every step; keep them in the archive; return them."""
-        for step in steps:
-            self.emitter.emit_state(step, RunState.START, at=started_at)
-            self.emitter.emit_state(step, RunState(outcome), error=error)
-        events = [event_to_dict(event) for event in self.emitter.drain()]
+    def publish(self, events: Sequence[RunEvent]) -> list[dict[str, Any]]:
+        """Emit ``events``; keep them in the archive; return them."""
+        for event in events:
+            self.emitter.emit(event)
+        emitted = [event_to_dict(event) for event in self.emitter.drain()]
         if self.archive is not None:
-            self.archive.put(events)
-        return events
+            self.archive.put(emitted)
+        return emitted
+
+    def _replay(
+        self,
+        lifecycle: ExecutionLifecycle,
+        run_token: str,
+        outcome: Outcome,
+        error: str | None,
+        failed_step: int | None,
+    ) -> list[dict[str, Any]]:
+        events = lifecycle.replay(
+            started_at=run_started_at(run_token),
+            ended_at=now(),
+            failed_step=failed_step,
+            error=(error or "failed") if outcome == "FAIL" else None,
+        )
+        return self.publish(events)
 
     def stage_a(self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None) -> list[dict[str, Any]]:
         if not self.enabled:
             return []
-        steps = stage_a_steps(plan, catalog=self.catalog, settings=self.settings, engine=self.engine)
-        return self.finished(steps, outcome, started_at=run_started_at(plan.run_token), error=error)
+        lifecycle = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.settings, engine=self.engine)
+        # Stage A has one step: a failed run failed in it.
+        return self._replay(lifecycle, plan.run_token, outcome, error, 0 if outcome == "FAIL" else None)
 
     def stage_b(
-        self, plan: StageBPlan, message: StageBMessage, outcome: Outcome, *, error: str | None = None
+        self,
+        plan: StageBPlan,
+        message: StageBMessage,
+        outcome: Outcome,
+        *,
+        error: str | None = None,
+        failed_step: int | None = None,
     ) -> list[dict[str, Any]]:
+        """``failed_step``: the index of the step that failed, when the caller knows it."""
         if not self.enabled:
             return []
-        steps = stage_b_steps(plan, message, catalog=self.catalog, settings=self.settings, engine=self.engine)
-        return self.finished(steps, outcome, started_at=run_started_at(plan.run_token), error=error)
+        lifecycle = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.settings, engine=self.engine)
+        if outcome == "FAIL" and failed_step is None and len(lifecycle.steps) == 1:
+            failed_step = 0  # a run of one step failed in it
+        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step)

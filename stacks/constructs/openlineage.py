@@ -6,7 +6,8 @@ layer from ``LakelineFunction`` and, from ``StageEvents.attach``:
 - ``OPENLINEAGE_EVENTS_LOCATION``: ``s3://<lineage archive bucket>/openlineage/``, where every event is kept
   (the Glue table ``openlineage_events`` reads it), with ``s3:PutObject`` on that folder only;
 - ``OPENLINEAGE_NAMESPACE`` (``lakeline-<environment>``), ``OPENLINEAGE_DATASET_NAMESPACE`` (Athena's, for the
-  region) and ``PIPELINE_ENGINE`` (``athena`` or ``spark``);
+  region), ``OPENLINEAGE_GLUE_CATALOG`` (``arn:aws:glue:<region>:<account>``: the tables' ``symlinks``) and
+  ``PIPELINE_ENGINE`` (``athena`` or ``spark``);
 - the deployment's ``openlineage_environment`` (a transport configured the standard OpenLineage way);
 - ``glue:GetTable`` on the pipeline's catalog databases and tables, for the schemas behind column lineage.
 """
@@ -22,6 +23,7 @@ from lakeline.lineage.openlineage_config import athena_dataset_namespace
 from stacks.config import (
     OPENLINEAGE_DATASET_NAMESPACE,
     OPENLINEAGE_EVENTS_LOCATION,
+    OPENLINEAGE_GLUE_CATALOG,
     OPENLINEAGE_NAMESPACE,
     PIPELINE_ENGINE,
     LakelineConfig,
@@ -51,6 +53,8 @@ class StageEvents:
             OPENLINEAGE_EVENTS_LOCATION: f"s3://{self.archive.bucket_name}/{EVENTS_FOLDER}",
             OPENLINEAGE_NAMESPACE: job_namespace(config.environment),
             OPENLINEAGE_DATASET_NAMESPACE: athena_dataset_namespace(Stack.of(scope).region),
+            OPENLINEAGE_GLUE_CATALOG: f"arn:{Stack.of(scope).partition}:glue:{Stack.of(scope).region}:"
+            f"{Stack.of(scope).account}",
             PIPELINE_ENGINE: config.engine,
         }
 

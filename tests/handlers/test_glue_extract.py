@@ -68,6 +68,17 @@ def account(tmp_path: Path) -> Iterator[tuple[Any, Any]]:
                 NonOverridableArguments=config.get("NonOverridableArguments", {}),
                 GlueVersion=config["GlueVersion"],
             )
+        glue.create_connection(
+            ConnectionInput={
+                "Name": "pg-sales",
+                "ConnectionType": "JDBC",
+                "ConnectionProperties": {
+                    "JDBC_CONNECTION_URL": "jdbc:postgresql://pg.internal:5432/sales",
+                    "USERNAME": "etl",
+                    "PASSWORD": "hunter2",
+                },
+            }
+        )
         shared = MANUAL / "jobs" / "customer_metrics" / "extra-py-files" / "shared_tables.py"
         s3.put_object(Bucket="lake-code", Key="libs/shared_tables.py", Body=shared.read_bytes())
         wheel = tmp_path / "segment_tools.whl"
@@ -87,9 +98,16 @@ def test_extract_writes_the_catalog_and_jobs_as_the_aws_cli_prints_them(
     out = tmp_path / "extract"
     result = glue_cli("extract", "--region", REGION, "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert "extracted 2 databases, 4 tables and 3 jobs" in result.stdout
+    assert "extracted 2 databases, 4 tables, 1 connections and 3 jobs" in result.stdout
 
-    assert json.loads((out / "connection.json").read_text()) == {"Region": REGION}
+    assert json.loads((out / "connection.json").read_text()) == {"Region": REGION, "AccountId": "123456789012"}
+    (connection,) = json.loads((out / "connections.json").read_text())["ConnectionList"]
+    # The JDBC URL names the data of JDBC sources and sinks; the password is never written.
+    assert connection["ConnectionProperties"] == {
+        "JDBC_CONNECTION_URL": "jdbc:postgresql://pg.internal:5432/sales",
+        "USERNAME": "etl",
+    }
+    assert "hunter2" not in (out / "connections.json").read_text()
     databases = json.loads((out / "databases.json").read_text())["DatabaseList"]
     assert sorted(d["Name"] for d in databases) == ["curated", "sales_raw"]
     assert all(isinstance(d["CreateTime"], str) for d in databases)
@@ -132,10 +150,10 @@ def test_extract_then_lineage_end_to_end(account: tuple[Any, Any], tmp_path: Pat
     assert sorted(extracted) == ["customer_metrics", "daily_events", "orders_to_curated"]
     athena = "awsathena://athena.eu-west-1.amazonaws.com"
     assert {(o["namespace"], o["name"]) for o in extracted["orders_to_curated"]["outputs"]} == {
-        (athena, "curated.orders")
+        (athena, "AwsDataCatalog.curated.orders")
     }
     metrics = extracted["customer_metrics"]["outputs"][0]["facets"]["columnLineage"]["fields"]
-    assert metrics["email"]["inputFields"][0]["name"] == "sales_raw.customers"
+    assert metrics["email"]["inputFields"][0]["name"] == "AwsDataCatalog.sales_raw.customers"
 
     # The same lineage as from the hand-written folder: extraction loses nothing the analysis uses.
     manual = tmp_path / "manual"
@@ -162,7 +180,7 @@ def test_a_missing_script_fails_its_job_only(account: tuple[Any, Any], tmp_path:
     assert result.exit_code == 1
     assert "job broken_job: cannot fetch script s3://lake-code/scripts/gone.py: NoSuchKey" in result.stderr
     assert "job broken_job: cannot fetch extra file s3://lake-code/libs/missing.py: NoSuchKey" in result.stderr
-    assert "extracted 2 databases, 4 tables and 4 jobs" in result.stdout
+    assert "extracted 2 databases, 4 tables, 1 connections and 4 jobs" in result.stdout
     # The configuration is kept, so the script can be added by hand.
     assert (out / "jobs" / "broken_job" / "job.json").is_file()
     assert not list((out / "jobs").glob(".*"))
@@ -170,7 +188,7 @@ def test_a_missing_script_fails_its_job_only(account: tuple[Any, Any], tmp_path:
     result = glue_cli("lineage", str(out))
     assert result.exit_code == 1
     assert "error: broken_job: the job's script (s3://lake-code/scripts/gone.py) is not in" in result.stderr
-    assert len(load_events(out / "lineage" / "openlineage.jsonl")) == 3
+    assert len(load_events(out / "lineage" / "openlineage.jsonl")) == 6  # START and COMPLETE of 3 jobs
 
 
 def test_jobs_pattern_and_pages_of_jobs(account: tuple[Any, Any], tmp_path: Path) -> None:

@@ -191,11 +191,18 @@ def test_events_follow_a_column_from_stage_b_back_to_the_raw_column(aws: dict[st
     run_stage_a(aws)
     stage_b = plan_stage_b(aws)
     result = stage_b_post_update.handler({"message": stage_b["message"], "plan": stage_b["plan"]}, CONTEXT)
-    assert result["openlineage_events"] == 2
+    assert result["openlineage_events"] == 4
     keys, events = archived(aws)
+    # Stage A opened the tree: the root (job pipeline) has its own run; stage B runs inside it.
     assert sorted((e["job"]["name"], e["eventType"]) for e in events) == [
+        ("pipeline", "COMPLETE"),
+        ("pipeline", "START"),
+        ("stage_a", "COMPLETE"),
+        ("stage_a", "START"),
         (f"stage_a.{STAGE}.customers", "COMPLETE"),
         (f"stage_a.{STAGE}.customers", "START"),
+        (f"stage_b.{TARGET}", "COMPLETE"),
+        (f"stage_b.{TARGET}", "START"),
         (f"stage_b.{TARGET}.step0", "COMPLETE"),
         (f"stage_b.{TARGET}.step0", "START"),
     ]
@@ -205,7 +212,7 @@ def test_events_follow_a_column_from_stage_b_back_to_the_raw_column(aws: dict[st
     assert {e["eventTime"][:10] for e in events if e["eventType"] == "START"} >= {"2022-01-20"}
 
     graph = ColumnGraph.from_events(events)
-    tree = render_tree(graph.tree(FieldRef(NAMESPACE, TARGET, "id"), indirect=False))
+    tree = render_tree(graph.tree(FieldRef(NAMESPACE, f"AwsDataCatalog.{TARGET}", "id"), indirect=False))
     assert tree.splitlines() == [
         f"{TARGET}.id",
         f"+- {STAGE}.customers.customer_id  DIRECT IDENTITY  [job lakeline-dev/stage_b.{TARGET}.step0]",
@@ -218,7 +225,8 @@ def test_parent_is_the_execution_and_root_is_the_arrival_named_by_the_lineage_re
     stage_b = plan_stage_b(aws)
     stage_b_post_update.handler({"message": stage_b["message"], "plan": stage_b["plan"]}, CONTEXT)
     _, events = archived(aws)
-    by_job = {e["job"]["name"]: e for e in events if e["eventType"] == "COMPLETE"}
+    steps = [e for e in events if "sql" in e["job"]["facets"]]
+    by_job = {e["job"]["name"]: e for e in steps if e["eventType"] == "COMPLETE"}
     root_id = stage_a_root_id(StageAPlan.from_dict(stage_a["plan"]))
     parents = {}
     for name, event in by_job.items():
@@ -239,6 +247,13 @@ def test_parent_is_the_execution_and_root_is_the_arrival_named_by_the_lineage_re
     # The lineage records name the same executions, so records and events meet on one id.
     records = {(r["job_name"], r.get("run_id")) for r in lineage_records(aws) if r["action_taken"] != "RAW_DATA_INPUT"}
     assert records == {(f"lakeline-dev/{job}", run_id) for job, run_id in parents.values()}
+    # The parents and the root are runs with their own START and COMPLETE.
+    own = {(e["job"]["name"], e["run"]["runId"], e["eventType"]) for e in events if "sql" not in e["job"]["facets"]}
+    assert own == {
+        (name, run_id, state)
+        for name, run_id in [*parents.values(), ("pipeline", root_id)]
+        for state in ("START", "COMPLETE")
+    }
     # Each START is dated when the run was planned, before its COMPLETE.
     for name, event in by_job.items():
         (start,) = [e for e in events if e["job"]["name"] == name and e["eventType"] == "START"]
@@ -251,7 +266,7 @@ def test_a_retried_post_update_rewrites_the_same_events(aws: dict[str, Any]) -> 
     first_keys, first = archived(aws)
     stage_a_post_update.handler({"plan": stage_a["plan"]}, CONTEXT)
     keys, events = archived(aws)
-    assert keys == first_keys and len(keys) == 2
+    assert keys == first_keys and len(keys) == 6
     assert [e["run"]["runId"] for e in events] == [e["run"]["runId"] for e in first]
 
 
@@ -259,14 +274,20 @@ def test_failed_runs_emit_fail_with_the_reason(aws: dict[str, Any]) -> None:
     stage_a = run_stage_a(aws)
     error = {"Error": "Athena.QueryFailed", "Cause": "HIVE_BAD_DATA: broken.parquet"}
     result = stage_a_failure.handler({"plan": stage_a["plan"], "error": error}, CONTEXT)
-    assert result["openlineage_events"] == 2
+    assert result["openlineage_events"] == 6
     stage_b = plan_stage_b(aws)
     error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND: no_such_column"}
     result = stage_b_failure.handler({"plan": stage_b["plan"], "error": error}, CONTEXT)
-    assert result["openlineage_events"] == 2
+    assert result["openlineage_events"] == 4
     _, events = archived(aws)
     failed = {e["job"]["name"]: e for e in events if e["eventType"] == "FAIL"}
-    assert set(failed) == {f"stage_a.{STAGE}.customers", f"stage_b.{TARGET}.step0"}
+    assert set(failed) == {
+        "pipeline",
+        "stage_a",
+        f"stage_a.{STAGE}.customers",
+        f"stage_b.{TARGET}",
+        f"stage_b.{TARGET}.step0",
+    }
     message = failed[f"stage_b.{TARGET}.step0"]["run"]["facets"]["errorMessage"]["message"]
     assert message == "steps failed: Athena.QueryFailed: COLUMN_NOT_FOUND: no_such_column"
     # A failed run adds no column lineage to follow.
@@ -311,6 +332,6 @@ def test_a_configured_http_transport_receives_the_archived_events(aws: dict[str,
     clear_caches()
     run_stage_a(aws)
     _, events = archived(aws)
-    assert [(path, auth) for path, auth, _ in _Collector.received] == [("/api/v1/lineage", "Bearer secret-key")] * 2
+    assert [(path, auth) for path, auth, _ in _Collector.received] == [("/api/v1/lineage", "Bearer secret-key")] * 6
     sent = sorted((body["run"]["runId"], body["eventType"]) for _, _, body in _Collector.received)
     assert sent == sorted((e["run"]["runId"], e["eventType"]) for e in events)

@@ -433,6 +433,12 @@ def test_the_stage_functions_are_told_where_events_go(
         assert variables["OPENLINEAGE_DATASET_NAMESPACE"] == {
             "Fn::Join": ["", ["awsathena://athena.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]
         }
+        assert variables["OPENLINEAGE_GLUE_CATALOG"] == {
+            "Fn::Join": [
+                "",
+                ["arn:", {"Ref": "AWS::Partition"}, ":glue:", {"Ref": "AWS::Region"}, ":", {"Ref": "AWS::AccountId"}],
+            ]
+        }
         assert variables["PIPELINE_ENGINE"] == engine
         openlineage = {key: value for key, value in variables.items() if key.startswith("OPENLINEAGE")}
         assert set(openlineage) == (STACK_OPENLINEAGE_VARIABLES - {"PIPELINE_ENGINE"}) | set(extra), handler

@@ -127,9 +127,9 @@ def test_runs_jobs_parents_sql_and_errors_read_back_by_partition(
     parent = "stage_b.mart.customer_totals"
     assert result.rows == [
         ("2024-01-21", run_id(2), "FAIL", NAMESPACE, "stage_b.mart.step2", run_id(102), parent, ROOT.run_id,
-         "pipeline", TOTALS_BY_NAME, "HIVE_BAD_DATA: bad row", 1, "mart.customer_totals"),
+         "pipeline", TOTALS_BY_NAME, "HIVE_BAD_DATA: bad row", 1, "AwsDataCatalog.mart.customer_totals"),
         ("2024-01-22", run_id(3), "COMPLETE", NAMESPACE, "stage_b.mart.step3", run_id(103), parent, ROOT.run_id,
-         "pipeline", TOTALS_PER_ORDER, None, 1, "mart.customer_totals"),
+         "pipeline", TOTALS_PER_ORDER, None, 1, "AwsDataCatalog.mart.customer_totals"),
         ("2024-01-22", run_id(4), "COMPLETE", NAMESPACE, "stage_b.mart.step4", run_id(104), parent, ROOT.run_id,
-         "pipeline", FLAGS, None, 1, "mart.customer_flags"),
+         "pipeline", FLAGS, None, 1, "AwsDataCatalog.mart.customer_flags"),
     ]  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from lakeline.errors import ValidationError
 from lakeline.lineage.column_model import (
     Dependencies,
     Edge,
+    ExpressionNode,
     SourceField,
     Subtype,
     Transformation,
@@ -21,7 +23,7 @@ from lakeline.lineage.column_model import (
     as_value,
     compose,
 )
-from lakeline.lineage.column_sql import SqlColumnLineage, column_lineage
+from lakeline.lineage.column_sql import DIALECTS, SqlColumnLineage, column_lineage
 
 DATA = Path(__file__).parent / "data"
 CASES: list[dict[str, Any]] = yaml.safe_load((DATA / "column_lineage_cases.yaml").read_text())
@@ -45,6 +47,19 @@ REQUIRED_CATEGORIES = {
     "quoted_identifiers",
     "where_filter_only",
     "unqualified_multi_table",
+    "merge_every_branch",
+    "merge_star_spark",
+    "update_set_where",
+    "delete_where",
+    "hive_insert_overwrite_partitions",
+    "spark_insert_overwrite_static_partition",
+    "parenthesized_join",
+    "nested_struct_fields",
+    "spark_posexplode_lateral_view",
+    "spark_posexplode_in_select",
+    "trino_unnest_with_ordinality",
+    "recursive_cte",
+    "ansi_insert_column_list",
 }
 
 
@@ -66,7 +81,7 @@ def test_the_table_covers_every_category() -> None:
     assert len(ids) == len(set(ids))
     assert len(CASES) >= 30
     assert set(ids) >= REQUIRED_CATEGORIES
-    assert {case["dialect"] for case in CASES} == {"athena", "spark"}
+    assert {case["dialect"] for case in CASES} == set(DIALECTS)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
@@ -117,13 +132,29 @@ def test_a_created_table_is_visible_to_later_statements(catalog: CatalogFile) ->
         ("SELECT customer_id FROM sales.orders JOIN sales.customers ON 1 = 1", "customer_id"),
         ("INSERT INTO mart.daily_sales SELECT amount FROM sales.orders", "takes 3 columns"),
         ("INSERT INTO mart.daily_sales (day, revenue) SELECT amount FROM sales.orders", "takes 2 columns"),
-        ("SELECT FROM WHERE", "cannot parse"),
+        ("SELECT FROM WHERE", "cannot parse SQL as athena: line 1, column 17: Expected table name but got 'WHERE'"),
+        ("SELECT * FROM sales.empty", "table sales.empty has no columns in the catalog"),
+        ("CALL system.rewrite_data_files('sales.orders')", "CALL statements are not supported for column lineage"),
+        ("COPY sales.orders FROM 's3://x/'", "COPY statements are not supported"),
+        ("CREATE FUNCTION f AS SELECT 1", "CREATE FUNCTION ... AS is not supported"),
+        (
+            "MERGE INTO mart.customer_flags t USING sales.customers s ON t.customer_id = s.customer_id "
+            "WHEN NOT MATCHED THEN INSERT (customer_id) VALUES (s.customer_id, s.name)",
+            "MERGE INSERT lists 1 columns but 2 values",
+        ),
+        ("UPDATE mart.customer_flags SET nope = 1", "mart.customer_flags has no column 'nope'"),
+        ("WITH RECURSIVE r AS (SELECT 1 AS n) SELECT n FROM r", None),
         ("SELECT a FROM (SELECT 1 AS a) x UNION ALL SELECT 1, 2", "sides have 1 and 2 columns"),
     ],
 )
-def test_bad_statements_are_refused_with_a_reason(sql: str, message: str, catalog: CatalogFile) -> None:
-    with pytest.raises(ValidationError, match=message):
+def test_bad_statements_are_refused_with_a_reason(sql: str, message: str | None, catalog: CatalogFile) -> None:
+    if message is None:  # accepted: listed to show the neighbouring refusals are not blanket ones
+        assert column_lineage(sql, catalog)
+        return
+    with pytest.raises(ValidationError, match=re.escape(message)) as raised:
         column_lineage(sql, catalog)
+    text = str(raised.value)
+    assert "\n" not in text and "\x1b" not in text
 
 
 def test_a_table_without_database_needs_a_default(catalog: CatalogFile) -> None:
@@ -162,3 +193,48 @@ def test_composition_rules() -> None:
     assert edge.transformation == Transformation(indirect, Subtype.JOIN)
     with pytest.raises(ValueError, match="cannot have subtype"):
         Transformation(direct, Subtype.FILTER)
+
+
+def _chain(node: ExpressionNode) -> list[str]:
+    """The node and its first descendants, one per level: the chain a one-input column follows."""
+    steps = [f"{node.label} = {node.expression}" if node.expression else node.label]
+    while node.children:
+        node = node.children[0]
+        steps.append(f"{node.label} = {node.expression}" if node.expression else node.label)
+    return steps
+
+
+def test_the_expression_chain_goes_down_to_literals_and_table_columns(catalog: CatalogFile) -> None:
+    # The Ushas document's example, written into a table.
+    sql = (
+        "CREATE TABLE mart.t_out AS "
+        "SELECT * FROM (SELECT SUBSTR(a + 1, 0, 1) AS c, a + 3 AS d FROM (SELECT 1 AS a, 2 AS b))"
+    )
+    (lineage,) = column_lineage(sql, catalog)
+    node = lineage.column("c").node
+    assert node is not None
+    assert _chain(node) == ["c = _1.c AS c", "_1.c = SUBSTRING(_0.a + 1, 0, 1) AS c", "_0.a = 1 AS a"]
+    assert lineage.column("c").dependencies == frozenset()
+    (stored,) = column_lineage(
+        "SELECT t.total FROM (SELECT SUM(amount) AS total FROM (SELECT amount FROM sales.orders) AS o) AS t", catalog
+    )
+    node = stored.column("total").node
+    assert node is not None
+    assert _chain(node) == [
+        "total = t.total AS total",
+        "t.total = SUM(o.amount) AS total",
+        "o.amount = orders.amount AS amount",
+        "sales.orders.amount",
+    ]
+    assert node.children[0].children[0].children[0].source == SourceField("sales.orders", "amount")
+
+
+def test_merge_branches_are_steps_of_the_chain(catalog: CatalogFile) -> None:
+    case = next(case for case in CASES if case["id"] == "merge_every_branch")
+    (lineage,) = column_lineage(case["sql"], catalog)
+    node = lineage.column("flag").node
+    assert node is not None
+    assert [branch.label for branch in node.children] == [
+        "WHEN MATCHED THEN UPDATE",
+        "WHEN NOT MATCHED THEN INSERT AND o.customer_id > 0",
+    ]

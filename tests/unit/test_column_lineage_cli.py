@@ -11,6 +11,10 @@ from typer.testing import CliRunner
 from lakeline.cli import app
 
 CATALOG = Path(__file__).parent / "data" / "column_lineage_catalog.json"
+STAGE_A_SQL = (
+    "INSERT INTO sales.orders SELECT CAST(order_id AS bigint), CAST(customer_id AS bigint),"
+    ' CAST(amount AS double), status, CAST("date" AS date), dt FROM raw.orders'
+)
 RUN_ID = "01930000-0000-7000-8000-000000000001"
 
 
@@ -52,9 +56,9 @@ def test_sql_prints_a_run_event_with_column_lineage(tmp_path: Path) -> None:
     assert event["eventType"] == "COMPLETE"
     assert event["job"] == {"namespace": "lakeline", "name": "daily", "facets": event["job"]["facets"]}
     assert event["run"]["facets"]["parent"]["job"]["name"] == "pipeline"
-    assert [d["name"] for d in event["inputs"]] == ["sales.customers", "sales.orders"]
+    assert [d["name"] for d in event["inputs"]] == ["AwsDataCatalog.sales.customers", "AwsDataCatalog.sales.orders"]
     (output,) = event["outputs"]
-    assert output["name"] == "mart.daily_sales"
+    assert output["name"] == "AwsDataCatalog.mart.daily_sales"
     fields = output["facets"]["columnLineage"]["fields"]
     assert {
         (column, f["name"], f["field"], t["type"], t["subtype"])
@@ -62,9 +66,9 @@ def test_sql_prints_a_run_event_with_column_lineage(tmp_path: Path) -> None:
         for f in facet["inputFields"]
         for t in f["transformations"]
     } == {
-        ("day", "sales.orders", "date", "DIRECT", "IDENTITY"),
-        ("region", "sales.customers", "region", "DIRECT", "IDENTITY"),
-        ("revenue", "sales.orders", "amount", "DIRECT", "AGGREGATION"),
+        ("day", "AwsDataCatalog.sales.orders", "date", "DIRECT", "IDENTITY"),
+        ("region", "AwsDataCatalog.sales.customers", "region", "DIRECT", "IDENTITY"),
+        ("revenue", "AwsDataCatalog.sales.orders", "amount", "DIRECT", "AGGREGATION"),
     }
     assert {f["namespace"] for f in fields["day"]["inputFields"]} == {"awsathena://athena.eu-west-1.amazonaws.com"}
 
@@ -85,16 +89,16 @@ def test_sql_in_spark_dialect_and_emitting_to_a_file(tmp_path: Path) -> None:
     assert printed["job"]["facets"]["sql"]["dialect"] == "spark"
 
 
-def test_tree_follows_stored_events_back(tmp_path: Path) -> None:
-    stage_a = _write(
-        tmp_path,
-        "stage_a.sql",
-        "INSERT INTO sales.orders SELECT CAST(order_id AS bigint), CAST(customer_id AS bigint),"
-        ' CAST(amount AS double), status, CAST("date" AS date), dt FROM raw.orders',
-    )
+def _stage_a_events(tmp_path: Path) -> Path:
+    """The stored event of a stage A step that loads sales.orders from raw.orders."""
+    stage_a = _write(tmp_path, "stage_a.sql", STAGE_A_SQL)
     first = CliRunner().invoke(app, ["lineage", "sql", str(stage_a), "--catalog", str(CATALOG)])
     assert first.exit_code == 0, first.output
-    events = _write(tmp_path, "events.json", first.stdout)
+    return _write(tmp_path, "events.json", first.stdout)
+
+
+def test_tree_follows_stored_events_back(tmp_path: Path) -> None:
+    events = _stage_a_events(tmp_path)
     stage_b = _write(tmp_path, "stage_b.sql", "SELECT SUM(amount) AS total FROM sales.orders WHERE status = 'paid'")
     result = CliRunner().invoke(
         app, ["lineage", "tree", str(stage_b), "--catalog", str(CATALOG), "--events", str(events)]
@@ -131,8 +135,7 @@ def test_sql_errors(tmp_path: Path, sql: str, options: list[str], code: int, mes
 
 def test_column_follows_a_stored_column_back_through_a_folder_of_events(tmp_path: Path) -> None:
     steps = {
-        "stage_a.sql": "INSERT INTO sales.orders SELECT CAST(order_id AS bigint), CAST(customer_id AS bigint),"
-        ' CAST(amount AS double), status, CAST("date" AS date), dt FROM raw.orders',
+        "stage_a.sql": STAGE_A_SQL,
         "stage_b.sql": "INSERT INTO sales.customers SELECT customer_id, 'x', status, 'e' FROM sales.orders",
     }
     folder = tmp_path / "openlineage" / "dt=2022-01-20"
@@ -156,3 +159,79 @@ def test_column_follows_a_stored_column_back_through_a_folder_of_events(tmp_path
     malformed = CliRunner().invoke(app, ["lineage", "column", "customers.region", "--events", str(tmp_path)])
     assert malformed.exit_code == 1
     assert "DATABASE.TABLE.COLUMN" in malformed.stderr
+
+
+USHAS_EXAMPLE = (
+    "CREATE TABLE mart.t_out AS\nselect * from (select substr(a+1,0,1) as c, a+3 as d from (select 1 as a, 2 as b))\n"
+)
+
+
+def test_tree_shows_the_whole_expression_chain_of_the_ushas_example(tmp_path: Path) -> None:
+    sql = _write(tmp_path, "ushas.sql", USHAS_EXAMPLE)
+    result = CliRunner().invoke(app, ["lineage", "tree", str(sql), "--catalog", str(CATALOG)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split("\n\n")[0].splitlines() == [
+        "mart.t_out.c = _1.c AS c",
+        "+- _1.c = SUBSTRING(_0.a + 1, 0, 1) AS c",
+        "   +- _0.a = 1 AS a  [literal]",
+    ]
+
+
+def test_tree_goes_through_subqueries_to_table_columns_and_stored_events(tmp_path: Path) -> None:
+    events = _stage_a_events(tmp_path)
+    sql = _write(
+        tmp_path,
+        "nested.sql",
+        "INSERT INTO mart.customer_flags SELECT t.customer_id, CAST(t.total AS varchar) FROM "
+        "(SELECT customer_id, SUM(amount) AS total FROM sales.orders GROUP BY customer_id) t",
+    )
+    result = CliRunner().invoke(
+        app, ["lineage", "tree", str(sql), "--catalog", str(CATALOG), "--events", str(events), "--direct-only"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split("\n\n")[1].splitlines() == [
+        "mart.customer_flags.flag = CAST(t.total AS VARCHAR) AS total",
+        "+- t.total = SUM(orders.amount) AS total",
+        "   +- sales.orders.amount  DIRECT AGGREGATION",
+        "      +- raw.orders.amount  DIRECT IDENTITY  [job lakeline/stage_a]",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELECT * FROM sales.empty", "table sales.empty has no columns in the catalog"),
+        ("SELECT FROM WHERE (", "cannot parse SQL as athena: line 1, column 17"),
+        ("DROP TABLE sales.orders", "has no statement that reads or writes rows"),
+        ("CALL system.expire_snapshots('sales.orders')", "CALL statements are not supported"),
+    ],
+)
+def test_unsupported_sql_is_one_clean_line(tmp_path: Path, sql: str, message: str) -> None:
+    path = _write(tmp_path, "bad.sql", sql)
+    for command in ("sql", "tree"):
+        result = CliRunner().invoke(app, ["lineage", command, str(path), "--catalog", str(CATALOG)])
+        assert result.exit_code == 1, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        assert message in result.stderr
+        assert "\x1b" not in result.stderr and "Traceback" not in result.stderr
+        assert result.stdout == ""
+
+
+def test_merge_gives_an_event_with_inputs_outputs_and_column_lineage(tmp_path: Path) -> None:
+    sql = _write(
+        tmp_path,
+        "merge.sql",
+        "MERGE INTO mart.customer_flags t USING sales.customers s ON t.customer_id = s.customer_id\n"
+        "WHEN MATCHED THEN UPDATE SET flag = s.region\n"
+        "WHEN NOT MATCHED THEN INSERT (customer_id, flag) VALUES (s.customer_id, s.name)",
+    )
+    result = CliRunner().invoke(app, ["lineage", "sql", str(sql), "--catalog", str(CATALOG), "--dialect", "trino"])
+    assert result.exit_code == 0, result.output
+    event = json.loads(result.stdout)
+    assert [d["name"] for d in event["inputs"]] == [
+        "AwsDataCatalog.mart.customer_flags",
+        "AwsDataCatalog.sales.customers",
+    ]
+    (output,) = event["outputs"]
+    fields = output["facets"]["columnLineage"]["fields"]
+    assert {f["field"] for f in fields["flag"]["inputFields"]} == {"region", "name"}

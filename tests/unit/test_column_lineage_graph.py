@@ -91,10 +91,12 @@ def test_events_are_stored_as_json_lines(stored_events: Path) -> None:
 
 def test_a_column_is_followed_back_to_raw_columns(stored_events: Path) -> None:
     graph = ColumnGraph.from_events(load_events(stored_events))
-    revenue = FieldRef(NAMESPACE, "mart.daily_sales", "revenue")
+    revenue = FieldRef(NAMESPACE, "AwsDataCatalog.mart.daily_sales", "revenue")
     direct = graph.origins(revenue, indirect=False)
     assert direct == {
-        FieldRef(NAMESPACE, "raw.orders", "amount"): {Transformation(TransformationType.DIRECT, Subtype.AGGREGATION)}
+        FieldRef(NAMESPACE, "AwsDataCatalog.raw.orders", "amount"): {
+            Transformation(TransformationType.DIRECT, Subtype.AGGREGATION)
+        }
     }
     everything = graph.origins(revenue)
     by_field = {str(ref): {f"{t.type} {t.subtype}" for t in kinds} for ref, kinds in everything.items()}
@@ -112,13 +114,15 @@ def test_a_column_is_followed_back_to_raw_columns(stored_events: Path) -> None:
 
 def test_the_failed_run_adds_no_lineage(stored_events: Path) -> None:
     graph = ColumnGraph.from_events(load_events(stored_events))
-    origins = graph.origins(FieldRef(NAMESPACE, "mart.daily_sales", "region"), indirect=False)
-    assert set(origins) == {FieldRef(NAMESPACE, "sales.customers", "region")}
+    origins = graph.origins(FieldRef(NAMESPACE, "AwsDataCatalog.mart.daily_sales", "region"), indirect=False)
+    assert set(origins) == {FieldRef(NAMESPACE, "AwsDataCatalog.sales.customers", "region")}
 
 
 def test_tree_shows_each_step(stored_events: Path) -> None:
     graph = ColumnGraph.from_events(load_events(stored_events))
-    text = render_tree(graph.tree(FieldRef(NAMESPACE, "mart.customer_totals", "total_amount"), indirect=False))
+    text = render_tree(
+        graph.tree(FieldRef(NAMESPACE, "AwsDataCatalog.mart.customer_totals", "total_amount"), indirect=False)
+    )
     assert text.splitlines() == [
         "mart.customer_totals.total_amount",
         "+- mart.tmp_totals.total  DIRECT IDENTITY  [job lakeline/stage_b.totals]",

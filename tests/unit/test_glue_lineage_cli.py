@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 from lakeline.cli import app
 from lakeline.lineage.column_graph import ColumnGraph, FieldRef, load_events
 from lakeline.lineage.column_model import Subtype, Transformation, TransformationType
+from lakeline.lineage.dataset_naming import LOCAL_DATASET_NAMESPACE as LOCAL
+from lakeline.lineage.dataset_naming import table_of
 
 MANUAL = Path(__file__).parents[1] / "fixtures" / "glue" / "manual"
 runner = CliRunner()
@@ -34,10 +36,10 @@ def events_by_job(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def column_lineage(event: dict[str, Any], output: str) -> dict[str, set[tuple[str, str, str, str]]]:
-    found = next(o for o in event["outputs"] if o["name"] == output)
+    found = next(o for o in event["outputs"] if table_of(o["name"]) == output)
     return {
         name: {
-            (item["name"], item["field"], t["type"], t["subtype"])
+            (table_of(item["name"]), item["field"], t["type"], t["subtype"])
             for item in field["inputFields"]
             for t in item["transformations"]
         }
@@ -49,18 +51,18 @@ def test_lineage_of_a_hand_written_folder(folder: Path) -> None:
     result = lineage(str(folder))
     assert result.exit_code == 0, result.output
     assert "orders_to_curated" in result.stdout and "customer_metrics" in result.stdout
-    assert "3 events written to" in result.stderr
+    assert "6 events written to" in result.stderr  # a START and a COMPLETE per job
     events = events_by_job(folder / "lineage" / "openlineage.jsonl")
     assert sorted(events) == ["customer_metrics", "daily_events", "orders_to_curated"]
 
     curated = events["orders_to_curated"]
     assert curated["eventType"] == "COMPLETE"
     assert [(d["namespace"], d["name"]) for d in curated["inputs"]] == [
-        ("spark", "sales_raw.customers"),
-        ("spark", "sales_raw.orders"),
+        (LOCAL, "AwsDataCatalog.sales_raw.customers"),
+        (LOCAL, "AwsDataCatalog.sales_raw.orders"),
     ]
     # The non-overridable TARGET_PATH is the location of curated.orders: the job writes that table.
-    assert [(d["namespace"], d["name"]) for d in curated["outputs"]] == [("spark", "curated.orders")]
+    assert [(d["namespace"], d["name"]) for d in curated["outputs"]] == [(LOCAL, "AwsDataCatalog.curated.orders")]
     assert column_lineage(curated, "curated.orders")["amount"] == {
         ("sales_raw.orders", "amount", "DIRECT", "TRANSFORMATION")
     }
@@ -74,9 +76,9 @@ def test_lineage_of_a_hand_written_folder(folder: Path) -> None:
 
     metrics = events["customer_metrics"]
     assert [(d["namespace"], d["name"]) for d in metrics["inputs"]] == [
-        ("spark", "curated.orders"),
+        (LOCAL, "AwsDataCatalog.curated.orders"),
         ("s3://lake-ref", "segments"),
-        ("spark", "sales_raw.customers"),
+        (LOCAL, "AwsDataCatalog.sales_raw.customers"),
     ]
     assert column_lineage(metrics, "curated.customer_metrics") == {
         "customer_id": {("curated.orders", "customer_id", "DIRECT", "IDENTITY")},
@@ -91,9 +93,9 @@ def test_lineage_of_a_hand_written_folder(folder: Path) -> None:
 def test_columns_can_be_followed_across_jobs(folder: Path) -> None:
     assert lineage(str(folder)).exit_code == 0
     graph = ColumnGraph.from_events(load_events(folder / "lineage" / "openlineage.jsonl"))
-    revenue = FieldRef("spark", "curated.customer_metrics", "revenue_eur")
+    revenue = FieldRef(LOCAL, "AwsDataCatalog.curated.customer_metrics", "revenue_eur")
     assert graph.origins(revenue, indirect=False) == {
-        FieldRef("spark", "sales_raw.orders", "amount"): {
+        FieldRef(LOCAL, "AwsDataCatalog.sales_raw.orders", "amount"): {
             Transformation(TransformationType.DIRECT, Subtype.AGGREGATION)
         }
     }
@@ -104,6 +106,8 @@ def test_unresolved_parts_are_reported_not_guessed(folder: Path) -> None:
     assert result.exit_code == 0, result.output
     reported = [line for line in result.stdout.splitlines() if line.startswith("daily_events: ")]
     assert reported == [
+        "daily_events: line 9: job argument --RUN_DATE has no value: it is not in "
+        "DefaultArguments, the run arguments or NonOverridableArguments",
         "daily_events: line 13: catalog table name is not resolved: call to datetime.date.today is not analysed",
         "daily_events: line 16: name 'score_udf' is not defined where it is used",
         "daily_events: line 19: target path is not resolved: job argument --RUN_DATE has no value: it is not in "
@@ -111,8 +115,9 @@ def test_unresolved_parts_are_reported_not_guessed(folder: Path) -> None:
     ]
     event = events_by_job(folder / "lineage" / "openlineage.jsonl")["daily_events"]
     errors = event["run"]["facets"]["extractionError"]
-    assert errors["failedTasks"] == 2 and errors["totalTasks"] == 3
+    assert errors["failedTasks"] == 3 and errors["totalTasks"] == 3
     assert [(e["taskNumber"], e["task"]) for e in errors["errors"]] == [
+        (9, "script line 9"),
         (13, "script line 13"),
         (16, "script line 16"),
         (19, "script line 19"),
@@ -128,7 +133,9 @@ def test_run_arguments_file_changes_what_a_job_reads(folder: Path, tmp_path: Pat
     arguments.write_text(json.dumps({"daily_events": {"--RUN_DATE": "2024-02-01"}}))
     result = lineage(str(folder), "--arguments", str(arguments), "--json", "--jobs", "daily_*")
     assert result.exit_code == 0, result.output
-    (event,) = json.loads(result.stdout)
+    start, event = json.loads(result.stdout)
+    assert (start["eventType"], event["eventType"]) == ("START", "COMPLETE")
+    assert start["run"]["runId"] == event["run"]["runId"]
     assert event["job"]["name"] == "daily_events"
     assert {(o["namespace"], o["name"]) for o in event["outputs"]} == {
         ("s3://lake-curated", "scored"),
@@ -163,12 +170,29 @@ def test_namespaces_follow_the_region_and_the_configured_transport_gets_the_even
     result = lineage(str(folder), "--jobs", "orders_*", env=env)
     assert result.exit_code == 0, result.output
     assert "sent through the configured transport" in result.stderr
-    (event,) = load_events(sent)
+    start, event = load_events(sent)
+    assert [start["eventType"], event["eventType"]] == ["START", "COMPLETE"]
+    assert start["eventTime"] <= event["eventTime"]
     assert event["job"]["namespace"] == "glue-prod"
     assert event["outputs"][0]["namespace"] == "awsathena://athena.eu-west-1.amazonaws.com"
-    # The client adds its own tags facet; the rest is the stored event.
-    event["run"]["facets"].pop("tags", None)
-    assert load_events(folder / "lineage" / "openlineage.jsonl") == [event]
+    assert event["outputs"][0]["name"] == "AwsDataCatalog.curated.orders"
+    assert "symlinks" not in event["outputs"][0]["facets"]  # the account is not known
+    # The client adds its own tags facet; the rest is the stored events.
+    for sent_event in (start, event):
+        sent_event["run"]["facets"].pop("tags", None)
+    assert load_events(folder / "lineage" / "openlineage.jsonl") == [start, event]
+
+    env["OPENLINEAGE_GLUE_CATALOG"] = "arn:aws:glue:eu-west-1:123456789012"
+    result = lineage(str(folder), "--jobs", "orders_*", "--json", env=env)
+    output = json.loads(result.stdout)[1]["outputs"][0]
+    assert output["facets"]["symlinks"]["identifiers"] == [
+        {
+            "namespace": "awsathena://athena.eu-west-1.amazonaws.com",
+            "name": "AwsDataCatalog.curated.orders",
+            "type": "TABLE",
+        },
+        {"namespace": "arn:aws:glue:eu-west-1:123456789012", "name": "table/curated/orders", "type": "TABLE"},
+    ]
 
     result = lineage(str(folder), "--jobs", "orders_*", "--dataset-namespace", "glue", "--json")
     assert json.loads(result.stdout)[0]["inputs"][0]["namespace"] == "glue"

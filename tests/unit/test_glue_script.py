@@ -180,7 +180,7 @@ def test_job_arguments_resolve_sources_and_sinks() -> None:
     assert edges(write) == {"order_id": {("sales_raw.orders.order_id", DIRECT, "IDENTITY")}}
 
 
-def test_a_missing_argument_is_reported_where_it_is_used() -> None:
+def test_a_missing_argument_is_reported_at_get_resolved_options_and_where_it_is_used() -> None:
     analysis = analyse(
         """
         args = getResolvedOptions(sys.argv, ["JOB_NAME", "TARGET"])
@@ -194,8 +194,10 @@ def test_a_missing_argument_is_reported_where_it_is_used() -> None:
     assert write.target is None
     assert write.inputs == {"sales_raw.orders"}
     assert messages(analysis) == [
+        "line 12: job argument --TARGET has no value: it is not in "
+        "DefaultArguments, the run arguments or NonOverridableArguments",
         "line 14: target path is not resolved: job argument --TARGET has no value: it is not in "
-        "DefaultArguments, the run arguments or NonOverridableArguments"
+        "DefaultArguments, the run arguments or NonOverridableArguments",
     ]
 
 
@@ -452,7 +454,7 @@ def test_dynamic_names_and_unknown_calls_are_reported_with_their_lines() -> None
     assert messages(analysis) == [
         "line 14: catalog table name is not resolved: call to datetime.date.today is not analysed",
         "line 16: name 'my_model' is not defined where it is used",
-        "line 17: DataFrame.rdd is not analysed",
+        "line 17: RDD.map() changes rows in ways that are not analysed",
     ]
     # Where each frame goes is still known, whatever is unknown about its columns.
     assert [w.target for w in analysis.writes] == ["s3://out/events", "s3://out/rdd", "s3://out/scores"]

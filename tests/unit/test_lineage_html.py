@@ -105,7 +105,8 @@ def events() -> list[dict[str, Any]]:
 
 
 def ds(name: str) -> str:
-    return dataset_id(NAMESPACE, name)
+    """The node of catalog table ``db.table``, named as Athena names it."""
+    return dataset_id(NAMESPACE, f"AwsDataCatalog.{name}")
 
 
 def job(name: str) -> str:
@@ -356,7 +357,7 @@ def test_two_hundred_nodes_lay_out_quickly_and_keep_order() -> None:
         assert places[source].layer < places[target].layer
     # Each chain stays on one row: the barycenter ordering keeps its nodes level with each other.
     for chain in range(20):
-        rows = {round(places[ds(f"c{chain}.t{step}")].y) for step in range(1, 6)}
+        rows = {round(places[dataset_id(NAMESPACE, f"c{chain}.t{step}")].y) for step in range(1, 6)}
         assert len(rows) == 1, (chain, rows)
 
 
@@ -426,7 +427,11 @@ def test_document_carries_what_the_page_draws(events: list[dict[str, Any]]) -> N
         1,
     )
     orders = nodes[ds("sales.orders")]
-    assert (orders["kind"], orders["name"], orders["namespace"]) == ("dataset", "sales.orders", NAMESPACE)
+    assert (orders["kind"], orders["name"], orders["namespace"]) == (
+        "dataset",
+        "AwsDataCatalog.sales.orders",
+        NAMESPACE,
+    )
     assert {"name": "amount", "type": "double"} in orders["columns"]
     assert {"source": ds("raw.orders"), "target": job("stage_a.orders")} in document["edges"]
     assert {

@@ -16,9 +16,11 @@ from openlineage.client.transport import AmazonDataZoneTransport
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ConfigError
+from lakeline.lineage.dataset_naming import table_of
 from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference, load_openlineage_settings
 from lakeline.lineage.openlineage_emitter import LineageEmitter, build_transport
 from lakeline.lineage.openlineage_events import (
+    PRODUCER,
     StepRun,
     event_to_dict,
     new_run_id,
@@ -60,7 +62,9 @@ def step() -> StepRun:
 
 def _input_fields(facet: dict[str, Any]) -> set[tuple[str, str, str, str]]:
     return {
-        (f["name"], f["field"], t["type"], t["subtype"]) for f in facet["inputFields"] for t in f["transformations"]
+        (table_of(f["name"]), f["field"], t["type"], t["subtype"])
+        for f in facet["inputFields"]
+        for t in f["transformations"]
     }
 
 
@@ -79,8 +83,16 @@ def test_complete_event_carries_the_standard_facets(step: StepRun) -> None:
     assert event["job"]["facets"]["sql"]["dialect"] == "athena"
     assert event["job"]["facets"]["jobType"]["processingType"] == "BATCH"
     # mart.tmp is written before it is read: an output of the step, not one of its inputs.
-    assert [d["name"] for d in event["inputs"]] == ["sales.customers", "sales.orders"]
-    assert [d["name"] for d in event["outputs"]] == ["mart.tmp", "mart.customer_totals"]
+    assert [d["name"] for d in event["inputs"]] == ["AwsDataCatalog.sales.customers", "AwsDataCatalog.sales.orders"]
+    assert [d["name"] for d in event["outputs"]] == ["AwsDataCatalog.mart.tmp", "AwsDataCatalog.mart.customer_totals"]
+    # Lakeline's producer on the event and on every facet, openlineage-python's nowhere.
+    assert event["producer"] == PRODUCER
+    producers = {facet["_producer"] for facet in event["run"]["facets"].values()}
+    producers |= {facet["_producer"] for facet in event["job"]["facets"].values()}
+    producers |= {f["_producer"] for d in (*event["inputs"], *event["outputs"]) for f in d["facets"].values()}
+    assert producers == {PRODUCER}
+    assert PRODUCER.startswith("https://")
+    assert event["run"]["facets"]["processing_engine"]["version"] == "3"
     orders = event["inputs"][1]
     assert {f["name"]: f["type"] for f in orders["facets"]["schema"]["fields"]}["amount"] == "double"
 
@@ -226,3 +238,13 @@ def test_file_transport_and_disabled(step: StepRun, tmp_path: Path) -> None:
 def test_unknown_transport_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="cannot build OpenLineage transport 'carrier_pigeon'"):
         build_transport({"type": "carrier_pigeon"})
+
+
+def test_the_engine_version_is_the_engines_own() -> None:
+    from importlib import metadata
+
+    step = StepRun(job_name="j", run_id=RUN_ID, job_namespace="n", dataset_namespace="d", engine="spark")
+    engine = event_to_dict(run_event(step, RunState.START, at=AT))["run"]["facets"]["processing_engine"]
+    assert engine["name"] == "spark"
+    assert engine["version"] == metadata.version("pyspark")
+    assert engine["openlineageAdapterVersion"] == metadata.version("lakeline")

@@ -1,0 +1,81 @@
+"""Column lineage of a SQL file as Spark analyzes it, against tables described by a catalog file.
+
+``lakeline lineage tree --engine spark`` starts an embedded session in a throw-away workspace, creates
+the catalog's tables the SQL names (empty, with their Glue columns and partition keys), and reads each
+statement's analyzed plan (``column_spark``). A CTAS is also run, on those empty tables, so that the
+statements after it see the table it creates, as they would in a stage B item.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from lakeline.catalog_json import CatalogFile
+from lakeline.engines.base import TableSchema
+from lakeline.engines.translate import athena_to_spark
+from lakeline.errors import ValidationError
+from lakeline.lineage.column_model import StatementLineage
+from lakeline.lineage.column_sql import parse_error_message, sqlglot_dialect
+from lakeline.lineage.column_writes import NO_ROW_STATEMENTS
+from lakeline.names import ddl_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _create_sql(schema: TableSchema) -> str:
+    columns = ", ".join(f"{ddl_name(c.name)} {c.type}" for c in (*schema.columns, *schema.partition_columns))
+    partitioned = ", ".join(ddl_name(c.name) for c in schema.partition_columns)
+    return f"CREATE TABLE IF NOT EXISTS {ddl_name(schema.database, schema.table)} ({columns}) USING parquet" + (
+        f" PARTITIONED BY ({partitioned})" if partitioned else ""
+    )
+
+
+def _run(session: SparkSession, sql: str) -> None:
+    try:
+        session.sql(sql)
+    except Exception as error:  # Spark's own errors (AnalysisException, Py4JJavaError): one line of them
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValidationError(f"Spark cannot run {' '.join(sql.split())[:80]!r}: {first}") from None
+
+
+def spark_statements(
+    sql: str, catalog: CatalogFile, *, dialect: str = "athena", default_database: str | None = None
+) -> list[StatementLineage]:
+    """Lineage of every row-moving statement of ``sql`` from Spark's analyzed plans."""
+    from lakeline.engines.spark import local_spark_session
+    from lakeline.lineage.column_spark import spark_column_lineage
+
+    try:
+        parsed = [s for s in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if s is not None]
+    except ParseError as error:
+        raise ValidationError(parse_error_message(error, dialect)) from None
+    named = {(t.db.lower() or default_database or "", t.name.lower()) for s in parsed for t in s.find_all(exp.Table)}
+    tables = [schema for schema in catalog.tables() if (schema.database, schema.table) in named]
+    with tempfile.TemporaryDirectory(prefix="lakeline-lineage-") as workspace:
+        session = local_spark_session(Path(workspace), master="local[1]", app_name="lakeline-lineage")
+        try:
+            for database in sorted({database for database, _ in named if database} | {default_database or "default"}):
+                _run(session, f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
+            for schema in tables:
+                _run(session, _create_sql(schema))
+            if default_database:
+                session.catalog.setCurrentDatabase(default_database)
+            results = []
+            for statement in parsed:
+                if isinstance(statement, (*NO_ROW_STATEMENTS, exp.Command)):
+                    continue
+                text = statement.sql(sqlglot_dialect(dialect))
+                spark_sql = athena_to_spark(text) if dialect == "athena" else statement.sql("spark")
+                results.append(spark_column_lineage(session, spark_sql, dialect="spark"))
+                if isinstance(statement, exp.Create):
+                    _run(session, spark_sql)
+            return results
+        finally:
+            session.stop()

@@ -1,0 +1,85 @@
+"""The tree ``lakeline lineage tree`` prints for one output column, in the style of the Ushas document.
+
+The column's expression chain comes first: each step is a column where it is computed (a subquery's
+or CTE's column in SQL, ``name#exprId`` in Spark's analyzed plan) with its expression, down to table
+columns and literals. A table column says how it reaches the output (DIRECT/INDIRECT and subtype) and
+is followed further back through stored events of earlier jobs (``ColumnGraph``). The inputs that
+shape the whole output (joins, filters, groupings) come last, marked ``[dataset]``.
+"""
+
+from __future__ import annotations
+
+from lakeline.lineage.column_graph import ColumnGraph, FieldRef, LineageTree
+from lakeline.lineage.column_model import (
+    NO_DEPENDENCIES,
+    Dependencies,
+    ExpressionNode,
+    OutputColumn,
+    SourceField,
+    Transformation,
+    TransformationType,
+    group_by_source,
+)
+from lakeline.lineage.dataset_naming import DatasetNaming
+
+
+def column_tree(
+    ref: FieldRef,
+    column: OutputColumn,
+    graph: ColumnGraph,
+    naming: DatasetNaming,
+    *,
+    indirect: bool = True,
+    dataset: Dependencies = NO_DEPENDENCIES,
+) -> LineageTree:
+    """``ref``'s tree: its expression chain (when the source recorded one), then its dataset-wide inputs."""
+    if column.node is None:
+        return graph.tree_from(ref, column.dependencies, naming, indirect=indirect, dataset=dataset)
+    how = group_by_source(column.dependencies)
+    root = LineageTree(ref)
+    for child in column.node.children:
+        root.children += _steps(child, how, graph, naming, indirect)
+    shaping = graph.tree_from(ref, NO_DEPENDENCIES, naming, indirect=indirect, dataset=dataset)
+    root.children += shaping.children
+    return root
+
+
+def _steps(
+    node: ExpressionNode,
+    how: dict[SourceField, list[Transformation]],
+    graph: ColumnGraph,
+    naming: DatasetNaming,
+    indirect: bool,
+) -> list[LineageTree]:
+    namespace = naming.namespace
+    if node.source is not None:
+        sources = _source(node.source, how, graph, naming, indirect)
+        if node.label == str(node.source):
+            return sources
+        # A Spark attribute of a table: its ``name#id`` first, as Ushas prints it, then the table column.
+        return [LineageTree(FieldRef(namespace, "", node.label), step=node.label, children=sources)]
+    if not node.children:
+        text = f"{node.label} = {node.expression}  [literal]" if node.expression else f"{node.label}  [literal]"
+        return [LineageTree(FieldRef(namespace, "", node.label), step=text)]
+    children = [tree for child in node.children for tree in _steps(child, how, graph, naming, indirect)]
+    if not children:
+        return []  # only INDIRECT inputs below, and they are left out
+    text = f"{node.label} = {node.expression}" if node.expression else node.label
+    return [LineageTree(FieldRef(namespace, "", node.label), step=text, children=children)]
+
+
+def _source(
+    source: SourceField,
+    how: dict[SourceField, list[Transformation]],
+    graph: ColumnGraph,
+    naming: DatasetNaming,
+    indirect: bool,
+) -> list[LineageTree]:
+    ref = FieldRef(*naming.of(source.dataset), source.field)
+    transformations: list[Transformation | None] = [*how.get(source, [])] or [None]
+    trees = []
+    for transformation in transformations:
+        if not indirect and transformation is not None and transformation.type is TransformationType.INDIRECT:
+            continue
+        trees.append(LineageTree(ref, transformation, children=graph.tree(ref, indirect=indirect).children))
+    return trees

@@ -1,0 +1,129 @@
+"""The OpenLineage life cycle of one stage execution: its root run, its parent run and its steps.
+
+    root    job ``pipeline`` (the arrival)     START ............................. COMPLETE | FAIL
+    parent  job ``stage_b.<db>.<table>``         START ......................... COMPLETE | FAIL
+    step 0  ``....step0``                          START ... COMPLETE
+    step 1  ``....step1``                                     START ... FAIL
+    step 2  ``....step2``                                                ABORT  (it never ran)
+
+Every event is made when what it reports happens: a runner calls ``started`` before the first step,
+``step_started`` / ``step_finished`` around each step, and ``finished`` at the end (which aborts the
+steps that never started). A function that only learns the outcome afterwards (a state machine's
+post-update or failure function) calls ``replay`` with what it knows: which step failed, and the
+steps' times when it has them.
+
+The root's events belong to the execution that starts the tree (stage A for an arrival, or a stage B
+run nothing triggered); an execution inside an existing tree, or under a root an orchestrator
+configured (``OPENLINEAGE_PARENT_ID``), reports only its own runs and its steps. The root's COMPLETE
+says the run that opened it ended; runs triggered later in the tree still name it as their root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+from openlineage.client.event_v2 import RunEvent, RunState
+
+from lakeline.lineage.openlineage_config import RunReference
+from lakeline.lineage.openlineage_events import StepRun, now, run_event
+
+
+class StepState(Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    DONE = "done"
+
+
+@dataclass
+class ExecutionLifecycle:
+    """The events of one execution; ``steps`` come from ``pipeline_events`` (``stage_b_steps``)."""
+
+    steps: Sequence[StepRun]
+    execution: RunReference
+    root: RunReference
+    emits_root: bool
+    dataset_namespace: str
+    engine: str | None = None
+    states: list[StepState] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.states = [StepState.WAITING] * len(self.steps)
+
+    def _run(self, run: RunReference, parent: RunReference | None) -> StepRun:
+        return StepRun(
+            job_name=run.name,
+            run_id=run.run_id,
+            job_namespace=run.namespace,
+            dataset_namespace=self.dataset_namespace,
+            parent=parent,
+            engine=self.engine,
+        )
+
+    def _outer(self, state: RunState, at: datetime, error: str | None) -> list[RunEvent]:
+        """Events of the parent (and the root, when this execution owns it), innermost last on START."""
+        runs = [self._run(self.execution, self.root)]
+        if self.emits_root:
+            runs.insert(0, self._run(self.root, None))
+        if state is not RunState.START:
+            runs.reverse()  # the parent ends before the root
+        return [run_event(run, state, at=at, error=error) for run in runs]
+
+    def started(self, at: datetime | None = None) -> list[RunEvent]:
+        return self._outer(RunState.START, at or now(), None)
+
+    def step_started(self, index: int, at: datetime | None = None) -> RunEvent:
+        if self.states[index] is not StepState.WAITING:
+            raise ValueError(f"step {index} of {self.execution.name} has already started")
+        self.states[index] = StepState.RUNNING
+        return run_event(self.steps[index], RunState.START, at=at or now())
+
+    def step_finished(self, index: int, at: datetime | None = None, *, error: str | None = None) -> RunEvent:
+        """COMPLETE, or FAIL with ``error``."""
+        if self.states[index] is not StepState.RUNNING:
+            raise ValueError(f"step {index} of {self.execution.name} is not running")
+        self.states[index] = StepState.DONE
+        state = RunState.FAIL if error is not None else RunState.COMPLETE
+        return run_event(self.steps[index], state, at=at or now(), error=error)
+
+    def finished(self, at: datetime | None = None, *, error: str | None = None) -> list[RunEvent]:
+        """ABORT for the steps that never started (or are still running), then the parent's and root's end."""
+        at = at or now()
+        events = []
+        for index, state in enumerate(self.states):
+            if state is not StepState.DONE:
+                self.states[index] = StepState.DONE
+                events.append(run_event(self.steps[index], RunState.ABORT, at=at))
+        return events + self._outer(RunState.FAIL if error is not None else RunState.COMPLETE, at, error)
+
+    def replay(
+        self,
+        *,
+        started_at: datetime,
+        ended_at: datetime,
+        failed_step: int | None = None,
+        error: str | None = None,
+        step_times: Sequence[tuple[datetime, datetime]] | None = None,
+    ) -> list[RunEvent]:
+        """The whole life cycle after the fact, in order.
+
+        Success (``error`` is None): every step ran. Failure: the steps before ``failed_step`` completed,
+        it failed, the ones after it never ran. A failure whose step is unknown reports the parent's
+        FAIL and no step events, rather than claiming a step failed that may have completed.
+        ``step_times``: each step's (start, end) when known; else the steps are dated at the run's start
+        (their order in the stream is still the order they ran in).
+        """
+        if failed_step is not None and not 0 <= failed_step < len(self.steps):
+            raise ValueError(f"{self.execution.name} has no step {failed_step}")
+        events = self.started(started_at)
+        ran = len(self.steps) if error is None else (failed_step + 1 if failed_step is not None else 0)
+        for index in range(ran):
+            begin, end = step_times[index] if step_times else (started_at, started_at)
+            events.append(self.step_started(index, begin))
+            failing = error is not None and index == failed_step
+            events.append(self.step_finished(index, end, error=error if failing else None))
+        if error is not None and failed_step is None:
+            self.states = [StepState.DONE] * len(self.steps)  # unknown: no step events at all
+        return events + self.finished(ended_at, error=error)

@@ -1,0 +1,71 @@
+"""Validation of OpenLineage events against the official JSON schemas vendored in ``openlineage_spec/``.
+
+The event is checked against the schema its ``schemaURL`` names (``RunEvent`` of 2-0-2), and every facet
+(run, job, dataset, input and output facets) against the schema its ``_schemaURL`` names: the core schema
+only says a facet is an object with ``_producer`` and ``_schemaURL``. A facet with no vendored schema is
+an error, so nothing goes unchecked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+
+SPEC = Path(__file__).parent / "openlineage_spec"
+
+
+class EventSchemaError(AssertionError):
+    """An event or one of its facets does not match the OpenLineage schema it names."""
+
+
+@cache
+def _registry() -> Registry:
+    resources = []
+    for path in sorted(SPEC.glob("*.json")):
+        document = json.loads(path.read_text())
+        resources.append((document["$id"], Resource.from_contents(document)))
+    return Registry().with_resources(resources)
+
+
+@cache
+def _validator(schema_url: str) -> Draft202012Validator:
+    document = schema_url.partition("#")[0]
+    registry = _registry()
+    if document not in registry:
+        raise EventSchemaError(f"no vendored OpenLineage schema for {schema_url} (add it to {SPEC.name}/)")
+    # Formats too: run ids are "uuid", event times "date-time".
+    return Draft202012Validator(
+        {"$ref": schema_url}, registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
+
+
+def _facets(event: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for where in ("run", "job"):
+        for name, facet in ((event.get(where) or {}).get("facets") or {}).items():
+            yield f"{where}.facets.{name}", facet
+    for side, extra in (("inputs", "inputFacets"), ("outputs", "outputFacets")):
+        for index, dataset in enumerate(event.get(side) or []):
+            for key in ("facets", extra):
+                for name, facet in (dataset.get(key) or {}).items():
+                    yield f"{side}[{index}].{key}.{name}", facet
+
+
+def validate_event(event: Mapping[str, Any]) -> None:
+    """Raise ``EventSchemaError`` naming the first place where ``event`` breaks its schemas."""
+    checks = [("event", event.get("schemaURL"), event)]
+    checks += [(where, facet.get("_schemaURL"), facet) for where, facet in _facets(event)]
+    for where, schema_url, document in checks:
+        if not isinstance(schema_url, str):
+            raise EventSchemaError(f"{where} has no schema URL")
+        try:
+            _validator(schema_url).validate(document)
+        except ValidationError as error:
+            path = "/".join(str(part) for part in error.absolute_path)
+            raise EventSchemaError(f"{where} ({schema_url}) at '{path}': {error.message}") from None

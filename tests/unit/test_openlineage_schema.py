@@ -1,0 +1,83 @@
+"""The schema check every test's events go through (``tests/conftest.py``) catches what it must."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openlineage.client.event_v2 import RunState
+
+from lakeline.catalog_json import CatalogFile
+from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage_events import event_to_dict, run_event, sql_step_run
+from tests.openlineage_schema import EventSchemaError, validate_event
+
+CATALOG = CatalogFile.load(Path(__file__).parent / "data" / "column_lineage_catalog.json")
+PARENT = RunReference("lakeline", "stage_b.mart.daily_sales", "01930000-0000-7000-8000-000000000001")
+SETTINGS = OpenLineageSettings(
+    dataset_namespace="awsathena://athena.eu-west-1.amazonaws.com",
+    glue_catalog="arn:aws:glue:eu-west-1:123456789012",
+    parent=PARENT,
+    root=RunReference("lakeline", "pipeline", "01930000-0000-7000-8000-000000000002"),
+)
+
+
+@pytest.fixture
+def event() -> dict[str, Any]:
+    step = sql_step_run(
+        'INSERT INTO mart.daily_sales SELECT o."date", c.region, SUM(o.amount) FROM sales.orders o '
+        "JOIN sales.customers c USING (customer_id) WHERE o.status = 'paid' GROUP BY 1, 2",
+        catalog=CATALOG,
+        job_name="daily",
+        run_id="01930000-0000-7000-8000-000000000003",
+        settings=SETTINGS,
+        engine="athena",
+    )
+    return event_to_dict(run_event(step, RunState.FAIL, at=datetime(2024, 1, 20, tzinfo=UTC), error="boom"))
+
+
+def test_a_full_event_is_valid(event: dict[str, Any]) -> None:
+    validate_event(event)
+    output = event["outputs"][0]["facets"]
+    assert {"schema", "symlinks", "columnLineage"} <= set(output)
+    assert {"parent", "processing_engine", "errorMessage"} <= set(event["run"]["facets"])
+
+
+def _broken(event: dict[str, Any], change: str) -> dict[str, Any]:
+    broken = copy.deepcopy(event)
+    facets = broken["outputs"][0]["facets"]
+    if change == "transformation type":
+        facets["columnLineage"]["fields"]["revenue"]["inputFields"][0]["transformations"][0]["type"] = 7
+    elif change == "input field without name":
+        del facets["columnLineage"]["fields"]["revenue"]["inputFields"][0]["name"]
+    elif change == "symlink without type":
+        del facets["symlinks"]["identifiers"][1]["type"]
+    elif change == "facet without producer":
+        del facets["schema"]["_producer"]
+    elif change == "parent run id":
+        broken["run"]["facets"]["parent"]["run"]["runId"] = "not-a-uuid"
+    elif change == "unknown facet schema":
+        facets["schema"]["_schemaURL"] = "https://openlineage.io/spec/facets/9-9-9/SchemaDatasetFacet.json#/$defs/X"
+    elif change == "event time":
+        broken["eventTime"] = "yesterday"
+    return broken
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "transformation type",
+        "input field without name",
+        "symlink without type",
+        "facet without producer",
+        "parent run id",
+        "unknown facet schema",
+        "event time",
+    ],
+)
+def test_a_malformed_event_or_facet_fails(event: dict[str, Any], change: str) -> None:
+    with pytest.raises(EventSchemaError):
+        validate_event(_broken(event, change))
