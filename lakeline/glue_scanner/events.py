@@ -32,7 +32,7 @@ from openlineage.client.facet_v2 import (
 from lakeline.engines.base import TableSchema
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem
-from lakeline.glue_scanner.datasets import is_catalog_table, split_dataset
+from lakeline.glue_scanner.datasets import is_catalog_table
 from lakeline.glue_scanner.script import ScriptAnalysis, Write
 from lakeline.lineage.column_model import Dependencies, group_by_source, union
 from lakeline.lineage.dataset_naming import DatasetNaming
