@@ -30,6 +30,7 @@ QUEUES = ("queue-a", "queue-b", "lineage", "trace")
 ARCHIVE_BUCKET = "lakeline-lineage-archive"
 ARCHIVE_PREFIX = "archive/"
 LINEAGE_TABLE_NAME = "lineage"
+LEASE_ATTRIBUTES = frozenset({"lease_owner", "lease_expires", "lease_location", "lease_seq", "lease_previous"})
 
 
 @dataclass
@@ -119,11 +120,15 @@ class LocalCloud:
         return len(items)
 
     def restore_pipeline_state(self, path: Path) -> int:
+        """Load what ``save_pipeline_state`` kept. A local runtime that starts has no run in flight, so
+        the leases of an earlier run that was stopped (Ctrl-C, a crash) are dropped: the arrivals they
+        held wait in ``pending`` for the next arrival of their partition, instead of for hours."""
         if not path.exists():
             return 0
         items = json.loads(path.read_text())
         for item in items:
-            self.dynamodb.put_item(TableName=self.names.pipeline_state, Item=item)
+            kept = {name: value for name, value in item.items() if name not in LEASE_ATTRIBUTES}
+            self.dynamodb.put_item(TableName=self.names.pipeline_state, Item=kept)
         return len(items)
 
     @property

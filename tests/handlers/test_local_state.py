@@ -1,0 +1,54 @@
+"""The local runtime keeps the pipeline-state table in the workspace between runs (moto's server)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lakeline.commits import PartitionCommits, commit_key
+from lakeline.local.cloud import LocalCloud
+
+
+@pytest.fixture
+def cloud() -> Iterator[LocalCloud]:
+    started = LocalCloud.start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def test_partition_states_survive_a_restart_but_a_stopped_runs_lease_does_not(
+    cloud: LocalCloud, tmp_path: Path
+) -> None:
+    commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
+    key = commit_key("db.t", "date=1")
+    done = commits.begin(key, "r1", "file:///ws/t/date=1/lakeline_run=r1/", "file:///ws/t/date=1/", ["a"])
+    assert done is not None
+    commits.commit(done, publish=True, files=1, applied=["a"])
+    commits.finish(done, "unused", "unused")
+    # A second run was stopped while it held the partition (Ctrl-C), with an arrival waiting behind it.
+    assert commits.begin(key, "r2", "file:///ws/t/date=1/lakeline_run=r2/", "file:///ws/t/date=1/", ["b"])
+    assert commits.begin(key, "r3", "file:///ws/t/date=1/lakeline_run=r3/", "file:///ws/t/date=1/", ["c"]) is None
+    state_file = tmp_path / "state" / "pipeline-state.json"
+    assert cloud.save_pipeline_state(state_file) == 1
+    assert json.loads(state_file.read_text())[0]["lease_owner"] == {"S": "r2"}
+
+    for item in cloud.dynamodb.scan(TableName=cloud.names.pipeline_state)["Items"]:
+        cloud.dynamodb.delete_item(
+            TableName=cloud.names.pipeline_state, Key={"target_partition": item["target_partition"]}
+        )
+    assert cloud.restore_pipeline_state(state_file) == 1
+    restored = commits.read(key)
+    assert (restored.version, restored.published, restored.applied) == (
+        1,
+        "file:///ws/t/date=1/lakeline_run=r1/",
+        {"a"},
+    )
+    assert restored.lease_owner is None and restored.pending == {"b", "c"}
+    # The next arrival of the partition takes it at once, with what waited.
+    lease = commits.begin(key, "r4", "file:///ws/t/date=1/lakeline_run=r4/", "file:///ws/t/date=1/", ["d"])
+    assert lease is not None and lease.pending == ("b", "c", "d")
