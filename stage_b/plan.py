@@ -273,7 +273,7 @@ def plan_stage_b(
         steps=tuple(steps),
         drop_temp=f"DROP TABLE IF EXISTS `{database}`.`{temp}`" if wrote else None,
         publish=swap_statements(database, table, partition, location, exists=exists) if wrote else (),
-        resolved_sql=tuple(step.sql for step in resolved.steps),
+        resolved_sql=tuple(step.sql for step in resolved.steps) if taken else (),
         message_ids=tuple(m.deduplication_id() for m in taken),
         applied=tuple(applied),
         reconcile=reconcile,

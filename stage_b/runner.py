@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from lakeline.engines.base import Engine, QueryError
 from lakeline.partitions import delete_superseded, drop_temp_table, run_statements
@@ -48,16 +49,31 @@ def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> int:
     return store.delete_prefix(plan.target_location) if plan.writes else 0
 
 
-def execute_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> list[str]:
+class StepObserver(Protocol):
+    """Told when each step starts and ends (the local runtime's OpenLineage life cycle)."""
+
+    def started(self, index: int) -> None: ...
+
+    def finished(self, index: int, error: StageBStepFailed | None) -> None: ...
+
+
+def execute_stage_b(
+    plan: StageBPlan, engine: Engine, store: ObjectStore, *, observer: StepObserver | None = None
+) -> list[str]:
     """What the state machine's SQL tasks do before the commit: reconcile, the steps in order, always
     the DROP of the temp table."""
     query_ids = run_statements(engine, plan.reconcile, plan.target_database)
     failure: StageBStepFailed | None = None
-    for step in plan.steps:
+    for position, step in enumerate(plan.steps):
+        if observer is not None:
+            observer.started(position)
         try:
             query_ids.append(engine.execute(step.sql, database=step.db).query_id)
         except QueryError as error:
             failure = StageBStepFailed(plan, step, error)
+        if observer is not None:
+            observer.finished(position, failure)
+        if failure is not None:
             break
     query_ids += drop_temp_table(engine, plan.drop_temp, plan.target_database, plan.temp_table, failure)
     if failure is not None:

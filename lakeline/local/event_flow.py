@@ -20,7 +20,6 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from openlineage.client.event_v2 import RunState
 
 from lakeline.commits import Lease, PartitionCommits, parse_follow_up
 from lakeline.dependencies.model import DependencyItem
@@ -32,7 +31,8 @@ from lakeline.lineage.archive import LocalArchiveStore
 from lakeline.lineage.openlineage_config import OpenLineageSettings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
 from lakeline.lineage.openlineage_events import event_to_dict
-from lakeline.lineage.pipeline_events import stage_a_steps, stage_b_steps
+from lakeline.lineage.pipeline_events import stage_a_lifecycle, stage_b_lifecycle
+from lakeline.lineage.run_lifecycle import ExecutionLifecycle
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, LocalCloud
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
@@ -54,6 +54,20 @@ from stage_b.start import plan_follow_up as plan_follow_up_b
 
 LOCAL_RAW_BUCKET = "local-raw"
 Listener = Callable[[str, str], None]
+
+
+@dataclass
+class LiveSteps:
+    """Each stage B step's START when it starts and COMPLETE or FAIL when it ends, as it happens."""
+
+    runs: ExecutionLifecycle
+    emitter: LineageEmitter
+
+    def started(self, index: int) -> None:
+        self.emitter.emit(self.runs.step_started(index))
+
+    def finished(self, index: int, error: StageBStepFailed | None) -> None:
+        self.emitter.emit(self.runs.step_finished(index, error=str(error) if error is not None else None))
 
 
 @dataclass
@@ -203,11 +217,14 @@ class EventFlow:
             self._stage_a_post_update(context, LambdaContext("stage-a-post-update"))
             return
         self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
-        (step,) = stage_a_steps(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
+        runs = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
+        for event in [*runs.started(), runs.step_started(0)]:
+            self.emitter.emit(event)
         try:
-            with self.emitter.run(step):
-                execute_stage_a(plan, self.engine, self.services.store)
+            execute_stage_a(plan, self.engine, self.services.store)
         except QueryError as error:
+            for event in [runs.step_finished(0, error=str(error)), *runs.finished(error=str(error))]:
+                self.emitter.emit(event)
             failure = {"Error": type(error).__name__, "Cause": str(error)}
             self._stage_a_failure(
                 {**context, "error": failure, "failed_step": "ctas"}, LambdaContext("stage-a-failure")
@@ -217,6 +234,8 @@ class EventFlow:
             return
         self._partition_commit(context, LambdaContext("partition-commit"))
         publish_stage_a(plan, self.engine)
+        for event in [runs.step_finished(0), *runs.finished()]:
+            self.emitter.emit(event)
         self._stage_a_post_update(context, LambdaContext("stage-a-post-update"))
         self.report.stage_a.append(plan)
 
@@ -249,14 +268,14 @@ class EventFlow:
             self._stage_b_post_update(context, LambdaContext("stage-b-post-update"))
             return
         self.notify("stage B", message.node)
-        steps = stage_b_steps(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
-        for step in steps:
-            self.emitter.emit_state(step, RunState.START)
+        runs = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
+        for event in runs.started():
+            self.emitter.emit(event)
         try:
-            execute_stage_b(plan, self.engine, self.services.store)
+            execute_stage_b(plan, self.engine, self.services.store, observer=LiveSteps(runs, self.emitter))
         except StageBStepFailed as error:
-            for step in steps:
-                self.emitter.emit_state(step, RunState.FAIL, error=error)
+            for event in runs.finished(error=str(error)):  # the steps that never ran are ABORTed
+                self.emitter.emit(event)
             error_payload = {"Error": "StageBStepFailed", "Cause": str(error)}
             self._stage_b_failure(
                 {"plan": plan.to_dict(), "error": error_payload, "failed_step": "steps"},
@@ -265,11 +284,11 @@ class EventFlow:
             self.report.failures.append(f"{message.node}: {error}")
             self.notify("failed", f"{message.node}: {error}")
             return
-        for step in steps:
-            self.emitter.emit_state(step, RunState.COMPLETE)
         if plan.writes:
             self._partition_commit(context, LambdaContext("partition-commit"))
             publish_stage_b(plan, self.engine)
+        for event in runs.finished():
+            self.emitter.emit(event)
         self._stage_b_post_update(context, LambdaContext("stage-b-post-update"))
         self.report.stage_b.append(plan)
 

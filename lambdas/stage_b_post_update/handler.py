@@ -83,6 +83,18 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if plan.lease is not None:
         settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.partition_root)
         superseded, follow_up = settled.swept, settled.follow_up
+    if not plan.message_ids:
+        # Every message of the run was already applied: nothing new to record or route (routing again
+        # would trigger the targets downstream a second time).
+        logger.info("stage B: nothing new", extra={"target": message.node})
+        return {
+            "dataset": message.target_dataset,
+            "partition": message.partition,
+            "files": 0,
+            "superseded_deleted": superseded,
+            "triggered": [],
+            "follow_up": follow_up.owner if follow_up else None,
+        }
     parents = record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
     events = run.events.stage_b(plan, message, "COMPLETE")
     onward = run.routing.route(

@@ -118,8 +118,21 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
     assert all(line["lineage"][-1]["action_taken"] == "TRACE_COMPLETE" or line["lineage"] for line in lines)
     assert summary["archived_lineage_rows"] > 0
-    events = [json.loads(event) for event in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
-    assert {event["eventType"] for event in events} == {"START", "COMPLETE"}
+    every_event = [json.loads(e) for e in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
+    assert {event["eventType"] for event in every_event} == {"START", "COMPLETE"}
+
+    # The runs of the executions (jobs stage_a / stage_b.<target>) and of the arrivals (job pipeline)
+    # have their own START and COMPLETE, as the steps do.
+    def parent_job(event: dict[str, Any]) -> str | None:
+        parent = event["run"]["facets"].get("parent")
+        return str(parent["job"]["name"]) if parent else None
+
+    assert {e["job"]["name"] for e in every_event if parent_job(e) is None} == {"pipeline"}
+    executions = {e["job"]["name"].split(".")[0] for e in every_event if parent_job(e) == "pipeline"}
+    assert executions == {"stage_a", "stage_b"}
+    events = [e for e in every_event if parent_job(e) not in (None, "pipeline")]
+    starts = sorted(e["run"]["runId"] for e in every_event if e["eventType"] == "START")
+    assert starts == sorted(e["run"]["runId"] for e in every_event if e["eventType"] == "COMPLETE")
     # Every step's parent is its execution; the root is the arrival its chain started from.
     parents = {event["run"]["facets"]["parent"]["job"]["name"].split(".")[0] for event in events}
     assert parents == {"stage_a", "stage_b"}
