@@ -114,19 +114,25 @@ def tree_links(tree: LineageTree) -> set[tuple[str, str]]:
     """(source column, target column or whole dataset) of every link in a ``ColumnGraph`` tree."""
     links = set()
     for child in tree.children:
-        target = tree.ref.dataset if child.dataset_level else str(tree.ref)
+        target = tree.ref.dataset.removeprefix("AwsDataCatalog.") if child.dataset_level else str(tree.ref)
         links.add((str(child.ref), target))
         links |= tree_links(child)
     return links
 
 
-@pytest.mark.parametrize(("dataset", "column"), [("mart.daily_sales", "revenue"), ("mart.customer_flags", "flag")])
+@pytest.mark.parametrize(
+    ("dataset", "column"),
+    [("AwsDataCatalog.mart.daily_sales", "revenue"), ("AwsDataCatalog.mart.customer_flags", "flag")],
+)
 def test_a_selected_column_lights_up_what_it_comes_from(
     chromium: str, page: Path, events: list[dict[str, Any]], tmp_path: Path, dataset: str, column: str
 ) -> None:
     url = page.as_uri() + "#" + urlencode({"dataset": dataset, "column": column})
     dom = dump_dom(chromium, tmp_path, url)
-    names = {node.id: node.name for node in build_lineage_graph(events).datasets.values()}
+    # Trees print catalog tables without the spec's ``AwsDataCatalog.`` prefix; the page's nodes carry it.
+    names = {
+        node.id: node.name.removeprefix("AwsDataCatalog.") for node in build_lineage_graph(events).datasets.values()
+    }
     drawn = {
         (
             f"{names[e['data-source']]}.{e['data-source-field']}",
@@ -156,7 +162,7 @@ def png_size(path: Path) -> tuple[int, int]:
 def test_screenshot_shows_the_graph(chromium: str, page: Path, tmp_path: Path) -> None:
     shot = tmp_path / "shots" / "lineage.png"
     shot.parent.mkdir()
-    url = page.as_uri() + "#" + urlencode({"dataset": "mart.daily_sales", "column": "revenue"})
+    url = page.as_uri() + "#" + urlencode({"dataset": "AwsDataCatalog.mart.daily_sales", "column": "revenue"})
     run_chromium(chromium, tmp_path / "profile", url, f"--screenshot={shot}", "--hide-scrollbars")
     assert png_size(shot) == WINDOW
     # A blank page of this size compresses to a few kB; nodes, labels and edges make it far larger.
@@ -230,7 +236,10 @@ class Probe(HTMLParser):
 
 
 def test_hover_search_and_clicks_work(chromium: str, page: Path, tmp_path: Path) -> None:
-    constants = {"JOB": job_id("lakeline", "stage_b.totals"), "DATASET": dataset_id(NAMESPACE, "sales.orders")}
+    constants = {
+        "JOB": job_id("lakeline", "stage_b.totals"),
+        "DATASET": dataset_id(NAMESPACE, "AwsDataCatalog.sales.orders"),
+    }
     script = "".join(f"var {name} = {json.dumps(value)};\n" for name, value in constants.items())
     driven = tmp_path / "driven.html"
     driven.write_text(with_user_script(page.read_text(encoding="utf-8"), script + USER), encoding="utf-8")
@@ -246,7 +255,7 @@ def test_hover_search_and_clicks_work(chromium: str, page: Path, tmp_path: Path)
     assert seen["title"] == "Demo lineage"
     # The search box filters by name, whatever the case.
     assert sorted(seen["matching"]) == sorted(
-        [job_id("lakeline", "stage_b.daily"), dataset_id(NAMESPACE, "mart.daily_sales")]
+        [job_id("lakeline", "stage_b.daily"), dataset_id(NAMESPACE, "AwsDataCatalog.mart.daily_sales")]
     )
     assert seen["summary"] == "2 of 11 nodes match"
     # Clicking a dataset shows its columns, in the node and in the panel.
@@ -255,4 +264,4 @@ def test_hover_search_and_clicks_work(chromium: str, page: Path, tmp_path: Path)
     assert "sales.orders" in seen["panel"] and "customer_id" in seen["panel"] and "Written by" in seen["panel"]
     # Clicking a column highlights where it comes from and puts it in the address.
     assert seen["columnEdges"] == 1  # raw.orders.amount -> sales.orders.amount, DIRECT
-    assert seen["address"] == "#dataset=sales.orders&column=amount"
+    assert seen["address"] == "#dataset=AwsDataCatalog.sales.orders&column=amount"
