@@ -54,15 +54,14 @@ def complete_leased_stage_a(
     state machine and its functions do (SQL, commit, catalog swap, settle). Returns the plans that ran."""
     ran: list[StageAPlan] = []
     while plan is not None:
+        if plan.lease is None:
+            raise ValidationError(f"the plan of run {plan.run_token} holds no lease: run it with run_stage_a")
+        lease = Lease.from_dict(plan.lease)
         if plan.writes:
             execute_stage_a(plan, engine, store)
-            commit_write(
-                commits, Lease.from_dict(plan.lease or {}), store, carry_from=plan.carry_from, applied=plan.applied
-            )
+            commit_write(commits, lease, store, carry_from=plan.carry_from, applied=plan.applied)
             publish_stage_a(plan, engine)
             ran.append(plan)
-        settled = settle_run(
-            commits, Lease.from_dict(plan.lease or {}), store, wrote=plan.writes, root=plan.stage_partition_root
-        )
+        settled = settle_run(commits, lease, store, wrote=plan.writes, root=plan.stage_partition_root)
         plan = plan_follow_up(settled.follow_up, settings, catalog, commits) if settled.follow_up else None
     return ran
