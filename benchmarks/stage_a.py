@@ -45,6 +45,7 @@ from lakeline.storage import LocalObjectStore, local_root, local_uri
 from stage_a.arrivals import Arrival
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
+from stage_a.raw_files import LocalRawFiles
 from stage_a.start import begin_arrival
 
 SCENARIOS = (("4 one by one", 4, False), ("24 one by one", 24, False), ("24 burst", 24, True))
@@ -113,16 +114,17 @@ def run_scenario(
                 bucket="bench", key=key, sequencer=f"{index:018X}", event_time=started_at + timedelta(seconds=index)
             )
             started = time.perf_counter()
-            plan = begin_arrival(arrival, settings, engine, commits)
+            plan = begin_arrival(arrival, settings, engine, commits, LocalRawFiles(workspace.raw_dir))
             if plan is not None:
                 waiting.append(plan)
             if not burst or index == len(keys[date]) - 1:
                 for leased in waiting:
                     runs += len(complete_leased_stage_a(leased, engine, store, commits, settings, engine))
                 waiting = []
+            stage_a_seconds += time.perf_counter() - started
+            if not burst or index == len(keys[date]) - 1:
                 location = engine.partition_location(stage_schema.database, table, {"date": date})
                 most_files = max(most_files, len(store.list_data_files(location or "")))
-            stage_a_seconds += time.perf_counter() - started
             started = time.perf_counter()
             engine.execute(
                 f"INSERT INTO {stage_schema.database}.{table}_insert SELECT order_id, customer_id, amount, "

@@ -340,7 +340,7 @@ def run_project(config: ProjectOption = Path("lakeline.yml")) -> None:
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
         return
-    if run.report.failures:
+    if run.report.failures or run.report.quarantined:
         raise typer.Exit(1)
 
 

@@ -6,6 +6,7 @@ this model) and passed down; no logic reads the environment itself.
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +21,17 @@ TableFormat = Literal["PARQUET", "ORC", "JSON", "TEXTFILE"]
 # seed's whole-partition rewrite on every arrival (exactly ``bucket_count`` files, cost grows with the
 # partition).
 WritePolicy = Literal["incremental", "rewrite"]
+SchemaEvolution = Literal["reject", "add-columns"]
+# Python's codec name -> the charset name Spark's CSV reader accepts (Spark 4 accepts only these).
+ENCODINGS = {
+    "utf-8": "utf-8",
+    "iso8859-1": "iso-8859-1",
+    "ascii": "us-ascii",
+    "utf-16": "utf-16",
+    "utf-16-be": "utf-16be",
+    "utf-16-le": "utf-16le",
+    "utf-32": "utf-32",
+}
 COMPRESSIONS: dict[str, frozenset[str]] = {
     "PARQUET": frozenset({"SNAPPY", "GZIP", "ZSTD", "NONE"}),
     "ORC": frozenset({"SNAPPY", "ZLIB", "ZSTD", "NONE"}),
@@ -44,6 +56,24 @@ class TableSettings(BaseModel):
         le=10000,
         description="incremental: compact past this many files (default 16, or 2 * bucket_count)",
     )
+
+    encoding: str = Field(default="utf-8", description="raw files' text encoding (CSV and JSON)")
+    schema_evolution: SchemaEvolution = Field(
+        default="reject", description="raw files with columns the table lacks: reject them, or add-columns"
+    )
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        """One of the charsets both Python (the contract check) and Spark's CSV reader know, by the
+        name Spark wants."""
+        try:
+            python_name = codecs.lookup(value).name
+        except LookupError as error:
+            raise ValueError(f"unknown encoding {value!r}; use one of {', '.join(ENCODINGS.values())}") from error
+        if python_name not in ENCODINGS:
+            raise ValueError(f"encoding {value!r} is not supported; use one of {', '.join(ENCODINGS.values())}")
+        return ENCODINGS[python_name]
 
     @field_validator("compression")
     @classmethod

@@ -152,12 +152,16 @@ def check_partition_columns(raw: RawObject, schema: TableSchema) -> list[tuple[C
 
 def _write_mode(table_cfg: TableSettings, lease: Lease | None, new: Sequence[str]) -> tuple[WriteMode, list[str]]:
     """What a run writes and which arrivals' files it reads (empty: the whole raw partition)."""
-    if lease is None or table_cfg.write_policy == "rewrite":
+    if lease is None:
         return "rewrite", []
-    if not new:
-        return "none", []
     loaded = {arrival_key(identity) for identity in lease.applied}
     keys = sorted({arrival_key(identity) for identity in new})
+    if table_cfg.write_policy == "rewrite":
+        # The files the partition accepted at the door, not whatever sits in its raw folder: a file
+        # refused there would load into the wrong columns, or fail every rewrite of its partition.
+        return "rewrite", sorted(loaded | set(keys))
+    if not new:
+        return "none", []
     if lease.published is None or loaded & set(keys) or lease.files + 1 > table_cfg.file_limit:
         return "compact", sorted(loaded | set(keys))
     return "append", keys

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lakeline.commits import Lease, PartitionCommits, commit_key
-from lakeline.engines.base import TableSchema
+from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.lambda_support import start_execution_once
+from lakeline.names import check_identifier
 from lakeline.partitions import run_location
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
 from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival
+from stage_a.contract import ContractViolation, RawContract, RawFile, check_raw_file
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.plan import StageAPlan, new_run_token, plan_stage_a, waiting_arrivals
 
@@ -33,6 +35,14 @@ logger = logging.getLogger(__name__)
 
 class Catalog(Protocol):
     def describe_table(self, database: str, table: str) -> TableSchema: ...
+
+    def add_columns(self, database: str, table: str, columns: tuple[Column, ...]) -> None:
+        """Add the columns a table lacks of ``columns``, after its own (idempotent)."""
+        ...
+
+
+class RawFiles(Protocol):
+    def raw_file(self, arrival: Arrival) -> RawFile: ...
 
 
 @dataclass(frozen=True)
@@ -72,13 +82,38 @@ def plan_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog)
     return execution_name(raw, token), plan_stage_a(raw, settings, schema, run_token=token)
 
 
-def begin_arrival(
-    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits
-) -> StageAPlan | None:
-    """Record the arrival in its partition's state and, if no other run holds the partition, plan the
-    run that takes it (with every other arrival waiting). ``None``: the arrival waits."""
+def check_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema:
+    """The door: the arrival's raw table exists and the file keeps its contract (``stage_a.contract``).
+    Returns the raw table's schema; raises ``ContractViolation`` with the reason otherwise."""
     raw = parse_raw_key(arrival.key)
-    schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
+    database = settings.raw_database(raw.team, raw.dataset)
+    try:
+        schema = catalog.describe_table(database, raw.table)
+    except TableNotFound as error:
+        raise ContractViolation(f"{arrival.key}: no raw table {database}.{raw.table} in the catalog") from error
+    table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
+    contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
+    added = check_raw_file(contract, files.raw_file(arrival))
+    if added:
+        # schema_evolution: add-columns. The stage table gets them too, or its runs would drop them.
+        for column in added:
+            check_identifier(column.name, "column")
+        for target in (database, settings.stage_database(raw.team, raw.dataset)):
+            try:
+                catalog.add_columns(target, raw.table, added)
+            except TableNotFound as error:
+                raise ContractViolation(f"{arrival.key}: cannot add its new columns: {error}") from error
+        schema = catalog.describe_table(database, raw.table)
+    return schema
+
+
+def begin_arrival(
+    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits, files: RawFiles
+) -> StageAPlan | None:
+    """Check the arrival at the door, record it in its partition's state and, if no other run holds the
+    partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival waits."""
+    raw = parse_raw_key(arrival.key)
+    schema = check_arrival(arrival, settings, catalog, files)
     token = arrival_run_token(arrival)
     # Planned once without the lease first: an arrival that cannot be planned is refused before it
     # enters the partition's state, where it would hold up the arrivals behind it.
@@ -130,10 +165,11 @@ def start_stage_a(
     settings: PipelineSettings,
     catalog: Catalog,
     commits: PartitionCommits,
+    files: RawFiles,
     sfn: SFNClient,
     state_machine_arn: str,
 ) -> StartedRun:
-    plan = begin_arrival(arrival, settings, catalog, commits)
+    plan = begin_arrival(arrival, settings, catalog, commits, files)
     if plan is None:
         return StartedRun("", None, False, None)
     return start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -173,4 +173,73 @@ class AthenaEngine:
             columns=tuple(Column(c["Name"], c.get("Type", "string")) for c in descriptor.get("Columns", [])),
             partition_columns=tuple(Column(c["Name"], c.get("Type", "string")) for c in found.get("PartitionKeys", [])),
             location=location.rstrip("/") + "/" if location else None,
+            format=glue_format(descriptor),
+            delimiter=glue_delimiter(descriptor),
+            quote=glue_quote(descriptor),
         )
+
+    def add_columns(self, database: str, table: str, columns: tuple[Column, ...]) -> None:
+        """Add the columns the Glue table lacks of ``columns``, after its own. The update names the
+        version it read, so two routers adding at once do not lose one's change: the loser fails its
+        record, and its retry finds the columns there."""
+        if self._glue is None:
+            raise RuntimeError("AthenaEngine needs a Glue client to change tables")
+        try:
+            found = self._call(self._glue.get_table, DatabaseName=database, Name=table)["Table"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "EntityNotFoundException":
+                raise TableNotFound(database, table) from error
+            raise
+        descriptor: dict[str, Any] = dict(found.get("StorageDescriptor", {}))
+        present = {column["Name"].lower() for column in descriptor.get("Columns", [])}
+        missing = [column for column in columns if column.name.lower() not in present]
+        if not missing:
+            return
+        descriptor["Columns"] = [
+            *descriptor.get("Columns", []),
+            *({"Name": column.name, "Type": column.type} for column in missing),
+        ]
+        table_input: dict[str, Any] = {key: found[key] for key in GLUE_TABLE_INPUT if key in found}  # type: ignore[literal-required]
+        table_input["StorageDescriptor"] = descriptor
+        version = {"VersionId": found["VersionId"]} if found.get("VersionId") else {}
+        self._call(self._glue.update_table, DatabaseName=database, TableInput=table_input, **version)
+
+
+GLUE_TABLE_INPUT = (
+    "Name",
+    "Description",
+    "Owner",
+    "Retention",
+    "PartitionKeys",
+    "ViewOriginalText",
+    "ViewExpandedText",
+    "TableType",
+    "Parameters",
+    "TargetTable",
+)
+
+
+def glue_format(descriptor: Mapping[str, Any]) -> str | None:
+    """The format of a Glue table's files, from its SerDe and input format."""
+    serde = str(descriptor.get("SerdeInfo", {}).get("SerializationLibrary", "")).lower()
+    text = f"{serde} {str(descriptor.get('InputFormat', '')).lower()}"
+    for marker, name in (("parquet", "parquet"), ("orc", "orc"), ("json", "json"), ("avro", "avro")):
+        if marker in text:
+            return name
+    if "opencsvserde" in serde or "lazysimpleserde" in serde or "textinputformat" in text:
+        return "csv"
+    return None
+
+
+def glue_delimiter(descriptor: Mapping[str, Any]) -> str | None:
+    parameters = descriptor.get("SerdeInfo", {}).get("Parameters", {})
+    value = parameters.get("separatorChar") or parameters.get("field.delim")
+    return str(value) if value else None
+
+
+def glue_quote(descriptor: Mapping[str, Any]) -> str:
+    """OpenCSVSerde reads quoted fields (quoteChar, default ``"``); LazySimpleSerDe never does."""
+    serde = descriptor.get("SerdeInfo", {})
+    if "lazysimpleserde" in str(serde.get("SerializationLibrary", "")).lower():
+        return ""
+    return str(serde.get("Parameters", {}).get("quoteChar", '"'))

@@ -21,6 +21,10 @@ class TableSchema:
     columns: tuple[Column, ...]
     partition_columns: tuple[Column, ...] = ()
     location: str | None = None
+    format: str | None = None  # how its files are read: csv, json, parquet, orc, ...
+    delimiter: str | None = None  # the field delimiter of a csv table
+    quote: str = '"'  # the quote character of a csv table ("": fields are never quoted)
+    multiline_fields: bool = False  # whether a csv table's reader reads quoted fields across lines
 
     @property
     def column_names(self) -> list[str]:

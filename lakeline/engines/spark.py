@@ -24,6 +24,27 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 BUCKET_FILE = re.compile(r"_(\d{5})(?:\.c\d{3})?\.")
+# Statements that leave every table's schema and location as they are. Any other statement forgets what
+# the engine remembers about the table it names (or about every table, when it names none we can read).
+KEEPS_TABLES = re.compile(
+    r"^\s*(?:SELECT|WITH|INSERT|SHOW|DESCRIBE"
+    r"|ALTER\s+TABLE\s+[^\s(]+\s+(?:ADD\s+(?:IF\s+NOT\s+EXISTS\s+)?PARTITION|PARTITION\s*\())\b",
+    re.IGNORECASE,
+)
+ADDS_PARTITION = re.compile(r"^\s*ALTER\s+TABLE\s+[^\s(]+\s+ADD\s+IF\s+NOT\s+EXISTS\s+PARTITION\b", re.IGNORECASE)
+NAMED_TABLE = re.compile(
+    r"^\s*(?:DROP\s+TABLE(?:\s+IF\s+EXISTS)?|CREATE(?:\s+OR\s+REPLACE)?(?:\s+EXTERNAL)?\s+TABLE"
+    r"(?:\s+IF\s+NOT\s+EXISTS)?|ALTER\s+TABLE|TRUNCATE\s+TABLE|MSCK\s+REPAIR\s+TABLE|REFRESH\s+TABLE)"
+    r"\s+(?P<name>[^\s(]+)",
+    re.IGNORECASE,
+)
+
+
+STORAGE_SEPARATOR = re.compile(r"[\[ ,](sep|delimiter)=(.)")
+
+
+def _table_key(name: str) -> str:
+    return name.replace("`", "").replace('"', "").lower()
 
 
 def local_spark_session(
@@ -61,6 +82,9 @@ def local_spark_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
+        # List a partition's files on every query instead of caching them until the partition is
+        # re-registered: files arrive in partitions that exist already, and listing a local folder is cheap.
+        .config("spark.sql.hive.filesourcePartitionFileCacheSize", "0")
         .enableHiveSupport()
         .getOrCreate()
     )
@@ -80,6 +104,11 @@ class SparkEngine:
 
     def __init__(self, session: SparkSession) -> None:
         self.session = session
+        # What this engine has read or done to the catalog, until a statement may have changed it: table
+        # schemas, and the ``ADD IF NOT EXISTS PARTITION`` statements that succeeded (running one again
+        # changes nothing, but costs a metastore round trip on every arrival).
+        self._schemas: dict[str, TableSchema] = {}
+        self._added_partitions: dict[str, set[str]] = {}
 
     @classmethod
     def local(cls, workspace: Path, **session_options: Any) -> SparkEngine:
@@ -92,6 +121,13 @@ class SparkEngine:
         translated = translate_statement(sql)
         spark_sql = translated.sql
         query_id = f"spark-{uuid.uuid4()}"
+        named = NAMED_TABLE.match(spark_sql)
+        table = _table_key(named.group("name")) if named else None
+        if table and ADDS_PARTITION.match(spark_sql) and spark_sql in self._added_partitions.get(table, ()):
+            logger.debug("spark %s: done already: %s", query_id, spark_sql)
+            return QueryResult(query_id=query_id)
+        if not KEEPS_TABLES.match(spark_sql):
+            self._forget(table)
         logger.debug("spark %s: %s", query_id, spark_sql)
         try:
             if database:
@@ -107,7 +143,18 @@ class SparkEngine:
                 query_id=query_id,
                 reason=_first_line(error),
             ) from error
+        if table and ADDS_PARTITION.match(spark_sql) and "." in table:
+            self._added_partitions.setdefault(table, set()).add(spark_sql)
         return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)
+
+    def _forget(self, table: str | None) -> None:
+        """Forget what was remembered about ``table`` (``db.table``), or about every table."""
+        if table is None or "." not in table:
+            self._schemas.clear()
+            self._added_partitions.clear()
+            return
+        self._schemas.pop(table, None)
+        self._added_partitions.pop(table, None)
 
     def _write_empty_buckets(self, ctas: CtasProperties, table: str) -> None:
         """Athena writes one file per bucket even when a bucket is empty; Spark writes none for it.
@@ -149,20 +196,44 @@ class SparkEngine:
         return bool(self.session.catalog.tableExists(f"{database}.{table}"))
 
     def describe_table(self, database: str, table: str) -> TableSchema:
+        key = f"{database}.{table}".lower()
+        if key not in self._schemas:
+            self._schemas[key] = self._read_table(database, table)
+        return self._schemas[key]
+
+    def _read_table(self, database: str, table: str) -> TableSchema:
         if not self.table_exists(database, table):
             raise TableNotFound(database, table)
         columns = self.session.catalog.listColumns(f"{database}.{table}")
-        location = None
+        location = provider = delimiter = None
+        multiline = False
         for row in self.session.sql(f"DESCRIBE TABLE EXTENDED {ddl_name(database, table)}").collect():
             if row["col_name"] == "Location":
                 location = normalize_location(str(row["data_type"])).rstrip("/") + "/"
+            elif row["col_name"] == "Provider":
+                provider = str(row["data_type"]).lower()
+            elif row["col_name"] == "Storage Properties":
+                found = STORAGE_SEPARATOR.search(str(row["data_type"]))
+                delimiter = found.group(2) if found else None
+                multiline = "multiline=true" in str(row["data_type"]).lower()
         return TableSchema(
             database=database,
             table=table,
             columns=tuple(Column(c.name, c.dataType) for c in columns if not c.isPartition),
             partition_columns=tuple(Column(c.name, c.dataType) for c in columns if c.isPartition),
             location=location,
+            format=provider,
+            delimiter=delimiter,
+            multiline_fields=multiline,
         )
+
+    def add_columns(self, database: str, table: str, columns: tuple[Column, ...]) -> None:
+        """Add the columns the table lacks of ``columns``, after its own."""
+        present = {column.name.lower() for column in self.describe_table(database, table).columns}
+        missing = [column for column in columns if column.name.lower() not in present]
+        if missing:
+            listed = ", ".join(f"{ddl_name(column.name)} {column.type}" for column in missing)
+            self.execute(f"ALTER TABLE {ddl_name(database, table)} ADD COLUMNS ({listed})")
 
     def partition_location(self, database: str, table: str, partition: dict[str, str]) -> str | None:
         """Where a partition's data is, as a URI, or ``None`` if the partition does not exist."""

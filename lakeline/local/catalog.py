@@ -18,6 +18,9 @@ from lakeline.storage import join_location
 from stage_a.keys import RawObject
 
 READERS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
+# RFC 4180, as the contract check reads them (stage_a.contract): quoted fields may hold newlines and
+# doubled quotes.
+CSV_OPTIONS = {"header": "true", "multiLine": "true", "quote": '"', "escape": '"'}
 STAGE_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "TEXTFILE": "csv"}
 
 
@@ -45,7 +48,9 @@ def ensure_tables(
             session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
     if not engine.table_exists(raw_db, raw.table):
         reader = raw_format(raw.file_name)
-        options = {"header": "true", "inferSchema": "true"} if reader == "csv" else {}
+        encoding = settings.table_settings(stage_db, raw.table).encoding
+        csv_options = {**CSV_OPTIONS, "encoding": encoding}
+        options = {**csv_options, "inferSchema": "true"} if reader == "csv" else {}
         inferred = session.read.format(reader).options(**options).load(str(raw_file))
         columns = [
             (field.name.lower(), field.dataType.simpleString())
@@ -55,7 +60,8 @@ def ensure_tables(
         for name, _ in columns:
             ddl_name(name)  # a column name that is not an identifier stops here, before any DDL
         all_columns = columns + [(column, "string") for column in partition_columns]
-        option_sql = " OPTIONS (header 'true')" if reader == "csv" else ""
+        listed = ", ".join(f"{key} {string_literal(value)}" for key, value in csv_options.items())
+        option_sql = f" OPTIONS ({listed})" if reader == "csv" else ""
         partition_sql = (
             f" PARTITIONED BY ({', '.join(ddl_name(c) for c in partition_columns)})" if partition_columns else ""
         )

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 QUEUES = ("queue-a", "queue-b", "lineage", "trace")
+MAX_RECEIVE_COUNT = 3  # receives before SQS moves a message to its DLQ, as the deployed queues do
 ARCHIVE_BUCKET = "lakeline-lineage-archive"
 ARCHIVE_PREFIX = "archive/"
 LINEAGE_TABLE_NAME = "lineage"
@@ -65,7 +66,10 @@ class LocalCloud:
             dead_letters = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
             dead_letters_arn = sqs.get_queue_attributes(QueueUrl=dead_letters, AttributeNames=["QueueArn"])
             redrive = json.dumps(
-                {"deadLetterTargetArn": dead_letters_arn["Attributes"]["QueueArn"], "maxReceiveCount": "3"}
+                {
+                    "deadLetterTargetArn": dead_letters_arn["Attributes"]["QueueArn"],
+                    "maxReceiveCount": str(MAX_RECEIVE_COUNT),
+                }
             )
             queue_urls[name] = sqs.create_queue(QueueName=name, Attributes={"RedrivePolicy": redrive})["QueueUrl"]
             queue_urls[f"{name}-dlq"] = dead_letters

@@ -24,9 +24,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from lakeline.commits import Lease, PartitionCommits, parse_follow_up
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
-from lakeline.engines.base import QueryError, TableSchema
+from lakeline.engines.base import Column, QueryError, TableSchema
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import LakelineError
+from lakeline.errors import LakelineError, ValidationError
+from lakeline.lambda_support import dead_letter
 from lakeline.lineage.archive import LocalArchiveStore
 from lakeline.lineage.openlineage_config import OpenLineageSettings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
@@ -34,14 +35,16 @@ from lakeline.lineage.openlineage_events import event_to_dict
 from lakeline.lineage.pipeline_events import stage_a_lifecycle, stage_b_lifecycle
 from lakeline.lineage.run_lifecycle import ExecutionLifecycle
 from lakeline.local.catalog import ensure_tables
-from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, LocalCloud
+from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, MAX_RECEIVE_COUNT, LocalCloud
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
 from lakeline.local.workspace import Workspace
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.arrivals import parse_arrivals
+from stage_a.contract import check_file_format
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
+from stage_a.raw_files import LocalRawFile, LocalRawFiles
 from stage_a.runner import execute_stage_a, publish_stage_a
 from stage_a.start import begin_arrival, plan_follow_up
 from stage_b.ledger import DynamoDBAppliedMessages
@@ -77,6 +80,7 @@ class FlowReport:
     stage_a: list[StageAPlan] = field(default_factory=list)
     stage_b: list[StageBPlan] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    quarantined: list[str] = field(default_factory=list)  # arrivals refused at the door, with the reason
     lineage_records: int = 0
 
 
@@ -91,10 +95,18 @@ class SparkCatalog:
 
     def prepare(self, key: str) -> None:
         raw = parse_raw_key(key)
-        ensure_tables(self.engine, raw, self.workspace.raw_dir / raw.key, self.settings)
+        raw_file = self.workspace.raw_dir / raw.key
+        if not self.engine.table_exists(self.settings.raw_database(raw.team, raw.dataset), raw.table):
+            # The first file makes the table: one in another format than its name says would make a
+            # table that refuses every good file after it.
+            check_file_format(LocalRawFile(raw_file))
+        ensure_tables(self.engine, raw, raw_file, self.settings)
 
     def describe_table(self, database: str, table: str) -> TableSchema:
         return self.engine.describe_table(database, table)
+
+    def add_columns(self, database: str, table: str, columns: tuple[Column, ...]) -> None:
+        self.engine.add_columns(database, table, columns)
 
 
 class EventFlow:
@@ -135,6 +147,9 @@ class EventFlow:
         self.emitter = LineageEmitter(openlineage or OpenLineageSettings())
         self.events: list[dict[str, Any]] = []
         self.commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
+        self.raw_files = LocalRawFiles(workspace.raw_dir)
+        self.quarantine = Quarantine(workspace.root / "quarantine")
+        self.quarantine.prune(workspace.raw_dir)
         self.report = FlowReport()
         sqs = cloud.sqs
         self.queue_a = QueuePoller(sqs, cloud.queue_urls["queue-a"])
@@ -200,8 +215,17 @@ class EventFlow:
                 self._run_stage_a(resumed)
             return
         for arrival in parse_arrivals(body):
-            self.catalog.prepare(arrival.key)
-            plan = begin_arrival(arrival, self.settings, self.catalog, self.commits)
+            try:
+                self.catalog.prepare(arrival.key)
+                plan = begin_arrival(arrival, self.settings, self.catalog, self.commits, self.raw_files)
+            except ValidationError as error:
+                # As the deployed router does: parked in the DLQ with its reason, never retried as is.
+                dead_letter(self.cloud.sqs, self.cloud.queue_urls["queue-a-dlq"], record.body, str(error), "stage-a")
+                self.quarantine.park(arrival.key, str(error))
+                self.report.quarantined.append(f"{arrival.key}: {error}")
+                self.notify("quarantined", str(error))
+                continue
+            self.quarantine.release(arrival.key)
             if plan is None:
                 self.report.coalesced.append(arrival.key)
                 self.notify("waits", f"{arrival.key} (its partition's run is in flight)")
@@ -292,7 +316,28 @@ class EventFlow:
         self._stage_b_post_update(context, LambdaContext("stage-b-post-update"))
         self.report.stage_b.append(plan)
 
+    def _reported(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[SQSRecord], None]:
+        """A record whose handling fails returns to its queue and is tried again; on its last try the
+        error goes into the report, as the message goes to the DLQ (never silently)."""
+
+        def handle(record: SQSRecord) -> None:
+            try:
+                record_handler(record)
+            except Exception as error:
+                tries = int(record.attributes.approximate_receive_count)
+                if tries >= MAX_RECEIVE_COUNT:
+                    what = ", ".join(arrival_keys(record.body)) or record.body[:120]
+                    self.report.failures.append(
+                        f"{what}: {describe_failure(error)} (failed {tries} times; parked in the DLQ)"
+                    )
+                    self.notify("failed", f"{what}: {describe_failure(error)}")
+                raise
+
+        return handle
+
     def _state_machine(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[dict[str, Any], Any], Any]:
+        record_handler = self._reported(record_handler)
+
         def handler(event: dict[str, Any], context: Any) -> Any:
             # A batch whose every record failed is reported like any partial failure (the messages
             # return and reach the DLQ in time), not raised: the loop goes on with the other queues.
@@ -345,6 +390,38 @@ class EventFlow:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(event, sort_keys=True) + "\n" for event in self.events))
         return path
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """Where a local run parks the arrivals refused at the door: ``<key>.json`` with the reason, kept
+    until the same key is accepted (fixed and sent again)."""
+
+    root: Path
+
+    def record(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def park(self, key: str, reason: str) -> None:
+        path = self.record(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"key": key, "reason": reason, "at": datetime.now(UTC).isoformat()}, indent=1))
+
+    def release(self, key: str) -> None:
+        self.record(key).unlink(missing_ok=True)
+
+    def prune(self, raw_dir: Path) -> None:
+        """Forget the refused files the user has removed since."""
+        for record in self.root.rglob("*.json") if self.root.is_dir() else ():
+            if not (raw_dir / record.relative_to(self.root).as_posix().removesuffix(".json")).exists():
+                record.unlink()
+
+
+def arrival_keys(body: str) -> list[str]:
+    try:
+        return [arrival.key for arrival in parse_arrivals(json.loads(body))]
+    except (ValueError, LakelineError):
+        return []
 
 
 def describe_failure(error: BaseException) -> str:

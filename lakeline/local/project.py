@@ -253,6 +253,7 @@ def write_summary(run: ProjectRun) -> Path:
                 "stage_b_runs": len(report.stage_b),
                 "duplicates": report.duplicates,
                 "failures": report.failures,
+                "quarantined": report.quarantined,
                 "lineage_records": report.lineage_records,
                 "archive_objects": run.archive_objects,
                 "archived_lineage_rows": run.archived_lineage_rows,
@@ -276,11 +277,18 @@ def print_summary(run: ProjectRun, console: Console) -> None:
     console.print(
         f"stage A runs: {len(report.stage_a)}, stage B runs: {len(report.stage_b)}, "
         f"duplicates skipped: {len(report.duplicates)}, failed: {len(report.failures)}, "
+        f"quarantined: {len(report.quarantined)}, "
         f"lineage records loaded: {report.lineage_records}, archive objects: {run.archive_objects}, "
         f"archived lineage rows: {run.archived_lineage_rows}"
     )
     for failure in report.failures:
         console.print(f"[red]failed[/] {failure}")
+    for refused in report.quarantined:
+        console.print(f"[red]quarantined[/] {refused}")
+    if report.quarantined:
+        console.print(
+            f"the reasons are also in {run.workspace.root / 'quarantine'}; fix a file and run again to load it"
+        )
     console.print(f"lineage picture: {run.html}")
     console.print(f"done in {run.seconds:.0f}s")
 

@@ -2,7 +2,8 @@
 
 An arrival takes its partition's lease and starts a run, or, while another run holds the partition,
 waits in the partition's state for that run's follow-up (which the run's post-update function queues
-here as a follow-up message). An arrival whose key breaks the contract can never succeed: it goes
+here as a follow-up message). An arrival whose key or file breaks its table's contract
+(``stage_a.contract``: the file is read here, before anything else) can never succeed: it goes
 straight to the DLQ with its reason and no SQL is planned. Other failures (catalog or Step Functions
 errors) fail only their own record, which SQS redelivers and finally dead-letters.
 """
@@ -29,6 +30,7 @@ from lakeline.errors import ValidationError
 from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import parse_arrivals
+from stage_a.raw_files import S3RawFiles
 from stage_a.start import plan_follow_up, start_plan, start_stage_a
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class Runtime:
     commits: PartitionCommits
     sfn: SFNClient
     sqs: SQSClient
+    raw_files: S3RawFiles
 
 
 @cache
@@ -61,7 +64,15 @@ def runtime() -> Runtime:
     settings = environment.pipeline_settings()
     catalog = AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
     commits = PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table)
-    return Runtime(environment, settings, catalog, commits, boto3.client("stepfunctions"), boto3.client("sqs"))
+    return Runtime(
+        environment,
+        settings,
+        catalog,
+        commits,
+        boto3.client("stepfunctions"),
+        boto3.client("sqs"),
+        S3RawFiles(boto3.client("s3")),
+    )
 
 
 def handle_record(record: SQSRecord) -> None:
@@ -88,7 +99,13 @@ def handle_record(record: SQSRecord) -> None:
     for arrival in arrivals:
         try:
             started = start_stage_a(
-                arrival, run.settings, run.catalog, run.commits, run.sfn, run.environment.state_machine_arn
+                arrival,
+                run.settings,
+                run.catalog,
+                run.commits,
+                run.raw_files,
+                run.sfn,
+                run.environment.state_machine_arn,
             )
         except ValidationError as error:
             logger.warning("arrival rejected", extra={"key": arrival.key, "reason": str(error)})

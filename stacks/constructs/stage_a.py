@@ -131,6 +131,10 @@ class StageA(Construct):
         self.queue.dead_letter_queue.grant_send_messages(router.function)
         storage.table("PipelineState").grant_read_write_data(router.function)
         statements.grant_catalog_read(router.function)
+        # The contract check at the door reads each arriving file (a CSV's lines, a Parquet footer).
+        storage.bucket("Raw").grant_read(router.function)
+        storage.key.grant_decrypt(router.function)
+        statements.grant_add_columns(router.function)
         router.function.add_event_source(
             sources.SqsEventSource(
                 self.queue.queue,

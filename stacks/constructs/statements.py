@@ -77,6 +77,12 @@ class StatementRunner(Construct):
             iam.PolicyStatement(actions=CATALOG_ACTIONS, resources=self.catalog_resources)
         )
 
+    def grant_add_columns(self, grantee: iam.IGrantable) -> None:
+        """``schema_evolution: add-columns``: the stage A router adds a file's new columns to its tables."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["glue:UpdateTable"], resources=self.catalog_resources)
+        )
+
     def grant_plan(self, role: iam.IRole) -> None:
         """What running stage statements needs: the catalog, the raw data, the stage data, the results."""
         storage = self.storage

@@ -86,6 +86,63 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     assert (tmp_path / "ws" / "lineage.html").exists()
 
 
+def run_project(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*LAKELINE, "run", "--config", str(config)],
+        cwd=config.parent,
+        env={**os.environ, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fixed(tmp_path: Path) -> None:
+    config = project(tmp_path)
+    drop(tmp_path, "2024-03-01", [("north", 10.0), ("south", 5.5)])  # makes the table: store, amount
+    drop(tmp_path, "2024-03-02", [("south", 1.0)])
+    day = tmp_path / "incoming" / "shop" / "pos" / "sales" / "day=2024-03-02"
+    (day / "late.csv").write_text("amount,store\n7,north\n")  # columns moved: would load 'north' as amount
+    (day / "typo.csv").write_text("store,amount\nnorth,12,5\n")  # a decimal comma: one field too many
+    (day / "notes.txt").write_text("store,amount\nnorth,1\n")
+    returns = tmp_path / "incoming" / "shop" / "pos" / "returns" / "day=2024-03-01"
+    returns.mkdir(parents=True)
+    (returns / "returns.csv").write_bytes(b"PAR1" + b"\0" * 16 + b"PAR1")  # a new table's first file
+
+    result = run_project(config)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
+    reasons = "\n".join(summary["quarantined"])
+    assert len(summary["quarantined"]) == 4, reasons
+    assert "late.csv: columns are in another order than table shop_pos_raw_dev.sales's" in reasons
+    assert "typo.csv: line 2 has 3 fields, the header 2" in reasons
+    assert "notes.txt: cannot tell its format from its name" in reasons
+    assert "returns.csv: is a parquet file named as csv" in reasons
+    assert "quarantined" in result.stdout and "late.csv" in result.stdout
+    assert summary["failures"] == []
+    # Everything else loaded, and nothing of the refused files did.
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
+        ["north", 10.0, "2024-03-01"],
+        ["south", 1.0, "2024-03-02"],
+        ["south", 5.5, "2024-03-01"],
+    ]
+    records = sorted(p.name for p in (tmp_path / "ws" / "quarantine").rglob("*.json"))
+    assert records == ["late.csv.json", "notes.txt.json", "returns.csv.json", "typo.csv.json"]
+
+    (day / "late.csv").write_text("store,amount\nnorth,7\n")
+    for removed in (day / "typo.csv", day / "notes.txt", returns / "returns.csv"):
+        removed.unlink()
+    result = run_project(config)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
+        ["north", 7.0, "2024-03-02"],
+        ["north", 10.0, "2024-03-01"],
+        ["south", 1.0, "2024-03-02"],
+        ["south", 5.5, "2024-03-01"],
+    ]
+    assert list((tmp_path / "ws" / "quarantine").rglob("*.json")) == []
+
+
 def test_watch_processes_files_as_they_land(tmp_path: Path) -> None:
     config = project(tmp_path)
     (tmp_path / "incoming").mkdir()

@@ -20,12 +20,14 @@ from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
 from tests.lambda_context import LambdaContextStub
+from tests.raw_objects import put_raw_object
 
 REGION = "us-east-1"
 CONTEXT = LambdaContextStub()
 
 
 def eventbridge_arrival(key: str, sequencer: str = "0062E99A88DC407460") -> dict[str, Any]:
+    put_raw_object(key)
     return {
         "version": "0",
         "id": "17793124-05d4-b198-2fde-7ededc63b103",
@@ -224,13 +226,83 @@ def test_invalid_key_goes_to_the_dlq_with_its_reason_and_neighbours_proceed(aws:
     assert any("not an S3 arrival" in reason for reason in reasons)
 
 
-def test_missing_raw_table_fails_only_its_record_for_redelivery(aws: dict[str, Any]) -> None:
+def test_missing_raw_table_is_parked_at_once_with_its_reason_and_its_neighbour_starts(aws: dict[str, Any]) -> None:
     missing = eventbridge_arrival("engineering/mysql/orders/date=20220120/file.csv")
     good = eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")
     response = router.handler(sqs_event(missing, good), CONTEXT)
-    assert response == {"batchItemFailures": [{"itemIdentifier": "message-0"}]}
+    assert response == {"batchItemFailures": []}  # not retried for 18 minutes first: it cannot succeed
     assert len(executions(aws)) == 1
-    assert dead_letters(aws) == []
+    (letter,) = dead_letters(aws)
+    reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    assert reason.endswith("no raw table engineering_mysql_raw_dev.orders in the catalog")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"name,customer_id\nann,1\n", "columns are in another order than table"),
+        (b"customer_id\n1\n", "header lacks column name"),
+        (b"customer_id,name,email\n1,ann,a@x\n", "header has column email not in table"),
+        (b"customer_id,name\n6.5,ann\n", "line 2, column customer_id: '6.5' is not bigint"),
+        (b"customer_id,name\n1,ann,extra\n", "line 2 has 3 fields, the header 2"),
+        (b"customer_id,name\n1,caf\xe9\n", "is not valid utf-8"),
+        (b"PAR1\x00\x00PAR1", "is a parquet file named as csv"),
+        (b"", "is empty"),
+    ],
+)
+def test_a_file_that_breaks_its_table_contract_is_parked_with_the_reason_and_its_neighbour_starts(
+    aws: dict[str, Any], body: bytes, reason: str
+) -> None:
+    bad_key = "engineering/mysql/customers/date=20220120/bad.csv"
+    bad = eventbridge_arrival(bad_key)
+    boto3.client("s3", region_name=REGION).put_object(Bucket="raw-bucket", Key=bad_key, Body=body)
+    good = eventbridge_arrival("engineering/mysql/customers/date=20220121/good.csv")
+    assert router.handler(sqs_event(bad, good), CONTEXT) == {"batchItemFailures": []}
+    (execution,) = executions(aws)
+    started = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])
+    assert started["plan"]["raw_key"].endswith("date=20220121/good.csv")
+    (letter,) = dead_letters(aws)
+    parked = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    assert parked.startswith(f"s3://raw-bucket/{bad_key}: ") and reason in parked
+    assert json.loads(letter["Body"])["detail"]["object"]["key"] == bad_key
+    # The bad file never entered its partition's state: the next good file of that partition runs.
+    later = eventbridge_arrival("engineering/mysql/customers/date=20220120/later.csv", sequencer="0062E99A88DC4074FF")
+    assert router.handler(sqs_event(later), CONTEXT) == {"batchItemFailures": []}
+    assert len(executions(aws)) == 2
+
+
+def test_add_columns_grows_the_raw_and_stage_tables_in_glue_before_the_run_is_planned(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = {"engineering_mysql_dev.customers": {"bucket_count": 3, "schema_evolution": "add-columns"}}
+    monkeypatch.setenv("TABLE_SETTINGS", json.dumps(settings))
+    clear_caches()
+    glue = boto3.client("glue", region_name=REGION)
+    glue.create_database(DatabaseInput={"Name": "engineering_mysql_dev"})
+    glue.create_table(
+        DatabaseName="engineering_mysql_dev",
+        TableInput={
+            "Name": "customers",
+            "StorageDescriptor": {"Columns": [{"Name": "customer_id", "Type": "bigint"}, {"Name": "name"}]},
+            "PartitionKeys": [{"Name": "date", "Type": "string"}],
+        },
+    )
+    key = "engineering/mysql/customers/date=20220120/wide.csv"
+    event = eventbridge_arrival(key)
+    boto3.client("s3", region_name=REGION).put_object(
+        Bucket="raw-bucket", Key=key, Body=b"customer_id,name,email\n1,ann,a@x\n"
+    )
+    assert router.handler(sqs_event(event), CONTEXT) == {"batchItemFailures": []}
+    for database in ("engineering_mysql_raw_dev", "engineering_mysql_dev"):
+        columns = glue.get_table(DatabaseName=database, Name="customers")["Table"]["StorageDescriptor"]["Columns"]
+        assert [column["Name"] for column in columns] == ["customer_id", "name", "email"]
+    (execution,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    assert '"email"' in plan["ctas"]
+    # Its redelivery finds the columns there and adds nothing twice.
+    assert router.handler(sqs_event(event), CONTEXT) == {"batchItemFailures": []}
+    columns = glue.get_table(DatabaseName="engineering_mysql_dev", Name="customers")["Table"]["StorageDescriptor"]
+    assert [column["Name"] for column in columns["Columns"]] == ["customer_id", "name", "email"]
 
 
 def plan_for(aws: dict[str, Any]) -> dict[str, Any]:

@@ -497,3 +497,18 @@ def test_the_column_lineage_query_is_a_named_query_on_the_lineage_database(
             "QueryString": Match.string_like_regexp('FROM "openlineage_events"'),
         },
     )
+
+
+def test_the_stage_a_router_may_read_arriving_files_and_add_their_new_columns(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    _, pipeline = athena_templates
+    statements = role_statements(pipeline, functions_by_handler(pipeline)["stage_a_router"])
+    actions = {action for statement in statements for action in as_list(statement["Action"])}
+    assert {"s3:GetObject*", "kms:Decrypt", "glue:UpdateTable"} <= actions
+    raw_reads = [
+        statement
+        for statement in statements
+        if "s3:GetObject*" in as_list(statement["Action"]) and "RawBucket" in json.dumps(statement["Resource"])
+    ]
+    assert raw_reads, statements

@@ -27,6 +27,7 @@ from moto import mock_aws
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.local.lambda_events import LambdaContext, QueuePoller
 from stage_a.arrivals import Arrival
+from tests.raw_objects import put_raw_object
 
 REGION = "us-east-1"
 RAW_BUCKET = "raw-bucket"
@@ -39,7 +40,9 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 
 def arrival_event(key: str, sequencer: str, *, time: str = ARRIVAL_TIME) -> dict[str, Any]:
-    """The EventBridge "Object Created" event S3 sends for ``key`` (what the CDK rule puts on queue A)."""
+    """The EventBridge "Object Created" event S3 sends for ``key`` (what the CDK rule puts on queue A),
+    after the object it announces was put."""
+    put_raw_object(key, RAW_BUCKET)
     return {
         "version": "0",
         "id": f"event-{sequencer}",

@@ -33,6 +33,7 @@ from lakeline.lineage.records import LineageRecord, build_records, parse_record
 from lakeline.lineage.table import LINEAGE_TABLE
 from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 from stage_a.arrivals import parse_arrivals
+from stage_a.contract import file_format
 from stage_a.keys import FILE_NAME_PATTERN, MAX_KEY_LENGTH, InvalidKey, RawObject, parse_raw_key
 from tests.reliability.hostile import (
     component,
@@ -211,7 +212,10 @@ def test_the_router_parks_hostile_keys_with_their_reason_and_starts_their_neighb
         @given(
             st.one_of(
                 raw_keys(table_prefix="eng/mysql/customers"),
-                st.builds("eng/mysql/customers/date={}/{}".format, component(partition_value), component(file_name)),
+                # A CSV by its name, as the raw table is: the router reads each file at the door.
+                st.builds(
+                    "eng/mysql/customers/date={}/{}.csv".format, component(partition_value), component(file_name)
+                ),
             )
         )
         def check(key: str) -> None:
@@ -226,6 +230,8 @@ def test_the_router_parks_hostile_keys_with_their_reason_and_starts_their_neighb
             try:
                 parse_raw_key(key)
                 accepted = key.split("/")[3].startswith("date=") and key.count("/") == 4
+                # ... and a file of the table's format by its name: the router reads it at the door.
+                accepted = accepted and file_format(key) == "csv"
             except InvalidKey:
                 accepted = False
             outcomes["started" if accepted else "parked"] += 1
@@ -237,7 +243,8 @@ def test_the_router_parks_hostile_keys_with_their_reason_and_starts_their_neighb
     assert len(parked) == outcomes["parked"]
     for message in parked:
         key = json.loads(message["Body"])["detail"]["object"]["key"]
-        assert repr(key)[:50] in reason_of(message), "the reason names the key it refused"
+        reason = reason_of(message)
+        assert repr(key)[:50] in reason or f"s3://raw-bucket/{key}: " in reason, "the reason names the key it refused"
         assert message["MessageAttributes"]["lakeline_source"]["StringValue"] == "stage-a-router"
     assert outcomes["started"] >= 3 and outcomes["parked"] >= 30, outcomes
 

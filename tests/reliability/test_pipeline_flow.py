@@ -5,8 +5,8 @@ stage B run on the shared SparkSession through ``EventFlow``. Three phases, one 
 
 1. a burst: raw files over two partitions of ``orders`` and one of ``returns``, each file delivered
    twice (as S3 and SQS may); ``orders`` feeds a stage B target, ``returns`` one whose SQL step fails;
-2. a corrupt file lands in a partition that already has data (Spark fails mid-CTAS), delivered twice,
-   together with a file of a new partition;
+2. a corrupt file lands in a partition that already has data, delivered twice, together with a file
+   of a new partition: it is refused at the door (``stage_a.contract``), before any SQL;
 3. recovery: the corrupt file is removed and a new file arrives in that partition.
 
 Expected figures are computed here from the files written, independently of the pipeline.
@@ -102,6 +102,7 @@ class Phase:
     stage_b: int
     duplicates: int
     failures: list[str]
+    quarantined: list[str]
     lineage_records_loaded: int
     orders: list[tuple[Any, ...]]
     orders_daily: list[tuple[Any, ...]]
@@ -130,6 +131,7 @@ def snapshot(flow: EventFlow, engine: SparkEngine, cloud: LocalCloud) -> Phase:
     """Run the flow until every queue is idle; what this phase added to the (cumulative) report."""
     report: FlowReport = flow.report
     before = (len(report.stage_a), len(report.stage_b), len(report.duplicates), len(report.failures))
+    quarantined_before = len(report.quarantined)
     loaded_before = report.lineage_records
     flow.run_until_idle()
     items = lineage_items(cloud)
@@ -147,6 +149,7 @@ def snapshot(flow: EventFlow, engine: SparkEngine, cloud: LocalCloud) -> Phase:
         stage_b=len(report.stage_b) - before[1],
         duplicates=len(report.duplicates) - before[2],
         failures=list(report.failures[before[3] :]),
+        quarantined=list(report.quarantined[quarantined_before:]),
         lineage_records_loaded=report.lineage_records - loaded_before,
         orders=rows(engine, f'SELECT "date", count(*), sum(amount) FROM {STAGE}.orders GROUP BY "date"'),
         orders_daily=rows(engine, f'SELECT "date", orders, amount FROM {ANALYTICS}.orders_daily'),
@@ -271,13 +274,14 @@ def test_a_failing_sql_step_fails_alone_and_is_recorded(scenario: Scenario) -> N
     assert first.lineage_records_loaded == 2 * runs + len(PHASE_1) + 1
 
 
-def test_a_spark_error_mid_ctas_keeps_the_previous_partition(scenario: Scenario) -> None:
+def test_a_corrupt_file_is_refused_at_the_door_and_the_partition_keeps_its_data(scenario: Scenario) -> None:
     first, second = scenario.phases[0], scenario.phases[1]
-    # The corrupt file's two deliveries each ran and failed (a failed arrival is not applied, so a second
-    # delivery runs it again, as a DLQ redrive does); each failure parked it with its reason.
-    assert len(second.failures) == 2
-    for failure in second.failures:
-        assert failure.startswith("eng/shop/orders/date=20220121/part9.csv.gz: Spark statement failed")
+    # The corrupt file's two deliveries were each refused before any SQL, and parked with the reason.
+    assert second.failures == []
+    assert len(second.quarantined) == 2
+    for refused in second.quarantined:
+        assert refused.startswith("eng/shop/orders/date=20220121/part9.csv.gz: ")
+        assert "cannot be read" in refused or "is not valid" in refused
     assert second.queue_depths["queue-a-dlq"] == 2
     assert second.stage_a == len(PHASE_2)
     assert second.duplicates == 0
@@ -285,11 +289,11 @@ def test_a_spark_error_mid_ctas_keeps_the_previous_partition(scenario: Scenario)
     assert second.orders == as_rows(expected(PHASE_1 + PHASE_2), ["20220120", "20220121", "20220122"])
     assert second.orders[:2] == first.orders
     assert second.orders_daily == second.orders
-    # The failed run recorded no lineage; the new file did, and so did its stage B run.
+    # The refused file recorded no lineage; the new file did, and so did its stage B run.
     assert second.lineage_records_loaded == 3 * len(PHASE_2)
-    # The two failed CTAS runs (each: the step, its execution and the arrival's root) and the failed SQL
-    # step (the step and its execution; its root is the arrival upstream, which completed).
-    assert scenario.openlineage_states["FAIL"] == 2 * 3 + 2
+    # Only the failed SQL step of phase 1 failed (the step and its execution; its root is the arrival
+    # upstream, which completed): nothing of the refused file ran.
+    assert scenario.openlineage_states["FAIL"] == 2
 
 
 def test_after_recovery_every_count_is_exact(scenario: Scenario) -> None:

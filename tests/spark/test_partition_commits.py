@@ -32,6 +32,7 @@ from lakeline.storage import LocalObjectStore, local_root
 from stage_a.arrivals import Arrival
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
+from stage_a.raw_files import LocalRawFiles
 from stage_a.runner import execute_stage_a, publish_stage_a
 from stage_a.start import begin_arrival, plan_follow_up
 from stage_b.ledger import FileAppliedMessages
@@ -78,7 +79,7 @@ class StageA:
         content = (self.workspace.raw_dir / key).read_bytes()
         sequencer = hashlib.sha256(content).hexdigest()[:18]
         arrival = Arrival(bucket="raw", key=key, sequencer=sequencer, event_time=at)
-        return begin_arrival(arrival, self.settings, self.engine, self.commits)
+        return begin_arrival(arrival, self.settings, self.engine, self.commits, LocalRawFiles(self.workspace.raw_dir))
 
     def write(self, plan: StageAPlan) -> None:
         self.runs += 1

@@ -1,0 +1,319 @@
+"""The raw table's contract, checked at the door: every arriving file against its table, before any SQL.
+
+The contract is the raw table as the catalog has it (columns, types, format; locally the first file of
+a table made it) and the table's settings (``encoding``, ``schema_evolution``). Engines read a raw
+file by its table, CSV by position: a file that does not match is loaded into the wrong columns or as
+NULLs, silently. So a file is refused, with a one-line reason naming the file and the column, when:
+
+- its format (by content, then by name) is not the table's;
+- CSV: the header's names are not the table's columns in the table's order (a missing, extra,
+  duplicated or moved column), a record has another number of fields than the header (RFC 4180:
+  quoted fields may hold the delimiter, doubled quotes and newlines), the bytes are not valid in the
+  declared encoding, or a value cannot be read as its column's type;
+- JSON lines: a line is not a JSON object, a key is not a column, or a value has another type;
+- Parquet: a column of the table is missing, or has a type the engines cannot read as the column's.
+
+With ``schema_evolution: add-columns`` extra columns are accepted (for CSV only after all of the
+table's, in the order the new columns are to be added) and returned, for the caller to add to the
+table before the file is planned.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import IO, Literal, Protocol, cast
+
+from lakeline.engines.base import Column, TableSchema
+from lakeline.errors import ValidationError
+from lakeline.settings import SchemaEvolution
+from stage_a.parquet_schema import MAGIC, ParquetFormatError, footer_length, parquet_columns
+
+RawFormat = Literal["csv", "json", "parquet"]
+SUFFIXES: dict[str, RawFormat] = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_INTEGER_RANGES = {"tinyint": 7, "smallint": 15, "int": 31, "integer": 31, "bigint": 63}
+_WIDER = {"tinyint": 0, "smallint": 1, "int": 2, "integer": 2, "bigint": 3, "float": 10, "double": 11}
+_MAX_REPORTED_VALUE = 40
+
+
+class ContractViolation(ValidationError):
+    """An arriving file does not match its raw table; nothing was planned or executed for it."""
+
+
+class RawFile(Protocol):
+    """Read access to one arriving object (a local file or an S3 object)."""
+
+    @property
+    def name(self) -> str:
+        """As the user knows it: a path or an s3:// URI."""
+        ...
+
+    def size(self) -> int: ...
+
+    def read_range(self, start: int, end: int) -> bytes: ...
+
+    def open(self) -> IO[bytes]: ...
+
+
+@dataclass(frozen=True)
+class RawContract:
+    table: str  # db.table
+    format: RawFormat
+    columns: tuple[Column, ...]
+    encoding: str = "utf-8"
+    delimiter: str = ","
+    quote: str = '"'  # "": fields are never quoted (a quote is data)
+    multiline_fields: bool = False
+    evolution: SchemaEvolution = "reject"
+
+    @classmethod
+    def of(cls, schema: TableSchema, *, encoding: str = "utf-8", evolution: SchemaEvolution = "reject") -> RawContract:
+        fmt = schema.format or "csv"
+        if fmt not in ("csv", "json", "parquet"):
+            raise ValidationError(f"raw table {schema.database}.{schema.table} is {fmt}: not csv, json or parquet")
+        return cls(
+            table=f"{schema.database}.{schema.table}",
+            format=fmt,  # type: ignore[arg-type]
+            columns=schema.columns,
+            encoding=encoding,
+            delimiter=schema.delimiter or ",",
+            quote=schema.quote,
+            multiline_fields=schema.multiline_fields,
+            evolution=evolution,
+        )
+
+
+def file_format(name: str) -> RawFormat | None:
+    lowered = name.lower().removesuffix(".gz")
+    return next((fmt for suffix, fmt in SUFFIXES.items() if lowered.endswith(suffix)), None)
+
+
+def check_file_format(raw: RawFile) -> RawFormat:
+    """The file's format, by name and content, if they agree and it has any content."""
+    named = file_format(raw.name)
+    size = raw.size()
+    content: RawFormat | None = "parquet" if raw.read_range(0, min(size, 4)) == MAGIC else None
+    if named is None:
+        known = ", ".join(sorted(SUFFIXES))
+        raise ContractViolation(f"{raw.name}: cannot tell its format from its name (known: {known})")
+    if content is not None and content != named:
+        raise ContractViolation(f"{raw.name}: is a {content} file named as {named}")
+    if size == 0:
+        raise ContractViolation(f"{raw.name}: is empty")
+    return named
+
+
+def check_raw_file(contract: RawContract, raw: RawFile) -> tuple[Column, ...]:
+    """Refuse ``raw`` with a ``ContractViolation`` naming what is wrong, or return the columns it adds
+    (only under ``add-columns``; otherwise always empty)."""
+    found = check_file_format(raw)
+    if found != contract.format:
+        raise ContractViolation(f"{raw.name}: is a {found} file; table {contract.table} reads {contract.format}")
+    size = raw.size()
+    if found == "parquet":
+        return _check_parquet(contract, raw, size)
+    with raw.open() as binary:
+        stream = cast(IO[bytes], gzip.GzipFile(fileobj=binary)) if raw.name.lower().endswith(".gz") else binary
+        text = io.TextIOWrapper(stream, encoding=contract.encoding, errors="strict", newline="")
+        try:
+            if found == "csv":
+                return _check_csv(contract, raw.name, text)
+            return _check_json(contract, raw.name, text)
+        except UnicodeDecodeError as error:
+            raise ContractViolation(f"{raw.name}: is not valid {contract.encoding} ({error.reason})") from error
+        except (OSError, EOFError) as error:
+            raise ContractViolation(f"{raw.name}: cannot be read: {error}") from error
+
+
+def _new_columns(contract: RawContract, file_name: str, extra: list[str], where: str) -> tuple[Column, ...]:
+    if not extra:
+        return ()
+    if contract.evolution == "reject":
+        raise ContractViolation(
+            f"{file_name}: {where} {', '.join(extra)} not in table {contract.table} "
+            "(schema_evolution: reject; set add-columns to add them)"
+        )
+    return tuple(Column(name, "string") for name in extra)
+
+
+def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Column, ...]:
+    if contract.quote:
+        reader = csv.reader(text, delimiter=contract.delimiter, quotechar=contract.quote, doublequote=True, strict=True)
+    else:
+        reader = csv.reader(text, delimiter=contract.delimiter, quoting=csv.QUOTE_NONE, strict=True)
+    try:
+        header = next(reader, None)
+    except csv.Error as error:
+        raise ContractViolation(f"{file_name}: header is not valid CSV: {error}") from error
+    if not header:
+        raise ContractViolation(f"{file_name}: has no header line")
+    names = [name.strip().lower() for name in header]
+    duplicated = sorted({name for name in names if names.count(name) > 1})
+    if duplicated:
+        raise ContractViolation(f"{file_name}: header repeats column {', '.join(duplicated)}")
+    expected = [column.name.lower() for column in contract.columns]
+    missing = [name for name in expected if name not in names]
+    if missing:
+        raise ContractViolation(f"{file_name}: header lacks column {', '.join(missing)} of table {contract.table}")
+    if names[: len(expected)] != expected:
+        raise ContractViolation(
+            f"{file_name}: columns are in another order than table {contract.table}'s "
+            f"({', '.join(names)} instead of {', '.join(expected)}); CSV is read by position"
+        )
+    added = _new_columns(contract, file_name, names[len(expected) :], "header has column")
+    types = [column.type for column in contract.columns] + ["string"] * len(added)
+    try:
+        line = reader.line_num
+        for record in reader:
+            first, line = line + 1, reader.line_num
+            if line > first and not contract.multiline_fields:
+                raise ContractViolation(
+                    f"{file_name}: line {first} has a quoted field that spans lines; "
+                    f"the readers of table {contract.table} read one record per line"
+                )
+            if not record:
+                continue  # a blank line is no record
+            if len(record) != len(names):
+                raise ContractViolation(f"{file_name}: line {first} has {len(record)} fields, the header {len(names)}")
+            for name, kind, value in zip(names, types, record, strict=True):
+                if value != "" and not _reads_as(kind, value):
+                    raise ContractViolation(f"{file_name}: line {first}, column {name}: {_shown(value)} is not {kind}")
+    except csv.Error as error:
+        raise ContractViolation(f"{file_name}: line {reader.line_num} is not valid CSV: {error}") from error
+    return added
+
+
+def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Column, ...]:
+    types = {column.name.lower(): column.type for column in contract.columns}
+    extra: dict[str, None] = {}
+    for number, line in enumerate(text, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ContractViolation(f"{file_name}: line {number} is not JSON: {error.msg}") from error
+        if not isinstance(record, dict):
+            raise ContractViolation(f"{file_name}: line {number} is not a JSON object")
+        for key, value in record.items():
+            kind = types.get(str(key).lower())
+            if kind is None:
+                extra.setdefault(str(key).lower())
+            elif value is not None and not _json_reads_as(kind, value):
+                raise ContractViolation(
+                    f"{file_name}: line {number}, column {key}: {_shown(json.dumps(value))} is not {kind}"
+                )
+    return _new_columns(contract, file_name, list(extra), "key")
+
+
+def _check_parquet(contract: RawContract, raw: RawFile, size: int) -> tuple[Column, ...]:
+    try:
+        if size < 12:
+            raise ParquetFormatError("too short")
+        length = footer_length(raw.read_range(size - 8, size))
+        if length > size - 12:
+            raise ParquetFormatError("footer length is past the start of the file")
+        columns = parquet_columns(raw.read_range(size - 8 - length, size - 8))
+    except ParquetFormatError as error:
+        raise ContractViolation(f"{raw.name}: is not a readable Parquet file: {error}") from error
+    found = {column.name.lower(): column.sql_type for column in columns}
+    for column in contract.columns:
+        actual = found.get(column.name.lower())
+        if actual is None:
+            raise ContractViolation(f"{raw.name}: lacks column {column.name} of table {contract.table}")
+        if not _type_reads_as(column.type, actual):
+            raise ContractViolation(
+                f"{raw.name}: column {column.name} is {actual}, table {contract.table} has {column.type}"
+            )
+    expected = {column.name.lower() for column in contract.columns}
+    extra = [column.name.lower() for column in columns if column.name.lower() not in expected]
+    added = _new_columns(contract, raw.name, extra, "has column")
+    return tuple(Column(column.name, found[column.name]) for column in added)
+
+
+def _family(kind: str) -> str:
+    kind = kind.strip().lower()
+    for complex_type in ("struct", "array", "map"):
+        if kind.startswith(complex_type):
+            return complex_type
+    if kind.startswith(("varchar", "char")):
+        return "string"
+    if kind.startswith("decimal"):
+        return kind.replace(" ", "")
+    return {"integer": "int", "timestamp_ntz": "timestamp"}.get(kind, kind)
+
+
+def _type_reads_as(table_type: str, file_type: str) -> bool:
+    """Whether Athena and Spark both read a file column of ``file_type`` as ``table_type``."""
+    table, found = _family(table_type), _family(file_type)
+    if table == found:
+        return True
+    if table in _WIDER and found in _WIDER:  # widening within integers, or within floating point
+        return (_WIDER[table] >= 10) == (_WIDER[found] >= 10) and _WIDER[table] >= _WIDER[found]
+    if table.startswith("decimal(") and found.startswith("decimal("):
+        (p1, s1), (p2, s2) = (tuple(int(x) for x in t[8:-1].split(",")) for t in (table, found))
+        return s1 >= s2 and p1 - s1 >= p2 - s2
+    return False
+
+
+def _reads_as(kind: str, value: str) -> bool:
+    """Whether a CSV field holds a value of the column's type (an empty field is NULL, checked before)."""
+    family = _family(kind)
+    text = value.strip()
+    if family in _INTEGER_RANGES:
+        bits = _INTEGER_RANGES[family]
+        return bool(_INTEGER.fullmatch(text)) and -(2**bits) <= int(text) < 2**bits
+    if family in ("double", "float"):
+        return bool(_NUMBER.fullmatch(text)) and math.isfinite(float(text))
+    if family.startswith("decimal("):
+        precision, scale = (int(x) for x in family[8:-1].split(","))
+        if not _NUMBER.fullmatch(text):
+            return False
+        number = Decimal(text)
+        return number == number.quantize(Decimal(1).scaleb(-scale)) and abs(number) < Decimal(10) ** (precision - scale)
+    if family == "boolean":
+        return text.lower() in ("true", "false")
+    if family == "date":
+        return bool(_DATE.fullmatch(text)) and _parses(date.fromisoformat, text)
+    if family == "timestamp":
+        return bool(_DATE.match(text)) and _parses(datetime.fromisoformat, text)
+    return True
+
+
+def _json_reads_as(kind: str, value: object) -> bool:
+    family = _family(kind)
+    if family in _INTEGER_RANGES:
+        return isinstance(value, int) and not isinstance(value, bool) and _reads_as(family, str(value))
+    if family in ("double", "float") or family.startswith("decimal("):
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if family == "boolean":
+        return isinstance(value, bool)
+    if family in ("string", "date", "timestamp"):
+        return isinstance(value, str) and (family == "string" or _reads_as(family, value))
+    if family == "struct" or family == "map":
+        return isinstance(value, dict)
+    if family == "array":
+        return isinstance(value, list)
+    return True
+
+
+def _parses(parse: object, text: str) -> bool:
+    try:
+        parse(text)  # type: ignore[operator]
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= _MAX_REPORTED_VALUE else value[:_MAX_REPORTED_VALUE] + "…")

@@ -1,0 +1,109 @@
+"""The local event flow checks each arrival at the door as the deployed router does: a file that breaks
+its table's contract is parked in the DLQ and the quarantine folder with the reason, and never holds up
+the good files of its partition; ``schema_evolution: add-columns`` grows the raw and stage tables."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lakeline.engines.spark import SparkEngine
+from lakeline.local.cloud import LocalCloud
+from lakeline.local.event_flow import EventFlow
+from lakeline.local.workspace import Workspace
+from lakeline.settings import SchemaEvolution, TableSettings
+
+_environments = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    started = LocalCloud.start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def flow(spark_engine: SparkEngine, cloud: LocalCloud, root: Path, evolution: SchemaEvolution) -> EventFlow:
+    workspace = Workspace.at(root)
+    settings = workspace.settings(
+        environment=f"door{next(_environments)}", default_table=TableSettings(schema_evolution=evolution)
+    )
+    return EventFlow(cloud, spark_engine, workspace, settings, root / "queries")
+
+
+def arrive(events: EventFlow, key: str, body: str) -> None:
+    path = events.workspace.raw_dir / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+    events.arrive(key)
+    events.run_until_idle()
+
+
+def rows(spark_engine: SparkEngine, events: EventFlow) -> list[tuple[object, ...]]:
+    table = f"{events.settings.stage_database('shop', 'pos')}.sales"
+    return sorted(spark_engine.execute(f"SELECT * FROM {table}").rows, key=str)
+
+
+def parked(cloud: LocalCloud) -> list[dict[str, object]]:
+    url = cloud.queue_urls["queue-a-dlq"]
+    messages = cloud.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+    for message in messages.get("Messages", []):
+        cloud.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return list(messages.get("Messages", []))
+
+
+def test_a_refused_file_is_parked_with_its_reason_and_the_next_good_file_of_its_partition_loads(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path
+) -> None:
+    events = flow(spark_engine, cloud, tmp_path, "reject")
+    parked(cloud)
+    arrive(events, "shop/pos/sales/day=1/a.csv", "store,amount\nn,1.5\n")
+    arrive(events, "shop/pos/sales/day=1/b.csv", "store,amount,clerk\ns,2,bob\n")
+    arrive(events, "shop/pos/sales/day=1/c.csv", "store,amount\ne,3\n")
+
+    assert rows(spark_engine, events) == [("e", 3.0, "1"), ("n", 1.5, "1")]
+    (refused,) = events.report.quarantined
+    assert refused.startswith("shop/pos/sales/day=1/b.csv: ")
+    assert "header has column clerk not in table" in refused
+    (letter,) = parked(cloud)
+    assert json.loads(str(letter["Body"]))["detail"]["object"]["key"] == "shop/pos/sales/day=1/b.csv"
+    reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]  # type: ignore[index]
+    assert "header has column clerk" in reason
+    record = json.loads((tmp_path / "quarantine" / "shop/pos/sales/day=1/b.csv.json").read_text())
+    assert "header has column clerk" in record["reason"]
+
+
+def test_add_columns_grows_the_raw_and_stage_tables_and_loads_the_new_column(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path
+) -> None:
+    events = flow(spark_engine, cloud, tmp_path, "add-columns")
+    arrive(events, "shop/pos/sales/day=1/a.csv", "store,amount\nn,1.5\n")
+    arrive(events, "shop/pos/sales/day=2/b.csv", "store,amount,clerk\ns,2,bob\n")
+    arrive(events, "shop/pos/sales/day=2/c.csv", "store,amount,clerk\ne,3,\n")
+
+    assert events.report.quarantined == []
+    assert rows(spark_engine, events) == [("e", 3.0, None, "2"), ("n", 1.5, None, "1"), ("s", 2.0, "bob", "2")]
+
+
+def test_rfc_4180_fields_and_the_declared_encoding_load_as_written(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path
+) -> None:
+    workspace = Workspace.at(tmp_path)
+    settings = workspace.settings(
+        environment=f"door{next(_environments)}", default_table=TableSettings(encoding="latin-1")
+    )
+    events = EventFlow(cloud, spark_engine, workspace, settings, tmp_path / "queries")
+    key = "shop/pos/sales/day=1/a.csv"
+    path = workspace.raw_dir / key
+    path.parent.mkdir(parents=True)
+    path.write_bytes('store,amount\r\n"Smith, ""Al""\nJr.",1.5\r\ncafé,2\r\n'.encode("latin-1"))
+    events.arrive(key)
+    events.run_until_idle()
+    assert (events.report.quarantined, events.report.failures) == ([], [])
+    assert rows(spark_engine, events) == [('Smith, "Al"\nJr.', 1.5, "1"), ("café", 2.0, "1")]

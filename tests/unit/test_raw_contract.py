@@ -1,0 +1,130 @@
+"""The contract check at the door (``stage_a.contract``) on the files a real lake receives."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lakeline.engines.base import Column, TableSchema
+from stage_a.contract import ContractViolation, RawContract, check_raw_file
+from stage_a.raw_files import LocalRawFile
+
+TABLE = TableSchema(
+    database="shop_pos_raw",
+    table="sales",
+    columns=(Column("sale_id", "bigint"), Column("name", "string"), Column("amount", "decimal(10,2)")),
+    partition_columns=(Column("day", "string"),),
+    format="csv",
+)
+
+
+def check(tmp_path: Path, name: str, body: bytes, **contract: str) -> tuple[Column, ...]:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(body)
+    return check_raw_file(RawContract.of(TABLE, **contract), LocalRawFile(path))  # type: ignore[arg-type]
+
+
+def refused(tmp_path: Path, name: str, body: bytes, **contract: str) -> str:
+    with pytest.raises(ContractViolation) as caught:
+        check(tmp_path, name, body, **contract)
+    return str(caught.value)
+
+
+def test_a_file_that_keeps_the_contract_passes(tmp_path: Path) -> None:
+    assert check(tmp_path, "s.csv", b"sale_id,name,amount\n1,ann,2.50\n2,,\n\n") == ()
+
+
+def test_rfc_4180_quoted_delimiters_newlines_and_doubled_quotes_are_one_field(tmp_path: Path) -> None:
+    body = b'sale_id,name,amount\n1,"Smith, ""Al""\nJr.",2.00\r\n2,"x",1\r\n'
+    path = tmp_path / "s.csv"
+    path.write_bytes(body)
+    spark_table = replace(TABLE, multiline_fields=True)  # Spark's CSV reader with multiLine
+    assert check_raw_file(RawContract.of(spark_table), LocalRawFile(path)) == ()
+    # Athena's CSV readers read one record per line: the same file would split the record in two.
+    assert "line 2 has a quoted field that spans lines" in refused(tmp_path, "s.csv", body)
+
+
+def test_a_table_that_never_quotes_counts_a_quoted_delimiter_as_a_delimiter(tmp_path: Path) -> None:
+    path = tmp_path / "s.csv"
+    path.write_bytes(b'sale_id,name,amount\n1,"Smith, Al",2\n')
+    lazy_simple = replace(TABLE, quote="")  # LazySimpleSerDe
+    with pytest.raises(ContractViolation, match="line 2 has 4 fields, the header 3"):
+        check_raw_file(RawContract.of(lazy_simple), LocalRawFile(path))
+    assert check(tmp_path, "t.csv", b'sale_id,name,amount\n1,"Smith, Al",2\n') == ()  # OpenCSVSerde
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"sale_id,amount\n1,6.5\n", "header lacks column name of table shop_pos_raw.sales"),
+        (b"sale_id,amount,name\n1,6.5,ann\n", "columns are in another order"),
+        (b"sale_id,name,amount,store\n1,ann,2,7\n", "header has column store not in table"),
+        (b"sale_id,name,amount\n1,ann,abc\n", "line 2, column amount: 'abc' is not decimal(10,2)"),
+        (b"sale_id,name,amount\n1,ann,1.234\n", "'1.234' is not decimal(10,2)"),
+        (b"sale_id,name,amount\n1e999,ann,1\n", "'1e999' is not bigint"),
+        (b"sale_id,name,amount\n99999999999999999999,ann,1\n", "is not bigint"),
+        (b"sale_id;name;amount\n1;ann;2\n", "header lacks column"),
+        (b"sale_id,name,amount\n1,ann\n", "line 2 has 2 fields, the header 3"),
+        (b'sale_id,name,amount\n1,"ann,2\n', "line 2 is not valid CSV: unexpected end of data"),
+        (b"sale_id,name,sale_id\n1,a,2\n", "header repeats column sale_id"),
+        (b"sale_id,name,amount\n1,caf\xe9,2\n", "is not valid utf-8"),
+        (b"", "is empty"),
+    ],
+)
+def test_a_csv_that_would_load_into_the_wrong_columns_or_as_null_is_refused(
+    tmp_path: Path, body: bytes, reason: str
+) -> None:
+    assert reason in refused(tmp_path, "day=1/s.csv", body)
+
+
+def test_the_reason_names_the_file(tmp_path: Path) -> None:
+    assert refused(tmp_path, "s.csv", b"sale_id\n1\n").startswith(f"{tmp_path / 's.csv'}: ")
+
+
+def test_the_declared_encoding_is_the_one_read(tmp_path: Path) -> None:
+    assert check(tmp_path, "s.csv", b"sale_id,name,amount\n1,caf\xe9,2\n", encoding="latin-1") == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "reason"),
+    [
+        ("notes.txt", b"sale_id,name,amount\n1,a,2\n", "cannot tell its format from its name"),
+        ("s.csv", b"PAR1" + b"\0" * 20 + b"PAR1", "is a parquet file named as csv"),
+        ("s.parquet", b"PAR1" + b"\0" * 20 + b"PAR1", "is a parquet file; table shop_pos_raw.sales reads csv"),
+        ("s.json", b'{"sale_id": 1}\n', "is a json file; table shop_pos_raw.sales reads csv"),
+    ],
+)
+def test_a_file_of_another_format_is_refused(tmp_path: Path, name: str, body: bytes, reason: str) -> None:
+    assert reason in refused(tmp_path, name, body)
+
+
+def test_add_columns_accepts_new_columns_after_the_tables_and_returns_them(tmp_path: Path) -> None:
+    body = b"sale_id,name,amount,store\n1,ann,2,7\n"
+    assert check(tmp_path, "s.csv", body, evolution="add-columns") == (Column("store", "string"),)
+    # A missing or moved column is refused under add-columns too: CSV is read by position.
+    assert "another order" in refused(
+        tmp_path, "t.csv", b"store,sale_id,name,amount\n7,1,a,2\n", evolution="add-columns"
+    )
+
+
+JSON_TABLE = TableSchema("raw", "events", (Column("id", "bigint"), Column("tags", "array<string>")), format="json")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"id": 1, "tags": ["a"]}\n[1]\n', "line 2 is not a JSON object"),
+        (b'{"id": 1}\n{"id": "x"}\n', "line 2, column id: '\"x\"' is not bigint"),
+        (b'{"id": 1, "tagz": []}\n', "key tagz not in table raw.events"),
+        (b'{"id": 1\n', "line 1 is not JSON"),
+    ],
+)
+def test_json_lines_are_checked_by_key_and_type(tmp_path: Path, body: bytes, reason: str) -> None:
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(body)
+    with pytest.raises(ContractViolation, match=None) as caught:
+        check_raw_file(RawContract.of(JSON_TABLE), LocalRawFile(path))
+    assert reason in str(caught.value)
