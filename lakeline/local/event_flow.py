@@ -26,7 +26,7 @@ from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.base import QueryError, TableSchema
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import LakelineError
+from lakeline.errors import LakelineError, ValidationError
 from lakeline.lineage.archive import LocalArchiveStore
 from lakeline.lineage.openlineage_config import OpenLineageSettings
 from lakeline.lineage.openlineage_emitter import LineageEmitter
@@ -200,7 +200,14 @@ class EventFlow:
                 self._run_stage_a(resumed)
             return
         for arrival in parse_arrivals(body):
-            self.catalog.prepare(arrival.key)
+            try:
+                self.catalog.prepare(arrival.key)
+            except ValidationError as error:
+                # No table can be made from this file (a name that is not one, ...): no retry can change
+                # that, so the run reports why at once instead of retrying the arrival into the DLQ.
+                self.report.failures.append(f"{arrival.key}: {error}")
+                self.notify("refused", f"{arrival.key}: {error}")
+                continue
             plan = begin_arrival(arrival, self.settings, self.catalog, self.commits)
             if plan is None:
                 self.report.coalesced.append(arrival.key)
