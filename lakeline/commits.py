@@ -24,6 +24,7 @@ partition a reader sees never moves backwards.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,15 +33,16 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from lakeline.errors import LakelineError, ValidationError
-from lakeline.storage import ObjectStore
+from lakeline.storage import RUN_PREFIX, ObjectStore, prefix_uri, table_root_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
     from mypy_boto3_sqs import SQSClient
 
+logger = logging.getLogger(__name__)
+
 COMMIT_PREFIX = "commit#"
-RUN_PREFIX = "lakeline_run="
 DEFAULT_LEASE_SECONDS = 3 * 60 * 60  # longer than a state machine's longest SQL task (2 h)
 DEFAULT_GRACE_SECONDS = 3 * 60 * 60  # longer than a query planned before a swap may run
 MAX_BEGIN_ATTEMPTS = 20
@@ -55,6 +57,14 @@ class LeaseLost(LakelineError):
 def commit_key(table: str, partition_path: str) -> str:
     """The item key of a partition: ``commit#db.table/col=value/...`` (``commit#db.table/`` if unpartitioned)."""
     return f"{COMMIT_PREFIX}{table}/{partition_path.strip('/')}"
+
+
+def commit_table_root(key: str, partition_root: str) -> str:
+    """The location of the table whose partition ``key`` has its root at ``partition_root``: where the
+    partition's run prefixes may be deleted (``ObjectStore.delete_prefix``)."""
+    path = key.removeprefix(COMMIT_PREFIX).partition("/")[2]
+    folders = [folder.partition("=") for folder in path.split("/") if folder]
+    return table_root_of(partition_root, {name: value for name, _, value in folders})
 
 
 @dataclass(frozen=True)
@@ -472,7 +482,7 @@ def referenced(state: PartitionState, now: float) -> set[str]:
     keep = {state.published} if state.published else set()
     if state.lease_location and state.leased(now):
         keep.add(state.lease_location)
-    return {location.rstrip("/") + "/" for location in keep}
+    return {prefix_uri(location) for location in keep}
 
 
 def sweep_partition(
@@ -493,24 +503,35 @@ def sweep_partition(
     deleted: list[str] = []
     done: list[str] = []
     retired_locations: set[str] = set()
+
+    def delete(location: str) -> bool:
+        """Delete one of the partition's run prefixes; one the delete guard refuses (the table moved, a
+        damaged state item) stays where it is, logged, and the sweep goes on."""
+        try:
+            if not state.root:
+                raise ValidationError(f"partition {state.key} has no root recorded")
+            store.delete_prefix(location, table_root=commit_table_root(state.key, state.root))
+        except ValidationError as refused:
+            logger.warning("the sweep of %s leaves %s: %s", state.key, location, refused)
+            return False
+        deleted.append(location)
+        return True
+
     for entry in state.retired:
         at, location = parse_retired(entry)
-        location = location.rstrip("/") + "/"
+        location = prefix_uri(location)
         retired_locations.add(location)
         if now - at < grace_seconds:
             continue
-        if location not in keep:
-            store.delete_prefix(location)
-            deleted.append(location)
-        done.append(entry)
+        if location in keep or delete(location):
+            done.append(entry)
     commits.forget_retired(state.key, done)
     if state.root:
         for prefix in store.list_child_prefixes(state.root):
             name = prefix.rstrip("/").rsplit("/", 1)[-1]
-            if not name.startswith(run_prefix) or prefix in keep or prefix in retired_locations:
+            if not name.startswith(run_prefix) or prefix_uri(prefix) in keep | retired_locations:
                 continue
             started = token_time(name[len(run_prefix) :])
             if started is not None and now - started >= grace_seconds:
-                store.delete_prefix(prefix)
-                deleted.append(prefix)
+                delete(prefix)
     return deleted

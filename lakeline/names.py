@@ -12,17 +12,29 @@ import re
 from lakeline.errors import ValidationError
 
 IDENTIFIER_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
+# Field names inside a column (struct fields): identifiers in any case, kept as the data spells them
+# because JSON is read case-sensitively.
+FIELD_NAME_PATTERN = re.compile(IDENTIFIER_PATTERN.pattern, re.IGNORECASE)
 PARTITION_VALUE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-.:]{0,127}$")
+
+
+def _check_name(value: str, what: str, pattern: re.Pattern[str], letters: str) -> str:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise ValidationError(
+            f"{what} {value!r} is not a valid name: use {letters}, digits and '_', "
+            "starting with a letter, at most 128 characters"
+        )
+    return value
 
 
 def check_identifier(value: str, what: str) -> str:
     """Return ``value`` if it is a lowercase identifier, else raise naming ``what`` was wrong."""
-    if not isinstance(value, str) or not IDENTIFIER_PATTERN.fullmatch(value):
-        raise ValidationError(
-            f"{what} {value!r} is not a valid name: use lowercase letters, digits and '_', "
-            "starting with a letter, at most 128 characters"
-        )
-    return value
+    return _check_name(value, what, IDENTIFIER_PATTERN, "lowercase letters")
+
+
+def check_field_name(value: str, what: str) -> str:
+    """Return ``value`` if it is an identifier in any case (a nested field name), else raise naming ``what``."""
+    return _check_name(value, what, FIELD_NAME_PATTERN, "letters")
 
 
 def check_partition_value(value: str, what: str) -> str:

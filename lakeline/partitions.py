@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.commits import (
     DEFAULT_GRACE_SECONDS,
-    RUN_PREFIX,
     Lease,
     LeaseLost,
     PartitionCommits,
     PartitionState,
+    commit_table_root,
     finish_run,
     send_follow_up,
     sweep_partition,
@@ -31,12 +31,18 @@ from lakeline.engines.base import Column, Engine, QueryError
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.settings import TableSettings
-from lakeline.storage import ObjectStore, join_location
+from lakeline.storage import (
+    RUN_PREFIX,
+    RUN_TOKEN_PATTERN,
+    ObjectStore,
+    join_location,
+    parse_location,
+    same_prefix,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-RUN_TOKEN_PATTERN = re.compile(r"^\d{8}t\d{12}_[0-9a-f]{10}$")
 INTEGER_TYPES = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
 STRING_TYPES = ("string", "varchar", "char")
 
@@ -127,8 +133,8 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
     with the reason), and hand the lease to a follow-up for whatever else waits, or release it."""
     state = commits.read(lease.key)
     deleted = 0
-    if (state.published or "").rstrip("/") != lease.location.rstrip("/"):
-        deleted = store.delete_prefix(lease.location)
+    if state.published is None or not same_prefix(state.published, lease.location):
+        deleted = store.delete_prefix(lease.location, table_root=commit_table_root(lease.key, root))
     if state.lease_owner != lease.owner:
         return Abandoned(False, None, deleted)
     try:
@@ -188,8 +194,9 @@ def plan_values(plan_type: type, data: Mapping[str, Any], what: str) -> dict[str
 
 
 def check_run_location(target_location: str, partition_root: str, run_token: str, what: str) -> None:
-    """A run writes, and its failure path deletes, only its own prefix under the partition root."""
-    if target_location != run_location(partition_root, run_token):
+    """A run writes, and its failure path deletes, only its own prefix under the partition root (compared
+    parsed: a location is a path, not a string to match)."""
+    if parse_location(target_location) != parse_location(run_location(partition_root, run_token)):
         raise ValidationError(
             f"{what}'s target_location {target_location!r} is not its run's prefix under {partition_root!r}"
         )
@@ -289,10 +296,10 @@ def superseded_run_prefixes(store: ObjectStore, partition_root: str, run_token: 
     return superseded
 
 
-def delete_superseded(store: ObjectStore, partition_root: str, run_token: str) -> list[str]:
+def delete_superseded(store: ObjectStore, partition_root: str, run_token: str, *, table_root: str) -> list[str]:
     superseded = superseded_run_prefixes(store, partition_root, run_token)
     for prefix in superseded:
-        store.delete_prefix(prefix)
+        store.delete_prefix(prefix, table_root=table_root)
     return superseded
 
 

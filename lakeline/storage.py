@@ -1,22 +1,146 @@
 """Object stores behind table locations: S3 in the cloud, a folder on disk locally.
 
-Locations are URIs ending in '/': ``s3://bucket/prefix/`` or ``file:///abs/path/``. Stage A only ever
-lists data files, lists the child folders of a prefix, and deletes whole superseded prefixes.
+Locations are ``s3://bucket/prefix/``, ``file:///abs/path/`` or a bare absolute path. They are paths,
+never URLs: '#' and '?' are ordinary characters of an S3 key or a folder name, so every location is
+split here (``parse_location``) and nowhere with ``urllib.parse``, which cuts a location at its first
+'#' or '?' and so turns a run's prefix into a folder above it.
+
+Stage A only ever lists data files, lists the child folders of a prefix, and deletes whole superseded
+prefixes. Deleting is the one operation that can destroy data, so it has one entrance,
+``ObjectStore.delete_prefix``, shared by every store: it deletes nothing but a run prefix
+(``<table root>/[<col>=<value>/...]lakeline_run=<token>/``) under the table root the caller names (the
+table's location in the catalog or the settings), compared folder by folder on the parsed forms.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING, Literal, final
 
 from lakeline.errors import ValidationError
+from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import ObjectIdentifierTypeDef
+
+RUN_PREFIX = "lakeline_run="
+RUN_TOKEN_PATTERN = re.compile(r"^\d{8}t\d{12}_[0-9a-f]{10}$")
+BUCKET_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+
+
+@dataclass(frozen=True)
+class Location:
+    """A location split into its store and its path, exactly as written (nothing decoded or dropped)."""
+
+    scheme: Literal["s3", "file"]
+    bucket: str  # "" on the local disk
+    path: str  # the S3 key, or the absolute local path
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        """The path's parts between its leading and trailing '/' (an empty one means '//')."""
+        inner = self.path.removeprefix("/").removesuffix("/")
+        return tuple(inner.split("/")) if inner else ()
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.path}" if self.scheme == "s3" else f"file://{self.path}"
+
+    def as_prefix(self) -> Location:
+        """The same location ending with '/'."""
+        return Location(self.scheme, self.bucket, self.path.rstrip("/") + "/")
+
+
+def parse_location(location: str) -> Location:
+    """Split ``s3://bucket/key``, ``file:///path``, ``file:/path`` (as Hadoop writes it) or ``/path``.
+
+    The key or path is everything after the bucket or scheme: no query, no fragment, no decoding
+    (``urlsplit(location, allow_fragments=False)`` would still cut an S3 key at its first '?')."""
+    if not isinstance(location, str) or "\x00" in location:
+        raise ValidationError(f"{location!r} is not a location")
+    if location.startswith("s3://"):
+        bucket, _, key = location[len("s3://") :].partition("/")
+        if not BUCKET_PATTERN.fullmatch(bucket):
+            raise ValidationError(f"{location!r} is not an s3://bucket/key location")
+        return Location("s3", bucket, key)
+    path = location
+    if location.startswith("file:"):
+        path = location[len("file:") :]
+        if path.startswith("//"):
+            path = path[len("//") :]
+            if not path.startswith("/"):
+                raise ValidationError(f"{location!r} names a host; local locations are file:///absolute/path")
+    if not path.startswith("/"):
+        raise ValidationError(f"{location!r} is not an s3:// location or an absolute local path")
+    return Location("file", "", path)
+
+
+def same_prefix(first: str, second: str) -> bool:
+    """Whether two locations name the same prefix (``file:/x``, ``file:///x/`` and ``/x`` do)."""
+    return parse_location(first).as_prefix() == parse_location(second).as_prefix()
+
+
+def prefix_uri(location: str) -> str:
+    """The one spelling of a prefix: its URI ending with '/'."""
+    return parse_location(location).as_prefix().uri
+
+
+def _partition_folder(folder: str) -> bool:
+    name, equals, value = folder.partition("=")
+    return bool(
+        equals and IDENTIFIER_PATTERN.fullmatch(name) and PARTITION_VALUE_PATTERN.fullmatch(value) and ".." not in value
+    )
+
+
+def _run_prefix_problem(where: Location, root: Location) -> str | None:
+    if (where.scheme, where.bucket) != (root.scheme, root.bucket):
+        return f"it is not in the store of its table root {root.uri!r}"
+    if any(folder in ("", ".", "..") for folder in (*where.folders, *root.folders)):
+        return "its path has an empty, '.' or '..' folder"
+    if not root.folders:
+        return f"its table root {root.uri!r} is the top of a bucket or of the disk"
+    if not where.path.endswith("/"):
+        return "a run prefix ends with '/'"
+    above, below = where.folders[: len(root.folders)], where.folders[len(root.folders) :]
+    if above != root.folders or not below:
+        return f"it is not below its table root {root.uri!r}"
+    *partition, run = below
+    if not run.startswith(RUN_PREFIX) or not RUN_TOKEN_PATTERN.fullmatch(run[len(RUN_PREFIX) :]):
+        return f"its last folder {run!r} is not {RUN_PREFIX}<run token>"
+    strange = [folder for folder in partition if not _partition_folder(folder)]
+    if strange:
+        return f"{strange[0]!r} between the table root and the run's folder is not a partition folder <column>=<value>"
+    return None
+
+
+def check_run_prefix(location: str, table_root: str) -> Location:
+    """``location`` parsed, if it is a run prefix ``[<col>=<value>/...]lakeline_run=<token>/`` under
+    ``table_root``; else a ValidationError naming it. Folder by folder on the parsed forms: no '#', '?',
+    '..' or doubled '/' makes it mean a folder above the run's."""
+    where, root = parse_location(location), parse_location(table_root)
+    problem = _run_prefix_problem(where, root)
+    if problem is not None:
+        raise ValidationError(f"refusing to delete {location!r}: {problem}")
+    return where
+
+
+def table_root_of(partition_root: str, partition: Mapping[str, str]) -> str:
+    """The location of the table above a partition's root: ``partition_root`` without its trailing
+    ``<col>=<value>`` folders, which must be exactly ``partition``'s (in any order)."""
+    where = parse_location(partition_root).as_prefix()
+    count = len(partition)
+    trailing = where.folders[len(where.folders) - count :] if count else ()
+    if len(where.folders) <= count or sorted(trailing) != sorted(f"{k}={v}" for k, v in partition.items()):
+        raise ValidationError(f"{partition_root!r} is not the root of partition {dict(partition)} of a table")
+    kept = where.folders[: len(where.folders) - count]
+    lead = "/" if where.scheme == "file" else ""
+    return Location(where.scheme, where.bucket, lead + "/".join(kept) + "/").uri
 
 
 def join_location(root: str, *parts: str) -> str:
@@ -50,33 +174,42 @@ def is_data_file(name: str) -> bool:
     return not name.startswith(("_", "."))
 
 
-class ObjectStore(Protocol):
+class ObjectStore(ABC):
+    """A store of table data. Every store deletes through the one ``delete_prefix``."""
+
+    @abstractmethod
     def list_data_files(self, location: str) -> list[str]:
         """Every data file below ``location`` (recursively), as URIs, sorted."""
-        ...
 
+    @abstractmethod
     def list_child_prefixes(self, location: str) -> list[str]:
         """The immediate child 'folders' of ``location``, as locations ending in '/', sorted."""
-        ...
 
-    def delete_prefix(self, location: str) -> int:
-        """Delete everything below ``location``; return how many objects were deleted."""
-        ...
-
+    @abstractmethod
     def carry_files(self, source: str, target: str) -> int:
         """Give ``target`` a copy of every data file directly below ``source`` (same names), without
         reading them through this process; idempotent. Returns how many files were carried."""
-        ...
+
+    @final
+    def delete_prefix(self, location: str, *, table_root: str) -> int:
+        """Delete the run prefix ``location`` of the table whose location is ``table_root``, and everything
+        below it; return how many objects were deleted. Anything else is refused before a single object
+        is touched (``check_run_prefix``)."""
+        return self._delete(check_run_prefix(location, table_root))
+
+    @abstractmethod
+    def _delete(self, where: Location) -> int:
+        """Delete everything below ``where``, already checked to be a run prefix."""
 
 
 def _local_path(location: str) -> Path:
-    parsed = urlparse(location)
-    if parsed.scheme not in ("file", ""):
+    where = parse_location(location)
+    if where.scheme != "file":
         raise ValidationError(f"{location!r} is not a local (file://) location")
-    return Path(parsed.path)
+    return Path(where.path)
 
 
-class LocalObjectStore:
+class LocalObjectStore(ObjectStore):
     """A folder on disk, addressed with ``file://`` URIs."""
 
     def list_data_files(self, location: str) -> list[str]:
@@ -95,8 +228,8 @@ class LocalObjectStore:
             return []
         return sorted(local_root(child) for child in root.iterdir() if child.is_dir())
 
-    def delete_prefix(self, location: str) -> int:
-        root = _local_path(location)
+    def _delete(self, where: Location) -> int:
+        root = Path(where.path)
         if not root.exists():
             return 0
         count = sum(1 for path in root.rglob("*") if path.is_file())
@@ -131,13 +264,13 @@ class S3Location:
 
     @classmethod
     def parse(cls, location: str) -> S3Location:
-        parsed = urlparse(location)
-        if parsed.scheme != "s3" or not parsed.netloc:
+        where = parse_location(location)
+        if where.scheme != "s3":
             raise ValidationError(f"{location!r} is not an s3:// location")
-        return cls(parsed.netloc, parsed.path.lstrip("/"))
+        return cls(where.bucket, where.path)
 
 
-class S3ObjectStore:
+class S3ObjectStore(ObjectStore):
     """An S3 bucket, through a boto3 client passed in by the caller."""
 
     def __init__(self, client: S3Client) -> None:
@@ -161,17 +294,16 @@ class S3ObjectStore:
             prefixes.extend(f"s3://{where.bucket}/{p['Prefix']}" for p in page.get("CommonPrefixes", []))
         return sorted(prefixes)
 
-    def delete_prefix(self, location: str) -> int:
-        where = S3Location.parse(location)
+    def _delete(self, where: Location) -> int:
         deleted = 0
-        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=where.bucket, Prefix=where.key):
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=where.bucket, Prefix=where.path):
             keys: list[ObjectIdentifierTypeDef] = [{"Key": item["Key"]} for item in page.get("Contents", [])]
             # One DeleteObjects call takes at most 1,000 keys, which is also a page's size.
             if keys:
                 response = self._s3.delete_objects(Bucket=where.bucket, Delete={"Objects": keys, "Quiet": True})
                 errors = response.get("Errors", [])
                 if errors:
-                    raise RuntimeError(f"could not delete {len(errors)} objects under {location}: {errors[0]}")
+                    raise RuntimeError(f"could not delete {len(errors)} objects under {where.uri}: {errors[0]}")
                 deleted += len(keys)
         return deleted
 
@@ -190,7 +322,7 @@ class S3ObjectStore:
         return carried
 
 
-class SchemeObjectStore:
+class SchemeObjectStore(ObjectStore):
     """S3 for ``s3://`` locations and the local disk for ``file://`` ones, so the same handler code
     serves a deployed pipeline and the embedded runtime."""
 
@@ -198,8 +330,8 @@ class SchemeObjectStore:
         self._s3 = S3ObjectStore(s3_client)
         self._local = LocalObjectStore()
 
-    def _for(self, location: str) -> ObjectStore:
-        return self._local if location.startswith("file:") else self._s3
+    def _for(self, location: str) -> LocalObjectStore | S3ObjectStore:
+        return self._local if parse_location(location).scheme == "file" else self._s3
 
     def list_data_files(self, location: str) -> list[str]:
         return self._for(location).list_data_files(location)
@@ -207,8 +339,8 @@ class SchemeObjectStore:
     def list_child_prefixes(self, location: str) -> list[str]:
         return self._for(location).list_child_prefixes(location)
 
-    def delete_prefix(self, location: str) -> int:
-        return self._for(location).delete_prefix(location)
+    def _delete(self, where: Location) -> int:
+        return self._for(where.uri)._delete(where)
 
     def carry_files(self, source: str, target: str) -> int:
         return self._for(target).carry_files(source, target)

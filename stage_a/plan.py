@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from lakeline.commits import RUN_PREFIX, Lease
+from lakeline.commits import Lease
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
@@ -52,7 +52,7 @@ from lakeline.partitions import (
     temp_table_name,
 )
 from lakeline.settings import PipelineSettings, TableSettings
-from lakeline.storage import join_location
+from lakeline.storage import RUN_PREFIX, join_location, table_root_of
 from stage_a.arrivals import Arrival
 from stage_a.keys import RawObject, parse_raw_key
 
@@ -114,6 +114,11 @@ class StageAPlan:
     @property
     def writes(self) -> bool:
         return self.mode != "none"
+
+    @property
+    def table_root(self) -> str:
+        """The stage table's location: the run deletes only run prefixes under it."""
+        return table_root_of(self.stage_partition_root, self.partition)
 
     @property
     def arrival_keys(self) -> list[str]:

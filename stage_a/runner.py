@@ -30,13 +30,17 @@ class StageAResult:
 def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
     """After the swap of a run without a lease (a single writer): delete the older run prefixes at once;
     return (current data files, deleted prefixes). Leased runs leave that to the grace-period sweep."""
-    superseded = delete_superseded(store, plan.stage_partition_root, plan.run_token) if plan.lease is None else []
+    superseded = (
+        delete_superseded(store, plan.stage_partition_root, plan.run_token, table_root=plan.table_root)
+        if plan.lease is None
+        else []
+    )
     return store.list_data_files(plan.target_location), superseded
 
 
 def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> int:
     """After a failed CTAS: delete whatever it wrote into its fresh prefix; the stage partition is untouched."""
-    return store.delete_prefix(plan.target_location)
+    return store.delete_prefix(plan.target_location, table_root=plan.table_root)
 
 
 def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> list[str]:

@@ -47,7 +47,7 @@ from lakeline.partitions import (
     temp_table_name,
 )
 from lakeline.settings import PipelineSettings
-from lakeline.storage import join_location
+from lakeline.storage import join_location, table_root_of
 from stage_b.messages import StageBMessage
 
 SqlFileReader = Callable[[str], str]
@@ -90,6 +90,11 @@ class StageBPlan:
     @property
     def writes(self) -> bool:
         return any(step.writes_target for step in self.steps)
+
+    @property
+    def table_root(self) -> str:
+        """The target table's location in the catalog: the run deletes only run prefixes under it."""
+        return table_root_of(self.partition_root, self.partition)
 
     @property
     def statements(self) -> list[str]:

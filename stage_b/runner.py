@@ -40,13 +40,17 @@ def finish_stage_b(plan: StageBPlan, store: ObjectStore) -> tuple[list[str], lis
     writer) deletes the older run prefixes at once; leased runs leave that to the grace-period sweep."""
     if not plan.writes:
         return [], []
-    superseded = delete_superseded(store, plan.partition_root, plan.run_token) if plan.lease is None else []
+    superseded = (
+        delete_superseded(store, plan.partition_root, plan.run_token, table_root=plan.table_root)
+        if plan.lease is None
+        else []
+    )
     return store.list_data_files(plan.target_location), superseded
 
 
 def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> int:
     """After a failed step: delete what the run wrote into its fresh prefix."""
-    return store.delete_prefix(plan.target_location) if plan.writes else 0
+    return store.delete_prefix(plan.target_location, table_root=plan.table_root) if plan.writes else 0
 
 
 class StepObserver(Protocol):

@@ -92,9 +92,50 @@ def local_spark_session(
     return session
 
 
+ERROR_CONDITION = re.compile(r"^\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\] ")
+MAX_CAUSES = 32
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def _java_causes(throwable: Any) -> list[tuple[str, str]]:
+    """(class name, message) of a Java exception and each of its causes, outermost first."""
+    causes: list[tuple[str, str]] = []
+    while throwable is not None and len(causes) < MAX_CAUSES:
+        message = throwable.getMessage()
+        causes.append((str(throwable.getClass().getSimpleName()), str(message or "").strip()))
+        cause = throwable.getCause()
+        throwable = None if cause is None or cause.equals(throwable) else cause
+    return causes
+
+
+def failure_reason(error: BaseException) -> str:
+    """The cause of a Spark failure in one line, without a Java stack.
+
+    Py4J's own text is ``An error occurred while calling o43.sql.``; the cause is in the Java exception
+    chain behind it (a failed task wraps it in "Job aborted ..." with a stack inside the message). The
+    reason is the innermost exception that carries a Spark error condition (``[FAILED_READ_FILE...]
+    ... file ... column ... type``), else the innermost with a message, followed by the root cause
+    when that is another exception."""
+    from py4j.protocol import Py4JError
+
+    throwable = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
+    try:
+        causes = [(name, message.splitlines()[0]) for name, message in _java_causes(throwable) if message]
+    except Py4JError:  # the JVM is gone: the Python text is all there is
+        causes = []
+    if not causes:
+        return _first_line(error)
+    with_condition = [index for index, (_, message) in enumerate(causes) if ERROR_CONDITION.match(message)]
+    chosen = with_condition[-1] if with_condition else len(causes) - 1
+    reason = causes[chosen][1]
+    root_name, root_message = causes[-1]
+    if chosen == len(causes) - 1 or root_message in reason:
+        return reason
+    return f"{reason} (caused by {root_name}: {root_message})"
 
 
 class SparkEngine:
@@ -137,12 +178,8 @@ class SparkEngine:
             if translated.ctas is not None and translated.ctas_table is not None:
                 self._write_empty_buckets(translated.ctas, translated.ctas_table)
         except (PySparkException, Py4JJavaError) as error:
-            raise QueryFailed(
-                f"Spark statement failed: {_first_line(error)}",
-                sql=sql,
-                query_id=query_id,
-                reason=_first_line(error),
-            ) from error
+            reason = failure_reason(error)
+            raise QueryFailed(f"Spark statement failed: {reason}", sql=sql, query_id=query_id, reason=reason) from error
         if table and ADDS_PARTITION.match(spark_sql) and "." in table:
             self._added_partitions.setdefault(table, set()).add(spark_sql)
         return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)

@@ -3,19 +3,29 @@
 In the cloud, raw and stage tables exist before data arrives (the seed requires it). Locally, the
 first arrival of a table creates both from the file itself: the raw table over the raw folder with
 the file's schema, and the stage table with the same columns, partitioned the same way.
+
+The schema is the file's, so every name in it is checked before it reaches DDL: columns are lowercase
+identifiers, and so are the fields nested in them (structs, arrays of structs, maps) except that their
+case is kept, because JSON is read case-sensitively. A name outside that vocabulary (a space, a dash,
+a quote, a backtick, ...) refuses the file with a one-line error naming it and the field's path; names
+are written quoted all the same.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lakeline.engines.base import TableSchema
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import ValidationError
-from lakeline.names import ddl_name, string_literal
+from lakeline.names import check_field_name, check_identifier, ddl_name, string_literal
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
 from stage_a.keys import RawObject
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType
 
 READERS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
 # RFC 4180, as the contract check reads them (stage_a.contract): quoted fields may hold newlines and
@@ -29,6 +39,25 @@ def raw_format(file_name: str) -> str:
         if file_name.lower().endswith(suffix) or file_name.lower().endswith(suffix + ".gz"):
             return reader
     raise ValidationError(f"cannot tell the format of raw file {file_name!r}: name it .parquet, .csv or .json")
+
+
+def field_type_sql(data_type: DataType, path: str, file: str) -> str:
+    """The DDL of a column's type with every nested field name checked and quoted; ``path`` is where the
+    type sits (``payload``, ``payload.items[]``, ``tags{value}``), named with ``file`` in the error."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, StructType):
+        fields = []
+        for field in data_type.fields:
+            name = check_field_name(field.name, f"raw file {file}: field under {path}")
+            fields.append(f"`{name}`:{field_type_sql(field.dataType, f'{path}.{name}', file)}")
+        return f"struct<{','.join(fields)}>"
+    if isinstance(data_type, ArrayType):
+        return f"array<{field_type_sql(data_type.elementType, f'{path}[]', file)}>"
+    if isinstance(data_type, MapType):
+        key = field_type_sql(data_type.keyType, f"{path}{{key}}", file)
+        return f"map<{key},{field_type_sql(data_type.valueType, f'{path}{{value}}', file)}>"
+    return data_type.simpleString()
 
 
 def _column_list(schema_columns: list[tuple[str, str]]) -> str:
@@ -52,13 +81,12 @@ def ensure_tables(
         csv_options = {**CSV_OPTIONS, "encoding": encoding}
         options = {**csv_options, "inferSchema": "true"} if reader == "csv" else {}
         inferred = session.read.format(reader).options(**options).load(str(raw_file))
+        # A name that is not an identifier, at any depth, stops here, before any DDL.
         columns = [
-            (field.name.lower(), field.dataType.simpleString())
+            (name, field_type_sql(field.dataType, name, raw.key))
             for field in inferred.schema.fields
-            if field.name.lower() not in partition_columns
+            if (name := check_identifier(field.name.lower(), f"raw file {raw.key}: column")) not in partition_columns
         ]
-        for name, _ in columns:
-            ddl_name(name)  # a column name that is not an identifier stops here, before any DDL
         all_columns = columns + [(column, "string") for column in partition_columns]
         listed = ", ".join(f"{key} {string_literal(value)}" for key, value in csv_options.items())
         option_sql = f" OPTIONS ({listed})" if reader == "csv" else ""

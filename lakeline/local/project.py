@@ -27,6 +27,7 @@ import sqlglot
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from lakeline.dependencies.files import load_items
@@ -128,7 +129,7 @@ class LocalProject:
             self.workspace,
             self.settings,
             self.config.queries,
-            listener=lambda stage, what: self.console.log(f"{stage}: {what}"),
+            listener=lambda stage, what: self.console.log(f"{stage}: {escape(what)}"),
             openlineage=openlineage,
         )
         return self
@@ -282,9 +283,9 @@ def print_summary(run: ProjectRun, console: Console) -> None:
         f"archived lineage rows: {run.archived_lineage_rows}"
     )
     for failure in report.failures:
-        console.print(f"[red]failed[/] {failure}")
+        console.print(f"[red]failed[/] {escape(failure)}", soft_wrap=True)  # one line, as written
     for refused in report.quarantined:
-        console.print(f"[red]quarantined[/] {refused}")
+        console.print(f"[red]quarantined[/] {escape(refused)}", soft_wrap=True)
     if report.quarantined:
         console.print(
             f"the reasons are also in {run.workspace.root / 'quarantine'}; fix a file and run again to load it"

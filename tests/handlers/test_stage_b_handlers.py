@@ -230,3 +230,42 @@ def test_failure_parks_the_message_in_the_dlq_and_a_redrive_runs_again(aws: dict
     # A redelivery while that attempt runs is still a duplicate.
     router.handler(sqs_event(letter["Body"]), CONTEXT)
     assert len(executions(aws)) == 2
+
+
+@pytest.mark.parametrize("odd", ["#v2", "?v=2"])
+def test_a_failure_under_a_table_location_with_a_hash_or_a_question_mark_deletes_only_its_run(
+    aws: dict[str, Any], odd: str
+) -> None:
+    """A Glue location may hold '#' or '?'. Parsed as a URL, the failed run's prefix was cut there and the
+    failure function deleted the whole table, and every table whose folder starts with the same name."""
+    root = f"engineering/daily_customers{odd}/"
+    boto3.client("glue", region_name=REGION).update_table(
+        DatabaseName="engineering_analytics_dev",
+        TableInput={
+            "Name": "daily_customers",
+            "StorageDescriptor": {
+                "Columns": [{"Name": "id", "Type": "bigint"}],
+                "Location": f"s3://analytics-bucket/{root}",
+            },
+            "PartitionKeys": [{"Name": "date", "Type": "string"}],
+        },
+    )
+    kept = sorted(
+        [
+            f"{root}date=20220119/lakeline_run=20220119t000000000000_aaaaaaaaaa/part-0.parquet",
+            f"{root}date=20220120/lakeline_run=20220120t000000000000_aaaaaaaaaa/part-0.parquet",
+            "engineering/daily_customers/date=20220120/lakeline_run=20220120t000000000000_bbbbbbbbbb/part-0.parquet",
+            "engineering/daily_customers_v1/date=20220120/part-0.parquet",
+        ]
+    )
+    for key in kept:
+        aws["s3"].put_object(Bucket="analytics-bucket", Key=key, Body=b"kept")
+    payload = planned(aws, message())
+    location = payload["plan"]["target_location"]
+    assert location.startswith(f"s3://analytics-bucket/{root}date=20220120/lakeline_run=")
+    aws["s3"].put_object(Bucket="analytics-bucket", Key=location.split("/", 3)[3] + "part-0.parquet", Body=b"x")
+    error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND"}
+    result = failure.handler({"plan": payload["plan"], "error": error}, CONTEXT)
+    assert result["partial_objects_deleted"] == 1
+    left = aws["s3"].list_objects_v2(Bucket="analytics-bucket")["Contents"]
+    assert sorted(item["Key"] for item in left) == kept

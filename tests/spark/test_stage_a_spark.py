@@ -129,6 +129,24 @@ def test_failing_ctas_drops_the_temp_table_and_keeps_the_previous_partition(
     assert stage_files(workspace, "eng/sales/orders/date=20220120") == good.data_files
 
 
+def test_a_parquet_file_with_a_mismatched_column_type_fails_naming_the_file_column_and_types(
+    spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+) -> None:
+    key = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 10)
+    run_local_arrival(spark_engine, workspace, key, settings)
+    bad = "eng/sales/orders/date=20220120/b.parquet"
+    frame = spark_engine.session.range(1).selectExpr("id AS order_id", "id AS customer_id", "'lots' AS amount")
+    write_single_parquet(frame, workspace.raw_dir / bad)
+    with pytest.raises(QueryFailed) as failure:
+        run_local_arrival(spark_engine, workspace, bad, settings)
+    reason = failure.value.reason
+    # Not Py4J's "An error occurred while calling o43.sql.": the cause, in one line, without a Java stack.
+    assert str(failure.value) == f"Spark statement failed: {reason}"
+    assert "\n" not in reason and "\tat " not in reason and "An error occurred" not in reason, reason
+    assert "PARQUET_COLUMN_DATA_TYPE_MISMATCH" in reason and f"{workspace.raw_dir}/{bad}" in reason, reason
+    assert "[amount]" in reason and "double" in reason and "BINARY" in reason, reason
+
+
 def test_bucketed_ctas_writes_exactly_bucket_count_files(spark_engine: SparkEngine, tmp_path: Path) -> None:
     spark_engine.execute("CREATE DATABASE IF NOT EXISTS ctas_files_test")
     spark_engine.session.range(10_000).selectExpr("id", "id % 97 AS k").createOrReplaceTempView("ctas_source")

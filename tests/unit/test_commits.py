@@ -95,16 +95,19 @@ def test_the_sweep_keeps_what_is_referenced_and_deletes_the_rest_after_the_grace
         (folder / "part-0.parquet").write_bytes(b"x")
         return local_root(folder)
 
-    old, published, crashed, live = prefix("old"), prefix("pub"), prefix("crash"), prefix("live")
-    first = commits.begin(KEY, "old", old, root, ["a"])
+    # Run prefixes carry real run tokens: the one delete function refuses anything else.
+    old_token, pub_token, live_token = (f"20220120t00000000000{n}_000000000{n}" for n in (1, 2, 4))
+    old, published, live = prefix(old_token), prefix(pub_token), prefix(live_token)
+    crashed = prefix("20220120t000000000003_0000000003")
+    first = commits.begin(KEY, old_token, old, root, ["a"])
     assert first is not None
     commits.commit(first, publish=True, files=1, applied=["a"])
     commits.finish(first, "x", "unused")
-    second = commits.begin(KEY, "pub", published, root, ["b"])
+    second = commits.begin(KEY, pub_token, published, root, ["b"])
     assert second is not None
     commits.commit(second, publish=True, files=1, applied=["b"])
     commits.finish(second, "x", "unused")
-    assert commits.begin(KEY, "live", live, root, ["c"]) is not None
+    assert commits.begin(KEY, live_token, live, root, ["c"]) is not None
 
     def sweep(grace: float) -> list[str]:
         return sweep_partition(
@@ -118,6 +121,36 @@ def test_the_sweep_keeps_what_is_referenced_and_deletes_the_rest_after_the_grace
 
     assert sweep(3600) == [crashed]  # only the leftovers of a run nobody knows, long ago
     clock.now += 3601
-    assert commits.begin(KEY, "live", live, root) is not None  # the live run renews its lease
+    assert commits.begin(KEY, live_token, live, root) is not None  # the live run renews its lease
     assert sweep(3600) == [old]  # the superseded version, once its grace period is over
-    assert sorted(p.name for p in (tmp_path / "date=20220120").iterdir()) == ["lakeline_run=live", "lakeline_run=pub"]
+    remaining = sorted(p.name for p in (tmp_path / "date=20220120").iterdir())
+    assert remaining == [f"lakeline_run={pub_token}", f"lakeline_run={live_token}"]
+
+
+def test_the_sweep_leaves_a_retired_version_outside_the_tables_location_and_goes_on(
+    commits: PartitionCommits, clock: Clock, tmp_path: Path
+) -> None:
+    """The table moved (its catalog location changed): its old version is no run prefix under the table's
+    location any more, so the delete guard refuses it; the sweep leaves it, and the partition's state keeps
+    it retired, instead of deleting outside the table or failing the run that swept."""
+    store = LocalObjectStore()
+    tokens = ("20220120t000000000001_0000000001", "20220120t000000000002_0000000002")
+    runs = [
+        tmp_path / table / "date=20220120" / f"lakeline_run={token}"
+        for table, token in zip(("old", "new"), tokens, strict=True)
+    ]
+    for run in runs:
+        run.mkdir(parents=True)
+        (run / "part-0.parquet").write_bytes(b"x")
+    for run, token, arrival in zip(runs, tokens, "ab", strict=True):
+        lease = commits.begin(KEY, token, local_root(run), local_root(run.parent), [arrival])
+        assert lease is not None
+        commits.commit(lease, publish=True, files=1, applied=[arrival])
+        commits.finish(lease, "x", "unused")
+    clock.now += 3601
+    state = commits.read(KEY)
+    assert (
+        sweep_partition(commits, state, store, grace_seconds=3600, run_prefix="lakeline_run=", token_time=float) == []
+    )
+    assert (runs[0] / "part-0.parquet").exists() and (runs[1] / "part-0.parquet").exists()
+    assert commits.read(KEY).retired == state.retired != frozenset()
