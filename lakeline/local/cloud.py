@@ -93,6 +93,8 @@ class LocalCloud:
             "STAGE_A_QUEUE_URL": self.queue_urls["queue-a"],
             "STAGE_A_DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-a-dlq"],
             "STAGE_B_QUEUE_URL": self.queue_urls["queue-b"],
+            # Targets a finished partition cannot be routed to are parked there too, with the reason.
+            "STAGE_B_DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-b-dlq"],
             # The stage B failure function parks a failed run's message in queue B's DLQ.
             "DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-b-dlq"],
             "LINEAGE_QUEUE_URL": self.queue_urls["lineage"],

@@ -295,6 +295,7 @@ def test_post_update_retried_after_dynamodb_throttling_routes_and_records_exactl
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "STAGE_A_QUEUE_URL": queue_b,
             "STAGE_B_QUEUE_URL": queue_b,
+            "STAGE_B_DEAD_LETTER_QUEUE_URL": sqs.create_queue(QueueName="queue-b-dlq")["QueueUrl"],
             "LINEAGE_QUEUE_URL": lineage_queue,
             "LINEAGE_TABLE_NAME": TABLE,
             "POWERTOOLS_TRACE_DISABLED": "true",
