@@ -98,6 +98,7 @@ class LocalCloud:
             # The stage B failure function parks a failed run's message in queue B's DLQ.
             "DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-b-dlq"],
             "LINEAGE_QUEUE_URL": self.queue_urls["lineage"],
+            "LINEAGE_DEAD_LETTER_QUEUE_URL": self.queue_urls["lineage-dlq"],
             "LINEAGE_TABLE_NAME": LINEAGE_TABLE_NAME,
             "TRACE_QUEUE_URL": self.queue_urls["trace"],
             "ARCHIVE_BUCKET": ARCHIVE_BUCKET,
