@@ -215,9 +215,12 @@ def load_under(
         sqs = boto3.client("sqs", region_name=REGION)
         queue, dead_letters = create_queue_with_dead_letters(sqs, "lineage")
         monkeypatch.setenv("LINEAGE_TABLE_NAME", "lineage")
+        monkeypatch.setenv("LINEAGE_DEAD_LETTER_QUEUE_URL", dead_letters)
         monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
         monkeypatch.setenv("POWERTOOLS_LOG_LEVEL", "ERROR")
-        load.loader.cache_clear()
+        caches = (load.loader, load.environment, load.sqs)
+        for cached in caches:
+            cached.cache_clear()
         with fresh_session() as session:
             faults = BatchWriteFaults(session.events, throttle=throttle, hold=hold)
             timed = TimedHandler(load.handler)
@@ -229,7 +232,8 @@ def load_under(
                 wave = source.run_until_empty(timed)
                 report.reported_failures += wave.failed_deliveries
                 report.invocations += wave.invocations
-        load.loader.cache_clear()
+        for cached in caches:
+            cached.cache_clear()
         stored = dynamodb.scan(TableName="lineage", Select="COUNT")["Count"]
         parked = len(drain_messages(sqs, dead_letters))
     return faults.calls, report, timed.seconds, stored, parked

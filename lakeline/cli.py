@@ -275,9 +275,10 @@ def stage_b_run(
                 for outcome in run.stage_b
             ],
             "failed": [{"node": failed.message.node, "error": failed.error} for failed in run.failed],
+            "unrouted": [unrouted.describe() for unrouted in run.unrouted],
         }
     )
-    if run.failed:
+    if run.failed or run.unrouted:
         raise typer.Exit(1)
 
 

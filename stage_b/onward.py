@@ -1,7 +1,9 @@
-"""After a partition is finished (stage A or B), send the stage B messages it triggers to queue B."""
+"""After a partition is finished (stage A or B), send the stage B messages it triggers to queue B, and park
+the targets it could not route in queue B's DLQ with the reason, so that they never hold the others back."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -10,9 +12,10 @@ from pydantic import BaseModel
 
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.store import DependencyStore
+from lakeline.lambda_support import dead_letter
 from stage_b.dispatch import send_stage_b_messages
-from stage_b.messages import LineageParents, StageBMessage
-from stage_b.routing import route_finished_partition
+from stage_b.messages import LineageParents
+from stage_b.routing import Routing, route_finished_partition
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -26,6 +29,7 @@ class RoutingEnvironment(BaseModel):
     dependencies_by_table_table: str
     pipeline_state_table: str
     stage_b_queue_url: str
+    stage_b_dead_letter_queue_url: str
     lineage_queue_url: str
 
 
@@ -35,6 +39,7 @@ class OnwardRouting:
     arrivals: ArrivalTracker
     sqs: SQSClient
     queue_url: str
+    dead_letter_queue_url: str
 
     @classmethod
     def from_environment(
@@ -45,6 +50,7 @@ class OnwardRouting:
             ArrivalTracker(dynamodb, environment.pipeline_state_table),
             sqs,
             environment.stage_b_queue_url,
+            environment.stage_b_dead_letter_queue_url,
         )
 
     def route(
@@ -55,9 +61,12 @@ class OnwardRouting:
         run: str,
         path: Sequence[str] = (),
         lineage: LineageParents | None = None,
-    ) -> list[StageBMessage]:
-        messages = route_finished_partition(
+    ) -> Routing:
+        routing = route_finished_partition(
             table, partition, self.dependencies, self.arrivals, lineage=lineage, path=path, run=run
         )
-        send_stage_b_messages(self.sqs, self.queue_url, messages)
-        return messages
+        send_stage_b_messages(self.sqs, self.queue_url, routing.messages)
+        for unrouted in routing.unrouted:
+            body = json.dumps(unrouted.to_dict(), sort_keys=True)
+            dead_letter(self.sqs, self.dead_letter_queue_url, body, unrouted.describe(), "routing")
+        return routing

@@ -31,6 +31,7 @@ from sqlglot.errors import ParseError
 from lakeline.commits import Lease
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.resolve import resolve_steps
+from lakeline.dependencies.tokens import builtin_token_values
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, check_qualified_table, dml_name
@@ -119,20 +120,6 @@ class StageBPlan:
         plan = cls(**values)
         check_run_location(plan.target_location, plan.partition_root, plan.run_token, "stage B plan")
         return plan
-
-
-def builtin_tokens(message: StageBMessage, item: DependencyItem, settings: PipelineSettings) -> dict[str, str]:
-    """Tokens every step may use besides the item's own ``date_substitutions``."""
-    database, table = message.target_dataset.split(".")
-    values = {
-        "$target_database": database,
-        "$target_table": table,
-        "$partition_column": item.partition_column,
-        "$environment": settings.environment or "",
-    }
-    if item.partition_column in message.partition:
-        values["$partition_value"] = message.partition[item.partition_column]
-    return values
 
 
 def _hive_type_to_athena(kind: str) -> str:
@@ -229,9 +216,10 @@ def plan_stage_b(
     usage = "append" if all(m.usage == "append" for m in taken) else "overwrite"
     copies = len(taken) if usage == "append" else 1
 
-    resolved = resolve_steps(
-        item, message.partition, read_sql_file, extra_values=builtin_tokens(message, item, settings)
+    builtins = builtin_token_values(
+        item.dataset, item.partition_column, message.partition.get(item.partition_column), settings.environment or ""
     )
+    resolved = resolve_steps(item, message.partition, read_sql_file, extra_values=builtins)
     steps: list[PlannedStep] = []
     wrote = False
     for index, step in enumerate(resolved.steps if taken else ()):

@@ -7,14 +7,14 @@ again with the run that applied it, so a chain interrupted before its next messa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from lakeline.commits import Lease
 from lakeline.dependencies.arrivals import ArrivalTracker
-from lakeline.dependencies.model import DependencyEdge, DependencyItem
+from lakeline.dependencies.model import DependencyEdge, DependencyItem, InvalidEdge
 from lakeline.dependencies.resolve import team_sql_reader
 from lakeline.engines.base import Engine
 from lakeline.errors import ValidationError
@@ -24,14 +24,14 @@ from lakeline.storage import ObjectStore
 from stage_b.ledger import AppliedMessages
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan, plan_stage_b
-from stage_b.routing import route_finished_partition
+from stage_b.routing import Unrouted, route_finished_partition
 from stage_b.runner import StageBResult, run_stage_b
 
 
 class DependencySource(Protocol):
     def get_item(self, dataset: str) -> DependencyItem | None: ...
 
-    def edges_from(self, source_table: str) -> list[DependencyEdge]: ...
+    def edges_from(self, source_table: str) -> Sequence[DependencyEdge | InvalidEdge]: ...
 
 
 @dataclass
@@ -53,6 +53,7 @@ class StageBOutcome:
     result: StageBResult | None = None
     skipped: bool = False
     next_messages: list[StageBMessage] = field(default_factory=list)
+    unrouted: list[Unrouted] = field(default_factory=list)
 
 
 def team_of(database: str) -> str:
@@ -90,7 +91,7 @@ def process_stage_b(
         if message.usage == "append":
             services.ledger.mark_applied(message_id, token)
         outcome = StageBOutcome(message, token, plan, result)
-    outcome.next_messages = route_finished_partition(
+    routing = route_finished_partition(
         message.target_dataset,
         message.partition,
         services.dependencies,
@@ -99,4 +100,5 @@ def process_stage_b(
         path=message.path,
         run=outcome.run_token,
     )
+    outcome.next_messages, outcome.unrouted = routing.messages, routing.unrouted
     return outcome

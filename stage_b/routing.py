@@ -2,8 +2,10 @@
 
 1. One Query on dependencies-by-table by the finished table (no scans) lists its targets, each pair
    carrying what is needed to map the partition (validated on read).
-2. Every target's destination partition is computed first, so an invalid pair fails the routing before
-   anything is written.
+2. Every target's destination partition is computed first. A target that cannot be routed (an invalid
+   pair, a date shifted out of the calendar, a loop) is set aside with its reason and the others go on:
+   one target's failure never blocks the others. The caller parks the set-aside targets (queue B's DLQ
+   in the cloud, the run's summary locally).
 3. Trigger mode ``any`` (the seed's behaviour): every arrival produces a stage B message. Mode ``all``:
    the arrival is recorded for the target partition and a message is produced only by the arrival that
    completes the set of sources (see lakeline.dependencies.arrivals). Recording is idempotent, so a
@@ -13,26 +15,48 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from lakeline.dependencies.arrivals import ArrivalTracker
-from lakeline.dependencies.model import DependencyEdge
+from lakeline.dependencies.model import DependencyEdge, InvalidEdge
 from lakeline.dependencies.resolve import destination_partition, partition_path
 from lakeline.errors import ConfigError, ValidationError
 from stage_b.messages import LineageParents, SourceArrival, StageBMessage
 
 
 class EdgeSource(Protocol):
-    def edges_from(self, source_table: str) -> list[DependencyEdge]: ...
+    def edges_from(self, source_table: str) -> Sequence[DependencyEdge | InvalidEdge]: ...
 
 
-class RoutingError(ValidationError):
-    """Some targets of a finished partition could not be routed; ``problems`` names each one."""
+@dataclass(frozen=True)
+class Unrouted:
+    """A target of a finished partition that could not be routed, and why (one line)."""
 
-    def __init__(self, arrival: SourceArrival, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__(f"routing {arrival.node} failed:\n" + "\n".join(f"  - {problem}" for problem in problems))
+    trigger: SourceArrival
+    target_dataset: str
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.trigger.node} → {self.target_dataset}: not routed: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The body parked in queue B's DLQ (not a stage B message: fix the item, then route again)."""
+        return {
+            "unrouted": {
+                "trigger": self.trigger.model_dump(),
+                "target_dataset": self.target_dataset,
+                "reason": self.reason,
+            }
+        }
+
+
+@dataclass
+class Routing:
+    """What a finished partition triggers: the stage B messages, and the targets set aside."""
+
+    messages: list[StageBMessage] = field(default_factory=list)
+    unrouted: list[Unrouted] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -46,27 +70,32 @@ class PlannedRoute:
 
 
 def plan_routes(
-    arrival: SourceArrival, edges: Sequence[DependencyEdge], path: Sequence[str] = ()
-) -> list[PlannedRoute]:
-    """Destination partitions for every target; every problem is collected, then raised together."""
+    arrival: SourceArrival, edges: Sequence[DependencyEdge | InvalidEdge], path: Sequence[str] = ()
+) -> tuple[list[PlannedRoute], list[Unrouted]]:
+    """Destination partitions for every target that has one, and the targets set aside with their reason."""
     routes: list[PlannedRoute] = []
-    problems: list[str] = []
+    unrouted: list[Unrouted] = []
     for edge in sorted(edges, key=lambda edge: edge.target_dataset):
+        if isinstance(edge, InvalidEdge):
+            unrouted.append(
+                Unrouted(arrival, edge.target_dataset, f"invalid dependencies-by-table item: {edge.problem}")
+            )
+            continue
         try:
             partition = destination_partition(
                 edge.dependency, edge.partition_column, edge.partition_python_mask, arrival.partition
             )
         except ValidationError as error:
-            problems.append(f"{edge.target_dataset}: {error}")
+            unrouted.append(Unrouted(arrival, edge.target_dataset, " ".join(str(error).split())))
             continue
         route = PlannedRoute(edge, partition)
         if route.node in path or route.node == arrival.node:
-            problems.append(f"{edge.target_dataset}: {route.node} was already built in this chain (a loop)")
+            unrouted.append(
+                Unrouted(arrival, edge.target_dataset, f"{route.node} was already built in this chain (a loop)")
+            )
             continue
         routes.append(route)
-    if problems:
-        raise RoutingError(arrival, problems)
-    return routes
+    return routes, unrouted
 
 
 def route_finished_partition(
@@ -77,15 +106,16 @@ def route_finished_partition(
     lineage: LineageParents | None = None,
     path: Sequence[str] = (),
     run: str | None = None,
-) -> list[StageBMessage]:
-    """The stage B messages a finished partition produces (none if it triggers nothing).
+) -> Routing:
+    """The stage B messages a finished partition produces (none if it triggers nothing), and the targets
+    it could not route.
 
     ``path`` is the chain of nodes built before this one (from the stage B message being finished);
     ``arrivals`` is required only when a target uses trigger mode ``all``; ``run`` identifies the run
     that produced this version of the partition.
     """
     arrival = SourceArrival(table=finished_table, partition=dict(partition), run=run)
-    routes = plan_routes(arrival, edges.edges_from(arrival.table), path)
+    routes, unrouted = plan_routes(arrival, edges.edges_from(arrival.table), path)
     if arrivals is None and any(route.edge.trigger_mode == "all" for route in routes):
         raise ConfigError("a target uses triggerMode 'all' but no pipeline-state table was configured")
     chain = [*path, arrival.node]
@@ -105,4 +135,4 @@ def route_finished_partition(
                 path=chain,
             )
         )
-    return messages
+    return Routing(messages, unrouted)

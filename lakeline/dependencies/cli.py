@@ -66,8 +66,13 @@ def _aws_errors() -> tuple[type[Exception], ...]:
 
 @deps_app.command("validate")
 def validate(file: Annotated[Path, typer.Argument(help="JSON file: one item or a list of items")]) -> None:
-    """Check dependency items; exit 1 listing every problem."""
+    """Check dependency items, and that they close no dependency cycle; exit 1 listing every problem."""
+    from lakeline.dependencies.graph import cycle_problems
+
     items = _load_items(file)
+    cycles = cycle_problems({item.dataset: item.source_tables for item in items})
+    if cycles:
+        _fail(f"{file}: the items depend on each other in a cycle", cycles)
     _print_json({"valid": True, "datasets": [item.dataset for item in items]})
 
 
@@ -165,6 +170,7 @@ def resolve(
     queries_root: Annotated[Path, typer.Option(help="folder holding <team>/*.sql for sql_file steps")] = Path(
         "athena_queries"
     ),
+    environment: Annotated[str, typer.Option(help="the pipeline environment, the value of $environment")] = "",
 ) -> None:
     """Print the target partition and the fully substituted SQL steps one arrival would run."""
     from lakeline.dependencies.resolve import resolve_arrival, team_sql_reader
@@ -176,7 +182,11 @@ def resolve(
     team_name = team or item.dataset.split(".")[0].split("_")[0]
     try:
         resolved = resolve_arrival(
-            item, source_table, _partition_option(partition), team_sql_reader(queries_root, team_name)
+            item,
+            source_table,
+            _partition_option(partition),
+            team_sql_reader(queries_root, team_name),
+            environment,
         )
     except LakelineError as error:
         _fail(str(error))

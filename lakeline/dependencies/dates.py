@@ -8,13 +8,20 @@ counting the start day itself). The seed's worked example says 20220120 with ``S
 Attributes come from JSON files (ints) and DynamoDB (``Decimal``); both are accepted when they are
 whole numbers. Unknown keys, fractions, booleans, strings where numbers belong and out-of-range values
 are errors naming the key, never silently ignored.
+
+A partition mask is used both ways: a date is formatted into a partition value, and the value is parsed
+back into the date the substitutions start from. A mask that formats without parsing back to the same
+partition (``%Y%U`` parses to the year's first day, ``%j`` or ``%d`` lose the year) would build the wrong
+partition on every arrival, so masks are checked on a range of moments (``SAMPLE_MOMENTS``: several
+years with leap days, year ends and every hour of one day) before an item is accepted.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import lru_cache
 from typing import Annotated, Any
 
 import dateutil.relativedelta
@@ -58,13 +65,39 @@ WEEKDAYS: dict[str, dateutil.relativedelta.weekday] = {
 }
 WEEKDAY_PATTERN = re.compile(r"^(MO|TU|WE|TH|FR|SA|SU)(?:\(([+-]?\d{1,3})\))?$")
 
-# Relative shifts are bounded to about a thousand years: anything larger is a typo, and dateutil would
-# only fail later, on the first arrival, with an overflow.
-_MAX_DAYS = 366_000
+# Relative shifts are bounded to about a century: a dependency maps an arrival to a nearby partition, so
+# anything larger is a typo, and near the ends of the calendar it would overflow on some arrival.
+_MAX_DAYS = 36_600
 # A leap day, in the afternoon, so masks using %d, %j, %H, %I or %p are all exercised when checked.
 REFERENCE_MOMENT = datetime(2024, 2, 29, 13, 45, 30)
 # What a date substitution may put into SQL: no quotes, no comment or statement separators.
 SUBSTITUTION_TEXT = re.compile(r"^[A-Za-z0-9 _\-.:/]{1,128}$")
+
+
+def _days(first: datetime, last: datetime, step: timedelta) -> list[datetime]:
+    moments = []
+    while first <= last:
+        moments.append(first)
+        first += step
+    return moments
+
+
+# Sorted. Every day of 2023-12-20..2025-01-10 (a leap day, two year ends) at a drifting time of day; the
+# ends of 1999 and 2099 (2000 is a leap century, 2100 is not); every hour of one day.
+SAMPLE_MOMENTS: tuple[datetime, ...] = tuple(
+    sorted(
+        {
+            *_days(datetime(1999, 12, 24, 23, 59, 59), datetime(2000, 1, 8), timedelta(hours=23, minutes=1)),
+            *_days(datetime(2023, 12, 20, 0, 30), datetime(2025, 1, 10), timedelta(days=1, hours=5, seconds=7)),
+            *_days(datetime(2024, 3, 10, 0, 15), datetime(2024, 3, 10, 23, 59), timedelta(hours=1)),
+            *_days(datetime(2099, 12, 24, 12), datetime(2100, 3, 2), timedelta(days=1, hours=1)),
+        }
+    )
+)
+# The moments a shift is tried on: the ends of the sampled range and its leap day.
+SHIFT_MOMENTS = (SAMPLE_MOMENTS[0], datetime(2024, 2, 29, 13, 45, 30), datetime(2024, 12, 31, 23), SAMPLE_MOMENTS[-1])
+# The longest a partition may span: a year (a ``%Y`` mask), leap day included.
+_LONGEST_PARTITION = timedelta(days=366)
 
 
 def _is_substitution_text(text: str) -> bool:
@@ -181,15 +214,79 @@ def check_mask(mask: Any, what: str) -> str:
     return mask
 
 
+@lru_cache(maxsize=256)
+def round_trip_problem(mask: str) -> str | None:
+    """Why ``mask`` does not round-trip on ``SAMPLE_MOMENTS`` (``None`` if it does).
+
+    For every moment, its value must parse back to a moment with the same value, at or before it and at
+    most a year earlier (the start of its partition); and the moments of one value must be consecutive.
+    """
+    seen: dict[str, datetime] = {}
+    previous = ""
+    for moment in SAMPLE_MOMENTS:
+        value = moment.strftime(mask)
+        example = f"{moment:%Y-%m-%d %H:%M:%S} formats to {value!r}"
+        try:
+            parsed = datetime.strptime(value, mask)
+        except ValueError as error:
+            return f"{example}, which does not parse back ({error})"
+        back = parsed.strftime(mask)
+        if back != value or not timedelta(0) <= moment - parsed <= _LONGEST_PARTITION:
+            return f"{example}, which parses back to {parsed:%Y-%m-%d %H:%M:%S} ({back!r})"
+        if value != previous and value in seen:
+            return f"{example}, as does {seen[value]:%Y-%m-%d %H:%M:%S}: one partition would hold dates apart"
+        seen.setdefault(value, moment)
+        previous = value
+    return None
+
+
+def check_round_trip(mask: Any, what: str) -> str:
+    """A mask that parses every partition value it formats back into that partition."""
+    checked = check_mask(mask, what)
+    problem = round_trip_problem(checked)
+    if problem:
+        raise ValueError(f"{what} {checked!r} does not round-trip: {problem}")
+    return checked
+
+
 def check_partition_mask(mask: Any, what: str) -> str:
-    """A mask whose output is a valid partition value (no '/', spaces or quotes)."""
+    """A round-trip mask whose output is a valid partition value (no '/', spaces or quotes)."""
     checked = check_mask(mask, what)
     sample = REFERENCE_MOMENT.strftime(checked)
     try:
         check_partition_value(sample, what)
     except ValidationError as error:
         raise ValueError(f"{what} {mask!r} produces {sample!r}, not a valid partition value") from error
-    return checked
+    return check_round_trip(checked, what)
+
+
+@lru_cache(maxsize=1024)
+def shift_problem(
+    start_mask: str, attributes: RelativeDeltaAttributes, result_mask: str, *, partition: bool
+) -> str | None:
+    """Why dates parsed with ``start_mask``, shifted by ``attributes``, fail on a sampled date (or ``None``):
+    an overflow, found here rather than by the first arrival that meets it, or a result ``result_mask``
+    cannot write (a partition value that does not parse back, or text that cannot go into SQL)."""
+    for moment in SHIFT_MOMENTS:
+        start = datetime.strptime(moment.strftime(start_mask), start_mask)
+        try:
+            result = start + attributes.delta()
+        except (OverflowError, ValueError) as error:
+            return f"{attributes.to_item()} moves {start:%Y-%m-%d %H:%M:%S} out of range ({error})"
+        text = result.strftime(result_mask)
+        if partition:
+            try:
+                check_partition_value(text, "partition value")
+                if datetime.strptime(text, result_mask).strftime(result_mask) == text:
+                    continue
+            except (ValidationError, ValueError):
+                pass
+        elif _is_substitution_text(text):
+            continue
+        return (
+            f"{attributes.to_item()} moves {start:%Y-%m-%d} to {result:%Y-%m-%d}, which {result_mask!r} writes {text!r}"
+        )
+    return None
 
 
 def check_substitution_format(mask: Any, what: str) -> str:

@@ -23,7 +23,10 @@ def load_items_file(path: Path) -> list[DependencyItem]:
     items: list[DependencyItem] = []
     problems: list[str] = []
     for index, document in enumerate(documents):
-        label = f"[{index}]." if isinstance(data, list) else ""
+        # Each line names the item: its position in a list, and its dataset as written.
+        dataset = document.get("dataset") if isinstance(document, dict) else None
+        name = dataset if isinstance(dataset, str) else "(no dataset)"
+        label = f"[{index}] {name}: " if isinstance(data, list) else f"{name}: "
         try:
             items.append(parse_dependency_item(document))
         except DependencyItemError as error:

@@ -20,13 +20,17 @@ UpstreamLookup = Callable[[Collection[str]], Mapping[str, Collection[str]]]
 """Given datasets, return what each of them needs (datasets with no item may be left out)."""
 
 
+def describe_cycle(cycle: list[str]) -> str:
+    return (
+        f"dependency cycle: {' needs '.join(cycle)}; a dataset cannot depend on itself, "
+        "directly or through other datasets"
+    )
+
+
 class DependencyCycleError(ValidationError):
     def __init__(self, cycle: list[str]) -> None:
         self.cycle = cycle
-        super().__init__(
-            f"dependency cycle: {' needs '.join(cycle)}; a dataset cannot depend on itself, "
-            "directly or through other datasets"
-        )
+        super().__init__(describe_cycle(cycle))
 
 
 def find_cycle(target: str, sources: Iterable[str], upstream: UpstreamLookup) -> list[str] | None:
@@ -125,3 +129,15 @@ def datasets_in_cycles(needs: Mapping[str, Collection[str]]) -> dict[str, list[s
             if cycle:
                 result[dataset] = cycle
     return result
+
+
+def cycle_problems(needs: Mapping[str, Collection[str]]) -> list[str]:
+    """One line per cycle of a whole graph (dataset → what it needs), whatever its length."""
+    seen: set[frozenset[str]] = set()
+    problems = []
+    for _, cycle in sorted(datasets_in_cycles(needs).items()):
+        members = frozenset(cycle)
+        if members not in seen:
+            seen.add(members)
+            problems.append(describe_cycle(cycle))
+    return problems

@@ -1,11 +1,14 @@
 """The dependency item (the ``dependencies`` table) and its per-source copies (``dependencies-by-table``).
 
-The item has exactly the seed's fields, in the seed's spelling, plus one Lakeline extension:
+The item has exactly the seed's fields, in the seed's spelling, plus two Lakeline extensions:
 ``triggerMode`` (``"any"``, the default and the seed's behaviour: every source arrival triggers the
-target; or ``"all"``: a target partition runs once every source has arrived for it).
+target; or ``"all"``: a target partition runs once every source has arrived for it), and
+``scratchTables``, the tables its steps may write besides ``dataset``.
 
-Items are validated when written (CLI) and when read (stream Lambda, routing). Every problem is
-reported with the path of the field it concerns, e.g.
+Items are validated when written (CLI) and when read (stream Lambda, routing), field by field and then
+for what they will do: masks round-trip, shifts stay in the calendar, inline SQL is one statement per
+step writing only the item's tables, and every ``$token`` is defined. Every problem is reported with the
+path of the field it concerns, e.g.
 ``dependencies[0].relativedelta_attributes.weekday: 'SA(0)': the occurrence must not be 0``.
 Table names are normalised one way, lowercase ``database.table``, for reads and writes alike.
 """
@@ -14,19 +17,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from lakeline.dependencies.dates import (
     ABSOLUTE_KEYS,
+    REFERENCE_MOMENT,
     RELATIVE_KEYS,
     RelativeDeltaAttributes,
-    check_mask,
     check_partition_mask,
+    check_round_trip,
     check_substitution_format,
+    shift_problem,
 )
+from lakeline.dependencies.statements import step_problem
+from lakeline.dependencies.tokens import BUILTIN_TOKENS, builtin_token_values, substitute_tokens, undefined_tokens
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, check_qualified_table
 
@@ -90,7 +99,7 @@ class Dependency(_Model):
     @field_validator("date_expression")
     @classmethod
     def _date_expression(cls, value: str) -> str:
-        return check_mask(value, "DateExpression")
+        return check_round_trip(value, "DateExpression")
 
     def to_item(self) -> dict[str, Any]:
         return {
@@ -172,6 +181,7 @@ class DependencyItem(_Model):
     steps: list[Step] = Field(min_length=1)
     date_substitutions: list[DateSubstitution] = Field(default_factory=list)
     trigger_mode: TriggerMode = Field(default="any", alias="triggerMode")
+    scratch_tables: tuple[str, ...] = Field(default=(), alias="scratchTables")
 
     @field_validator("dataset", mode="before")
     @classmethod
@@ -212,9 +222,35 @@ class DependencyItem(_Model):
             raise ValueError(f"{', '.join(repeated)} defined more than once")
         return value
 
+    @field_validator("scratch_tables", mode="before")
+    @classmethod
+    def _scratch_tables(cls, value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list | tuple):
+            raise ValueError("must be a list of database.table names")
+        try:
+            names = tuple(normalise_table_name(name, "scratchTables") for name in value)
+        except ValidationError as error:
+            raise ValueError(str(error)) from error
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed more than once")
+        return names
+
+    @model_validator(mode="after")
+    def _what_it_will_do(self) -> DependencyItem:
+        problems = item_problems(self)
+        if problems:
+            raise PydanticCustomError("item_problems", "{problems}", {"problems": problems})
+        return self
+
     @property
     def source_tables(self) -> tuple[str, ...]:
         return tuple(dependency.table_name for dependency in self.dependencies)
+
+    @property
+    def writable_tables(self) -> tuple[str, ...]:
+        """What its steps may write: the dataset and its declared scratch tables."""
+        return (self.dataset, *self.scratch_tables)
 
     def dependency_on(self, source_table: str) -> Dependency:
         source = normalise_table_name(source_table, "source table")
@@ -235,7 +271,58 @@ class DependencyItem(_Model):
             "steps": [step.to_item() for step in self.steps],
             "date_substitutions": [substitution.to_item() for substitution in self.date_substitutions],
             "triggerMode": self.trigger_mode,
+            **({"scratchTables": list(self.scratch_tables)} if self.scratch_tables else {}),
         }
+
+
+def item_problems(item: DependencyItem) -> list[str]:
+    """What the item would do wrong on some arrival, each as ``field.path: problem``.
+
+    Shifts are tried on sampled dates (``lakeline.dependencies.dates.SHIFT_MOMENTS``); inline SQL is
+    checked with sample token values (``sql_file`` steps are checked when resolved). ``$environment``
+    is known only at run time, so a step using it has its written tables checked then.
+    """
+    problems: list[str] = []
+    for index, dependency in enumerate(item.dependencies):
+        problem = shift_problem(
+            dependency.date_expression, dependency.relativedelta_attributes, item.partition_python_mask, partition=True
+        )
+        if problem:
+            problems.append(f"dependencies[{index}].relativedelta_attributes: {problem}")
+    for index, substitution in enumerate(item.date_substitutions):
+        problem = shift_problem(
+            item.partition_python_mask, substitution.relativedelta_attributes, substitution.format, partition=False
+        )
+        if problem:
+            problems.append(f"date_substitutions[{index}].relativedelta_attributes: {problem}")
+    samples = sample_token_values(item)
+    for index, step in enumerate(item.steps):
+        if not step.sql.strip():
+            continue
+        missing = undefined_tokens(step.sql, samples)
+        if missing:
+            problems.append(f"steps[{index}].sql: {undefined_token_problem(missing)}")
+            continue
+        writable = None if "$environment" in step.sql else item.writable_tables
+        problem = step_problem(substitute_tokens(step.sql, samples), step.db, writable)
+        if problem:
+            problems.append(f"steps[{index}].sql: {problem}")
+    return problems
+
+
+def undefined_token_problem(tokens: list[str]) -> str:
+    return (
+        f"no value for {', '.join(tokens)}; define {'them' if len(tokens) > 1 else 'it'} in date_substitutions "
+        f"(built-in: {', '.join(BUILTIN_TOKENS)}; write $$ for a literal $)"
+    )
+
+
+def sample_token_values(item: DependencyItem) -> dict[str, str]:
+    """A value for every token a step of ``item`` may use, as at some partition (for checks only)."""
+    sample = REFERENCE_MOMENT.strftime(item.partition_python_mask)
+    values = builtin_token_values(item.dataset, item.partition_column, sample, "")
+    values.update({s.token: REFERENCE_MOMENT.strftime(s.format) for s in item.date_substitutions})
+    return values
 
 
 class DependencyEdge(_Model):
@@ -292,6 +379,14 @@ class DependencyEdge(_Model):
             )
         if self.source_table not in self.sources:
             raise ValueError(f"sources must include the source_table {self.source_table}")
+        problem = shift_problem(
+            self.dependency.date_expression,
+            self.dependency.relativedelta_attributes,
+            self.partition_python_mask,
+            partition=True,
+        )
+        if problem:
+            raise ValueError(f"dependency.relativedelta_attributes: {problem}")
         return self
 
     @property
@@ -308,6 +403,15 @@ class DependencyEdge(_Model):
             "triggerMode": self.trigger_mode,
             "sources": list(self.sources),
         }
+
+
+@dataclass(frozen=True)
+class InvalidEdge:
+    """A stored dependencies-by-table item that does not validate: its target cannot be routed, the others can."""
+
+    source_table: str
+    target_dataset: str
+    problem: str
 
 
 def edges_of(item: DependencyItem) -> list[DependencyEdge]:
@@ -354,13 +458,21 @@ def _problem(error: Mapping[str, Any]) -> str:
 
 
 def problems_of(error: pydantic.ValidationError) -> list[str]:
-    return [_problem(detail) for detail in error.errors()]
+    problems: list[str] = []
+    for detail in error.errors():
+        if detail["type"] == "item_problems":
+            problems.extend(detail["ctx"]["problems"])  # already ``field.path: problem``
+        else:
+            problems.append(_problem(detail))
+    return problems
 
 
 def parse_dependency_item(data: Any, what: str = "dependency item") -> DependencyItem:
     """Validate an item (from a file, DynamoDB or a stream image); raise listing every problem."""
     if not isinstance(data, Mapping):
         raise DependencyItemError(what, [f"item: must be a JSON object, got {type(data).__name__}"])
+    if what == "dependency item" and isinstance(data.get("dataset"), str):
+        what = f"dependency item {data['dataset']}"
     try:
         return DependencyItem.model_validate(dict(data))
     except pydantic.ValidationError as error:

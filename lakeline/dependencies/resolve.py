@@ -5,7 +5,9 @@
   ``partitionPythonMask``. Other partition levels of the source (``region=eu/date=...``) are ignored.
 - substitutions: the destination partition value parsed back with ``partitionPythonMask``, plus each
   substitution's ``relativedelta_attributes``, formatted with its own ``format``.
-- steps: inline ``sql`` wins; otherwise ``sql_file`` is read from ``athena_queries/<team>/``.
+- steps: inline ``sql`` wins; otherwise ``sql_file`` is read from ``athena_queries/<team>/``. Every
+  ``$token`` (the substitutions and the built-ins) must have a value, and each step must be one
+  statement writing only the item's tables, checked here for ``sql_file`` steps too.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from lakeline.dependencies.dates import (
     parse_date,
     shift,
 )
-from lakeline.dependencies.model import Dependency, DependencyItem
-from lakeline.dependencies.tokens import find_unsubstituted_tokens, substitute_tokens
+from lakeline.dependencies.model import Dependency, DependencyItem, undefined_token_problem
+from lakeline.dependencies.statements import step_problem
+from lakeline.dependencies.tokens import builtin_token_values, substitute_tokens, undefined_tokens
 from lakeline.errors import ValidationError
 from lakeline.names import check_identifier, check_partition_value
 
@@ -127,18 +130,20 @@ def resolve_steps(
     read_sql_file: SqlFileReader,
     extra_values: Mapping[str, str] | None = None,
 ) -> ResolvedTarget:
-    """Every step's SQL with every ``$token`` substituted; a token left over is an error."""
+    """Every step's SQL with every ``$token`` substituted; a token left over, or a step that is not one
+    statement writing only the item's tables, is an error naming the step."""
     values = {**(extra_values or {}), **substitution_values(item, destination)}
     steps: list[ResolvedStep] = []
     for index, step in enumerate(item.steps):
+        label = f"{item.dataset} steps[{index}] ({step.info or step.sql_file or step.db})"
         text = step.sql if step.sql.strip() else read_sql_file(step.sql_file)
-        sql = substitute_tokens(text, values)
-        left = find_unsubstituted_tokens(sql)
+        left = undefined_tokens(text, values)
         if left:
-            raise ValidationError(
-                f"steps[{index}] ({step.info or step.db}): no value for {', '.join(left)}; define "
-                f"{'them' if len(left) > 1 else 'it'} in date_substitutions"
-            )
+            raise ValidationError(f"{label}: {undefined_token_problem(left)}")
+        sql = substitute_tokens(text, values)
+        problem = step_problem(sql, step.db, item.writable_tables)
+        if problem:
+            raise ValidationError(f"{label}: {problem}")
         steps.append(ResolvedStep(step.db, step.info, sql))
     return ResolvedTarget(item.dataset, dict(destination), tuple(steps))
 
@@ -148,8 +153,13 @@ def resolve_arrival(
     source_table: str,
     source_partition: Mapping[str, str],
     read_sql_file: SqlFileReader,
+    environment: str = "",
 ) -> ResolvedTarget:
-    """What ``lakeline deps resolve`` prints: the target partition and its SQL for one arrival."""
+    """What ``lakeline deps resolve`` prints: the target partition and its SQL for one arrival, with the
+    built-in tokens a run provides."""
     dependency = item.dependency_on(source_table)
     destination = destination_partition(dependency, item.partition_column, item.partition_python_mask, source_partition)
-    return resolve_steps(item, destination, read_sql_file)
+    builtins = builtin_token_values(
+        item.dataset, item.partition_column, destination[item.partition_column], environment
+    )
+    return resolve_steps(item, destination, read_sql_file, builtins)

@@ -17,6 +17,8 @@ from lakeline.dependencies.graph import check_no_cycle
 from lakeline.dependencies.model import (
     DependencyEdge,
     DependencyItem,
+    DependencyItemError,
+    InvalidEdge,
     normalise_table_name,
     parse_dependency_edge,
     parse_dependency_item,
@@ -146,10 +148,11 @@ class DependencyStore:
 
     # --- dependencies-by-table ---------------------------------------------------------------------
 
-    def edges_from(self, source_table: str) -> list[DependencyEdge]:
-        """The targets a finished table triggers: one Query on its partition key, validated on read."""
+    def edges_from(self, source_table: str) -> list[DependencyEdge | InvalidEdge]:
+        """The targets a finished table triggers: one Query on its partition key, validated on read. A pair
+        that does not validate is returned as an ``InvalidEdge``, so it fails its own target only."""
         source = normalise_table_name(source_table, "source table")
-        edges: list[DependencyEdge] = []
+        edges: list[DependencyEdge | InvalidEdge] = []
         paginator = self.client.get_paginator("query")
         pages = paginator.paginate(
             TableName=self.by_table_table,
@@ -158,7 +161,12 @@ class DependencyStore:
             ConsistentRead=True,
         )
         for page in pages:
-            edges.extend(parse_dependency_edge(from_dynamodb(raw)) for raw in page.get("Items", []))
+            for raw in page.get("Items", []):
+                try:
+                    edges.append(parse_dependency_edge(from_dynamodb(raw)))
+                except DependencyItemError as error:
+                    target = raw.get("target_dataset", {}).get("S", "?")
+                    edges.append(InvalidEdge(source, target, "; ".join(error.problems)))
         return edges
 
     def sources_of_target(self, target_dataset: str) -> frozenset[str]:

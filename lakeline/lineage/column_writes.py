@@ -305,3 +305,36 @@ def plan_write(statement: exp.Expr, *, default_database: str | None, describe: D
         return None
     keyword = str(statement.this) if isinstance(statement, exp.Command) else sql.split(maxsplit=1)[0]
     raise statement_error(f"{keyword.upper()} statements are not supported for column lineage", sql)
+
+
+def written_tables(statement: exp.Expr, *, default_database: str | None, sql: str) -> list[tuple[str, str]]:
+    """Every table ``statement`` changes (its rows, definition or existence), ``[]`` for a query.
+
+    Unlike ``plan_write`` this counts statements that move no rows (DROP, ALTER, CREATE TABLE without AS)
+    and asks for no schema: it says what a statement may touch, before it runs. A statement whose effect
+    is not a table (CREATE or DROP of a database, MSCK, UNLOAD, USE, SET, ...) is refused with its reason.
+    """
+    if isinstance(statement, exp.Query):
+        return []
+    kind = str(statement.args.get("kind") or "").upper()
+    targets: list[exp.Expr] = []
+    if isinstance(statement, exp.Insert | exp.Merge | exp.Update | exp.Delete):
+        targets = [statement.this]
+    elif isinstance(statement, exp.Create | exp.Drop) and kind in ("TABLE", "VIEW"):
+        targets = [statement.this] if isinstance(statement, exp.Create) else list(statement.args.get("tables") or [])
+    elif isinstance(statement, exp.Alter) and kind == "TABLE":
+        renamed = [action.this for action in statement.args.get("actions") or [] if isinstance(action, exp.AlterRename)]
+        targets = [statement.this, *renamed]
+    elif isinstance(statement, exp.TruncateTable):
+        targets = list(statement.expressions)
+    else:
+        keyword = str(statement.this) if isinstance(statement, exp.Command) else sql.split(maxsplit=1)[0]
+        what = f"{keyword} {kind}".strip() if kind else keyword
+        raise statement_error(f"{what.upper()} changes something other than a table", sql)
+    tables = []
+    for target in targets:
+        node = target.this if isinstance(target, exp.Schema) else target
+        tables.append(
+            table_parts(_table(node, sql, f"{type(statement).__name__.upper()} target"), default_database, sql)
+        )
+    return tables

@@ -97,9 +97,12 @@ class LocalCloud:
             "STAGE_A_QUEUE_URL": self.queue_urls["queue-a"],
             "STAGE_A_DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-a-dlq"],
             "STAGE_B_QUEUE_URL": self.queue_urls["queue-b"],
+            # Targets a finished partition cannot be routed to are parked there too, with the reason.
+            "STAGE_B_DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-b-dlq"],
             # The stage B failure function parks a failed run's message in queue B's DLQ.
             "DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-b-dlq"],
             "LINEAGE_QUEUE_URL": self.queue_urls["lineage"],
+            "LINEAGE_DEAD_LETTER_QUEUE_URL": self.queue_urls["lineage-dlq"],
             "LINEAGE_TABLE_NAME": LINEAGE_TABLE_NAME,
             "TRACE_QUEUE_URL": self.queue_urls["trace"],
             "ARCHIVE_BUCKET": ARCHIVE_BUCKET,

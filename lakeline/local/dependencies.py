@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lakeline.dependencies.graph import datasets_in_cycles
+from lakeline.dependencies.graph import cycle_problems
 from lakeline.dependencies.model import DependencyEdge, DependencyItem, edges_of, normalise_table_name
 from lakeline.errors import ValidationError
 
@@ -16,10 +16,9 @@ class LocalDependencies:
             if item.dataset in self._items:
                 raise ValidationError(f"{item.dataset} has more than one dependency item")
             self._items[item.dataset] = item
-        cycles = datasets_in_cycles({d: frozenset(i.source_tables) for d, i in self._items.items()})
+        cycles = cycle_problems({d: i.source_tables for d, i in self._items.items()})
         if cycles:
-            dataset, cycle = next(iter(sorted(cycles.items())))
-            raise ValidationError(f"dependency cycle through {dataset}: {' -> '.join(cycle)}")
+            raise ValidationError("; ".join(cycles))
         self._edges: dict[str, list[DependencyEdge]] = {}
         for item in self._items.values():
             for edge in edges_of(item):

@@ -238,7 +238,7 @@ class EventFlow:
             self.report.duplicates.extend(plan.arrival_keys)
             self.notify("duplicate", f"{plan.target_database}.{plan.table} {plan.partition}: nothing new")
             execute_stage_a(plan, self.engine, self.services.store)
-            self._stage_a_post_update(context, LambdaContext("stage-a-post-update"))
+            self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
             return
         self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
         runs = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
@@ -260,7 +260,7 @@ class EventFlow:
         publish_stage_a(plan, self.engine)
         for event in [runs.step_finished(0), *runs.finished()]:
             self.emitter.emit(event)
-        self._stage_a_post_update(context, LambdaContext("stage-a-post-update"))
+        self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
         self.report.stage_a.append(plan)
 
     def _stage_b_record(self, record: SQSRecord) -> None:
@@ -272,7 +272,16 @@ class EventFlow:
                 self._run_stage_b(resumed)
             return
         message = StageBMessage.model_validate(body)
-        plan = begin_message(message, self._plan_b, self.commits)
+        try:
+            plan = begin_message(message, self._plan_b, self.commits)
+        except ValidationError as error:
+            # As the deployed router does: a message that can never be planned goes to the DLQ with its
+            # reason at once, and the run's summary says why.
+            reason = f"{message.node}: cannot be planned: {' '.join(str(error).split())}"
+            dead_letter(self.cloud.sqs, self.cloud.queue_urls["queue-b-dlq"], record.body, reason, "stage-b-router")
+            self.report.failures.append(reason)
+            self.notify("failed", reason)
+            return
         if plan is None:
             self.report.coalesced.append(message.node)
             self.notify("waits", f"{message.node} (its partition's run is in flight)")
@@ -289,7 +298,7 @@ class EventFlow:
             self.report.duplicates.append(message.node)
             self.notify("duplicate", message.node)
             execute_stage_b(plan, self.engine, self.services.store)
-            self._stage_b_post_update(context, LambdaContext("stage-b-post-update"))
+            self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
             return
         self.notify("stage B", message.node)
         runs = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
@@ -313,7 +322,7 @@ class EventFlow:
             publish_stage_b(plan, self.engine)
         for event in runs.finished():
             self.emitter.emit(event)
-        self._stage_b_post_update(context, LambdaContext("stage-b-post-update"))
+        self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
         self.report.stage_b.append(plan)
 
     def _reported(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[SQSRecord], None]:
@@ -334,6 +343,13 @@ class EventFlow:
                 raise
 
         return handle
+
+    def _post_update(self, handler: Callable[[dict[str, Any], Any], Any], context: dict[str, Any], name: str) -> None:
+        """Run a post-update function; the targets it could not route (parked in queue B's DLQ) are failures."""
+        result = handler(context, LambdaContext(name))
+        for unrouted in result.get("unrouted", []):
+            self.report.failures.append(unrouted)
+            self.notify("failed", unrouted)
 
     def _state_machine(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[dict[str, Any], Any], Any]:
         record_handler = self._reported(record_handler)

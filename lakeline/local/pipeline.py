@@ -2,7 +2,7 @@
 stage B messages it produces run in turn (and route onwards), until nothing is left to run.
 
 A queue stands in for SQS: a stage B message that fails is kept with its error, as SQS would park it in
-the DLQ after its retries, and the rest of the flow goes on.
+the DLQ after its retries, and the rest of the flow goes on; so is a target that could not be routed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from lakeline.local.workspace import Workspace
 from stage_a.runner import StageAResult
 from stage_b.messages import StageBMessage
 from stage_b.process import StageBOutcome, StageBServices, process_stage_b
-from stage_b.routing import route_finished_partition
+from stage_b.routing import Unrouted, route_finished_partition
 
 
 @dataclass
@@ -33,6 +33,7 @@ class PipelineRun:
     stage_a: list[StageAResult] = field(default_factory=list)
     stage_b: list[StageBOutcome] = field(default_factory=list)
     failed: list[FailedMessage] = field(default_factory=list)
+    unrouted: list[Unrouted] = field(default_factory=list)
 
 
 Listener = Callable[[str, str], None]
@@ -53,15 +54,21 @@ class LocalPipeline:
         result = run_local_arrival(self.engine, self.workspace, key, self.services.settings)
         run.stage_a.append(result)
         plan = result.plan
-        messages = route_finished_partition(
+        routing = route_finished_partition(
             f"{plan.target_database}.{plan.table}",
             plan.partition,
             self.services.dependencies,
             self.services.arrivals,
             run=plan.run_token,
         )
-        self.drain(messages, run)
+        self._set_aside(routing.unrouted, run)
+        self.drain(routing.messages, run)
         return run
+
+    def _set_aside(self, unrouted: list[Unrouted], run: PipelineRun) -> None:
+        for target in unrouted:
+            run.unrouted.append(target)
+            self._notify("failed", target.describe())
 
     def drain(self, messages: list[StageBMessage], run: PipelineRun | None = None) -> PipelineRun:
         run = run or PipelineRun()
@@ -76,5 +83,6 @@ class LocalPipeline:
                 self._notify("failed", f"{message.node}: {error}")
                 continue
             run.stage_b.append(outcome)
+            self._set_aside(outcome.unrouted, run)
             queue.extend(outcome.next_messages)
         return run

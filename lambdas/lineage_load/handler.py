@@ -1,28 +1,35 @@
 """Lineage queue -> lineage table.
 
-Each message body is one standard lineage record. Powertools parses and validates every message
-(a malformed one fails alone); the valid ones are written together, 25 items per call, and only the
-messages whose items could not be written are reported back for redelivery.
+Each message body is one standard lineage record. Every message is validated alone; the valid ones are
+written together, 25 items per call, and only the messages whose items could not be written are
+reported back for redelivery. A message that can never be loaded (not a valid record, or a node's
+second parent) is parked in the lineage queue's DLQ at once with the reason, not retried.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import process_partial_response
-from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field, Json
+from pydantic import BaseModel, ConfigDict, Field
 
+from lakeline.errors import ValidationError
+from lakeline.lambda_support import dead_letter
 from lakeline.lineage.backoff import Backoff
 from lakeline.lineage.batching import BufferedSqsBatchProcessor
 from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.records import LineageRecord
+from lakeline.lineage.records import LineageRecord, parse_record
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
@@ -32,27 +39,48 @@ class Environment(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    dead_letter_queue_url: str = Field(alias="LINEAGE_DEAD_LETTER_QUEUE_URL", min_length=1)
     write_attempts: int = Field(default=8, alias="LINEAGE_WRITE_ATTEMPTS", ge=1)
 
 
-class LineageMessage(SqsRecordModel):
-    body: Json[LineageRecord]
+@cache
+def environment() -> Environment:
+    return Environment.model_validate(dict(os.environ))
 
 
 @cache
 def loader() -> LineageLoader:
-    environment = Environment.model_validate(dict(os.environ))
     return LineageLoader(
-        boto3.client("dynamodb"), environment.table_name, backoff=Backoff(attempts=environment.write_attempts)
+        boto3.client("dynamodb"), environment().table_name, backoff=Backoff(attempts=environment().write_attempts)
     )
 
 
-def parse_message(record: LineageMessage) -> LineageRecord:
-    return record.body
+@cache
+def sqs() -> SQSClient:
+    return boto3.client("sqs")
 
 
-def write_batch(records: Sequence[tuple[str, Any]]) -> Mapping[str, str]:
+def park(body: str, reason: str) -> None:
+    """Send a message that can never be loaded to the DLQ with why; it is then done with."""
+    logger.warning("lineage message parked", extra={"reason": reason})
+    dead_letter(sqs(), environment().dead_letter_queue_url, body, reason, "lineage-load")
+
+
+def parse_message(record: SQSRecord) -> LineageRecord | None:
+    """The message's record, or ``None`` once an invalid message is parked (it is not retried)."""
+    try:
+        return parse_record(record.body)
+    except ValidationError as error:
+        park(record.body, str(error))
+        return None
+
+
+def write_batch(results: Sequence[tuple[str, LineageRecord | None]]) -> Mapping[str, str]:
+    records = [(message_id, record) for message_id, record in results if record is not None]
     report = loader().load(records)
+    by_id = dict(records)
+    for message_id, reason in report.rejected.items():
+        park(json.dumps(by_id[message_id].to_message()), reason)
     logger.info(
         "lineage records loaded",
         extra={
@@ -61,6 +89,7 @@ def write_batch(records: Sequence[tuple[str, Any]]) -> Mapping[str, str]:
             "write_calls": report.write_calls,
             "retries": report.retries,
             "failed_messages": len(report.failed),
+            "rejected_messages": len(report.rejected),
         },
     )
     return report.failed
@@ -69,7 +98,7 @@ def write_batch(records: Sequence[tuple[str, Any]]) -> Mapping[str, str]:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    processor = BufferedSqsBatchProcessor(flush=write_batch, model=LineageMessage)
+    processor = BufferedSqsBatchProcessor(flush=write_batch)
     return dict(
         process_partial_response(event=event, record_handler=parse_message, processor=processor, context=context)
     )

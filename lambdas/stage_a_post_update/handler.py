@@ -95,13 +95,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
     events = run.events.stage_a(plan, "COMPLETE")
     onward = run.routing.route(table, plan.partition, run=plan.run_token, lineage=parents)
+    for unrouted in onward.unrouted:
+        logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})
     logger.info(
         "stage A published",
         extra={
             "table": table,
             "partition": plan.partition,
             "files": len(files),
-            "triggered": [m.node for m in onward],
+            "triggered": [m.node for m in onward.messages],
             "openlineage_events": len(events),
             "follow_up": follow_up.owner if follow_up else None,
         },
@@ -112,7 +114,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "location": plan.target_location,
         "files": len(files),
         "superseded_deleted": superseded,
-        "triggered": [m.node for m in onward],
+        "triggered": [m.node for m in onward.messages],
+        "unrouted": [unrouted.describe() for unrouted in onward.unrouted],
         "lineage": parents.model_dump(),
         "openlineage_events": len(events),
         "follow_up": follow_up.owner if follow_up else None,

@@ -100,12 +100,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     onward = run.routing.route(
         message.target_dataset, message.partition, run=plan.run_token, path=message.path, lineage=parents
     )
+    for unrouted in onward.unrouted:
+        logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})
     logger.info(
         "stage B published",
         extra={
             "target": message.node,
             "files": len(files),
-            "triggered": [m.node for m in onward],
+            "triggered": [m.node for m in onward.messages],
             "openlineage_events": len(events),
             "follow_up": follow_up.owner if follow_up else None,
         },
@@ -115,7 +117,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "partition": message.partition,
         "files": len(files),
         "superseded_deleted": superseded,
-        "triggered": [m.node for m in onward],
+        "triggered": [m.node for m in onward.messages],
+        "unrouted": [unrouted.describe() for unrouted in onward.unrouted],
         "openlineage_events": len(events),
         "follow_up": follow_up.owner if follow_up else None,
     }

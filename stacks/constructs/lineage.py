@@ -50,9 +50,13 @@ class Lineage(Construct):
             "Load",
             handler_package="lineage_load",
             description="Lineage queue → lineage table, batched writes",
-            environment={"LINEAGE_TABLE_NAME": table_name},
+            environment={
+                "LINEAGE_TABLE_NAME": table_name,
+                "LINEAGE_DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url,
+            },
         )
-        table.grant_write_data(load.function)
+        table.grant_read_write_data(load.function)  # reads the parents already stored, to refuse conflicts
+        self.queue.dead_letter_queue.grant_send_messages(load.function)  # parks what can never be loaded
         load.function.add_event_source(
             sources.SqsEventSource(
                 self.queue.queue,

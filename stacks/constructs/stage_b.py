@@ -32,6 +32,7 @@ def routing_environment(
         "DEPENDENCIES_BY_TABLE_TABLE": storage.table_name("DependenciesByTable"),
         "PIPELINE_STATE_TABLE": storage.table_name("PipelineState"),
         "STAGE_B_QUEUE_URL": queue_b.queue.queue_url,
+        "STAGE_B_DEAD_LETTER_QUEUE_URL": queue_b.dead_letter_queue.queue_url,
     }
 
 
@@ -46,6 +47,7 @@ def grant_routing(
     storage.table("DependenciesByTable").grant_read_data(function.function)
     storage.table("PipelineState").grant_read_write_data(function.function)
     queue_b.queue.grant_send_messages(function.function)
+    queue_b.dead_letter_queue.grant_send_messages(function.function)  # targets that cannot be routed
 
 
 def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[str, ...]) -> LakelineFunction:

@@ -59,6 +59,17 @@ def drop(root: Path, day: str, rows: list[tuple[str, float]]) -> None:
     (folder / "sales.csv").write_text(body)
 
 
+def lakeline_run(config: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*LAKELINE, "run", "--config", str(config)],
+        cwd=config.parent,
+        env={**os.environ, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def totals(root: Path) -> dict[str, list[list[object]]]:
     return dict(json.loads((root / "ws" / "summary.json").read_text())["contents"])
 
@@ -68,14 +79,7 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     drop(tmp_path, "2024-03-01", [("north", 10.0), ("south", 5.5), ("north", 2.5)])
     drop(tmp_path, "2024-03-02", [("south", 1.0)])
     (tmp_path / "incoming" / "not a key.csv").write_text("x\n1\n")
-    result = subprocess.run(
-        [*LAKELINE, "run", "--config", str(config)],
-        cwd=tmp_path,
-        env={**os.environ, "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = lakeline_run(config)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "skipped" in result.stdout
     assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
@@ -174,3 +178,41 @@ def test_an_invalid_project_file_is_reported(tmp_path: Path, problem: str) -> No
     )
     assert result.returncode == 2
     assert "lakeline.yml" in result.stderr
+
+
+def test_run_reports_what_it_cannot_route_or_plan_and_builds_the_rest(tmp_path: Path) -> None:
+    # Issue 17: a target whose routing failed blocked every other target of the arrival, and a step
+    # file holding two statements never built its target; neither was reported and the run exited 0.
+    config = project(tmp_path)
+    later = json.loads(json.dumps(ITEM).replace("sales_by_store", "sales_a_century_on"))
+    later["dependencies"][0]["relativedelta_attributes"] = {"years": 100}
+    twice = json.loads(json.dumps(ITEM).replace("sales_by_store", "sales_twice"))
+    twice["steps"] = [{"db": "shop_reports_dev", "sql_file": "twice.sql", "info": "two statements"}]
+    (tmp_path / "deps" / "later.json").write_text(json.dumps(later))
+    (tmp_path / "deps" / "twice.json").write_text(json.dumps(twice))
+    (tmp_path / "queries" / "shop").mkdir(parents=True)
+    step = (
+        "INSERT INTO shop_reports_dev.sales_twice SELECT store, sum(amount), '$day' FROM shop_pos_dev.sales GROUP BY 1"
+    )
+    (tmp_path / "queries" / "shop" / "twice.sql").write_text(f"{step};\n{step}\n")
+    with config.open("a") as file:
+        file.write("queries: queries\n")
+    (tmp_path / "tables.sql").write_text(
+        TABLES
+        + TABLES.replace("sales_by_store", "sales_a_century_on")
+        + TABLES.replace("sales_by_store", "sales_twice")
+    )
+    drop(tmp_path, "9950-01-01", [("north", 1.0)])  # 9950 + 100 years is past the calendar's end
+    result = lakeline_run(config)
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    failed = [line for line in result.stdout.splitlines() if line.startswith("failed ")]
+    assert len(failed) == 2, result.stdout[-3000:]
+    assert any(
+        "→ shop_reports_dev.sales_a_century_on: not routed:" in line and "out of range" in line for line in failed
+    )
+    assert any(
+        "shop_reports_dev.sales_twice/day=9950-01-01: cannot be planned:" in line
+        and "a step holds exactly one statement, found 2" in line
+        for line in failed
+    )
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [["north", 1.0, "9950-01-01"]]

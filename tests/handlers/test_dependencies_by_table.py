@@ -24,6 +24,7 @@ from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.errors import LakelineError
 from lambdas.dependencies_by_table import handler as lambda_module
+from tests.seed_items import seed_item
 
 SEED_ITEM = Path(__file__).parents[1] / "fixtures" / "dependencies" / "seed_item.json"
 TABLES = DependencyTableNames("deps-test", "deps-by-table-test", "state-test")
@@ -98,12 +99,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
         store = DependencyStore(client, TABLES.dependencies, TABLES.by_table)
         yield Aws(client, store, StreamReader(stream_arn))
     lambda_module._store.cache_clear()
-
-
-def seed_item(**changes: Any) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(SEED_ITEM.read_text())
-    data.update(changes)
-    return data
 
 
 def with_sources(*sources: str, **changes: Any) -> dict[str, Any]:

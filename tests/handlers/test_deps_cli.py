@@ -17,18 +17,13 @@ from typer.testing import CliRunner
 from lakeline.cli import app
 from lakeline.dependencies.store import to_dynamodb
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from tests.seed_items import seed_item
 
 REPO = Path(__file__).parents[2]
 SEED_ITEM = REPO / "tests" / "fixtures" / "dependencies" / "seed_item.json"
 TARGET = "engineering_analytics_dev.destination_table"
 CUSTOMERS = "engineering_mysql_dev.customers"
 runner = CliRunner()
-
-
-def seed_item(**changes: Any) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(SEED_ITEM.read_text())
-    data.update(changes)
-    return data
 
 
 def with_sources(*sources: str, **changes: Any) -> dict[str, Any]:
@@ -62,11 +57,12 @@ def test_validate_lists_every_error(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stdout == ""
     errors = [line.strip() for line in result.stderr.splitlines() if line.strip().startswith("- ")]
-    assert [error.split(":")[0] for error in errors] == [
-        "- [1].dependencies[0].relativedelta_attributes.days",
-        "- [1].dependencies[0].relativedelta_attributes.weekday",
-        "- [1].partitionPythonMask",
-        "- [1].triggerMode",
+    # One line each: the item (its place in the file and its dataset), the field, what is wrong.
+    assert [error.split(": ")[:2] for error in errors] == [
+        [f"- [1] {TARGET}", "dependencies[0].relativedelta_attributes.days"],
+        [f"- [1] {TARGET}", "dependencies[0].relativedelta_attributes.weekday"],
+        [f"- [1] {TARGET}", "partitionPythonMask"],
+        [f"- [1] {TARGET}", "triggerMode"],
     ]
 
 
@@ -91,7 +87,7 @@ def test_resolve_the_seed_example() -> None:
                 "db": "engineering_analytics_dev",
                 "info": "SQL to insert into destination_table",
                 "sql": "insert into engineering_analytics_dev.destination_table ( SELECT *, '20220114' "
-                "FROM TABLE_X where date = '20220110' ",
+                "FROM TABLE_X where date = '20220110' )",
             }
         ],
     }
@@ -123,12 +119,37 @@ def test_resolve_errors(tmp_path: Path) -> None:
     result = deps("resolve", "--item", path, "--table", CUSTOMERS, "--partition", "date=20220120")
     assert result.exit_code == 1
     assert "no value for $start_date_x" in result.stderr
-    result = deps("resolve", "--item", path, "--table", CUSTOMERS, "--partition", "date")
+    result = deps("resolve", "--item", str(SEED_ITEM), "--table", CUSTOMERS, "--partition", "date")
     assert result.exit_code == 1
     assert "must be written COLUMN=VALUE" in result.stderr
     result = deps("resolve", "--item", str(SEED_ITEM), "--table", "db.other", "--partition", "date=20220120")
     assert result.exit_code == 1
     assert "does not depend on db.other" in result.stderr
+
+
+def test_validate_refuses_cycles_of_any_length(tmp_path: Path) -> None:
+    # Issue 17: a 3-cycle passed `deps validate`; only `put` refused it.
+    ring = [
+        with_sources("db.b", dataset="db.a"),
+        with_sources("db.c", dataset="db.b"),
+        with_sources("db.a", dataset="db.c"),
+    ]
+    result = deps("validate", write(tmp_path / "ring.json", [*ring, seed_item()]))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    [cycle] = [line.strip() for line in result.stderr.splitlines() if line.strip().startswith("- ")]
+    assert cycle.startswith("- dependency cycle: db.a needs db.b needs db.c needs db.a;")
+    assert deps("validate", write(tmp_path / "chain.json", ring[:2])).exit_code == 0
+
+
+def test_resolve_knows_the_built_in_tokens(tmp_path: Path) -> None:
+    # Issue 17: `deps resolve` refused $partition_value, which a real run provides.
+    item = seed_item()
+    item["steps"][0]["sql"] = f"INSERT INTO {TARGET} SELECT '$partition_value', '$environment' FROM t"
+    args = ["--item", write(tmp_path / "item.json", item), "--table", CUSTOMERS, "--partition", "date=20220120"]
+    result = deps("resolve", *args, "--environment", "dev")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["steps"][0]["sql"] == f"INSERT INTO {TARGET} SELECT '20220115', 'dev' FROM t"
 
 
 # --- put, list, backfill (DynamoDB) -----------------------------------------------------------------

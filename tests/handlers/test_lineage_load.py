@@ -151,42 +151,89 @@ def test_an_item_dynamodb_refuses_is_isolated_and_its_neighbours_are_written(dyn
 # -- the Lambda handler, on a real SQS event ----------------------------------------------------------
 
 
+DEAD_LETTERS = "lineage-dlq"
+
+
 @pytest.fixture
 def load_handler(dynamodb: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from lambdas.lineage_load import handler
 
+    sqs = boto3.client("sqs", region_name=REGION)
     monkeypatch.setenv("LINEAGE_TABLE_NAME", TABLE)
-    handler.loader.cache_clear()
+    monkeypatch.setenv("LINEAGE_DEAD_LETTER_QUEUE_URL", create_queue(sqs, DEAD_LETTERS))
+    for cached in (handler.loader, handler.environment, handler.sqs):
+        cached.cache_clear()
     yield handler
-    handler.loader.cache_clear()
+    for cached in (handler.loader, handler.environment, handler.sqs):
+        cached.cache_clear()
 
 
-def test_handler_reports_only_bad_messages_and_writes_their_neighbours(load_handler: Any, dynamodb: Any) -> None:
+def parked(sqs: Any) -> dict[str, str]:
+    """What reached the lineage DLQ: body -> the reason it was parked with."""
+    queue = sqs.get_queue_url(QueueName=DEAD_LETTERS)["QueueUrl"]
+    letters: dict[str, str] = {}
+    while batch := sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get(
+        "Messages", []
+    ):
+        for letter in batch:
+            letters[letter["Body"]] = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=letter["ReceiptHandle"])
+    return letters
+
+
+def test_handler_parks_invalid_messages_with_their_reason_and_writes_their_neighbours(
+    load_handler: Any, dynamodb: Any
+) -> None:
     sqs = boto3.client("sqs", region_name=REGION)
     queue = create_queue(sqs, "lineage")
     records = chain_records("root-h", ["RAW_DATA_INPUT", "CALCULATION_COMPLETE"], now=NOW, fan_out=7)
     send_records(sqs, queue, records)
     good = records[0].to_message()
-    send_bodies(
-        sqs,
-        queue,
-        [
-            "not json at all",
-            json.dumps({**good, "storage_location": "no scheme"}),
-            json.dumps({k: v for k, v in good.items() if k != "parent_id"}),
-        ],
-    )
+    bad = [
+        "not json at all",
+        json.dumps({**good, "storage_location": "no scheme"}),
+        json.dumps({k: v for k, v in good.items() if k != "parent_id"}),
+    ]
+    send_bodies(sqs, queue, bad)
     event = sqs_event(sqs, queue, expected=11)
-    bad_ids = {r["messageId"] for r in event["Records"] if not r["body"].startswith('{"root_id":"root-h","node_id"')}
     response = load_handler.handler(event, LambdaContext())
-    assert {failure["itemIdentifier"] for failure in response["batchItemFailures"]} == bad_ids
-    assert len(bad_ids) == 3
+    # Issue 17: they were reported for redelivery, retried three times and dead-lettered without a reason.
+    assert response["batchItemFailures"] == []
+    letters = parked(sqs)
+    assert set(letters) == set(bad)
+    assert "invalid lineage record" in letters[bad[0]]
+    assert "storage_location: 'no scheme' is not a storage location" in letters[bad[1]]
+    assert "parent_id: Field required" in letters[bad[2]]
     assert {item["node_id"]["S"] for item in table_items(dynamodb, "root-h")} == {r.node_id for r in records}
 
     # SQS redelivers the same batch: the same nodes are overwritten, none added.
     response = load_handler.handler(event, LambdaContext())
-    assert len(response["batchItemFailures"]) == 3
+    assert response["batchItemFailures"] == []
     assert len(table_items(dynamodb, "root-h")) == len(records)
+
+
+def test_a_second_parent_for_a_node_is_parked_and_the_first_edge_kept(load_handler: Any, dynamodb: Any) -> None:
+    sqs = boto3.client("sqs", region_name=REGION)
+    queue = create_queue(sqs, "lineage")
+    first, second, third = chain_records("root-p", ["RAW_DATA_INPUT", "STEP_A", "STEP_B"], now=NOW)
+    # Two messages give node "shared" two different parents, in one batch and across batches.
+    shared = [record.model_copy(update={"node_id": "shared"}) for record in (second, third)]
+    send_records(sqs, queue, [first, shared[0], shared[1], shared[0]])
+    response = load_handler.handler(sqs_event(sqs, queue, expected=4), LambdaContext())
+    assert response["batchItemFailures"] == []
+    stored = {item["node_id"]["S"]: item["parent_id"]["S"] for item in table_items(dynamodb, "root-p")}
+    assert stored == {first.node_id: "root-p", "shared": second.parent_id}
+    [(body, reason)] = parked(sqs).items()
+    assert json.loads(body)["parent_id"] == third.parent_id
+    assert f"node 'shared' of root 'root-p' already has parent {second.parent_id!r} in an earlier message" in reason
+
+    # In a later batch, the stored edge stands and the conflicting record is parked again.
+    send_records(sqs, queue, [shared[1], shared[0]])
+    response = load_handler.handler(sqs_event(sqs, queue, expected=2), LambdaContext())
+    assert response["batchItemFailures"] == []
+    assert {item["node_id"]["S"]: item["parent_id"]["S"] for item in table_items(dynamodb, "root-p")} == stored
+    [reason] = parked(sqs).values()
+    assert f"already has parent {second.parent_id!r} in the lineage table" in reason
 
 
 def test_handler_reports_messages_whose_writes_kept_failing(

@@ -103,6 +103,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "STAGE_A_QUEUE_URL": queues["queue-a"],
             "STAGE_A_DEAD_LETTER_QUEUE_URL": queues["dlq"],
             "STAGE_B_QUEUE_URL": queues["queue-b"],
+            "STAGE_B_DEAD_LETTER_QUEUE_URL": queues["dlq"],
             "LINEAGE_QUEUE_URL": queues["lineage"],
             "OPENLINEAGE_EVENTS_LOCATION": "s3://archive-bucket/openlineage/",
             "OPENLINEAGE_NAMESPACE": "lakeline-dev",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,14 +12,15 @@ import pytest
 from moto import mock_aws
 
 from lakeline.dependencies.arrivals import ArrivalTracker
-from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
+from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.resolve import resolve_steps, team_sql_reader
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.errors import ConfigError
 from stage_b.messages import LineageParents, StageBMessage
-from stage_b.routing import RoutingError, route_finished_partition
+from stage_b.routing import route_finished_partition
+from tests.seed_items import seed_item
 
 REPO = Path(__file__).parents[2]
 SEED_ITEM = REPO / "tests" / "fixtures" / "dependencies" / "seed_item.json"
@@ -46,7 +46,9 @@ class Aws:
     def route(
         self, table: str, partition: dict[str, str], tracker: ArrivalTracker | None = None
     ) -> list[StageBMessage]:
-        return route_finished_partition(table, partition, self.store, tracker or self.tracker())
+        routing = route_finished_partition(table, partition, self.store, tracker or self.tracker())
+        assert routing.unrouted == []
+        return routing.messages
 
     def state(self, target_partition: str) -> dict[str, Any]:
         item: dict[str, Any] = self.client.get_item(
@@ -63,12 +65,6 @@ def aws() -> Iterator[Aws]:
         yield Aws(client, DependencyStore(client, TABLES.dependencies, TABLES.by_table))
 
 
-def seed_item(**changes: Any) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(SEED_ITEM.read_text())
-    data.update(changes)
-    return data
-
-
 def needing_both(**changes: Any) -> dict[str, Any]:
     data = seed_item(triggerMode="all", **changes)
     data["dependencies"].append(dict(data["dependencies"][0], TableName=ORDERS, Usage="append"))
@@ -78,7 +74,7 @@ def needing_both(**changes: Any) -> dict[str, Any]:
 def test_seed_example_routes_and_resolves_end_to_end(aws: Aws) -> None:
     aws.define(seed_item())
     lineage = LineageParents(root_id="root-1", parent_id="stage-a-node-7")
-    [message] = route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store, lineage=lineage)
+    [message] = route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store, lineage=lineage).messages
     assert message.model_dump() == {
         "target_dataset": TARGET,
         "partition": {"date": "20220115"},
@@ -130,28 +126,34 @@ def test_b_to_b_chains_carry_the_path(aws: Aws) -> None:
         ),
     )
     [first] = aws.route(CUSTOMERS, {"date": "20220120"})
-    [second] = route_finished_partition(first.target_dataset, first.partition, aws.store, path=first.path)
+    [second] = route_finished_partition(first.target_dataset, first.partition, aws.store, path=first.path).messages
     assert second.partition == {"month": "202201"}
     assert second.path == [f"{CUSTOMERS}/date=20220120", f"{TARGET}/date=20220115"]
 
 
-def test_an_invalid_pair_fails_routing_before_anything_is_written(aws: Aws) -> None:
+def test_an_invalid_pair_fails_only_its_own_target(aws: Aws) -> None:
     aws.define(needing_both(), seed_item(dataset="engineering_analytics_dev.other"))
     broken = aws.store.edges_from(CUSTOMERS)[0].to_item()
     broken["dependency"]["relativedelta_attributes"] = {"weekday": "SA(0)"}
     broken["target_dataset"] = "engineering_analytics_dev.broken"
     aws.client.put_item(TableName=TABLES.by_table, Item=to_dynamodb(broken))
-    with pytest.raises(DependencyItemError, match=r"(?s)engineering_analytics_dev\.broken.*occurrence must not be 0"):
-        aws.route(CUSTOMERS, {"date": "20220120"})
+    # Issue 17: one target that could not be routed failed the routing of every target of the partition.
+    routing = route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker())
+    assert [message.target_dataset for message in routing.messages] == ["engineering_analytics_dev.other"]
+    [unrouted] = routing.unrouted
+    assert unrouted.target_dataset == "engineering_analytics_dev.broken"
+    assert "occurrence must not be 0" in unrouted.reason
+    assert aws.state(f"{TARGET}/date=20220115")["arrived_sources"]["SS"] == [CUSTOMERS]  # mode all went on
     aws.client.delete_item(
         TableName=TABLES.by_table,
         Key={"source_table": {"S": CUSTOMERS}, "target_dataset": {"S": "engineering_analytics_dev.broken"}},
     )
-    # a partition without the FieldColumn fails every target, listed together
-    with pytest.raises(RoutingError) as caught:
-        aws.route(CUSTOMERS, {"day": "20220120"})
-    assert len(caught.value.problems) == 2
-    assert aws.client.scan(TableName=TABLES.pipeline_state)["Count"] == 0
+    # a partition without the FieldColumn fails every target, each with its reason, and records nothing
+    routing = route_finished_partition(CUSTOMERS, {"day": "20220121"}, aws.store, aws.tracker())
+    assert routing.messages == []
+    assert [u.target_dataset for u in routing.unrouted] == [TARGET, "engineering_analytics_dev.other"]
+    assert all("no partition column 'date'" in u.reason for u in routing.unrouted)
+    assert aws.client.scan(TableName=TABLES.pipeline_state)["Count"] == 1
 
 
 def test_all_mode_needs_a_state_table(aws: Aws) -> None:

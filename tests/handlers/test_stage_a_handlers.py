@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from lakeline.dependencies.model import parse_dependency_item
-from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lambdas.partition_commit import handler as commit
@@ -108,6 +108,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "STAGE_B_QUEUE_URL": queue_b,
+            "STAGE_B_DEAD_LETTER_QUEUE_URL": sqs.create_queue(QueueName="queue-b-dlq")["QueueUrl"],
             "LINEAGE_QUEUE_URL": lineage_queue,
         }.items():
             monkeypatch.setenv(name, value)
@@ -400,3 +401,32 @@ def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any
         "partition": {"date": "20220120"},
         "run": plan["run_token"],
     }
+
+
+def test_post_update_parks_a_target_it_cannot_route_and_routes_the_others(aws: dict[str, Any]) -> None:
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    store = DependencyStore(dynamodb)
+    store.put_items([parse_dependency_item(json.loads(SEED_ITEM.read_text()))])
+    backfill(store)
+    # A pair stored before today's checks (a shift of 1000 years): it no longer validates when read.
+    [edge] = store.edges_from("engineering_mysql_dev.customers")
+    broken = edge.to_item() | {"target_dataset": "engineering_analytics_dev.broken"}
+    broken["dependency"]["relativedelta_attributes"] = {"years": 1000}
+    dynamodb.put_item(TableName=store.by_table_table, Item=to_dynamodb(broken))
+    plan = plan_for(aws)
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+
+    # Issue 17: the invalid pair failed the routing of every target of the partition.
+    result = post_update.handler({"plan": plan}, CONTEXT)
+    assert result["triggered"] == ["engineering_analytics_dev.destination_table/date=20220115"]
+    [unrouted] = result["unrouted"]
+    assert unrouted.startswith("engineering_mysql_dev.customers/date=20220120 → engineering_analytics_dev.broken: ")
+    assert "years: Input should be less than or equal to 100" in unrouted
+    sent = aws["sqs"].receive_message(QueueUrl=aws["queue_b"], MaxNumberOfMessages=10)["Messages"]
+    assert [json.loads(m["Body"])["target_dataset"] for m in sent] == ["engineering_analytics_dev.destination_table"]
+    dlq = aws["sqs"].get_queue_url(QueueName="queue-b-dlq")["QueueUrl"]
+    [letter] = aws["sqs"].receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, MessageAttributeNames=["All"])[
+        "Messages"
+    ]
+    assert letter["MessageAttributes"]["lakeline_reason"]["StringValue"] == unrouted
+    assert json.loads(letter["Body"])["unrouted"]["target_dataset"] == "engineering_analytics_dev.broken"

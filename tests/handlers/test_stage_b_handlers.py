@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from lakeline.dependencies.model import parse_dependency_item
-from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lambdas.partition_commit import handler as commit
@@ -107,6 +107,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "STAGE_B_QUEUE_URL": queue_b,
+            "STAGE_B_DEAD_LETTER_QUEUE_URL": dlq,
             "LINEAGE_QUEUE_URL": lineage_queue,
             "ARTIFACTS_BUCKET": "artifacts-bucket",
             "STAGE_BUCKET": "stage-bucket",
@@ -162,7 +163,12 @@ def test_router_plans_with_the_sql_file_from_artifacts_and_starts_once(aws: dict
 
 
 def test_router_dead_letters_messages_that_can_never_run(aws: dict[str, Any]) -> None:
-    seed = message(target="engineering_analytics_dev.destination_table", usage="overwrite").model_dump_json()
+    # An item stored before its SQL was checked (written around `deps put`) is refused when read.
+    weekly = "engineering_analytics_dev.weekly_customers"
+    broken = item(weekly, TARGET, sql=f"INSERT INTO {weekly} ( SELECT id, '$day' FROM {TARGET}")
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dynamodb.put_item(TableName=DependencyTableNames().dependencies, Item=to_dynamodb(broken))
+    seed = message(target=weekly, usage="overwrite").model_dump_json()
     no_item = message(target="engineering_analytics_dev.unknown").model_dump_json()
     response = router.handler(sqs_event("{}", seed, no_item), CONTEXT)
     assert response == {"batchItemFailures": []}

@@ -308,13 +308,18 @@ def lineage_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         dynamodb.create_table(**LINEAGE_TABLE.create_table_kwargs(TABLE))
+        dead_letters = boto3.client("sqs", region_name=REGION).create_queue(QueueName="lineage-dlq")["QueueUrl"]
         monkeypatch.setenv("LINEAGE_TABLE_NAME", TABLE)
+        monkeypatch.setenv("LINEAGE_DEAD_LETTER_QUEUE_URL", dead_letters)
         monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-        load.loader.cache_clear()
+        caches = (load.loader, load.environment, load.sqs)
+        for cached in caches:
+            cached.cache_clear()
         try:
             yield dynamodb
         finally:
-            load.loader.cache_clear()
+            for cached in caches:
+                cached.cache_clear()
 
 
 def record_message(root: str) -> dict[str, Any]:
@@ -332,7 +337,7 @@ def valid_record(body: str) -> LineageRecord | None:
         return None
 
 
-def test_malformed_lineage_messages_fail_alone_and_their_neighbours_load(lineage_table: Any) -> None:
+def test_malformed_lineage_messages_are_parked_with_a_reason_and_their_neighbours_load(lineage_table: Any) -> None:
     from lambdas.lineage_load import handler as load
 
     outcomes: Counter[str] = Counter()
@@ -353,11 +358,15 @@ def test_malformed_lineage_messages_fail_alone_and_their_neighbours_load(lineage
         good = [json.dumps(record_message(f"good-{number}-{i}")) for i in range(3)]
         batch = [good[0], *bad_bodies[:2], good[1], *bad_bodies[2:], good[2]]
         response = load.handler(lambda_sqs_event(batch), context("lineage-load"))
-        failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
-        expected_failed = {f"message-{i}" for i, body in enumerate(batch) if valid_record(body) is None}
-        assert failed == expected_failed
-        outcomes["failed"] += len(failed)
-        outcomes["loaded"] += len(batch) - len(failed)
+        # Never worth retrying: parked at once, each with its reason, none reported for redelivery.
+        assert response["batchItemFailures"] == []
+        sqs = boto3.client("sqs", region_name=REGION)
+        letters = drain_messages(sqs, sqs.get_queue_url(QueueName="lineage-dlq")["QueueUrl"])
+        invalid = [body for body in batch if valid_record(body) is None]
+        assert sorted(letter["Body"] for letter in letters) == sorted(invalid)
+        assert all(reason_of(letter).startswith("invalid lineage record: ") for letter in letters)
+        outcomes["failed"] += len(invalid)
+        outcomes["loaded"] += len(batch) - len(invalid)
         for body in good:
             record = json.loads(body)
             key = {"root_id": {"S": record["root_id"]}, "node_id": {"S": record["node_id"]}}

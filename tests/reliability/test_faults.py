@@ -90,13 +90,18 @@ def lineage_cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         sqs = boto3.client("sqs", region_name=REGION)
         queue, dead_letters = create_queue_with_dead_letters(sqs, "lineage")
         monkeypatch.setenv("LINEAGE_TABLE_NAME", TABLE)
+        monkeypatch.setenv("LINEAGE_DEAD_LETTER_QUEUE_URL", dead_letters)
         monkeypatch.setenv("LINEAGE_WRITE_ATTEMPTS", "2")
         monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
         load.loader.cache_clear()
+        load.environment.cache_clear()
+        load.sqs.cache_clear()
         try:
             yield {"dynamodb": dynamodb, "sqs": sqs, "queue": queue, "dlq": dead_letters, "handler": load.handler}
         finally:
             load.loader.cache_clear()
+            load.environment.cache_clear()
+            load.sqs.cache_clear()
 
 
 def test_lineage_load_recovers_from_throttling_and_unprocessed_items_exactly(
@@ -295,8 +300,10 @@ def test_post_update_retried_after_dynamodb_throttling_routes_and_records_exactl
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "STAGE_A_QUEUE_URL": queue_b,
             "STAGE_B_QUEUE_URL": queue_b,
+            "STAGE_B_DEAD_LETTER_QUEUE_URL": sqs.create_queue(QueueName="queue-b-dlq")["QueueUrl"],
             "LINEAGE_QUEUE_URL": lineage_queue,
             "LINEAGE_TABLE_NAME": TABLE,
+            "LINEAGE_DEAD_LETTER_QUEUE_URL": sqs.create_queue(QueueName="lineage-dlq")["QueueUrl"],
             "POWERTOOLS_TRACE_DISABLED": "true",
         }.items():
             monkeypatch.setenv(name, value)
@@ -310,7 +317,8 @@ def test_post_update_retried_after_dynamodb_throttling_routes_and_records_exactl
         )
         with fresh_default_session(monkeypatch) as session:
             post_update.runtime.cache_clear()
-            load.loader.cache_clear()
+            for cached in (load.loader, load.environment, load.sqs):
+                cached.cache_clear()
             queries = {"n": 0}
 
             def throttle_first_query(**_: Any) -> Any:
@@ -333,4 +341,5 @@ def test_post_update_retried_after_dynamodb_throttling_routes_and_records_exactl
             LambdaSqsSource(sqs, lineage_queue, "lineage-load", batch_size=100).run_until_empty(load.handler)
             assert len(stored_nodes(dynamodb)) == 2, "RAW_DATA_INPUT and STAGE_A_COMPLETE, once each"
         post_update.runtime.cache_clear()
-        load.loader.cache_clear()
+        for cached in (load.loader, load.environment, load.sqs):
+            cached.cache_clear()

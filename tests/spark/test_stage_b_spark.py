@@ -57,9 +57,12 @@ def create_table(engine: SparkEngine, workspace: Workspace, dataset: str, column
     )
 
 
-def item(dataset: str, source: str, steps: list[dict[str, str]], usage: str = "overwrite") -> Any:
+def item(
+    dataset: str, source: str, steps: list[dict[str, str]], usage: str = "overwrite", scratch: tuple[str, ...] = ()
+) -> Any:
     return parse_dependency_item(
         {
+            "scratchTables": list(scratch),
             "dataset": dataset,
             "dependencies": [
                 {
@@ -226,7 +229,7 @@ def test_failing_step_stops_the_run_and_keeps_the_partition(
         },
         {"db": f"engineering_analytics_{env}", "info": "never runs", "sql": f"CREATE TABLE {scratch} AS SELECT 1 AS x"},
     ]
-    svc = services(spark_engine, workspace, env, queries_root, [item(target, source, broken)])
+    svc = services(spark_engine, workspace, env, queries_root, [item(target, source, broken, scratch=(scratch,))])
     with pytest.raises(StageBStepFailed, match=r"steps\[0\] \(the broken step\) failed") as failure:
         process_stage_b(message(target, source, "overwrite", "run2"), svc)
     assert failure.value.step.index == 0
@@ -244,7 +247,9 @@ def test_unknown_token_stops_the_plan_before_anything_runs(
     target = f"engineering_analytics_{env}.event_log"
     create_table(spark_engine, workspace, source, "id BIGINT")
     create_table(spark_engine, workspace, target, "id BIGINT")
-    steps = [{"db": f"engineering_analytics_{env}", "sql": f"INSERT INTO {target} SELECT id, '$nope' FROM {source}"}]
+    # Inline, the unknown token is refused when the item is validated; a sql_file is checked at planning.
+    (queries_root / "engineering" / "nope.sql").write_text(f"INSERT INTO {target} SELECT id, '$nope' FROM {source}")
+    steps = [{"db": f"engineering_analytics_{env}", "sql_file": "nope.sql"}]
     svc = services(spark_engine, workspace, env, queries_root, [item(target, source, steps)])
     with pytest.raises(Exception, match=r"no value for \$nope"):
         process_stage_b(message(target, source, "overwrite", "run1"), svc)

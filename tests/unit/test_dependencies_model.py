@@ -195,3 +195,133 @@ def test_edges_are_validated_on_read(seed: dict[str, Any]) -> None:
     mismatched = dict(edge, source_table="engineering_mysql_dev.orders")
     with pytest.raises(DependencyItemError, match="differs from source_table"):
         parse_dependency_edge(mismatched)
+
+
+# -- issue 17: items that validated and then did the wrong thing -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "mask", "example"),
+    [
+        ("partitionPythonMask", "%Y%U", "parses back to 1999-01-01"),  # week number ignored without a weekday
+        ("partitionPythonMask", "%j", "parses back to 1900-"),  # every year's day 358 in one partition
+        ("partitionPythonMask", "%Y%m%d%I", "one partition would hold dates apart"),  # 1am and 1pm together
+        ("partitionPythonMask", "%y%m%d", "2099-12-24 12:00:00 formats to '991224', which parses back to 1999"),
+        ("DateExpression", "%d", "parses back to 1900-"),
+        ("DateExpression", "%Y%U", "parses back to 1999-01-01"),
+    ],
+)
+def test_masks_that_do_not_round_trip_are_refused(seed: dict[str, Any], field: str, mask: str, example: str) -> None:
+    if field == "DateExpression":
+        seed["dependencies"][0]["DateExpression"] = mask
+        path = "dependencies[0].DateExpression"
+    else:
+        seed["partitionPythonMask"] = mask
+        path = "partitionPythonMask"
+    [problem] = problems(seed)
+    assert problem.startswith(f"{path}: {field} {mask!r} does not round-trip: ")
+    assert example in problem
+    assert "\n" not in problem
+
+
+@pytest.mark.parametrize("mask", ["%Y%m%d", "%Y-%m-%d", "%Y%m", "%Y", "%Y-%m-%dT%H", "%G-%V-%u", "%Y%j"])
+def test_masks_that_round_trip_are_accepted(seed: dict[str, Any], mask: str) -> None:
+    seed["partitionPythonMask"] = mask
+    seed["dependencies"][0]["DateExpression"] = mask
+    seed["dependencies"][0]["relativedelta_attributes"] = {}
+    assert parse_dependency_item(seed).partition_python_mask == mask
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ({"years": 1000}, "relativedelta_attributes.years: Input should be less than or equal to 100"),
+        ({"year": 9999, "months": 1}, "relativedelta_attributes: {'months': 1, 'year': 9999} moves 1999-12-24"),
+        ({"year": 1, "month": 1, "day": 1, "days": -1}, "out of range"),
+        ({"year": 500}, "which '%Y%m%d' writes '5001224'"),  # a 3-digit year does not parse back
+    ],
+)
+def test_date_arithmetic_is_checked_for_overflow(
+    seed: dict[str, Any], attributes: dict[str, Any], message: str
+) -> None:
+    seed["dependencies"][0]["relativedelta_attributes"] = attributes
+    [problem] = problems(seed)
+    assert problem.startswith("dependencies[0].relativedelta_attributes")
+    assert message in problem
+
+
+def test_substitution_shifts_are_checked_for_overflow(seed: dict[str, Any]) -> None:
+    seed["date_substitutions"][0]["relativedelta_attributes"] = {"year": 9999, "days": 1}
+    [problem] = problems(seed)
+    assert problem.startswith("date_substitutions[0].relativedelta_attributes: {'days': 1, 'year': 9999} moves")
+
+
+def with_sql(seed: dict[str, Any], sql: str) -> dict[str, Any]:
+    seed["steps"] = [{"db": "engineering_analytics_dev", "sql": sql, "info": "load"}]
+    return seed
+
+
+TARGET = "engineering_analytics_dev.destination_table"
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (f"INSERT INTO {TARGET} SELECT '$start_date'; SELECT 1", "a step holds exactly one statement, found 2"),
+        (f"INSERT INTO {TARGET} SELECT 1 FROM t; DROP TABLE t", "a step holds exactly one statement, found 2"),
+        ("INSERT INTO side SELECT '$end_date'", "writes engineering_analytics_dev.side; a step may write only"),
+        ("DROP TABLE engineering_mysql_dev.customers", "writes engineering_mysql_dev.customers"),
+        ("DELETE FROM engineering_mysql_dev.customers WHERE 1 = 1", "writes engineering_mysql_dev.customers"),
+        ("CREATE TABLE other.t AS SELECT 1 AS x", "writes other.t"),
+        (f"ALTER TABLE {TARGET} RENAME TO other.t", "writes other.t"),
+        ("DROP DATABASE engineering_mysql_dev", "DROP DATABASE changes something other than a table"),
+        (f"insert into {TARGET} ( SELECT 1", "SQL does not parse: Expecting )"),
+    ],
+)
+def test_steps_are_one_statement_writing_only_the_dataset(seed: dict[str, Any], sql: str, message: str) -> None:
+    [problem] = problems(with_sql(seed, sql))
+    assert problem.startswith("steps[0].sql: ")
+    assert message in problem
+
+
+def test_declared_scratch_tables_may_be_written(seed: dict[str, Any]) -> None:
+    seed["scratchTables"] = ["Engineering_Analytics_Dev.Scratch"]
+    item = parse_dependency_item(with_sql(seed, "CREATE TABLE scratch AS SELECT '$start_date' AS d"))
+    assert item.scratch_tables == ("engineering_analytics_dev.scratch",)
+    assert item.to_item()["scratchTables"] == ["engineering_analytics_dev.scratch"]
+    assert parse_dependency_item(item.to_item()) == item
+    seed["scratchTables"] = ["db.a", "DB.A", "bad"]
+    [problem] = problems(seed)
+    assert problem.startswith("scratchTables: ")
+
+
+@pytest.mark.parametrize(
+    ("sql", "undefined"),
+    [
+        (f"INSERT INTO {TARGET} SELECT 'v_$day' FROM t", "$day"),
+        (f"INSERT INTO {TARGET} SELECT 'x$end_date_v2' FROM t", "$end_date_v2"),
+        (f"INSERT INTO {TARGET} SELECT x$nope FROM t", "$nope"),
+    ],
+)
+def test_every_token_is_defined_or_reported(seed: dict[str, Any], sql: str, undefined: str) -> None:
+    [problem] = problems(with_sql(seed, sql))
+    assert problem.startswith(f"steps[0].sql: no value for {undefined}; define it in date_substitutions")
+
+
+def test_glued_and_escaped_tokens_and_built_ins_are_accepted(seed: dict[str, Any]) -> None:
+    sql = f"INSERT INTO {TARGET} SELECT 'x$end_date', '$$start_date', '$partition_value', \"$path\" FROM t"
+    assert parse_dependency_item(with_sql(seed, sql)).steps[0].sql == sql
+
+
+def test_problems_name_the_item(seed: dict[str, Any]) -> None:
+    seed["partitionPythonMask"] = "%j"
+    with pytest.raises(DependencyItemError, match=r"^dependency item engineering_analytics_dev\.destination_table is"):
+        parse_dependency_item(seed)
+
+
+def test_stored_edges_are_checked_for_overflow_on_read(seed: dict[str, Any]) -> None:
+    [edge] = edges_of(parse_dependency_item(seed))
+    stored = edge.to_item()
+    stored["dependency"]["relativedelta_attributes"] = {"year": 9999, "months": 1}
+    with pytest.raises(DependencyItemError, match=r"dependency\.relativedelta_attributes: .* out of range"):
+        parse_dependency_edge(stored)

@@ -42,10 +42,45 @@ def test_seed_example_end_to_end(seed: dict[str, Any]) -> None:
                 "db": "engineering_analytics_dev",
                 "info": "SQL to insert into destination_table",
                 "sql": "insert into engineering_analytics_dev.destination_table ( SELECT *, '20220114' "
-                "FROM TABLE_X where date = '20220110' ",
+                "FROM TABLE_X where date = '20220110' )",
             }
         ],
     }
+
+
+def test_the_built_in_tokens_a_run_provides_are_known(seed: dict[str, Any]) -> None:
+    # Issue 17: `deps resolve` refused $partition_value, which a real run provides.
+    seed["steps"][0]["sql"] = (
+        "INSERT INTO $target_database.$target_table SELECT '$partition_value', '$partition_column', "
+        "'$environment' FROM t"
+    )
+    item = parse_dependency_item(seed)
+    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files, "dev")
+    assert resolved.steps[0].sql == (
+        "INSERT INTO engineering_analytics_dev.destination_table SELECT '20220115', 'date', 'dev' FROM t"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "INSERT INTO engineering_analytics_dev.destination_table SELECT 1; DROP TABLE engineering_mysql_dev.c",
+            "a step holds exactly one statement, found 2",
+        ),
+        ("INSERT INTO side_table SELECT '$end_date'", "writes engineering_analytics_dev.side_table; a step may write"),
+        ("DROP TABLE IF EXISTS engineering_mysql_dev.customers", "writes engineering_mysql_dev.customers"),
+        ("SELECT '$nope'", r"no value for \$nope"),
+    ],
+)
+def test_sql_files_are_checked_when_resolved(seed: dict[str, Any], tmp_path: Path, sql: str, message: str) -> None:
+    (tmp_path / "engineering").mkdir()
+    (tmp_path / "engineering" / "step.sql").write_text(sql)
+    seed["steps"] = [{"db": "engineering_analytics_dev", "sql_file": "step.sql", "info": "from a file"}]
+    item = parse_dependency_item(seed)
+    reader = team_sql_reader(tmp_path, "engineering")
+    with pytest.raises(ValidationError, match=rf"destination_table steps\[0\] \(from a file\): {message}"):
+        resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, reader)
 
 
 def test_multi_level_source_partitions_use_the_field_column(seed: dict[str, Any]) -> None:
@@ -107,11 +142,19 @@ def test_missing_sql_file_and_bad_team(seed: dict[str, Any], tmp_path: Path) -> 
         team_sql_reader(tmp_path, "../x")
 
 
-def test_a_token_left_over_is_an_error(seed: dict[str, Any]) -> None:
-    seed["steps"][0]["sql"] = "SELECT '$start_date', '$start_date_x', $other FROM t"
+def test_a_token_left_over_is_an_error(seed: dict[str, Any], tmp_path: Path) -> None:
+    sql = "SELECT '$start_date', '$start_date_x', $other FROM t"
+    (tmp_path / "engineering").mkdir()
+    (tmp_path / "engineering" / "step.sql").write_text(sql)
+    seed["steps"] = [{"db": "engineering_analytics_dev", "sql_file": "step.sql"}]
     item: DependencyItem = parse_dependency_item(seed)
+    reader = team_sql_reader(tmp_path, "engineering")
     with pytest.raises(ValidationError, match=r"steps\[0\].*no value for \$start_date_x, \$other"):
-        resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files)
+        resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, reader)
+    # inline, the same SQL is refused when the item is validated
+    seed["steps"] = [{"db": "engineering_analytics_dev", "sql": sql}]
+    with pytest.raises(ValidationError, match=r"steps\[0\]\.sql: no value for \$start_date_x, \$other"):
+        parse_dependency_item(seed)
 
 
 def test_arrival_of_a_table_that_is_not_a_source(seed: dict[str, Any]) -> None:
