@@ -74,6 +74,7 @@ class RawContract:
     delimiter: str = ","
     quote: str = '"'  # "": fields are never quoted (a quote is data)
     multiline_fields: bool = False
+    case_sensitive_keys: bool = False
     evolution: SchemaEvolution = "reject"
 
     @classmethod
@@ -89,6 +90,7 @@ class RawContract:
             delimiter=schema.delimiter or ",",
             quote=schema.quote,
             multiline_fields=schema.multiline_fields,
+            case_sensitive_keys=schema.case_sensitive_keys,
             evolution=evolution,
         )
 
@@ -195,6 +197,7 @@ def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Co
 
 def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Column, ...]:
     types = {column.name.lower(): column.type for column in contract.columns}
+    names = {column.name.lower(): column.name for column in contract.columns}
     extra: dict[str, None] = {}
     for number, line in enumerate(text, start=1):
         if not line.strip():
@@ -209,6 +212,12 @@ def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[C
             kind = types.get(str(key).lower())
             if kind is None:
                 extra.setdefault(str(key).lower())
+            elif contract.case_sensitive_keys and key != names[str(key).lower()]:
+                # Spark matches JSON keys to columns case-sensitively: the column would read NULL.
+                raise ContractViolation(
+                    f"{file_name}: line {number}, key {key!r} is spelled {names[str(key).lower()]!r} "
+                    f"in table {contract.table}; JSON keys are matched with their case"
+                )
             elif value is not None and not _json_reads_as(kind, value):
                 raise ContractViolation(
                     f"{file_name}: line {number}, column {key}: {_shown(json.dumps(value))} is not {kind}"

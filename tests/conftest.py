@@ -90,3 +90,11 @@ def valid_openlineage_events(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for module in (openlineage_events, glue_events):
         monkeypatch.setattr(module, "owned", owned_and_valid)
+
+
+@pytest.fixture(autouse=True)
+def fresh_raw_objects() -> None:
+    """Each test's moto mock gets its own clients in ``tests.raw_objects``."""
+    from tests import raw_objects
+
+    raw_objects.forget()

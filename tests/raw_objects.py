@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
 from lakeline.settings import PipelineSettings
 from stage_a.keys import InvalidKey, parse_raw_key
+
+# Clients and bodies made within the current test's moto mock (cleared before every test by the autouse
+# fixture in tests/conftest.py: a client made in another test's mock would not be mocked).
+_made: dict[object, object] = {}
 
 SAMPLE_VALUES = {"bigint": "1", "int": "1", "double": "1.5", "boolean": "true", "date": "2022-01-20"}
 
@@ -26,15 +31,37 @@ def put_raw_object(key: str, bucket: str = "raw-bucket", region: str = "us-east-
     settings = PipelineSettings(
         raw_root="s3://raw/", stage_root="s3://stage/", environment=os.environ.get("PIPELINE_ENVIRONMENT")
     )
-    glue = boto3.client("glue", region_name=region)
-    try:
-        table = glue.get_table(DatabaseName=settings.raw_database(raw.team, raw.dataset), Name=raw.table)["Table"]
-    except (ClientError, ValueError):
+    database = settings.raw_database(raw.team, raw.dataset)
+    if (database, raw.table) not in _made:
+        _made[(database, raw.table)] = _sample(_client("glue", region), database, raw.table)
+    body = _made[(database, raw.table)]
+    if body is None:
         return
-    columns = table.get("StorageDescriptor", {}).get("Columns", [])
+    s3 = _client("s3", region)
+    if ("bucket", bucket) not in _made:
+        with contextlib.suppress(ClientError):  # there already
+            s3.create_bucket(Bucket=bucket)
+        _made[("bucket", bucket)] = True
+    s3.put_object(Bucket=bucket, Key=key, Body=body)
+
+
+def forget() -> None:
+    _made.clear()
+
+
+def _client(service: str, region: str) -> Any:
+    if (service, region) not in _made:
+        _made[(service, region)] = boto3.client(service, region_name=region)  # type: ignore[call-overload]
+    return _made[(service, region)]
+
+
+def _sample(glue: Any, database: str, table: str) -> bytes | None:
+    """A header and one row of the table's columns' types; ``None`` for a table Glue does not have."""
+    try:
+        found = glue.get_table(DatabaseName=database, Name=table)["Table"]
+    except ClientError:
+        return None
+    columns = found.get("StorageDescriptor", {}).get("Columns", [])
     header = ",".join(column["Name"] for column in columns)
     row = ",".join(SAMPLE_VALUES.get(column.get("Type", "string").lower(), "x") for column in columns)
-    s3 = boto3.client("s3", region_name=region)
-    with contextlib.suppress(ClientError):  # there already
-        s3.create_bucket(Bucket=bucket)
-    s3.put_object(Bucket=bucket, Key=key, Body=f"{header}\n{row}\n".encode())
+    return f"{header}\n{row}\n".encode()

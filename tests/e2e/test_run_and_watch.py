@@ -90,17 +90,6 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     assert (tmp_path / "ws" / "lineage.html").exists()
 
 
-def run_project(config: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*LAKELINE, "run", "--config", str(config)],
-        cwd=config.parent,
-        env={**os.environ, "COLUMNS": "400"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fixed(tmp_path: Path) -> None:
     config = project(tmp_path)
     drop(tmp_path, "2024-03-01", [("north", 10.0), ("south", 5.5)])  # makes the table: store, amount
@@ -113,7 +102,7 @@ def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fix
     returns.mkdir(parents=True)
     (returns / "returns.csv").write_bytes(b"PAR1" + b"\0" * 16 + b"PAR1")  # a new table's first file
 
-    result = run_project(config)
+    result = lakeline_run(config)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
     reasons = "\n".join(summary["quarantined"])
@@ -136,7 +125,7 @@ def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fix
     (day / "late.csv").write_text("store,amount\nnorth,7\n")
     for removed in (day / "typo.csv", day / "notes.txt", returns / "returns.csv"):
         removed.unlink()
-    result = run_project(config)
+    result = lakeline_run(config)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
         ["north", 7.0, "2024-03-02"],

@@ -110,7 +110,9 @@ def test_add_columns_accepts_new_columns_after_the_tables_and_returns_them(tmp_p
     )
 
 
-JSON_TABLE = TableSchema("raw", "events", (Column("id", "bigint"), Column("tags", "array<string>")), format="json")
+JSON_TABLE = TableSchema(
+    "raw", "events", (Column("id", "bigint"), Column("tags", "array<string>")), format="json", case_sensitive_keys=True
+)  # as Spark reads JSON
 
 
 @pytest.mark.parametrize(
@@ -120,6 +122,7 @@ JSON_TABLE = TableSchema("raw", "events", (Column("id", "bigint"), Column("tags"
         (b'{"id": 1}\n{"id": "x"}\n', "line 2, column id: '\"x\"' is not bigint"),
         (b'{"id": 1, "tagz": []}\n', "key tagz not in table raw.events"),
         (b'{"id": 1\n', "line 1 is not JSON"),
+        (b'{"ID": 1}\n', "line 1, key 'ID' is spelled 'id' in table raw.events"),
     ],
 )
 def test_json_lines_are_checked_by_key_and_type(tmp_path: Path, body: bytes, reason: str) -> None:
@@ -128,3 +131,10 @@ def test_json_lines_are_checked_by_key_and_type(tmp_path: Path, body: bytes, rea
     with pytest.raises(ContractViolation, match=None) as caught:
         check_raw_file(RawContract.of(JSON_TABLE), LocalRawFile(path))
     assert reason in str(caught.value)
+
+
+def test_json_keys_of_another_case_pass_where_the_reader_ignores_case(tmp_path: Path) -> None:
+    path = tmp_path / "e.json"
+    path.write_bytes(b'{"ID": 1, "Tags": ["a"]}\n')
+    athena_table = replace(JSON_TABLE, case_sensitive_keys=False)  # the OpenX JSON SerDe
+    assert check_raw_file(RawContract.of(athena_table), LocalRawFile(path)) == ()
