@@ -26,6 +26,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -102,6 +103,10 @@ def file_format(name: str) -> RawFormat | None:
 
 def check_file_format(raw: RawFile) -> RawFormat:
     """The file's format, by name and content, if they agree and it has any content."""
+    return _format_and_size(raw)[0]
+
+
+def _format_and_size(raw: RawFile) -> tuple[RawFormat, int]:
     named = file_format(raw.name)
     size = raw.size()
     content: RawFormat | None = "parquet" if raw.read_range(0, min(size, 4)) == MAGIC else None
@@ -112,16 +117,15 @@ def check_file_format(raw: RawFile) -> RawFormat:
         raise ContractViolation(f"{raw.name}: is a {content} file named as {named}")
     if size == 0:
         raise ContractViolation(f"{raw.name}: is empty")
-    return named
+    return named, size
 
 
 def check_raw_file(contract: RawContract, raw: RawFile) -> tuple[Column, ...]:
     """Refuse ``raw`` with a ``ContractViolation`` naming what is wrong, or return the columns it adds
     (only under ``add-columns``; otherwise always empty)."""
-    found = check_file_format(raw)
+    found, size = _format_and_size(raw)  # one size request per file (a HEAD on S3)
     if found != contract.format:
         raise ContractViolation(f"{raw.name}: is a {found} file; table {contract.table} reads {contract.format}")
-    size = raw.size()
     if found == "parquet":
         return _check_parquet(contract, raw, size)
     with raw.open() as binary:
@@ -316,9 +320,9 @@ def _json_reads_as(kind: str, value: object) -> bool:
     return True
 
 
-def _parses(parse: object, text: str) -> bool:
+def _parses(parse: Callable[[str], object], text: str) -> bool:
     try:
-        parse(text)  # type: ignore[operator]
+        parse(text)
     except ValueError:
         return False
     return True

@@ -15,7 +15,9 @@ from stage_a.keys import InvalidKey, parse_raw_key
 
 # Clients and bodies made within the current test's moto mock (cleared before every test by the autouse
 # fixture in tests/conftest.py: a client made in another test's mock would not be mocked).
-_made: dict[object, object] = {}
+_clients: dict[tuple[str, str], Any] = {}  # (service, region)
+_bodies: dict[tuple[str, str], bytes | None] = {}  # (database, table): None for a table Glue lacks
+_buckets: set[str] = set()
 
 SAMPLE_VALUES = {"bigint": "1", "int": "1", "double": "1.5", "boolean": "true", "date": "2022-01-20"}
 
@@ -32,27 +34,29 @@ def put_raw_object(key: str, bucket: str = "raw-bucket", region: str = "us-east-
         raw_root="s3://raw/", stage_root="s3://stage/", environment=os.environ.get("PIPELINE_ENVIRONMENT")
     )
     database = settings.raw_database(raw.team, raw.dataset)
-    if (database, raw.table) not in _made:
-        _made[(database, raw.table)] = _sample(_client("glue", region), database, raw.table)
-    body = _made[(database, raw.table)]
+    if (database, raw.table) not in _bodies:
+        _bodies[(database, raw.table)] = _sample(_client("glue", region), database, raw.table)
+    body = _bodies[(database, raw.table)]
     if body is None:
         return
     s3 = _client("s3", region)
-    if ("bucket", bucket) not in _made:
+    if bucket not in _buckets:
         with contextlib.suppress(ClientError):  # there already
             s3.create_bucket(Bucket=bucket)
-        _made[("bucket", bucket)] = True
+        _buckets.add(bucket)
     s3.put_object(Bucket=bucket, Key=key, Body=body)
 
 
 def forget() -> None:
-    _made.clear()
+    _clients.clear()
+    _bodies.clear()
+    _buckets.clear()
 
 
 def _client(service: str, region: str) -> Any:
-    if (service, region) not in _made:
-        _made[(service, region)] = boto3.client(service, region_name=region)  # type: ignore[call-overload]
-    return _made[(service, region)]
+    if (service, region) not in _clients:
+        _clients[(service, region)] = boto3.client(service, region_name=region)  # type: ignore[call-overload]
+    return _clients[(service, region)]
 
 
 def _sample(glue: Any, database: str, table: str) -> bytes | None:

@@ -164,7 +164,9 @@ class SparkEngine:
         query_id = f"spark-{uuid.uuid4()}"
         named = NAMED_TABLE.match(spark_sql)
         table = _table_key(named.group("name")) if named else None
-        if table and ADDS_PARTITION.match(spark_sql) and spark_sql in self._added_partitions.get(table, ()):
+        # Remembered per qualified table only: an unqualified name depends on the current database.
+        remembered = table is not None and "." in table and ADDS_PARTITION.match(spark_sql) is not None
+        if remembered and spark_sql in self._added_partitions.get(str(table), ()):
             logger.debug("spark %s: done already: %s", query_id, spark_sql)
             return QueryResult(query_id=query_id)
         if not KEEPS_TABLES.match(spark_sql):
@@ -180,8 +182,8 @@ class SparkEngine:
         except (PySparkException, Py4JJavaError) as error:
             reason = failure_reason(error)
             raise QueryFailed(f"Spark statement failed: {reason}", sql=sql, query_id=query_id, reason=reason) from error
-        if table and ADDS_PARTITION.match(spark_sql) and "." in table:
-            self._added_partitions.setdefault(table, set()).add(spark_sql)
+        if remembered:
+            self._added_partitions.setdefault(str(table), set()).add(spark_sql)
         return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)
 
     def _forget(self, table: str | None) -> None:

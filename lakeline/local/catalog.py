@@ -22,7 +22,9 @@ from lakeline.errors import ValidationError
 from lakeline.names import check_field_name, check_identifier, ddl_name, string_literal
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
+from stage_a.contract import check_file_format
 from stage_a.keys import RawObject
+from stage_a.raw_files import LocalRawFile
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType
@@ -76,6 +78,9 @@ def ensure_tables(
         if not session.catalog.databaseExists(database):
             session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
     if not engine.table_exists(raw_db, raw.table):
+        # The first file makes the table: one in another format than its name says would make a table
+        # that refuses every good file after it.
+        check_file_format(LocalRawFile(raw_file))
         reader = raw_format(raw.file_name)
         encoding = settings.table_settings(stage_db, raw.table).encoding
         csv_options = {**CSV_OPTIONS, "encoding": encoding}

@@ -41,10 +41,9 @@ from lakeline.local.workspace import Workspace
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.arrivals import parse_arrivals
-from stage_a.contract import check_file_format
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
-from stage_a.raw_files import LocalRawFile, LocalRawFiles
+from stage_a.raw_files import LocalRawFiles
 from stage_a.runner import execute_stage_a, publish_stage_a
 from stage_a.start import begin_arrival, plan_follow_up
 from stage_b.ledger import DynamoDBAppliedMessages
@@ -95,12 +94,7 @@ class SparkCatalog:
 
     def prepare(self, key: str) -> None:
         raw = parse_raw_key(key)
-        raw_file = self.workspace.raw_dir / raw.key
-        if not self.engine.table_exists(self.settings.raw_database(raw.team, raw.dataset), raw.table):
-            # The first file makes the table: one in another format than its name says would make a
-            # table that refuses every good file after it.
-            check_file_format(LocalRawFile(raw_file))
-        ensure_tables(self.engine, raw, raw_file, self.settings)
+        ensure_tables(self.engine, raw, self.workspace.raw_dir / raw.key, self.settings)
 
     def describe_table(self, database: str, table: str) -> TableSchema:
         return self.engine.describe_table(database, table)
