@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +13,7 @@ from rich.console import Console
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.dependencies.cli import deps_app
-from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
+from lakeline.engines.base import Column, QueryError, QueryResult, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
 from lakeline.glue_scanner.cli import glue_app
 from lakeline.lineage.cli import lineage_app
@@ -26,6 +27,14 @@ app.add_typer(lineage_app, name="lineage")
 app.add_typer(glue_app, name="glue")
 
 err_console = Console(stderr=True)
+
+
+def progress_console() -> Console:
+    """The console of commands that report progress line by line: a time on each line but not the
+    source line that printed it; in a pipe or a log, long lines stay whole instead of wrapping mid-value."""
+    console = Console(log_path=False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -180,7 +189,7 @@ def demo(
     from lakeline.local.demo import run_demo
 
     try:
-        run_demo(workspace, Console())
+        run_demo(workspace, progress_console())
     except LakelineError as error:
         fail(str(error))
 
@@ -282,15 +291,45 @@ def stage_b_run(
         raise typer.Exit(1)
 
 
+class ResultFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+def print_result(result: QueryResult, output: ResultFormat, console: Console) -> None:
+    """A query's rows as a table (as wide as its values, also in a pipe), CSV with a header, or JSON
+    (an array of objects)."""
+    import csv
+
+    from rich.table import Table
+
+    if output is ResultFormat.csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows(["" if value is None else value for value in row] for row in result.rows)
+    elif output is ResultFormat.json:
+        objects = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+        sys.stdout.write(json.dumps(objects, indent=1, default=str) + "\n")
+    else:
+        table = Table(*result.columns)
+        for row in result.rows:
+            table.add_row(*("NULL" if value is None else str(value) for value in row))
+        if not console.is_terminal:  # a pipe or a file: no terminal width to fit, so cut nothing
+            natural = console.measure(table, options=console.options.update_width(1_000_000)).maximum
+            console = Console(file=console.file, width=max(console.width, natural))
+        console.print(table)
+
+
 @app.command("sql")
 def run_sql(
     file: Annotated[Path | None, typer.Argument(help="file of Athena-dialect statements separated by ';'")] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="one statement instead of a file")] = None,
     workspace: Annotated[Path, typer.Option(help="local workspace folder")] = Path(".lakeline"),
+    output: Annotated[ResultFormat, typer.Option("--format", help="how results are printed")] = ResultFormat.table,
 ) -> None:
     """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results)."""
     import sqlglot
-    from rich.table import Table
 
     from lakeline.engines.spark import SparkEngine
     from lakeline.local.workspace import Workspace
@@ -315,10 +354,7 @@ def run_sql(
             fail(str(error), code=1)
             return
         if result.columns:
-            table = Table(*result.columns)
-            for row in result.rows:
-                table.add_row(*("NULL" if value is None else str(value) for value in row))
-            console.print(table)
+            print_result(result, output, console)
 
 
 ProjectOption = Annotated[Path, typer.Option("--config", help="lakeline.yml of the local project")]
@@ -331,7 +367,7 @@ def run_project(config: ProjectOption = Path("lakeline.yml")) -> None:
 
     from lakeline.local.project import LocalProject, ProjectConfig
 
-    console = Console()
+    console = progress_console()
     try:
         started = time.monotonic()
         with LocalProject(ProjectConfig.load(config), console) as project:
@@ -356,7 +392,7 @@ def watch_project(
 
     from lakeline.local.project import LocalProject, ProjectConfig, watch
 
-    console = Console()
+    console = progress_console()
     try:
         started = time.monotonic()
         with LocalProject(ProjectConfig.load(config), console) as project:

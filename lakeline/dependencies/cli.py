@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from lakeline.dependencies.files import load_items_file
+from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
 from lakeline.dependencies.store import DEFAULT_BY_TABLE_TABLE, DEFAULT_DEPENDENCIES_TABLE, DependencyStore
 from lakeline.errors import LakelineError, ValidationError
@@ -29,6 +29,9 @@ _err = Console(stderr=True)
 TableOption = Annotated[str, typer.Option("--table", help="the dependencies table")]
 ByTableOption = Annotated[str, typer.Option("--by-table-table", help="the dependencies-by-table table")]
 RegionOption = Annotated[str | None, typer.Option(help="AWS region (default: from the AWS configuration)")]
+ItemPaths = Annotated[
+    list[Path], typer.Argument(help="JSON files (one item or a list of items each) or folders of them")
+]
 EndpointOption = Annotated[str | None, typer.Option("--endpoint-url", help="DynamoDB endpoint, e.g. a local one")]
 
 
@@ -43,10 +46,11 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def _load_items(path: Path) -> list[DependencyItem]:
-    """One item (a JSON object) or several (a JSON array); every problem of every item is listed."""
+def _load_items(paths: list[Path]) -> list[DependencyItem]:
+    """Items of files (one item, a JSON object, or several, a JSON array) and folders of them; every
+    problem of every item is listed."""
     try:
-        return load_items_file(path)
+        return load_items(paths)
     except DependencyItemError as error:
         _fail(error.what, error.problems)
 
@@ -65,20 +69,21 @@ def _aws_errors() -> tuple[type[Exception], ...]:
 
 
 @deps_app.command("validate")
-def validate(file: Annotated[Path, typer.Argument(help="JSON file: one item or a list of items")]) -> None:
-    """Check dependency items, and that they close no dependency cycle; exit 1 listing every problem."""
+def validate(paths: ItemPaths) -> None:
+    """Check dependency items, and that together they close no dependency cycle; exit 1 listing every
+    problem."""
     from lakeline.dependencies.graph import cycle_problems
 
-    items = _load_items(file)
+    items = _load_items(paths)
     cycles = cycle_problems({item.dataset: item.source_tables for item in items})
     if cycles:
-        _fail(f"{file}: the items depend on each other in a cycle", cycles)
+        _fail(f"{', '.join(map(str, paths))}: the items depend on each other in a cycle", cycles)
     _print_json({"valid": True, "datasets": [item.dataset for item in items]})
 
 
 @deps_app.command("put")
 def put(
-    file: Annotated[Path, typer.Argument(help="JSON file: one item or a list of items")],
+    paths: ItemPaths,
     table: TableOption = DEFAULT_DEPENDENCIES_TABLE,
     by_table_table: ByTableOption = DEFAULT_BY_TABLE_TABLE,
     region: RegionOption = None,
@@ -89,7 +94,7 @@ def put(
     The table's stream Lambda then updates dependencies-by-table; where it does not run (a local
     table), follow with ``lakeline deps backfill``.
     """
-    items = _load_items(file)
+    items = _load_items(paths)
     store = _store(table, by_table_table, region, endpoint_url)
     try:
         store.put_items(items)
@@ -175,7 +180,7 @@ def resolve(
     """Print the target partition and the fully substituted SQL steps one arrival would run."""
     from lakeline.dependencies.resolve import resolve_arrival, team_sql_reader
 
-    items = _load_items(item_file)
+    items = _load_items([item_file])
     if len(items) != 1:
         _fail(f"{item_file} must hold exactly one item, not {len(items)}")
     item = items[0]

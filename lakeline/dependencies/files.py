@@ -36,11 +36,40 @@ def load_items_file(path: Path) -> list[DependencyItem]:
     return items
 
 
-def load_items(paths: Iterable[Path]) -> list[DependencyItem]:
-    """Items of several files or folders (every ``*.json`` in a folder), in a stable order."""
-    items: list[DependencyItem] = []
+def item_files(paths: Iterable[Path]) -> list[Path]:
+    """The files of ``paths``: a file as given, a folder's ``*.json`` files (not its subfolders) sorted."""
+    files: list[Path] = []
     for path in paths:
-        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
-        for file in files:
-            items.extend(load_items_file(file))
+        if path.is_dir():
+            found = sorted(path.glob("*.json"))
+            if not found:
+                raise DependencyItemError(str(path), ["the folder holds no *.json file"])
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def load_items(paths: Iterable[Path]) -> list[DependencyItem]:
+    """Items of several files or folders (every ``*.json`` in a folder), in a stable order. Every problem
+    of every file is listed in one ``DependencyItemError``, as is a dataset defined twice."""
+    items: list[DependencyItem] = []
+    problems: list[str] = []
+    defined: dict[str, Path] = {}
+    files = item_files(paths)
+    for file in files:
+        try:
+            found = load_items_file(file)
+        except DependencyItemError as error:
+            if len(files) == 1:
+                raise  # it names its file already
+            problems.extend(f"{file}: {problem}" for problem in error.problems)
+            continue
+        for item in found:
+            if item.dataset in defined:
+                problems.append(f"{file}: {item.dataset} is defined in {defined[item.dataset]} already")
+            defined.setdefault(item.dataset, file)
+        items.extend(found)
+    if problems:
+        raise DependencyItemError("invalid dependency items", problems)
     return items

@@ -11,19 +11,23 @@ import logging
 import os
 import re
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
-from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, translate_statement
+from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, SparkCtas, translate_statement
 from lakeline.names import ddl_name, string_literal
 from lakeline.storage import normalize_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 logger = logging.getLogger(__name__)
 BUCKET_FILE = re.compile(r"_(\d{5})(?:\.c\d{3})?\.")
+# A file the DataFrame writer names after its task: part-<task>-<job uuid>-c<counter><extension>.
+TASK_FILE = re.compile(r"^part-(?P<task>\d{5})-(?P<job>[0-9a-f-]{36})-(?P<counter>c\d{3})(?P<extension>\..*)?$")
 # Statements that leave every table's schema and location as they are. Any other statement forgets what
 # the engine remembers about the table it names (or about every table, when it names none we can read).
 KEEPS_TABLES = re.compile(
@@ -40,11 +44,27 @@ NAMED_TABLE = re.compile(
 )
 
 
+DROPS_TABLE = re.compile(r"^\s*DROP\s+TABLE(?:\s+IF\s+EXISTS)?\s+(?P<name>[^\s(]+)\s*$", re.IGNORECASE)
+# The publish of a partition: only plain literals (no quote or backslash inside) take the catalog's short way.
+SETS_PARTITION_LOCATION = re.compile(
+    r"^\s*ALTER\s+TABLE\s+`(?P<database>[^`]+)`\.`(?P<table>[^`]+)`\s+PARTITION\s*\((?P<spec>[^()]*)\)"
+    r"\s+SET\s+LOCATION\s+'(?P<location>[^'\\]*)'\s*$",
+    re.IGNORECASE,
+)
+SPEC_ITEM = re.compile(r"\s*`(?P<column>[^`]+)`\s*=\s*'(?P<value>[^'\\]*)'\s*(?:,|$)")
 STORAGE_SEPARATOR = re.compile(r"[\[ ,](sep|delimiter)=(.)")
 
 
 def _table_key(name: str) -> str:
     return name.replace("`", "").replace('"', "").lower()
+
+
+@dataclass(frozen=True)
+class WrittenTable:
+    """A CTAS table whose files are written but which is not in the metastore yet (see ``_write_ctas``)."""
+
+    definition: str  # the CREATE TABLE statement that registers it over its files
+    name: str  # the table's own name, lowercased, to spot statements that may read it
 
 
 def local_spark_session(
@@ -150,6 +170,8 @@ class SparkEngine:
         # changes nothing, but costs a metastore round trip on every arrival).
         self._schemas: dict[str, TableSchema] = {}
         self._added_partitions: dict[str, set[str]] = {}
+        # CTAS tables written to their location but not registered yet: most are dropped unread.
+        self._written: dict[str, WrittenTable] = {}
 
     @classmethod
     def local(cls, workspace: Path, **session_options: Any) -> SparkEngine:
@@ -164,6 +186,14 @@ class SparkEngine:
         query_id = f"spark-{uuid.uuid4()}"
         named = NAMED_TABLE.match(spark_sql)
         table = _table_key(named.group("name")) if named else None
+        if self._written:
+            dropped = DROPS_TABLE.match(spark_sql)
+            if dropped and _table_key(dropped.group("name")) in self._written:
+                # Never registered, so there is no catalog entry to remove; the files stay, as for any
+                # external table.
+                del self._written[_table_key(dropped.group("name"))]
+                return QueryResult(query_id=query_id)
+            self._register_written(spark_sql)
         # Remembered per qualified table only: an unqualified name depends on the current database.
         remembered = table is not None and "." in table and ADDS_PARTITION.match(spark_sql) is not None
         if remembered and spark_sql in self._added_partitions.get(str(table), ()):
@@ -175,10 +205,15 @@ class SparkEngine:
         try:
             if database:
                 self.session.catalog.setCurrentDatabase(database)
+            if translated.ctas is not None and table is not None and self._can_write_first(translated.ctas, table):
+                self._write_ctas(translated.ctas, table)
+                return QueryResult(query_id=query_id)
+            if self._set_partition_location(spark_sql):
+                return QueryResult(query_id=query_id)
             frame = self.session.sql(spark_sql)
             rows = [tuple(row) for row in frame.collect()]
-            if translated.ctas is not None and translated.ctas_table is not None:
-                self._write_empty_buckets(translated.ctas, translated.ctas_table)
+            if translated.ctas is not None:
+                self._write_empty_buckets(translated.ctas.properties, self.session.table(translated.ctas.table).schema)
         except (PySparkException, Py4JJavaError) as error:
             reason = failure_reason(error)
             raise QueryFailed(f"Spark statement failed: {reason}", sql=sql, query_id=query_id, reason=reason) from error
@@ -195,7 +230,107 @@ class SparkEngine:
         self._schemas.pop(table, None)
         self._added_partitions.pop(table, None)
 
-    def _write_empty_buckets(self, ctas: CtasProperties, table: str) -> None:
+    def _can_write_first(self, ctas: SparkCtas, table: str) -> bool:
+        """A CTAS into its own location, unpartitioned, with a qualified name: its files can be written
+        before (and mostly instead of) its catalog entry. Stage runs drop such tables unread, and an
+        entry made and removed costs two metastore round trips per run."""
+        return bool(ctas.properties.external_location) and not ctas.properties.partitioned_by and "." in table
+
+    def _write_ctas(self, ctas: SparkCtas, table: str) -> None:
+        """Write a CTAS's result as Spark's own CTAS would (the same files, bucket names and checks),
+        and remember the table to register the first time a statement may read it."""
+        props = ctas.properties
+        location = str(props.external_location)
+        if table in self._written or self.session.catalog.tableExists(table):
+            reason = f"[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view {table} because it already exists."
+            raise QueryFailed(f"Spark statement failed: {reason}", sql=ctas.sql, reason=reason)
+        jvm: Any = self.session.sparkContext._jvm
+        root = jvm.org.apache.hadoop.fs.Path(location)
+        filesystem = root.getFileSystem(self.session.sparkContext._jsc.hadoopConfiguration())
+        if filesystem.exists(root) and len(filesystem.listStatus(root)):
+            reason = f"CREATE-TABLE-AS-SELECT cannot create table with location to a non-empty directory {location}."
+            raise QueryFailed(f"Spark statement failed: {reason}", sql=ctas.sql, reason=reason)
+        frame = self.session.sql(ctas.query)
+        writer = frame.write.format(SPARK_FORMATS[props.format]).mode("append")
+        if props.compression:
+            writer = writer.option("compression", props.compression)
+        if props.format == "TEXTFILE":
+            writer = writer.option("sep", props.field_delimiter or chr(1))
+        writer.save(location)
+        if props.bucket_count:
+            try:
+                self._name_buckets(location)
+            except OSError as error:
+                raise QueryFailed(f"Spark statement failed: {error}", sql=ctas.sql, reason=str(error)) from error
+            self._write_empty_buckets(props, frame.schema)
+        columns = frame._jdf.schema().toDDL()
+        self._written[table] = WrittenTable(
+            definition=f"CREATE TABLE {ctas.table} ({columns}) {ctas.definition}", name=table.rsplit(".", 1)[-1]
+        )
+
+    def _name_buckets(self, location: str) -> None:
+        """Name each file of a bucketed write after its bucket, as Spark's bucketed CTAS does
+        (``part-00001-<job>_00001.c000.snappy.parquet``). The query's last step is the hash
+        repartition into ``bucket_count`` tasks, so task N wrote bucket N."""
+        jvm: Any = self.session.sparkContext._jvm
+        root = jvm.org.apache.hadoop.fs.Path(location)
+        filesystem = root.getFileSystem(self.session.sparkContext._jsc.hadoopConfiguration())
+        for status in filesystem.listStatus(root):
+            found = TASK_FILE.match(status.getPath().getName())
+            if status.isFile() and found:
+                task, job, counter, extension = found.group("task", "job", "counter", "extension")
+                named = jvm.org.apache.hadoop.fs.Path(root, f"part-{task}-{job}_{task}.{counter}{extension or ''}")
+                if not filesystem.rename(status.getPath(), named):
+                    raise OSError(f"cannot rename {status.getPath()} to {named}")
+
+    def _register_written(self, spark_sql: str) -> None:
+        """Register the written CTAS tables this statement names (it may read or change them)."""
+        text = _table_key(spark_sql)
+        for key, written in list(self._written.items()):
+            if written.name in text:
+                self._register(key)
+
+    def _register(self, key: str) -> None:
+        written = self._written.pop(key, None)
+        if written is not None:
+            logger.debug("spark: registering %s", key)
+            self.session.sql(written.definition)
+
+    def _set_partition_location(self, spark_sql: str) -> bool:
+        """Publish a partition through the catalog API: the same metastore write as ``ALTER TABLE ...
+        PARTITION ... SET LOCATION``, without the table refresh after it, which costs more than the write.
+        Nothing needs it: the engine caches no data, and lists a partition's files on every query.
+        Returns False (the statement then runs as SQL) for anything else, including a partition whose
+        spec is not stored exactly as written."""
+        from py4j.protocol import Py4JError
+
+        found = SETS_PARTITION_LOCATION.match(spark_sql)
+        if found is None:
+            return False
+        spec = {item.group("column"): item.group("value") for item in SPEC_ITEM.finditer(found.group("spec"))}
+        if not spec:
+            return False
+        jvm: Any = self.session.sparkContext._jvm
+        external = self.session._jsparkSession.sharedState().externalCatalog()
+        database, table = found.group("database", "table")
+        try:
+            part = external.getPartition(database, table, jvm.PythonUtils.toScalaMap(spec))
+            storage = part.storage()
+            path = jvm.org.apache.hadoop.fs.Path(found.group("location"))
+            uri = jvm.scala.Option.apply(path.toUri())
+            # CatalogStorageFormat's copy takes one field more on Spark 4 (serdeName) than on 3.5 (Glue).
+            fields = [uri, storage.inputFormat(), storage.outputFormat(), storage.serde(), storage.compressed()]
+            fields.append(storage.properties())
+            if any(method.getName() == "serdeName" for method in storage.getClass().getMethods()):
+                fields.append(storage.serdeName())
+            times = (part.createTime(), part.lastAccessTime())
+            moved = part.copy(part.spec(), storage.copy(*fields), part.parameters(), *times, part.stats())
+        except Py4JError:  # no such partition as written, or another catalog: Spark's command says why
+            return False
+        external.alterPartitions(database, table, jvm.PythonUtils.toSeq([moved]))
+        return True
+
+    def _write_empty_buckets(self, ctas: CtasProperties, schema: StructType) -> None:
         """Athena writes one file per bucket even when a bucket is empty; Spark writes none for it.
         Top the CTAS output up with empty files of the same schema, so ``bucket_count = N`` always
         means N files, as readers of a bucketed table expect."""
@@ -214,10 +349,11 @@ class SparkEngine:
         missing = [bucket for bucket in range(ctas.bucket_count) if bucket not in present]
         if not missing:
             return
-        # The CTAS's own table, not its files: an empty result has no file to read a schema from.
-        schema = self.session.table(table).schema
         scratch = ctas.external_location.rstrip("/") + f"/_lakeline_empty_{uuid.uuid4().hex}"
-        self.session.createDataFrame([], schema).coalesce(1).write.format(SPARK_FORMATS[ctas.format]).save(scratch)
+        writer = self.session.createDataFrame([], schema).coalesce(1).write.format(SPARK_FORMATS[ctas.format])
+        if ctas.compression:  # the table's compression, not the writer's default: readers see one kind of file
+            writer = writer.option("compression", ctas.compression)
+        writer.save(scratch)
         (empty,) = [
             s.getPath()
             for s in filesystem.listStatus(jvm.org.apache.hadoop.fs.Path(scratch))
@@ -232,6 +368,8 @@ class SparkEngine:
         logger.debug("wrote %d empty bucket files into %s", len(missing), ctas.external_location)
 
     def table_exists(self, database: str, table: str) -> bool:
+        if f"{database}.{table}".lower() in self._written:
+            return True
         return bool(self.session.catalog.tableExists(f"{database}.{table}"))
 
     def describe_table(self, database: str, table: str) -> TableSchema:
@@ -241,6 +379,7 @@ class SparkEngine:
         return self._schemas[key]
 
     def _read_table(self, database: str, table: str) -> TableSchema:
+        self._register(f"{database}.{table}".lower())
         if not self.table_exists(database, table):
             raise TableNotFound(database, table)
         columns = self.session.catalog.listColumns(f"{database}.{table}")

@@ -93,17 +93,30 @@ def _string(value: str) -> str:
     return exp.Literal.string(value).sql("spark")
 
 
-def ctas_to_spark(create: exp.Create) -> str:
+@dataclass(frozen=True)
+class SparkCtas:
+    """A CTAS in Spark's terms: ``CREATE TABLE <table> <definition> AS <query>``."""
+
+    table: str
+    properties: CtasProperties
+    definition: str  # USING, OPTIONS, PARTITIONED BY, CLUSTERED BY and LOCATION clauses
+    query: str  # the SELECT, with the bucketing hint
+
+    @property
+    def sql(self) -> str:
+        return f"CREATE TABLE {self.table} {self.definition} AS {self.query}"
+
+
+def ctas_to_spark(create: exp.Create) -> SparkCtas:
     props = read_ctas_properties(create.args.get("properties"))
     query = create.expression
-    table = create.this.sql("spark")
     options = []
     if props.compression:
         options.append(f"compression {_string(props.compression)}")
     if props.format == "TEXTFILE":
         # Athena's TEXTFILE default delimiter is \001 (Ctrl-A), as in Hive.
         options.append(f"sep {_string(props.field_delimiter or chr(1))}")
-    clauses = [f"CREATE TABLE {table} USING {SPARK_FORMATS[props.format]}"]
+    clauses = [f"USING {SPARK_FORMATS[props.format]}"]
     if options:
         clauses.append(f"OPTIONS ({', '.join(options)})")
     if props.partitioned_by:
@@ -111,12 +124,16 @@ def ctas_to_spark(create: exp.Create) -> str:
     select_sql = query.sql("spark")
     if props.bucketed_by and props.bucket_count:
         clauses.append(f"CLUSTERED BY ({_quoted(props.bucketed_by)}) INTO {props.bucket_count} BUCKETS")
-        hint = f"REPARTITION({props.bucket_count}, {_quoted(props.bucketed_by)})"
+        # One bucket holds every row: no hash, and no shuffle, to put them there.
+        hint = (
+            "COALESCE(1)"
+            if props.bucket_count == 1
+            else f"REPARTITION({props.bucket_count}, {_quoted(props.bucketed_by)})"
+        )
         select_sql = f"SELECT /*+ {hint} */ * FROM ({select_sql}) AS lakeline_ctas_source"
     if props.external_location:
         clauses.append(f"LOCATION {_string(props.external_location)}")
-    clauses.append(f"AS {select_sql}")
-    return " ".join(clauses)
+    return SparkCtas(create.this.sql("spark"), props, " ".join(clauses), select_sql)
 
 
 def _athena_pseudo_columns(node: exp.Expression) -> exp.Expression:
@@ -129,8 +146,7 @@ def _athena_pseudo_columns(node: exp.Expression) -> exp.Expression:
 @dataclass(frozen=True)
 class SparkStatement:
     sql: str
-    ctas: CtasProperties | None = None
-    ctas_table: str | None = None
+    ctas: SparkCtas | None = None
 
 
 def athena_to_spark(sql: str) -> str:
@@ -156,11 +172,8 @@ def translate_statement(sql: str) -> SparkStatement:
         and isinstance(statement.expression, exp.Query)
         and str(statement.args.get("kind", "")).upper() == "TABLE"
     ):
-        return SparkStatement(
-            ctas_to_spark(statement),
-            read_ctas_properties(statement.args.get("properties")),
-            statement.this.sql("spark"),
-        )
+        ctas = ctas_to_spark(statement)
+        return SparkStatement(ctas.sql, ctas)
     if isinstance(statement, exp.Command):
         raise TranslationError(f"statement is not supported on Spark: {text[:80]}")
     return SparkStatement(statement.sql("spark"))

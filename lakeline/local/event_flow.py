@@ -140,6 +140,7 @@ class EventFlow:
         )
         self.emitter = LineageEmitter(openlineage or OpenLineageSettings())
         self.events: list[dict[str, Any]] = []
+        self._events_written = 0
         self.commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
         self.raw_files = LocalRawFiles(workspace.raw_dir)
         self.quarantine = Quarantine(workspace.root / "quarantine")
@@ -396,9 +397,14 @@ class EventFlow:
         return copied
 
     def write_openlineage(self) -> Path:
+        """Append this flow's events not written yet: the file keeps every run's events, as a lineage
+        backend would (a rerun that does nothing adds nothing)."""
         path = self.workspace.root / "lineage" / "openlineage.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps(event, sort_keys=True) + "\n" for event in self.events))
+        fresh = self.events[self._events_written :]
+        with path.open("a") as output:
+            output.writelines(json.dumps(event, sort_keys=True) + "\n" for event in fresh)
+        self._events_written = len(self.events)
         return path
 
 

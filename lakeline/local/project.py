@@ -20,8 +20,10 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import sqlglot
 import yaml
@@ -41,7 +43,7 @@ from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
-from lakeline.names import ddl_name
+from lakeline.names import ddl_name, dml_name
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.keys import InvalidKey, parse_raw_key
@@ -115,6 +117,10 @@ class LocalProject:
         self.flow: EventFlow | None = None
         self.items: list[DependencyItem] = []
 
+    def _progress(self, stage: str, what: str) -> None:
+        """One line per run: the time and what ran, without padding (a log or a pipe keeps it whole)."""
+        self.console.print(f"[dim]{datetime.now():%H:%M:%S}[/] {stage}: {escape(what)}", highlight=False)
+
     def __enter__(self) -> LocalProject:
         # The standard OpenLineage configuration (openlineage.yml, OPENLINEAGE_*), read before anything
         # starts so that a bad one fails at once; the functions of the flow read the same sources.
@@ -129,7 +135,7 @@ class LocalProject:
             self.workspace,
             self.settings,
             self.config.queries,
-            listener=lambda stage, what: self.console.log(f"{stage}: {escape(what)}"),
+            listener=self._progress,
             openlineage=openlineage,
         )
         return self
@@ -212,7 +218,10 @@ class LocalProject:
                 run.tables.extend(table_summary(flow.engine, database, table))
         for item in self.items:
             if flow.engine.table_exists(*item.dataset.split(".")):
-                rows = flow.engine.execute(f"SELECT * FROM {item.dataset} ORDER BY 1, 2").rows
+                schema = flow.engine.describe_table(*item.dataset.split("."))
+                width = len(schema.columns) + len(schema.partition_columns)
+                order = ", ".join(str(position) for position in range(1, min(width, 2) + 1))
+                rows = flow.engine.execute(f"SELECT * FROM {item.dataset} ORDER BY {order}").rows
                 run.contents[item.dataset] = [list(row) for row in rows]
         run.seconds = time.monotonic() - started
         write_summary(run)
@@ -230,12 +239,22 @@ def load_all_events(workspace: Workspace) -> list[dict[str, Any]]:
 
 
 def table_summary(engine: SparkEngine, database: str, table: str) -> list[dict[str, Any]]:
-    """Rows and data files of every partition of a table."""
+    """Rows and data files of every partition of a table; one line for an unpartitioned table."""
     store = LocalObjectStore()
+    schema = engine.describe_table(database, table)
+    if not schema.partition_columns:
+        files = store.list_data_files(schema.location) if schema.location else []
+        count = partition_row_count(engine, database, table, {})
+        return [{"table": f"{database}.{table}", "partition": "", "rows": count, "files": len(files)}]
+    # Rows of every partition in one query, not one per partition (a rerun with nothing to do is quick).
+    names = ", ".join(dml_name(column.name) for column in schema.partition_columns)
+    grouped = engine.execute(f"SELECT {names}, count(*) FROM {dml_name(database, table)} GROUP BY {names}").rows
+    counts = {tuple(str(value) for value in row[:-1]): int(row[-1]) for row in grouped}
     rows: list[dict[str, Any]] = []
     for (spec,) in engine.session.sql(f"SHOW PARTITIONS {ddl_name(database, table)}").collect():
-        partition = dict(part.split("=", 1) for part in str(spec).split("/"))
-        count = partition_row_count(engine, database, table, partition)
+        # SHOW PARTITIONS prints the partition's path: values are %-escaped as in the folder names.
+        partition = {name: unquote(value) for name, value in (part.split("=", 1) for part in str(spec).split("/"))}
+        count = counts.get(tuple(partition[column.name] for column in schema.partition_columns), 0)
         location = engine.partition_location(database, table, partition)
         files = store.list_data_files(location) if location else []
         rows.append({"table": f"{database}.{table}", "partition": str(spec), "rows": count, "files": len(files)})
@@ -272,7 +291,7 @@ def print_summary(run: ProjectRun, console: Console) -> None:
     for column in ("table", "partition", "rows", "files"):
         summary.add_column(column, justify="right" if column in ("rows", "files") else "left")
     for row in run.tables:
-        summary.add_row(row["table"], row["partition"], str(row["rows"]), str(row["files"]))
+        summary.add_row(row["table"], row["partition"] or "(unpartitioned)", str(row["rows"]), str(row["files"]))
     console.print(summary)
     report = run.report
     console.print(

@@ -178,9 +178,13 @@ def test_a_column_is_followed_back_to_raw_columns_from_the_stored_events(
 
 def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, dict[str, Any], Any]) -> None:
     workspace, first, _ = demo
+    events = (workspace / "lineage/openlineage.jsonl").read_text().splitlines()
     again = run(["demo", "--workspace", str(workspace)], cwd=workspace)
     assert again.returncode == 0, again.stderr[-3000:]
     second = json.loads((workspace / "summary.json").read_text())
+    # The lineage outputs keep the first run's events (the second run appends its own, if any).
+    assert (workspace / "lineage/openlineage.jsonl").read_text().splitlines()[: len(events)] == events
+    assert "engineering_analytics_dev.weekly_sales" in (workspace / "lineage.html").read_text()
     assert second["contents"] == first["contents"]
     assert second["tables"] == first["tables"]
     assert second["stage_a_runs"] == 0, "every arrival is a redelivery of one already processed"

@@ -4,6 +4,7 @@ against figures computed here from the example's CSV files."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shlex
@@ -81,8 +82,13 @@ def test_the_readme_commands_work_as_shown_on_the_example(project: Path) -> None
 
     result = run(run_command, project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "stage A runs: 4, stage B runs: 4" in result.stdout
-    assert (project / ".lakeline" / "summary.json").is_file()
+    assert "stage A runs: 5, stage B runs: 4" in result.stdout
+    # Readable in a pipe: one progress line per run, whole, without the source line that printed it.
+    assert "project.py:" not in result.stdout
+    assert any(line.endswith("stage A: shop_pos_dev.stores {}") for line in result.stdout.splitlines())
+    summary = json.loads((project / ".lakeline" / "summary.json").read_text())
+    # The unpartitioned store list: one line for the whole table.
+    assert {"table": "shop_pos_dev.stores", "partition": "", "rows": 4, "files": 1} in summary["tables"]
 
     # watch runs until Ctrl-C: here for a few seconds, over a workspace with nothing new to do.
     result = run([*watch_command, "--duration", "3"], project)

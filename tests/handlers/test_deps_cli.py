@@ -253,3 +253,29 @@ def test_endpoint_url_against_a_local_server(tmp_path: Path) -> None:
     finally:
         urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
         server.stop()
+
+
+def test_validate_takes_folders_and_many_files_and_lists_every_problem(tmp_path: Path) -> None:
+    # Issue 18: `deps validate` took one file, not a folder.
+    folder = tmp_path / "items"
+    folder.mkdir()
+    write(folder / "a.json", seed_item())
+    write(folder / "b.json", with_sources("db.x", dataset="db.y"))
+    result = deps("validate", str(folder))
+    assert result.exit_code == 0, result.stderr
+    assert sorted(json.loads(result.stdout)["datasets"]) == sorted([TARGET, "db.y"])
+
+    other = tmp_path / "other"
+    other.mkdir()
+    write(other / "twice.json", seed_item())  # the same dataset as a.json
+    write(other / "broken.json", seed_item(triggerMode="first"))
+    result = deps("validate", str(folder), str(other), str(tmp_path / "absent.json"))
+    assert result.exit_code == 1
+    problems = [line.strip() for line in result.stderr.splitlines() if line.strip().startswith("- ")]
+    assert len(problems) == 3, result.stderr
+    assert any("broken.json" in p and "triggerMode" in p for p in problems)
+    assert any("twice.json" in p and "defined in" in p and "a.json" in p for p in problems)
+    assert any("absent.json" in p and "cannot read" in p for p in problems)
+    # Each folder must hold items: an empty one is a mistake in the path, not "nothing to check".
+    (tmp_path / "empty").mkdir()
+    assert "no *.json file" in deps("validate", str(tmp_path / "empty")).stderr

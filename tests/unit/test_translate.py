@@ -72,3 +72,9 @@ def test_unsupported_or_broken_statements_are_refused(sql: str, message: str) ->
 def test_athena_path_pseudo_column_becomes_input_file_name() -> None:
     sql = "INSERT INTO s.t SELECT a FROM r.t WHERE \"$path\" = 'file:///raw/x.parquet'"
     assert athena_to_spark(sql) == "INSERT INTO s.t SELECT a FROM r.t WHERE INPUT_FILE_NAME() = 'file:///raw/x.parquet'"
+
+
+def test_a_single_bucket_ctas_coalesces_instead_of_hashing() -> None:
+    """Every row is in bucket 0: a shuffle to put them there would only cost time."""
+    sql = CTAS.replace("bucket_count = 3", "bucket_count = 1")
+    assert "SELECT /*+ COALESCE(1) */ * FROM" in athena_to_spark(sql)
