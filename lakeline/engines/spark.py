@@ -7,6 +7,7 @@ catalog is the Glue Data Catalog.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -188,10 +189,9 @@ class SparkEngine:
         table = _table_key(named.group("name")) if named else None
         if self._written:
             dropped = DROPS_TABLE.match(spark_sql)
-            if dropped and _table_key(dropped.group("name")) in self._written:
+            if dropped and self._written.pop(_table_key(dropped.group("name")), None) is not None:
                 # Never registered, so there is no catalog entry to remove; the files stay, as for any
                 # external table.
-                del self._written[_table_key(dropped.group("name"))]
                 return QueryResult(query_id=query_id)
             self._register_written(spark_sql)
         # Remembered per qualified table only: an unqualified name depends on the current database.
@@ -230,6 +230,12 @@ class SparkEngine:
         self._schemas.pop(table, None)
         self._added_partitions.pop(table, None)
 
+    def _filesystem(self, location: str) -> tuple[Any, Any]:
+        """The Hadoop path of ``location`` and the file system it lives on (local, S3)."""
+        jvm: Any = self.session.sparkContext._jvm
+        root = jvm.org.apache.hadoop.fs.Path(location)
+        return root, root.getFileSystem(self.session.sparkContext._jsc.hadoopConfiguration())
+
     def _can_write_first(self, ctas: SparkCtas, table: str) -> bool:
         """A CTAS into its own location, unpartitioned, with a qualified name: its files can be written
         before (and mostly instead of) its catalog entry. Stage runs drop such tables unread, and an
@@ -244,9 +250,7 @@ class SparkEngine:
         if table in self._written or self.session.catalog.tableExists(table):
             reason = f"[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view {table} because it already exists."
             raise QueryFailed(f"Spark statement failed: {reason}", sql=ctas.sql, reason=reason)
-        jvm: Any = self.session.sparkContext._jvm
-        root = jvm.org.apache.hadoop.fs.Path(location)
-        filesystem = root.getFileSystem(self.session.sparkContext._jsc.hadoopConfiguration())
+        root, filesystem = self._filesystem(location)
         if filesystem.exists(root) and len(filesystem.listStatus(root)):
             reason = f"CREATE-TABLE-AS-SELECT cannot create table with location to a non-empty directory {location}."
             raise QueryFailed(f"Spark statement failed: {reason}", sql=ctas.sql, reason=reason)
@@ -273,8 +277,7 @@ class SparkEngine:
         (``part-00001-<job>_00001.c000.snappy.parquet``). The query's last step is the hash
         repartition into ``bucket_count`` tasks, so task N wrote bucket N."""
         jvm: Any = self.session.sparkContext._jvm
-        root = jvm.org.apache.hadoop.fs.Path(location)
-        filesystem = root.getFileSystem(self.session.sparkContext._jsc.hadoopConfiguration())
+        root, filesystem = self._filesystem(location)
         for status in filesystem.listStatus(root):
             found = TASK_FILE.match(status.getPath().getName())
             if status.isFile() and found:
@@ -321,7 +324,7 @@ class SparkEngine:
             # CatalogStorageFormat's copy takes one field more on Spark 4 (serdeName) than on 3.5 (Glue).
             fields = [uri, storage.inputFormat(), storage.outputFormat(), storage.serde(), storage.compressed()]
             fields.append(storage.properties())
-            if any(method.getName() == "serdeName" for method in storage.getClass().getMethods()):
+            with contextlib.suppress(Py4JError):  # Spark 3.5 has no such field
                 fields.append(storage.serdeName())
             times = (part.createTime(), part.lastAccessTime())
             moved = part.copy(part.spec(), storage.copy(*fields), part.parameters(), *times, part.stats())
@@ -338,8 +341,7 @@ class SparkEngine:
             return
         jvm: Any = self.session.sparkContext._jvm
         hadoop = self.session.sparkContext._jsc.hadoopConfiguration()
-        root = jvm.org.apache.hadoop.fs.Path(ctas.external_location)
-        filesystem = root.getFileSystem(hadoop)
+        root, filesystem = self._filesystem(ctas.external_location)
         present: set[int] = set()
         for status in filesystem.listStatus(root):
             name = status.getPath().getName()
