@@ -50,6 +50,15 @@ MAX_BEGIN_ATTEMPTS = 20
 Clock = Callable[[], float]
 
 
+@dataclass(frozen=True)
+class Finished:
+    """What ``finish`` left: the follow-up run's lease (``None``: the lease is released, or another run
+    has it), and the partition's state right after, which the sweep works from without reading it again."""
+
+    follow_up: Lease | None
+    state: PartitionState
+
+
 class LeaseLost(LakelineError):
     """The run's lease expired and another run took the partition: this run must not publish."""
 
@@ -357,7 +366,7 @@ class PartitionCommits:
 
     def finish(
         self, lease: Lease, next_owner: str, next_location: str, *, catalog_version: int | None = None
-    ) -> Lease | None:
+    ) -> Finished:
         """Release the lease, unless arrivals came while the run held it: then hand the lease to one
         follow-up run (``next_owner`` writing ``next_location``) that takes every pending arrival.
         ``catalog_version``: the version the run left the catalog pointing at, if it knows.
@@ -365,14 +374,15 @@ class PartitionCommits:
         known = {":catalog": {"N": str(catalog_version)}} if catalog_version is not None else {}
         noted = "SET catalog_version = :catalog " if catalog_version is not None else ""
         try:
-            self.client.update_item(
+            released = self.client.update_item(
                 TableName=self.table_name,
                 Key=self._key(lease.key),
                 UpdateExpression=noted + "REMOVE lease_owner, lease_expires, lease_location, lease_seq",
                 ConditionExpression="lease_owner = :owner AND arrival_seq = lease_seq",
                 ExpressionAttributeValues={":owner": {"S": lease.owner}, **known},
+                ReturnValues="ALL_NEW",
             )
-            return None
+            return Finished(None, _state(lease.key, dict(released.get("Attributes", {}))))
         except ClientError as error:
             if not _conditional_failed(error):
                 raise
@@ -403,9 +413,13 @@ class PartitionCommits:
             )
             current = _state(lease.key, dict(item))
             if _text(dict(item), "lease_previous") == lease.owner and current.lease_owner and current.lease_location:
-                return self._lease(lease.key, current.lease_owner, current.lease_location, dict(item))
-            return None  # released, or the lease expired and another run took it with the pending arrivals
-        return self._lease(lease.key, next_owner, next_location, dict(response.get("Attributes", {})))
+                return Finished(
+                    self._lease(lease.key, current.lease_owner, current.lease_location, dict(item)), current
+                )
+            # Released, or the lease expired and another run took it with the pending arrivals.
+            return Finished(None, current)
+        item = dict(response.get("Attributes", {}))
+        return Finished(self._lease(lease.key, next_owner, next_location, item), _state(lease.key, item))
 
     def forget_retired(self, key: str, entries: Iterable[str]) -> None:
         entries = sorted(set(entries))
@@ -463,18 +477,17 @@ def finish_run(
     root: str,
     *,
     catalog_version: int | None = None,
-) -> Lease | None:
-    """``finish`` the run; a hand-over with nothing waiting is finished at once, so the lease returned
-    (if any) has arrivals for its follow-up run. ``next_owner`` makes a follow-up run token and ``root``
+) -> Finished:
+    """``finish`` the run; a hand-over with nothing waiting is finished at once, so the follow-up lease
+    returned (if any) has arrivals for its run. ``next_owner`` makes a follow-up run token and ``root``
     is the partition root its prefix goes under."""
-    current: Lease | None = lease
-    while current is not None:
+    while True:
         owner = next_owner()
         location = f"{root.rstrip('/')}/{RUN_PREFIX}{owner}/"
-        current = commits.finish(current, owner, location, catalog_version=catalog_version)
-        if current is not None and current.pending:
-            return current
-    return None
+        finished = commits.finish(lease, owner, location, catalog_version=catalog_version)
+        if finished.follow_up is None or finished.follow_up.pending:
+            return finished
+        lease = finished.follow_up
 
 
 def referenced(state: PartitionState, now: float) -> set[str]:

@@ -79,7 +79,13 @@ def commit_write(
 
 def sweep(commits: PartitionCommits, key: str, store: ObjectStore, *, grace_seconds: float) -> list[str]:
     """Delete the partition's superseded versions past the grace period and crashed runs' leftovers."""
-    state = commits.read(key)
+    return sweep_state(commits, commits.read(key), store, grace_seconds=grace_seconds)
+
+
+def sweep_state(
+    commits: PartitionCommits, state: PartitionState, store: ObjectStore, *, grace_seconds: float
+) -> list[str]:
+    """``sweep`` from a state just read or written."""
     return sweep_partition(
         commits, state, store, grace_seconds=grace_seconds, run_prefix=RUN_PREFIX, token_time=run_token_time
     )
@@ -113,8 +119,8 @@ def settle_run(
         except LeaseLost:
             return Settlement(None)
     version = lease.version + (1 if wrote else 0)
-    follow_up = finish_run(commits, lease, new_run_token, root, catalog_version=version if swapped else None)
-    return Settlement(follow_up, sweep(commits, lease.key, store, grace_seconds=grace_seconds))
+    finished = finish_run(commits, lease, new_run_token, root, catalog_version=version if swapped else None)
+    return Settlement(finished.follow_up, sweep_state(commits, finished.state, store, grace_seconds=grace_seconds))
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,7 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
         commits.commit(lease, publish=False)
     except LeaseLost:
         return Abandoned(False, None, deleted)
-    return Abandoned(True, finish_run(commits, lease, new_run_token, root), deleted)
+    return Abandoned(True, finish_run(commits, lease, new_run_token, root).follow_up, deleted)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ NULLs, silently. So a file is refused, with a one-line reason naming the file an
   quoted fields may hold the delimiter, doubled quotes and newlines), the bytes are not valid in the
   declared encoding, or a value cannot be read as its column's type;
 - JSON lines: a line is not a JSON object, a key is not a column, or a value has another type;
-- Parquet: a column of the table is missing, or has a type the engines cannot read as the column's.
+- Parquet: a column of the table is missing, or has a type the engines cannot read as the column's,
+  down to the fields of structs, arrays and maps (a struct field missing or extra is refused: the
+  engines read struct fields by name and would give NULL or drop it).
 
 With ``schema_evolution: add-columns`` extra columns are accepted (for CSV only after all of the
 table's, in the order the new columns are to be added) and returned, for the caller to add to the
@@ -35,6 +37,7 @@ from typing import IO, Literal, Protocol, cast
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import ValidationError
 from lakeline.settings import SchemaEvolution
+from stage_a.hive_types import COMPLEX, HiveType, parse_hive_type
 from stage_a.parquet_schema import MAGIC, ParquetFormatError, footer_length, parquet_columns
 
 RawFormat = Literal["csv", "json", "parquet"]
@@ -244,7 +247,11 @@ def _check_parquet(contract: RawContract, raw: RawFile, size: int) -> tuple[Colu
         actual = found.get(column.name.lower())
         if actual is None:
             raise ContractViolation(f"{raw.name}: lacks column {column.name} of table {contract.table}")
-        if not _type_reads_as(column.type, actual):
+        if _family(column.type) in COMPLEX or _family(actual) in COMPLEX:
+            problem = _nested_problem(_hive_type(column.type), _hive_type(actual), column.name)
+            if problem:
+                raise ContractViolation(f"{raw.name}: {problem} (table {contract.table} has {column.type})")
+        elif not _type_reads_as(column.type, actual):
             raise ContractViolation(
                 f"{raw.name}: column {column.name} is {actual}, table {contract.table} has {column.type}"
             )
@@ -252,6 +259,39 @@ def _check_parquet(contract: RawContract, raw: RawFile, size: int) -> tuple[Colu
     extra = [column.name.lower() for column in columns if column.name.lower() not in expected]
     added = _new_columns(contract, raw.name, extra, "has column")
     return tuple(Column(column.name, found[column.name]) for column in added)
+
+
+def _hive_type(text: str) -> HiveType:
+    try:
+        return parse_hive_type(text)
+    except ValidationError:  # a type this reader does not know: compared as written
+        return HiveType(text.strip().lower())
+
+
+def _nested_problem(table: HiveType, found: HiveType, path: str) -> str | None:
+    """What makes a nested file column read other than as the table's (Athena and Spark read a
+    Parquet struct's fields by name: a missing field reads as NULL, an extra one is dropped)."""
+    if table.family not in COMPLEX and found.family not in COMPLEX:
+        return None if _type_reads_as(table.family, found.family) else f"field {path} is {found}, not {table}"
+    if table.family != found.family:
+        return f"field {path} is {found}, not {table}" if "." in path or "[" in path else f"column {path} is {found}"
+    if table.family == "struct":
+        fields = {name.lower(): kind for name, kind in found.fields}
+        for name, kind in table.fields:
+            if name.lower() not in fields:
+                return f"column {path} lacks field {path}.{name}"
+            problem = _nested_problem(kind, fields[name.lower()], f"{path}.{name}")
+            if problem:
+                return problem
+        known = {name.lower() for name, _ in table.fields}
+        extra = [name for name, _ in found.fields if name.lower() not in known]
+        return f"column {path} has field {path}.{extra[0]}, which the table lacks" if extra else None
+    suffixes = ("[]",) if table.family == "array" else ("[key]", "[value]")
+    for suffix, (_, kind), (_, found_kind) in zip(suffixes, table.fields, found.fields, strict=True):
+        problem = _nested_problem(kind, found_kind, f"{path}{suffix}")
+        if problem:
+            return problem
+    return None
 
 
 def _family(kind: str) -> str:

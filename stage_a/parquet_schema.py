@@ -26,7 +26,7 @@ class ParquetFormatError(ValueError):
 @dataclass(frozen=True)
 class ParquetColumn:
     name: str
-    sql_type: str  # the Hive/Athena type family: bigint, int, double, string, decimal(p,s), struct, ...
+    sql_type: str  # the Hive/Athena type: bigint, decimal(p,s), struct<city:string,zip:bigint>, array<int>, ...
 
 
 class _Compact:
@@ -132,6 +132,7 @@ class _Element:
     bit_width: int | None = None
     precision: int | None = None
     scale: int | None = None
+    repetition: int | None = None  # 0 required, 1 optional, 2 repeated
 
 
 def _element(reader: _Compact) -> _Element:
@@ -156,6 +157,8 @@ def _element(reader: _Compact) -> _Element:
     def visit(field_id: int, kind: int) -> bool:
         if field_id == 1 and kind == 5:
             element.physical = reader.zigzag()
+        elif field_id == 3 and kind == 5:
+            element.repetition = reader.zigzag()
         elif field_id == 4 and kind == 8:
             element.name = reader.binary().decode("utf-8", errors="replace")
         elif field_id == 5 and kind == 5:
@@ -234,9 +237,58 @@ def parquet_columns(footer: bytes) -> list[ParquetColumn]:
         if index >= len(elements):
             raise ParquetFormatError("schema ends early")
         top = elements[index]
-        columns.append(ParquetColumn(top.name, _sql_type(top)))
-        index = _after(elements, index)
+        kind, index = _nested_type(elements, index)
+        columns.append(ParquetColumn(top.name, kind))
     return columns
+
+
+_REPEATED = 2
+
+
+def _child(elements: list[_Element], index: int) -> _Element:
+    if index >= len(elements):
+        raise ParquetFormatError("schema ends early")
+    return elements[index]
+
+
+def _nested_type(elements: list[_Element], index: int, *, element_of_list: bool = False) -> tuple[str, int]:
+    """The Hive type of the subtree at ``index`` (``struct<a:bigint>``, ``array<string>``,
+    ``map<string,int>``) and the index just past it. Lists and maps follow the spec's LogicalTypes.md,
+    including its backward-compatibility rules for two-level lists."""
+    element = _child(elements, index)
+    family = _sql_type(element)
+    if family not in ("struct", "array", "map"):
+        return family, index + 1
+    if element.physical is not None and element.repetition == _REPEATED:  # a repeated primitive
+        return f"array<{family}>", index + 1
+    if family == "struct":
+        fields = []
+        at = index + 1
+        for _ in range(element.children):
+            name = _child(elements, at).name
+            kind, at = _nested_type(elements, at)
+            fields.append(f"{name}:{kind}")
+        struct_type = f"struct<{','.join(fields)}>"
+        if element.repetition == _REPEATED and not element_of_list:  # a repeated group outside a LIST
+            return f"array<{struct_type}>", at
+        return struct_type, at
+    repeated = _child(elements, index + 1)
+    end = _after(elements, index)
+    if family == "map":
+        if repeated.children != 2:
+            raise ParquetFormatError(f"map {element.name} does not hold a key and a value")
+        key, at = _nested_type(elements, index + 2)
+        value, _ = _nested_type(elements, at)
+        return f"map<{key},{value}>", end
+    if element.children != 1:
+        raise ParquetFormatError(f"list {element.name} does not hold one repeated field")
+    if repeated.physical is not None:  # two-level list of primitives
+        return f"array<{_sql_type(repeated)}>", end
+    if repeated.children > 1 or repeated.name in ("array", f"{element.name}_tuple"):  # two-level list of structs
+        kind, _ = _nested_type(elements, index + 1, element_of_list=True)
+        return f"array<{kind}>", end
+    kind, _ = _nested_type(elements, index + 2)
+    return f"array<{kind}>", end
 
 
 def _after(elements: list[_Element], index: int) -> int:

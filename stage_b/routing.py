@@ -7,9 +7,9 @@
    one target's failure never blocks the others. The caller parks the set-aside targets (queue B's DLQ
    in the cloud, the run's summary locally).
 3. Trigger mode ``any`` (the seed's behaviour): every arrival produces a stage B message. Mode ``all``:
-   the arrival is recorded for the target partition and a message is produced only by the arrival that
-   completes the set of sources (see lakeline.dependencies.arrivals). Recording is idempotent, so a
-   failed routing can simply be retried.
+   the arrival is recorded for the target partition; no message until the set of sources is complete,
+   then one from the arrival that completes it, and one from every arrival after that (late data, see
+   lakeline.dependencies.arrivals). Recording is idempotent, so a failed routing can simply be retried.
 """
 
 from __future__ import annotations

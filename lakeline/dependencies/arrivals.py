@@ -13,6 +13,12 @@ Two DynamoDB writes decide, without locks, which arrival triggers:
    trigger. A redelivery of the winning arrival wins again, so a trigger lost after step 2 (a crash
    before the stage B message was sent) is re-sent on retry: at least once for the winner, never
    for anyone else.
+
+Once the set has completed, the target behaves as in mode ``any``: every later arrival (a late file
+re-running a source partition, another source partition mapping to the same target partition, a
+re-sent one) triggers, so late data reaches the target. Stage B makes that safe: overwrite runs
+rebuild from the sources as they are, and an append message is applied once (its id names the run
+that produced the source version). The item keeps the set, so readiness survives restarts.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class ArrivalDecision:
     missing: frozenset[str]
     triggers: bool
     completed_by: str | None
+    late: bool = False  # the set had completed before this arrival
 
 
 @dataclass
@@ -62,8 +69,10 @@ class ArrivalTracker:
         arrived = frozenset(image.get("arrived_sources", {}).get("SS", []))
         missing = frozenset(required) - arrived
         completed_by = image.get("completed_by", {}).get("S")
-        if missing or (completed_by is not None and completed_by != arrival):
+        if missing:
             return ArrivalDecision(target_partition, arrived, missing, False, completed_by)
+        if completed_by is not None and completed_by != arrival:
+            return ArrivalDecision(target_partition, arrived, missing, True, completed_by, late=True)
         try:
             self.client.update_item(
                 TableName=self.table_name,

@@ -7,7 +7,6 @@ catalog is the Glue Data Catalog.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
+from lakeline.engines.spark_partitions import PartitionStatements
 from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, SparkCtas, translate_statement
 from lakeline.names import ddl_name, string_literal
 from lakeline.storage import normalize_location
@@ -32,8 +32,8 @@ TASK_FILE = re.compile(r"^part-(?P<task>\d{5})-(?P<job>[0-9a-f-]{36})-(?P<counte
 # Statements that leave every table's schema and location as they are. Any other statement forgets what
 # the engine remembers about the table it names (or about every table, when it names none we can read).
 KEEPS_TABLES = re.compile(
-    r"^\s*(?:SELECT|WITH|INSERT|SHOW|DESCRIBE"
-    r"|ALTER\s+TABLE\s+[^\s(]+\s+(?:ADD\s+(?:IF\s+NOT\s+EXISTS\s+)?PARTITION|PARTITION\s*\())\b",
+    r"^\s*(?:(?:SELECT|WITH|INSERT|SHOW|DESCRIBE)\b"
+    r"|ALTER\s+TABLE\s+[^\s(]+\s+(?:ADD\s+(?:IF\s+NOT\s+EXISTS\s+)?PARTITION\b|PARTITION\s*\())",
     re.IGNORECASE,
 )
 ADDS_PARTITION = re.compile(r"^\s*ALTER\s+TABLE\s+[^\s(]+\s+ADD\s+IF\s+NOT\s+EXISTS\s+PARTITION\b", re.IGNORECASE)
@@ -46,13 +46,6 @@ NAMED_TABLE = re.compile(
 
 
 DROPS_TABLE = re.compile(r"^\s*DROP\s+TABLE(?:\s+IF\s+EXISTS)?\s+(?P<name>[^\s(]+)\s*$", re.IGNORECASE)
-# The publish of a partition: only plain literals (no quote or backslash inside) take the catalog's short way.
-SETS_PARTITION_LOCATION = re.compile(
-    r"^\s*ALTER\s+TABLE\s+`(?P<database>[^`]+)`\.`(?P<table>[^`]+)`\s+PARTITION\s*\((?P<spec>[^()]*)\)"
-    r"\s+SET\s+LOCATION\s+'(?P<location>[^'\\]*)'\s*$",
-    re.IGNORECASE,
-)
-SPEC_ITEM = re.compile(r"\s*`(?P<column>[^`]+)`\s*=\s*'(?P<value>[^'\\]*)'\s*(?:,|$)")
 STORAGE_SEPARATOR = re.compile(r"[\[ ,](sep|delimiter)=(.)")
 
 
@@ -173,6 +166,7 @@ class SparkEngine:
         self._added_partitions: dict[str, set[str]] = {}
         # CTAS tables written to their location but not registered yet: most are dropped unread.
         self._written: dict[str, WrittenTable] = {}
+        self._partitions = PartitionStatements(session)
 
     @classmethod
     def local(cls, workspace: Path, **session_options: Any) -> SparkEngine:
@@ -184,6 +178,7 @@ class SparkEngine:
 
         translated = translate_statement(sql)
         spark_sql = translated.sql
+        self._partitions.next_statement()
         query_id = f"spark-{uuid.uuid4()}"
         named = NAMED_TABLE.match(spark_sql)
         table = _table_key(named.group("name")) if named else None
@@ -203,13 +198,18 @@ class SparkEngine:
             self._forget(table)
         logger.debug("spark %s: %s", query_id, spark_sql)
         try:
-            if database:
+            # Setting it checks that the database exists (a metastore round trip); reading it does not.
+            if database and self.session.catalog.currentDatabase() != database:
                 self.session.catalog.setCurrentDatabase(database)
             if translated.ctas is not None and table is not None and self._can_write_first(translated.ctas, table):
                 self._write_ctas(translated.ctas, table)
                 return QueryResult(query_id=query_id)
-            if self._set_partition_location(spark_sql):
+            if self._partitions.run(spark_sql):
+                if remembered:
+                    self._added_partitions.setdefault(str(table), set()).add(spark_sql)
                 return QueryResult(query_id=query_id)
+            if table is not None:  # a partition-level ALTER as SQL: what is kept of the table's partitions may be stale
+                self._partitions.forget(table)
             frame = self.session.sql(spark_sql)
             rows = [tuple(row) for row in frame.collect()]
             if translated.ctas is not None:
@@ -223,12 +223,16 @@ class SparkEngine:
 
     def _forget(self, table: str | None) -> None:
         """Forget what was remembered about ``table`` (``db.table``), or about every table."""
+        self._partitions.forget(table)
         if table is None or "." not in table:
             self._schemas.clear()
             self._added_partitions.clear()
             return
         self._schemas.pop(table, None)
         self._added_partitions.pop(table, None)
+
+    def _external_catalog(self) -> Any:
+        return self.session._jsparkSession.sharedState().externalCatalog()
 
     def _filesystem(self, location: str) -> tuple[Any, Any]:
         """The Hadoop path of ``location`` and the file system it lives on (local, S3)."""
@@ -247,7 +251,8 @@ class SparkEngine:
         and remember the table to register the first time a statement may read it."""
         props = ctas.properties
         location = str(props.external_location)
-        if table in self._written or self.session.catalog.tableExists(table):
+        database, name = table.rsplit(".", 1)
+        if table in self._written or self._external_catalog().tableExists(database, name):
             reason = f"[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view {table} because it already exists."
             raise QueryFailed(f"Spark statement failed: {reason}", sql=ctas.sql, reason=reason)
         root, filesystem = self._filesystem(location)
@@ -298,40 +303,6 @@ class SparkEngine:
         if written is not None:
             logger.debug("spark: registering %s", key)
             self.session.sql(written.definition)
-
-    def _set_partition_location(self, spark_sql: str) -> bool:
-        """Publish a partition through the catalog API: the same metastore write as ``ALTER TABLE ...
-        PARTITION ... SET LOCATION``, without the table refresh after it, which costs more than the write.
-        Nothing needs it: the engine caches no data, and lists a partition's files on every query.
-        Returns False (the statement then runs as SQL) for anything else, including a partition whose
-        spec is not stored exactly as written."""
-        from py4j.protocol import Py4JError
-
-        found = SETS_PARTITION_LOCATION.match(spark_sql)
-        if found is None:
-            return False
-        spec = {item.group("column"): item.group("value") for item in SPEC_ITEM.finditer(found.group("spec"))}
-        if not spec:
-            return False
-        jvm: Any = self.session.sparkContext._jvm
-        external = self.session._jsparkSession.sharedState().externalCatalog()
-        database, table = found.group("database", "table")
-        try:
-            part = external.getPartition(database, table, jvm.PythonUtils.toScalaMap(spec))
-            storage = part.storage()
-            path = jvm.org.apache.hadoop.fs.Path(found.group("location"))
-            uri = jvm.scala.Option.apply(path.toUri())
-            # CatalogStorageFormat's copy takes one field more on Spark 4 (serdeName) than on 3.5 (Glue).
-            fields = [uri, storage.inputFormat(), storage.outputFormat(), storage.serde(), storage.compressed()]
-            fields.append(storage.properties())
-            with contextlib.suppress(Py4JError):  # Spark 3.5 has no such field
-                fields.append(storage.serdeName())
-            times = (part.createTime(), part.lastAccessTime())
-            moved = part.copy(part.spec(), storage.copy(*fields), part.parameters(), *times, part.stats())
-        except Py4JError:  # no such partition as written, or another catalog: Spark's command says why
-            return False
-        external.alterPartitions(database, table, jvm.PythonUtils.toSeq([moved]))
-        return True
 
     def _write_empty_buckets(self, ctas: CtasProperties, schema: StructType) -> None:
         """Athena writes one file per bucket even when a bucket is empty; Spark writes none for it.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -193,3 +194,38 @@ def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, di
     assert len(archive) == first["archive_objects"]
     for summary in (first, second):
         assert summary["seconds"] < 180, "the demo must finish in under 3 minutes"
+
+
+def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    """After the demo (and its rerun), a second orders file lands in a day already processed, and the
+    user runs ``lakeline run`` over the same workspace: daily_sales (``triggerMode: all``, complete
+    since the first run) is rebuilt with the late rows, and the weekly rollup after it follows."""
+    workspace, _, _ = demo
+    day = "20220118"
+    partition = workspace / f"raw/engineering/sales/orders/date={day}"
+    shutil.copyfile(partition / f"orders_{day}.parquet", partition / f"orders_{day}_late.parquet")
+    examples = Path(__file__).resolve().parents[2] / "examples" / "demo"
+    (workspace / "lakeline.yml").write_text(
+        "workspace: .\nraw: raw\nenvironment: dev\n"
+        f"dependencies: ['{examples / 'dependencies.json'}']\ntables: ['{examples / 'tables.sql'}']\n"
+        "tables_settings:\n  engineering_sales_dev.orders: {bucketed_by: [order_id], bucket_count: 2}\n"
+    )
+    result = run(["run", "--config", str(workspace / "lakeline.yml")], cwd=workspace)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    summary = json.loads((workspace / "summary.json").read_text())
+    assert summary["failures"] == []
+    assert summary["stage_a_runs"] == 1, "only the late file is new"
+    daily = summary["contents"]["engineering_analytics_dev.daily_sales"]
+    for each in DAYS:
+        times = 2 if each == day else 1  # the late file holds the same orders again
+        got = {row[0]: (row[1], round(row[2], 2)) for row in daily if row[3] == each}
+        expected = {c: (n * times, round(v * times, 2)) for c, (n, v) in expected_daily_sales(workspace, each).items()}
+        assert got == expected, each
+    weekly: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for country, count, revenue, _ in daily:
+        weekly[country][0] += count
+        weekly[country][1] += revenue
+    got_weekly = {
+        row[0]: (row[1], round(row[2], 2)) for row in summary["contents"]["engineering_analytics_dev.weekly_sales"]
+    }
+    assert got_weekly == {c: (int(n), round(v, 2)) for c, (n, v) in weekly.items()}

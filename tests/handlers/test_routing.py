@@ -44,9 +44,9 @@ class Aws:
         assert not backfill(self.store).invalid
 
     def route(
-        self, table: str, partition: dict[str, str], tracker: ArrivalTracker | None = None
+        self, table: str, partition: dict[str, str], tracker: ArrivalTracker | None = None, run: str | None = None
     ) -> list[StageBMessage]:
-        routing = route_finished_partition(table, partition, self.store, tracker or self.tracker())
+        routing = route_finished_partition(table, partition, self.store, tracker or self.tracker(), run=run)
         assert routing.unrouted == []
         return routing.messages
 
@@ -162,7 +162,7 @@ def test_all_mode_needs_a_state_table(aws: Aws) -> None:
         route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store)
 
 
-def test_all_mode_triggers_once_when_every_source_has_arrived(aws: Aws) -> None:
+def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_arrival(aws: Aws) -> None:
     aws.define(needing_both())
     node = f"{TARGET}/date=20220115"
     assert aws.route(CUSTOMERS, {"date": "20220120"}) == []
@@ -173,10 +173,15 @@ def test_all_mode_triggers_once_when_every_source_has_arrived(aws: Aws) -> None:
     assert (message.partition, message.usage, message.trigger.table) == ({"date": "20220115"}, "append", ORDERS)
     assert aws.state(node)["completed_by"]["S"] == f"{ORDERS}/date=20220117"
 
-    # the completing arrival redelivered (say its message was lost): it triggers again, nobody else does
+    # the completing arrival redelivered (say its message was lost): it triggers again
     assert len(aws.route(ORDERS, {"date": "20220117"})) == 1
-    assert aws.route(ORDERS, {"date": "20220118"}) == []
-    assert aws.route(CUSTOMERS, {"date": "20220121"}) == []
+    # complete, the target takes every later arrival as mode any does: another day of the week, a late
+    # file re-running a source partition already in (a new run), the run before it re-sent
+    assert len(aws.route(ORDERS, {"date": "20220118"})) == 1
+    [late] = aws.route(CUSTOMERS, {"date": "20220120"}, run="20220125t000000000000_late000000")
+    assert late.trigger.run == "20220125t000000000000_late000000"
+    assert len(aws.route(CUSTOMERS, {"date": "20220121"})) == 1
+    assert aws.state(node)["completed_by"]["S"] == f"{ORDERS}/date=20220117"
     # the next week's partition is tracked on its own
     assert aws.route(CUSTOMERS, {"date": "20220122"}) == []
     assert len(aws.route(ORDERS, {"date": "20220124"})) == 1

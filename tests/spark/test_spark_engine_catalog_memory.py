@@ -1,12 +1,16 @@
-"""What SparkEngine remembers about the catalog (table schemas, partitions it registered) is never stale:
-a file landing in a partition that was registered earlier is read, a table dropped and created again
-gets its partition registered again, and a changed table is described as it is now."""
+"""What SparkEngine remembers about the catalog (table schemas, partitions it registered or moved) is never
+stale: a file landing in a partition that was registered earlier is read, a table dropped and created
+again gets its partition registered again, a changed table is described as it is now, and a partition
+moved or dropped by another writer is published where the statement says, or not at all."""
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
 
+import pytest
+
+from lakeline.engines.base import QueryFailed
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.sample import write_single_parquet
 from lakeline.storage import local_root
@@ -64,3 +68,72 @@ def test_a_changed_table_is_described_as_it_is_now(spark_engine: SparkEngine, tm
     spark_engine.execute(f"ALTER TABLE {name} SET LOCATION '{local_root(tmp_path / 'moved')}'")
     location = spark_engine.describe_table(database, table).location
     assert location is not None and location.rstrip("/").endswith("moved")
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace(".", "`.`") + "`"
+
+
+def _run_folder(spark_engine: SparkEngine, folder: Path, rows: int) -> str:
+    spark_engine.session.range(rows).selectExpr("id").write.parquet(local_root(folder))
+    return local_root(folder)
+
+
+def test_a_partition_added_then_published_is_where_the_last_statement_put_it(
+    spark_engine: SparkEngine, tmp_path: Path
+) -> None:
+    name, _ = _table(spark_engine, tmp_path)
+    one, two, three = (
+        _run_folder(spark_engine, tmp_path / "d=1" / run, rows) for run, rows in (("a", 3), ("b", 5), ("c", 7))
+    )
+    add = f"ALTER TABLE {_quoted(name)} ADD IF NOT EXISTS PARTITION (`d`='1') LOCATION "
+    move = f"ALTER TABLE {_quoted(name)} PARTITION (`d`='1') SET LOCATION "
+    spark_engine.execute(add + f"'{one}'")
+    spark_engine.execute(move + f"'{one}'")  # where the ADD just put it: nothing to write
+    assert _count(spark_engine, name) == 3
+    spark_engine.execute(add + f"'{two}'")  # there already: left where it is, as IF NOT EXISTS says
+    assert _count(spark_engine, name) == 3
+    spark_engine.execute(move + f"'{two}'")
+    assert _count(spark_engine, name) == 5
+    # Moved behind the engine's back (another writer): the next publish still lands where it says.
+    spark_engine.session.sql(f"ALTER TABLE {name} PARTITION (d='1') SET LOCATION '{three}'")
+    spark_engine.execute(move + f"'{one}'")
+    assert _count(spark_engine, name) == 3
+    assert spark_engine.partition_location(*name.split("."), {"d": "1"}) == one
+    # The next run's engine (a new process) knows nothing of it: its ADD leaves it where it is, and the
+    # publish after it moves it.
+    fresh = SparkEngine(spark_engine.session)
+    fresh.execute(add + f"'{two}'")
+    assert _count(fresh, name) == 3
+    fresh.execute(move + f"'{two}'")
+    assert _count(fresh, name) == 5
+
+
+def test_a_partition_dropped_behind_the_engine_is_not_published_into_thin_air(
+    spark_engine: SparkEngine, tmp_path: Path
+) -> None:
+    name, _ = _table(spark_engine, tmp_path)
+    one, two = (_run_folder(spark_engine, tmp_path / "d=1" / run, rows) for run, rows in (("a", 3), ("b", 5)))
+    move = f"ALTER TABLE {_quoted(name)} PARTITION (`d`='1') SET LOCATION "
+    spark_engine.execute(f"ALTER TABLE {_quoted(name)} ADD IF NOT EXISTS PARTITION (`d`='1') LOCATION '{one}'")
+    spark_engine.execute(move + f"'{two}'")
+    spark_engine.session.sql(f"ALTER TABLE {name} DROP PARTITION (d='1')")
+    with pytest.raises(QueryFailed, match=r"PARTITIONS_NOT_FOUND|NoSuchObjectException|not found|does not exist"):
+        spark_engine.execute(move + f"'{one}'")
+    assert spark_engine.session.sql(f"SHOW PARTITIONS {name}").collect() == []
+    # Added again, it is published again.
+    spark_engine.session.sql(f"ALTER TABLE {name} ADD PARTITION (d='1') LOCATION '{two}'")
+    spark_engine.execute(move + f"'{one}'")
+    assert _count(spark_engine, name) == 3
+
+
+def test_a_partition_of_a_typed_column_is_added_as_spark_stores_it(spark_engine: SparkEngine, tmp_path: Path) -> None:
+    name = f"memo.t{next(_tables)}"
+    spark_engine.session.sql(
+        f"CREATE TABLE {name} (id BIGINT, n INT) USING parquet PARTITIONED BY (n) LOCATION '{local_root(tmp_path)}'"
+    )
+    one = _run_folder(spark_engine, tmp_path / "n=1" / "a", 4)
+    # Spark casts '01' to the column's type and stores n=1; the catalog API would store '01' as written.
+    spark_engine.execute(f"ALTER TABLE {_quoted(name)} ADD IF NOT EXISTS PARTITION (`n`='01') LOCATION '{one}'")
+    assert spark_engine.execute(f"SELECT count(*) FROM {name} WHERE n = 1").rows == [(4,)]
+    assert [row[0] for row in spark_engine.session.sql(f"SHOW PARTITIONS {name}").collect()] == ["n=1"]

@@ -30,14 +30,18 @@ def test_an_arrival_while_the_lease_is_held_waits_and_the_hand_over_takes_it(com
     assert commits.begin(KEY, "r2", location("r2"), ROOT, ["b"]) is None
     state = commits.commit(first, publish=True, files=1, applied=["a"])
     assert (state.version, state.published, state.pending, state.applied) == (1, location("r1"), {"b"}, {"a"})
-    follow = commits.finish(first, "r3", location("r3"))
+    handed = commits.finish(first, "r3", location("r3"))
+    follow = handed.follow_up
+    assert handed.state.lease_owner == "r3"  # the state after the hand-over, for the sweep
     assert follow is not None and follow.owner == "r3" and follow.pending == ("b",) and follow.version == 1
     # A retried finish (the post-update task retried after the hand-over) returns the same follow-up.
-    again = commits.finish(first, "r4", location("r4"))
+    again = commits.finish(first, "r4", location("r4")).follow_up
     assert again is not None and again.owner == "r3"
     commits.commit(follow, publish=True, files=2, applied=["b"])
-    assert commits.finish(follow, "r5", location("r5")) is None
+    released = commits.finish(follow, "r5", location("r5"))
+    assert released.follow_up is None
     final = commits.read(KEY)
+    assert released.state == final
     assert final.lease_owner is None and final.version == 2 and final.retired
     assert commits.begin(KEY, "r6", location("r6"), ROOT, ["c"]) is not None
 
@@ -62,7 +66,7 @@ def test_a_run_whose_lease_expired_cannot_commit_and_the_next_run_takes_its_arri
         commits.commit(stalled, publish=True, files=1, applied=["a"])
     assert commits.read(KEY).published == location("r2")
     assert commits.resume(stalled) is None
-    assert commits.finish(stalled, "r9", location("r9")) is None
+    assert commits.finish(stalled, "r9", location("r9")).follow_up is None
 
 
 def test_a_retried_commit_that_went_through_succeeds(commits: PartitionCommits) -> None:
@@ -79,7 +83,7 @@ def test_finish_run_skips_a_hand_over_with_nothing_waiting(commits: PartitionCom
     assert commits.begin(KEY, "r2", location("r2"), ROOT, ["a"]) is None
     commits.commit(lease, publish=True, files=1, applied=["a"])
     owners = iter(["r3", "r4"])
-    assert finish_run(commits, lease, lambda: next(owners), ROOT) is None
+    assert finish_run(commits, lease, lambda: next(owners), ROOT).follow_up is None
     assert commits.read(KEY).lease_owner is None
 
 
