@@ -6,7 +6,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,10 +14,14 @@ from rich.console import Console
 from lakeline.catalog_json import CatalogFile
 from lakeline.dependencies.cli import deps_app
 from lakeline.engines.base import Column, QueryError, QueryResult, TableNotFound, TableSchema
-from lakeline.errors import LakelineError
+from lakeline.errors import ConfigError, LakelineError
 from lakeline.glue_scanner.cli import glue_app
 from lakeline.lineage.cli import lineage_app
 from lakeline.settings import PipelineSettings
+
+if TYPE_CHECKING:
+    from lakeline.local.project import ProjectConfig
+    from lakeline.local.workspace import Workspace
 
 app = typer.Typer(help="Lakeline: an event-driven data lake pipeline with lineage.", no_args_is_help=True)
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
@@ -57,8 +61,34 @@ def _table_settings(bucket_count: int | None, table_format: str | None, compress
     return overrides
 
 
+def _project(config: Path | None) -> ProjectConfig | None:
+    """The project ``config`` names, if it is a lakeline.yml (what ``lakeline run`` reads) rather than a
+    pipeline settings file (``pipeline:``, or ``raw_root``/``stage_root`` at the top)."""
+    import yaml
+
+    from lakeline.local.project import ProjectConfig
+
+    if config is None:
+        return None
+    try:
+        data = yaml.safe_load(config.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {config}: {error}") from error
+    if isinstance(data, dict) and data.keys() & {"pipeline", "raw_root", "stage_root"}:
+        return None
+    return ProjectConfig.load(config)
+
+
 def _settings(config: Path | None, defaults: dict[str, Any], table_overrides: dict[str, Any]) -> PipelineSettings:
-    base = PipelineSettings.from_yaml(config).model_dump() if config else {}
+    project = _project(config)
+    if project is not None:
+        base: dict[str, Any] = {
+            "environment": project.environment,
+            "default_table": project.default_table.model_dump(),
+            "tables": {name: table.model_dump() for name, table in project.tables_settings.items()},
+        }
+    else:
+        base = PipelineSettings.from_yaml(config).model_dump() if config else {}
     merged = {**defaults, **{k: v for k, v in base.items() if v not in (None, "", {})}}
     if table_overrides:
         merged["default_table"] = {**merged.get("default_table", {}), **table_overrides}
@@ -68,11 +98,27 @@ def _settings(config: Path | None, defaults: dict[str, Any], table_overrides: di
         raise LakelineError(f"invalid settings: {error}") from error
 
 
+def _workspace(config: Path | None, workspace: Path | None) -> Workspace:
+    """``--workspace``, else the ``--config`` project's workspace (and raw folder), else ``.lakeline``."""
+    from lakeline.local.workspace import Workspace
+
+    project = _project(config)
+    if workspace is None and project is not None:
+        return Workspace.at(project.workspace, project.raw)
+    return Workspace.at(workspace or Path(".lakeline"))
+
+
 BucketCount = Annotated[int | None, typer.Option(help="files per partition (default from config, else 1)")]
 TableFormatOption = Annotated[str | None, typer.Option("--format", help="PARQUET, ORC, JSON or TEXTFILE")]
 CompressionOption = Annotated[str | None, typer.Option(help="e.g. SNAPPY, GZIP, ZSTD, NONE")]
 EnvironmentOption = Annotated[str | None, typer.Option(help="database name suffix, e.g. dev")]
-ConfigOption = Annotated[Path | None, typer.Option(help="lakeline.yml with pipeline settings")]
+ConfigOption = Annotated[
+    Path | None, typer.Option(help="the project's lakeline.yml (or a file of pipeline settings)", show_default=False)
+]
+WorkspaceOption = Annotated[
+    Path | None,
+    typer.Option(help="local workspace folder [default: the --config project's, else .lakeline]", show_default=False),
+]
 
 
 @stage_a_app.command("plan")
@@ -142,7 +188,7 @@ def stage_a_plan(
 @stage_a_app.command("run")
 def stage_a_run(
     key: Annotated[str, typer.Option(help="raw object key, relative to the workspace's raw folder")],
-    workspace: Annotated[Path, typer.Option(help="local workspace folder")] = Path(".lakeline"),
+    workspace: WorkspaceOption = None,
     environment: EnvironmentOption = None,
     config: ConfigOption = None,
     bucket_count: BucketCount = None,
@@ -152,12 +198,11 @@ def stage_a_run(
     """Run stage A for one arrival on embedded Spark, against files under WORKSPACE/raw."""
     from lakeline.engines.spark import SparkEngine
     from lakeline.local.stage_a import partition_row_count, run_local_arrival
-    from lakeline.local.workspace import Workspace
     from stage_a.keys import parse_raw_key
 
     try:
         parse_raw_key(key)  # reject a bad key before starting Spark
-        ws = Workspace.at(workspace)
+        ws = _workspace(config, workspace)
         overrides = _table_settings(bucket_count, table_format, compression)
         settings = _settings(config, ws.settings(environment=environment).model_dump(), overrides)
         with err_console.status("starting embedded Spark"):
@@ -216,10 +261,16 @@ def _partition_options(values: list[str]) -> dict[str, str]:
 def stage_b_run(
     dataset: Annotated[str, typer.Option(help="target dataset, database.table")],
     partition: Annotated[list[str], typer.Option(help="destination partition COLUMN=VALUE (repeatable)")],
-    deps: Annotated[list[Path], typer.Option(help="dependency item JSON files or folders (repeatable)")],
-    workspace: Annotated[Path, typer.Option(help="local workspace folder")] = Path(".lakeline"),
+    deps: Annotated[
+        list[Path] | None,
+        typer.Option(help="dependency item JSON files or folders (repeatable) [default: the --config project's]"),
+    ] = None,
+    workspace: WorkspaceOption = None,
     usage: Annotated[str, typer.Option(help="append or overwrite")] = "overwrite",
-    queries: Annotated[Path, typer.Option(help="folder of <team>/*.sql files")] = Path("athena_queries"),
+    queries: Annotated[
+        Path | None,
+        typer.Option(help="folder of <team>/*.sql files [default: the --config project's, else athena_queries]"),
+    ] = None,
     chain: Annotated[bool, typer.Option(help="run the targets this one triggers, and theirs")] = True,
     environment: EnvironmentOption = None,
     config: ConfigOption = None,
@@ -229,7 +280,6 @@ def stage_b_run(
     from lakeline.engines.spark import SparkEngine
     from lakeline.local.dependencies import LocalDependencies
     from lakeline.local.pipeline import LocalPipeline
-    from lakeline.local.workspace import Workspace
     from lakeline.storage import LocalObjectStore
     from stage_b.ledger import FileAppliedMessages
     from stage_b.messages import SourceArrival, StageBMessage
@@ -238,7 +288,11 @@ def stage_b_run(
     try:
         if usage not in ("append", "overwrite"):
             raise LakelineError(f"--usage must be append or overwrite, not {usage!r}")
-        dependencies = LocalDependencies(load_items(deps))
+        project = _project(config)
+        item_paths = deps or (project.dependencies if project else [])
+        if not item_paths:
+            raise LakelineError("give --deps (dependency item files or folders) or a --config project that lists them")
+        dependencies = LocalDependencies(load_items(item_paths))
         target = _partition_options(partition)
         message = StageBMessage.model_validate(
             {
@@ -248,7 +302,7 @@ def stage_b_run(
                 "usage": usage,
             }
         )
-        ws = Workspace.at(workspace)
+        ws = _workspace(config, workspace)
         settings = _settings(config, ws.settings(environment=environment).model_dump(), {})
         with err_console.status("starting embedded Spark"):
             engine = SparkEngine.local(ws.root)
@@ -258,7 +312,7 @@ def stage_b_run(
             settings=settings,
             dependencies=dependencies,
             ledger=FileAppliedMessages(ws.root / "state" / "applied.json"),
-            queries_root=queries,
+            queries_root=queries or (project.queries if project else Path("athena_queries")),
         )
         pipeline = LocalPipeline(engine, ws, services, lambda stage, what: err_console.print(f"{stage}: {what}"))
         if chain:
@@ -325,14 +379,14 @@ def print_result(result: QueryResult, output: ResultFormat, console: Console) ->
 def run_sql(
     file: Annotated[Path | None, typer.Argument(help="file of Athena-dialect statements separated by ';'")] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="one statement instead of a file")] = None,
-    workspace: Annotated[Path, typer.Option(help="local workspace folder")] = Path(".lakeline"),
+    workspace: WorkspaceOption = None,
+    config: ConfigOption = None,
     output: Annotated[ResultFormat, typer.Option("--format", help="how results are printed")] = ResultFormat.table,
 ) -> None:
     """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results)."""
     import sqlglot
 
     from lakeline.engines.spark import SparkEngine
-    from lakeline.local.workspace import Workspace
 
     if (file is None) == (query is None):
         fail("give a FILE or --query, not both")
@@ -343,7 +397,11 @@ def run_sql(
     except sqlglot.errors.ParseError as error:
         fail(f"cannot parse the SQL: {error}")
         return
-    ws = Workspace.at(workspace)
+    try:
+        ws = _workspace(config, workspace)
+    except LakelineError as error:
+        fail(str(error))
+        return
     with err_console.status("starting embedded Spark"):
         engine = SparkEngine.local(ws.root)
     console = Console()

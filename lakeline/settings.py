@@ -148,4 +148,7 @@ class PipelineSettings(BaseModel):
             data = yaml.safe_load(path.read_text()) or {}
         except (OSError, yaml.YAMLError) as error:
             raise ConfigError(f"cannot read settings from {path}: {error}") from error
-        return cls.model_validate(data.get("pipeline", data))
+        try:
+            return cls.model_validate(data.get("pipeline", data) if isinstance(data, dict) else data)
+        except ValueError as error:  # pydantic's ValidationError: one readable error, not a traceback
+            raise ConfigError(f"{path}: {error}") from error

@@ -111,10 +111,17 @@ NESTED_OK = (
 )
 
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["standard lists and maps", "Hive's legacy layout"])
 def test_nested_columns_are_read_to_the_leaf_and_a_file_that_keeps_them_passes(
-    spark_engine: SparkEngine, tmp_path: Path
+    spark_engine: SparkEngine, tmp_path: Path, legacy: bool
 ) -> None:
-    raw = write(spark_engine, tmp_path / "nested.parquet", *NESTED_OK)
+    # The legacy layout (Hive and Spark before 1.x, still written with writeLegacyFormat): lists as
+    # ``repeated group bag { array }``, maps' key_value group named ``map``.
+    spark_engine.session.conf.set("spark.sql.parquet.writeLegacyFormat", str(legacy).lower())
+    try:
+        raw = write(spark_engine, tmp_path / "nested.parquet", *NESTED_OK)
+    finally:
+        spark_engine.session.conf.unset("spark.sql.parquet.writeLegacyFormat")
     length = footer_length(raw.path.read_bytes()[-8:])
     found = parquet_columns(raw.path.read_bytes()[-8 - length : -8])
     assert {c.name: c.sql_type for c in found} == NESTED_TABLE

@@ -80,3 +80,31 @@ def test_invalid_table_settings_are_reported() -> None:
     result = runner.invoke(app, [*args, "--format", "JSON", "--compression", "SNAPPY"])
     assert result.exit_code == 2
     assert "compression SNAPPY is not available for JSON" in result.stderr
+
+
+SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop" / "lakeline.yml"
+
+
+def test_plan_reads_the_projects_lakeline_yml() -> None:
+    """The same file ``lakeline run`` reads: its environment and table settings, not a traceback."""
+    key = "shop/pos/sales/day=2024-03-01/sales.csv"
+    result = runner.invoke(app, ["stage-a", "plan", "--key", key, "--columns", "store,amount", "--config", str(SHOP)])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert (plan["source_database"], plan["target_database"]) == ("shop_pos_raw_dev", "shop_pos_dev")
+    assert "bucketed_by = ARRAY['store'], bucket_count = 2" in plan["statements"][1]
+
+
+def test_a_settings_file_that_does_not_validate_is_one_line_naming_it(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.yml"
+    settings.write_text("pipeline:\n  raw_root: s3://raw/\n  stage_root: s3://stage/\n  colour: blue\n")
+    result = runner.invoke(
+        app, ["stage-a", "plan", "--key", "a/b/c/f.csv", "--columns", "x", "--config", str(settings)]
+    )
+    assert result.exit_code == 2
+    assert str(settings) in result.output and "colour" in result.output and "Traceback" not in result.output
+    project = tmp_path / "lakeline.yml"
+    project.write_text("workspace: .\nnot_a_setting: 1\n")
+    result = runner.invoke(app, ["stage-a", "plan", "--key", "a/b/c/f.csv", "--columns", "x", "--config", str(project)])
+    assert result.exit_code == 2
+    assert "not_a_setting" in result.output and "Traceback" not in result.output
