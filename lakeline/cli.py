@@ -90,6 +90,8 @@ def _settings(config: Path | None, defaults: dict[str, Any], table_overrides: di
     else:
         base = PipelineSettings.from_yaml(config).model_dump() if config else {}
     merged = {**defaults, **{k: v for k, v in base.items() if v not in (None, "", {})}}
+    if defaults.get("environment"):  # --environment, given on the command line, wins over the file
+        merged["environment"] = defaults["environment"]
     if table_overrides:
         merged["default_table"] = {**merged.get("default_table", {}), **table_overrides}
     try:

@@ -258,9 +258,9 @@ def _nested_type(elements: list[_Element], index: int, *, element_of_list: bool 
     element = _child(elements, index)
     family = _sql_type(element)
     if family not in ("struct", "array", "map"):
-        return family, index + 1
-    if element.physical is not None and element.repetition == _REPEATED:  # a repeated primitive
-        return f"array<{family}>", index + 1
+        # A repeated primitive outside a LIST's own repeated field is a list of it (spec rule 1).
+        listed = element.repetition == _REPEATED and not element_of_list
+        return (f"array<{family}>" if listed else family), index + 1
     if family == "struct":
         fields = []
         at = index + 1

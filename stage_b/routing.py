@@ -8,12 +8,14 @@
    in the cloud, the run's summary locally).
 3. Trigger mode ``any`` (the seed's behaviour): every arrival produces a stage B message. Mode ``all``:
    the arrival is recorded for the target partition; no message until the set of sources is complete,
-   then one from the arrival that completes it, and one from every arrival after that (late data, see
-   lakeline.dependencies.arrivals). Recording is idempotent, so a failed routing can simply be retried.
+   then one from the arrival that completes it, and for an overwrite target one from every arrival
+   after that (late data, see lakeline.dependencies.arrivals). Recording is idempotent, so a failed
+   routing can simply be retried.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -27,6 +29,9 @@ from stage_b.messages import LineageParents, SourceArrival, StageBMessage
 
 class EdgeSource(Protocol):
     def edges_from(self, source_table: str) -> Sequence[DependencyEdge | InvalidEdge]: ...
+
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,18 @@ def route_finished_partition(
     messages: list[StageBMessage] = []
     for route in routes:
         if route.edge.trigger_mode == "all" and arrivals is not None:
-            decision = arrivals.record_arrival(route.node, arrival.table, arrival.node, route.edge.sources)
+            overwrite = route.edge.dependency.usage == "overwrite"
+            decision = arrivals.record_arrival(
+                route.node, arrival.table, arrival.node, route.edge.sources, late_triggers=overwrite
+            )
+            if decision.late and not overwrite:
+                logger.warning(
+                    "%s arrived after %s was complete (by %s): an append target takes each partition once, "
+                    "so it is not appended again; use Usage overwrite to rebuild with late data",
+                    arrival.node,
+                    route.node,
+                    decision.completed_by,
+                )
             if not decision.triggers:
                 continue
         messages.append(

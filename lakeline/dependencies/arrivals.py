@@ -14,11 +14,12 @@ Two DynamoDB writes decide, without locks, which arrival triggers:
    before the stage B message was sent) is re-sent on retry: at least once for the winner, never
    for anyone else.
 
-Once the set has completed, the target behaves as in mode ``any``: every later arrival (a late file
-re-running a source partition, another source partition mapping to the same target partition, a
-re-sent one) triggers, so late data reaches the target. Stage B makes that safe: overwrite runs
-rebuild from the sources as they are, and an append message is applied once (its id names the run
-that produced the source version). The item keeps the set, so readiness survives restarts.
+Once the set has completed, a target whose dependency is used ``overwrite`` behaves as in mode
+``any``: every later arrival (a late file re-running a source partition, another source partition
+mapping to the same target partition, a re-sent one) triggers a rebuild from the sources as they are
+now, so late data reaches the target. An ``append`` target does not: its step appends the partition's
+whole result each time, so a second trigger would add the rows again; the decision says the arrival
+was late, and the caller reports it. The item keeps the set, so readiness survives restarts.
 """
 
 from __future__ import annotations
@@ -50,12 +51,19 @@ class ArrivalTracker:
     table_name: str
 
     def record_arrival(
-        self, target_partition: str, source_table: str, arrival: str, required: Collection[str]
+        self,
+        target_partition: str,
+        source_table: str,
+        arrival: str,
+        required: Collection[str],
+        *,
+        late_triggers: bool = True,
     ) -> ArrivalDecision:
         """Record that ``source_table`` arrived for ``target_partition``; decide whether it triggers.
 
         ``arrival`` identifies this arrival (source table and partition), so that its redelivery is
-        recognised as the same arrival.
+        recognised as the same arrival. ``late_triggers``: an arrival after the set completed triggers
+        (an overwrite target; not an append one).
         """
         now = datetime.now(UTC).isoformat()
         response = self.client.update_item(
@@ -72,7 +80,7 @@ class ArrivalTracker:
         if missing:
             return ArrivalDecision(target_partition, arrived, missing, False, completed_by)
         if completed_by is not None and completed_by != arrival:
-            return ArrivalDecision(target_partition, arrived, missing, True, completed_by, late=True)
+            return ArrivalDecision(target_partition, arrived, missing, late_triggers, completed_by, late=True)
         try:
             self.client.update_item(
                 TableName=self.table_name,

@@ -10,8 +10,8 @@ then reads it again). A SET LOCATION right after the ADD that put the partition 
 all: stage runs issue both, not knowing whether the partition exists.
 
 Only the plain case takes the short way: one partition, a qualified table, every partition column a
-string named exactly as the catalog names it, plain literals. Anything else (``False``) runs as SQL,
-which also gives Spark's own error for a statement that cannot succeed.
+string (not CHAR or VARCHAR) named exactly as the catalog names it, plain literals. Anything else
+(``False``) runs as SQL, which also gives Spark's own error for a statement that cannot succeed.
 """
 
 from __future__ import annotations
@@ -124,7 +124,14 @@ class PartitionStatements:
         """The spec names every partition column exactly once, each a string: stored as written."""
         if table_key not in self._tables:
             catalog_table = self._external().getTable(database, table)
-            fields = {field.name(): field.dataType().typeName() for field in catalog_table.partitionSchema().fields()}
+            # CHAR/VARCHAR columns are strings with a note in their metadata: Spark pads or checks their
+            # values, so they go through SQL.
+            fields = {
+                field.name(): "char/varchar"
+                if field.metadata().contains("__CHAR_VARCHAR_TYPE_STRING")
+                else field.dataType().typeName()
+                for field in catalog_table.partitionSchema().fields()
+            }
             strings = all(kind == "string" for kind in fields.values())
             self._tables[table_key] = KnownTable(catalog_table, frozenset(fields) if strings else frozenset())
         names = [column for column, _ in spec]

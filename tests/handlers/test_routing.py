@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,7 +163,9 @@ def test_all_mode_needs_a_state_table(aws: Aws) -> None:
         route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store)
 
 
-def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_arrival(aws: Aws) -> None:
+def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_overwrite_arrival(
+    aws: Aws, caplog: pytest.LogCaptureFixture
+) -> None:
     aws.define(needing_both())
     node = f"{TARGET}/date=20220115"
     assert aws.route(CUSTOMERS, {"date": "20220120"}) == []
@@ -175,12 +178,15 @@ def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_arriv
 
     # the completing arrival redelivered (say its message was lost): it triggers again
     assert len(aws.route(ORDERS, {"date": "20220117"})) == 1
-    # complete, the target takes every later arrival as mode any does: another day of the week, a late
-    # file re-running a source partition already in (a new run), the run before it re-sent
-    assert len(aws.route(ORDERS, {"date": "20220118"})) == 1
+    # complete, a source used overwrite triggers on every later arrival, as mode any does (the target is
+    # rebuilt with the late data): a late file re-running a partition already in (a new run), another day
     [late] = aws.route(CUSTOMERS, {"date": "20220120"}, run="20220125t000000000000_late000000")
-    assert late.trigger.run == "20220125t000000000000_late000000"
+    assert (late.trigger.run, late.usage) == ("20220125t000000000000_late000000", "overwrite")
     assert len(aws.route(CUSTOMERS, {"date": "20220121"})) == 1
+    # a source used append does not (its step would append the partition's rows again); the log says so
+    with caplog.at_level(logging.WARNING, logger="stage_b.routing"):
+        assert aws.route(ORDERS, {"date": "20220118"}) == []
+    assert "an append target takes each partition once" in caplog.text
     assert aws.state(node)["completed_by"]["S"] == f"{ORDERS}/date=20220117"
     # the next week's partition is tracked on its own
     assert aws.route(CUSTOMERS, {"date": "20220122"}) == []

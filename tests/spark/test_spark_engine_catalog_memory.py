@@ -129,6 +129,7 @@ def test_a_partition_dropped_behind_the_engine_is_not_published_into_thin_air(
 
 def test_a_partition_of_a_typed_column_is_added_as_spark_stores_it(spark_engine: SparkEngine, tmp_path: Path) -> None:
     name = f"memo.t{next(_tables)}"
+    spark_engine.session.sql("CREATE DATABASE IF NOT EXISTS memo")
     spark_engine.session.sql(
         f"CREATE TABLE {name} (id BIGINT, n INT) USING parquet PARTITIONED BY (n) LOCATION '{local_root(tmp_path)}'"
     )
@@ -137,3 +138,17 @@ def test_a_partition_of_a_typed_column_is_added_as_spark_stores_it(spark_engine:
     spark_engine.execute(f"ALTER TABLE {_quoted(name)} ADD IF NOT EXISTS PARTITION (`n`='01') LOCATION '{one}'")
     assert spark_engine.execute(f"SELECT count(*) FROM {name} WHERE n = 1").rows == [(4,)]
     assert [row[0] for row in spark_engine.session.sql(f"SHOW PARTITIONS {name}").collect()] == ["n=1"]
+
+
+def test_a_partition_of_a_char_column_is_added_as_spark_pads_it(spark_engine: SparkEngine, tmp_path: Path) -> None:
+    name = f"memo.t{next(_tables)}"
+    spark_engine.session.sql("CREATE DATABASE IF NOT EXISTS memo")
+    spark_engine.session.sql(
+        f"CREATE TABLE {name} (id BIGINT, code CHAR(2)) USING parquet PARTITIONED BY (code) "
+        f"LOCATION '{local_root(tmp_path)}'"
+    )
+    one = _run_folder(spark_engine, tmp_path / "code=a" / "run", 4)
+    # Spark stores 'a ' (padded to CHAR(2)); the catalog API would store 'a', which SQL then cannot find.
+    spark_engine.execute(f"ALTER TABLE {_quoted(name)} ADD IF NOT EXISTS PARTITION (`code`='a') LOCATION '{one}'")
+    assert spark_engine.partition_location(*name.split("."), {"code": "a"}) == one
+    assert [row[0] for row in spark_engine.session.sql(f"SHOW PARTITIONS {name}").collect()] == ["code=a "]
