@@ -79,8 +79,11 @@ def _project(config: Path | None) -> ProjectConfig | None:
     return ProjectConfig.load(config)
 
 
-def _settings(config: Path | None, defaults: dict[str, Any], table_overrides: dict[str, Any]) -> PipelineSettings:
-    project = _project(config)
+def _settings(
+    config: Path | None, project: ProjectConfig | None, defaults: dict[str, Any], table_overrides: dict[str, Any]
+) -> PipelineSettings:
+    """``defaults`` overlaid with the ``--config`` file: its ``project`` (``_project``), or else its
+    pipeline settings; then the table options given on the command line."""
     if project is not None:
         base: dict[str, Any] = {
             "environment": project.environment,
@@ -100,11 +103,10 @@ def _settings(config: Path | None, defaults: dict[str, Any], table_overrides: di
         raise LakelineError(f"invalid settings: {error}") from error
 
 
-def _workspace(config: Path | None, workspace: Path | None) -> Workspace:
+def _workspace(project: ProjectConfig | None, workspace: Path | None) -> Workspace:
     """``--workspace``, else the ``--config`` project's workspace (and raw folder), else ``.lakeline``."""
     from lakeline.local.workspace import Workspace
 
-    project = _project(config)
     if workspace is None and project is not None:
         return Workspace.at(project.workspace, project.raw)
     return Workspace.at(workspace or Path(".lakeline"))
@@ -147,6 +149,7 @@ def stage_a_plan(
     try:
         settings = _settings(
             config,
+            _project(config),
             {
                 "raw_root": location(raw_bucket),
                 "stage_root": location(stage_bucket),
@@ -204,9 +207,10 @@ def stage_a_run(
 
     try:
         parse_raw_key(key)  # reject a bad key before starting Spark
-        ws = _workspace(config, workspace)
+        project = _project(config)
+        ws = _workspace(project, workspace)
         overrides = _table_settings(bucket_count, table_format, compression)
-        settings = _settings(config, ws.settings(environment=environment).model_dump(), overrides)
+        settings = _settings(config, project, ws.settings(environment=environment).model_dump(), overrides)
         with err_console.status("starting embedded Spark"):
             engine = SparkEngine.local(ws.root)
         with err_console.status(f"stage A: {key}"):
@@ -304,8 +308,8 @@ def stage_b_run(
                 "usage": usage,
             }
         )
-        ws = _workspace(config, workspace)
-        settings = _settings(config, ws.settings(environment=environment).model_dump(), {})
+        ws = _workspace(project, workspace)
+        settings = _settings(config, project, ws.settings(environment=environment).model_dump(), {})
         with err_console.status("starting embedded Spark"):
             engine = SparkEngine.local(ws.root)
         services = StageBServices(
@@ -400,7 +404,7 @@ def run_sql(
         fail(f"cannot parse the SQL: {error}")
         return
     try:
-        ws = _workspace(config, workspace)
+        ws = _workspace(_project(config), workspace)
     except LakelineError as error:
         fail(str(error))
         return

@@ -77,15 +77,11 @@ def commit_write(
     return commits.commit(lease, publish=True, files=files, applied=applied)
 
 
-def sweep(commits: PartitionCommits, key: str, store: ObjectStore, *, grace_seconds: float) -> list[str]:
-    """Delete the partition's superseded versions past the grace period and crashed runs' leftovers."""
-    return sweep_state(commits, commits.read(key), store, grace_seconds=grace_seconds)
-
-
 def sweep_state(
     commits: PartitionCommits, state: PartitionState, store: ObjectStore, *, grace_seconds: float
 ) -> list[str]:
-    """``sweep`` from a state just read or written."""
+    """Delete the partition's superseded versions past the grace period and crashed runs' leftovers,
+    from its ``state`` as just read or written."""
     return sweep_partition(
         commits, state, store, grace_seconds=grace_seconds, run_prefix=RUN_PREFIX, token_time=run_token_time
     )

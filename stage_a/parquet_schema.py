@@ -11,6 +11,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from stage_a.hive_types import COMPLEX
+
 MAGIC = b"PAR1"
 
 # parquet.thrift: Type, ConvertedType, and the LogicalType union's member ids.
@@ -257,7 +259,7 @@ def _nested_type(elements: list[_Element], index: int, *, element_of_list: bool 
     including its backward-compatibility rules for two-level lists."""
     element = _child(elements, index)
     family = _sql_type(element)
-    if family not in ("struct", "array", "map"):
+    if family not in COMPLEX:
         # A repeated primitive outside a LIST's own repeated field is a list of it (spec rule 1).
         listed = element.repetition == _REPEATED and not element_of_list
         return (f"array<{family}>" if listed else family), index + 1

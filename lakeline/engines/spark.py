@@ -268,21 +268,20 @@ class SparkEngine:
         writer.save(location)
         if props.bucket_count:
             try:
-                self._name_buckets(location)
+                self._name_buckets(root, filesystem)
             except OSError as error:
                 raise QueryFailed(f"Spark statement failed: {error}", sql=ctas.sql, reason=str(error)) from error
-            self._write_empty_buckets(props, frame.schema)
+            self._write_empty_buckets(props, frame.schema, (root, filesystem))
         columns = frame._jdf.schema().toDDL()
         self._written[table] = WrittenTable(
-            definition=f"CREATE TABLE {ctas.table} ({columns}) {ctas.definition}", name=table.rsplit(".", 1)[-1]
+            definition=f"CREATE TABLE {ctas.table} ({columns}) {ctas.definition}", name=name
         )
 
-    def _name_buckets(self, location: str) -> None:
-        """Name each file of a bucketed write after its bucket, as Spark's bucketed CTAS does
-        (``part-00001-<job>_00001.c000.snappy.parquet``). The query's last step is the hash
-        repartition into ``bucket_count`` tasks, so task N wrote bucket N."""
+    def _name_buckets(self, root: Any, filesystem: Any) -> None:
+        """Name each file of a bucketed write (in ``root`` on ``filesystem``) after its bucket, as Spark's
+        bucketed CTAS does (``part-00001-<job>_00001.c000.snappy.parquet``). The query's last step is the
+        hash repartition into ``bucket_count`` tasks, so task N wrote bucket N."""
         jvm: Any = self.session.sparkContext._jvm
-        root, filesystem = self._filesystem(location)
         for status in filesystem.listStatus(root):
             found = TASK_FILE.match(status.getPath().getName())
             if status.isFile() and found:
@@ -304,15 +303,18 @@ class SparkEngine:
             logger.debug("spark: registering %s", key)
             self.session.sql(written.definition)
 
-    def _write_empty_buckets(self, ctas: CtasProperties, schema: StructType) -> None:
+    def _write_empty_buckets(
+        self, ctas: CtasProperties, schema: StructType, place: tuple[Any, Any] | None = None
+    ) -> None:
         """Athena writes one file per bucket even when a bucket is empty; Spark writes none for it.
         Top the CTAS output up with empty files of the same schema, so ``bucket_count = N`` always
-        means N files, as readers of a bucketed table expect."""
+        means N files, as readers of a bucketed table expect. ``place``: the location's Hadoop path
+        and file system, if the caller has them (``_filesystem``)."""
         if not ctas.bucket_count or not ctas.external_location or ctas.partitioned_by:
             return
         jvm: Any = self.session.sparkContext._jvm
         hadoop = self.session.sparkContext._jsc.hadoopConfiguration()
-        root, filesystem = self._filesystem(ctas.external_location)
+        root, filesystem = place or self._filesystem(ctas.external_location)
         present: set[int] = set()
         for status in filesystem.listStatus(root):
             name = status.getPath().getName()

@@ -26,7 +26,7 @@ from lakeline.local.dependencies import LocalDependencies
 from lakeline.local.sample import write_single_parquet
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
-from lakeline.partitions import abandon_run, commit_write, settle_run, sweep
+from lakeline.partitions import abandon_run, commit_write, settle_run, sweep_state
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root
 from stage_a.arrivals import Arrival
@@ -276,9 +276,9 @@ def test_readers_of_the_superseded_version_keep_their_files_until_the_grace_peri
     frame = spark_engine.session.read.parquet(*planned_files)
     assert frame.count() == 100  # the planned query still reads its files
     key = lease(first).key
-    assert sweep(commits, key, a.store, grace_seconds=3600) == []
+    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == []
     clock.now += 3601
-    assert sweep(commits, key, a.store, grace_seconds=3600) == [first.target_location]
+    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == [first.target_location]
     assert not Path(first.target_location.removeprefix("file://")).exists()
     assert a.rows() == 200  # the published version is never swept
 
@@ -295,9 +295,9 @@ def test_the_sweep_removes_what_a_crashed_run_left_and_nothing_in_flight(
     key = lease(in_flight).key
     # The run's token is a day old, but its lease is live: its prefix is not touched.
     commits.begin(key, in_flight.run_token, in_flight.target_location, in_flight.stage_partition_root)
-    assert sweep(commits, key, a.store, grace_seconds=3600) == []
+    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == []
     clock.now += 601  # the run crashed: its lease expired, its prefix is nobody's
-    assert sweep(commits, key, a.store, grace_seconds=3600) == [in_flight.target_location]
+    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == [in_flight.target_location]
     assert a.rows() == 100
 
 
