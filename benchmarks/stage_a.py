@@ -115,7 +115,7 @@ def run_scenario(
             )
             started = time.perf_counter()
             plan = begin_arrival(arrival, settings, engine, commits, LocalRawFiles(workspace.raw_dir))
-            if plan is not None:
+            if isinstance(plan, StageAPlan):
                 waiting.append(plan)
             if not burst or index == len(keys[date]) - 1:
                 for leased in waiting:

@@ -39,6 +39,11 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "Objects of a Lakeline bucket: stages address objects by key prefixes known only per arrival.",
     ),
     (
+        r"Resource::Lakeline-[a-z0-9_]+-Storage-RawBucketArn/\*\.lakeline-by-name\.csv\*",
+        "Copies of arriving CSV files in their table's column order, which the stage A router writes next "
+        "to a file whose header orders the columns otherwise (any partition folder; .csv or .csv.gz).",
+    ),
+    (
         r"Resource::Lakeline-[a-z0-9_]+-Storage-LineageArchiveBucketArn/openlineage/\*",
         "OpenLineage events written by the stage functions, one object per event under the archive's "
         "openlineage/ folder (keys named by the event's date and run id).",

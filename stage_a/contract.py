@@ -6,8 +6,8 @@ file by its table, CSV by position: a file that does not match is loaded into th
 NULLs, silently. So a file is refused, with a one-line reason naming the file and the column, when:
 
 - its format (by content, then by name) is not the table's;
-- CSV: the header's names are not the table's columns in the table's order (a missing, extra,
-  duplicated or moved column), a record has another number of fields than the header (RFC 4180:
+- CSV: the header lacks a column of the table or repeats one, has one the table lacks (unless
+  ``add-columns``), a record has another number of fields than the header (RFC 4180:
   quoted fields may hold the delimiter, doubled quotes and newlines), the bytes are not valid in the
   declared encoding, or a value cannot be read as its column's type;
 - JSON lines: a line is not a JSON object, a key is not a column, or a value has another type;
@@ -15,9 +15,12 @@ NULLs, silently. So a file is refused, with a one-line reason naming the file an
   down to the fields of structs, arrays and maps (a struct field missing or extra is refused: the
   engines read struct fields by name and would give NULL or drop it).
 
-With ``schema_evolution: add-columns`` extra columns are accepted (for CSV only after all of the
-table's, in the order the new columns are to be added) and returned, for the caller to add to the
-table before the file is planned.
+A CSV file whose header names the table's columns in another order keeps its contract, but engines
+would read it by position: ``ColumnsByName`` says so, and the caller loads a copy in the table's order
+(``stage_a.by_name``).
+
+With ``schema_evolution: add-columns`` extra columns are accepted and returned, for the caller to add
+to the table before the file is planned (a CSV file's come after the table's, in their header order).
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ _MAX_REPORTED_VALUE = 40
 
 class ContractViolation(ValidationError):
     """An arriving file does not match its raw table; nothing was planned or executed for it."""
+
+
+class ColumnsByName(ContractViolation):
+    """A CSV file that keeps its contract but names the table's columns in another order (or puts the
+    columns it adds among them). Engines read CSV by position, so the file cannot be loaded as it is;
+    ``stage_a.by_name`` writes a copy in the table's order, which is loaded in its place. A caller that
+    does not make the copy refuses the file with this reason."""
+
+    def __init__(self, reason: str, *, header: tuple[str, ...], added: tuple[Column, ...]) -> None:
+        super().__init__(reason)
+        self.header = header
+        self.added = added
 
 
 class RawFile(Protocol):
@@ -174,13 +189,10 @@ def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Co
     missing = [name for name in expected if name not in names]
     if missing:
         raise ContractViolation(f"{file_name}: header lacks column {', '.join(missing)} of table {contract.table}")
-    if names[: len(expected)] != expected:
-        raise ContractViolation(
-            f"{file_name}: columns are in another order than table {contract.table}'s "
-            f"({', '.join(names)} instead of {', '.join(expected)}); CSV is read by position"
-        )
-    added = _new_columns(contract, file_name, names[len(expected) :], "header has column")
-    types = [column.type for column in contract.columns] + ["string"] * len(added)
+    in_order = names[: len(expected)] == expected
+    added = _new_columns(contract, file_name, [name for name in names if name not in expected], "header has column")
+    kinds = {name: column.type for name, column in zip(expected, contract.columns, strict=True)}
+    types = [kinds.get(name, "string") for name in names]
     try:
         line = reader.line_num
         for record in reader:
@@ -199,6 +211,13 @@ def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Co
                     raise ContractViolation(f"{file_name}: line {first}, column {name}: {_shown(value)} is not {kind}")
     except csv.Error as error:
         raise ContractViolation(f"{file_name}: line {reader.line_num} is not valid CSV: {error}") from error
+    if not in_order:
+        raise ColumnsByName(
+            f"{file_name}: columns are in another order than table {contract.table}'s "
+            f"({', '.join(names)} instead of {', '.join(expected)}); CSV is read by position",
+            header=tuple(header),
+            added=added,
+        )
     return added
 
 

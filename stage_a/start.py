@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from lakeline.commits import Lease, PartitionCommits, commit_key
 from lakeline.engines.base import Column, TableNotFound, TableSchema
@@ -23,7 +23,8 @@ from lakeline.partitions import run_location
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
 from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival
-from stage_a.contract import ContractViolation, RawContract, RawFile, check_raw_file
+from stage_a.by_name import copy_key, in_table_order, made_from
+from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.plan import StageAPlan, new_run_token, plan_stage_a, waiting_arrivals
 
@@ -44,13 +45,32 @@ class Catalog(Protocol):
 class RawFiles(Protocol):
     def raw_file(self, arrival: Arrival) -> RawFile: ...
 
+    def copy_made_from(self, arrival: Arrival, key: str) -> str | None:
+        """``None`` if nothing is at ``key``; else what the copy there records of its arrival (or "")."""
+        ...
+
+    def write_copy(self, arrival: Arrival, key: str, body: IO[bytes], made_from: str) -> bool:
+        """Write a copy next to the arrival's file; ``False``: it was there already, unchanged."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReadByName:
+    """A CSV arrival loaded through its copy in the table's column order (``stage_a.by_name``)."""
+
+    key: str
+    copy_key: str
+    written: bool  # False: the copy was there already (a redelivery or a rerun); its own arrival loads it
+    reason: str
+
 
 @dataclass(frozen=True)
 class StartedRun:
     execution_name: str
     execution_arn: str | None
     duplicate: bool
-    plan: StageAPlan | None  # None: the arrival waits for the run that holds the partition
+    plan: StageAPlan | None  # None: the arrival waits for the run that holds the partition, or is read by name
+    by_name: ReadByName | None = None
 
 
 def partition_commit_key(raw: RawObject, settings: PipelineSettings) -> str:
@@ -84,16 +104,12 @@ def plan_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog)
 
 def check_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema:
     """The door: the arrival's raw table exists and the file keeps its contract (``stage_a.contract``).
-    Returns the raw table's schema; raises ``ContractViolation`` with the reason otherwise."""
+    Returns the raw table's schema; raises ``ContractViolation`` with the reason otherwise
+    (``ColumnsByName`` for a CSV file to be loaded through a copy in the table's order)."""
     raw = parse_raw_key(arrival.key)
     database = settings.raw_database(raw.team, raw.dataset)
-    try:
-        schema = catalog.describe_table(database, raw.table)
-    except TableNotFound as error:
-        raise ContractViolation(f"{arrival.key}: no raw table {database}.{raw.table} in the catalog") from error
-    table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
-    contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
-    added = check_raw_file(contract, files.raw_file(arrival))
+    schema = _raw_schema(arrival, database, raw.table, catalog)
+    added = check_raw_file(_contract(schema, settings, raw), files.raw_file(arrival))
     if added:
         # schema_evolution: add-columns. The stage table gets them too, or its runs would drop them.
         for column in added:
@@ -107,13 +123,57 @@ def check_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog
     return schema
 
 
+def _raw_schema(arrival: Arrival, database: str, table: str, catalog: Catalog) -> TableSchema:
+    try:
+        return catalog.describe_table(database, table)
+    except TableNotFound as error:
+        raise ContractViolation(f"{arrival.key}: no raw table {database}.{table} in the catalog") from error
+
+
+def _contract(schema: TableSchema, settings: PipelineSettings, raw: RawObject) -> RawContract:
+    table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
+    return RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
+
+
+def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema | ReadByName:
+    """The door (``check_arrival``), and CSV read by header name: an arrival whose columns are in
+    another order than its table's, or whose key has been read by name before, has its copy in the
+    table's order written (``stage_a.by_name``), which arrives and is loaded in its place.
+    Returns the raw table's schema for an arrival loaded as it is."""
+    copy = copy_key(arrival.key)
+    try:
+        schema = check_arrival(arrival, settings, catalog, files)
+    except ColumnsByName as moved:
+        if copy is None:
+            raise
+        reason, existing = str(moved), files.copy_made_from(arrival, copy)
+        raw = parse_raw_key(arrival.key)
+        schema = _raw_schema(arrival, settings.raw_database(raw.team, raw.dataset), raw.table, catalog)
+    else:
+        existing = None if copy is None else files.copy_made_from(arrival, copy)
+        if copy is None or existing is None:
+            return schema
+        # Read by name before: the copy's key holds the file's rows, so this version replaces them there.
+        reason = f"{arrival.key}: its earlier version was read by name through {copy}"
+    digest = made_from(arrival.identity)
+    if existing == digest:
+        return ReadByName(arrival.key, copy, False, reason)  # a redelivery: the copy is written
+    contract = _contract(schema, settings, parse_raw_key(arrival.key))
+    with in_table_order(contract, files.raw_file(arrival)) as body:
+        written = files.write_copy(arrival, copy, body, digest)
+    return ReadByName(arrival.key, copy, written, reason)
+
+
 def begin_arrival(
     arrival: Arrival, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits, files: RawFiles
-) -> StageAPlan | None:
+) -> StageAPlan | ReadByName | None:
     """Check the arrival at the door, record it in its partition's state and, if no other run holds the
-    partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival waits."""
+    partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival
+    waits; ``ReadByName``: its copy in the table's column order is loaded instead."""
+    schema = admit(arrival, settings, catalog, files)
+    if isinstance(schema, ReadByName):
+        return schema
     raw = parse_raw_key(arrival.key)
-    schema = check_arrival(arrival, settings, catalog, files)
     token = arrival_run_token(arrival)
     # Planned once without the lease first: an arrival that cannot be planned is refused before it
     # enters the partition's state, where it would hold up the arrivals behind it.
@@ -170,6 +230,8 @@ def start_stage_a(
     state_machine_arn: str,
 ) -> StartedRun:
     plan = begin_arrival(arrival, settings, catalog, commits, files)
+    if isinstance(plan, ReadByName):
+        return StartedRun("", None, False, None, plan)
     if plan is None:
         return StartedRun("", None, False, None)
     return start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")})

@@ -45,7 +45,7 @@ from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import LocalRawFiles
 from stage_a.runner import execute_stage_a, publish_stage_a
-from stage_a.start import begin_arrival, plan_follow_up
+from stage_a.start import ReadByName, begin_arrival, plan_follow_up
 from stage_b.ledger import DynamoDBAppliedMessages
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -80,6 +80,7 @@ class FlowReport:
     stage_b: list[StageBPlan] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)  # arrivals refused at the door, with the reason
+    read_by_name: list[str] = field(default_factory=list)  # CSV arrivals loaded through a copy in table order
     lineage_records: int = 0
 
 
@@ -221,6 +222,11 @@ class EventFlow:
                 self.notify("quarantined", str(error))
                 continue
             self.quarantine.release(arrival.key)
+            if isinstance(plan, ReadByName):
+                self.report.read_by_name.append(f"{arrival.key} as {plan.copy_key}")
+                self.notify("by name", f"{arrival.key}: columns in another order; loaded as {plan.copy_key}")
+                self.arrive(plan.copy_key)  # as S3 sends the copy's "Object Created" event
+                continue
             if plan is None:
                 self.report.coalesced.append(arrival.key)
                 self.notify("waits", f"{arrival.key} (its partition's run is in flight)")

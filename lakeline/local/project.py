@@ -274,6 +274,7 @@ def write_summary(run: ProjectRun) -> Path:
                 "duplicates": report.duplicates,
                 "failures": report.failures,
                 "quarantined": report.quarantined,
+                "read_by_name": report.read_by_name,
                 "lineage_records": report.lineage_records,
                 "archive_objects": run.archive_objects,
                 "archived_lineage_rows": run.archived_lineage_rows,
@@ -305,6 +306,8 @@ def print_summary(run: ProjectRun, console: Console) -> None:
         console.print(f"[red]failed[/] {escape(failure)}", soft_wrap=True)  # one line, as written
     for refused in report.quarantined:
         console.print(f"[red]quarantined[/] {escape(refused)}", soft_wrap=True)
+    for copied in report.read_by_name:
+        console.print(f"read by name (columns in another order) {escape(copied)}", soft_wrap=True)
     if report.quarantined:
         console.print(
             f"the reasons are also in {run.workspace.root / 'quarantine'}; fix a file and run again to load it"

@@ -4,7 +4,9 @@ An arrival takes its partition's lease and starts a run, or, while another run h
 waits in the partition's state for that run's follow-up (which the run's post-update function queues
 here as a follow-up message). An arrival whose key or file breaks its table's contract
 (``stage_a.contract``: the file is read here, before anything else) can never succeed: it goes
-straight to the DLQ with its reason and no SQL is planned. Other failures (catalog or Step Functions
+straight to the DLQ with its reason and no SQL is planned. A CSV file whose columns are in another
+order than its table's is loaded through a copy in the table's order, which the router writes next to
+it (``stage_a.by_name``) and whose own S3 event brings it back here. Other failures (catalog or Step Functions
 errors) fail only their own record, which SQS redelivers and finally dead-letters.
 """
 
@@ -111,6 +113,14 @@ def handle_record(record: SQSRecord) -> None:
             logger.warning("arrival rejected", extra={"key": arrival.key, "reason": str(error)})
             dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-a-router")
             metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
+            continue
+        if started.by_name is not None:
+            copy = started.by_name
+            logger.info(
+                "arrival read by name: its copy in the table's column order is loaded instead",
+                extra={"key": arrival.key, "copy": copy.copy_key, "written": copy.written, "reason": copy.reason},
+            )
+            metrics.add_metric(name="ReadByNameArrivals", unit=MetricUnit.Count, value=1)
             continue
         if started.plan is None:
             logger.info("arrival waits for the partition's run in flight", extra={"key": arrival.key})

@@ -27,6 +27,7 @@ from stacks.constructs.stage_b import commit_function, grant_partition_state, gr
 from stacks.constructs.statements import StatementRunner
 from stacks.constructs.workflow import add_retry, failure_recorder, logged_state_machine
 from stacks.storage_refs import StorageImports
+from stage_a.by_name import MARKER as BY_NAME_MARKER
 
 
 class StageA(Construct):
@@ -134,6 +135,10 @@ class StageA(Construct):
         # The contract check at the door reads each arriving file (a CSV's lines, a Parquet footer).
         storage.bucket("Raw").grant_read(router.function)
         storage.key.grant_decrypt(router.function)
+        # A CSV file with its columns in another order is loaded through a copy in the table's order,
+        # which the router writes next to it (stage_a.by_name): only such copies may be written.
+        storage.bucket("Raw").grant_put(router.function, f"*{BY_NAME_MARKER}.csv*")
+        storage.key.grant_encrypt(router.function)
         statements.grant_add_columns(router.function)
         router.function.add_event_source(
             sources.SqsEventSource(

@@ -95,7 +95,7 @@ def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fix
     drop(tmp_path, "2024-03-01", [("north", 10.0), ("south", 5.5)])  # makes the table: store, amount
     drop(tmp_path, "2024-03-02", [("south", 1.0)])
     day = tmp_path / "incoming" / "shop" / "pos" / "sales" / "day=2024-03-02"
-    (day / "late.csv").write_text("amount,store\n7,north\n")  # columns moved: would load 'north' as amount
+    (day / "late.csv").write_text("amount,store\n7,north\n")  # columns moved: read by name, not position
     (day / "typo.csv").write_text("store,amount\nnorth,12,5\n")  # a decimal comma: one field too many
     (day / "notes.txt").write_text("store,amount\nnorth,1\n")
     returns = tmp_path / "incoming" / "shop" / "pos" / "returns" / "day=2024-03-01"
@@ -106,33 +106,43 @@ def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fix
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
     reasons = "\n".join(summary["quarantined"])
-    assert len(summary["quarantined"]) == 4, reasons
-    assert "late.csv: columns are in another order than table shop_pos_raw_dev.sales's" in reasons
+    assert len(summary["quarantined"]) == 3, reasons
     assert "typo.csv: line 2 has 3 fields, the header 2" in reasons
     assert "notes.txt: cannot tell its format from its name" in reasons
     assert "returns.csv: is a parquet file named as csv" in reasons
-    assert "quarantined" in result.stdout and "late.csv" in result.stdout
+    assert "quarantined" in result.stdout and "typo.csv" in result.stdout
     assert summary["failures"] == []
-    # Everything else loaded, and nothing of the refused files did.
-    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
-        ["north", 10.0, "2024-03-01"],
-        ["south", 1.0, "2024-03-02"],
-        ["south", 5.5, "2024-03-01"],
+    # The moved columns are read by name, through a copy in the table's order next to the file.
+    copy = day / "late.lakeline-by-name.csv"
+    assert summary["read_by_name"] == [
+        f"{day.relative_to(tmp_path / 'incoming').as_posix()}/late.csv as "
+        f"{copy.relative_to(tmp_path / 'incoming').as_posix()}"
     ]
-    records = sorted(p.name for p in (tmp_path / "ws" / "quarantine").rglob("*.json"))
-    assert records == ["late.csv.json", "notes.txt.json", "returns.csv.json", "typo.csv.json"]
-
-    (day / "late.csv").write_text("store,amount\nnorth,7\n")
-    for removed in (day / "typo.csv", day / "notes.txt", returns / "returns.csv"):
-        removed.unlink()
-    result = lakeline_run(config)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "read by name" in result.stdout and copy.read_text() == "store,amount\nnorth,7\n"
+    # Everything else loaded, and nothing of the refused files did.
     assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
         ["north", 7.0, "2024-03-02"],
         ["north", 10.0, "2024-03-01"],
         ["south", 1.0, "2024-03-02"],
         ["south", 5.5, "2024-03-01"],
     ]
+    records = sorted(p.name for p in (tmp_path / "ws" / "quarantine").rglob("*.json"))
+    assert records == ["notes.txt.json", "returns.csv.json", "typo.csv.json"]
+
+    # Fixed and re-sent: the late file, now in the table's order, replaces its rows through its copy.
+    (day / "late.csv").write_text("store,amount\nnorth,8\n")
+    (day / "typo.csv").write_text("store,amount\nnorth,12.5\n")
+    for removed in (day / "notes.txt", returns / "returns.csv"):
+        removed.unlink()
+    result = lakeline_run(config)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
+        ["north", 10.0, "2024-03-01"],
+        ["north", 20.5, "2024-03-02"],
+        ["south", 1.0, "2024-03-02"],
+        ["south", 5.5, "2024-03-01"],
+    ]
+    assert copy.read_text() == "store,amount\nnorth,8\n"
     assert list((tmp_path / "ws" / "quarantine").rglob("*.json")) == []
 
 

@@ -241,7 +241,6 @@ def test_missing_raw_table_is_parked_at_once_with_its_reason_and_its_neighbour_s
 @pytest.mark.parametrize(
     ("body", "reason"),
     [
-        (b"name,customer_id\nann,1\n", "columns are in another order than table"),
         (b"customer_id\n1\n", "header lacks column name"),
         (b"customer_id,name,email\n1,ann,a@x\n", "header has column email not in table"),
         (b"customer_id,name\n6.5,ann\n", "line 2, column customer_id: '6.5' is not bigint"),
@@ -270,6 +269,53 @@ def test_a_file_that_breaks_its_table_contract_is_parked_with_the_reason_and_its
     later = eventbridge_arrival("engineering/mysql/customers/date=20220120/later.csv", sequencer="0062E99A88DC4074FF")
     assert router.handler(sqs_event(later), CONTEXT) == {"batchItemFailures": []}
     assert len(executions(aws)) == 2
+
+
+def test_a_csv_file_with_its_columns_in_another_order_is_loaded_by_name_through_a_copy(aws: dict[str, Any]) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    folder = "engineering/mysql/customers/date=20220120"
+    key, copy = f"{folder}/moved.csv", f"{folder}/moved.lakeline-by-name.csv"
+    event = eventbridge_arrival(key)
+    s3.put_object(Bucket="raw-bucket", Key=key, Body=b'Name,customer_id\r\n"ann, ""a""",1\r\n\r\nbob,2\r\n')
+    assert router.handler(sqs_event(event), CONTEXT) == {"batchItemFailures": []}
+    # Nothing runs for the original and nothing is parked: its copy, in the table's order, is written.
+    assert executions(aws) == [] and dead_letters(aws) == []
+    written = s3.get_object(Bucket="raw-bucket", Key=copy)
+    assert written["Body"].read() == b'customer_id,Name\n1,"ann, ""a"""\n2,bob\n'
+    made_from = written["Metadata"]["lakeline-made-from"]
+    # A redelivery of the original finds its copy made and writes nothing (no second copy event).
+    s3.put_object(Bucket="raw-bucket", Key=copy, Body=b"customer_id,name\n1,kept\n", Metadata=written["Metadata"])
+    assert router.handler(sqs_event(event), CONTEXT) == {"batchItemFailures": []}
+    assert s3.get_object(Bucket="raw-bucket", Key=copy)["Body"].read() == b"customer_id,name\n1,kept\n"
+    # The copy's own "Object Created" event starts the run, which reads the copy only.
+    copy_event = eventbridge_arrival(copy, sequencer="0062E99A88DC4074A0")
+    s3.put_object(Bucket="raw-bucket", Key=copy, Body=b'customer_id,Name\n1,"ann, ""a"""\n2,bob\n')
+    assert router.handler(sqs_event(copy_event), CONTEXT) == {"batchItemFailures": []}
+    (execution,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    assert plan["raw_key"] == copy and f"s3://raw-bucket/{copy}'" in plan["ctas"] and "moved.csv'" not in plan["ctas"]
+    # A later version of the original, now in the table's order, replaces the copy's rows through the copy.
+    later = eventbridge_arrival(key, sequencer="0062E99A88DC4074B0")
+    s3.put_object(Bucket="raw-bucket", Key=key, Body=b"customer_id,name\n3,cid\n")
+    assert router.handler(sqs_event(later), CONTEXT) == {"batchItemFailures": []}
+    replaced = s3.get_object(Bucket="raw-bucket", Key=copy)
+    assert replaced["Body"].read() == b"customer_id,name\n3,cid\n"
+    assert replaced["Metadata"]["lakeline-made-from"] != made_from
+    assert len(executions(aws)) == 1 and dead_letters(aws) == []
+
+
+def test_a_reordered_csv_that_also_breaks_its_contract_is_parked_and_no_copy_is_written(aws: dict[str, Any]) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    key = "engineering/mysql/customers/date=20220120/moved.csv"
+    event = eventbridge_arrival(key)
+    s3.put_object(Bucket="raw-bucket", Key=key, Body=b"name,customer_id\nann,x\n")
+    assert router.handler(sqs_event(event), CONTEXT) == {"batchItemFailures": []}
+    (letter,) = dead_letters(aws)
+    assert (
+        "line 2, column customer_id: 'x' is not bigint" in letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    )
+    listed = s3.list_objects_v2(Bucket="raw-bucket", Prefix="engineering/mysql/customers/date=20220120/")
+    assert [item["Key"] for item in listed["Contents"]] == [key]
 
 
 def test_add_columns_grows_the_raw_and_stage_tables_in_glue_before_the_run_is_planned(

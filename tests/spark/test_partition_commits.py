@@ -34,7 +34,7 @@ from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import LocalRawFiles
 from stage_a.runner import execute_stage_a, publish_stage_a
-from stage_a.start import begin_arrival, plan_follow_up
+from stage_a.start import ReadByName, begin_arrival, plan_follow_up
 from stage_b.ledger import FileAppliedMessages
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.plan import StageBPlan
@@ -79,7 +79,9 @@ class StageA:
         content = (self.workspace.raw_dir / key).read_bytes()
         sequencer = hashlib.sha256(content).hexdigest()[:18]
         arrival = Arrival(bucket="raw", key=key, sequencer=sequencer, event_time=at)
-        return begin_arrival(arrival, self.settings, self.engine, self.commits, LocalRawFiles(self.workspace.raw_dir))
+        plan = begin_arrival(arrival, self.settings, self.engine, self.commits, LocalRawFiles(self.workspace.raw_dir))
+        assert not isinstance(plan, ReadByName)
+        return plan
 
     def write(self, plan: StageAPlan) -> None:
         self.runs += 1

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakeline.engines.base import Column, TableSchema
-from stage_a.contract import ContractViolation, RawContract, check_raw_file
+from stage_a.contract import ColumnsByName, ContractViolation, RawContract, check_raw_file
 from stage_a.raw_files import LocalRawFile
 
 TABLE = TableSchema(
@@ -104,9 +104,22 @@ def test_a_file_of_another_format_is_refused(tmp_path: Path, name: str, body: by
 def test_add_columns_accepts_new_columns_after_the_tables_and_returns_them(tmp_path: Path) -> None:
     body = b"sale_id,name,amount,store\n1,ann,2,7\n"
     assert check(tmp_path, "s.csv", body, evolution="add-columns") == (Column("store", "string"),)
-    # A missing or moved column is refused under add-columns too: CSV is read by position.
-    assert "another order" in refused(
-        tmp_path, "t.csv", b"store,sale_id,name,amount\n7,1,a,2\n", evolution="add-columns"
+    # A new column before the table's: read by name (through a copy in the table's order), with it added.
+    with pytest.raises(ColumnsByName, match="another order") as moved:
+        check(tmp_path, "t.csv", b"store,sale_id,name,amount\n7,1,a,2\n", evolution="add-columns")
+    assert moved.value.added == (Column("store", "string"),)
+    assert moved.value.header == ("store", "sale_id", "name", "amount")
+
+
+def test_columns_in_another_order_are_checked_by_name_before_the_file_is_read_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ColumnsByName):
+        check(tmp_path, "s.csv", b"amount,Name,sale_id\n2.50,ann,1\n")
+    # Each value against its own column's type, whatever the position.
+    assert "line 2, column sale_id: 'ann' is not bigint" in refused(
+        tmp_path, "s.csv", b"name,sale_id,amount\nx,ann,1\n"
+    )
+    assert "line 2, column amount: 'x' is not decimal(10,2)" in refused(
+        tmp_path, "s.csv", b"amount,name,sale_id\nx,ann,1\n"
     )
 
 
