@@ -10,7 +10,8 @@ NULLs, silently. So a file is refused, with a one-line reason naming the file an
   ``add-columns``), a record has another number of fields than the header (RFC 4180:
   quoted fields may hold the delimiter, doubled quotes and newlines), the bytes are not valid in the
   declared encoding, or a value cannot be read as its column's type;
-- JSON lines: a line is not a JSON object, a key is not a column, or a value has another type;
+- JSON lines: a line is not a JSON object, a key is not a column, or a value has another type, down
+  to the fields of structs, arrays and maps (a key a struct lacks is refused: the engines drop it);
 - Parquet: a column of the table is missing, or has a type the engines cannot read as the column's,
   down to the fields of structs, arrays and maps (a struct field missing or extra is refused: the
   engines read struct fields by name and would give NULL or drop it).
@@ -224,6 +225,7 @@ def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Co
 def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Column, ...]:
     types = {column.name.lower(): column.type for column in contract.columns}
     names = {column.name.lower(): column.name for column in contract.columns}
+    trees = {name: _hive_type(kind) for name, kind in types.items()}
     extra: dict[str, None] = {}
     for number, line in enumerate(text, start=1):
         if not line.strip():
@@ -244,11 +246,52 @@ def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[C
                     f"{file_name}: line {number}, key {key!r} is spelled {names[str(key).lower()]!r} "
                     f"in table {contract.table}; JSON keys are matched with their case"
                 )
-            elif value is not None and not _json_reads_as(kind, value):
-                raise ContractViolation(
-                    f"{file_name}: line {number}, column {key}: {_shown(json.dumps(value))} is not {kind}"
-                )
+            elif value is not None:
+                problem = _json_problem(trees[str(key).lower()], kind, value, key, contract.case_sensitive_keys)
+                if problem:
+                    raise ContractViolation(f"{file_name}: line {number}, {problem}")
     return _new_columns(contract, file_name, list(extra), "key")
+
+
+def _json_problem(tree: HiveType | None, kind: str, value: object, path: str, case_sensitive: bool) -> str | None:
+    """What makes a JSON value read other than as written into its column's type, to the leaf: a value
+    of another type, or a key a struct lacks (the engines drop it, or give NULL for a struct's field
+    spelled with another case where keys are matched with their case). ``None``: it reads as written."""
+    where = f"field {path}" if "." in path or "[" in path else f"column {path}"
+    if value is None:
+        return None
+    if tree is None or tree.family not in COMPLEX:
+        return None if _json_reads_as(kind, value) else f"{where}: {_shown(json.dumps(value))} is not {kind}"
+    if tree.family == "array":
+        if not isinstance(value, list):
+            return f"{where}: {_shown(json.dumps(value))} is not {kind}"
+        ((_, element),) = tree.fields
+        return next(
+            (p for item in value if (p := _json_problem(element, str(element), item, f"{path}[]", case_sensitive))),
+            None,
+        )
+    if not isinstance(value, dict):
+        return f"{where}: {_shown(json.dumps(value))} is not {kind}"
+    if tree.family == "map":
+        (_, key_type), (_, value_type) = tree.fields
+        for key, item in value.items():
+            if not _reads_as(str(key_type), str(key)):
+                return f"{where}: key {_shown(str(key))} is not {key_type}"
+            problem = _json_problem(value_type, str(value_type), item, f"{path}[{key}]", case_sensitive)
+            if problem:
+                return problem
+        return None
+    fields = {name.lower(): (name, field_type) for name, field_type in tree.fields}
+    for key, item in value.items():
+        name, field_type = fields.get(str(key).lower(), ("", None))
+        if field_type is None:
+            return f"{where} has key {key!r}, which its type {kind} lacks"
+        if case_sensitive and key != name:
+            return f"field {path}.{key} is spelled {name!r} in the table; JSON keys are matched with their case"
+        problem = _json_problem(field_type, str(field_type), item, f"{path}.{name}", case_sensitive)
+        if problem:
+            return problem
+    return None
 
 
 def _check_parquet(contract: RawContract, raw: RawFile, size: int) -> tuple[Column, ...]:
@@ -375,7 +418,9 @@ def _json_reads_as(kind: str, value: object) -> bool:
     if family in _INTEGER_RANGES:
         return isinstance(value, int) and not isinstance(value, bool) and _reads_as(family, str(value))
     if family in ("double", "float") or family.startswith("decimal("):
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        # A decimal column takes the number as written: no more decimals, no more digits than it holds.
+        return number and (not family.startswith("decimal(") or _reads_as(family, json.dumps(value)))
     if family == "boolean":
         return isinstance(value, bool)
     if family in ("string", "date", "timestamp"):

@@ -318,6 +318,43 @@ def test_a_reordered_csv_that_also_breaks_its_contract_is_parked_and_no_copy_is_
     assert [item["Key"] for item in listed["Contents"]] == [key]
 
 
+def test_a_nested_json_value_of_another_type_is_parked_and_a_good_file_starts(aws: dict[str, Any]) -> None:
+    boto3.client("glue", region_name=REGION).create_table(
+        DatabaseName="engineering_mysql_raw_dev",
+        TableInput={
+            "Name": "orders",
+            "StorageDescriptor": {
+                "Columns": [
+                    {"Name": "id", "Type": "bigint"},
+                    {"Name": "ship", "Type": "struct<city:string,zip:int>"},
+                    {"Name": "lines", "Type": "array<struct<sku:string,qty:int>>"},
+                ],
+                "SerdeInfo": {"SerializationLibrary": "org.openx.data.jsonserde.JsonSerDe"},
+            },
+            "PartitionKeys": [{"Name": "date", "Type": "string"}],
+        },
+    )
+    s3 = boto3.client("s3", region_name=REGION)
+    folder = "engineering/mysql/orders/date=20220120"
+    bad, good = eventbridge_arrival(f"{folder}/bad.json"), eventbridge_arrival(f"{folder}/good.json")
+    # OpenX matches keys without their case: City is ship.city; a zip written as text is not an int.
+    s3.put_object(
+        Bucket="raw-bucket", Key=f"{folder}/bad.json", Body=b'{"id": 1, "ship": {"City": "Rome", "zip": "00100"}}\n'
+    )
+    s3.put_object(
+        Bucket="raw-bucket",
+        Key=f"{folder}/good.json",
+        Body=b'{"id": 2, "Ship": {"City": "Oslo"}, "lines": [{"sku": "a"}]}\n',
+    )
+    assert router.handler(sqs_event(bad, good), CONTEXT) == {"batchItemFailures": []}
+    (letter,) = dead_letters(aws)
+    reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    assert reason == f"s3://raw-bucket/{folder}/bad.json: line 1, field ship.zip: '\"00100\"' is not int"
+    (execution,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    assert plan["raw_key"] == f"{folder}/good.json"
+
+
 def test_add_columns_grows_the_raw_and_stage_tables_in_glue_before_the_run_is_planned(
     aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

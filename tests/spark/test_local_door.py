@@ -107,3 +107,51 @@ def test_rfc_4180_fields_and_the_declared_encoding_load_as_written(
     events.run_until_idle()
     assert (events.report.quarantined, events.report.failures) == ([], [])
     assert rows(spark_engine, events) == [('Smith, "Al"\nJr.', 1.5, "1"), ("café", 2.0, "1")]
+
+
+def test_csv_columns_in_another_order_are_read_by_name_exactly(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path
+) -> None:
+    workspace = Workspace.at(tmp_path)
+    settings = workspace.settings(
+        environment=f"door{next(_environments)}",
+        default_table=TableSettings(encoding="latin-1", schema_evolution="add-columns"),
+    )
+    events = EventFlow(cloud, spark_engine, workspace, settings, tmp_path / "queries")
+    arrive(events, "shop/pos/sales/day=1/a.csv", "store,amount\nn,1.5\n")
+    key = "shop/pos/sales/day=1/b.csv"
+    moved = 'clerk,amount,store\r\nbob,2,"Smith, ""Al""\nJr."\r\nzoë,3,café\r\n'.encode("latin-1")
+    (workspace.raw_dir / key).write_bytes(moved)
+    events.arrive(key)
+    events.run_until_idle()
+
+    assert (events.report.quarantined, events.report.failures) == ([], [])
+    assert events.report.read_by_name == [f"{key} as shop/pos/sales/day=1/b.lakeline-by-name.csv"]
+    assert rows(spark_engine, events) == [
+        ('Smith, "Al"\nJr.', 2.0, "bob", "1"),
+        ("café", 3.0, "zoë", "1"),
+        ("n", 1.5, None, "1"),
+    ]
+    # The original is never loaded: arriving again (a rerun) changes nothing.
+    events.arrive(key)
+    events.run_until_idle()
+    assert len(rows(spark_engine, events)) == 3
+
+
+def test_nested_json_is_checked_to_the_leaf_before_spark_would_read_it_as_null(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path
+) -> None:
+    events = flow(spark_engine, cloud, tmp_path, "reject")
+    good = '{"id": 1, "ship": {"city": "Oslo", "zip": 150}, "lines": [{"sku": "a", "qty": 2}]}\n'
+    arrive(events, "shop/web/orders/day=1/a.json", good)
+    arrive(events, "shop/web/orders/day=1/b.json", '{"id": 2, "ship": {"city": "Rome", "zip": "00100"}}\n')
+    arrive(events, "shop/web/orders/day=1/c.json", '{"id": 3, "lines": [{"sku": "b", "qty": 1, "price": 9}]}\n')
+    arrive(events, "shop/web/orders/day=1/d.json", '{"id": 4, "lines": [{"sku": "c"}]}\n')
+
+    reasons = "\n".join(events.report.quarantined)
+    assert len(events.report.quarantined) == 2, reasons
+    assert "b.json: line 1, field ship.zip: '\"00100\"' is not bigint" in reasons
+    assert "c.json: line 1, field lines[] has key 'price'" in reasons
+    table = f"{events.settings.stage_database('shop', 'web')}.orders"
+    loaded = spark_engine.execute(f"SELECT id, ship.city, lines[1].sku FROM {table} ORDER BY id").rows
+    assert [tuple(row) for row in loaded] == [(1, "Oslo", "a"), (4, None, "c")]

@@ -151,3 +151,54 @@ def test_json_keys_of_another_case_pass_where_the_reader_ignores_case(tmp_path: 
     path.write_bytes(b'{"ID": 1, "Tags": ["a"]}\n')
     athena_table = replace(JSON_TABLE, case_sensitive_keys=False)  # the OpenX JSON SerDe
     assert check_raw_file(RawContract.of(athena_table), LocalRawFile(path)) == ()
+
+
+NESTED_JSON = TableSchema(
+    "raw",
+    "orders",
+    (
+        Column("id", "bigint"),
+        Column("ship", "struct<city:string,zip:int,geo:struct<lat:double,lon:double>>"),
+        Column("lines", "array<struct<sku:string,qty:int>>"),
+        Column("attrs", "map<string,array<decimal(5,2)>>"),
+    ),
+    format="json",
+    case_sensitive_keys=True,
+)
+GOOD_ORDER = (
+    b'{"id": 1, "ship": {"city": "Oslo", "zip": 150, "geo": {"lat": 59.9, "lon": 10}}, '
+    b'"lines": [{"sku": "a", "qty": 2}, {"sku": "b"}], "attrs": {"w": [1.25, null]}}\n'
+    b'{"id": 2, "ship": null, "lines": [], "attrs": {}}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"ship": {"city": "Oslo", "zip": "0150"}}', "line 2, field ship.zip: '\"0150\"' is not int"),
+        (b'{"ship": {"geo": {"lat": "59.9"}}}', "field ship.geo.lat: '\"59.9\"' is not double"),
+        (b'{"ship": {"town": "Oslo"}}', "column ship has key 'town', which its type"),
+        (b'{"ship": {"City": "Oslo"}}', "field ship.City is spelled 'city' in the table"),
+        (b'{"ship": "Oslo"}', "column ship: '\"Oslo\"' is not struct<"),
+        (b'{"lines": [{"sku": "a", "qty": 1.5}]}', "field lines[].qty: '1.5' is not int"),
+        (b'{"lines": {"sku": "a"}}', "column lines: "),
+        (b'{"lines": [{"sku": "a", "price": 1}]}', "field lines[] has key 'price'"),
+        (b'{"attrs": {"w": [1.234]}}', "field attrs[w][]: '1.234' is not decimal(5,2)"),
+        (b'{"attrs": {"w": 1}}', "field attrs[w]: '1' is not array<decimal(5,2)>"),
+    ],
+)
+def test_nested_json_values_are_checked_to_the_leaf(tmp_path: Path, line: bytes, reason: str) -> None:
+    path = tmp_path / "o.json"
+    path.write_bytes(GOOD_ORDER.splitlines(keepends=True)[0] + line + b"\n")
+    with pytest.raises(ContractViolation) as caught:
+        check_raw_file(RawContract.of(NESTED_JSON), LocalRawFile(path))
+    assert reason in str(caught.value)
+
+
+def test_nested_json_that_reads_as_written_passes(tmp_path: Path) -> None:
+    path = tmp_path / "o.json"
+    path.write_bytes(GOOD_ORDER)
+    assert check_raw_file(RawContract.of(NESTED_JSON), LocalRawFile(path)) == ()
+    # Where keys are matched without their case (Athena's OpenX SerDe), a nested key's case is fine.
+    path.write_bytes(b'{"Ship": {"City": "Oslo", "GEO": {"Lat": 1}}}\n')
+    assert check_raw_file(RawContract.of(replace(NESTED_JSON, case_sensitive_keys=False)), LocalRawFile(path)) == ()
