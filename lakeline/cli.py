@@ -425,8 +425,15 @@ ProjectOption = Annotated[Path, typer.Option("--config", help="lakeline.yml of t
 
 
 @app.command("run")
-def run_project(config: ProjectOption = Path("lakeline.yml")) -> None:
-    """Run the pipeline locally over a project's own folders: every file in its raw folder arrives."""
+def run_project(
+    config: ProjectOption = Path("lakeline.yml"),
+    full: Annotated[
+        bool, typer.Option("--full", help="send every raw file through the pipeline, even if nothing changed")
+    ] = False,
+) -> None:
+    """Run the pipeline locally over a project's own folders: every file in its raw folder arrives.
+    When nothing changed since the last clean run (no new or changed raw file, the same settings, items,
+    DDL and queries), it says so without starting Spark."""
     import time
 
     from lakeline.local.project import LocalProject, ProjectConfig
@@ -434,10 +441,24 @@ def run_project(config: ProjectOption = Path("lakeline.yml")) -> None:
     console = progress_console()
     try:
         started = time.monotonic()
-        with LocalProject(ProjectConfig.load(config), console) as project:
+        project = LocalProject(ProjectConfig.load(config), console)
+        keys = project.raw_keys()
+        seen = project.snapshot(keys)
+        if not full and project.nothing_new(seen):
+            root = project.workspace.root
+            console.print(
+                f"nothing new since the last run: {len(keys)} raw files, all loaded, and the project unchanged "
+                f"(checked in {time.monotonic() - started:.1f}s). Results: {root / 'summary.json'}, "
+                f"lineage picture: {root / 'lineage.html'}. --full sends every file through the pipeline again.",
+                soft_wrap=True,
+            )
+            return
+        with project:
             project.prepare()
-            project.process(project.raw_keys())
+            project.process(keys)
             run = project.finish(started)
+            if not (run.report.failures or run.report.quarantined):
+                project.settle(seen, run.report)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
         return

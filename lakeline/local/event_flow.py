@@ -81,6 +81,7 @@ class FlowReport:
     failures: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)  # arrivals refused at the door, with the reason
     read_by_name: list[str] = field(default_factory=list)  # CSV arrivals loaded through a copy in table order
+    copies: list[str] = field(default_factory=list)  # the keys of those copies
     lineage_records: int = 0
 
 
@@ -224,6 +225,7 @@ class EventFlow:
             self.quarantine.release(arrival.key)
             if isinstance(plan, ReadByName):
                 self.report.read_by_name.append(f"{arrival.key} as {plan.copy_key}")
+                self.report.copies.append(plan.copy_key)
                 self.notify("by name", f"{arrival.key}: columns in another order; loaded as {plan.copy_key}")
                 self.arrive(plan.copy_key)  # as S3 sends the copy's "Object Created" event
                 continue

@@ -41,6 +41,7 @@ from lakeline.lineage.openlineage_config import load_openlineage_settings
 from lakeline.lineage.query import load_query, query_local_archive
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
+from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name, dml_name
@@ -129,6 +130,8 @@ class LocalProject:
             self.engine = SparkEngine.local(self.workspace.root)
             self.cloud = LocalCloud.start()
             self.cloud.restore_pipeline_state(self.state_file)
+        # Whatever this run does, the last clean run's record no longer describes the workspace.
+        Settled.forget(self.settled_file)
         self.flow = EventFlow(
             self.cloud,
             self.engine,
@@ -143,6 +146,25 @@ class LocalProject:
     @property
     def state_file(self) -> Path:
         return self.workspace.root / "state" / "pipeline-state.json"
+
+    @property
+    def settled_file(self) -> Path:
+        return self.workspace.root / "state" / "settled.json"
+
+    def snapshot(self, keys: list[str]) -> Settled:
+        """The project's inputs and the raw files ``keys`` as they are now (``lakeline.local.settled``)."""
+        config = self.config
+        inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries])
+        return Settled(inputs, {key: file_digest(self.workspace.raw_dir / key) for key in keys})
+
+    def nothing_new(self, now: Settled) -> bool:
+        """Whether the last clean run processed exactly these raw files, with these inputs."""
+        return Settled.load(self.settled_file) == now
+
+    def settle(self, seen: Settled, report: FlowReport) -> None:
+        """Record a clean run: the files it was given, and the copies it wrote and loaded."""
+        copies = {key: file_digest(self.workspace.raw_dir / key) for key in report.copies}
+        Settled(seen.inputs, {**seen.files, **copies}).save(self.settled_file)
 
     def __exit__(self, *_: object) -> None:
         if self.cloud is not None:

@@ -88,6 +88,28 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
         ["south", 5.5, "2024-03-01"],
     ]
     assert (tmp_path / "ws" / "lineage.html").exists()
+    first = (tmp_path / "ws" / "summary.json").read_text()
+
+    # Nothing changed: answered from the last clean run's record, without starting Spark.
+    again = lakeline_run(config)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "nothing new since the last run: 2 raw files, all loaded" in again.stdout, again.stdout
+    assert "Spark" not in again.stdout + again.stderr
+    assert (tmp_path / "ws" / "summary.json").read_text() == first
+
+    # A late file in a processed day: a full run, which loads just it.
+    (tmp_path / "incoming" / "shop" / "pos" / "sales" / "day=2024-03-02" / "late.csv").write_text(
+        "store,amount\nsouth,2.25\n"
+    )
+    late = lakeline_run(config)
+    assert late.returncode == 0, late.stdout[-2000:] + late.stderr[-2000:]
+    summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
+    assert (summary["stage_a_runs"], summary["stage_b_runs"], len(summary["duplicates"])) == (1, 1, 2)
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
+        ["north", 12.5, "2024-03-01"],
+        ["south", 3.25, "2024-03-02"],
+        ["south", 5.5, "2024-03-01"],
+    ]
 
 
 def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fixed(tmp_path: Path) -> None:
