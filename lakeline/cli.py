@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.dependencies.cli import deps_app
@@ -39,6 +40,11 @@ def progress_console() -> Console:
     console = Console(log_path=False)
     console.soft_wrap = not console.is_terminal
     return console
+
+
+def _moved(message: str) -> None:
+    """A workspace opened where it was not made (``lakeline.local.relocation``) says so once."""
+    err_console.print(escape(message), soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -201,7 +207,7 @@ def stage_a_run(
     compression: CompressionOption = None,
 ) -> None:
     """Run stage A for one arrival on embedded Spark, against files under WORKSPACE/raw."""
-    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.relocation import open_engine
     from lakeline.local.stage_a import partition_row_count, run_local_arrival
     from stage_a.keys import parse_raw_key
 
@@ -212,7 +218,7 @@ def stage_a_run(
         overrides = _table_settings(bucket_count, table_format, compression)
         settings = _settings(config, project, ws.settings(environment=environment).model_dump(), overrides)
         with err_console.status("starting embedded Spark"):
-            engine = SparkEngine.local(ws.root)
+            engine = open_engine(ws, _moved)
         with err_console.status(f"stage A: {key}"):
             result = run_local_arrival(engine, ws, key, settings)
         rows = partition_row_count(engine, result.plan.target_database, result.plan.table, result.plan.partition)
@@ -283,9 +289,9 @@ def stage_b_run(
 ) -> None:
     """Build one target partition on embedded Spark from its dependency item, then what it triggers."""
     from lakeline.dependencies.files import load_items
-    from lakeline.engines.spark import SparkEngine
     from lakeline.local.dependencies import LocalDependencies
     from lakeline.local.pipeline import LocalPipeline
+    from lakeline.local.relocation import open_engine
     from lakeline.storage import LocalObjectStore
     from stage_b.ledger import FileAppliedMessages
     from stage_b.messages import SourceArrival, StageBMessage
@@ -311,7 +317,7 @@ def stage_b_run(
         ws = _workspace(project, workspace)
         settings = _settings(config, project, ws.settings(environment=environment).model_dump(), {})
         with err_console.status("starting embedded Spark"):
-            engine = SparkEngine.local(ws.root)
+            engine = open_engine(ws, _moved)
         services = StageBServices(
             engine=engine,
             store=LocalObjectStore(),
@@ -392,7 +398,7 @@ def run_sql(
     """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results)."""
     import sqlglot
 
-    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.relocation import open_engine
 
     if (file is None) == (query is None):
         fail("give a FILE or --query, not both")
@@ -409,7 +415,7 @@ def run_sql(
         fail(str(error))
         return
     with err_console.status("starting embedded Spark"):
-        engine = SparkEngine.local(ws.root)
+        engine = open_engine(ws, _moved)
     console = Console()
     for statement in statements:
         try:

@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -400,6 +401,30 @@ class SparkEngine:
             if row["col_name"] == "Location":
                 return normalize_location(str(row["data_type"])).rstrip("/") + "/"
         return None
+
+    def relocate(self, moved: Callable[[str], str | None]) -> tuple[int, int]:
+        """Point every table and partition whose location ``moved`` maps elsewhere (a ``file:`` URI,
+        as the catalog stores it) at its new place: a workspace that was copied or moved. Returns the
+        numbers of tables and partitions moved."""
+        catalog = self._external_catalog()
+        tables = partitions = 0
+        databases = catalog.listDatabases()
+        for d in range(databases.size()):
+            database = databases.apply(d)
+            names = catalog.listTables(database)
+            for t in range(names.size()):
+                table = catalog.getTable(database, names.apply(t))
+                where = table.storage().locationUri()
+                target = moved(str(where.get())) if where.isDefined() else None
+                name = ddl_name(database, table.identifier().table())
+                if target is not None:
+                    self.session.sql(f"ALTER TABLE {name} SET LOCATION {string_literal(target)}")
+                    tables += 1
+                if table.partitionColumnNames().nonEmpty():
+                    partitions += self._partitions.relocate(database, table.identifier().table(), moved)
+        self._schemas.clear()
+        self._partitions.forget(None)
+        return tables, partitions
 
     def stop(self) -> None:
         self.session.stop()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,31 @@ class PartitionStatements:
             self._tables[table_key] = KnownTable(catalog_table, frozenset(fields) if strings else frozenset())
         names = [column for column, _ in spec]
         return bool(names) and len(set(names)) == len(names) and set(names) == self._tables[table_key].string_columns
+
+    def relocate(self, database: str, table: str, moved: Callable[[str], str | None]) -> int:
+        """Point every partition of ``table`` whose location ``moved`` maps elsewhere at its new place,
+        in one catalog write; the number of partitions moved."""
+        listed = self._external().listPartitions(database, table, self._jvm().scala.Option.empty())
+        changed = []
+        for index in range(listed.size()):
+            partition = listed.apply(index)
+            where = partition.storage().locationUri()
+            target = moved(str(where.get())) if where.isDefined() else None
+            if target is not None:
+                changed.append(
+                    partition.copy(
+                        partition.spec(),
+                        self._storage_at(partition.storage(), target),
+                        partition.parameters(),
+                        partition.createTime(),
+                        partition.lastAccessTime(),
+                        partition.stats(),
+                    )
+                )
+        if changed:
+            self._external().alterPartitions(database, table, self._jvm().PythonUtils.toSeq(changed))
+        self.forget(f"{database}.{table}".lower())
+        return len(changed)
 
     def _storage_at(self, storage: Any, location: str) -> Any:
         """``storage`` with its location replaced."""

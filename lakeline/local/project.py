@@ -41,6 +41,7 @@ from lakeline.lineage.openlineage_config import load_openlineage_settings
 from lakeline.lineage.query import load_query, query_local_archive
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
+from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
@@ -127,7 +128,7 @@ class LocalProject:
         # starts so that a bad one fails at once; the functions of the flow read the same sources.
         openlineage = load_openlineage_settings(os.environ, cwd=Path.cwd(), home=Path.home())
         with self.console.status("starting embedded Spark and a local AWS endpoint (moto server on 127.0.0.1)"):
-            self.engine = SparkEngine.local(self.workspace.root)
+            self.engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
             self.cloud = LocalCloud.start()
             self.cloud.restore_pipeline_state(self.state_file)
         # Whatever this run does, the last clean run's record no longer describes the workspace.
@@ -145,7 +146,7 @@ class LocalProject:
 
     @property
     def state_file(self) -> Path:
-        return self.workspace.root / "state" / "pipeline-state.json"
+        return self.workspace.pipeline_state_file
 
     @property
     def settled_file(self) -> Path:

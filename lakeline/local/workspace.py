@@ -4,6 +4,7 @@
 <workspace>/stage/...                                      stage tables
 <workspace>/analytics/...                                  stage B targets
 <workspace>/metastore/, warehouse/                         embedded Spark's catalog
+<workspace>/state/                                         pipeline state, where the workspace is
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ class Workspace:
     @property
     def analytics_dir(self) -> Path:
         return self.root / "analytics"
+
+    @property
+    def pipeline_state_file(self) -> Path:
+        """The local pipeline-state table between runs (``LocalCloud.save_pipeline_state``)."""
+        return self.root / "state" / "pipeline-state.json"
 
     def settings(
         self,
