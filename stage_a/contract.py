@@ -231,7 +231,7 @@ def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[C
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_float=Decimal)  # a number as written, not as a double
         except json.JSONDecodeError as error:
             raise ContractViolation(f"{file_name}: line {number} is not JSON: {error.msg}") from error
         if not isinstance(record, dict):
@@ -261,17 +261,17 @@ def _json_problem(tree: HiveType | None, kind: str, value: object, path: str, ca
     if value is None:
         return None
     if tree is None or tree.family not in COMPLEX:
-        return None if _json_reads_as(kind, value) else f"{where}: {_shown(json.dumps(value))} is not {kind}"
+        return None if _json_reads_as(kind, value) else f"{where}: {_shown(_json_text(value))} is not {kind}"
     if tree.family == "array":
         if not isinstance(value, list):
-            return f"{where}: {_shown(json.dumps(value))} is not {kind}"
+            return f"{where}: {_shown(_json_text(value))} is not {kind}"
         ((_, element),) = tree.fields
         return next(
             (p for item in value if (p := _json_problem(element, str(element), item, f"{path}[]", case_sensitive))),
             None,
         )
     if not isinstance(value, dict):
-        return f"{where}: {_shown(json.dumps(value))} is not {kind}"
+        return f"{where}: {_shown(_json_text(value))} is not {kind}"
     if tree.family == "map":
         (_, key_type), (_, value_type) = tree.fields
         for key, item in value.items():
@@ -418,9 +418,9 @@ def _json_reads_as(kind: str, value: object) -> bool:
     if family in _INTEGER_RANGES:
         return isinstance(value, int) and not isinstance(value, bool) and _reads_as(family, str(value))
     if family in ("double", "float") or family.startswith("decimal("):
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        number = isinstance(value, (int, float, Decimal)) and not isinstance(value, bool) and math.isfinite(value)
         # A decimal column takes the number as written: no more decimals, no more digits than it holds.
-        return number and (not family.startswith("decimal(") or _reads_as(family, json.dumps(value)))
+        return number and (not family.startswith("decimal(") or _reads_as(family, str(value)))
     if family == "boolean":
         return isinstance(value, bool)
     if family in ("string", "date", "timestamp"):
@@ -430,6 +430,11 @@ def _json_reads_as(kind: str, value: object) -> bool:
     if family == "array":
         return isinstance(value, list)
     return True
+
+
+def _json_text(value: object) -> str:
+    """A JSON value as written (its numbers were read as ``Decimal``)."""
+    return str(value) if isinstance(value, Decimal) else json.dumps(value, default=float)
 
 
 def _parses(parse: Callable[[str], object], text: str) -> bool:

@@ -54,6 +54,7 @@ from lakeline.partitions import (
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import RUN_PREFIX, join_location, table_root_of
 from stage_a.arrivals import Arrival
+from stage_a.by_name import copy_key
 from stage_a.keys import RawObject, parse_raw_key
 
 __all__ = ["RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
@@ -160,16 +161,22 @@ def _write_mode(table_cfg: TableSettings, lease: Lease | None, new: Sequence[str
     if lease is None:
         return "rewrite", []
     loaded = {arrival_key(identity) for identity in lease.applied}
-    keys = sorted({arrival_key(identity) for identity in new})
+    arrived = {arrival_key(identity) for identity in new}
+    # A CSV file read by name (stage_a.by_name) is read through its copy from then on: its own key, if
+    # it was loaded before the copy existed, holds a version whose rows the copy replaces.
+    every = loaded | arrived
+    superseded = {key for key in every if copy_key(key) in every}
+    read = sorted(every - superseded)
     if table_cfg.write_policy == "rewrite":
         # The files the partition accepted at the door, not whatever sits in its raw folder: a file
         # refused there would load into the wrong columns, or fail every rewrite of its partition.
-        return "rewrite", sorted(loaded | set(keys))
+        return "rewrite", read
     if not new:
         return "none", []
-    if lease.published is None or loaded & set(keys) or lease.files + 1 > table_cfg.file_limit:
-        return "compact", sorted(loaded | set(keys))
-    return "append", keys
+    replaced = loaded & arrived or (arrived - loaded) & {copy_key(key) for key in loaded}
+    if lease.published is None or replaced or lease.files + 1 > table_cfg.file_limit:
+        return "compact", read
+    return "append", sorted(arrived - superseded)
 
 
 def plan_stage_a(

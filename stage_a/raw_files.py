@@ -8,10 +8,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
+from lakeline.errors import LakelineError
 from stage_a.arrivals import Arrival
 
 if TYPE_CHECKING:
@@ -38,31 +39,62 @@ class LocalRawFile:
         return self.path.open("rb")
 
 
-@dataclass(frozen=True)
+class RawFileChanged(LakelineError):
+    """The object was replaced while the door read it: the newer version's own event brings it back."""
+
+
+@dataclass
 class S3RawFile:
+    """An S3 object as it was when first asked for its size: every later read names that version's
+    ETag, so a check and the copy made after it read the same bytes (``RawFileChanged`` otherwise)."""
+
     client: S3Client
     bucket: str
     key: str
+    etag: str = ""
 
     @property
     def name(self) -> str:
         return f"s3://{self.bucket}/{self.key}"
 
     def size(self) -> int:
-        return int(self.client.head_object(Bucket=self.bucket, Key=self.key)["ContentLength"])
+        head = self.client.head_object(Bucket=self.bucket, Key=self.key)
+        self.etag = self.etag or str(head.get("ETag", ""))
+        return int(head["ContentLength"])
+
+    def _get(self, **extra: str) -> Any:
+        pinned = {"IfMatch": self.etag} if self.etag else {}
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self.key, **pinned, **extra)  # type: ignore[arg-type]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                raise RawFileChanged(f"{self.name} was replaced while it was read") from error
+            raise
 
     def read_range(self, start: int, end: int) -> bytes:
         if end <= start:
             return b""
-        response = self.client.get_object(Bucket=self.bucket, Key=self.key, Range=f"bytes={start}-{end - 1}")
-        return response["Body"].read()
+        return bytes(self._get(Range=f"bytes={start}-{end - 1}")["Body"].read())
 
     def open(self) -> IO[bytes]:
         # botocore's StreamingBody is an io.IOBase: it reads the object as it streams in.
-        return cast(IO[bytes], self.client.get_object(Bucket=self.bucket, Key=self.key)["Body"])
+        return cast(IO[bytes], self._get()["Body"])
 
 
-MADE_FROM = "lakeline-made-from"  # S3 metadata of a copy: the digest of the arrival it was made from
+@dataclass(frozen=True)
+class ExistingCopy:
+    """A by-name copy already in place: the version (sequencer) of the file it was made from ("" if it
+    does not say), and its ETag, which a replacement must still match (``""``: not checked)."""
+
+    made_from: str
+    tag: str = ""
+
+
+class CopyChanged(LakelineError):
+    """Another writer replaced or created the copy since it was read: decide again."""
+
+
+MADE_FROM = "lakeline-made-from"  # S3 metadata of a copy: the version (sequencer) of the file it was made from
 
 
 @dataclass(frozen=True)
@@ -72,11 +104,13 @@ class LocalRawFiles:
     def raw_file(self, arrival: Arrival) -> LocalRawFile:
         return LocalRawFile(self.raw_dir / arrival.key)
 
-    def copy_made_from(self, arrival: Arrival, key: str) -> str | None:
-        """``None``: no file at ``key``. A local copy records nothing: ``write_copy`` compares contents."""
-        return "" if (self.raw_dir / key).is_file() else None
+    def existing_copy(self, arrival: Arrival, key: str) -> ExistingCopy | None:
+        """A local copy records nothing (one flow writes them, one at a time): ``write_copy`` compares."""
+        return ExistingCopy("") if (self.raw_dir / key).is_file() else None
 
-    def write_copy(self, arrival: Arrival, key: str, body: IO[bytes], made_from: str) -> bool:
+    def write_copy(
+        self, arrival: Arrival, key: str, body: IO[bytes], made_from: str, replacing: ExistingCopy | None
+    ) -> bool:
         """Write ``body`` to ``key`` unless it holds those bytes already (a rerun); whole or not at all."""
         path = self.raw_dir / key
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".lakeline-", delete=False) as handle:
@@ -96,17 +130,32 @@ class S3RawFiles:
     def raw_file(self, arrival: Arrival) -> S3RawFile:
         return S3RawFile(self.client, arrival.bucket, arrival.key)
 
-    def copy_made_from(self, arrival: Arrival, key: str) -> str | None:
-        """What the copy at ``key`` records of its arrival (``""``: nothing); ``None``: no object there."""
+    def existing_copy(self, arrival: Arrival, key: str) -> ExistingCopy | None:
         try:
             head = self.client.head_object(Bucket=arrival.bucket, Key=key)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
-        return head.get("Metadata", {}).get(MADE_FROM, "")
+        return ExistingCopy(head.get("Metadata", {}).get(MADE_FROM, ""), str(head.get("ETag", "")))
 
-    def write_copy(self, arrival: Arrival, key: str, body: IO[bytes], made_from: str) -> bool:
-        # Its "Object Created" event brings the copy to the door like any file.
-        self.client.upload_fileobj(body, arrival.bucket, key, ExtraArgs={"Metadata": {MADE_FROM: made_from}})
+    def write_copy(
+        self, arrival: Arrival, key: str, body: IO[bytes], made_from: str, replacing: ExistingCopy | None
+    ) -> bool:
+        """Put the copy only if the object at ``key`` is still what was read (none, or ``replacing``):
+        two versions' routers never overwrite each other's decision. Its "Object Created" event brings
+        the copy to the door like any file."""
+        try:
+            if replacing is None:
+                self.client.put_object(
+                    Bucket=arrival.bucket, Key=key, Body=body, Metadata={MADE_FROM: made_from}, IfNoneMatch="*"
+                )
+            else:
+                self.client.put_object(
+                    Bucket=arrival.bucket, Key=key, Body=body, Metadata={MADE_FROM: made_from}, IfMatch=replacing.tag
+                )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise CopyChanged(f"s3://{arrival.bucket}/{key} changed while it was written") from error
+            raise
         return True

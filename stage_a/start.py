@@ -17,21 +17,24 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from lakeline.commits import Lease, PartitionCommits, commit_key
 from lakeline.engines.base import Column, TableNotFound, TableSchema
+from lakeline.errors import LakelineError
 from lakeline.lambda_support import start_execution_once
 from lakeline.names import check_identifier
 from lakeline.partitions import run_location
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
 from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival
-from stage_a.by_name import copy_key, in_table_order, made_from
+from stage_a.by_name import copy_key, copy_version, in_table_order, newer_version
 from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.plan import StageAPlan, new_run_token, plan_stage_a, waiting_arrivals
+from stage_a.raw_files import CopyChanged, ExistingCopy, RawFileChanged
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
 logger = logging.getLogger(__name__)
+MAX_COPY_ATTEMPTS = 5
 
 
 class Catalog(Protocol):
@@ -45,12 +48,15 @@ class Catalog(Protocol):
 class RawFiles(Protocol):
     def raw_file(self, arrival: Arrival) -> RawFile: ...
 
-    def copy_made_from(self, arrival: Arrival, key: str) -> str | None:
-        """``None`` if nothing is at ``key``; else what the copy there records of its arrival (or "")."""
+    def existing_copy(self, arrival: Arrival, key: str) -> ExistingCopy | None:
+        """The by-name copy at ``key``, or ``None``."""
         ...
 
-    def write_copy(self, arrival: Arrival, key: str, body: IO[bytes], made_from: str) -> bool:
-        """Write a copy next to the arrival's file; ``False``: it was there already, unchanged."""
+    def write_copy(
+        self, arrival: Arrival, key: str, body: IO[bytes], made_from: str, replacing: ExistingCopy | None
+    ) -> bool:
+        """Write a copy next to the arrival's file, if ``key`` still holds ``replacing`` (``CopyChanged``
+        otherwise); ``False``: it held those bytes already."""
         ...
 
 
@@ -102,14 +108,16 @@ def plan_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog)
     return execution_name(raw, token), plan_stage_a(raw, settings, schema, run_token=token)
 
 
-def check_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema:
+def check_arrival(
+    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles, raw_file: RawFile | None = None
+) -> TableSchema:
     """The door: the arrival's raw table exists and the file keeps its contract (``stage_a.contract``).
     Returns the raw table's schema; raises ``ContractViolation`` with the reason otherwise
     (``ColumnsByName`` for a CSV file to be loaded through a copy in the table's order)."""
     raw = parse_raw_key(arrival.key)
     database = settings.raw_database(raw.team, raw.dataset)
     schema = _raw_schema(arrival, database, raw.table, catalog)
-    added = check_raw_file(_contract(schema, settings, raw), files.raw_file(arrival))
+    added = check_raw_file(_contract(schema, settings, raw), raw_file or files.raw_file(arrival))
     if added:
         # schema_evolution: add-columns. The stage table gets them too, or its runs would drop them.
         for column in added:
@@ -141,27 +149,36 @@ def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files:
     table's order written (``stage_a.by_name``), which arrives and is loaded in its place.
     Returns the raw table's schema for an arrival loaded as it is."""
     copy = copy_key(arrival.key)
+    raw_file = files.raw_file(arrival)  # one version of the file for the check and the copy
     try:
-        schema = check_arrival(arrival, settings, catalog, files)
+        schema = check_arrival(arrival, settings, catalog, files, raw_file)
     except ColumnsByName as moved:
         if copy is None:
             raise
-        reason, existing = str(moved), files.copy_made_from(arrival, copy)
+        reason, existing = str(moved), files.existing_copy(arrival, copy)
         raw = parse_raw_key(arrival.key)
         schema = _raw_schema(arrival, settings.raw_database(raw.team, raw.dataset), raw.table, catalog)
     else:
-        existing = None if copy is None else files.copy_made_from(arrival, copy)
+        existing = None if copy is None else files.existing_copy(arrival, copy)
         if copy is None or existing is None:
             return schema
         # Read by name before: the copy's key holds the file's rows, so this version replaces them there.
         reason = f"{arrival.key}: its earlier version was read by name through {copy}"
-    digest = made_from(arrival.identity)
-    if existing == digest:
-        return ReadByName(arrival.key, copy, False, reason)  # a redelivery: the copy is written
+    version = copy_version(arrival)
     contract = _contract(schema, settings, parse_raw_key(arrival.key))
-    with in_table_order(contract, files.raw_file(arrival)) as body:
-        written = files.write_copy(arrival, copy, body, digest)
-    return ReadByName(arrival.key, copy, written, reason)
+    for _ in range(MAX_COPY_ATTEMPTS):
+        if existing is not None and existing.made_from and not newer_version(version, existing.made_from):
+            # This version's copy is there (a redelivery), or a later version's: it stays.
+            return ReadByName(arrival.key, copy, False, reason)
+        try:
+            with in_table_order(contract, raw_file) as body:
+                return ReadByName(arrival.key, copy, files.write_copy(arrival, copy, body, version, existing), reason)
+        except RawFileChanged:
+            # Replaced since it was checked: the new version's own arrival brings it to the door.
+            return ReadByName(arrival.key, copy, False, f"{reason} (replaced since; its new version follows)")
+        except CopyChanged:
+            existing = files.existing_copy(arrival, copy)  # another version's router wrote it: decide again
+    raise LakelineError(f"{arrival.key}: its copy {copy} kept changing while it was written")
 
 
 def begin_arrival(

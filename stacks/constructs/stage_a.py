@@ -137,8 +137,7 @@ class StageA(Construct):
         storage.key.grant_decrypt(router.function)
         # A CSV file with its columns in another order is loaded through a copy in the table's order,
         # which the router writes next to it (stage_a.by_name): only such copies may be written.
-        storage.bucket("Raw").grant_put(router.function, f"*{BY_NAME_MARKER}.csv*")
-        storage.key.grant_encrypt(router.function)
+        storage.bucket("Raw").grant_put(router.function, f"*{BY_NAME_MARKER}.csv*")  # with the bucket key
         statements.grant_add_columns(router.function)
         router.function.add_event_source(
             sources.SqsEventSource(

@@ -19,6 +19,7 @@ from lambdas.partition_commit import handler as commit
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
+from stage_a.raw_files import S3RawFiles
 from tests.lambda_context import LambdaContextStub
 from tests.raw_objects import put_raw_object
 
@@ -281,8 +282,9 @@ def test_a_csv_file_with_its_columns_in_another_order_is_loaded_by_name_through_
     # Nothing runs for the original and nothing is parked: its copy, in the table's order, is written.
     assert executions(aws) == [] and dead_letters(aws) == []
     written = s3.get_object(Bucket="raw-bucket", Key=copy)
-    assert written["Body"].read() == b'customer_id,Name\n1,"ann, ""a"""\n2,bob\n'
+    assert written["Body"].read() == b'customer_id,Name\r\n1,"ann, ""a"""\r\n2,bob\r\n'
     made_from = written["Metadata"]["lakeline-made-from"]
+    assert made_from == "0062E99A88DC407460"  # the sequencer of the version it was made from
     # A redelivery of the original finds its copy made and writes nothing (no second copy event).
     s3.put_object(Bucket="raw-bucket", Key=copy, Body=b"customer_id,name\n1,kept\n", Metadata=written["Metadata"])
     assert router.handler(sqs_event(event), CONTEXT) == {"batchItemFailures": []}
@@ -299,9 +301,63 @@ def test_a_csv_file_with_its_columns_in_another_order_is_loaded_by_name_through_
     s3.put_object(Bucket="raw-bucket", Key=key, Body=b"customer_id,name\n3,cid\n")
     assert router.handler(sqs_event(later), CONTEXT) == {"batchItemFailures": []}
     replaced = s3.get_object(Bucket="raw-bucket", Key=copy)
-    assert replaced["Body"].read() == b"customer_id,name\n3,cid\n"
+    assert replaced["Body"].read() == b"customer_id,name\r\n3,cid\r\n"
     assert replaced["Metadata"]["lakeline-made-from"] != made_from
     assert len(executions(aws)) == 1 and dead_letters(aws) == []
+
+
+def started_plans(aws: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The plans of the executions started so far, by the raw key that started each."""
+    plans = [
+        json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+        for execution in executions(aws)
+    ]
+    return {plan["raw_key"]: plan for plan in plans}
+
+
+def test_a_file_loaded_as_it_was_then_resent_with_moved_columns_is_replaced_by_its_copy(aws: dict[str, Any]) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="stage-bucket")
+    folder = "engineering/mysql/customers/date=20220120"
+    key, copy = f"{folder}/f.csv", f"{folder}/f.lakeline-by-name.csv"
+    assert router.handler(sqs_event(eventbridge_arrival(key)), CONTEXT) == {"batchItemFailures": []}
+    first = started_plans(aws)[key]
+    commit.handler({"plan": first}, CONTEXT)
+    post_update.handler({"plan": first}, CONTEXT)  # f.csv's rows are published, the partition released
+    resent = eventbridge_arrival(key, sequencer="0062E99A88DC4074B0")
+    s3.put_object(Bucket="raw-bucket", Key=key, Body=b"name,customer_id\nbob,2\n")
+    assert router.handler(sqs_event(resent), CONTEXT) == {"batchItemFailures": []}
+    copy_event = eventbridge_arrival(copy, sequencer="0062E99A88DC4074C0")
+    s3.put_object(Bucket="raw-bucket", Key=copy, Body=b"customer_id,name\r\n2,bob\r\n")
+    assert router.handler(sqs_event(copy_event), CONTEXT) == {"batchItemFailures": []}
+    # The copy's run rewrites the partition without the key it replaces: f.csv now holds the moved
+    # columns, and its first version's rows must go.
+    plan = started_plans(aws)[copy]
+    assert plan["mode"] == "compact"
+    assert f"'s3://raw-bucket/{copy}'" in plan["ctas"] and "f.csv'" not in plan["ctas"]
+
+
+def test_an_older_versions_router_never_overwrites_a_newer_versions_copy(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    folder = "engineering/mysql/customers/date=20220120"
+    key, copy = f"{folder}/f.csv", f"{folder}/f.lakeline-by-name.csv"
+    older, newer = eventbridge_arrival(key), eventbridge_arrival(key, sequencer="0062E99A88DC4074B0")
+    s3.put_object(Bucket="raw-bucket", Key=key, Body=b"name,customer_id\nnew,2\n")
+    assert router.handler(sqs_event(newer), CONTEXT) == {"batchItemFailures": []}
+    assert s3.head_object(Bucket="raw-bucket", Key=copy)["Metadata"]["lakeline-made-from"] == "0062E99A88DC4074B0"
+    # The older version's event comes late. Its router read the copy's place before the newer one's
+    # router wrote there (forced here): its conditional put fails, it reads again and leaves it.
+    real = S3RawFiles.existing_copy
+    stale = iter([None])
+    monkeypatch.setattr(S3RawFiles, "existing_copy", lambda self, *args: next(stale, real(self, *args)))
+    s3.put_object(Bucket="raw-bucket", Key=key, Body=b"name,customer_id\nold,1\n")
+    assert router.handler(sqs_event(older), CONTEXT) == {"batchItemFailures": []}
+    kept = s3.get_object(Bucket="raw-bucket", Key=copy)
+    assert kept["Metadata"]["lakeline-made-from"] == "0062E99A88DC4074B0"
+    assert kept["Body"].read() == b"customer_id,name\r\n2,new\r\n"
+    assert dead_letters(aws) == [] and executions(aws) == []
 
 
 def test_a_reordered_csv_that_also_breaks_its_contract_is_parked_and_no_copy_is_written(aws: dict[str, Any]) -> None:

@@ -40,7 +40,8 @@ def copy_of(tmp_path: Path, name: str, body: bytes, contract: RawContract) -> by
     ("key", "copy"),
     [
         ("t/d/sales/day=1/a.csv", "t/d/sales/day=1/a.lakeline-by-name.csv"),
-        ("t/d/sales/day=1/a.b.CSV", "t/d/sales/day=1/a.b.lakeline-by-name.CSV"),
+        ("t/d/sales/day=1/a.b.CSV", "t/d/sales/day=1/a.b.lakeline-by-name.csv"),  # what the router may write
+        ("t/d/sales/day=1/a.Csv.GZ", "t/d/sales/day=1/a.lakeline-by-name.csv.gz"),
         ("t/d/sales/day=1/a.csv.gz", "t/d/sales/day=1/a.lakeline-by-name.csv.gz"),
         ("t/d/sales/day=1/a.lakeline-by-name.csv", None),  # a copy is never copied again
         ("t/d/sales/day=1/a.json", None),
@@ -54,21 +55,23 @@ def test_the_copy_sits_next_to_its_file(key: str, copy: str | None) -> None:
 def test_quoted_fields_doubled_quotes_newlines_and_blank_lines_are_copied_value_for_value(tmp_path: Path) -> None:
     body = b'name,amount,sale_id\r\n"Smith, ""Al""\nJr.",2.00,1\r\n\r\n,,2\r\n'
     contract = RawContract.of(replace(TABLE, multiline_fields=True))
-    assert copy_of(tmp_path, "s.csv", body, contract) == b'sale_id,name,amount\n1,"Smith, ""Al""\nJr.",2.00\n2,,\n'
+    assert copy_of(tmp_path, "s.csv", body, contract) == (
+        b'sale_id,name,amount\r\n1,"Smith, ""Al""\nJr.",2.00\r\n2,,\r\n'
+    )
 
 
 def test_a_table_that_never_quotes_gets_a_copy_that_never_quotes(tmp_path: Path) -> None:
     contract = RawContract.of(replace(TABLE, delimiter="|"))
     lazy_simple = replace(contract, quote="")
     body = b'name|sale_id|amount\n"Al" x|1|2\n'
-    assert copy_of(tmp_path, "s.csv", body, lazy_simple) == b'sale_id|name|amount\n1|"Al" x|2\n'
+    assert copy_of(tmp_path, "s.csv", body, lazy_simple) == b'sale_id|name|amount\r\n1|"Al" x|2\r\n'
 
 
 def test_the_copy_keeps_the_declared_encoding_and_the_compression(tmp_path: Path) -> None:
     contract = RawContract.of(TABLE, encoding="latin-1")
     body = gzip.compress("name,sale_id,amount\ncafé,1,2\n".encode("latin-1"))
     written = copy_of(tmp_path, "s.csv.gz", body, contract)
-    assert gzip.decompress(written) == "sale_id,name,amount\n1,café,2\n".encode("latin-1")
+    assert gzip.decompress(written) == "sale_id,name,amount\r\n1,café,2\r\n".encode("latin-1")
 
 
 def test_columns_a_file_adds_follow_the_tables_in_the_files_order(tmp_path: Path) -> None:
@@ -80,4 +83,10 @@ def test_columns_a_file_adds_follow_the_tables_in_the_files_order(tmp_path: Path
         check_raw_file(contract, LocalRawFile(path))
     assert moved.value.added == (Column("store", "string"), Column("till", "string"))
     with in_table_order(contract, LocalRawFile(path)) as copy:
-        assert copy.read() == b"sale_id,name,amount,store,till\n2,ann,1,7,9\n"
+        assert copy.read() == b"sale_id,name,amount,store,till\r\n2,ann,1,7,9\r\n"
+
+
+def test_a_value_holding_a_bare_carriage_return_stays_one_quoted_value(tmp_path: Path) -> None:
+    contract = RawContract.of(replace(TABLE, multiline_fields=True))
+    written = copy_of(tmp_path, "s.csv", b'name,sale_id,amount\n"a\rb",1,2\n', contract)
+    assert written == b'sale_id,name,amount\r\n1,"a\rb",2\r\n'

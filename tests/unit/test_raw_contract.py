@@ -185,6 +185,7 @@ GOOD_ORDER = (
         (b'{"lines": [{"sku": "a", "price": 1}]}', "field lines[] has key 'price'"),
         (b'{"attrs": {"w": [1.234]}}', "field attrs[w][]: '1.234' is not decimal(5,2)"),
         (b'{"attrs": {"w": 1}}', "field attrs[w]: '1' is not array<decimal(5,2)>"),
+        (b'{"attrs": {"w": [0.1000000000000000001]}}', "field attrs[w][]: '0.1000000000000000001' is not decimal"),
     ],
 )
 def test_nested_json_values_are_checked_to_the_leaf(tmp_path: Path, line: bytes, reason: str) -> None:
@@ -202,3 +203,13 @@ def test_nested_json_that_reads_as_written_passes(tmp_path: Path) -> None:
     # Where keys are matched without their case (Athena's OpenX SerDe), a nested key's case is fine.
     path.write_bytes(b'{"Ship": {"City": "Oslo", "GEO": {"Lat": 1}}}\n')
     assert check_raw_file(RawContract.of(replace(NESTED_JSON, case_sensitive_keys=False)), LocalRawFile(path)) == ()
+
+
+def test_json_numbers_are_checked_as_written_not_as_doubles(tmp_path: Path) -> None:
+    table = TableSchema("raw", "t", (Column("big", "decimal(20,2)"), Column("d", "double")), format="json")
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"big": 999999999999999999.99, "d": 0.1000000000000000001}\n')
+    assert check_raw_file(RawContract.of(table), LocalRawFile(path)) == ()
+    path.write_bytes(b'{"big": 1234567890123456.781}\n')
+    with pytest.raises(ContractViolation, match=r"column big: '1234567890123456\.781' is not decimal"):
+        check_raw_file(RawContract.of(table), LocalRawFile(path))
