@@ -2,10 +2,11 @@
 
 1. One Query on dependencies-by-table by the finished table (no scans) lists its targets, each pair
    carrying what is needed to map the partition (validated on read).
-2. Every target's destination partition is computed first. A target that cannot be routed (an invalid
-   pair, a date shifted out of the calendar, a loop) is set aside with its reason and the others go on:
-   one target's failure never blocks the others. The caller parks the set-aside targets (queue B's DLQ
-   in the cloud, the run's summary locally).
+2. Every target's destination partitions are computed first (one, or with a dependency's
+   ``TargetRange`` several: a day feeds each trailing window that contains it). A target that cannot
+   be routed (an invalid pair, a date shifted out of the calendar, a loop) is set aside with its
+   reason and the others go on: one target's failure never blocks the others. The caller parks the
+   set-aside targets (queue B's DLQ in the cloud, the run's summary locally).
 3. Trigger mode ``any`` (the seed's behaviour): every arrival produces a stage B message. Mode ``all``:
    the arrival is recorded for the target partition; no message until the set of sources is complete,
    then one from the arrival that completes it, and for an overwrite target one from every arrival
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.model import DependencyEdge, InvalidEdge
-from lakeline.dependencies.resolve import destination_partition, partition_path
+from lakeline.dependencies.resolve import destination_partitions, partition_path
 from lakeline.errors import ConfigError, ValidationError
 from stage_b.messages import LineageParents, SourceArrival, StageBMessage
 
@@ -87,19 +88,20 @@ def plan_routes(
             )
             continue
         try:
-            partition = destination_partition(
+            partitions = destination_partitions(
                 edge.dependency, edge.partition_column, edge.partition_python_mask, arrival.partition
             )
         except ValidationError as error:
             unrouted.append(Unrouted(arrival, edge.target_dataset, " ".join(str(error).split())))
             continue
-        route = PlannedRoute(edge, partition)
-        if route.node in path or route.node == arrival.node:
-            unrouted.append(
-                Unrouted(arrival, edge.target_dataset, f"{route.node} was already built in this chain (a loop)")
-            )
-            continue
-        routes.append(route)
+        for partition in partitions:
+            route = PlannedRoute(edge, partition)
+            if route.node in path or route.node == arrival.node:
+                unrouted.append(
+                    Unrouted(arrival, edge.target_dataset, f"{route.node} was already built in this chain (a loop)")
+                )
+                continue
+            routes.append(route)
     return routes, unrouted
 
 

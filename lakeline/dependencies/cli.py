@@ -177,7 +177,8 @@ def resolve(
     ),
     environment: Annotated[str, typer.Option(help="the pipeline environment, the value of $environment")] = "",
 ) -> None:
-    """Print the target partition and the fully substituted SQL steps one arrival would run."""
+    """Print the target partition and the fully substituted SQL steps one arrival would run (a list of
+    them when the item's dependency has a TargetRange)."""
     from lakeline.dependencies.resolve import resolve_arrival, team_sql_reader
 
     items = _load_items([item_file])
@@ -195,4 +196,4 @@ def resolve(
         )
     except LakelineError as error:
         _fail(str(error))
-    _print_json(resolved.to_dict())
+    _print_json(resolved[0].to_dict() if len(resolved) == 1 else [target.to_dict() for target in resolved])

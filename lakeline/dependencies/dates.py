@@ -188,6 +188,12 @@ class RelativeDeltaAttributes(BaseModel):
     def delta(self) -> relativedelta:
         return relativedelta(**self.as_kwargs())
 
+    def times(self, factor: int) -> RelativeDeltaAttributes:
+        """These relative attributes ``factor`` times (absolute ones, and weekday, as they are)."""
+        values = self.model_dump(exclude_none=True)
+        scaled = {key: value * factor if key in RELATIVE_KEYS else value for key, value in values.items()}
+        return RelativeDeltaAttributes.model_validate(scaled)
+
     def to_item(self) -> dict[str, Any]:
         """The attributes as stored in an item: only the keys that are set."""
         return self.model_dump(exclude_none=True)

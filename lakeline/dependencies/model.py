@@ -77,14 +77,41 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
+MAX_TARGET_RANGE = 366
+
+
+class TargetRange(_Model):
+    """The target partitions one source partition feeds beyond the first: ``count`` partitions in all,
+    each ``step`` after the one before (the seven 7-day windows that contain a day: ``count`` 7, ``step``
+    ``{"days": 1}``), so that data arriving for that day, late or not, rebuilds every one of them."""
+
+    count: int = Field(ge=1, le=MAX_TARGET_RANGE)
+    step: RelativeDeltaAttributes
+
+    @model_validator(mode="after")
+    def _moves_forward(self) -> TargetRange:
+        given = self.step.to_item()
+        absolute = sorted(key for key in given if key not in RELATIVE_KEYS)
+        if absolute:
+            raise ValueError(f"step takes relative attributes only ({', '.join(RELATIVE_KEYS)}), not {absolute}")
+        if not any(given.values()):
+            raise ValueError('step must move the date (e.g. {"days": 1})')
+        return self
+
+    def to_item(self) -> dict[str, Any]:
+        return {"count": self.count, "step": self.step.to_item()}
+
+
 class Dependency(_Model):
-    """One source table whose arrivals trigger the target, and how its partition maps to the target's."""
+    """One source table whose arrivals trigger the target, and how its partition maps to the target's
+    (one partition, or with ``TargetRange`` several)."""
 
     table_name: str = Field(alias="TableName")
     field_column: str = Field(alias="FieldColumn")
     usage: Usage = Field(alias="Usage")
     date_expression: str = Field(alias="DateExpression")
     relativedelta_attributes: RelativeDeltaAttributes = Field(default_factory=RelativeDeltaAttributes)
+    target_range: TargetRange | None = Field(default=None, alias="TargetRange")
 
     @field_validator("table_name", mode="before")
     @classmethod
@@ -108,6 +135,7 @@ class Dependency(_Model):
             "Usage": self.usage,
             "DateExpression": self.date_expression,
             "relativedelta_attributes": self.relativedelta_attributes.to_item(),
+            **({"TargetRange": self.target_range.to_item()} if self.target_range else {}),
         }
 
 
@@ -289,6 +317,18 @@ def item_problems(item: DependencyItem) -> list[str]:
         )
         if problem:
             problems.append(f"dependencies[{index}].relativedelta_attributes: {problem}")
+        elif dependency.target_range is not None:
+            reach = dependency.target_range
+            try:
+                furthest = reach.step.times(reach.count - 1)
+            except ValueError:
+                problem = f"{reach.count} partitions {reach.step.to_item()} apart reach too far"
+            else:
+                problem = shift_problem(
+                    item.partition_python_mask, furthest, item.partition_python_mask, partition=True
+                )
+            if problem:
+                problems.append(f"dependencies[{index}].TargetRange: {problem}")
     for index, substitution in enumerate(item.date_substitutions):
         problem = shift_problem(
             item.partition_python_mask, substitution.relativedelta_attributes, substitution.format, partition=False

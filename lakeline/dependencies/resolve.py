@@ -70,6 +70,31 @@ def destination_partition(
     return {partition_column: value}
 
 
+def destination_partitions(
+    dependency: Dependency,
+    partition_column: str,
+    partition_python_mask: str,
+    source_partition: Mapping[str, str],
+) -> list[dict[str, str]]:
+    """Every target partition one source partition arrival feeds: the first (``destination_partition``)
+    and, with a ``TargetRange``, the ones after it, in order and each once."""
+    first = destination_partition(dependency, partition_column, partition_python_mask, source_partition)
+    reach = dependency.target_range
+    if reach is None:
+        return [first]
+    start = parse_date(first[partition_column], partition_python_mask, f"partition {partition_column!r}")
+    values = [first[partition_column]]
+    for index in range(1, reach.count):
+        try:
+            later = start + reach.step.delta() * index
+        except (OverflowError, ValueError) as error:
+            raise ValidationError(
+                f"{dependency.table_name} TargetRange: partition {index + 1} is out of range"
+            ) from error
+        values.append(format_partition_date(later, partition_python_mask, f"partition {partition_column!r}"))
+    return [{partition_column: value} for value in dict.fromkeys(values)]
+
+
 def substitution_values(item: DependencyItem, destination: Mapping[str, str]) -> dict[str, str]:
     """``{token: value}`` for the item's date substitutions at one destination partition."""
     if item.partition_column not in destination:
@@ -154,12 +179,16 @@ def resolve_arrival(
     source_partition: Mapping[str, str],
     read_sql_file: SqlFileReader,
     environment: str = "",
-) -> ResolvedTarget:
-    """What ``lakeline deps resolve`` prints: the target partition and its SQL for one arrival, with the
-    built-in tokens a run provides."""
+) -> list[ResolvedTarget]:
+    """What ``lakeline deps resolve`` prints: each target partition one arrival feeds (one, or with a
+    ``TargetRange`` several) and its SQL, with the built-in tokens a run provides."""
     dependency = item.dependency_on(source_table)
-    destination = destination_partition(dependency, item.partition_column, item.partition_python_mask, source_partition)
-    builtins = builtin_token_values(
-        item.dataset, item.partition_column, destination[item.partition_column], environment
-    )
-    return resolve_steps(item, destination, read_sql_file, builtins)
+    resolved = []
+    for destination in destination_partitions(
+        dependency, item.partition_column, item.partition_python_mask, source_partition
+    ):
+        builtins = builtin_token_values(
+            item.dataset, item.partition_column, destination[item.partition_column], environment
+        )
+        resolved.append(resolve_steps(item, destination, read_sql_file, builtins))
+    return resolved

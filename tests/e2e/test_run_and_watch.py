@@ -74,8 +74,45 @@ def totals(root: Path) -> dict[str, list[list[object]]]:
     return dict(json.loads((root / "ws" / "summary.json").read_text())["contents"])
 
 
+WINDOW_ITEM = {
+    "dataset": "shop_reports_dev.sales_3d",
+    "dependencies": [
+        {
+            "TableName": "shop_pos_dev.sales",
+            "FieldColumn": "day",
+            "Usage": "overwrite",
+            "DateExpression": "%Y-%m-%d",
+            "relativedelta_attributes": {"days": 0},
+            # A day's sales are in the three windows ending on it and on the two days after it.
+            "TargetRange": {"count": 3, "step": {"days": 1}},
+        }
+    ],
+    "partitionColumn": "day",
+    "partitionPythonMask": "%Y-%m-%d",
+    "steps": [
+        {
+            "db": "shop_reports_dev",
+            "info": "sales of the three days ending on the partition's",
+            "sql": "INSERT INTO shop_reports_dev.sales_3d SELECT sum(amount), '$day' "
+            "FROM shop_pos_dev.sales WHERE day BETWEEN '$first_day' AND '$day'",
+        }
+    ],
+    "date_substitutions": [
+        {"token": "$day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 0}},
+        {"token": "$first_day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": -2}},
+    ],
+}
+WINDOW_TABLE = """
+CREATE EXTERNAL TABLE IF NOT EXISTS shop_reports_dev.sales_3d (amount DOUBLE)
+PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/sales_3d/';
+"""
+
+
 def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     config = project(tmp_path)
+    (tmp_path / "deps" / "sales_3d.json").write_text(json.dumps(WINDOW_ITEM))
+    with (tmp_path / "tables.sql").open("a") as tables:
+        tables.write(WINDOW_TABLE)
     drop(tmp_path, "2024-03-01", [("north", 10.0), ("south", 5.5), ("north", 2.5)])
     drop(tmp_path, "2024-03-02", [("south", 1.0)])
     (tmp_path / "incoming" / "not a key.csv").write_text("x\n1\n")
@@ -87,6 +124,11 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
         ["south", 1.0, "2024-03-02"],
         ["south", 5.5, "2024-03-01"],
     ]
+    # Each day reached the three trailing windows that contain it.
+    windows = {"2024-03-01": 18.0, "2024-03-02": 19.0, "2024-03-03": 19.0, "2024-03-04": 1.0}
+    assert sorted(totals(tmp_path)["shop_reports_dev.sales_3d"], key=str) == sorted(
+        ([amount, day] for day, amount in windows.items()), key=str
+    )
     assert (tmp_path / "ws" / "lineage.html").exists()
     first = (tmp_path / "ws" / "summary.json").read_text()
 
@@ -104,12 +146,17 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     late = lakeline_run(config)
     assert late.returncode == 0, late.stdout[-2000:] + late.stderr[-2000:]
     summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
-    assert (summary["stage_a_runs"], summary["stage_b_runs"], len(summary["duplicates"])) == (1, 1, 2)
+    # One stage A run; the daily total and the three windows containing the late day run again.
+    assert (summary["stage_a_runs"], summary["stage_b_runs"], len(summary["duplicates"])) == (1, 4, 2)
     assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
         ["north", 12.5, "2024-03-01"],
         ["south", 3.25, "2024-03-02"],
         ["south", 5.5, "2024-03-01"],
     ]
+    windows = {"2024-03-01": 18.0, "2024-03-02": 21.25, "2024-03-03": 21.25, "2024-03-04": 3.25}
+    assert sorted(totals(tmp_path)["shop_reports_dev.sales_3d"], key=str) == sorted(
+        ([amount, day] for day, amount in windows.items()), key=str
+    )
 
 
 def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fixed(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def no_files(name: str) -> str:
 
 def test_seed_example_end_to_end(seed: dict[str, Any]) -> None:
     item = parse_dependency_item(seed)
-    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files)
+    (resolved,) = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files)
     assert resolved.to_dict() == {
         "dataset": "engineering_analytics_dev.destination_table",
         "partition": {"date": "20220115"},
@@ -55,7 +55,7 @@ def test_the_built_in_tokens_a_run_provides_are_known(seed: dict[str, Any]) -> N
         "'$environment' FROM t"
     )
     item = parse_dependency_item(seed)
-    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files, "dev")
+    (resolved,) = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, no_files, "dev")
     assert resolved.steps[0].sql == (
         "INSERT INTO engineering_analytics_dev.destination_table SELECT '20220115', 'date', 'dev' FROM t"
     )
@@ -108,7 +108,7 @@ def test_masks_other_than_the_seeds(seed: dict[str, Any]) -> None:
     ]
     seed["steps"][0]["sql"] = "SELECT * FROM t WHERE dt BETWEEN '$first' AND '$last'"
     item = parse_dependency_item(seed)
-    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"dt": "2024-03-05"}, no_files)
+    (resolved,) = resolve_arrival(item, "engineering_mysql_dev.customers", {"dt": "2024-03-05"}, no_files)
     assert resolved.partition == {"month": "202402"}
     assert resolved.steps[0].sql == "SELECT * FROM t WHERE dt BETWEEN '2024-02-01' AND '2024-02-29'"
 
@@ -127,7 +127,7 @@ def test_sql_file_is_read_from_the_team_folder(seed: dict[str, Any]) -> None:
     ]
     item = parse_dependency_item(seed)
     reader = team_sql_reader(REPO / "athena_queries", "engineering")
-    resolved = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, reader)
+    (resolved,) = resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, reader)
     assert "'20220114' AS start_date" in resolved.steps[0].sql
     assert "\"date\" = '20220110'" in resolved.steps[0].sql
     assert resolved.steps[1].sql == "SELECT '20220110'"  # inline sql wins over sql_file

@@ -9,7 +9,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from lakeline.dependencies.model import DependencyEdge, edges_of, parse_dependency_item
+from lakeline.dependencies.model import DependencyEdge, DependencyItemError, edges_of, parse_dependency_item
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.routing import plan_routes
 from tests.seed_items import seed_item
@@ -102,3 +102,53 @@ def test_messages_are_validated() -> None:
     with pytest.raises(pydantic.ValidationError) as caught:
         StageBMessage.model_validate(broken)
     assert [error["loc"] for error in caught.value.errors()] == [("partition",), ("usage",)]
+
+
+def daily_window_edges(**target_range: Any) -> list[DependencyEdge]:
+    return item_edges(
+        {
+            "dataset": "engineering_analytics_dev.trailing_7d",
+            "partitionColumn": "dt",
+            "partitionPythonMask": "%Y-%m-%d",
+        },
+        relativedelta_attributes={"days": 0},
+        TargetRange=target_range,
+    )
+
+
+def test_a_target_range_routes_a_day_to_every_trailing_window_that_contains_it() -> None:
+    arrival = SourceArrival(table=CUSTOMERS, partition={"date": "20211229"})
+    routes, unrouted = plan_routes(arrival, daily_window_edges(count=7, step={"days": 1}))
+    assert unrouted == []
+    assert [route.partition["dt"] for route in routes] == [
+        "2021-12-29", "2021-12-30", "2021-12-31", "2022-01-01", "2022-01-02", "2022-01-03", "2022-01-04"
+    ]  # fmt: skip
+    # The pair keeps the range through dependencies-by-table (what routing reads back).
+    (edge,) = daily_window_edges(count=7, step={"days": 1})
+    assert DependencyEdge.model_validate(edge.to_item()).dependency.target_range == edge.dependency.target_range
+
+
+def test_partitions_a_range_gives_twice_are_routed_once() -> None:
+    monthly = item_edges(
+        {"dataset": "engineering_analytics_dev.monthly", "partitionColumn": "m", "partitionPythonMask": "%Y-%m"},
+        TargetRange={"count": 40, "step": {"days": 1}},
+    )
+    routes, _ = plan_routes(SourceArrival(table=CUSTOMERS, partition={"date": "20220120"}), monthly)
+    assert [route.partition["m"] for route in routes] == ["2022-01", "2022-02"]  # Jan 15 + 39 days
+
+
+@pytest.mark.parametrize(
+    ("target_range", "problem"),
+    [
+        ({"count": 0, "step": {"days": 1}}, "greater than or equal to 1"),
+        ({"count": 367, "step": {"days": 1}}, "less than or equal to 366"),
+        ({"count": 3, "step": {"day": 1}}, "step takes relative attributes only"),
+        ({"count": 3, "step": {"days": 0}}, "step must move the date"),
+        ({"count": 3, "step": {}}, "step must move the date"),
+        ({"count": 366, "step": {"years": 27}}, "TargetRange: 366 partitions {'years': 27} apart reach too far"),
+    ],
+)
+def test_a_target_range_that_cannot_work_is_refused_with_its_reason(target_range: dict[str, Any], problem: str) -> None:
+    with pytest.raises(DependencyItemError) as refused:
+        daily_window_edges(**target_range)
+    assert problem in str(refused.value)
