@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -23,6 +24,7 @@ from lakeline.settings import PipelineSettings
 if TYPE_CHECKING:
     from lakeline.local.project import ProjectConfig
     from lakeline.local.workspace import Workspace
+    from lakeline.operations.status import PipelineStatus
 
 app = typer.Typer(help="Lakeline: an event-driven data lake pipeline with lineage.", no_args_is_help=True)
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
@@ -470,6 +472,101 @@ def run_project(
         return
     if run.report.failures or run.report.quarantined:
         raise typer.Exit(1)
+
+
+@app.command("status")
+def status(
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
+    stack: Annotated[
+        str | None, typer.Option(help="a deployed pipeline stack (e.g. Lakeline-dev-Pipeline) instead of a workspace")
+    ] = None,
+    since_hours: Annotated[float, typer.Option(help="deployed: failed executions of the last N hours")] = 24.0,
+    output: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+) -> None:
+    """What the pipeline holds (partitions and their versions), what waits (arrivals behind a run,
+    triggerMode all targets and the sources they lack) and what failed (with the cause, and the
+    dead-letter queues or the quarantine). Exits 1 if anything failed or waits in a dead-letter queue."""
+    from datetime import UTC, datetime, timedelta
+
+    from lakeline.operations.status import StackClients, deployed_status, local_status
+
+    now = datetime.now(UTC)
+    try:
+        if output not in ("table", "json"):
+            raise LakelineError(f"--format must be table or json, not {output!r}")
+        if stack is not None:
+            import boto3
+
+            clients = StackClients(
+                boto3.client("cloudformation"),
+                boto3.client("dynamodb"),
+                boto3.client("sqs"),
+                boto3.client("stepfunctions"),
+            )
+            report: PipelineStatus = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
+        else:
+            report = local_status(*_status_workspace(config, workspace), now)
+    except (LakelineError, OSError, ValueError) as error:
+        fail(str(error))
+        return
+    if output == "json":
+        typer.echo(json.dumps(report.to_dict(), indent=1))
+    else:
+        _print_status(report)
+    if report.failures or any(report.dead_letters.values()):
+        raise typer.Exit(1)
+
+
+def _status_workspace(config: Path | None, workspace: Path | None) -> tuple[Path, Callable[[str], frozenset[str]]]:
+    """The workspace folder (which must exist: status creates nothing) and each target's sources, from
+    the project's dependency items if ``--config`` names them."""
+    from lakeline.dependencies.files import load_items
+
+    project = _project(config)
+    root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()
+    if not (root / "state").is_dir() and not (root / "summary.json").exists():
+        raise LakelineError(f"no Lakeline workspace at {root}: run `lakeline run` first, or name it with --workspace")
+    sources = (
+        {item.dataset: frozenset(item.source_tables) for item in load_items(project.dependencies)} if project else {}
+    )
+    return root, lambda target: sources.get(target, frozenset())
+
+
+def _print_status(report: PipelineStatus) -> None:
+    from rich.table import Table
+
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 240  # a pipe or a log gets whole rows, not values cut at 80 columns
+    last = f" — last run {escape(report.last_run)}" if report.last_run else ""
+    console.print(f"[bold]{escape(report.where)}[/]{last}")
+    partitions = Table(title="partitions")
+    for column in ("table", "partition", "version", "files", "published (UTC)", "waiting", "run in flight"):
+        justify = "right" if column in ("version", "files", "waiting") else "left"
+        partitions.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for part in report.partitions:
+        partitions.add_row(
+            part.table,
+            part.partition or "(unpartitioned)",
+            str(part.version),
+            str(part.files),
+            part.published_at or "-",
+            str(part.waiting),
+            part.run_in_flight or "",
+        )
+    console.print(partitions)
+    for target in report.waiting_targets:
+        console.print(
+            f"waiting {escape(target.target_partition)}: has {', '.join(target.arrived) or 'nothing'}; "
+            f"lacks {', '.join(target.missing) or '(unknown: its item is not in the project)'}"
+        )
+    shown = ", ".join(f"{name} {count}" for name, count in report.dead_letters.items())
+    console.print(f"dead letters: {shown or 'none'}")
+    for failure in report.failures:
+        console.print(f"[red]{escape(failure)}[/]")
+    if not report.failures:
+        console.print("nothing failed")
 
 
 @app.command("watch")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
@@ -88,3 +88,14 @@ class PipelineStack(Stack):
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic
         )
         self.artifacts = QueryArtifacts(self, "QueryArtifacts", bucket=refs.bucket("Artifacts"))
+        # What `lakeline status --stack <this stack>` reads (lakeline.operations.status).
+        for name, value in {
+            "PipelineStateTable": refs.table_name("PipelineState"),
+            "DependenciesTable": refs.table_name("Dependencies"),
+            "DependenciesByTableTable": refs.table_name("DependenciesByTable"),
+            "StageADeadLetterQueueUrl": self.stage_a.queue.dead_letter_queue.queue_url,
+            "StageBDeadLetterQueueUrl": self.queue_b.dead_letter_queue.queue_url,
+            "StageAStateMachineArn": self.stage_a.state_machine.state_machine_arn,
+            "StageBStateMachineArn": self.stage_b.state_machine.state_machine_arn,
+        }.items():
+            CfnOutput(self, name, value=value, description="read by lakeline status --stack")

@@ -518,3 +518,14 @@ def test_the_stage_a_router_may_read_arriving_files_add_their_new_columns_and_wr
     assert json.dumps(raw_writes[0]["Resource"]).count("/*.lakeline-by-name.csv*") == 1, raw_writes
     assert "RawBucket" in json.dumps(raw_writes[0]["Resource"])
     assert {"kms:Encrypt", "kms:GenerateDataKey*"} <= actions
+
+
+def test_the_pipeline_stack_outputs_what_lakeline_status_reads(athena_templates: tuple[Template, Template]) -> None:
+    from lakeline.operations.status import STACK_OUTPUTS
+
+    _, pipeline = athena_templates
+    outputs = pipeline.to_json()["Outputs"]
+    assert set(STACK_OUTPUTS.values()) <= set(outputs), sorted(outputs)
+    assert "Fn::ImportValue" in json.dumps(outputs["PipelineStateTable"]["Value"])
+    assert "StateMachine" in json.dumps(outputs["StageAStateMachineArn"]["Value"])
+    assert "QueueB" in json.dumps(outputs["StageBDeadLetterQueueUrl"]["Value"])

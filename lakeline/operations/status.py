@@ -1,0 +1,195 @@
+"""``lakeline status``: what the pipeline holds, what waits and what failed, read the same way from a
+local workspace and from a deployed stack.
+
+Both keep the same pipeline-state items (``lakeline.commits`` partition versions, trigger mode
+``all``'s readiness, ``lakeline.dependencies.arrivals``); locally they are the workspace's
+``state/pipeline-state.json``, deployed the stack's DynamoDB table. What failed is, locally, the last
+run's summary and the quarantine folder; deployed, the dead-letter queues' depths and the state
+machines' failed executions with their cause.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakeline.commits import COMMIT_PREFIX
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_stepfunctions import SFNClient
+
+# The pipeline stack's outputs that ``--stack`` reads (stacks/pipeline_stack.py writes them).
+STACK_OUTPUTS = {
+    "pipeline_state": "PipelineStateTable",
+    "dependencies": "DependenciesTable",
+    "dependencies_by_table": "DependenciesByTableTable",
+    "stage_a_dlq": "StageADeadLetterQueueUrl",
+    "stage_b_dlq": "StageBDeadLetterQueueUrl",
+    "stage_a_machine": "StageAStateMachineArn",
+    "stage_b_machine": "StageBStateMachineArn",
+}
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    table: str
+    partition: str
+    version: int
+    files: int
+    published_at: str | None
+    waiting: int  # arrivals or messages recorded, for the run that holds the partition or the next one
+    run_in_flight: str | None
+
+
+@dataclass(frozen=True)
+class TargetWaiting:
+    """A ``triggerMode: all`` target partition whose sources have not all arrived."""
+
+    target_partition: str
+    arrived: tuple[str, ...]
+    missing: tuple[str, ...]
+
+
+@dataclass
+class PipelineStatus:
+    where: str
+    partitions: list[PartitionStatus] = field(default_factory=list)
+    waiting_targets: list[TargetWaiting] = field(default_factory=list)
+    dead_letters: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    last_run: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _text(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name, {})
+    return str(value["S"]) if "S" in value else None
+
+
+def _number(item: Mapping[str, Any], name: str) -> float | None:
+    value = item.get(name, {})
+    return float(value["N"]) if "N" in value else None
+
+
+def _strings(item: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    return tuple(sorted(item.get(name, {}).get("SS", [])))
+
+
+def read_items(
+    items: Iterable[Mapping[str, Any]], required: Callable[[str], frozenset[str]], now: datetime
+) -> tuple[list[PartitionStatus], list[TargetWaiting]]:
+    """Partitions and waiting ``all`` targets from pipeline-state items (DynamoDB's typed JSON).
+    ``required(target_dataset)`` gives a target's sources (empty if its item is unknown)."""
+    partitions, waiting = [], []
+    for item in items:
+        key = _text(item, "target_partition") or ""
+        if key.startswith(COMMIT_PREFIX):
+            table, _, partition = key[len(COMMIT_PREFIX) :].partition("/")
+            published = _number(item, "published_at")
+            expires = _number(item, "lease_expires")
+            leased = _text(item, "lease_owner") if expires is not None and expires > now.timestamp() else None
+            partitions.append(
+                PartitionStatus(
+                    table,
+                    partition,
+                    int(_number(item, "version") or 0),
+                    int(_number(item, "files") or 0),
+                    f"{datetime.fromtimestamp(published, UTC):%Y-%m-%d %H:%M:%S}" if published else None,
+                    len(item.get("pending", {}).get("SS", [])),
+                    leased,
+                )
+            )
+        elif "arrived_sources" in item and "completed_by" not in item:
+            arrived = _strings(item, "arrived_sources")
+            missing = tuple(sorted(required(key.partition("/")[0]) - set(arrived)))
+            waiting.append(TargetWaiting(key, arrived, missing))
+    partitions.sort(key=lambda status: (status.table, status.partition))
+    waiting.sort(key=lambda target: target.target_partition)
+    return partitions, waiting
+
+
+def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now: datetime) -> PipelineStatus:
+    """The status of a local workspace: its saved pipeline state, its last run and its quarantine."""
+    status = PipelineStatus(where=str(workspace))
+    state = workspace / "state" / "pipeline-state.json"
+    items = json.loads(state.read_text()) if state.exists() else []
+    status.partitions, status.waiting_targets = read_items(items, required, now)
+    summary_file = workspace / "summary.json"
+    if summary_file.exists():
+        summary = json.loads(summary_file.read_text())
+        finished = f"{datetime.fromtimestamp(summary_file.stat().st_mtime, UTC):%Y-%m-%d %H:%M:%S} UTC"
+        status.last_run = (
+            f"{finished}: {summary.get('stage_a_runs', 0)} stage A and {summary.get('stage_b_runs', 0)} stage B "
+            f"runs in {summary.get('seconds', 0)}s"
+        )
+        status.failures = [f"failed {failure}" for failure in summary.get("failures", [])]
+    quarantine = workspace / "quarantine"
+    records = sorted(quarantine.rglob("*.json")) if quarantine.is_dir() else []
+    status.dead_letters["quarantine"] = len(records)
+    for record in records:
+        reason = json.loads(record.read_text()).get("reason", "")
+        status.failures.append(f"quarantined {record.relative_to(quarantine).with_suffix('').as_posix()}: {reason}")
+    return status
+
+
+@dataclass(frozen=True)
+class StackClients:
+    cloudformation: Any  # botocore's CloudFormation client (no type stubs installed)
+    dynamodb: DynamoDBClient
+    sqs: SQSClient
+    sfn: SFNClient
+
+
+def stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
+    """The outputs ``status`` needs, by their ``STACK_OUTPUTS`` name; a missing one is an error."""
+    from lakeline.errors import LakelineError
+
+    (described,) = cloudformation.describe_stacks(StackName=stack)["Stacks"]
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in described.get("Outputs", [])}
+    missing = [key for key in STACK_OUTPUTS.values() if key not in outputs]
+    if missing:
+        raise LakelineError(f"stack {stack} has no output {', '.join(missing)}: deploy this version of Lakeline")
+    return {name: outputs[key] for name, key in STACK_OUTPUTS.items()}
+
+
+def deployed_status(
+    clients: StackClients, stack: str, now: datetime, *, since: timedelta = timedelta(days=1)
+) -> PipelineStatus:
+    """The status of a deployed stack: its pipeline-state table, dead-letter queues and the state
+    machines' executions that failed since ``now - since``, each with its cause in one line."""
+    from lakeline.dependencies.store import DependencyStore
+
+    outputs = stack_outputs(clients.cloudformation, stack)
+    store = DependencyStore(clients.dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
+    required = store.sources_of_target
+    status = PipelineStatus(where=f"stack {stack}")
+    items: list[Mapping[str, Any]] = []
+    for scanned in clients.dynamodb.get_paginator("scan").paginate(TableName=outputs["pipeline_state"]):
+        items.extend(scanned.get("Items", []))
+    status.partitions, status.waiting_targets = read_items(items, required, now)
+    for name in ("stage_a_dlq", "stage_b_dlq"):
+        attributes = clients.sqs.get_queue_attributes(
+            QueueUrl=outputs[name], AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        status.dead_letters[name.removesuffix("_dlq").replace("_", " ")] = int(
+            attributes.get("ApproximateNumberOfMessages", 0)
+        )
+    for stage, machine in (("stage A", outputs["stage_a_machine"]), ("stage B", outputs["stage_b_machine"])):
+        runs = clients.sfn.get_paginator("list_executions").paginate(stateMachineArn=machine, statusFilter="FAILED")
+        for page in runs:
+            recent = [run for run in page["executions"] if run.get("stopDate", now) >= now - since]
+            for run in recent:
+                described = clients.sfn.describe_execution(executionArn=run["executionArn"])
+                cause = " ".join(str(described.get("cause") or described.get("error") or "no cause recorded").split())
+                status.failures.append(f"{stage} {run['name']} failed at {run.get('stopDate')}: {cause[:300]}")
+            if len(recent) < len(page["executions"]):
+                break  # newest first: the rest are older
+    return status

@@ -1,0 +1,114 @@
+"""``lakeline status --stack``: a deployed pipeline's state, dead letters and failed executions, read
+through the stack's outputs (moto: CloudFormation, DynamoDB, SQS, Step Functions)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from typer.testing import CliRunner
+
+from lakeline.cli import app
+from lakeline.dependencies.model import parse_dependency_item
+from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.sync import backfill
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.operations.status import STACK_OUTPUTS
+from tests.seed_items import seed_item
+
+REGION = "us-east-1"
+STACK = "Lakeline-dev-Pipeline"
+
+
+@pytest.fixture
+def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("SF_EXECUTION_HISTORY_TYPE", "FAILURE")  # moto's executions fail
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        names = DependencyTableNames()
+        create_dependency_tables(dynamodb, names)
+        store = DependencyStore(dynamodb, names.dependencies, names.by_table)
+        item = parse_dependency_item({**seed_item(), "triggerMode": "all"})
+        store.put_items([item])
+        backfill(store)
+        sqs = boto3.client("sqs", region_name=REGION)
+        dlq_a = sqs.create_queue(QueueName="stage-a-dlq")["QueueUrl"]
+        dlq_b = sqs.create_queue(QueueName="stage-b-dlq")["QueueUrl"]
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
+        machines = [
+            sfn.create_state_machine(name=name, definition=definition, roleArn="arn:aws:iam::123456789012:role/r")[
+                "stateMachineArn"
+            ]
+            for name in ("stage-a", "stage-b")
+        ]
+        values = {
+            "PipelineStateTable": names.pipeline_state,
+            "DependenciesTable": names.dependencies,
+            "DependenciesByTableTable": names.by_table,
+            "StageADeadLetterQueueUrl": dlq_a,
+            "StageBDeadLetterQueueUrl": dlq_b,
+            "StageAStateMachineArn": machines[0],
+            "StageBStateMachineArn": machines[1],
+        }
+        assert set(values) == set(STACK_OUTPUTS.values())
+        template = {
+            "Resources": {"Marker": {"Type": "AWS::SQS::Queue"}},
+            "Outputs": {name: {"Value": value} for name, value in values.items()},
+        }
+        boto3.client("cloudformation", region_name=REGION).create_stack(
+            StackName=STACK, TemplateBody=json.dumps(template)
+        )
+        yield {"dynamodb": dynamodb, "sqs": sqs, "sfn": sfn, "dlq_a": dlq_a, "machines": machines, "item": item}
+
+
+def status(*args: str) -> Any:
+    return CliRunner().invoke(app, ["status", "--stack", STACK, *args])
+
+
+def test_a_quiet_stack_reports_its_partitions_and_exits_0(stack: dict[str, Any]) -> None:
+    stack["dynamodb"].put_item(
+        TableName="pipeline-state",
+        Item={"target_partition": {"S": "commit#eng_dev.t/date=20220120"}, "version": {"N": "3"}, "files": {"N": "2"}},
+    )
+    result = status("--format", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["where"] == f"stack {STACK}"
+    assert [(p["table"], p["partition"], p["version"]) for p in report["partitions"]] == [
+        ("eng_dev.t", "date=20220120", 3)
+    ]
+    assert report["dead_letters"] == {"stage a": 0, "stage b": 0} and report["failures"] == []
+
+
+def test_what_waits_what_is_parked_and_what_failed_and_exit_1(stack: dict[str, Any]) -> None:
+    item = stack["item"]
+    target = f"{item.dataset}/date=20220115"
+    stack["dynamodb"].put_item(
+        TableName="pipeline-state",
+        Item={"target_partition": {"S": target}, "arrived_sources": {"SS": [item.source_tables[0]]}},
+    )
+    stack["sqs"].send_message(QueueUrl=stack["dlq_a"], MessageBody="{}")
+    stack["sfn"].start_execution(stateMachineArn=stack["machines"][1], name="daily-run-1")
+    result = status()
+    assert result.exit_code == 1, result.output
+    assert "dead letters: stage a 1, stage b 0" in result.output
+    assert "stage B daily-run-1 failed" in result.output
+    report = json.loads(status("--format", "json").output)
+    (waiting,) = report["waiting_targets"]
+    assert waiting["target_partition"] == target
+    assert waiting["missing"] == sorted(set(item.source_tables) - {item.source_tables[0]})
+
+
+def test_a_stack_of_another_version_says_what_it_lacks(stack: dict[str, Any]) -> None:
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName="Old", TemplateBody=json.dumps({"Resources": {"Marker": {"Type": "AWS::SQS::Queue"}}})
+    )
+    result = CliRunner().invoke(app, ["status", "--stack", "Old"])
+    assert result.exit_code == 2
+    assert "stack Old has no output PipelineStateTable" in result.output
