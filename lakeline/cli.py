@@ -465,12 +465,19 @@ def run_project(
             project.prepare()
             project.process(keys)
             run = project.finish(started)
-            if not (run.report.failures or run.report.quarantined):
-                project.settle(seen, run.report)
+            earlier = project.conclude(seen, run.report)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
         return
-    if run.report.failures or run.report.quarantined:
+    for failure in earlier:
+        console.print(f"[red]still failed (an earlier run)[/] {escape(failure)}", soft_wrap=True)
+    if earlier:
+        console.print(
+            "re-send the files of a failed target, or rebuild it with `lakeline stage-b run`; "
+            f"{project.workspace.root / 'state' / 'unresolved.json'} lists what is open (delete it to dismiss)",
+            soft_wrap=True,
+        )
+    if run.report.failures or run.report.quarantined or earlier:
         raise typer.Exit(1)
 
 
@@ -488,6 +495,8 @@ def status(
     triggerMode all targets and the sources they lack) and what failed (with the cause, and the
     dead-letter queues or the quarantine). Exits 1 if anything failed or waits in a dead-letter queue."""
     from datetime import UTC, datetime, timedelta
+
+    from botocore.exceptions import BotoCoreError, ClientError
 
     from lakeline.operations.status import StackClients, deployed_status, local_status
 
@@ -509,6 +518,9 @@ def status(
             report = local_status(*_status_workspace(config, workspace), now)
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
+        return
+    except (ClientError, BotoCoreError) as error:  # a stack that does not exist, no credentials, no region
+        fail(f"cannot read stack {stack}: {error}")
         return
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=1))

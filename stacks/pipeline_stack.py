@@ -95,6 +95,8 @@ class PipelineStack(Stack):
             "DependenciesByTableTable": refs.table_name("DependenciesByTable"),
             "StageADeadLetterQueueUrl": self.stage_a.queue.dead_letter_queue.queue_url,
             "StageBDeadLetterQueueUrl": self.queue_b.dead_letter_queue.queue_url,
+            "LineageDeadLetterQueueUrl": self.lineage.queue.dead_letter_queue.queue_url,
+            "DependenciesStreamDeadLetterQueueUrl": self.dependencies_stream.failures.queue.queue_url,
             "StageAStateMachineArn": self.stage_a.state_machine.state_machine_arn,
             "StageBStateMachineArn": self.stage_b.state_machine.state_machine_arn,
         }.items():

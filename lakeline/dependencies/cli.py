@@ -196,4 +196,5 @@ def resolve(
         )
     except LakelineError as error:
         _fail(str(error))
-    _print_json(resolved[0].to_dict() if len(resolved) == 1 else [target.to_dict() for target in resolved])
+    ranged = item.dependency_on(source_table).target_range is not None  # a list for a range, always
+    _print_json([target.to_dict() for target in resolved] if ranged else resolved[0].to_dict())

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from lakeline.dependencies.dates import (
@@ -85,16 +85,16 @@ class TargetRange(_Model):
     each ``step`` after the one before (the seven 7-day windows that contain a day: ``count`` 7, ``step``
     ``{"days": 1}``), so that data arriving for that day, late or not, rebuilds every one of them."""
 
-    count: int = Field(ge=1, le=MAX_TARGET_RANGE)
+    count: StrictInt = Field(ge=1, le=MAX_TARGET_RANGE)
     step: RelativeDeltaAttributes
 
     @model_validator(mode="after")
-    def _moves_forward(self) -> TargetRange:
+    def _moves(self) -> TargetRange:
         given = self.step.to_item()
         absolute = sorted(key for key in given if key not in RELATIVE_KEYS)
         if absolute:
             raise ValueError(f"step takes relative attributes only ({', '.join(RELATIVE_KEYS)}), not {absolute}")
-        if not any(given.values()):
+        if REFERENCE_MOMENT + self.step.delta() == REFERENCE_MOMENT:
             raise ValueError('step must move the date (e.g. {"days": 1})')
         return self
 
@@ -317,6 +317,10 @@ def item_problems(item: DependencyItem) -> list[str]:
         )
         if problem:
             problems.append(f"dependencies[{index}].relativedelta_attributes: {problem}")
+        elif dependency.target_range is not None and dependency.usage == "append":
+            # Each partition of the range is built from all of its sources whenever one of them
+            # arrives: appended, a window would take its days' rows once per day that arrives.
+            problems.append(f"dependencies[{index}].TargetRange: needs Usage overwrite (each partition is rebuilt)")
         elif dependency.target_range is not None:
             reach = dependency.target_range
             try:

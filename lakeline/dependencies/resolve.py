@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,8 @@ def partition_path(partition: Mapping[str, str]) -> str:
     return "/".join(f"{column}={value}" for column, value in partition.items())
 
 
-def destination_partition(
-    dependency: Dependency,
-    partition_column: str,
-    partition_python_mask: str,
-    source_partition: Mapping[str, str],
-) -> dict[str, str]:
-    """The target partition ``{partitionColumn: value}`` that one source partition arrival maps to."""
+def _destination_moment(dependency: Dependency, source_partition: Mapping[str, str]) -> datetime:
+    """The source partition's date shifted by the dependency's ``relativedelta_attributes``."""
     source = check_partition(source_partition, f"{dependency.table_name} partition")
     if dependency.field_column not in source:
         levels = ", ".join(source) or "none (the table is not partitioned)"
@@ -65,9 +61,18 @@ def destination_partition(
         dependency.date_expression,
         f"{dependency.table_name} partition {dependency.field_column}",
     )
-    target = shift(arrived, dependency.relativedelta_attributes, f"{dependency.table_name} relativedelta")
-    value = format_partition_date(target, partition_python_mask, f"partition {partition_column!r}")
-    return {partition_column: value}
+    return shift(arrived, dependency.relativedelta_attributes, f"{dependency.table_name} relativedelta")
+
+
+def destination_partition(
+    dependency: Dependency,
+    partition_column: str,
+    partition_python_mask: str,
+    source_partition: Mapping[str, str],
+) -> dict[str, str]:
+    """The target partition ``{partitionColumn: value}`` that one source partition arrival maps to."""
+    target = _destination_moment(dependency, source_partition)
+    return {partition_column: format_partition_date(target, partition_python_mask, f"partition {partition_column!r}")}
 
 
 def destination_partitions(
@@ -77,21 +82,18 @@ def destination_partitions(
     source_partition: Mapping[str, str],
 ) -> list[dict[str, str]]:
     """Every target partition one source partition arrival feeds: the first (``destination_partition``)
-    and, with a ``TargetRange``, the ones after it, in order and each once."""
-    first = destination_partition(dependency, partition_column, partition_python_mask, source_partition)
+    and, with a ``TargetRange``, those of the moments after it, each ``step`` on from the shifted date
+    itself (not from the partition value, which a coarser mask rounds), in order and each once."""
+    target = _destination_moment(dependency, source_partition)
     reach = dependency.target_range
-    if reach is None:
-        return [first]
-    start = parse_date(first[partition_column], partition_python_mask, f"partition {partition_column!r}")
-    values = [first[partition_column]]
-    for index in range(1, reach.count):
+    values = []
+    for index in range(reach.count if reach else 1):
         try:
-            later = start + reach.step.delta() * index
+            moment = target + reach.step.delta() * index if reach else target
         except (OverflowError, ValueError) as error:
-            raise ValidationError(
-                f"{dependency.table_name} TargetRange: partition {index + 1} is out of range"
-            ) from error
-        values.append(format_partition_date(later, partition_python_mask, f"partition {partition_column!r}"))
+            what = f"{dependency.table_name} TargetRange: partition {index + 1}"
+            raise ValidationError(f"{what} is out of range") from error
+        values.append(format_partition_date(moment, partition_python_mask, f"partition {partition_column!r}"))
     return [{partition_column: value} for value in dict.fromkeys(values)]
 
 

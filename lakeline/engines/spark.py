@@ -153,6 +153,16 @@ def failure_reason(error: BaseException) -> str:
     return f"{reason} (caused by {root_name}: {root_message})"
 
 
+@dataclass(frozen=True)
+class Relocated:
+    """What ``SparkEngine.relocate`` moved, and the databases it could not (they keep their old place,
+    where a table created in them without a location would go)."""
+
+    tables: int
+    partitions: int
+    stuck_databases: tuple[str, ...] = ()
+
+
 class SparkEngine:
     """Runs Athena-dialect statements on a SparkSession, translating them first."""
 
@@ -402,15 +412,22 @@ class SparkEngine:
                 return normalize_location(str(row["data_type"])).rstrip("/") + "/"
         return None
 
-    def relocate(self, moved: Callable[[str], str | None]) -> tuple[int, int]:
-        """Point every table and partition whose location ``moved`` maps elsewhere (a ``file:`` URI,
-        as the catalog stores it) at its new place: a workspace that was copied or moved. Returns the
-        numbers of tables and partitions moved."""
+    def relocate(self, moved: Callable[[str], str | None]) -> Relocated:
+        """Point every database, table and partition whose location ``moved`` maps elsewhere (a
+        ``file:`` URI, as the catalog stores it) at its new place: a workspace that was copied or moved."""
         catalog = self._external_catalog()
         tables = partitions = 0
+        stuck: list[str] = []
         databases = catalog.listDatabases()
         for d in range(databases.size()):
             database = databases.apply(d)
+            where = catalog.getDatabase(database).locationUri()
+            target = moved(str(where))
+            if target is not None:
+                try:
+                    self.session.sql(f"ALTER DATABASE {ddl_name(database)} SET LOCATION {string_literal(target)}")
+                except Exception:
+                    stuck.append(database)
             names = catalog.listTables(database)
             for t in range(names.size()):
                 table = catalog.getTable(database, names.apply(t))
@@ -424,7 +441,7 @@ class SparkEngine:
                     partitions += self._partitions.relocate(database, table.identifier().table(), moved)
         self._schemas.clear()
         self._partitions.forget(None)
-        return tables, partitions
+        return Relocated(tables, partitions, tuple(stuck))
 
     def stop(self) -> None:
         self.session.stop()

@@ -44,11 +44,13 @@ from lakeline.local.event_flow import EventFlow, FlowReport
 from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.stage_a import partition_row_count
+from lakeline.local.unresolved import carry_unresolved
 from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name, dml_name
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.keys import InvalidKey, parse_raw_key
+from stage_b.messages import StageBMessage
 
 DEFAULT_QUERIES = Path(__file__).resolve().parents[2] / "athena_queries"
 
@@ -162,10 +164,17 @@ class LocalProject:
         """Whether the last clean run processed exactly these raw files, with these inputs."""
         return Settled.load(self.settled_file) == now
 
-    def settle(self, seen: Settled, report: FlowReport) -> None:
-        """Record a clean run: the files it was given, and the copies it wrote and loaded."""
-        copies = {key: file_digest(self.workspace.raw_dir / key) for key in report.copies}
-        Settled(seen.inputs, {**seen.files, **copies}).save(self.settled_file)
+    def conclude(self, seen: Settled, report: FlowReport) -> list[str]:
+        """After a full run: keep its failures and the earlier ones it did not resolve
+        (``lakeline.local.unresolved``); record it as settled if it was clean and none remain. Returns
+        the earlier failures still unresolved."""
+        loaded = {key for plan in report.stage_a for key in plan.arrival_keys}
+        built = {StageBMessage.model_validate(plan.message).node for plan in report.stage_b}
+        earlier = carry_unresolved(self.workspace.root, report.failures, loaded, built)
+        if not (report.failures or report.quarantined or earlier):
+            copies = {key: file_digest(self.workspace.raw_dir / key) for key in report.copies}
+            Settled(seen.inputs, {**seen.files, **copies}).save(self.settled_file)
+        return earlier
 
     def __exit__(self, *_: object) -> None:
         if self.cloud is not None:

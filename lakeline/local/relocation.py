@@ -4,7 +4,7 @@ it was.
 The embedded metastore stores every table's and partition's location as an absolute URI, and the
 pipeline state (``state/pipeline-state.json``) stores the partitions' published versions and run
 prefixes the same way: a copied project would read, and write, the original's folders. So the
-workspace records where it and its raw folder were (``state/roots.json``); when it is opened elsewhere,
+workspace records where it and its raw folder were (``metastore/lakeline-roots.json``); when it is opened elsewhere,
 every location under an old root is pointed at the same place under the new one, in the metastore (one
 catalog write per table) and in the saved pipeline state, before anything runs. A workspace without the
 record (made before it existed) is taken to be where it was made. Lineage already archived keeps the
@@ -28,19 +28,21 @@ Notify = Callable[[str], None]
 
 
 def roots_file(workspace: Workspace) -> Path:
-    return workspace.root / "state" / "roots.json"
+    # With the metastore it describes: resetting the pipeline state (state/) keeps it.
+    return workspace.root / "metastore" / "lakeline-roots.json"
 
 
-def _recorded(workspace: Workspace) -> tuple[Path, Path] | None:
+def _recorded(workspace: Workspace) -> tuple[Path, Path | None] | None:
+    """Where the workspace and its raw folder were (the raw folder ``None`` if never told)."""
     try:
         data = json.loads(roots_file(workspace).read_text())
-        return Path(data["workspace"]), Path(data["raw"])
+        return Path(data["workspace"]), Path(data["raw"]) if data.get("raw") else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _inferred(engine: SparkEngine, workspace: Workspace) -> tuple[Path, Path] | None:
-    """Where a workspace made before ``roots.json`` existed was made: its metastore's ``default``
+    """Where a workspace made before its record existed was made: its metastore's ``default``
     database lies in the warehouse folder of the workspace that created it. Its raw folder is taken
     to have been where it is now relative to the workspace."""
     location = normalize_location(str(engine.session.catalog.getDatabase("default").locationUri or ""))
@@ -53,17 +55,22 @@ def _inferred(engine: SparkEngine, workspace: Workspace) -> tuple[Path, Path] | 
     return old_root, Path(os.path.normpath(old_root / os.path.relpath(workspace.raw_dir, workspace.root)))
 
 
-def moves_since(workspace: Workspace, recorded: tuple[Path, Path] | None) -> tuple[list[tuple[str, str]], Path]:
+def moves_since(
+    workspace: Workspace, recorded: tuple[Path, Path | None] | None
+) -> tuple[list[tuple[str, str]], Path | None]:
     """(old root, new root) URIs of what moved with the workspace, the longest first, and where its raw
-    folder is now. Only a moved workspace moves anything: a command that names another raw folder for
-    a workspace that stayed is not a move. The raw folder moved with it if it sits at the same place
-    relative to it (a project copied whole); a raw folder elsewhere that is still there stayed."""
+    folder is now (``None``: not known). Only a moved workspace moves anything: a command that names
+    another raw folder for a workspace that stayed is not a move. The raw folder moved with it if it
+    sits at the same place relative to it (a project copied whole); a raw folder elsewhere that is
+    still there stayed."""
     if recorded is None or recorded[0] == workspace.root:
-        return [], recorded[1] if recorded else workspace.raw_dir
+        return [], recorded[1] if recorded else None
     old_root, old_raw = recorded
     moves = [(local_root(old_root), local_root(workspace.root))]
     raw = old_raw
-    if not old_raw.is_relative_to(old_root):
+    if old_raw is None:
+        pass  # never told where it was: only what lies in the workspace moves
+    elif not old_raw.is_relative_to(old_root):
         carried = Path(os.path.normpath(workspace.root / os.path.relpath(old_raw, old_root)))
         if carried.exists() or not old_raw.exists():
             raw = carried
@@ -103,14 +110,22 @@ def relocate(engine: SparkEngine, workspace: Workspace, pipeline_state: Path, no
     """Point what the workspace stores at where it is now, and record where that is."""
     moves, raw = moves_since(workspace, _recorded(workspace) or _inferred(engine, workspace))
     if moves:
-        tables, partitions = engine.relocate(mover(moves))
+        relocated = engine.relocate(mover(moves))
         if pipeline_state.exists():
             state = _rewritten(json.loads(pipeline_state.read_text()), moves)
             staged = pipeline_state.with_suffix(".tmp")
             staged.write_text(json.dumps(state, indent=1))
             staged.replace(pipeline_state)
         shown = ", ".join(f"{old} → {new}" for old, new in moves)
-        notify(f"the workspace moved ({shown}): {tables} tables and {partitions} partitions point at it now")
+        notify(
+            f"the workspace moved ({shown}): {relocated.tables} tables and {relocated.partitions} partitions "
+            "point at it now"
+        )
+        if relocated.stuck_databases:
+            notify(
+                f"databases {', '.join(relocated.stuck_databases)} keep their old location (the metastore cannot "
+                "move a database): create tables in them with a LOCATION, or they are written there"
+            )
     # A command given the raw folder (a project's lakeline.yml) says where it is; one that is not told
     # (``--workspace`` alone) keeps what was recorded.
     raw = workspace.raw or raw
@@ -118,7 +133,7 @@ def relocate(engine: SparkEngine, workspace: Workspace, pipeline_state: Path, no
     if moves or _recorded(workspace) != (workspace.root, raw):
         path.parent.mkdir(parents=True, exist_ok=True)
         staged = path.with_suffix(".tmp")
-        staged.write_text(json.dumps({"workspace": str(workspace.root), "raw": str(raw)}, indent=1))
+        staged.write_text(json.dumps({"workspace": str(workspace.root), "raw": str(raw) if raw else None}, indent=1))
         staged.replace(path)
 
 

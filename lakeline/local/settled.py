@@ -1,6 +1,7 @@
 """A rerun with nothing to do, answered without starting Spark.
 
-After a run that loaded everything (nothing failed, nothing quarantined), ``lakeline run`` records what
+After a run that loaded everything (nothing failed, nothing quarantined, no earlier failure left
+open: ``lakeline.local.unresolved``), ``lakeline run`` records what
 that run saw: a digest of the project's inputs (its settings, dependency items, table DDL and queries,
 and Lakeline's own code) and the content digest of every raw file it processed, as well as of the
 copies it wrote (``stage_a.by_name``). The next run compares the raw folder and the inputs with that

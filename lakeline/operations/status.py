@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakeline.commits import COMMIT_PREFIX
+from lakeline.local.unresolved import load_unresolved
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
+
+MAX_EXECUTION = timedelta(hours=6)  # the state machines' timeout (stacks/constructs/workflow.py)
 
 # The pipeline stack's outputs that ``--stack`` reads (stacks/pipeline_stack.py writes them).
 STACK_OUTPUTS = {
@@ -31,6 +34,8 @@ STACK_OUTPUTS = {
     "dependencies_by_table": "DependenciesByTableTable",
     "stage_a_dlq": "StageADeadLetterQueueUrl",
     "stage_b_dlq": "StageBDeadLetterQueueUrl",
+    "lineage_dlq": "LineageDeadLetterQueueUrl",
+    "dependencies_stream_dlq": "DependenciesStreamDeadLetterQueueUrl",
     "stage_a_machine": "StageAStateMachineArn",
     "stage_b_machine": "StageBStateMachineArn",
 }
@@ -131,6 +136,12 @@ def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now
             f"runs in {summary.get('seconds', 0)}s"
         )
         status.failures = [f"failed {failure}" for failure in summary.get("failures", [])]
+    reported = set(status.failures)
+    status.failures += [
+        f"still failed (an earlier run) {failure}"
+        for failure in load_unresolved(workspace)
+        if f"failed {failure}" not in reported
+    ]
     quarantine = workspace / "quarantine"
     records = sorted(quarantine.rglob("*.json")) if quarantine.is_dir() else []
     status.dead_letters["quarantine"] = len(records)
@@ -175,21 +186,28 @@ def deployed_status(
     for scanned in clients.dynamodb.get_paginator("scan").paginate(TableName=outputs["pipeline_state"]):
         items.extend(scanned.get("Items", []))
     status.partitions, status.waiting_targets = read_items(items, required, now)
-    for name in ("stage_a_dlq", "stage_b_dlq"):
+    for name in ("stage_a_dlq", "stage_b_dlq", "lineage_dlq", "dependencies_stream_dlq"):
         attributes = clients.sqs.get_queue_attributes(
             QueueUrl=outputs[name], AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         status.dead_letters[name.removesuffix("_dlq").replace("_", " ")] = int(
             attributes.get("ApproximateNumberOfMessages", 0)
         )
+    oldest_start = now - since - MAX_EXECUTION  # a run that ended within ``since`` started after this
     for stage, machine in (("stage A", outputs["stage_a_machine"]), ("stage B", outputs["stage_b_machine"])):
-        runs = clients.sfn.get_paginator("list_executions").paginate(stateMachineArn=machine, statusFilter="FAILED")
-        for page in runs:
-            recent = [run for run in page["executions"] if run.get("stopDate", now) >= now - since]
-            for run in recent:
-                described = clients.sfn.describe_execution(executionArn=run["executionArn"])
-                cause = " ".join(str(described.get("cause") or described.get("error") or "no cause recorded").split())
-                status.failures.append(f"{stage} {run['name']} failed at {run.get('stopDate')}: {cause[:300]}")
-            if len(recent) < len(page["executions"]):
-                break  # newest first: the rest are older
+        for outcome in ("FAILED", "TIMED_OUT", "ABORTED"):
+            runs = clients.sfn.get_paginator("list_executions").paginate(stateMachineArn=machine, statusFilter=outcome)
+            for page in runs:
+                for run in page["executions"]:
+                    stopped = run.get("stopDate", now)
+                    if stopped < now - since:
+                        continue
+                    described = clients.sfn.describe_execution(executionArn=run["executionArn"])
+                    cause = described.get("cause") or described.get("error") or "no cause recorded"
+                    status.failures.append(
+                        f"{stage} {run['name']} {outcome.lower().replace('_', ' ')} at "
+                        f"{stopped.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC: {' '.join(str(cause).split())[:300]}"
+                    )
+                if page["executions"] and page["executions"][-1]["startDate"] < oldest_start:
+                    break  # newest first: every later page started too long ago to have ended since
     return status

@@ -39,6 +39,8 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         sqs = boto3.client("sqs", region_name=REGION)
         dlq_a = sqs.create_queue(QueueName="stage-a-dlq")["QueueUrl"]
         dlq_b = sqs.create_queue(QueueName="stage-b-dlq")["QueueUrl"]
+        dlq_lineage = sqs.create_queue(QueueName="lineage-dlq")["QueueUrl"]
+        dlq_stream = sqs.create_queue(QueueName="stream-dlq")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
         machines = [
@@ -53,6 +55,8 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DependenciesByTableTable": names.by_table,
             "StageADeadLetterQueueUrl": dlq_a,
             "StageBDeadLetterQueueUrl": dlq_b,
+            "LineageDeadLetterQueueUrl": dlq_lineage,
+            "DependenciesStreamDeadLetterQueueUrl": dlq_stream,
             "StageAStateMachineArn": machines[0],
             "StageBStateMachineArn": machines[1],
         }
@@ -64,7 +68,15 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         boto3.client("cloudformation", region_name=REGION).create_stack(
             StackName=STACK, TemplateBody=json.dumps(template)
         )
-        yield {"dynamodb": dynamodb, "sqs": sqs, "sfn": sfn, "dlq_a": dlq_a, "machines": machines, "item": item}
+        yield {
+            "dynamodb": dynamodb,
+            "sqs": sqs,
+            "sfn": sfn,
+            "dlq_a": dlq_a,
+            "dlq_stream": dlq_stream,
+            "machines": machines,
+            "item": item,
+        }
 
 
 def status(*args: str) -> Any:
@@ -83,7 +95,8 @@ def test_a_quiet_stack_reports_its_partitions_and_exits_0(stack: dict[str, Any])
     assert [(p["table"], p["partition"], p["version"]) for p in report["partitions"]] == [
         ("eng_dev.t", "date=20220120", 3)
     ]
-    assert report["dead_letters"] == {"stage a": 0, "stage b": 0} and report["failures"] == []
+    assert report["dead_letters"] == {"stage a": 0, "stage b": 0, "lineage": 0, "dependencies stream": 0}
+    assert report["failures"] == []
 
 
 def test_what_waits_what_is_parked_and_what_failed_and_exit_1(stack: dict[str, Any]) -> None:
@@ -94,15 +107,22 @@ def test_what_waits_what_is_parked_and_what_failed_and_exit_1(stack: dict[str, A
         Item={"target_partition": {"S": target}, "arrived_sources": {"SS": [item.source_tables[0]]}},
     )
     stack["sqs"].send_message(QueueUrl=stack["dlq_a"], MessageBody="{}")
+    stack["sqs"].send_message(QueueUrl=stack["dlq_stream"], MessageBody="{}")  # a refused dependency item
     stack["sfn"].start_execution(stateMachineArn=stack["machines"][1], name="daily-run-1")
     result = status()
     assert result.exit_code == 1, result.output
-    assert "dead letters: stage a 1, stage b 0" in result.output
-    assert "stage B daily-run-1 failed" in result.output
+    assert "dead letters: stage a 1, stage b 0, lineage 0, dependencies stream 1" in result.output
+    assert "stage B daily-run-1 failed at " in result.output
     report = json.loads(status("--format", "json").output)
     (waiting,) = report["waiting_targets"]
     assert waiting["target_partition"] == target
     assert waiting["missing"] == sorted(set(item.source_tables) - {item.source_tables[0]})
+
+
+def test_a_stack_that_does_not_exist_is_one_line_and_exit_2(stack: dict[str, Any]) -> None:
+    result = CliRunner().invoke(app, ["status", "--stack", "Typo"])
+    assert result.exit_code == 2, result.output
+    assert "cannot read stack Typo:" in result.output and "Traceback" not in result.output
 
 
 def test_a_stack_of_another_version_says_what_it_lacks(stack: dict[str, Any]) -> None:

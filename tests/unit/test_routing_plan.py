@@ -135,6 +135,14 @@ def test_partitions_a_range_gives_twice_are_routed_once() -> None:
     )
     routes, _ = plan_routes(SourceArrival(table=CUSTOMERS, partition={"date": "20220120"}), monthly)
     assert [route.partition["m"] for route in routes] == ["2022-01", "2022-02"]  # Jan 15 + 39 days
+    # From the shifted date itself, not from the month it is written as: Jan 30 + 6 days is February.
+    week = item_edges(
+        {"dataset": "engineering_analytics_dev.monthly", "partitionColumn": "m", "partitionPythonMask": "%Y-%m"},
+        relativedelta_attributes={"days": 0},
+        TargetRange={"count": 7, "step": {"days": 1}},
+    )
+    routes, _ = plan_routes(SourceArrival(table=CUSTOMERS, partition={"date": "20220130"}), week)
+    assert [route.partition["m"] for route in routes] == ["2022-01", "2022-02"]
 
 
 @pytest.mark.parametrize(
@@ -145,6 +153,8 @@ def test_partitions_a_range_gives_twice_are_routed_once() -> None:
         ({"count": 3, "step": {"day": 1}}, "step takes relative attributes only"),
         ({"count": 3, "step": {"days": 0}}, "step must move the date"),
         ({"count": 3, "step": {}}, "step must move the date"),
+        ({"count": 3, "step": {"days": 1, "hours": -24}}, "step must move the date"),
+        ({"count": True, "step": {"days": 1}}, "count: Input should be a valid integer"),
         ({"count": 366, "step": {"years": 27}}, "TargetRange: 366 partitions {'years': 27} apart reach too far"),
     ],
 )
@@ -152,3 +162,12 @@ def test_a_target_range_that_cannot_work_is_refused_with_its_reason(target_range
     with pytest.raises(DependencyItemError) as refused:
         daily_window_edges(**target_range)
     assert problem in str(refused.value)
+
+
+def test_a_target_range_needs_an_overwrite_target() -> None:
+    with pytest.raises(DependencyItemError, match="TargetRange: needs Usage overwrite"):
+        item_edges(
+            {"dataset": "engineering_analytics_dev.w", "partitionColumn": "dt", "partitionPythonMask": "%Y-%m-%d"},
+            Usage="append",
+            TargetRange={"count": 3, "step": {"days": 1}},
+        )

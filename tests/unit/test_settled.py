@@ -32,7 +32,7 @@ def test_only_a_clean_runs_record_of_the_same_files_and_inputs_means_nothing_new
     assert keys == ["shop/pos/sales/day=1/a.csv"]
     seen = project.snapshot(keys)
     assert not project.nothing_new(seen)  # no record yet
-    project.settle(seen, FlowReport())
+    project.conclude(seen, FlowReport())
     assert project.nothing_new(project.snapshot(project.raw_keys()))
 
     def changed() -> bool:
@@ -57,7 +57,7 @@ def test_only_a_clean_runs_record_of_the_same_files_and_inputs_means_nothing_new
         ),
     }
     for what, edit in edits.items():
-        project.settle(make_fresh().snapshot(make_fresh().raw_keys()), FlowReport())
+        project.conclude(make_fresh().snapshot(make_fresh().raw_keys()), FlowReport())
         assert not changed()
         edit()
         assert changed(), what
@@ -68,6 +68,17 @@ def test_copies_a_clean_run_wrote_are_part_of_its_record(tmp_path: Path) -> None
     seen = project.snapshot(project.raw_keys())
     copy = "shop/pos/sales/day=1/a.lakeline-by-name.csv"
     (project.workspace.raw_dir / copy).write_text("amount,store\n1,n\n")
-    project.settle(seen, FlowReport(copies=[copy]))
+    project.conclude(seen, FlowReport(copies=[copy]))
     assert Settled.load(project.settled_file) is not None
     assert project.nothing_new(project.snapshot(project.raw_keys()))
+
+
+def test_a_run_after_a_failed_one_is_not_nothing_new_until_the_failure_is_resolved(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    seen = project.snapshot(project.raw_keys())
+    failure = "shop_reports_dev.daily/day=1: step 1 of 1 failed: boom"
+    assert project.conclude(seen, FlowReport(failures=[failure])) == []
+    assert not project.nothing_new(seen)
+    # The rerun's files are duplicates and rebuild nothing: it is clean, but the target is still unbuilt.
+    assert project.conclude(seen, FlowReport()) == [failure]
+    assert not project.nothing_new(seen)
