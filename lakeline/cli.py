@@ -24,6 +24,7 @@ from lakeline.settings import PipelineSettings
 if TYPE_CHECKING:
     from lakeline.local.project import ProjectConfig
     from lakeline.local.workspace import Workspace
+    from lakeline.operations.reprocess import Reprocessing
     from lakeline.operations.status import PipelineStatus
 
 app = typer.Typer(help="Lakeline: an event-driven data lake pipeline with lineage.", no_args_is_help=True)
@@ -528,6 +529,102 @@ def status(
         _print_status(report)
     if report.failures or any(report.dead_letters.values()):
         raise typer.Exit(1)
+
+
+@app.command("reprocess")
+def reprocess_command(
+    table: Annotated[str, typer.Option(help="the table whose partitions feed what is rebuilt, database.table")],
+    first: Annotated[str, typer.Option("--from", help="first partition value (inclusive), e.g. 2024-03-01")],
+    last: Annotated[str, typer.Option("--to", help="last partition value (inclusive)")],
+    targets: Annotated[
+        list[str] | None, typer.Option("--target", help="rebuild only this target, database.table (repeatable)")
+    ] = None,
+    config: ConfigOption = None,
+    stack: Annotated[str | None, typer.Option(help="a deployed pipeline stack: send to its queue B")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be rebuilt; send nothing")] = False,
+) -> None:
+    """Rebuild what a range of a table's partitions feeds (backfills, a fixed target, a changed query):
+    each partition is routed again as when it was finished, and its overwrite targets and their chains
+    run again. Locally (--config) it runs them; deployed (--stack) it sends them to queue B."""
+    import time
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from lakeline.dependencies.arrivals import ArrivalTracker
+    from lakeline.dependencies.model import normalise_table_name
+    from lakeline.operations.reprocess import reprocess, scan_table_partitions
+
+    console = progress_console()
+    started = time.monotonic()
+    try:
+        table = normalise_table_name(table, "--table")
+        wanted = {normalise_table_name(target, "--target") for target in targets or []}
+        if stack is not None:
+            done = _reprocess_stack(stack, table, first, last, wanted, dry_run)
+            failed = False
+        else:
+            from lakeline.local.project import LocalProject, ProjectConfig
+            from lakeline.local.unresolved import carry_unresolved
+            from stage_b.messages import StageBMessage
+
+            with LocalProject(ProjectConfig.load(config or Path("lakeline.yml")), console) as project:
+                project.prepare()
+                flow, cloud = project.started_flow, project.started_cloud
+                state = cloud.names.pipeline_state
+                done = reprocess(
+                    table,
+                    scan_table_partitions(cloud.dynamodb, state, table, first, last),
+                    flow.store,
+                    ArrivalTracker(cloud.dynamodb, state),
+                    cloud.sqs,
+                    cloud.queue_urls["queue-b"],
+                    targets=wanted,
+                    dry_run=dry_run,
+                )
+                if not dry_run:
+                    report = project.process([])
+                    run = project.finish(started)
+                    built = {StageBMessage.model_validate(plan.message).node for plan in report.stage_b}
+                    carry_unresolved(project.workspace.root, report.failures, set(), built)
+                    failed = bool(run.report.failures)
+                else:
+                    failed = False
+    except (LakelineError, QueryError) as error:
+        fail(str(error))
+        return
+    except (ClientError, BotoCoreError) as error:
+        fail(f"cannot read stack {stack}: {error}")
+        return
+    verb = "would rebuild" if dry_run else ("sent" if stack else "rebuilt")
+    console.print(f"{table}: {len(done.partitions)} partitions routed again; {verb} {len(done.messages)} targets")
+    for message in done.messages:
+        console.print(f"  {escape(message.node)}", soft_wrap=True)
+    for line in [*done.skipped, *done.unrouted]:
+        console.print(f"[yellow]left out[/] {escape(line)}", soft_wrap=True)
+    if failed or done.unrouted:
+        raise typer.Exit(1)
+
+
+def _reprocess_stack(stack: str, table: str, first: str, last: str, wanted: set[str], dry_run: bool) -> Reprocessing:
+    import boto3
+
+    from lakeline.dependencies.arrivals import ArrivalTracker
+    from lakeline.dependencies.store import DependencyStore
+    from lakeline.operations.reprocess import reprocess, scan_table_partitions
+    from lakeline.operations.status import stack_outputs
+
+    outputs = stack_outputs(boto3.client("cloudformation"), stack)
+    dynamodb, state = boto3.client("dynamodb"), outputs["pipeline_state"]
+    return reprocess(
+        table,
+        scan_table_partitions(dynamodb, state, table, first, last),
+        DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"]),
+        ArrivalTracker(dynamodb, state),
+        boto3.client("sqs"),
+        outputs["stage_b_queue"],
+        targets=wanted,
+        dry_run=dry_run,
+    )
 
 
 def _status_workspace(config: Path | None, workspace: Path | None) -> tuple[Path, Callable[[str], frozenset[str]]]:

@@ -88,12 +88,13 @@ class PipelineStack(Stack):
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic
         )
         self.artifacts = QueryArtifacts(self, "QueryArtifacts", bucket=refs.bucket("Artifacts"))
-        # What `lakeline status --stack <this stack>` reads (lakeline.operations.status).
+        # What `lakeline status|reprocess --stack <this stack>` read (lakeline.operations).
         for name, value in {
             "PipelineStateTable": refs.table_name("PipelineState"),
             "DependenciesTable": refs.table_name("Dependencies"),
             "DependenciesByTableTable": refs.table_name("DependenciesByTable"),
             "StageADeadLetterQueueUrl": self.stage_a.queue.dead_letter_queue.queue_url,
+            "StageBQueueUrl": self.queue_b.queue.queue_url,
             "StageBDeadLetterQueueUrl": self.queue_b.dead_letter_queue.queue_url,
             "LineageDeadLetterQueueUrl": self.lineage.queue.dead_letter_queue.queue_url,
             "DependenciesStreamDeadLetterQueueUrl": self.dependencies_stream.failures.queue.queue_url,

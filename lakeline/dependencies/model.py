@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from lakeline.dependencies.dates import (
@@ -29,6 +29,7 @@ from lakeline.dependencies.dates import (
     REFERENCE_MOMENT,
     RELATIVE_KEYS,
     RelativeDeltaAttributes,
+    WholeNumber,
     check_partition_mask,
     check_round_trip,
     check_substitution_format,
@@ -85,7 +86,7 @@ class TargetRange(_Model):
     each ``step`` after the one before (the seven 7-day windows that contain a day: ``count`` 7, ``step``
     ``{"days": 1}``), so that data arriving for that day, late or not, rebuilds every one of them."""
 
-    count: StrictInt = Field(ge=1, le=MAX_TARGET_RANGE)
+    count: WholeNumber = Field(ge=1, le=MAX_TARGET_RANGE)  # a whole number, also as DynamoDB's Decimal
     step: RelativeDeltaAttributes
 
     @model_validator(mode="after")

@@ -182,6 +182,12 @@ class LocalProject:
             self.cloud.stop()
 
     @property
+    def started_cloud(self) -> LocalCloud:
+        if self.cloud is None:
+            raise RuntimeError("use LocalProject as a context manager")
+        return self.cloud
+
+    @property
     def started_flow(self) -> EventFlow:
         if self.flow is None:
             raise RuntimeError("use LocalProject as a context manager")

@@ -33,6 +33,7 @@ STACK_OUTPUTS = {
     "dependencies": "DependenciesTable",
     "dependencies_by_table": "DependenciesByTableTable",
     "stage_a_dlq": "StageADeadLetterQueueUrl",
+    "stage_b_queue": "StageBQueueUrl",
     "stage_b_dlq": "StageBDeadLetterQueueUrl",
     "lineage_dlq": "LineageDeadLetterQueueUrl",
     "dependencies_stream_dlq": "DependenciesStreamDeadLetterQueueUrl",

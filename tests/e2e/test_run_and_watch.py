@@ -158,6 +158,26 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
         ([amount, day] for day, amount in windows.items()), key=str
     )
 
+    # A backfill of one target over one day: routed again, rebuilt with the same figures.
+    rebuilt = subprocess.run(
+        [
+            *LAKELINE,
+            *("reprocess", "--config", str(config), "--table", "shop_pos_dev.sales"),
+            *("--from", "2024-03-01", "--to", "2024-03-01", "--target", "shop_reports_dev.sales_by_store"),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert rebuilt.returncode == 0, rebuilt.stdout[-2000:] + rebuilt.stderr[-2000:]
+    assert "1 partitions routed again; rebuilt 1 targets" in rebuilt.stdout
+    assert "stage B: shop_reports_dev.sales_by_store/day=2024-03-01" in rebuilt.stdout
+    summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
+    assert (summary["stage_a_runs"], summary["stage_b_runs"]) == (0, 1)
+    assert totals(tmp_path)["shop_reports_dev.sales_by_store"][0] == ["north", 12.5, "2024-03-01"]
+
 
 def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fixed(tmp_path: Path) -> None:
     config = project(tmp_path)

@@ -39,6 +39,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         sqs = boto3.client("sqs", region_name=REGION)
         dlq_a = sqs.create_queue(QueueName="stage-a-dlq")["QueueUrl"]
         dlq_b = sqs.create_queue(QueueName="stage-b-dlq")["QueueUrl"]
+        queue_b = sqs.create_queue(QueueName="stage-b")["QueueUrl"]
         dlq_lineage = sqs.create_queue(QueueName="lineage-dlq")["QueueUrl"]
         dlq_stream = sqs.create_queue(QueueName="stream-dlq")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
@@ -54,6 +55,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DependenciesTable": names.dependencies,
             "DependenciesByTableTable": names.by_table,
             "StageADeadLetterQueueUrl": dlq_a,
+            "StageBQueueUrl": queue_b,
             "StageBDeadLetterQueueUrl": dlq_b,
             "LineageDeadLetterQueueUrl": dlq_lineage,
             "DependenciesStreamDeadLetterQueueUrl": dlq_stream,
@@ -74,6 +76,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "sfn": sfn,
             "dlq_a": dlq_a,
             "dlq_stream": dlq_stream,
+            "queue_b": queue_b,
             "machines": machines,
             "item": item,
         }
@@ -132,3 +135,34 @@ def test_a_stack_of_another_version_says_what_it_lacks(stack: dict[str, Any]) ->
     result = CliRunner().invoke(app, ["status", "--stack", "Old"])
     assert result.exit_code == 2
     assert "stack Old has no output PipelineStateTable" in result.output
+
+
+def test_reprocess_routes_a_range_of_partitions_again_into_queue_b(stack: dict[str, Any]) -> None:
+    appended = seed_item(dataset="engineering_analytics_dev.appended")
+    appended["dependencies"][0]["Usage"] = "append"
+    store = DependencyStore(stack["dynamodb"], "dependencies", "dependencies-by-table")
+    store.put_items([parse_dependency_item(appended)])
+    backfill(store)
+    for day in ("20220118", "20220120", "20220125", "20220201"):
+        stack["dynamodb"].put_item(
+            TableName="pipeline-state",
+            Item={"target_partition": {"S": f"commit#engineering_mysql_dev.customers/date={day}"}},
+        )
+    args = ["reprocess", "--stack", STACK, "--table", "engineering_mysql_dev.customers"]
+    args += ["--from", "20220118", "--to", "20220125"]
+
+    planned = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert planned.exit_code == 0, planned.output
+    assert "3 partitions routed again; would rebuild 3 targets" in planned.output
+    queued = stack["sqs"].receive_message(QueueUrl=stack["queue_b"], MaxNumberOfMessages=10)
+    assert queued.get("Messages", []) == []  # a dry run sends nothing
+
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    messages = stack["sqs"].receive_message(QueueUrl=stack["queue_b"], MaxNumberOfMessages=10)["Messages"]
+    bodies = [json.loads(message["Body"]) for message in messages]
+    assert sorted(body["partition"]["date"] for body in bodies) == ["20220115", "20220115", "20220122"]
+    assert {body["target_dataset"] for body in bodies} == {stack["item"].dataset}
+    assert all(body["trigger"]["run"].startswith("reprocess-") for body in bodies)
+    # The append target would take its rows a second time: it is named, not rebuilt.
+    assert result.output.count("an append target would add its rows again") == 3
