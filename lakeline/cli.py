@@ -627,6 +627,102 @@ def _reprocess_stack(stack: str, table: str, first: str, last: str, wanted: set[
     )
 
 
+dlq_app = typer.Typer(help="What waits in the dead-letter queues, and why; send it back once fixed.")
+app.add_typer(dlq_app, name="dlq")
+DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to)
+    "stage-a": ("stage_a_dlq", "stage_a_queue"),
+    "stage-b": ("stage_b_dlq", "stage_b_queue"),
+    "lineage": ("lineage_dlq", None),
+    "dependencies-stream": ("dependencies_stream_dlq", None),
+}
+StackOption = Annotated[str | None, typer.Option(help="a deployed pipeline stack, e.g. Lakeline-dev-Pipeline")]
+
+
+@dlq_app.command("list")
+def dlq_list(
+    stack: StackOption = None,
+    queue: Annotated[list[str] | None, typer.Option(help=f"one of {', '.join(DLQ_QUEUES)} [default: all]")] = None,
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Each parked message with the reason it was parked (deployed), or each quarantined file with its
+    reason (a workspace). Nothing is taken off a queue. Exits 1 if anything is parked."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    console = Console(soft_wrap=True)
+    try:
+        if stack is None:
+            root, _ = _status_workspace(config, workspace)
+            records = sorted((root / "quarantine").rglob("*.json")) if (root / "quarantine").is_dir() else []
+            for record in records:
+                reason = json.loads(record.read_text()).get("reason", "")
+                console.print(f"quarantine  {escape(reason)}")
+            console.print(f"{len(records)} quarantined; fix a file and run again to load it")
+            parked = len(records)
+        else:
+            parked = _list_stack_dead_letters(console, stack, queue or list(DLQ_QUEUES))
+    except (LakelineError, OSError, ValueError) as error:
+        fail(str(error))
+        return
+    except (ClientError, BotoCoreError) as error:
+        fail(f"cannot read stack {stack}: {error}")
+        return
+    if parked:
+        raise typer.Exit(1)
+
+
+def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) -> int:
+    import boto3
+
+    from lakeline.operations.dead_letters import read_dead_letters
+    from lakeline.operations.status import stack_outputs
+
+    unknown = [name for name in queues if name not in DLQ_QUEUES]
+    if unknown:
+        raise LakelineError(f"--queue {', '.join(unknown)}: not one of {', '.join(DLQ_QUEUES)}")
+    outputs, sqs, parked = stack_outputs(boto3.client("cloudformation"), stack), boto3.client("sqs"), 0
+    for name in queues:
+        letters = read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]])
+        parked += len(letters)
+        console.print(f"[bold]{name}[/]: {len(letters)} parked")
+        for letter in letters:
+            console.print(f"  {letter.message_id}  {escape(letter.reason)}")
+            console.print(f"    {escape(letter.body[:200])}", style="dim")
+    return parked
+
+
+@dlq_app.command("redrive")
+def dlq_redrive(
+    queue: Annotated[str, typer.Option(help="stage-a or stage-b")],
+    stack: Annotated[str, typer.Option(help="a deployed pipeline stack, e.g. Lakeline-dev-Pipeline")],
+) -> None:
+    """Send a stage's parked messages back to its queue, once their cause is fixed (a file re-uploaded
+    fixed is a new arrival already; this is for a fixed table, grant or item). Targets parked because
+    they could not be routed stay: fix the item and use `lakeline reprocess`."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from lakeline.operations.dead_letters import redrive
+    from lakeline.operations.status import stack_outputs
+
+    try:
+        dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
+        if target is None:
+            raise LakelineError(f"--queue must be stage-a or stage-b, not {queue!r}")
+        outputs = stack_outputs(boto3.client("cloudformation"), stack)
+        sent, kept = redrive(boto3.client("sqs"), outputs[dead_letters], outputs[target])
+    except LakelineError as error:
+        fail(str(error))
+        return
+    except (ClientError, BotoCoreError) as error:
+        fail(f"cannot read stack {stack}: {error}")
+        return
+    console = Console(soft_wrap=True)
+    console.print(f"{queue}: {sent} messages sent back to the queue")
+    for letter in kept:
+        console.print(f"[yellow]kept[/] {letter.message_id}: {escape(letter.reason)} (fix the item, then reprocess)")
+
+
 def _status_workspace(config: Path | None, workspace: Path | None) -> tuple[Path, Callable[[str], frozenset[str]]]:
     """The workspace folder (which must exist: status creates nothing) and each target's sources, from
     the project's dependency items if ``--config`` names them."""

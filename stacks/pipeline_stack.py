@@ -88,11 +88,12 @@ class PipelineStack(Stack):
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic
         )
         self.artifacts = QueryArtifacts(self, "QueryArtifacts", bucket=refs.bucket("Artifacts"))
-        # What `lakeline status|reprocess --stack <this stack>` read (lakeline.operations).
+        # What `lakeline status|reprocess|dlq --stack <this stack>` read (lakeline.operations).
         for name, value in {
             "PipelineStateTable": refs.table_name("PipelineState"),
             "DependenciesTable": refs.table_name("Dependencies"),
             "DependenciesByTableTable": refs.table_name("DependenciesByTable"),
+            "StageAQueueUrl": self.stage_a.queue.queue.queue_url,
             "StageADeadLetterQueueUrl": self.stage_a.queue.dead_letter_queue.queue_url,
             "StageBQueueUrl": self.queue_b.queue.queue_url,
             "StageBDeadLetterQueueUrl": self.queue_b.dead_letter_queue.queue_url,

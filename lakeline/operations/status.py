@@ -32,6 +32,7 @@ STACK_OUTPUTS = {
     "pipeline_state": "PipelineStateTable",
     "dependencies": "DependenciesTable",
     "dependencies_by_table": "DependenciesByTableTable",
+    "stage_a_queue": "StageAQueueUrl",
     "stage_a_dlq": "StageADeadLetterQueueUrl",
     "stage_b_queue": "StageBQueueUrl",
     "stage_b_dlq": "StageBDeadLetterQueueUrl",

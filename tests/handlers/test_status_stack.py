@@ -38,6 +38,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         backfill(store)
         sqs = boto3.client("sqs", region_name=REGION)
         dlq_a = sqs.create_queue(QueueName="stage-a-dlq")["QueueUrl"]
+        queue_a = sqs.create_queue(QueueName="stage-a")["QueueUrl"]
         dlq_b = sqs.create_queue(QueueName="stage-b-dlq")["QueueUrl"]
         queue_b = sqs.create_queue(QueueName="stage-b")["QueueUrl"]
         dlq_lineage = sqs.create_queue(QueueName="lineage-dlq")["QueueUrl"]
@@ -54,6 +55,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "PipelineStateTable": names.pipeline_state,
             "DependenciesTable": names.dependencies,
             "DependenciesByTableTable": names.by_table,
+            "StageAQueueUrl": queue_a,
             "StageADeadLetterQueueUrl": dlq_a,
             "StageBQueueUrl": queue_b,
             "StageBDeadLetterQueueUrl": dlq_b,
@@ -75,6 +77,8 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "sqs": sqs,
             "sfn": sfn,
             "dlq_a": dlq_a,
+            "dlq_b": dlq_b,
+            "queue_a": queue_a,
             "dlq_stream": dlq_stream,
             "queue_b": queue_b,
             "machines": machines,
@@ -166,3 +170,37 @@ def test_reprocess_routes_a_range_of_partitions_again_into_queue_b(stack: dict[s
     assert all(body["trigger"]["run"].startswith("reprocess-") for body in bodies)
     # The append target would take its rows a second time: it is named, not rebuilt.
     assert result.output.count("an append target would add its rows again") == 3
+
+
+def test_dlq_list_shows_each_reason_and_leaves_the_queue_as_it_was(stack: dict[str, Any]) -> None:
+    from lakeline.lambda_support import dead_letter
+
+    dead_letter(stack["sqs"], stack["dlq_a"], '{"detail": 1}', "s3://raw/k.csv: header lacks column id", "stage-a")
+    result = CliRunner().invoke(app, ["dlq", "list", "--stack", STACK, "--queue", "stage-a"])
+    assert result.exit_code == 1, result.output
+    assert "stage-a: 1 parked" in result.output and "header lacks column id" in result.output
+    again = CliRunner().invoke(app, ["dlq", "list", "--stack", STACK])
+    assert "stage-a: 1 parked" in again.output and "stage-b: 0 parked" in again.output  # still there
+
+
+def test_dlq_redrive_sends_a_stages_messages_back_and_keeps_unroutable_targets(stack: dict[str, Any]) -> None:
+    from lakeline.lambda_support import dead_letter
+
+    dead_letter(stack["sqs"], stack["dlq_a"], '{"detail": 1}', "AccessDenied on glue:GetTable", "stage-a-router")
+    dead_letter(stack["sqs"], stack["dlq_a"], '{"detail": 2}', "AccessDenied on glue:GetTable", "stage-a-router")
+    dead_letter(stack["sqs"], stack["dlq_b"], '{"unrouted": {"target_dataset": "x.y"}}', "invalid item", "routing")
+    result = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "stage-a"])
+    assert result.exit_code == 0, result.output
+    assert "stage-a: 2 messages sent back to the queue" in result.output
+    back = stack["sqs"].receive_message(QueueUrl=stack["queue_a"], MaxNumberOfMessages=10)["Messages"]
+    assert sorted(message["Body"] for message in back) == ['{"detail": 1}', '{"detail": 2}']
+    assert stack["sqs"].receive_message(QueueUrl=stack["dlq_a"]).get("Messages", []) == []
+    kept = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "stage-b"])
+    assert "stage-b: 0 messages sent back" in kept.output and "kept" in kept.output and "reprocess" in kept.output
+    listed = CliRunner().invoke(app, ["dlq", "list", "--stack", STACK, "--queue", "stage-b"])
+    assert "stage-b: 1 parked" in listed.output
+
+
+def test_dlq_redrive_of_a_queue_without_a_stage_is_refused(stack: dict[str, Any]) -> None:
+    result = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "lineage"])
+    assert result.exit_code == 2 and "--queue must be stage-a or stage-b" in result.output

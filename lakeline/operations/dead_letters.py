@@ -1,0 +1,103 @@
+"""``lakeline dlq``: what waits in a deployed pipeline's dead-letter queues, and why; and sending it back
+once the cause is fixed.
+
+Messages are read without being taken: each is received and made visible again at once, so a listing
+changes nothing. A redrive sends each message of a stage's DLQ back to that stage's queue, without
+the reason it was parked with (a new failure gives a new one), and deletes it from the DLQ only once
+sent; a message that was parked because its target could not be routed (an ``unrouted`` body) is
+not a stage B message: fix the dependency item and use ``lakeline reprocess`` instead, so those stay.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+REASON = "lakeline_reason"
+SOURCE = "lakeline_source"
+MAX_MESSAGES = 1000  # a listing stops there; SQS gives at most 10 per receive
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    message_id: str
+    reason: str
+    source: str
+    body: str
+    receipt: str = ""
+
+    @property
+    def redrivable(self) -> bool:
+        try:
+            return "unrouted" not in json.loads(self.body)
+        except ValueError:
+            return True  # not JSON: the stage's router parks it again, with its reason
+
+
+def _reasons(message: dict[str, object]) -> tuple[str, str]:
+    attributes = message.get("MessageAttributes") or {}
+    assert isinstance(attributes, dict)
+    return (
+        str(attributes.get(REASON, {}).get("StringValue", "(no reason recorded)")),
+        str(attributes.get(SOURCE, {}).get("StringValue", "")),
+    )
+
+
+def _receive(sqs: SQSClient, queue_url: str) -> list[DeadLetter]:
+    response = sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=60
+    )
+    letters = []
+    for message in response.get("Messages", []):
+        reason, source = _reasons(dict(message))
+        letters.append(DeadLetter(message["MessageId"], reason, source, message["Body"], message["ReceiptHandle"]))
+    return letters
+
+
+def _release(sqs: SQSClient, queue_url: str, letters: list[DeadLetter]) -> None:
+    """Make read messages visible again at once: reading a DLQ leaves it as it was."""
+    for start in range(0, len(letters), 10):
+        sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(index), "ReceiptHandle": letter.receipt, "VisibilityTimeout": 0}
+                for index, letter in enumerate(letters[start : start + 10])
+            ],
+        )
+
+
+def read_dead_letters(sqs: SQSClient, queue_url: str, *, limit: int = MAX_MESSAGES) -> list[DeadLetter]:
+    """The messages in a DLQ (up to ``limit``), left there."""
+    found: dict[str, DeadLetter] = {}
+    while len(found) < limit:
+        new = [letter for letter in _receive(sqs, queue_url) if letter.message_id not in found]
+        if not new:
+            break
+        found.update((letter.message_id, letter) for letter in new)
+    letters = list(found.values())
+    _release(sqs, queue_url, letters)
+    return letters
+
+
+def redrive(sqs: SQSClient, dead_letter_queue_url: str, queue_url: str) -> tuple[int, list[DeadLetter]]:
+    """Send every redrivable message of the DLQ back to ``queue_url`` (each deleted from the DLQ once
+    sent: a crash in between sends it twice, which the stages take as a redelivery); the number sent,
+    and the messages kept."""
+    sent, kept = 0, {}
+    while True:
+        letters = [letter for letter in _receive(sqs, dead_letter_queue_url) if letter.message_id not in kept]
+        if not letters:
+            break
+        for letter in letters:
+            if not letter.redrivable:
+                kept[letter.message_id] = letter  # invisible for now, so the next receive gives others
+                continue
+            sqs.send_message(QueueUrl=queue_url, MessageBody=letter.body)
+            sqs.delete_message(QueueUrl=dead_letter_queue_url, ReceiptHandle=letter.receipt)
+            sent += 1
+    _release(sqs, dead_letter_queue_url, list(kept.values()))
+    return sent, list(kept.values())
