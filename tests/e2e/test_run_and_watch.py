@@ -76,17 +76,8 @@ def totals(root: Path) -> dict[str, list[list[object]]]:
 
 WINDOW_ITEM = {
     "dataset": "shop_reports_dev.sales_3d",
-    "dependencies": [
-        {
-            "TableName": "shop_pos_dev.sales",
-            "FieldColumn": "day",
-            "Usage": "overwrite",
-            "DateExpression": "%Y-%m-%d",
-            "relativedelta_attributes": {"days": 0},
-            # A day's sales are in the three windows ending on it and on the two days after it.
-            "TargetRange": {"count": 3, "step": {"days": 1}},
-        }
-    ],
+    # A day's sales are in the three windows ending on it and on the two days after it.
+    "dependencies": [{**ITEM["dependencies"][0], "TargetRange": {"count": 3, "step": {"days": 1}}}],  # type: ignore[index]
     "partitionColumn": "day",
     "partitionPythonMask": "%Y-%m-%d",
     "steps": [
@@ -108,6 +99,14 @@ PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/sales_3d
 """
 
 
+def assert_figures(root: Path, by_store: dict[str, dict[str, float]], windows: dict[str, float]) -> None:
+    """The daily totals per store and the 3-day windows, as computed by hand from the dropped rows."""
+    daily = [[store, amount, day] for day, stores in by_store.items() for store, amount in stores.items()]
+    assert sorted(totals(root)["shop_reports_dev.sales_by_store"], key=str) == sorted(daily, key=str)
+    expected = [[amount, day] for day, amount in windows.items()]
+    assert sorted(totals(root)["shop_reports_dev.sales_3d"], key=str) == sorted(expected, key=str)
+
+
 def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     config = project(tmp_path)
     (tmp_path / "deps" / "sales_3d.json").write_text(json.dumps(WINDOW_ITEM))
@@ -119,15 +118,11 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     result = lakeline_run(config)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "skipped" in result.stdout
-    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
-        ["north", 12.5, "2024-03-01"],
-        ["south", 1.0, "2024-03-02"],
-        ["south", 5.5, "2024-03-01"],
-    ]
     # Each day reached the three trailing windows that contain it.
-    windows = {"2024-03-01": 18.0, "2024-03-02": 19.0, "2024-03-03": 19.0, "2024-03-04": 1.0}
-    assert sorted(totals(tmp_path)["shop_reports_dev.sales_3d"], key=str) == sorted(
-        ([amount, day] for day, amount in windows.items()), key=str
+    assert_figures(
+        tmp_path,
+        {"2024-03-01": {"north": 12.5, "south": 5.5}, "2024-03-02": {"south": 1.0}},
+        {"2024-03-01": 18.0, "2024-03-02": 19.0, "2024-03-03": 19.0, "2024-03-04": 1.0},
     )
     assert (tmp_path / "ws" / "lineage.html").exists()
     first = (tmp_path / "ws" / "summary.json").read_text()
@@ -148,14 +143,10 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
     # One stage A run; the daily total and the three windows containing the late day run again.
     assert (summary["stage_a_runs"], summary["stage_b_runs"], len(summary["duplicates"])) == (1, 4, 2)
-    assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
-        ["north", 12.5, "2024-03-01"],
-        ["south", 3.25, "2024-03-02"],
-        ["south", 5.5, "2024-03-01"],
-    ]
-    windows = {"2024-03-01": 18.0, "2024-03-02": 21.25, "2024-03-03": 21.25, "2024-03-04": 3.25}
-    assert sorted(totals(tmp_path)["shop_reports_dev.sales_3d"], key=str) == sorted(
-        ([amount, day] for day, amount in windows.items()), key=str
+    assert_figures(
+        tmp_path,
+        {"2024-03-01": {"north": 12.5, "south": 5.5}, "2024-03-02": {"south": 3.25}},
+        {"2024-03-01": 18.0, "2024-03-02": 21.25, "2024-03-03": 21.25, "2024-03-04": 3.25},
     )
 
     # A backfill of one target over one day: routed again, rebuilt with the same figures.

@@ -9,18 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.engines.base import Column, TableSchema
+from lakeline.engines.base import Column
 from stage_a.by_name import copy_key, in_table_order
 from stage_a.contract import ColumnsByName, RawContract, check_raw_file
 from stage_a.raw_files import LocalRawFile
-
-TABLE = TableSchema(
-    database="shop_pos_raw",
-    table="sales",
-    columns=(Column("sale_id", "bigint"), Column("name", "string"), Column("amount", "decimal(10,2)")),
-    partition_columns=(Column("day", "string"),),
-    format="csv",
-)
+from tests.unit.test_raw_contract import TABLE
 
 
 def copy_of(tmp_path: Path, name: str, body: bytes, contract: RawContract) -> bytes:
