@@ -104,7 +104,18 @@ def local_spark_session(
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    quiet_query_context_loggers()
     return session
+
+
+def quiet_query_context_loggers() -> None:
+    """PySpark logs every failed query's error with its Java stack as JSON on stderr (~8 KB) before
+    raising it; the engine raises the same error as one line (``failure_reason``), so the log is off.
+    The loggers are PySpark's own class: it calls them with keyword arguments a plain logger refuses."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 ERROR_CONDITION = re.compile(r"^\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\] ")

@@ -186,3 +186,15 @@ def test_an_empty_result_still_writes_bucket_count_files(spark_engine: SparkEngi
     )
     spark_engine.execute("DROP TABLE ctas_files_test.none")
     assert len(LocalObjectStore().list_data_files(location)) == 2
+
+
+def test_a_failed_query_is_one_error_and_no_logged_java_stack(
+    spark_engine: SparkEngine, capfd: pytest.CaptureFixture[str]
+) -> None:
+    capfd.readouterr()
+    with pytest.raises(QueryFailed) as failure:
+        spark_engine.execute("SELECT no_such_column FROM (SELECT 1 AS one)")
+    assert "UNRESOLVED_COLUMN" in failure.value.reason
+    # PySpark would log the error with its Java stack (~8 KB of JSON on stderr) before raising it.
+    printed = capfd.readouterr()
+    assert "QueryContextLogger" not in printed.err + printed.out and "\tat org.apache" not in printed.err
