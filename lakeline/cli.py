@@ -446,6 +446,7 @@ def run_project(
     import time
 
     from lakeline.local.project import LocalProject, ProjectConfig
+    from lakeline.local.unresolved import unresolved_file
 
     console = progress_console()
     try:
@@ -464,7 +465,7 @@ def run_project(
             return
         with project:
             project.prepare()
-            project.process(keys)
+            project.process(keys, seen.files)  # the snapshot read every file already
             run = project.finish(started)
             earlier = project.conclude(seen, run.report)
     except (LakelineError, QueryError) as error:
@@ -475,7 +476,7 @@ def run_project(
     if earlier:
         console.print(
             "re-send the files of a failed target, or rebuild it with `lakeline stage-b run`; "
-            f"{project.workspace.root / 'state' / 'unresolved.json'} lists what is open (delete it to dismiss)",
+            f"{unresolved_file(project.workspace.root)} lists what is open (delete it to dismiss)",
             soft_wrap=True,
         )
     if run.report.failures or run.report.quarantined or earlier:
@@ -564,8 +565,6 @@ def reprocess_command(
             failed = False
         else:
             from lakeline.local.project import LocalProject, ProjectConfig
-            from lakeline.local.unresolved import carry_unresolved
-            from stage_b.messages import StageBMessage
 
             with LocalProject(ProjectConfig.load(config or Path("lakeline.yml")), console) as project:
                 project.prepare()
@@ -583,10 +582,9 @@ def reprocess_command(
                 )
                 if not dry_run:
                     report = project.process([])
-                    run = project.finish(started)
-                    built = {StageBMessage.model_validate(plan.message).node for plan in report.stage_b}
-                    carry_unresolved(project.workspace.root, report.failures, set(), built)
-                    failed = bool(run.report.failures)
+                    project.finish(started)
+                    project.carry_failures(report)
+                    failed = bool(report.failures)
                 else:
                     failed = False
     except (LakelineError, QueryError) as error:
@@ -652,13 +650,14 @@ def dlq_list(
     console = Console(soft_wrap=True)
     try:
         if stack is None:
+            from lakeline.local.quarantine import Quarantine
+
             root, _ = _status_workspace(config, workspace)
-            records = sorted((root / "quarantine").rglob("*.json")) if (root / "quarantine").is_dir() else []
-            for record in records:
-                reason = json.loads(record.read_text()).get("reason", "")
+            quarantined = Quarantine.of(root).parked()
+            for _, reason in quarantined:
                 console.print(f"quarantine  {escape(reason)}")
-            console.print(f"{len(records)} quarantined; fix a file and run again to load it")
-            parked = len(records)
+            console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
+            parked = len(quarantined)
         else:
             parked = _list_stack_dead_letters(console, stack, queue or list(DLQ_QUEUES))
     except (LakelineError, OSError, ValueError) as error:

@@ -68,12 +68,17 @@ def commit_key(table: str, partition_path: str) -> str:
     return f"{COMMIT_PREFIX}{table}/{partition_path.strip('/')}"
 
 
+def commit_partition(key: str) -> tuple[str, dict[str, str]]:
+    """The table and partition ``{column: value}`` of a partition's item key (``commit_key``'s inverse)."""
+    table, _, path = key.removeprefix(COMMIT_PREFIX).partition("/")
+    folders = [folder.partition("=") for folder in path.split("/") if folder]
+    return table, {name: value for name, _, value in folders}
+
+
 def commit_table_root(key: str, partition_root: str) -> str:
     """The location of the table whose partition ``key`` has its root at ``partition_root``: where the
     partition's run prefixes may be deleted (``ObjectStore.delete_prefix``)."""
-    path = key.removeprefix(COMMIT_PREFIX).partition("/")[2]
-    folders = [folder.partition("=") for folder in path.split("/") if folder]
-    return table_root_of(partition_root, {name: value for name, _, value in folders})
+    return table_root_of(partition_root, commit_partition(key)[1])
 
 
 @dataclass(frozen=True)

@@ -109,26 +109,26 @@ def plan_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog)
 
 
 def check_arrival(
-    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles, raw_file: RawFile | None = None
-) -> TableSchema:
-    """The door: the arrival's raw table exists and the file keeps its contract (``stage_a.contract``).
-    Returns the raw table's schema; raises ``ContractViolation`` with the reason otherwise
-    (``ColumnsByName`` for a CSV file to be loaded through a copy in the table's order)."""
+    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, raw_file: RawFile, contract: RawContract
+) -> TableSchema | None:
+    """The door: the file keeps its raw table's contract (``stage_a.contract``). Returns the table's
+    schema again if the file added columns to it (``add-columns``), else ``None``; raises
+    ``ContractViolation`` with the reason otherwise (``ColumnsByName`` for a CSV file to be loaded
+    through a copy in the table's order)."""
+    added = check_raw_file(contract, raw_file)
+    if not added:
+        return None
+    # schema_evolution: add-columns. The stage table gets them too, or its runs would drop them.
     raw = parse_raw_key(arrival.key)
     database = settings.raw_database(raw.team, raw.dataset)
-    schema = _raw_schema(arrival, database, raw.table, catalog)
-    added = check_raw_file(_contract(schema, settings, raw), raw_file or files.raw_file(arrival))
-    if added:
-        # schema_evolution: add-columns. The stage table gets them too, or its runs would drop them.
-        for column in added:
-            check_identifier(column.name, "column")
-        for target in (database, settings.stage_database(raw.team, raw.dataset)):
-            try:
-                catalog.add_columns(target, raw.table, added)
-            except TableNotFound as error:
-                raise ContractViolation(f"{arrival.key}: cannot add its new columns: {error}") from error
-        schema = catalog.describe_table(database, raw.table)
-    return schema
+    for column in added:
+        check_identifier(column.name, "column")
+    for target in (database, settings.stage_database(raw.team, raw.dataset)):
+        try:
+            catalog.add_columns(target, raw.table, added)
+        except TableNotFound as error:
+            raise ContractViolation(f"{arrival.key}: cannot add its new columns: {error}") from error
+    return catalog.describe_table(database, raw.table)
 
 
 def _raw_schema(arrival: Arrival, database: str, table: str, catalog: Catalog) -> TableSchema:
@@ -138,34 +138,33 @@ def _raw_schema(arrival: Arrival, database: str, table: str, catalog: Catalog) -
         raise ContractViolation(f"{arrival.key}: no raw table {database}.{table} in the catalog") from error
 
 
-def _contract(schema: TableSchema, settings: PipelineSettings, raw: RawObject) -> RawContract:
-    table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
-    return RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
-
-
 def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema | ReadByName:
-    """The door (``check_arrival``), and CSV read by header name: an arrival whose columns are in
-    another order than its table's, or whose key has been read by name before, has its copy in the
-    table's order written (``stage_a.by_name``), which arrives and is loaded in its place.
-    Returns the raw table's schema for an arrival loaded as it is."""
+    """The door (the raw table exists, and ``check_arrival``), and CSV read by header name: an arrival
+    whose columns are in another order than its table's, or whose key has been read by name before,
+    has its copy in the table's order written (``stage_a.by_name``), which arrives and is loaded in
+    its place. Returns the raw table's schema for an arrival loaded as it is."""
+    raw = parse_raw_key(arrival.key)
+    schema = _raw_schema(arrival, settings.raw_database(raw.team, raw.dataset), raw.table, catalog)
+    table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
+    contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
     copy = copy_key(arrival.key)
     raw_file = files.raw_file(arrival)  # one version of the file for the check and the copy
     try:
-        schema = check_arrival(arrival, settings, catalog, files, raw_file)
+        grown = check_arrival(arrival, settings, catalog, raw_file, contract)
     except ColumnsByName as moved:
         if copy is None:
             raise
         reason, existing = str(moved), files.existing_copy(arrival, copy)
-        raw = parse_raw_key(arrival.key)
-        schema = _raw_schema(arrival, settings.raw_database(raw.team, raw.dataset), raw.table, catalog)
     else:
+        if grown is not None:
+            schema = grown
+            contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
         existing = None if copy is None else files.existing_copy(arrival, copy)
         if copy is None or existing is None:
             return schema
         # Read by name before: the copy's key holds the file's rows, so this version replaces them there.
         reason = f"{arrival.key}: its earlier version was read by name through {copy}"
     version = copy_version(arrival)
-    contract = _contract(schema, settings, parse_raw_key(arrival.key))
     for _ in range(MAX_COPY_ATTEMPTS):
         if existing is not None and existing.made_from and not newer_version(version, existing.made_from):
             # This version's copy is there (a redelivery), or a later version's: it stays.

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,16 @@ def partition_path(partition: Mapping[str, str]) -> str:
     return "/".join(f"{column}={value}" for column, value in partition.items())
 
 
-def _destination_moment(dependency: Dependency, source_partition: Mapping[str, str]) -> datetime:
-    """The source partition's date shifted by the dependency's ``relativedelta_attributes``."""
+def destination_partitions(
+    dependency: Dependency,
+    partition_column: str,
+    partition_python_mask: str,
+    source_partition: Mapping[str, str],
+) -> list[dict[str, str]]:
+    """Every target partition ``{partitionColumn: value}`` one source partition arrival feeds: its date
+    shifted by the dependency's ``relativedelta_attributes`` and, with a ``TargetRange``, the moments
+    each ``step`` on from that shifted date itself (not from the partition value, which a coarser mask
+    rounds), in order and each once."""
     source = check_partition(source_partition, f"{dependency.table_name} partition")
     if dependency.field_column not in source:
         levels = ", ".join(source) or "none (the table is not partitioned)"
@@ -61,30 +68,7 @@ def _destination_moment(dependency: Dependency, source_partition: Mapping[str, s
         dependency.date_expression,
         f"{dependency.table_name} partition {dependency.field_column}",
     )
-    return shift(arrived, dependency.relativedelta_attributes, f"{dependency.table_name} relativedelta")
-
-
-def destination_partition(
-    dependency: Dependency,
-    partition_column: str,
-    partition_python_mask: str,
-    source_partition: Mapping[str, str],
-) -> dict[str, str]:
-    """The target partition ``{partitionColumn: value}`` that one source partition arrival maps to."""
-    target = _destination_moment(dependency, source_partition)
-    return {partition_column: format_partition_date(target, partition_python_mask, f"partition {partition_column!r}")}
-
-
-def destination_partitions(
-    dependency: Dependency,
-    partition_column: str,
-    partition_python_mask: str,
-    source_partition: Mapping[str, str],
-) -> list[dict[str, str]]:
-    """Every target partition one source partition arrival feeds: the first (``destination_partition``)
-    and, with a ``TargetRange``, those of the moments after it, each ``step`` on from the shifted date
-    itself (not from the partition value, which a coarser mask rounds), in order and each once."""
-    target = _destination_moment(dependency, source_partition)
+    target = shift(arrived, dependency.relativedelta_attributes, f"{dependency.table_name} relativedelta")
     reach = dependency.target_range
     values = []
     for index in range(reach.count if reach else 1):

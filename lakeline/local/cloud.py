@@ -18,6 +18,7 @@ import boto3
 
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.table import LINEAGE_TABLE
+from lakeline.local.workspace import write_json
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -120,10 +121,7 @@ class LocalCloud:
         items = []
         for page in self.dynamodb.get_paginator("scan").paginate(TableName=self.names.pipeline_state):
             items.extend(page.get("Items", []))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(sorted(items, key=lambda item: json.dumps(item, sort_keys=True)), indent=1))
-        temporary.replace(path)
+        write_json(path, sorted(items, key=lambda item: json.dumps(item, sort_keys=True)))
         return len(items)
 
     def restore_pipeline_state(self, path: Path) -> int:

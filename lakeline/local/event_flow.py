@@ -37,6 +37,7 @@ from lakeline.lineage.run_lifecycle import ExecutionLifecycle
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, MAX_RECEIVE_COUNT, LocalCloud
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
+from lakeline.local.quarantine import Quarantine
 from lakeline.local.workspace import Workspace
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
@@ -145,7 +146,7 @@ class EventFlow:
         self._events_written = 0
         self.commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
         self.raw_files = LocalRawFiles(workspace.raw_dir)
-        self.quarantine = Quarantine(workspace.root / "quarantine")
+        self.quarantine = Quarantine.of(workspace.root)
         self.quarantine.prune(workspace.raw_dir)
         self.report = FlowReport()
         sqs = cloud.sqs
@@ -175,10 +176,11 @@ class EventFlow:
 
     # --- arrivals ---------------------------------------------------------------------------------
 
-    def arrive(self, key: str) -> None:
-        """The EventBridge "Object Created" event S3 would send for a file under the raw folder."""
+    def arrive(self, key: str, digest: str | None = None) -> None:
+        """The EventBridge "Object Created" event S3 would send for a file under the raw folder (its
+        version: the SHA-256 of its content, ``digest`` if the caller read it already)."""
         path = self.workspace.raw_dir / key
-        sequencer = hashlib.sha256(path.read_bytes()).hexdigest()[:18].upper()
+        sequencer = (digest or hashlib.sha256(path.read_bytes()).hexdigest())[:18].upper()
         # The upload time is the file's: the same file arriving again is the same event (same run, same
         # lineage root), as a redelivery of one S3 event is.
         uploaded = datetime.fromtimestamp(path.stat().st_mtime, UTC)
@@ -414,31 +416,6 @@ class EventFlow:
             output.writelines(json.dumps(event, sort_keys=True) + "\n" for event in fresh)
         self._events_written = len(self.events)
         return path
-
-
-@dataclass(frozen=True)
-class Quarantine:
-    """Where a local run parks the arrivals refused at the door: ``<key>.json`` with the reason, kept
-    until the same key is accepted (fixed and sent again)."""
-
-    root: Path
-
-    def record(self, key: str) -> Path:
-        return self.root / f"{key}.json"
-
-    def park(self, key: str, reason: str) -> None:
-        path = self.record(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"key": key, "reason": reason, "at": datetime.now(UTC).isoformat()}, indent=1))
-
-    def release(self, key: str) -> None:
-        self.record(key).unlink(missing_ok=True)
-
-    def prune(self, raw_dir: Path) -> None:
-        """Forget the refused files the user has removed since."""
-        for record in self.root.rglob("*.json") if self.root.is_dir() else ():
-            if not (raw_dir / record.relative_to(self.root).as_posix().removesuffix(".json")).exists():
-                record.unlink()
 
 
 def arrival_keys(body: str) -> list[str]:

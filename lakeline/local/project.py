@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +41,7 @@ from lakeline.lineage.openlineage_config import load_openlineage_settings
 from lakeline.lineage.query import load_query, query_local_archive
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
+from lakeline.local.quarantine import Quarantine
 from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.stage_a import partition_row_count
@@ -164,13 +165,17 @@ class LocalProject:
         """Whether the last clean run processed exactly these raw files, with these inputs."""
         return Settled.load(self.settled_file) == now
 
-    def conclude(self, seen: Settled, report: FlowReport) -> list[str]:
-        """After a full run: keep its failures and the earlier ones it did not resolve
-        (``lakeline.local.unresolved``); record it as settled if it was clean and none remain. Returns
-        the earlier failures still unresolved."""
+    def carry_failures(self, report: FlowReport) -> list[str]:
+        """Keep this run's failures and the earlier ones it did not resolve (``lakeline.local.unresolved``);
+        returns the earlier ones still unresolved."""
         loaded = {key for plan in report.stage_a for key in plan.arrival_keys}
         built = {StageBMessage.model_validate(plan.message).node for plan in report.stage_b}
-        earlier = carry_unresolved(self.workspace.root, report.failures, loaded, built)
+        return carry_unresolved(self.workspace.root, report.failures, loaded, built)
+
+    def conclude(self, seen: Settled, report: FlowReport) -> list[str]:
+        """After a full run: ``carry_failures``, and record the run as settled if it was clean and no
+        earlier failure remains. Returns the earlier failures still unresolved."""
+        earlier = self.carry_failures(report)
         if not (report.failures or report.quarantined or earlier):
             copies = {key: file_digest(self.workspace.raw_dir / key) for key in report.copies}
             Settled(seen.inputs, {**seen.files, **copies}).save(self.settled_file)
@@ -223,10 +228,12 @@ class LocalProject:
             keys.append(key)
         return keys
 
-    def process(self, keys: list[str]) -> FlowReport:
+    def process(self, keys: list[str], digests: Mapping[str, str] | None = None) -> FlowReport:
+        """Every file of ``keys`` arrives (``digests``: their contents' SHA-256, if read already), then
+        the flow runs until nothing is left to do."""
         flow = self.started_flow
         for key in keys:
-            flow.arrive(key)
+            flow.arrive(key, (digests or {}).get(key))
         report = flow.run_until_idle()
         if self.cloud is not None:
             self.cloud.save_pipeline_state(self.state_file)
@@ -348,7 +355,7 @@ def print_summary(run: ProjectRun, console: Console) -> None:
         console.print(f"read by name (columns in another order) {escape(copied)}", soft_wrap=True)
     if report.quarantined:
         console.print(
-            f"the reasons are also in {run.workspace.root / 'quarantine'}; fix a file and run again to load it"
+            f"the reasons are also in {Quarantine.of(run.workspace.root).root}; fix a file and run again to load it"
         )
     console.print(f"lineage picture: {run.html}")
     console.print(f"done in {run.seconds:.0f}s")

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.workspace import Workspace
+from lakeline.local.workspace import Workspace, write_json
 from lakeline.storage import local_root, normalize_location
 
 Notify = Callable[[str], None]
@@ -108,14 +108,12 @@ def _rewritten(value: Any, moves: list[tuple[str, str]]) -> Any:
 
 def relocate(engine: SparkEngine, workspace: Workspace, pipeline_state: Path, notify: Notify) -> None:
     """Point what the workspace stores at where it is now, and record where that is."""
-    moves, raw = moves_since(workspace, _recorded(workspace) or _inferred(engine, workspace))
+    recorded = _recorded(workspace)
+    moves, raw = moves_since(workspace, recorded or _inferred(engine, workspace))
     if moves:
         relocated = engine.relocate(mover(moves))
         if pipeline_state.exists():
-            state = _rewritten(json.loads(pipeline_state.read_text()), moves)
-            staged = pipeline_state.with_suffix(".tmp")
-            staged.write_text(json.dumps(state, indent=1))
-            staged.replace(pipeline_state)
+            write_json(pipeline_state, _rewritten(json.loads(pipeline_state.read_text()), moves))
         shown = ", ".join(f"{old} → {new}" for old, new in moves)
         notify(
             f"the workspace moved ({shown}): {relocated.tables} tables and {relocated.partitions} partitions "
@@ -129,12 +127,8 @@ def relocate(engine: SparkEngine, workspace: Workspace, pipeline_state: Path, no
     # A command given the raw folder (a project's lakeline.yml) says where it is; one that is not told
     # (``--workspace`` alone) keeps what was recorded.
     raw = workspace.raw or raw
-    path = roots_file(workspace)
-    if moves or _recorded(workspace) != (workspace.root, raw):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staged = path.with_suffix(".tmp")
-        staged.write_text(json.dumps({"workspace": str(workspace.root), "raw": str(raw) if raw else None}, indent=1))
-        staged.replace(path)
+    if moves or recorded != (workspace.root, raw):
+        write_json(roots_file(workspace), {"workspace": str(workspace.root), "raw": str(raw) if raw else None})
 
 
 def open_engine(workspace: Workspace, notify: Notify, **session_options: Any) -> SparkEngine:

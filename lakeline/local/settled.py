@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lakeline.local.workspace import write_json
+
 _CODE_PACKAGES = ("lakeline", "stage_a", "stage_b", "lambdas")
 _CHUNK = 1024 * 1024
 
@@ -64,10 +66,7 @@ class Settled:
             return None  # no record (or one this version cannot read): a full run
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staged = path.with_suffix(".tmp")
-        staged.write_text(json.dumps({"inputs": self.inputs, "files": self.files}, indent=1, sort_keys=True))
-        staged.replace(path)
+        write_json(path, {"inputs": self.inputs, "files": self.files}, sort_keys=True)
 
     @staticmethod
     def forget(path: Path) -> None:

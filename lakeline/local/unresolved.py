@@ -15,6 +15,8 @@ import json
 from collections.abc import Collection
 from pathlib import Path
 
+from lakeline.local.workspace import write_json
+
 
 def unresolved_file(workspace: Path) -> Path:
     return workspace / "state" / "unresolved.json"
@@ -45,10 +47,7 @@ def carry_unresolved(
     path = unresolved_file(workspace)
     kept = list(dict.fromkeys([*earlier, *failures]))
     if kept:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staged = path.with_suffix(".tmp")
-        staged.write_text(json.dumps(kept, indent=1))
-        staged.replace(path)
+        write_json(path, kept)
     else:
         path.unlink(missing_ok=True)
     return [failure for failure in earlier if failure not in failures]

@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import local_root
@@ -61,3 +63,11 @@ class Workspace:
             default_table=default_table or TableSettings(),
             tables=tables or {},
         )
+
+
+def write_json(path: Path, value: Any, *, sort_keys: bool = False) -> None:
+    """Write a workspace file whole or not at all: a crash while writing leaves the one before."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = path.with_suffix(".tmp")
+    staged.write_text(json.dumps(value, indent=1, sort_keys=sort_keys))
+    staged.replace(path)

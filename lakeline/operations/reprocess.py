@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lakeline.commits import COMMIT_PREFIX
+from lakeline.commits import COMMIT_PREFIX, commit_partition
 from lakeline.dependencies.arrivals import ArrivalTracker
+from lakeline.dependencies.resolve import partition_path
 from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import LakelineError
 from stage_b.dispatch import send_stage_b_messages
@@ -42,14 +43,13 @@ class Reprocessing:
 
 def table_partitions(items: Iterable[Mapping[str, Any]], table: str, first: str, last: str) -> list[dict[str, str]]:
     """The partitions of ``table`` (pipeline-state commit items) whose first value is in ``[first, last]``."""
-    prefix = f"{COMMIT_PREFIX}{table}/"
     found = []
     for item in items:
         key = str(item.get("target_partition", {}).get("S", ""))
-        if not key.startswith(prefix) or not key[len(prefix) :]:
+        if not key.startswith(COMMIT_PREFIX):
             continue
-        partition = dict(part.split("=", 1) for part in key[len(prefix) :].split("/"))
-        if first <= next(iter(partition.values())) <= last:
+        of, partition = commit_partition(key)
+        if of == table and partition and first <= next(iter(partition.values())) <= last:
             found.append(partition)
     return sorted(found, key=lambda partition: list(partition.values()))
 
@@ -84,7 +84,7 @@ def reprocess(
     run = f"reprocess-{(now or datetime.now(UTC)):%Y%m%dt%H%M%S%f}"
     done = Reprocessing()
     for partition in partitions:
-        done.partitions.append("/".join(f"{column}={value}" for column, value in partition.items()))
+        done.partitions.append(partition_path(partition))
         if dry_run:  # the routes only: deciding trigger mode all's readiness would record the arrival
             arrival = SourceArrival(table=table, partition=dict(partition), run=run)
             routes, unrouted = plan_routes(arrival, dependencies.edges_from(table))

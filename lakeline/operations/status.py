@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakeline.commits import COMMIT_PREFIX
+from lakeline.local.quarantine import Quarantine
 from lakeline.local.unresolved import load_unresolved
+from lakeline.local.workspace import Workspace
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -126,7 +128,7 @@ def read_items(
 def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now: datetime) -> PipelineStatus:
     """The status of a local workspace: its saved pipeline state, its last run and its quarantine."""
     status = PipelineStatus(where=str(workspace))
-    state = workspace / "state" / "pipeline-state.json"
+    state = Workspace(workspace).pipeline_state_file
     items = json.loads(state.read_text()) if state.exists() else []
     status.partitions, status.waiting_targets = read_items(items, required, now)
     summary_file = workspace / "summary.json"
@@ -144,12 +146,9 @@ def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now
         for failure in load_unresolved(workspace)
         if f"failed {failure}" not in reported
     ]
-    quarantine = workspace / "quarantine"
-    records = sorted(quarantine.rglob("*.json")) if quarantine.is_dir() else []
-    status.dead_letters["quarantine"] = len(records)
-    for record in records:
-        reason = json.loads(record.read_text()).get("reason", "")
-        status.failures.append(f"quarantined {record.relative_to(quarantine).with_suffix('').as_posix()}: {reason}")
+    parked = Quarantine.of(workspace).parked()
+    status.dead_letters["quarantine"] = len(parked)
+    status.failures += [f"quarantined {key}: {reason}" for key, reason in parked]
     return status
 
 

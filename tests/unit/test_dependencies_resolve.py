@@ -10,7 +10,7 @@ import pytest
 
 from lakeline.dependencies.model import DependencyItem, parse_dependency_item
 from lakeline.dependencies.resolve import (
-    destination_partition,
+    destination_partitions,
     resolve_arrival,
     substitution_values,
     team_sql_reader,
@@ -86,15 +86,15 @@ def test_sql_files_are_checked_when_resolved(seed: dict[str, Any], tmp_path: Pat
 def test_multi_level_source_partitions_use_the_field_column(seed: dict[str, Any]) -> None:
     dependency = parse_dependency_item(seed).dependencies[0]
     source = {"region": "eu-west-1", "date": "20220120", "hour": "07"}
-    assert destination_partition(dependency, "date", "%Y%m%d", source) == {"date": "20220115"}
+    assert destination_partitions(dependency, "date", "%Y%m%d", source) == [{"date": "20220115"}]
     with pytest.raises(ValidationError, match=r"no partition column 'date' \(FieldColumn\).*region, hour"):
-        destination_partition(dependency, "date", "%Y%m%d", {"region": "eu", "hour": "07"})
+        destination_partitions(dependency, "date", "%Y%m%d", {"region": "eu", "hour": "07"})
     with pytest.raises(ValidationError, match="not partitioned"):
-        destination_partition(dependency, "date", "%Y%m%d", {})
+        destination_partitions(dependency, "date", "%Y%m%d", {})
     with pytest.raises(ValidationError, match="does not match the date mask"):
-        destination_partition(dependency, "date", "%Y%m%d", {"date": "2022-01-20"})
+        destination_partitions(dependency, "date", "%Y%m%d", {"date": "2022-01-20"})
     with pytest.raises(ValidationError, match="not allowed"):
-        destination_partition(dependency, "date", "%Y%m%d", {"date": "2022'01"})
+        destination_partitions(dependency, "date", "%Y%m%d", {"date": "2022'01"})
 
 
 def test_masks_other_than_the_seeds(seed: dict[str, Any]) -> None:
