@@ -19,10 +19,13 @@ from lakeline.engines.base import Column, QueryError, QueryResult, TableNotFound
 from lakeline.errors import ConfigError, LakelineError
 from lakeline.glue_scanner.cli import glue_app
 from lakeline.lineage.cli import lineage_app
+from lakeline.local.sql_server import DEFAULT_KEEP_MINUTES
 from lakeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
+    from lakeline.engines.spark import SparkEngine
     from lakeline.local.project import ProjectConfig
+    from lakeline.local.sql_server import SqlClient
     from lakeline.local.workspace import Workspace
     from lakeline.operations.reprocess import Reprocessing
     from lakeline.operations.status import PipelineStatus
@@ -397,12 +400,35 @@ def run_sql(
     workspace: WorkspaceOption = None,
     config: ConfigOption = None,
     output: Annotated[ResultFormat, typer.Option("--format", help="how results are printed")] = ResultFormat.table,
+    server: Annotated[
+        bool,
+        typer.Option(
+            envvar="LAKELINE_SQL_SERVER",
+            help="keep the workspace's Spark running in a server between calls (--no-server: start and stop it "
+            "in this command)",
+        ),
+    ] = True,
+    keep: Annotated[
+        float, typer.Option(help="minutes the server stays without a query", min=0.1)
+    ] = DEFAULT_KEEP_MINUTES,
+    stop: Annotated[bool, typer.Option("--stop", help="stop the workspace's SQL server and exit")] = False,
 ) -> None:
-    """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results)."""
+    """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results).
+    The first call starts a server that keeps Spark running for the next ones (--keep minutes without
+    a query); any other command on the workspace stops it first."""
     import sqlglot
 
-    from lakeline.local.relocation import open_engine
+    from lakeline.local import sql_server
 
+    try:
+        ws = _workspace(_project(config), workspace)
+    except LakelineError as error:
+        fail(str(error))
+        return
+    if stop:
+        stopped = sql_server.stop(ws)
+        err_console.print("SQL server stopped" if stopped else "no SQL server runs on this workspace")
+        return
     if (file is None) == (query is None):
         fail("give a FILE or --query, not both")
         return
@@ -413,12 +439,10 @@ def run_sql(
         fail(f"cannot parse the SQL: {error}")
         return
     try:
-        ws = _workspace(_project(config), workspace)
+        engine = _sql_engine(ws, server, keep)
     except LakelineError as error:
         fail(str(error))
         return
-    with err_console.status("starting embedded Spark"):
-        engine = open_engine(ws, _moved)
     console = Console()
     for statement in statements:
         try:
@@ -428,6 +452,24 @@ def run_sql(
             return
         if result.columns:
             print_result(result, output, console)
+
+
+def _sql_engine(ws: Workspace, server: bool, keep: float) -> SparkEngine | SqlClient:
+    """The workspace's server (started if none runs, and telling what opening the workspace said), or an
+    embedded Spark of this command's own."""
+    from lakeline.local import sql_server
+    from lakeline.local.relocation import open_engine
+
+    if not server:
+        with err_console.status("starting embedded Spark"):
+            return open_engine(ws, _moved)
+    status = err_console.status(f"starting embedded Spark in a SQL server (kept {keep:g} minutes without a query)")
+    client = sql_server.connect(ws, keep_minutes=keep, waiting=status.start)
+    status.stop()
+    if client.started:
+        for note in client.record.notes:
+            _moved(note)
+    return client
 
 
 ProjectOption = Annotated[Path, typer.Option("--config", help="lakeline.yml of the local project")]
@@ -654,8 +696,8 @@ def dlq_list(
 
             root, _ = _status_workspace(config, workspace)
             quarantined = Quarantine.of(root).parked()
-            for _, reason in quarantined:
-                console.print(f"quarantine  {escape(reason)}")
+            for key, reason in quarantined:
+                console.print(f"quarantine  {escape(key)}  {escape(reason)}")
             console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
             parked = len(quarantined)
         else:
@@ -688,6 +730,57 @@ def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) ->
             console.print(f"  {letter.message_id}  {escape(letter.reason)}")
             console.print(f"    {escape(letter.body[:200])}", style="dim")
     return parked
+
+
+@dlq_app.command("show")
+def dlq_show(
+    message: Annotated[str, typer.Argument(help="a message id (as `dlq list` prints it), or a quarantined file's key")],
+    stack: StackOption = None,
+    queue: Annotated[list[str] | None, typer.Option(help=f"one of {', '.join(DLQ_QUEUES)} [default: all]")] = None,
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """One parked message whole: its queue, reason, the function that parked it and its body (JSON
+    indented); or a quarantined file's reason and where the file is. Nothing is taken off a queue."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from lakeline.operations.dead_letters import read_dead_letters
+    from lakeline.operations.status import stack_outputs
+
+    console = Console(soft_wrap=True)
+    try:
+        if stack is None:
+            from lakeline.local.quarantine import Quarantine
+
+            root, _ = _status_workspace(config, workspace)
+            record = Quarantine.of(root).record(message)
+            if not record.is_file():
+                raise LakelineError(f"no quarantined file {message!r} in {root} (`lakeline dlq list` names them)")
+            parked = json.loads(record.read_text())
+            console.print(f"quarantined {escape(message)} at {parked.get('at', '?')}")
+            console.print(f"reason: {escape(str(parked.get('reason', '')))}")
+            return
+        unknown = [name for name in queue or [] if name not in DLQ_QUEUES]
+        if unknown:
+            raise LakelineError(f"--queue {', '.join(unknown)}: not one of {', '.join(DLQ_QUEUES)}")
+        outputs, sqs = stack_outputs(boto3.client("cloudformation"), stack), boto3.client("sqs")
+        for name in queue or list(DLQ_QUEUES):
+            for letter in read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]]):
+                if letter.message_id == message:
+                    console.print(f"[bold]{name}[/] {letter.message_id}")
+                    console.print(f"reason: {escape(letter.reason)}")
+                    console.print(f"parked by: {escape(letter.source or '(not recorded)')}")
+                    if letter.json_body:
+                        print_json(json.loads(letter.body))
+                    else:
+                        console.print(escape(letter.body))
+                    return
+        raise LakelineError(f"no parked message {message} in {', '.join(queue or list(DLQ_QUEUES))}")
+    except (LakelineError, OSError) as error:
+        fail(str(error))
+    except (ClientError, BotoCoreError) as error:
+        fail(f"cannot read stack {stack}: {error}")
 
 
 @dlq_app.command("redrive")

@@ -132,7 +132,16 @@ def relocate(engine: SparkEngine, workspace: Workspace, pipeline_state: Path, no
 
 
 def open_engine(workspace: Workspace, notify: Notify, **session_options: Any) -> SparkEngine:
-    """The workspace's embedded Spark, with the workspace relocated if it moved."""
+    """The workspace's embedded Spark, owned by this process (a ``lakeline sql`` server holding it is
+    stopped; another command holding it is named in ``WorkspaceBusy``), relocated if the workspace moved."""
+    from lakeline.local import sql_server
+    from lakeline.local.engine_owner import claim
+
+    def stop_server(workspace: Workspace) -> None:
+        if sql_server.stop(workspace):
+            notify("stopped the workspace's SQL server (`lakeline sql` starts it again)")
+
+    claim(workspace, stop_server=stop_server)
     engine = SparkEngine.local(workspace.root, **session_options)
     relocate(engine, workspace, workspace.pipeline_state_file, notify)
     return engine

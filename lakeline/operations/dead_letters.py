@@ -31,6 +31,14 @@ class DeadLetter:
     receipt: str = ""
 
     @property
+    def json_body(self) -> bool:
+        try:
+            json.loads(self.body)
+        except ValueError:
+            return False
+        return True
+
+    @property
     def redrivable(self) -> bool:
         try:
             return "unrouted" not in json.loads(self.body)

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,10 +61,11 @@ def table_rows(output: str) -> list[list[str]]:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     copy = tmp_path_factory.mktemp("example") / "shop"
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns(".lakeline"))
-    return copy
+    yield copy
+    run(["lakeline", "sql", "--config", "lakeline.yml", "--stop"], copy)  # the README's `sql` started one
 
 
 def test_the_readme_shows_run_watch_and_sql_on_the_example() -> None:
@@ -100,3 +102,49 @@ def test_the_readme_commands_work_as_shown_on_the_example(project: Path) -> None
     rows = [(store, int(n), float(amount), day) for store, n, amount, day in table_rows(result.stdout)]
     assert rows == expected_sales_by_store(project)
     assert len(rows) == 7
+
+
+def server_pid(project: Path) -> int:
+    return int(json.loads((project / ".lakeline" / "state" / "sql-server.json").read_text())["pid"])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sql_keeps_spark_running_between_calls_until_another_command_needs_the_workspace(project: Path) -> None:
+    count = [
+        "lakeline",
+        "sql",
+        "--config",
+        "lakeline.yml",
+        "-q",
+        "SELECT count(*) AS n FROM shop_reports_dev.sales_by_store",
+    ]
+    first = run([*count, "--format", "csv"], project)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout == "n\n7\n"
+    pid = server_pid(project)
+    # The next call is answered by the same server: Spark does not start again.
+    second = run([*count, "--format", "json"], project)
+    assert (second.returncode, json.loads(second.stdout), server_pid(project)) == (0, [{"n": 7}], pid)
+    # A failed statement is one line, and the server stays for the next.
+    failed = run(["lakeline", "sql", "--config", "lakeline.yml", "-q", "SELECT nope FROM shop_pos_dev.sales"], project)
+    assert failed.returncode == 1 and "UNRESOLVED_COLUMN" in failed.stderr and len(failed.stderr.splitlines()) == 1
+    assert alive(pid)
+
+    # Another command on the workspace (here one that opens its own Spark) stops the server and says so.
+    own = run(["lakeline", "sql", "--config", "lakeline.yml", "--no-server", "-q", "SELECT 1 AS one"], project)
+    assert own.returncode == 0, own.stderr[-3000:]
+    assert "stopped the workspace's SQL server" in own.stderr
+    assert not alive(pid)
+
+    again = run([*count, "--format", "csv"], project)
+    assert again.stdout == "n\n7\n" and server_pid(project) != pid
+    stopped = run(["lakeline", "sql", "--config", "lakeline.yml", "--stop"], project)
+    assert stopped.returncode == 0 and "SQL server stopped" in stopped.stderr
+    assert not (project / ".lakeline" / "state" / "sql-server.json").exists()

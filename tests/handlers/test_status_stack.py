@@ -204,3 +204,23 @@ def test_dlq_redrive_sends_a_stages_messages_back_and_keeps_unroutable_targets(s
 def test_dlq_redrive_of_a_queue_without_a_stage_is_refused(stack: dict[str, Any]) -> None:
     result = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "lineage"])
     assert result.exit_code == 2 and "--queue must be stage-a or stage-b" in result.output
+
+
+def test_dlq_show_prints_one_parked_message_whole_and_leaves_it_there(stack: dict[str, Any]) -> None:
+    from lakeline.lambda_support import dead_letter
+
+    body = json.dumps({"detail": {"object": {"key": "a/b/c/day=2024-03-01/k.csv"}}, "padding": "x" * 300})
+    dead_letter(stack["sqs"], stack["dlq_b"], "not json", "x", "stage-b-router")
+    dead_letter(stack["sqs"], stack["dlq_a"], body, "s3://raw/k.csv: header lacks column id", "stage-a-router")
+    listed = CliRunner().invoke(app, ["dlq", "list", "--stack", STACK, "--queue", "stage-a"])
+    message_id = listed.output.split("stage-a: 1 parked")[1].split()[0]
+
+    shown = CliRunner().invoke(app, ["dlq", "show", message_id, "--stack", STACK])
+    assert shown.exit_code == 0, shown.output
+    assert f"stage-a {message_id}" in shown.output and "reason: s3://raw/k.csv: header lacks column id" in shown.output
+    assert "parked by: stage-a-router" in shown.output
+    assert json.loads(shown.output[shown.output.index("{") :]) == json.loads(body)  # whole, where list cuts it
+    assert "stage-a: 1 parked" in CliRunner().invoke(app, ["dlq", "list", "--stack", STACK]).output
+
+    missing = CliRunner().invoke(app, ["dlq", "show", "no-such-id", "--stack", STACK, "--queue", "stage-b"])
+    assert missing.exit_code == 2 and "no parked message no-such-id in stage-b" in missing.output
