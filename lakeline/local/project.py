@@ -19,6 +19,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,7 +36,7 @@ from rich.table import Table
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import ConfigError
+from lakeline.errors import ConfigError, ValidationError
 from lakeline.lineage.html import write_lineage_html
 from lakeline.lineage.openlineage_config import load_openlineage_settings
 from lakeline.lineage.query import load_query, query_local_archive
@@ -47,7 +48,7 @@ from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.unresolved import carry_unresolved
 from lakeline.local.workspace import Workspace
-from lakeline.names import ddl_name, dml_name
+from lakeline.names import check_identifier, ddl_name, dml_name
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.keys import InvalidKey, parse_raw_key
@@ -213,6 +214,16 @@ class LocalProject:
             flow.register(self.items)
             self.console.print(f"registered {len(self.items)} dependency items")
 
+    def raw_folder_tables(self) -> list[str]:
+        """The stage table of each table folder of the raw folder (``<team>/<dataset>/<table>/``)."""
+        tables = []
+        for folder in sorted(self.workspace.raw_dir.glob("*/*/*")):
+            team, dataset, table = folder.relative_to(self.workspace.raw_dir).parts
+            if folder.is_dir() and not any(part.startswith((".", "_")) for part in (team, dataset, table)):
+                with suppress(ValidationError):  # not a table folder: its files are reported as arrivals
+                    tables.append(f"{self.settings.stage_database(team, dataset)}.{check_identifier(table, 'table')}")
+        return tables
+
     def raw_keys(self) -> list[str]:
         """Every file under the raw folder that is an arrival (others are reported and left alone)."""
         keys = []
@@ -253,6 +264,7 @@ class LocalProject:
         datasets = sorted(
             {
                 *stage_tables(flow.report),
+                *self.raw_folder_tables(),  # loaded by an earlier run too (a reference table, say)
                 *(item.dataset for item in self.items),
                 *(source for item in self.items for source in item.source_tables),
             }

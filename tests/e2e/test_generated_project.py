@@ -545,6 +545,7 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
     assert late.returncode == 0, late.stdout[-3000:] + late.stderr[-3000:]
     flights += data.late
     assert_stage_rows(tmp_path, data, flights)
+    assert airlines in summary(tmp_path)["tables"]  # the summary describes the workspace, not only this run
     assert_figures(tmp_path, data, flights)
     rebuilt = {
         ("air_ops_dev.flights", f"day={data.late_day}"),
