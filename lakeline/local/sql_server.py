@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
     workspace = Workspace.at(arguments.root, arguments.raw)
     notes: list[str] = []
     try:
-        claim(workspace, SQL_SERVER)  # a server never stops another: the claim names who holds it
+        claim(workspace, SQL_SERVER, stop_server=stop)  # one this call could not reach gives way
         engine = open_engine(workspace, notes.append)
     except LakelineError as error:
         print(f"error: {error}", flush=True)

@@ -125,29 +125,8 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
         {"2024-03-01": 18.0, "2024-03-02": 19.0, "2024-03-03": 19.0, "2024-03-04": 1.0},
     )
     assert (tmp_path / "ws" / "lineage.html").exists()
-    first = (tmp_path / "ws" / "summary.json").read_text()
 
-    # Nothing changed: answered from the last clean run's record, without starting Spark.
-    again = lakeline_run(config)
-    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
-    assert "nothing new since the last run: 2 raw files, all loaded" in again.stdout, again.stdout
-    assert "Spark" not in again.stdout + again.stderr
-    assert (tmp_path / "ws" / "summary.json").read_text() == first
-
-    # A late file in a processed day: a full run, which loads just it.
-    (tmp_path / "incoming" / "shop" / "pos" / "sales" / "day=2024-03-02" / "late.csv").write_text(
-        "store,amount\nsouth,2.25\n"
-    )
-    late = lakeline_run(config)
-    assert late.returncode == 0, late.stdout[-2000:] + late.stderr[-2000:]
-    summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
-    # One stage A run; the daily total and the three windows containing the late day run again.
-    assert (summary["stage_a_runs"], summary["stage_b_runs"], len(summary["duplicates"])) == (1, 4, 2)
-    assert_figures(
-        tmp_path,
-        {"2024-03-01": {"north": 12.5, "south": 5.5}, "2024-03-02": {"south": 3.25}},
-        {"2024-03-01": 18.0, "2024-03-02": 21.25, "2024-03-03": 21.25, "2024-03-04": 3.25},
-    )
+    # A no-op rerun and a late file are in tests/e2e/test_generated_project.py.
 
     # A backfill of one target over one day: routed again, rebuilt with the same figures.
     rebuilt = subprocess.run(
