@@ -464,8 +464,10 @@ def _sql_engine(ws: Workspace, server: bool, keep: float) -> SparkEngine | SqlCl
         with err_console.status("starting embedded Spark"):
             return open_engine(ws, _moved)
     status = err_console.status(f"starting embedded Spark in a SQL server (kept {keep:g} minutes without a query)")
-    client = sql_server.connect(ws, keep_minutes=keep, waiting=status.start)
-    status.stop()
+    try:
+        client = sql_server.connect(ws, keep_minutes=keep, waiting=status.start)
+    finally:
+        status.stop()
     if client.started:
         for note in client.record.notes:
             _moved(note)

@@ -90,18 +90,22 @@ def claim(
     handle = path.open("a")
     try:
         deadline = time.monotonic() + wait
-        stopped = False
+        stopped: set[int] = set()
         while not _try_lock(handle):
             owner = current_owner(workspace)
-            if owner is not None and owner.command == SQL_SERVER and stop_server is not None and not stopped:
-                stop_server(workspace)
-                stopped = True
-            elif not stopped or time.monotonic() > deadline:
+            if owner is not None and owner.command == SQL_SERVER and stop_server is not None:
+                if owner.pid not in stopped:
+                    stop_server(workspace)  # it ends its statement first: the wait starts after
+                    stopped.add(owner.pid)
+                    deadline = time.monotonic() + wait
+            else:
                 who = f"`{owner.command}` (pid {owner.pid})" if owner else "another process"
                 raise WorkspaceBusy(
                     f"the workspace {root} is in use by {who}: its embedded Spark admits one process at a time; "
                     "wait for it to finish or stop it, then run this again"
                 )
+            if time.monotonic() > deadline:
+                raise WorkspaceBusy(f"the workspace {root} was not given up within {wait:.0f}s")
             time.sleep(0.2)
     except BaseException:
         handle.close()

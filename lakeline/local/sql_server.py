@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,9 +63,14 @@ def log_file(workspace: Workspace) -> Path:
 
 
 def _socket_address(workspace: Workspace) -> str:
-    """A Unix socket path short enough for the kernel's 107 bytes, wherever the workspace is."""
+    """A Unix socket path short enough for the kernel's 107 bytes, wherever the workspace is, in a
+    folder of the user's own (another user cannot put a file where the socket goes)."""
+    folder = Path(tempfile.gettempdir()) / f"lakeline-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.is_symlink() or folder.stat().st_uid != os.getuid() or folder.stat().st_mode & 0o077:
+        raise ServerUnavailable(f"{folder} must be a folder of your own that only you can open")
     digest = hashlib.sha256(str(workspace.root).encode()).hexdigest()[:16]
-    return str(Path(tempfile.gettempdir()) / f"lakeline-{os.getuid()}-{digest}.sock")
+    return str(folder / f"{digest}.sock")
 
 
 @dataclass(frozen=True)
@@ -87,22 +93,37 @@ class ServerRecord:
     notes: list[str] = field(default_factory=list)  # what opening the workspace said (a move)
 
 
+def _cmdline(pid: int) -> str:
+    """The command line of a process ("" if it is gone), to tell our server from a process that got
+    its pid after it ended."""
+    proc = Path(f"/proc/{pid}/cmdline")
+    if proc.parent.parent.is_dir() and Path("/proc/self").exists():
+        try:
+            return proc.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return ""
+    listed = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, check=False)
+    return listed.stdout.strip()
+
+
+def server_pid(workspace: Workspace) -> int | None:
+    """The pid of the workspace's SQL server, starting or ready, if one runs."""
+    record = read_record(workspace)
+    if record is None:
+        return None
+    command = _cmdline(record.pid)
+    if "lakeline.local.sql_server" in command and str(workspace.root) in command:
+        return record.pid
+    record_file(workspace).unlink(missing_ok=True)  # it ended without a word (killed, a reboot)
+    return None
+
+
 def read_record(workspace: Workspace) -> ServerRecord | None:
     try:
         record = json.loads(record_file(workspace).read_text())
         return ServerRecord(int(record["pid"]), str(record["address"]), [str(note) for note in record["notes"]])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextmanager
@@ -125,14 +146,20 @@ def _connect(workspace: Workspace, record: ServerRecord) -> Connection:
 class SqlClient:
     """A connection to the workspace's SQL server."""
 
-    def __init__(self, connection: Connection, record: ServerRecord, started: bool) -> None:
+    def __init__(self, workspace: Workspace, connection: Connection, record: ServerRecord, started: bool) -> None:
+        self.workspace = workspace
         self.connection = connection
         self.record = record
         self.started = started  # this call started the server (its notes are news)
 
     def execute(self, statement: str) -> QueryResult:
-        self.connection.send(Request("execute", statement))
-        reply: Reply = self.connection.recv()
+        try:
+            self.connection.send(Request("execute", statement))
+            reply: Reply = self.connection.recv()
+        except (OSError, EOFError) as error:
+            raise ServerUnavailable(
+                f"the SQL server stopped during the statement; its output: {log_file(self.workspace)}"
+            ) from error
         if reply.error is not None:
             if reply.query_error:
                 raise QueryError(reply.error, sql=statement)
@@ -146,11 +173,11 @@ class SqlClient:
 
 def _reach(workspace: Workspace) -> tuple[Connection, ServerRecord] | None:
     record = read_record(workspace)
-    if record is None or not _alive(record.pid):
-        return None
+    if record is None or not record.address or server_pid(workspace) is None:
+        return None  # none, still starting, or gone
     try:
         return _connect(workspace, record), record
-    except OSError:
+    except (OSError, EOFError, AuthenticationError):
         return None
 
 
@@ -158,21 +185,20 @@ def connect(workspace: Workspace, *, keep_minutes: float, waiting: Callable[[], 
     """The workspace's SQL server, started first if none is running (``waiting`` is told)."""
     reached = _reach(workspace)
     if reached is not None:
-        return SqlClient(*reached, started=False)
+        return SqlClient(workspace, *reached, started=False)
     with _spawn_lock(workspace):
         reached = _reach(workspace)  # another call may have started it meanwhile
         if reached is not None:
-            return SqlClient(*reached, started=False)
+            return SqlClient(workspace, *reached, started=False)
         waiting()
         _start(workspace, keep_minutes)
         reached = _reach(workspace)
         if reached is None:
             raise ServerUnavailable(f"the SQL server of {workspace.root} started but cannot be reached")
-        return SqlClient(*reached, started=True)
+        return SqlClient(workspace, *reached, started=True)
 
 
 def _start(workspace: Workspace, keep_minutes: float) -> None:
-    record_file(workspace).unlink(missing_ok=True)
     log = log_file(workspace)
     log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "lakeline.local.sql_server", str(workspace.root), "--keep", str(keep_minutes)]
@@ -183,13 +209,19 @@ def _start(workspace: Workspace, keep_minutes: float) -> None:
             command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
     deadline = time.monotonic() + START_TIMEOUT
-    while read_record(workspace) is None:
-        if process.poll() is not None:
-            raise ServerUnavailable(_why_it_ended(log))
-        if time.monotonic() > deadline:
-            process.kill()
-            raise ServerUnavailable(f"the SQL server did not start within {START_TIMEOUT:.0f}s; its output: {log}")
-        time.sleep(0.1)
+    try:
+        while True:
+            record = read_record(workspace)
+            if record is not None and record.pid == process.pid and record.address:
+                return
+            if process.poll() is not None:
+                raise ServerUnavailable(_why_it_ended(log))
+            if time.monotonic() > deadline:
+                raise ServerUnavailable(f"the SQL server did not start within {START_TIMEOUT:.0f}s; its output: {log}")
+            time.sleep(0.1)
+    except BaseException:  # Ctrl-C too: a server this call started and gave up on does not stay
+        process.terminate()
+        raise
 
 
 def _why_it_ended(log: Path) -> str:
@@ -200,32 +232,36 @@ def _why_it_ended(log: Path) -> str:
 
 
 def stop(workspace: Workspace) -> bool:
-    """Stop the workspace's SQL server if one runs; True if one did. It finishes the statement it runs."""
-    record = read_record(workspace)
-    if record is None or not _alive(record.pid):
+    """Stop the workspace's SQL server if one runs (starting or ready); True if one did. It finishes
+    the statement it runs first, for up to ``STOP_TIMEOUT`` seconds."""
+    pid = server_pid(workspace)
+    if pid is None:
         return False
-    try:
-        with _connect(workspace, record) as connection:
-            connection.send(Request("stop"))
-            connection.recv()
-    except Exception:  # stopping already, not listening, or a reply of another version:
-        pass  # waiting for it to end is all there is left to do
+    os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
-    while _alive(record.pid):
+    while _cmdline(pid):  # gone (or a zombie, whose command line is empty)
         if time.monotonic() > deadline:
-            os.kill(record.pid, 15)
-            break
+            os.kill(pid, signal.SIGKILL)  # its JVM ends with it (PySpark's gateway exits when its stdin closes)
+            deadline = time.monotonic() + STOP_TIMEOUT
         time.sleep(0.1)
     return True
 
 
+class _Stop(Exception):
+    """SIGTERM: asked to stop (``stop``, the idle watch, a ``stop`` request)."""
+
+
 class _Server:
+    """Answers each connection on a thread of its own, one statement at a time on the engine; stops on
+    SIGTERM, which breaks the accept loop and waits for the statement running to finish."""
+
     def __init__(self, workspace: Workspace, keep_seconds: float) -> None:
         self.workspace = workspace
         self.keep_seconds = keep_seconds
         self.last_used = time.monotonic()
-        self.busy = False
-        self.stopping = threading.Event()
+        self.running = 0
+        self.stopping = False
+        self.engine_lock = threading.Lock()
 
     def serve(self, engine: Any, notes: list[str]) -> None:
         address = _socket_address(self.workspace)
@@ -240,41 +276,64 @@ class _Server:
             listener = Listener(address, family="AF_UNIX", authkey=key)
         finally:
             os.umask(previous)
-        with listener:
-            write_json(record_file(self.workspace), {"pid": os.getpid(), "address": address, "notes": notes})
-            threading.Thread(target=self._stop_when_idle, args=(address, key), daemon=True).start()
-            while not self.stopping.is_set():
-                try:
-                    connection = listener.accept()
-                except (OSError, EOFError, AuthenticationError):
-                    continue  # a client that failed the handshake or went away during it
-                with connection:
-                    self._answer(connection, engine)
-        record_file(self.workspace).unlink(missing_ok=True)
+
+        def asked_to_stop(signum: int, frame: object) -> None:
+            raise _Stop
+
+        signal.signal(signal.SIGTERM, asked_to_stop)
+        try:
+            with listener:
+                _write_record(self.workspace, address, notes)
+                threading.Thread(target=self._stop_when_idle, daemon=True).start()
+                while True:
+                    try:
+                        connection = listener.accept()
+                    except (OSError, EOFError, AuthenticationError):
+                        continue  # a client that failed the handshake or went away during it
+                    threading.Thread(target=self._answer, args=(connection, engine), daemon=True).start()
+        except _Stop:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+            self.stopping = True
+            while self.running:  # the statement running finishes and is answered; no other starts
+                time.sleep(0.05)
+        finally:
+            record_file(self.workspace).unlink(missing_ok=True)
 
     def _answer(self, connection: Connection, engine: Any) -> None:
-        while not self.stopping.is_set():
-            try:
-                request: Request = connection.recv()
-            except (EOFError, OSError):
-                return
-            if request.op == "stop":
-                self.stopping.set()
-                connection.send(Reply())
-                return
-            self.busy = True
-            try:
-                connection.send(_run(engine, request.statement))
-            finally:
-                self.busy = False
-                self.last_used = time.monotonic()
+        with connection:
+            while True:
+                try:
+                    request: Request = connection.recv()
+                    if request.op == "stop":
+                        connection.send(Reply())
+                        os.kill(os.getpid(), signal.SIGTERM)
+                        return
+                    self.running += 1
+                    try:
+                        with self.engine_lock:
+                            reply = (
+                                Reply(error="the SQL server is stopping")
+                                if self.stopping
+                                else _run(engine, request.statement)
+                            )
+                        connection.send(reply)
+                    finally:
+                        self.running -= 1
+                        self.last_used = time.monotonic()
+                except (OSError, EOFError):
+                    return  # the client went away (Ctrl-C): the next one is answered as usual
 
-    def _stop_when_idle(self, address: str, key: bytes) -> None:
-        while not self.stopping.wait(5):
-            if not self.busy and time.monotonic() - self.last_used > self.keep_seconds:
-                with Client(address, family="AF_UNIX", authkey=key) as connection:
-                    connection.send(Request("stop"))
+    def _stop_when_idle(self) -> None:
+        while True:
+            time.sleep(min(5.0, self.keep_seconds / 4))
+            if not self.running and time.monotonic() - self.last_used > self.keep_seconds:
+                os.kill(os.getpid(), signal.SIGTERM)
                 return
+
+
+def _write_record(workspace: Workspace, address: str, notes: list[str]) -> None:
+    """``address`` "" while Spark starts (``stop`` finds it), the socket once it answers."""
+    write_json(record_file(workspace), {"pid": os.getpid(), "address": address, "notes": notes})
 
 
 def _run(engine: Any, statement: str) -> Reply:
@@ -284,6 +343,9 @@ def _run(engine: Any, statement: str) -> Reply:
         return Reply(error=str(error), query_error=True)
     except LakelineError as error:
         return Reply(error=str(error))
+    except Exception as error:  # the engine's own failure (Py4J, memory): one line, and the server stays
+        first = (str(error).strip().splitlines() or [""])[0]
+        return Reply(error=f"{type(error).__name__}: {first}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -299,14 +361,18 @@ def main(argv: list[str] | None = None) -> None:
     notes: list[str] = []
     try:
         claim(workspace, SQL_SERVER, stop_server=stop)  # one this call could not reach gives way
+        _write_record(workspace, "", [])  # starting: `stop` and other commands can find it already
         engine = open_engine(workspace, notes.append)
     except LakelineError as error:
+        record_file(workspace).unlink(missing_ok=True)
         print(f"error: {error}", flush=True)
         raise SystemExit(2) from error
     try:
         _Server(workspace, arguments.keep * 60).serve(engine, notes)
     finally:
-        engine.session.stop()  # the metastore shuts down cleanly before the workspace is given up
+        # Spark's own shutdown; the JVM, and Derby with it, ends when this process does (PySpark's
+        # gateway exits when its stdin closes), a moment after the workspace's lock is released.
+        engine.session.stop()
 
 
 if __name__ == "__main__":
