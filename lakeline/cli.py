@@ -587,25 +587,42 @@ def reprocess_command(
     config: ConfigOption = None,
     stack: Annotated[str | None, typer.Option(help="a deployed pipeline stack: send to its queue B")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be rebuilt; send nothing")] = False,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="send the raw files loaded into the stage table's partitions through stage A again (rebuilt "
+            "with its settings as they are now; what they feed follows)",
+        ),
+    ] = False,
 ) -> None:
     """Rebuild what a range of a table's partitions feeds (backfills, a fixed target, a changed query):
     each partition is routed again as when it was finished, and its overwrite targets and their chains
-    run again. Locally (--config) it runs them; deployed (--stack) it sends them to queue B."""
+    run again. With --raw, a stage table's partitions are rebuilt from their raw files first. Locally
+    (--config) it runs them; deployed (--stack) it sends them to queue B (--raw: re-sends the raw objects)."""
     import time
 
     from botocore.exceptions import BotoCoreError, ClientError
 
     from lakeline.dependencies.arrivals import ArrivalTracker
     from lakeline.dependencies.model import normalise_table_name
-    from lakeline.operations.reprocess import reprocess, scan_table_partitions
+    from lakeline.operations.reprocess import (
+        raw_to_resend,
+        reprocess,
+        reprocess_run,
+        scan_commit_items,
+        scan_table_partitions,
+    )
 
     console = progress_console()
     started = time.monotonic()
     try:
         table = normalise_table_name(table, "--table")
         wanted = {normalise_table_name(target, "--target") for target in targets or []}
+        if raw and wanted:
+            raise LakelineError("--raw rebuilds the stage partitions and everything they feed: give no --target")
         if stack is not None:
-            done = _reprocess_stack(stack, table, first, last, wanted, dry_run)
+            done = _reprocess_stack(stack, table, first, last, wanted, dry_run, raw)
             failed = False
         else:
             from lakeline.local.project import LocalProject, ProjectConfig
@@ -614,18 +631,25 @@ def reprocess_command(
                 project.prepare()
                 flow, cloud = project.started_flow, project.started_cloud
                 state = cloud.names.pipeline_state
-                done = reprocess(
-                    table,
-                    scan_table_partitions(cloud.dynamodb, state, table, first, last),
-                    flow.store,
-                    ArrivalTracker(cloud.dynamodb, state),
-                    cloud.sqs,
-                    cloud.queue_urls["queue-b"],
-                    targets=wanted,
-                    dry_run=dry_run,
-                )
+                run_id = reprocess_run()
+                if raw:
+                    done = raw_to_resend(table, scan_commit_items(cloud.dynamodb, state, table), first, last)
+                    if not dry_run:
+                        report = project.resend(done.raw_files, run_id)
+                else:
+                    done = reprocess(
+                        table,
+                        scan_table_partitions(cloud.dynamodb, state, table, first, last),
+                        flow.store,
+                        ArrivalTracker(cloud.dynamodb, state),
+                        cloud.sqs,
+                        cloud.queue_urls["queue-b"],
+                        targets=wanted,
+                        dry_run=dry_run,
+                    )
+                    if not dry_run:
+                        report = project.process([])
                 if not dry_run:
-                    report = project.process([])
                     project.finish(started)
                     project.carry_failures(report)
                     failed = bool(report.failures)
@@ -637,6 +661,16 @@ def reprocess_command(
     except (ClientError, BotoCoreError) as error:
         fail(f"cannot read stack {stack}: {error}")
         return
+    if raw:
+        verb = "would send" if dry_run else "sent"
+        console.print(
+            f"{table}: {len(done.partitions)} partitions; {verb} {len(done.raw_files)} raw files through stage A again"
+        )
+        for key in done.raw_files:
+            console.print(f"  {escape(key)}", soft_wrap=True)
+        if failed:
+            raise typer.Exit(1)
+        return
     verb = "would rebuild" if dry_run else ("sent" if stack else "rebuilt")
     console.print(f"{table}: {len(done.partitions)} partitions routed again; {verb} {len(done.messages)} targets")
     for message in done.messages:
@@ -647,16 +681,30 @@ def reprocess_command(
         raise typer.Exit(1)
 
 
-def _reprocess_stack(stack: str, table: str, first: str, last: str, wanted: set[str], dry_run: bool) -> Reprocessing:
+def _reprocess_stack(
+    stack: str, table: str, first: str, last: str, wanted: set[str], dry_run: bool, raw: bool
+) -> Reprocessing:
     import boto3
 
     from lakeline.dependencies.arrivals import ArrivalTracker
     from lakeline.dependencies.store import DependencyStore
-    from lakeline.operations.reprocess import reprocess, scan_table_partitions
+    from lakeline.operations.reprocess import (
+        raw_to_resend,
+        reprocess,
+        reprocess_run,
+        resend_raw_files,
+        scan_commit_items,
+        scan_table_partitions,
+    )
     from lakeline.operations.status import stack_outputs
 
     outputs = stack_outputs(boto3.client("cloudformation"), stack)
     dynamodb, state = boto3.client("dynamodb"), outputs["pipeline_state"]
+    if raw:
+        done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
+        if not dry_run:
+            resend_raw_files(boto3.client("s3"), outputs["raw_bucket"], done.raw_files, reprocess_run())
+        return done
     return reprocess(
         table,
         scan_table_partitions(dynamodb, state, table, first, last),

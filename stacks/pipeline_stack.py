@@ -101,5 +101,6 @@ class PipelineStack(Stack):
             "DependenciesStreamDeadLetterQueueUrl": self.dependencies_stream.failures.queue.queue_url,
             "StageAStateMachineArn": self.stage_a.state_machine.state_machine_arn,
             "StageBStateMachineArn": self.stage_b.state_machine.state_machine_arn,
+            "RawBucket": refs.bucket("Raw").bucket_name,  # `reprocess --raw` re-sends its objects
         }.items():
             CfnOutput(self, name, value=value, description="read by lakeline status --stack")

@@ -15,6 +15,7 @@ A ``lakeline.yml`` names the folders and files; paths are relative to the file's
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -249,6 +250,15 @@ class LocalProject:
         if self.cloud is not None:
             self.cloud.save_pipeline_state(self.state_file)
         return report
+
+    def resend(self, keys: list[str], run: str) -> FlowReport:
+        """Send raw files through stage A again as new versions of themselves (the local counterpart of
+        copying an S3 object onto itself): their partitions are rebuilt from all their files."""
+        digests = {
+            key: hashlib.sha256(f"{file_digest(self.workspace.raw_dir / key)}:{run}".encode()).hexdigest()
+            for key in keys
+        }
+        return self.process(keys, digests)
 
     def finish(self, started: float) -> ProjectRun:
         """Trace and archive the lineage, query it, write lineage.html and the summary."""

@@ -22,13 +22,20 @@ from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.resolve import partition_path
 from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import LakelineError
+from stage_a.by_name import copy_key
+from stage_a.plan import arrival_key
 from stage_b.dispatch import send_stage_b_messages
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.routing import plan_routes, route_finished_partition
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
+
+REPROCESSED = "lakeline-reprocessed"  # metadata of a raw object re-sent by `lakeline reprocess --raw`
+MAX_COPY_BYTES = 5 * 1024**3  # CopyObject's limit
+CONTENT_HEADERS = ("ContentType", "ContentEncoding", "ContentDisposition", "ContentLanguage", "CacheControl")
 
 
 @dataclass
@@ -36,13 +43,17 @@ class Reprocessing:
     """What a reprocess sent, and what it left out or could not route (each with its reason)."""
 
     partitions: list[str] = field(default_factory=list)
+    raw_files: list[str] = field(default_factory=list)  # re-sent through stage A (``--raw``)
     messages: list[StageBMessage] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     unrouted: list[str] = field(default_factory=list)
 
 
-def table_partitions(items: Iterable[Mapping[str, Any]], table: str, first: str, last: str) -> list[dict[str, str]]:
-    """The partitions of ``table`` (pipeline-state commit items) whose first value is in ``[first, last]``."""
+def _in_range(
+    items: Iterable[Mapping[str, Any]], table: str, first: str, last: str
+) -> list[tuple[dict[str, str], Mapping[str, Any]]]:
+    """The partitions of ``table`` (pipeline-state commit items) whose first value is in ``[first, last]``,
+    with their items, in partition order."""
     found = []
     for item in items:
         key = str(item.get("target_partition", {}).get("S", ""))
@@ -50,13 +61,28 @@ def table_partitions(items: Iterable[Mapping[str, Any]], table: str, first: str,
             continue
         of, partition = commit_partition(key)
         if of == table and partition and first <= next(iter(partition.values())) <= last:
-            found.append(partition)
-    return sorted(found, key=lambda partition: list(partition.values()))
+            found.append((partition, item))
+    return sorted(found, key=lambda pair: list(pair[0].values()))
 
 
-def scan_table_partitions(
-    dynamodb: DynamoDBClient, pipeline_state: str, table: str, first: str, last: str
-) -> list[dict[str, str]]:
+def table_partitions(items: Iterable[Mapping[str, Any]], table: str, first: str, last: str) -> list[dict[str, str]]:
+    """The partitions of ``table`` whose first value is in ``[first, last]``."""
+    return [partition for partition, _ in _in_range(items, table, first, last)]
+
+
+def loaded_raw_files(items: Iterable[Mapping[str, Any]], table: str, first: str, last: str) -> list[str]:
+    """The raw keys whose rows the stage partitions of ``table`` in the range hold (their ``applied``
+    arrivals), without an original its by-name copy replaces: what re-sending them through stage A reads."""
+    keys = {
+        arrival_key(identity)
+        for _, item in _in_range(items, table, first, last)
+        for identity in item.get("applied", {}).get("SS", [])
+    }
+    return sorted(keys - {key for key in keys if copy_key(key) in keys})
+
+
+def scan_commit_items(dynamodb: DynamoDBClient, pipeline_state: str, table: str) -> list[Mapping[str, Any]]:
+    """The pipeline-state commit items of ``table``'s partitions."""
     items: list[Mapping[str, Any]] = []
     pages = dynamodb.get_paginator("scan").paginate(
         TableName=pipeline_state,
@@ -65,7 +91,60 @@ def scan_table_partitions(
     )
     for page in pages:
         items.extend(page.get("Items", []))
-    return table_partitions(items, table, first, last)
+    return items
+
+
+def scan_table_partitions(
+    dynamodb: DynamoDBClient, pipeline_state: str, table: str, first: str, last: str
+) -> list[dict[str, str]]:
+    return table_partitions(scan_commit_items(dynamodb, pipeline_state, table), table, first, last)
+
+
+def reprocess_run(now: datetime | None = None) -> str:
+    """A reprocess's run id: new each time, so no receiver takes it for a redelivery."""
+    return f"reprocess-{(now or datetime.now(UTC)):%Y%m%dt%H%M%S%f}"
+
+
+def raw_to_resend(table: str, items: Iterable[Mapping[str, Any]], first: str, last: str) -> Reprocessing:
+    """The partitions of stage table ``table`` in the range and the raw files loaded into them: sent
+    through stage A again, each partition is rebuilt from its files with the table's settings as they
+    are now, and what it feeds follows as for a late file (overwrite targets and their chains)."""
+    done = Reprocessing(
+        partitions=[partition_path(partition) for partition in table_partitions(items, table, first, last)],
+        raw_files=loaded_raw_files(items, table, first, last),
+    )
+    if not done.partitions:
+        raise LakelineError(f"{table} has no partition in that range (is it a table stage A or B writes?)")
+    if not done.raw_files:
+        raise LakelineError(f"no raw file was loaded into {table} in that range: is it a stage B target?")
+    return done
+
+
+def resend_raw_files(s3: S3Client, bucket: str, keys: Iterable[str], run: str) -> list[str]:
+    """Send raw files through stage A again, deployed: each object is copied onto itself (same bytes,
+    content headers and metadata, plus ``lakeline-reprocessed: <run>``), which S3 announces as a new
+    version, so the router takes it as a re-sent file and its partition is rebuilt from all its files.
+    The copy is of the version looked at (``CopySourceIfMatch``): a file replaced meanwhile is a new
+    arrival already. Returns the keys sent."""
+    sent = []
+    for key in keys:
+        head = s3.head_object(Bucket=bucket, Key=key)
+        if head["ContentLength"] > MAX_COPY_BYTES:
+            raise LakelineError(
+                f"s3://{bucket}/{key} is larger than 5 GB, which one copy cannot re-send: upload it again instead"
+            )
+        headers = {name: head[name] for name in CONTENT_HEADERS if name in head}  # type: ignore[literal-required]
+        s3.copy_object(
+            Bucket=bucket,
+            Key=key,
+            CopySource={"Bucket": bucket, "Key": key},
+            CopySourceIfMatch=head["ETag"],
+            MetadataDirective="REPLACE",
+            Metadata={**head.get("Metadata", {}), REPROCESSED: run},
+            **headers,
+        )
+        sent.append(key)
+    return sent
 
 
 def reprocess(
@@ -81,7 +160,7 @@ def reprocess(
     now: datetime | None = None,
 ) -> Reprocessing:
     """Route each partition of ``table`` again and send the overwrite targets' messages to queue B."""
-    run = f"reprocess-{(now or datetime.now(UTC)):%Y%m%dt%H%M%S%f}"
+    run = reprocess_run(now)
     done = Reprocessing()
     for partition in partitions:
         done.partitions.append(partition_path(partition))

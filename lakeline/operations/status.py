@@ -42,6 +42,7 @@ STACK_OUTPUTS = {
     "dependencies_stream_dlq": "DependenciesStreamDeadLetterQueueUrl",
     "stage_a_machine": "StageAStateMachineArn",
     "stage_b_machine": "StageBStateMachineArn",
+    "raw_bucket": "RawBucket",
 }
 
 

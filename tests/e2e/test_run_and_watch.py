@@ -148,6 +148,33 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     assert (summary["stage_a_runs"], summary["stage_b_runs"]) == (0, 1)
     assert totals(tmp_path)["shop_reports_dev.sales_by_store"][0] == ["north", 12.5, "2024-03-01"]
 
+    # The stage table's settings changed (two buckets): its partitions are rebuilt from their raw
+    # files, and everything they feed after them, with the same figures.
+    with config.open("a") as settings:
+        settings.write("tables_settings:\n  shop_pos_dev.sales: {bucketed_by: [store], bucket_count: 2}\n")
+    resent = subprocess.run(
+        [
+            *(*LAKELINE, "reprocess", "--config", str(config), "--table", "shop_pos_dev.sales", "--raw"),
+            *("--from", "2024-03-01", "--to", "2024-03-02"),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert resent.returncode == 0, resent.stdout[-2000:] + resent.stderr[-2000:]
+    assert "2 partitions; sent 2 raw files through stage A again" in resent.stdout
+    summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
+    assert summary["stage_a_runs"] == 2 and summary["failures"] == []
+    files = {t["partition"]: (t["rows"], t["files"]) for t in summary["tables"] if t["table"] == "shop_pos_dev.sales"}
+    assert files == {"day=2024-03-01": (3, 2), "day=2024-03-02": (1, 2)}  # an empty bucket is a padding file
+    assert_figures(
+        tmp_path,
+        {"2024-03-01": {"north": 12.5, "south": 5.5}, "2024-03-02": {"south": 1.0}},
+        {"2024-03-01": 18.0, "2024-03-02": 19.0, "2024-03-03": 19.0, "2024-03-04": 1.0},
+    )
+
 
 def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fixed(tmp_path: Path) -> None:
     config = project(tmp_path)

@@ -43,6 +43,8 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         queue_b = sqs.create_queue(QueueName="stage-b")["QueueUrl"]
         dlq_lineage = sqs.create_queue(QueueName="lineage-dlq")["QueueUrl"]
         dlq_stream = sqs.create_queue(QueueName="stream-dlq")["QueueUrl"]
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="raw")
         sfn = boto3.client("stepfunctions", region_name=REGION)
         definition = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
         machines = [
@@ -63,6 +65,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DependenciesStreamDeadLetterQueueUrl": dlq_stream,
             "StageAStateMachineArn": machines[0],
             "StageBStateMachineArn": machines[1],
+            "RawBucket": "raw",
         }
         assert set(values) == set(STACK_OUTPUTS.values())
         template = {
@@ -75,6 +78,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         yield {
             "dynamodb": dynamodb,
             "sqs": sqs,
+            "s3": s3,
             "sfn": sfn,
             "dlq_a": dlq_a,
             "dlq_b": dlq_b,
@@ -224,3 +228,77 @@ def test_dlq_show_prints_one_parked_message_whole_and_leaves_it_there(stack: dic
 
     missing = CliRunner().invoke(app, ["dlq", "show", "no-such-id", "--stack", STACK, "--queue", "stage-b"])
     assert missing.exit_code == 2 and "no parked message no-such-id in stage-b" in missing.output
+
+
+def test_reprocess_raw_sends_the_raw_files_loaded_into_a_range_through_stage_a_again(stack: dict[str, Any]) -> None:
+    s3, prefix = stack["s3"], "engineering/mysql/customers"
+    loaded = {
+        "20220118": ["a.csv", "b.csv.gz"],
+        # Loaded in its own order first, then read by name: only the copy is sent again.
+        "20220120": ["moved.csv", "moved.lakeline-by-name.csv"],
+        "20220201": ["later.csv"],  # out of the range
+    }
+    for day, names in loaded.items():
+        keys = [f"{prefix}/date={day}/{name}" for name in names]
+        for key in keys:
+            made_from = {"lakeline-made-from": "0055AED6DCD90281E5"} if "by-name" in key else {}
+            encoding = {"ContentEncoding": "gzip"} if key.endswith(".gz") else {}
+            s3.put_object(
+                Bucket="raw", Key=key, Body=b"id\n1\n", ContentType="text/csv", Metadata=made_from, **encoding
+            )
+        stack["dynamodb"].put_item(
+            TableName="pipeline-state",
+            Item={
+                "target_partition": {"S": f"commit#engineering_mysql_dev.customers/date={day}"},
+                "applied": {"SS": [f"{key}@0055AED6DCD9028{n}" for n, key in enumerate(keys)]},
+            },
+        )
+    args = ["reprocess", "--stack", STACK, "--table", "engineering_mysql_dev.customers", "--raw"]
+    args += ["--from", "20220118", "--to", "20220125"]
+    sent = [
+        f"{prefix}/date=20220118/a.csv",
+        f"{prefix}/date=20220118/b.csv.gz",
+        f"{prefix}/date=20220120/moved.lakeline-by-name.csv",
+    ]
+
+    def metadata(key: str) -> dict[str, str]:
+        return dict(s3.head_object(Bucket="raw", Key=key)["Metadata"])
+
+    planned = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert planned.exit_code == 0, planned.output
+    assert "2 partitions; would send 3 raw files through stage A again" in planned.output
+    assert [line.strip() for line in planned.output.splitlines()[-3:]] == sent
+    assert all("lakeline-reprocessed" not in metadata(key) for key in sent)  # a dry run copies nothing
+
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "2 partitions; sent 3 raw files through stage A again" in result.output
+    for key in sent:
+        head = s3.head_object(Bucket="raw", Key=key)
+        # A new version of the same bytes and headers, which S3 announces as a new arrival.
+        assert head["Metadata"]["lakeline-reprocessed"].startswith("reprocess-")
+        assert head["ContentType"] == "text/csv"
+        assert s3.get_object(Bucket="raw", Key=key)["Body"].read() == b"id\n1\n"
+    assert s3.head_object(Bucket="raw", Key=f"{prefix}/date=20220118/b.csv.gz")["ContentEncoding"] == "gzip"
+    assert metadata(f"{prefix}/date=20220120/moved.lakeline-by-name.csv")["lakeline-made-from"] == "0055AED6DCD90281E5"
+    for untouched in (f"{prefix}/date=20220120/moved.csv", f"{prefix}/date=20220201/later.csv"):
+        assert "lakeline-reprocessed" not in metadata(untouched)
+
+    mixed = CliRunner().invoke(app, [*args, "--target", "engineering_analytics_dev.x"])
+    assert mixed.exit_code == 2 and "give no --target" in mixed.output
+    target = CliRunner().invoke(
+        app,
+        [
+            "reprocess",
+            "--stack",
+            STACK,
+            "--table",
+            "engineering_mysql_dev.nothing",
+            "--raw",
+            "--from",
+            "1",
+            "--to",
+            "9",
+        ],
+    )
+    assert target.exit_code == 2 and "has no partition in that range" in target.output
