@@ -10,15 +10,19 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
 from lakeline.engines.spark_partitions import PartitionStatements
 from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, SparkCtas, translate_statement
+from lakeline.errors import LakelineError
 from lakeline.names import ddl_name, string_literal
 from lakeline.storage import normalize_location
 
@@ -83,7 +87,7 @@ def local_spark_session(
     java_options = f"-Dderby.system.home={metastore} -Dlog4j.configurationFile=file:{log_config}"
     # Without it Spark warns that the hostname resolves to a loopback address on every start.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (
+    builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.warehouse.dir", str(workspace / "warehouse"))
@@ -101,11 +105,46 @@ def local_spark_session(
         # re-registered: files arrive in partitions that exist already, and listing a local folder is cheap.
         .config("spark.sql.hive.filesourcePartitionFileCacheSize", "0")
         .enableHiveSupport()
-        .getOrCreate()
     )
+    with jvm_output_to(workspace / "state" / "spark.log"):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     quiet_query_context_loggers()
     return session
+
+
+MAX_JVM_LOG_BYTES = 10 * 1024**2
+
+
+@contextmanager
+def jvm_output_to(log: Path) -> Iterator[None]:
+    """Start the JVM with its standard error in ``log``: its start-up chatter (``Using incubator
+    modules``, ``Setting default log level``) and anything it prints later stay out of the user's
+    console and pipe, where the engine's own one-line errors go. A JVM that cannot start is an error
+    that quotes the end of the log. The log is rotated past 10 MB (one ``.1`` kept)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if log.exists() and log.stat().st_size > MAX_JVM_LOG_BYTES:
+        log.replace(log.with_name(log.name + ".1"))
+    with log.open("ab") as output:
+        output.write(f"--- {datetime.now(UTC).isoformat()} pid {os.getpid()}: {' '.join(sys.argv[:2])}\n".encode())
+        output.flush()
+        ours = output.tell()  # what this start writes comes after
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(output.fileno(), 2)  # the JVM is a child process: it inherits descriptor 2 as it is now
+        try:
+            yield
+        except Exception as error:
+            os.dup2(saved, 2)
+            with log.open("rb") as written:
+                written.seek(ours)
+                tail = written.read().decode(errors="replace").splitlines()[-5:]
+            raise LakelineError(
+                f"embedded Spark did not start: {_first_line(error)}; {log} ends: {' | '.join(tail)}"
+            ) from error
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def quiet_query_context_loggers() -> None:
