@@ -84,6 +84,8 @@ class FlowReport:
     read_by_name: list[str] = field(default_factory=list)  # CSV arrivals loaded through a copy in table order
     copies: list[str] = field(default_factory=list)  # the keys of those copies
     lineage_records: int = 0
+    arrived: int = 0  # arrivals sent (files, and by-name copies)
+    settled: int = 0  # arrivals a stage A run took (loaded, duplicate or failed), quarantined or read by name
 
 
 class SparkCatalog:
@@ -198,6 +200,7 @@ class EventFlow:
             },
         }
         self.cloud.sqs.send_message(QueueUrl=self.cloud.queue_urls["queue-a"], MessageBody=json.dumps(event))
+        self.report.arrived += 1
 
     # --- the routers and state machines, on Spark ---------------------------------------------------
     # As deployed: the router takes the partition's lease and plans (or lets the arrival wait for the
@@ -222,12 +225,14 @@ class EventFlow:
                 dead_letter(self.cloud.sqs, self.cloud.queue_urls["queue-a-dlq"], record.body, str(error), "stage-a")
                 self.quarantine.park(arrival.key, str(error))
                 self.report.quarantined.append(f"{arrival.key}: {error}")
+                self.report.settled += 1
                 self.notify("quarantined", str(error))
                 continue
             self.quarantine.release(arrival.key)
             if isinstance(plan, ReadByName):
                 self.report.read_by_name.append(f"{arrival.key} as {plan.copy_key}")
                 self.report.copies.append(plan.copy_key)
+                self.report.settled += 1
                 self.notify("by name", f"{arrival.key}: columns in another order; loaded as {plan.copy_key}")
                 self.arrive(plan.copy_key)  # as S3 sends the copy's "Object Created" event
                 continue
@@ -239,6 +244,7 @@ class EventFlow:
 
     def _run_stage_a(self, plan: StageAPlan) -> None:
         context = {"plan": plan.to_dict()}
+        self.report.settled += len(plan.arrival_keys)
         if not plan.writes:
             self.report.duplicates.extend(plan.arrival_keys)
             self.notify("duplicate", f"{plan.target_database}.{plan.table} {plan.partition}: nothing new")

@@ -19,8 +19,8 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from lakeline.dependencies.files import load_items
@@ -109,6 +110,19 @@ class ProjectRun:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class ProgressMark:
+    """Where a flow's counts stood when a ``process`` began."""
+
+    arrived: int
+    settled: int
+    stage_b: int
+
+    @classmethod
+    def of(cls, report: FlowReport) -> ProgressMark:
+        return cls(report.arrived, report.settled, len(report.stage_b))
+
+
 class LocalProject:
     """Engine, local AWS endpoint and event flow for one workspace, started together."""
 
@@ -123,10 +137,47 @@ class LocalProject:
         self.cloud: LocalCloud | None = None
         self.flow: EventFlow | None = None
         self.items: list[DependencyItem] = []
+        self._bar: Callable[[], None] | None = None  # the progress bar's update, while one shows
 
     def _progress(self, stage: str, what: str) -> None:
         """One line per run: the time and what ran, without padding (a log or a pipe keeps it whole)."""
         self.console.print(f"[dim]{datetime.now():%H:%M:%S}[/] {stage}: {escape(what)}", highlight=False)
+        if self._bar is not None:
+            self._bar()
+
+    @contextmanager
+    def _showing_progress(self, report: FlowReport, before: ProgressMark) -> Iterator[None]:
+        """On a terminal, a bar of the arrivals taken since ``before`` under the run lines (gone when
+        done); in a pipe or a log, the run lines alone."""
+        if not self.console.is_terminal:
+            yield
+            return
+        arrived, settled, stage_b = before.arrived, before.settled, before.stage_b
+        columns = (
+            SpinnerColumn(),
+            TextColumn("arrivals"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[runs]}"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=self.console, transient=True) as progress:
+            task = progress.add_task("arrivals", total=report.arrived - arrived, runs="")
+
+            def update() -> None:
+                total = report.arrived - arrived
+                progress.update(
+                    task,
+                    total=total,
+                    completed=min(total, report.settled - settled),
+                    runs=f"stage B runs {len(report.stage_b) - stage_b}",
+                )
+
+            self._bar = update
+            try:
+                yield
+            finally:
+                self._bar = None
 
     def __enter__(self) -> LocalProject:
         # The standard OpenLineage configuration (openlineage.yml, OPENLINEAGE_*), read before anything
@@ -244,9 +295,11 @@ class LocalProject:
         """Every file of ``keys`` arrives (``digests``: their contents' SHA-256, if read already), then
         the flow runs until nothing is left to do."""
         flow = self.started_flow
+        before = ProgressMark.of(flow.report)
         for key in keys:
             flow.arrive(key, (digests or {}).get(key))
-        report = flow.run_until_idle()
+        with self._showing_progress(flow.report, before):
+            report = flow.run_until_idle()
         if self.cloud is not None:
             self.cloud.save_pipeline_state(self.state_file)
         return report
