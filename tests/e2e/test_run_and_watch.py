@@ -70,6 +70,19 @@ def lakeline_run(config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def reprocess_sales(config: Path, first: str, last: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """``lakeline reprocess`` of the project's sales table over ``[first, last]``."""
+    table = ("--table", "shop_pos_dev.sales", "--from", first, "--to", last)
+    return subprocess.run(
+        [*LAKELINE, "reprocess", "--config", str(config), *table, *options],
+        cwd=config.parent,
+        env={**os.environ, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def totals(root: Path) -> dict[str, list[list[object]]]:
     return dict(json.loads((root / "ws" / "summary.json").read_text())["contents"])
 
@@ -129,18 +142,7 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     # A no-op rerun and a late file are in tests/e2e/test_generated_project.py.
 
     # A backfill of one target over one day: routed again, rebuilt with the same figures.
-    rebuilt = subprocess.run(
-        [
-            *LAKELINE,
-            *("reprocess", "--config", str(config), "--table", "shop_pos_dev.sales"),
-            *("--from", "2024-03-01", "--to", "2024-03-01", "--target", "shop_reports_dev.sales_by_store"),
-        ],
-        cwd=tmp_path,
-        env={**os.environ, "COLUMNS": "400"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    rebuilt = reprocess_sales(config, "2024-03-01", "2024-03-01", "--target", "shop_reports_dev.sales_by_store")
     assert rebuilt.returncode == 0, rebuilt.stdout[-2000:] + rebuilt.stderr[-2000:]
     assert "1 partitions routed again; rebuilt 1 targets" in rebuilt.stdout
     assert "stage B: shop_reports_dev.sales_by_store/day=2024-03-01" in rebuilt.stdout
@@ -152,17 +154,7 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
     # files, and everything they feed after them, with the same figures.
     with config.open("a") as settings:
         settings.write("tables_settings:\n  shop_pos_dev.sales: {bucketed_by: [store], bucket_count: 2}\n")
-    resent = subprocess.run(
-        [
-            *(*LAKELINE, "reprocess", "--config", str(config), "--table", "shop_pos_dev.sales", "--raw"),
-            *("--from", "2024-03-01", "--to", "2024-03-02"),
-        ],
-        cwd=tmp_path,
-        env={**os.environ, "COLUMNS": "400"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    resent = reprocess_sales(config, "2024-03-01", "2024-03-02", "--raw")
     assert resent.returncode == 0, resent.stdout[-2000:] + resent.stderr[-2000:]
     assert "2 partitions; sent 2 raw files through stage A again" in resent.stdout
     summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
