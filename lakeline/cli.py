@@ -608,6 +608,7 @@ def reprocess_command(
     from lakeline.dependencies.model import normalise_table_name
     from lakeline.operations.reprocess import (
         raw_to_resend,
+        refuse_appending_targets,
         reprocess,
         reprocess_run,
         scan_commit_items,
@@ -634,8 +635,16 @@ def reprocess_command(
                 run_id = reprocess_run()
                 if raw:
                     done = raw_to_resend(table, scan_commit_items(cloud.dynamodb, state, table), first, last)
+                    refuse_appending_targets(table, flow.store)
+                    there = [key for key in done.raw_files if (project.workspace.raw_dir / key).is_file()]
+                    done.skipped += [
+                        f"{key}: gone from the raw folder since it was loaded"
+                        for key in done.raw_files
+                        if key not in there
+                    ]
+                    done.raw_files = there
                     if not dry_run:
-                        report = project.resend(done.raw_files, run_id)
+                        report = project.resend(there, run_id)
                 else:
                     done = reprocess(
                         table,
@@ -668,7 +677,9 @@ def reprocess_command(
         )
         for key in done.raw_files:
             console.print(f"  {escape(key)}", soft_wrap=True)
-        if failed:
+        for line in done.skipped:
+            console.print(f"[yellow]left out[/] {escape(line)}", soft_wrap=True)
+        if failed or done.skipped:
             raise typer.Exit(1)
         return
     verb = "would rebuild" if dry_run else ("sent" if stack else "rebuilt")
@@ -690,6 +701,7 @@ def _reprocess_stack(
     from lakeline.dependencies.store import DependencyStore
     from lakeline.operations.reprocess import (
         raw_to_resend,
+        refuse_appending_targets,
         reprocess,
         reprocess_run,
         resend_raw_files,
@@ -699,16 +711,21 @@ def _reprocess_stack(
     from lakeline.operations.status import stack_outputs
 
     outputs = stack_outputs(boto3.client("cloudformation"), stack)
-    dynamodb, state = boto3.client("dynamodb"), outputs["pipeline_state"]
+    dynamodb, state, s3 = boto3.client("dynamodb"), outputs["pipeline_state"], boto3.client("s3")
+    store = DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
     if raw:
         done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
+        refuse_appending_targets(table, store)
+        if "raw_bucket" not in outputs:
+            raise LakelineError(f"stack {stack} has no output RawBucket: deploy this version of Lakeline for --raw")
         if not dry_run:
-            resend_raw_files(boto3.client("s3"), outputs["raw_bucket"], done.raw_files, reprocess_run())
+            sent = resend_raw_files(s3, outputs["raw_bucket"], done.raw_files, reprocess_run(), done.skipped)
+            done.raw_files = sent
         return done
     return reprocess(
         table,
         scan_table_partitions(dynamodb, state, table, first, last),
-        DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"]),
+        store,
         ArrivalTracker(dynamodb, state),
         boto3.client("sqs"),
         outputs["stage_b_queue"],

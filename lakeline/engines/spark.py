@@ -106,8 +106,13 @@ def local_spark_session(
         .config("spark.sql.hive.filesourcePartitionFileCacheSize", "0")
         .enableHiveSupport()
     )
-    with jvm_output_to(workspace / "state" / "spark.log"):
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:  # this process's JVM runs already (tests share one)
         session = builder.getOrCreate()
+    else:
+        with jvm_output_to(workspace / "state" / "spark.log"):
+            session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     quiet_query_context_loggers()
     return session
@@ -122,10 +127,16 @@ def jvm_output_to(log: Path) -> Iterator[None]:
     modules``, ``Setting default log level``) and anything it prints later stay out of the user's
     console and pipe, where the engine's own one-line errors go. A JVM that cannot start is an error
     that quotes the end of the log. The log is rotated past 10 MB (one ``.1`` kept)."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    if log.exists() and log.stat().st_size > MAX_JVM_LOG_BYTES:
-        log.replace(log.with_name(log.name + ".1"))
-    with log.open("ab") as output:
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        if log.exists() and log.stat().st_size > MAX_JVM_LOG_BYTES:
+            log.replace(log.with_name(log.name + ".1"))
+        output = log.open("ab")
+    except OSError as error:  # a read-only workspace: the JVM speaks on the console, as it would anyway
+        logging.getLogger(__name__).warning("Spark's output stays on the console: cannot write %s (%s)", log, error)
+        yield
+        return
+    with output:
         output.write(f"--- {datetime.now(UTC).isoformat()} pid {os.getpid()}: {' '.join(sys.argv[:2])}\n".encode())
         output.flush()
         ours = output.tell()  # what this start writes comes after

@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from lakeline.commits import COMMIT_PREFIX, commit_partition
 from lakeline.dependencies.arrivals import ArrivalTracker
+from lakeline.dependencies.model import DependencyEdge
 from lakeline.dependencies.resolve import partition_path
 from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import LakelineError
 from stage_a.by_name import copy_key
+from stage_a.keys import InvalidKey, parse_raw_key
 from stage_a.plan import arrival_key
 from stage_b.dispatch import send_stage_b_messages
 from stage_b.messages import SourceArrival, StageBMessage
@@ -78,7 +82,31 @@ def loaded_raw_files(items: Iterable[Mapping[str, Any]], table: str, first: str,
         for _, item in _in_range(items, table, first, last)
         for identity in item.get("applied", {}).get("SS", [])
     }
+    keys = {key for key in keys if _is_raw_key(key)}  # a stage B append target's are message ids
     return sorted(keys - {key for key in keys if copy_key(key) in keys})
+
+
+def _is_raw_key(key: str) -> bool:
+    try:
+        parse_raw_key(key)
+    except InvalidKey:
+        return False
+    return True
+
+
+def appending_targets(table: str, dependencies: DependencyStore) -> list[str]:
+    """The targets, reached from ``table`` directly or down a chain, that append what a trigger mode
+    ``any`` source sends them: a rebuilt partition would add its rows to them a second time."""
+    found, seen, tables = [], set(), [table]
+    while tables:
+        source = tables.pop()
+        for edge in dependencies.edges_from(source):
+            if isinstance(edge, DependencyEdge) and edge.trigger_mode == "any" and edge.dependency.usage == "append":
+                found.append(f"{edge.target_dataset} (appends from {source})")
+            if edge.target_dataset not in seen:
+                seen.add(edge.target_dataset)
+                tables.append(edge.target_dataset)
+    return sorted(set(found))
 
 
 def scan_commit_items(dynamodb: DynamoDBClient, pipeline_state: str, table: str) -> list[Mapping[str, Any]]:
@@ -114,35 +142,60 @@ def raw_to_resend(table: str, items: Iterable[Mapping[str, Any]], first: str, la
         raw_files=loaded_raw_files(items, table, first, last),
     )
     if not done.partitions:
+        if any(str(item.get("target_partition", {}).get("S", "")) == f"{COMMIT_PREFIX}{table}/" for item in items):
+            raise LakelineError(f"{table} is unpartitioned: --raw takes a range of partitions (send its files again)")
         raise LakelineError(f"{table} has no partition in that range (is it a table stage A or B writes?)")
     if not done.raw_files:
         raise LakelineError(f"no raw file was loaded into {table} in that range: is it a stage B target?")
     return done
 
 
-def resend_raw_files(s3: S3Client, bucket: str, keys: Iterable[str], run: str) -> list[str]:
+def refuse_appending_targets(table: str, dependencies: DependencyStore) -> None:
+    """``--raw`` rebuilds every partition it re-sends and what they feed: refused while an append
+    target would take their rows again (the README's known limit of ``append``)."""
+    appending = appending_targets(table, dependencies)
+    if appending:
+        raise LakelineError(
+            f"--raw would append rows a second time to {', '.join(appending)}: an append target takes each "
+            "version of a source partition; rebuild those targets' items with Usage overwrite first"
+        )
+
+
+def resend_raw_files(s3: S3Client, bucket: str, keys: Iterable[str], run: str, skipped: list[str]) -> list[str]:
     """Send raw files through stage A again, deployed: each object is copied onto itself (same bytes,
     content headers and metadata, plus ``lakeline-reprocessed: <run>``), which S3 announces as a new
     version, so the router takes it as a re-sent file and its partition is rebuilt from all its files.
     The copy is of the version looked at (``CopySourceIfMatch``): a file replaced meanwhile is a new
-    arrival already. Returns the keys sent."""
+    arrival already. Returns the keys sent; a file gone or replaced meanwhile goes to ``skipped``."""
     sent = []
     for key in keys:
-        head = s3.head_object(Bucket=bucket, Key=key)
+        try:
+            head = s3.head_object(Bucket=bucket, Key=key)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
+                skipped.append(f"{key}: gone from s3://{bucket} since it was loaded")
+                continue
+            raise
         if head["ContentLength"] > MAX_COPY_BYTES:
             raise LakelineError(
                 f"s3://{bucket}/{key} is larger than 5 GB, which one copy cannot re-send: upload it again instead"
             )
         headers = {name: head[name] for name in CONTENT_HEADERS if name in head}  # type: ignore[literal-required]
-        s3.copy_object(
-            Bucket=bucket,
-            Key=key,
-            CopySource={"Bucket": bucket, "Key": key},
-            CopySourceIfMatch=head["ETag"],
-            MetadataDirective="REPLACE",
-            Metadata={**head.get("Metadata", {}), REPROCESSED: run},
-            **headers,
-        )
+        try:
+            s3.copy_object(
+                Bucket=bucket,
+                Key=key,
+                CopySource={"Bucket": bucket, "Key": key},
+                CopySourceIfMatch=head["ETag"],
+                MetadataDirective="REPLACE",
+                Metadata={**head.get("Metadata", {}), REPROCESSED: run},
+                **headers,
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in {"PreconditionFailed", "404", "NoSuchKey"}:
+                skipped.append(f"{key}: replaced or removed meanwhile (a new version is an arrival of its own)")
+                continue
+            raise
         sent.append(key)
     return sent
 

@@ -42,8 +42,9 @@ STACK_OUTPUTS = {
     "dependencies_stream_dlq": "DependenciesStreamDeadLetterQueueUrl",
     "stage_a_machine": "StageAStateMachineArn",
     "stage_b_machine": "StageBStateMachineArn",
-    "raw_bucket": "RawBucket",
 }
+# Read by one command only: a stack deployed before it has every other command still.
+LATER_OUTPUTS = {"raw_bucket": "RawBucket"}
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,8 @@ def stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
     missing = [key for key in STACK_OUTPUTS.values() if key not in outputs]
     if missing:
         raise LakelineError(f"stack {stack} has no output {', '.join(missing)}: deploy this version of Lakeline")
-    return {name: outputs[key] for name, key in STACK_OUTPUTS.items()}
+    later = {name: outputs[key] for name, key in LATER_OUTPUTS.items() if key in outputs}
+    return {**{name: outputs[key] for name, key in STACK_OUTPUTS.items()}, **later}
 
 
 def deployed_status(

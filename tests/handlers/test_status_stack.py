@@ -17,7 +17,7 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
-from lakeline.operations.status import STACK_OUTPUTS
+from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
 from tests.seed_items import seed_item
 
 REGION = "us-east-1"
@@ -67,7 +67,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "StageBStateMachineArn": machines[1],
             "RawBucket": "raw",
         }
-        assert set(values) == set(STACK_OUTPUTS.values())
+        assert set(values) == {*STACK_OUTPUTS.values(), *LATER_OUTPUTS.values()}
         template = {
             "Resources": {"Marker": {"Type": "AWS::SQS::Queue"}},
             "Outputs": {name: {"Value": value} for name, value in values.items()},
@@ -284,6 +284,22 @@ def test_reprocess_raw_sends_the_raw_files_loaded_into_a_range_through_stage_a_a
     for untouched in (f"{prefix}/date=20220120/moved.csv", f"{prefix}/date=20220201/later.csv"):
         assert "lakeline-reprocessed" not in metadata(untouched)
 
+    # A file removed since it was loaded is named and left out; the others go (exit 1: something was left).
+    s3.delete_object(Bucket="raw", Key=sent[0])
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 1, again.output
+    assert "sent 2 raw files" in again.output and f"left out {sent[0]}: gone from s3://raw" in again.output
+
+    # An append target would take the rebuilt partitions' rows again: refused, naming it.
+    appended = seed_item(dataset="engineering_analytics_dev.appended")
+    appended["dependencies"][0]["Usage"] = "append"
+    store = DependencyStore(stack["dynamodb"], "dependencies", "dependencies-by-table")
+    store.put_items([parse_dependency_item(appended)])
+    backfill(store)
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2, refused.output
+    assert "--raw would append rows a second time to engineering_analytics_dev.appended" in refused.output
+
     mixed = CliRunner().invoke(app, [*args, "--target", "engineering_analytics_dev.x"])
     assert mixed.exit_code == 2 and "give no --target" in mixed.output
     target = CliRunner().invoke(
@@ -302,3 +318,30 @@ def test_reprocess_raw_sends_the_raw_files_loaded_into_a_range_through_stage_a_a
         ],
     )
     assert target.exit_code == 2 and "has no partition in that range" in target.output
+
+
+def commit_item(partition: str, *keys: str) -> dict[str, Any]:
+    return {"target_partition": {"S": f"commit#{partition}"}, "applied": {"SS": [f"{key}@1" for key in keys]}}
+
+
+def test_reprocess_raw_of_an_unpartitioned_table_or_a_stack_without_the_raw_bucket_says_so(
+    stack: dict[str, Any],
+) -> None:
+    countries = commit_item("engineering_mysql_dev.countries/", "engineering/mysql/countries/x.csv")
+    stack["dynamodb"].put_item(TableName="pipeline-state", Item=countries)
+    args = ["reprocess", "--raw", "--from", "1", "--to", "9", "--table"]
+    unpartitioned = CliRunner().invoke(app, [*args, "engineering_mysql_dev.countries", "--stack", STACK])
+    assert unpartitioned.exit_code == 2
+    assert "is unpartitioned: --raw takes a range of partitions" in unpartitioned.output
+
+    # A stack deployed before the RawBucket output: status works, --raw says what it lacks.
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    template = cloudformation.get_template(StackName=STACK)["TemplateBody"]
+    template = json.loads(template) if isinstance(template, str) else dict(template)
+    del template["Outputs"]["RawBucket"]
+    cloudformation.create_stack(StackName="Old", TemplateBody=json.dumps(template))
+    assert "no output" not in CliRunner().invoke(app, ["status", "--stack", "Old"]).output
+    customers = commit_item("engineering_mysql_dev.customers/date=5", "engineering/mysql/customers/date=5/x.csv")
+    stack["dynamodb"].put_item(TableName="pipeline-state", Item=customers)
+    old = CliRunner().invoke(app, [*args, "engineering_mysql_dev.customers", "--stack", "Old"])
+    assert old.exit_code == 2 and "has no output RawBucket: deploy this version of Lakeline for --raw" in old.output

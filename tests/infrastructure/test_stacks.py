@@ -521,11 +521,12 @@ def test_the_stage_a_router_may_read_arriving_files_add_their_new_columns_and_wr
 
 
 def test_the_pipeline_stack_outputs_what_lakeline_status_reads(athena_templates: tuple[Template, Template]) -> None:
-    from lakeline.operations.status import STACK_OUTPUTS
+    from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
 
     _, pipeline = athena_templates
     outputs = pipeline.to_json()["Outputs"]
-    assert set(STACK_OUTPUTS.values()) <= set(outputs), sorted(outputs)
+    assert {*STACK_OUTPUTS.values(), *LATER_OUTPUTS.values()} <= set(outputs), sorted(outputs)
+    assert "Fn::ImportValue" in json.dumps(outputs["RawBucket"]["Value"])  # the storage stack's raw bucket
     assert "Fn::ImportValue" in json.dumps(outputs["PipelineStateTable"]["Value"])
     assert "StateMachine" in json.dumps(outputs["StageAStateMachineArn"]["Value"])
     assert "QueueB" in json.dumps(outputs["StageBDeadLetterQueueUrl"]["Value"])

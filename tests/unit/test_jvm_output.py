@@ -41,3 +41,13 @@ def test_the_log_is_rotated_when_large(tmp_path: Path, monkeypatch: pytest.Monke
     with jvm_output_to(log):
         pass
     assert (tmp_path / "spark.log.1").read_text() == "x" * 100 and log.read_text().startswith("--- ")
+
+
+def test_a_log_that_cannot_be_written_leaves_the_output_on_the_console(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    blocked = tmp_path / "state"
+    blocked.write_text("a file where the folder would be")
+    with jvm_output_to(blocked / "spark.log"):
+        subprocess.run(["sh", "-c", "echo chatter >&2"], check=True)
+    assert "chatter" in capfd.readouterr().err
