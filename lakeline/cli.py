@@ -376,6 +376,8 @@ def print_result(result: QueryResult, output: ResultFormat, console: Console) ->
 
     from rich.table import Table
 
+    from lakeline.console import print_whole
+
     if output is ResultFormat.csv:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(result.columns)
@@ -387,10 +389,7 @@ def print_result(result: QueryResult, output: ResultFormat, console: Console) ->
         table = Table(*result.columns)
         for row in result.rows:
             table.add_row(*("NULL" if value is None else str(value) for value in row))
-        if not console.is_terminal:  # a pipe or a file: no terminal width to fit, so cut nothing
-            natural = console.measure(table, options=console.options.update_width(1_000_000)).maximum
-            console = Console(file=console.file, width=max(console.width, natural))
-        console.print(table)
+        print_whole(console, table)
 
 
 @app.command("sql")

@@ -35,6 +35,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lakeline.console import print_whole
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.engines.spark import SparkEngine
@@ -413,7 +414,7 @@ def print_summary(run: ProjectRun, console: Console) -> None:
         summary.add_column(column, justify="right" if column in ("rows", "files") else "left")
     for row in run.tables:
         summary.add_row(row["table"], row["partition"] or "(unpartitioned)", str(row["rows"]), str(row["files"]))
-    console.print(summary)
+    print_whole(console, summary)
     report = run.report
     console.print(
         f"stage A runs: {len(report.stage_a)}, stage B runs: {len(report.stage_b)}, "

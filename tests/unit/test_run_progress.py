@@ -40,3 +40,15 @@ def test_a_pipe_gets_the_run_lines_alone(tmp_path: Path) -> None:
         local._progress("stage A", "shop_pos_dev.sales {}")
     assert output.getvalue().strip().endswith("stage A: shop_pos_dev.sales {}")
     assert "arrivals" not in output.getvalue()
+
+
+def test_the_summary_table_keeps_every_name_whole_in_a_pipe(tmp_path: Path) -> None:
+    from lakeline.local.project import ProjectRun, print_summary
+    from lakeline.local.workspace import Workspace
+
+    output = io.StringIO()
+    name = "engineering_analytics_dev.customers_by_country_and_segment"
+    row = {"table": name, "partition": "date=20220118", "rows": 6, "files": 1}
+    run = ProjectRun(Workspace(tmp_path / "ws"), FlowReport(), tables=[row])
+    print_summary(run, Console(file=output, width=80, log_path=False))
+    assert name in output.getvalue() and "…" not in output.getvalue()
