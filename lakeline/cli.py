@@ -631,7 +631,6 @@ def reprocess_command(
                 project.prepare()
                 flow, cloud = project.started_flow, project.started_cloud
                 state = cloud.names.pipeline_state
-                run_id = reprocess_run()
                 if raw:
                     done = raw_to_resend(table, scan_commit_items(cloud.dynamodb, state, table), first, last)
                     refuse_appending_targets(table, flow.store)
@@ -643,7 +642,7 @@ def reprocess_command(
                     ]
                     done.raw_files = there
                     if not dry_run:
-                        report = project.resend(there, run_id)
+                        report = project.resend(there, reprocess_run())
                 else:
                     done = reprocess(
                         table,
@@ -767,7 +766,7 @@ def dlq_list(
             console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
             parked = len(quarantined)
         else:
-            parked = _list_stack_dead_letters(console, stack, queue or list(DLQ_QUEUES))
+            parked = _list_stack_dead_letters(console, stack, _dead_letter_queues(queue))
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
         return
@@ -778,15 +777,20 @@ def dlq_list(
         raise typer.Exit(1)
 
 
+def _dead_letter_queues(named: list[str] | None) -> list[str]:
+    """The ``--queue`` names given (every dead-letter queue if none), each checked."""
+    unknown = [name for name in named or [] if name not in DLQ_QUEUES]
+    if unknown:
+        raise LakelineError(f"--queue {', '.join(unknown)}: not one of {', '.join(DLQ_QUEUES)}")
+    return named or list(DLQ_QUEUES)
+
+
 def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) -> int:
     import boto3
 
     from lakeline.operations.dead_letters import read_dead_letters
     from lakeline.operations.status import stack_outputs
 
-    unknown = [name for name in queues if name not in DLQ_QUEUES]
-    if unknown:
-        raise LakelineError(f"--queue {', '.join(unknown)}: not one of {', '.join(DLQ_QUEUES)}")
     outputs, sqs, parked = stack_outputs(boto3.client("cloudformation"), stack), boto3.client("sqs"), 0
     for name in queues:
         letters = read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]])
@@ -820,18 +824,15 @@ def dlq_show(
             from lakeline.local.quarantine import Quarantine
 
             root, _ = _status_workspace(config, workspace)
-            record = Quarantine.of(root).record(message)
-            if not record.is_file():
+            parked = Quarantine.of(root).parked_record(message)
+            if parked is None:
                 raise LakelineError(f"no quarantined file {message!r} in {root} (`lakeline dlq list` names them)")
-            parked = json.loads(record.read_text())
             console.print(f"quarantined {escape(message)} at {parked.get('at', '?')}")
-            console.print(f"reason: {escape(str(parked.get('reason', '')))}")
+            console.print(f"reason: {escape(parked.get('reason', ''))}")
             return
-        unknown = [name for name in queue or [] if name not in DLQ_QUEUES]
-        if unknown:
-            raise LakelineError(f"--queue {', '.join(unknown)}: not one of {', '.join(DLQ_QUEUES)}")
+        queues = _dead_letter_queues(queue)
         outputs, sqs = stack_outputs(boto3.client("cloudformation"), stack), boto3.client("sqs")
-        for name in queue or list(DLQ_QUEUES):
+        for name in queues:
             for letter in read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]]):
                 if letter.message_id == message:
                     console.print(f"[bold]{name}[/] {letter.message_id}")
@@ -842,7 +843,7 @@ def dlq_show(
                     else:
                         console.print(escape(letter.body))
                     return
-        raise LakelineError(f"no parked message {message} in {', '.join(queue or list(DLQ_QUEUES))}")
+        raise LakelineError(f"no parked message {message} in {', '.join(queues)}")
     except (LakelineError, OSError) as error:
         fail(str(error))
     except (ClientError, BotoCoreError) as error:

@@ -41,6 +41,11 @@ class Quarantine:
             if not (raw_dir / self._key(record)).exists():
                 record.unlink()
 
+    def parked_record(self, key: str) -> dict[str, str] | None:
+        """What was recorded when ``key`` was parked (``reason``, ``at``), or ``None`` if it is not."""
+        record = self.record(key)
+        return {k: str(v) for k, v in json.loads(record.read_text()).items()} if record.is_file() else None
+
     def parked(self) -> list[tuple[str, str]]:
         """``(key, reason)`` of every file parked, by key."""
         return [(self._key(record), json.loads(record.read_text()).get("reason", "")) for record in self._records()]

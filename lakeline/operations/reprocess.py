@@ -53,6 +53,14 @@ class Reprocessing:
     unrouted: list[str] = field(default_factory=list)
 
 
+def _commit_key(item: Mapping[str, Any]) -> str:
+    return str(item.get("target_partition", {}).get("S", ""))
+
+
+def _commit_keys(items: Iterable[Mapping[str, Any]]) -> list[str]:
+    return [key for key in map(_commit_key, items) if key.startswith(COMMIT_PREFIX)]
+
+
 def _in_range(
     items: Iterable[Mapping[str, Any]], table: str, first: str, last: str
 ) -> list[tuple[dict[str, str], Mapping[str, Any]]]:
@@ -60,7 +68,7 @@ def _in_range(
     with their items, in partition order."""
     found = []
     for item in items:
-        key = str(item.get("target_partition", {}).get("S", ""))
+        key = _commit_key(item)
         if not key.startswith(COMMIT_PREFIX):
             continue
         of, partition = commit_partition(key)
@@ -74,14 +82,10 @@ def table_partitions(items: Iterable[Mapping[str, Any]], table: str, first: str,
     return [partition for partition, _ in _in_range(items, table, first, last)]
 
 
-def loaded_raw_files(items: Iterable[Mapping[str, Any]], table: str, first: str, last: str) -> list[str]:
-    """The raw keys whose rows the stage partitions of ``table`` in the range hold (their ``applied``
-    arrivals), without an original its by-name copy replaces: what re-sending them through stage A reads."""
-    keys = {
-        arrival_key(identity)
-        for _, item in _in_range(items, table, first, last)
-        for identity in item.get("applied", {}).get("SS", [])
-    }
+def _loaded_raw_files(in_range: Iterable[tuple[dict[str, str], Mapping[str, Any]]]) -> list[str]:
+    """The raw keys whose rows these stage partitions hold (their ``applied`` arrivals), without an
+    original its by-name copy replaces: what re-sending them through stage A reads."""
+    keys = {arrival_key(identity) for _, item in in_range for identity in item.get("applied", {}).get("SS", [])}
     keys = {key for key in keys if _is_raw_key(key)}  # a stage B append target's are message ids
     return sorted(keys - {key for key in keys if copy_key(key) in keys})
 
@@ -137,12 +141,13 @@ def raw_to_resend(table: str, items: Iterable[Mapping[str, Any]], first: str, la
     """The partitions of stage table ``table`` in the range and the raw files loaded into them: sent
     through stage A again, each partition is rebuilt from its files with the table's settings as they
     are now, and what it feeds follows as for a late file (overwrite targets and their chains)."""
+    items = list(items)
+    in_range = _in_range(items, table, first, last)
     done = Reprocessing(
-        partitions=[partition_path(partition) for partition in table_partitions(items, table, first, last)],
-        raw_files=loaded_raw_files(items, table, first, last),
+        partitions=[partition_path(partition) for partition, _ in in_range], raw_files=_loaded_raw_files(in_range)
     )
     if not done.partitions:
-        if any(str(item.get("target_partition", {}).get("S", "")) == f"{COMMIT_PREFIX}{table}/" for item in items):
+        if (table, {}) in (commit_partition(key) for key in _commit_keys(items)):
             raise LakelineError(f"{table} is unpartitioned: --raw takes a range of partitions (send its files again)")
         raise LakelineError(f"{table} has no partition in that range (is it a table stage A or B writes?)")
     if not done.raw_files:
@@ -161,6 +166,13 @@ def refuse_appending_targets(table: str, dependencies: DependencyStore) -> None:
         )
 
 
+GONE = frozenset({"404", "NoSuchKey", "NotFound"})  # head_object says 404, copy_object NoSuchKey
+
+
+def _error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
 def resend_raw_files(s3: S3Client, bucket: str, keys: Iterable[str], run: str, skipped: list[str]) -> list[str]:
     """Send raw files through stage A again, deployed: each object is copied onto itself (same bytes,
     content headers and metadata, plus ``lakeline-reprocessed: <run>``), which S3 announces as a new
@@ -172,7 +184,7 @@ def resend_raw_files(s3: S3Client, bucket: str, keys: Iterable[str], run: str, s
         try:
             head = s3.head_object(Bucket=bucket, Key=key)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in {"404", "NoSuchKey", "NotFound"}:
+            if _error_code(error) in GONE:
                 skipped.append(f"{key}: gone from s3://{bucket} since it was loaded")
                 continue
             raise
@@ -192,7 +204,7 @@ def resend_raw_files(s3: S3Client, bucket: str, keys: Iterable[str], run: str, s
                 **headers,
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in {"PreconditionFailed", "404", "NoSuchKey"}:
+            if _error_code(error) in {"PreconditionFailed", *GONE}:
                 skipped.append(f"{key}: replaced or removed meanwhile (a new version is an arrival of its own)")
                 continue
             raise
