@@ -596,9 +596,10 @@ def reprocess_command(
     ] = False,
 ) -> None:
     """Rebuild what a range of a table's partitions feeds (backfills, a fixed target, a changed query):
-    each partition is routed again as when it was finished, and its overwrite targets and their chains
-    run again. With --raw, a stage table's partitions are rebuilt from their raw files first. Locally
-    (--config) it runs them; deployed (--stack) it sends them to queue B (--raw: re-sends the raw objects)."""
+    each partition is routed again as when it was finished, and its targets and their chains run again
+    (an append target's run replaces the rows that partition appended before). With --raw, a stage
+    table's partitions are rebuilt from their raw files first. Locally (--config) it runs them; deployed
+    (--stack) it sends them to queue B (--raw: re-sends the raw objects)."""
     import time
 
     from botocore.exceptions import BotoCoreError, ClientError
@@ -607,7 +608,6 @@ def reprocess_command(
     from lakeline.dependencies.model import normalise_table_name
     from lakeline.operations.reprocess import (
         raw_to_resend,
-        refuse_appending_targets,
         reprocess,
         reprocess_run,
         scan_commit_items,
@@ -633,7 +633,6 @@ def reprocess_command(
                 state = cloud.names.pipeline_state
                 if raw:
                     done = raw_to_resend(table, scan_commit_items(cloud.dynamodb, state, table), first, last)
-                    refuse_appending_targets(table, flow.store)
                     there = [key for key in done.raw_files if (project.workspace.raw_dir / key).is_file()]
                     done.skipped += [
                         f"{key}: gone from the raw folder since it was loaded"
@@ -699,7 +698,6 @@ def _reprocess_stack(
     from lakeline.dependencies.store import DependencyStore
     from lakeline.operations.reprocess import (
         raw_to_resend,
-        refuse_appending_targets,
         reprocess,
         reprocess_run,
         resend_raw_files,
@@ -713,7 +711,6 @@ def _reprocess_stack(
     store = DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
     if raw:
         done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
-        refuse_appending_targets(table, store)
         if "raw_bucket" not in outputs:
             raise LakelineError(f"stack {stack} has no output RawBucket: deploy this version of Lakeline for --raw")
         if not dry_run:
@@ -905,6 +902,8 @@ def _print_status(report: PipelineStatus) -> None:
         console.width = 240  # a pipe or a log gets whole rows, not values cut at 80 columns
     last = f" — last run {escape(report.last_run)}" if report.last_run else ""
     console.print(f"[bold]{escape(report.where)}[/]{last}")
+    if report.sql_server:
+        console.print(f"SQL server: {escape(report.sql_server)}")
     partitions = Table(title="partitions")
     for column in ("table", "partition", "version", "files", "published (UTC)", "waiting", "run in flight"):
         justify = "right" if column in ("version", "files", "waiting") else "left"

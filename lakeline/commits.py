@@ -14,7 +14,10 @@ One item per partition, key ``commit#<db>.<table>/<col=value/...>``, holds:
   append messages applied), written in the same conditional update as the publish, so an arrival is
   applied exactly once whatever is redelivered or retried;
 - ``retired``: ``<epoch>|<location>`` of superseded versions, deleted only after a grace period and
-  only when neither the published version nor a run in flight references them.
+  only when neither the published version nor a run in flight references them;
+- ``contributions``: ``<key>|<file name>`` for the published version of a stage B ``append`` target:
+  which of its files hold which contribution's rows, so that a contribution applied again (a new
+  version of the partition that triggered it) replaces its own files instead of adding to them.
 
 The commit (DynamoDB) comes before the catalog is pointed at the new prefix, and every run first points
 the catalog at the committed version: a crash between the two is repaired by the next run, and the
@@ -95,6 +98,11 @@ class Lease:
     applied: frozenset[str]
     seq: int
     catalog_version: int = 0  # the version the catalog is known to point at (0: unknown)
+    contributions: frozenset[str] = frozenset()  # ``key|file`` of the published version (stage B append)
+
+    def contribution_files(self, key: str) -> tuple[str, ...]:
+        """The published version's files that hold contribution ``key``'s rows (sorted)."""
+        return contribution_files(self.contributions, key)
 
     @property
     def catalog_behind(self) -> bool:
@@ -114,6 +122,7 @@ class Lease:
             # state machine's input is limited to 256 KiB).
             "seq": self.seq,
             "catalog_version": self.catalog_version,
+            # ``contributions`` stays behind with ``applied``: the plan passes on the files it replaces.
         }
 
     @classmethod
@@ -145,6 +154,7 @@ class PartitionState:
     applied: frozenset[str] = frozenset()
     retired: frozenset[str] = frozenset()
     root: str | None = None
+    contributions: frozenset[str] = frozenset()
 
     def leased(self, now: float) -> bool:
         return self.lease_owner is not None and self.lease_expires >= now
@@ -177,11 +187,23 @@ def _state(key: str, item: dict[str, Any]) -> PartitionState:
         applied=_strings(item, "applied"),
         retired=_strings(item, "retired"),
         root=_text(item, "root"),
+        contributions=_strings(item, "contributions"),
     )
 
 
 def _conditional_failed(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def contribution_entry(key: str, file_name: str) -> str:
+    if "|" in key or "/" in file_name or not key or not file_name:
+        raise ValidationError(f"contribution {key!r} file {file_name!r}: a key without '|' and a bare file name")
+    return f"{key}|{file_name}"
+
+
+def contribution_files(entries: Iterable[str], key: str) -> tuple[str, ...]:
+    """The files of contribution ``key`` among ``key|file`` entries (sorted)."""
+    return tuple(sorted(entry.partition("|")[2] for entry in entries if entry.partition("|")[0] == key))
 
 
 def retired_entry(location: str, at: float) -> str:
@@ -306,6 +328,7 @@ class PartitionCommits:
             applied=state.applied,
             seq=int(_number(item, "lease_seq")),
             catalog_version=int(_number(item, "catalog_version")),
+            contributions=state.contributions,
         )
 
     def commit(
@@ -316,17 +339,35 @@ class PartitionCommits:
         files: int = 0,
         applied: Iterable[str] = (),
         taken: Iterable[str] | None = None,
+        contribution: tuple[str, Sequence[str]] | None = None,
     ) -> PartitionState:
         """End the run's write: with ``publish``, the partition's next version is the run's prefix
         (``files`` files, with ``applied`` arrivals in it); the arrivals it took (default: all of
         ``lease.pending``) leave ``pending`` either way. Raises ``LeaseLost`` if the lease is no longer
-        the run's or the partition moved on: nothing is published then."""
+        the run's or the partition moved on: nothing is published then.
+
+        ``contribution`` (a stage B append): ``(key, files)``, the files the run wrote for contribution
+        ``key``; they replace whatever files that key had, and the other contributions' files are
+        kept. A publish without it is a rebuild of the whole partition: no contribution is left."""
         taken_ids = sorted(set(lease.pending if taken is None else taken))
         applied_ids = sorted(set(applied))
         values: dict[str, AttributeValueTypeDef] = {":owner": {"S": lease.owner}, ":version": {"N": str(lease.version)}}
         sets: list[str] = []
         adds: list[str] = []
+        removes: list[str] = []
         if publish:
+            entries: set[str] = set()
+            if contribution is not None:
+                key, written = contribution
+                # Read here, not taken from the lease (a plan passes its lease without them): the
+                # condition on ``version`` below makes sure no other commit changed them since.
+                entries = {e for e in self.read(lease.key).contributions if e.partition("|")[0] != key}
+                entries |= {contribution_entry(key, name) for name in written}
+            if entries:
+                values[":contributions"] = {"SS": sorted(entries)}
+                sets.append("contributions = :contributions")
+            else:
+                removes.append("contributions")
             values |= {
                 ":next": {"N": str(lease.version + 1)},
                 ":location": {"S": lease.location},
@@ -341,6 +382,8 @@ class PartitionCommits:
                 values[":applied"] = {"SS": applied_ids}
                 adds.append("applied :applied")
         expression = ("SET " + ", ".join(sets)) if sets else ""
+        if removes:
+            expression += " REMOVE " + ", ".join(removes)
         if adds:
             expression += " ADD " + ", ".join(adds)
         if taken_ids:
@@ -372,8 +415,9 @@ class PartitionCommits:
     def finish(
         self, lease: Lease, next_owner: str, next_location: str, *, catalog_version: int | None = None
     ) -> Finished:
-        """Release the lease, unless arrivals came while the run held it: then hand the lease to one
-        follow-up run (``next_owner`` writing ``next_location``) that takes every pending arrival.
+        """Release the lease, unless arrivals came while the run held it or some wait that the run did not
+        take: then hand the lease to one follow-up run (``next_owner`` writing ``next_location``) that
+        takes every pending arrival.
         ``catalog_version``: the version the run left the catalog pointing at, if it knows.
         Idempotent: a retry after the hand-over returns the follow-up's lease again."""
         known = {":catalog": {"N": str(catalog_version)}} if catalog_version is not None else {}
@@ -383,7 +427,9 @@ class PartitionCommits:
                 TableName=self.table_name,
                 Key=self._key(lease.key),
                 UpdateExpression=noted + "REMOVE lease_owner, lease_expires, lease_location, lease_seq",
-                ConditionExpression="lease_owner = :owner AND arrival_seq = lease_seq",
+                ConditionExpression=(
+                    "lease_owner = :owner AND arrival_seq = lease_seq AND attribute_not_exists(pending)"
+                ),
                 ExpressionAttributeValues={":owner": {"S": lease.owner}, **known},
                 ReturnValues="ALL_NEW",
             )

@@ -67,14 +67,32 @@ def run_token_time(token: str) -> float | None:
 
 
 def commit_write(
-    commits: PartitionCommits, lease: Lease, store: ObjectStore, *, carry_from: str | None, applied: Sequence[str]
+    commits: PartitionCommits,
+    lease: Lease,
+    store: ObjectStore,
+    *,
+    carry_from: str | None,
+    applied: Sequence[str],
+    contribution: str | None = None,
+    replaces: Sequence[str] = (),
 ) -> PartitionState:
     """Make the run's prefix the partition's next version: carry the published version's files into it
-    (incremental appends), count its files, and commit it (compare-and-swap on the version)."""
+    (incremental appends) except the ``replaces`` ones, count its files, and commit it (compare-and-swap
+    on the version). ``contribution``: the key of the stage B append contribution the run wrote; the
+    files it wrote are recorded as that contribution's. Idempotent, so the task can be retried."""
+    written = [file_name(uri) for uri in store.list_data_files(lease.location)]
     if carry_from:
-        store.carry_files(carry_from, lease.location)
+        # On a retry the prefix already holds carried files: they are the published version's names.
+        published = {file_name(uri) for uri in store.list_data_files(carry_from)}
+        written = [name for name in written if name not in published]
+        store.carry_files(carry_from, lease.location, leave=frozenset(replaces))
     files = len(store.list_data_files(lease.location))
-    return commits.commit(lease, publish=True, files=files, applied=applied)
+    recorded = (contribution, written) if contribution else None
+    return commits.commit(lease, publish=True, files=files, applied=applied, contribution=recorded)
+
+
+def file_name(uri: str) -> str:
+    return uri.rstrip("/").rsplit("/", 1)[-1]
 
 
 def sweep_state(

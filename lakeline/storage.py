@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, final
@@ -186,9 +186,10 @@ class ObjectStore(ABC):
         """The immediate child 'folders' of ``location``, as locations ending in '/', sorted."""
 
     @abstractmethod
-    def carry_files(self, source: str, target: str) -> int:
-        """Give ``target`` a copy of every data file directly below ``source`` (same names), without
-        reading them through this process; idempotent. Returns how many files were carried."""
+    def carry_files(self, source: str, target: str, *, leave: Collection[str] = ()) -> int:
+        """Give ``target`` a copy of every data file directly below ``source`` (same names) but those
+        named in ``leave``, without reading them through this process; idempotent. Returns how many
+        files were carried."""
 
     @final
     def delete_prefix(self, location: str, *, table_root: str) -> int:
@@ -236,12 +237,12 @@ class LocalObjectStore(ObjectStore):
         shutil.rmtree(root)
         return count
 
-    def carry_files(self, source: str, target: str) -> int:
+    def carry_files(self, source: str, target: str, *, leave: Collection[str] = ()) -> int:
         origin, destination = _local_path(source), _local_path(target)
         destination.mkdir(parents=True, exist_ok=True)
         carried = 0
         for path in sorted(origin.iterdir()) if origin.is_dir() else []:
-            if not path.is_file() or not is_data_file(path.name):
+            if not path.is_file() or not is_data_file(path.name) or path.name in leave:
                 continue
             link = destination / path.name
             if link.exists():
@@ -307,14 +308,14 @@ class S3ObjectStore(ObjectStore):
                 deleted += len(keys)
         return deleted
 
-    def carry_files(self, source: str, target: str) -> int:
+    def carry_files(self, source: str, target: str, *, leave: Collection[str] = ()) -> int:
         origin, destination = S3Location.parse(source), S3Location.parse(target)
         carried = 0
         paginator = self._s3.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=origin.bucket, Prefix=origin.key, Delimiter="/"):
             for item in page.get("Contents", []):
                 name = item["Key"][len(origin.key) :]
-                if not name or not is_data_file(name):
+                if not name or not is_data_file(name) or name in leave:
                     continue
                 # A server-side copy (multipart above 8 MB, so any object size): no bytes pass through here.
                 self._s3.copy({"Bucket": origin.bucket, "Key": item["Key"]}, destination.bucket, destination.key + name)
@@ -342,5 +343,5 @@ class SchemeObjectStore(ObjectStore):
     def _delete(self, where: Location) -> int:
         return self._for(where.uri)._delete(where)
 
-    def carry_files(self, source: str, target: str) -> int:
-        return self._for(target).carry_files(source, target)
+    def carry_files(self, source: str, target: str, *, leave: Collection[str] = ()) -> int:
+        return self._for(target).carry_files(source, target, leave=leave)

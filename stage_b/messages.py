@@ -77,6 +77,16 @@ class StageBMessage(BaseModel):
     usage: Usage
     lineage: LineageParents = LineageParents()
     path: list[str] = Field(default_factory=list, description="'dataset/col=value' nodes visited so far, oldest first")
+    also_lineage: list[LineageParents] = Field(
+        default_factory=list,
+        description="triggerMode all: where the other sources' latest arrivals sit in the lineage records, "
+        "so the run is recorded in each source's tree as well as in the completing arrival's",
+    )
+    contribution: str | None = Field(
+        default=None,
+        description="what an append's rows stand for, which a later message with the same contribution "
+        "replaces: by default the trigger's partition; 'all' for a triggerMode all target (its sources' set)",
+    )
 
     @field_validator("target_dataset", mode="before")
     @classmethod
@@ -91,6 +101,12 @@ class StageBMessage(BaseModel):
     @property
     def node(self) -> str:
         return f"{self.target_dataset}/{partition_path(self.partition)}"
+
+    def contribution_key(self) -> str:
+        """The key of the rows an append applies (``lakeline.commits`` contributions): the same for
+        every version of the trigger's partition, so that a new version replaces the rows of the last."""
+        contribution = self.contribution or self.trigger.node
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"lakeline:{contribution}->{self.node}").hex[:20]
 
     def deduplication_id(self) -> str:
         """Same target partition from the same arrival → same id (SQS FIFO deduplication, idempotency)."""

@@ -6,16 +6,21 @@ dataset is rewritten into the same write-then-swap stage A uses, so the partitio
 half-written while readers look:
 
 - ``overwrite``: the first insert becomes a CTAS into a fresh prefix (exactly ``bucket_count`` files);
-- ``append``: the same CTAS, over the partition's current rows ``UNION ALL`` the new rows;
+- ``append``: the same CTAS, of the new rows, next to the files the partition keeps (below);
 
 further inserts into the target in the same run add to the fresh prefix; at the end the partition is
 pointed at the fresh prefix. Rows written by a step land in the destination partition. Other statements
 (a scratch table, a DELETE elsewhere) run as written.
 
 Planned under the partition's lease (``lakeline.commits``), one run takes every message waiting for
-the partition: ``overwrite`` messages coalesce into one rebuild; each ``append`` message not yet
-applied adds its rows once (the step's rows once per message), and the messages' ids are committed
-with the new version, so no message is applied twice, whatever is redelivered or overlaps.
+the partition and the messages' ids are committed with the new version, so no message is applied
+twice, whatever is redelivered or overlaps. ``overwrite`` messages coalesce into one rebuild. An
+``append`` run takes the messages of one *contribution* (``StageBMessage.contribution_key``: the
+partition that triggered it, or for ``triggerMode: all`` the set of sources) and leaves the others
+waiting for its follow-up run: it writes the steps' rows alone into its prefix, and the published
+version's files are carried in, except those the same contribution wrote before. So a contribution
+applied again (a late file, a re-sent one) replaces its own rows, and the others stay as they are.
+Unleased (``lakeline stage-b``), each append message adds the steps' rows to the partition's.
 """
 
 from __future__ import annotations
@@ -83,6 +88,12 @@ class StageBPlan:
     applied: tuple[str, ...] = ()  # the ids of the messages this run applies (committed with it)
     reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
     lease: dict[str, Any] | None = field(default=None, compare=False)
+    # A leased append writes one contribution's rows (``contribution``, its key) into its prefix and
+    # carries the published files over (``carry_from``), leaving the ones that contribution had before
+    # (``replaces``): a contribution applied again replaces its rows instead of adding them twice.
+    contribution: str | None = None
+    carry_from: str | None = None
+    replaces: tuple[str, ...] = ()
 
     @property
     def dataset(self) -> str:
@@ -106,7 +117,7 @@ class StageBPlan:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["steps"] = [asdict(step) for step in self.steps]
-        for name in ("publish", "resolved_sql", "message_ids", "applied", "reconcile"):
+        for name in ("publish", "resolved_sql", "message_ids", "applied", "reconcile", "replaces"):
             data[name] = list(getattr(self, name))
         return data
 
@@ -114,7 +125,7 @@ class StageBPlan:
     def from_dict(cls, data: Mapping[str, Any]) -> StageBPlan:
         values = plan_values(cls, data, "stage B plan")
         values["steps"] = tuple(PlannedStep(**step) for step in values["steps"])
-        for name in ("publish", "resolved_sql", "message_ids", "applied", "reconcile"):
+        for name in ("publish", "resolved_sql", "message_ids", "applied", "reconcile", "replaces"):
             values[name] = tuple(values[name])
         values["partition"] = dict(values["partition"])
         plan = cls(**values)
@@ -179,9 +190,15 @@ def plan_stage_b(
     owner) the run takes the lease's messages instead: every one not yet applied."""
     check_run_token(run_token)
     taken = [message]
+    left: set[str] = set()  # the ids of waiting messages left for the follow-up run
     if lease is not None:
         waiting = leased_messages(lease)
         taken = [m for m in waiting if m.deduplication_id() not in lease.applied]
+        if taken and all(m.usage == "append" for m in taken):
+            # One contribution per append run, so that each one's rows are files of their own.
+            first = taken[0].contribution_key()
+            left = {m.deduplication_id() for m in taken if m.contribution_key() != first}
+            taken = [m for m in taken if m.contribution_key() == first]
         if taken:
             message = taken[0]
         elif waiting:
@@ -211,10 +228,13 @@ def plan_stage_b(
         reconcile = swap_statements(database, table, partition, lease.published)
     exists = lease is not None and lease.published is not None
     applied = sorted({m.deduplication_id() for m in taken}) if lease else []
-    # Each append message adds its rows once; overwrite messages coalesce into one rebuild, which also
-    # covers appends taken with them (the rebuild reads every source as it is now).
+    # Overwrite messages coalesce into one rebuild, which also covers appends taken with them (the
+    # rebuild reads every source as it is now). Unleased, each append message adds its rows once.
     usage = "append" if all(m.usage == "append" for m in taken) else "overwrite"
-    copies = len(taken) if usage == "append" else 1
+    copies = len(taken) if usage == "append" and lease is None else 1
+    contribution = message.contribution_key() if usage == "append" and lease is not None and taken else None
+    carry_from = lease.published if lease is not None and contribution else None
+    replaces = lease.contribution_files(contribution) if lease is not None and contribution else ()
 
     builtins = builtin_token_values(
         item.dataset, item.partition_column, message.partition.get(item.partition_column), settings.environment or ""
@@ -244,7 +264,7 @@ def plan_stage_b(
         if wrote:
             sql = f"INSERT INTO {dml_name(database, temp)} {rows}"
         else:
-            if usage == "append":
+            if usage == "append" and lease is None:
                 current = f"SELECT {', '.join(dml_name(c) for c in data_names)} FROM {dml_name(database, table)}"
                 where = partition_filter(partition)
                 rows = f"{current}{f' WHERE {where}' if where else ''} UNION ALL {rows}"
@@ -270,5 +290,20 @@ def plan_stage_b(
         message_ids=tuple(m.deduplication_id() for m in taken),
         applied=tuple(applied),
         reconcile=reconcile,
-        lease=lease.to_dict() if lease else None,
+        lease=_taking(lease, left),
+        contribution=contribution if wrote else None,
+        carry_from=carry_from if wrote else None,
+        replaces=replaces if wrote else (),
     )
+
+
+def _taking(lease: Lease | None, left: set[str]) -> dict[str, Any] | None:
+    """The lease as the run passes it on: its ``pending`` is what the run takes out of the partition's
+    queue, so the messages ``left`` (by id) stay there for the follow-up run."""
+    if lease is None:
+        return None
+    data = lease.to_dict()
+    if left:
+        bodies = [body for body in lease.pending if StageBMessage.model_validate_json(body).deduplication_id() in left]
+        data["pending"] = [body for body in data["pending"] if body not in bodies]
+    return data

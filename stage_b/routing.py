@@ -9,14 +9,12 @@
    set-aside targets (queue B's DLQ in the cloud, the run's summary locally).
 3. Trigger mode ``any`` (the seed's behaviour): every arrival produces a stage B message. Mode ``all``:
    the arrival is recorded for the target partition; no message until the set of sources is complete,
-   then one from the arrival that completes it, and for an overwrite target one from every arrival
-   after that (late data, see lakeline.dependencies.arrivals). Recording is idempotent, so a failed
-   routing can simply be retried.
+   then one from the arrival that completes it, and one from every arrival after that (late data, see
+   lakeline.dependencies.arrivals). Recording is idempotent, so a failed routing can simply be retried.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -30,9 +28,6 @@ from stage_b.messages import LineageParents, SourceArrival, StageBMessage
 
 class EdgeSource(Protocol):
     def edges_from(self, source_table: str) -> Sequence[DependencyEdge | InvalidEdge]: ...
-
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -128,21 +123,14 @@ def route_finished_partition(
     chain = [*path, arrival.node]
     messages: list[StageBMessage] = []
     for route in routes:
-        if route.edge.trigger_mode == "all" and arrivals is not None:
-            overwrite = route.edge.dependency.usage == "overwrite"
-            decision = arrivals.record_arrival(
-                route.node, arrival.table, arrival.node, route.edge.sources, late_triggers=overwrite
-            )
-            if decision.late and not overwrite:
-                logger.warning(
-                    "%s arrived after %s was complete (by %s): an append target takes each partition once, "
-                    "so it is not appended again; use Usage overwrite to rebuild with late data",
-                    arrival.node,
-                    route.node,
-                    decision.completed_by,
-                )
+        every_source = route.edge.trigger_mode == "all"
+        also: list[LineageParents] = []
+        if every_source and arrivals is not None:
+            here = (lineage.root_id, lineage.parent_id) if lineage and lineage.root_id and lineage.parent_id else None
+            decision = arrivals.record_arrival(route.node, arrival.table, arrival.node, route.edge.sources, here)
             if not decision.triggers:
                 continue
+            also = [LineageParents(root_id=root, parent_id=node) for root, node in decision.sources_lineage]
         messages.append(
             StageBMessage(
                 target_dataset=route.edge.target_dataset,
@@ -151,6 +139,10 @@ def route_finished_partition(
                 usage=route.edge.dependency.usage,
                 lineage=lineage or LineageParents(),
                 path=chain,
+                # An append into an `all` target is one set of rows for the set of sources: whichever
+                # source arrives again, they are replaced.
+                contribution="all" if every_source else None,
+                also_lineage=also,
             )
         )
     return Routing(messages, unrouted)

@@ -14,12 +14,16 @@ Two DynamoDB writes decide, without locks, which arrival triggers:
    before the stage B message was sent) is re-sent on retry: at least once for the winner, never
    for anyone else.
 
-Once the set has completed, a target whose dependency is used ``overwrite`` behaves as in mode
-``any``: every later arrival (a late file re-running a source partition, another source partition
-mapping to the same target partition, a re-sent one) triggers a rebuild from the sources as they are
-now, so late data reaches the target. An ``append`` target does not: its step appends the partition's
-whole result each time, so a second trigger would add the rows again; the decision says the arrival
-was late, and the caller reports it. The item keeps the set, so readiness survives restarts.
+Once the set has completed, the target behaves as in mode ``any``: every later arrival (a late file
+re-running a source partition, another source partition mapping to the same target partition, a
+re-sent one) triggers a run from the sources as they are now, so late data reaches the target. An
+``append`` target's run replaces the rows its last run for the set appended (``stage_b.plan``), so
+they are not added twice. The item keeps the set, so readiness survives restarts.
+
+The item also keeps, per source, where its latest arrival sits in the lineage trees
+(``arrived_lineage``, ``<table>|<time>|<root id>|<node id>``): the lineage archive's records form a
+tree per arrival, and the run of an ``all`` target is written into every source's tree, not only
+into the tree of the arrival that completed the set.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from botocore.exceptions import ClientError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class ArrivalDecision:
     triggers: bool
     completed_by: str | None
     late: bool = False  # the set had completed before this arrival
+    # (root id, node id) of the latest arrival of each *other* source: where else the run belongs
+    sources_lineage: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -56,31 +63,39 @@ class ArrivalTracker:
         source_table: str,
         arrival: str,
         required: Collection[str],
-        *,
-        late_triggers: bool = True,
+        lineage: tuple[str, str] | None = None,
     ) -> ArrivalDecision:
         """Record that ``source_table`` arrived for ``target_partition``; decide whether it triggers.
 
         ``arrival`` identifies this arrival (source table and partition), so that its redelivery is
-        recognised as the same arrival. ``late_triggers``: an arrival after the set completed triggers
-        (an overwrite target; not an append one).
+        recognised as the same arrival. ``lineage``: its (root id, node id) in the lineage records.
         """
-        now = datetime.now(UTC).isoformat()
+        moment = datetime.now(UTC)
+        now = moment.isoformat()
+        values: dict[str, AttributeValueTypeDef] = {":source": {"SS": [source_table]}, ":now": {"S": now}}
+        added = "arrived_sources :source"
+        if lineage is not None:
+            entry = "|".join((source_table, f"{moment:%Y%m%dT%H%M%S%f}", *lineage))
+            values[":lineage"] = {"SS": [entry]}
+            added += ", arrived_lineage :lineage"
         response = self.client.update_item(
             TableName=self.table_name,
             Key={"target_partition": {"S": target_partition}},
-            UpdateExpression="ADD arrived_sources :source SET updated_at = :now",
-            ExpressionAttributeValues={":source": {"SS": [source_table]}, ":now": {"S": now}},
+            UpdateExpression=f"ADD {added} SET updated_at = :now",
+            ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW",
         )
         image = response.get("Attributes", {})
         arrived = frozenset(image.get("arrived_sources", {}).get("SS", []))
         missing = frozenset(required) - arrived
         completed_by = image.get("completed_by", {}).get("S")
+        others = latest_lineage(image.get("arrived_lineage", {}).get("SS", []), source_table)
         if missing:
             return ArrivalDecision(target_partition, arrived, missing, False, completed_by)
         if completed_by is not None and completed_by != arrival:
-            return ArrivalDecision(target_partition, arrived, missing, late_triggers, completed_by, late=True)
+            return ArrivalDecision(
+                target_partition, arrived, missing, True, completed_by, late=True, sources_lineage=others
+            )
         try:
             self.client.update_item(
                 TableName=self.table_name,
@@ -93,4 +108,14 @@ class ArrivalTracker:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
             return ArrivalDecision(target_partition, arrived, missing, False, None)
-        return ArrivalDecision(target_partition, arrived, missing, True, arrival)
+        return ArrivalDecision(target_partition, arrived, missing, True, arrival, sources_lineage=others)
+
+
+def latest_lineage(entries: Collection[str], besides: str) -> tuple[tuple[str, str], ...]:
+    """(root id, node id) of the latest recorded arrival of each source but ``besides``, by source."""
+    latest: dict[str, tuple[str, str, str]] = {}
+    for entry in entries:
+        table, at, root, node = [*entry.split("|", 3), "", "", ""][:4]
+        if table != besides and root and node and (table not in latest or at > latest[table][0]):
+            latest[table] = (at, root, node)
+    return tuple((root, node) for _, root, node in (latest[table] for table in sorted(latest)))

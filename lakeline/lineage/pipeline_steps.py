@@ -72,14 +72,27 @@ def record_stage_b(
     writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, execution: RunReference | None = None
 ) -> LineageParents:
     root, parent = stage_b_lineage_ids(message)
+    run = _run_fields(execution, f"lakeline/stage_b.{plan.dataset}")
     (done,) = writer.step(
         root_id=root,
         parent_id=parent,
         action_taken=STAGE_B_COMPLETE,
         storage_locations=[plan.target_location],
-        **_run_fields(execution, f"lakeline/stage_b.{plan.dataset}"),
+        **run,
         dataset=plan.dataset,
     )
+    # A triggerMode all target read every source: its run is in each other source's tree too (the
+    # records are a tree per arrival, one parent per node), so tracing any of them reaches it.
+    for other in message.also_lineage:
+        if other.root_id and other.parent_id and (other.root_id, other.parent_id) != (root, parent):
+            writer.step(
+                root_id=other.root_id,
+                parent_id=other.parent_id,
+                action_taken=STAGE_B_COMPLETE,
+                storage_locations=[plan.target_location],
+                **run,
+                dataset=plan.dataset,
+            )
     return LineageParents(root_id=root, parent_id=done.node_id)
 
 

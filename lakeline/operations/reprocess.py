@@ -6,8 +6,9 @@ as sortable date masks write them) is routed again exactly as when it was finish
 dependencies-by-table pairs, destination partitions (``TargetRange`` included) and trigger modes, as
 a new run (``reprocess-<time>``), so the receivers do not take it for a redelivery of the first one.
 The stage B messages go to queue B, where the routers and state machines take them as any others,
-and their chains follow. Only targets used ``overwrite`` are rebuilt: an ``append`` target would add
-its rows a second time, so it is left out and named. ``targets`` limits the rebuild to some targets.
+and their chains follow. An ``append`` target's run replaces the rows the partition's last run
+appended (its contribution, ``stage_b.plan``), so it is rebuilt too, never doubled. ``targets``
+limits the rebuild to some targets.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from botocore.exceptions import ClientError
 
 from lakeline.commits import COMMIT_PREFIX, commit_partition
 from lakeline.dependencies.arrivals import ArrivalTracker
-from lakeline.dependencies.model import DependencyEdge
 from lakeline.dependencies.resolve import partition_path
 from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import LakelineError
@@ -98,21 +98,6 @@ def _is_raw_key(key: str) -> bool:
     return True
 
 
-def appending_targets(table: str, dependencies: DependencyStore) -> list[str]:
-    """The targets, reached from ``table`` directly or down a chain, that append what a trigger mode
-    ``any`` source sends them: a rebuilt partition would add its rows to them a second time."""
-    found, seen, tables = [], set(), [table]
-    while tables:
-        source = tables.pop()
-        for edge in dependencies.edges_from(source):
-            if isinstance(edge, DependencyEdge) and edge.trigger_mode == "any" and edge.dependency.usage == "append":
-                found.append(f"{edge.target_dataset} (appends from {source})")
-            if edge.target_dataset not in seen:
-                seen.add(edge.target_dataset)
-                tables.append(edge.target_dataset)
-    return sorted(set(found))
-
-
 def scan_commit_items(dynamodb: DynamoDBClient, pipeline_state: str, table: str) -> list[Mapping[str, Any]]:
     """The pipeline-state commit items of ``table``'s partitions."""
     items: list[Mapping[str, Any]] = []
@@ -153,17 +138,6 @@ def raw_to_resend(table: str, items: Iterable[Mapping[str, Any]], first: str, la
     if not done.raw_files:
         raise LakelineError(f"no raw file was loaded into {table} in that range: is it a stage B target?")
     return done
-
-
-def refuse_appending_targets(table: str, dependencies: DependencyStore) -> None:
-    """``--raw`` rebuilds every partition it re-sends and what they feed: refused while an append
-    target would take their rows again (the README's known limit of ``append``)."""
-    appending = appending_targets(table, dependencies)
-    if appending:
-        raise LakelineError(
-            f"--raw would append rows a second time to {', '.join(appending)}: an append target takes each "
-            "version of a source partition; rebuild those targets' items with Usage overwrite first"
-        )
 
 
 GONE = frozenset({"404", "NoSuchKey", "NotFound"})  # head_object says 404, copy_object NoSuchKey
@@ -224,7 +198,7 @@ def reprocess(
     dry_run: bool = False,
     now: datetime | None = None,
 ) -> Reprocessing:
-    """Route each partition of ``table`` again and send the overwrite targets' messages to queue B."""
+    """Route each partition of ``table`` again and send the targets' messages to queue B."""
     run = reprocess_run(now)
     done = Reprocessing()
     for partition in partitions:
@@ -247,9 +221,6 @@ def reprocess(
         done.unrouted += [target.describe() for target in unrouted]
         for message in messages:
             if targets and message.target_dataset not in targets:
-                continue
-            if message.usage == "append":
-                done.skipped.append(f"{message.node}: an append target would add its rows again; not rebuilt")
                 continue
             done.messages.append(message)
     if not done.partitions:

@@ -75,6 +75,7 @@ class PipelineStatus:
     dead_letters: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     last_run: str | None = None
+    sql_server: str | None = None  # local: the workspace's `lakeline sql` server, if one runs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -129,7 +130,13 @@ def read_items(
 
 def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now: datetime) -> PipelineStatus:
     """The status of a local workspace: its saved pipeline state, its last run and its quarantine."""
+    from lakeline.local.sql_server import server_pid
+
     status = PipelineStatus(where=str(workspace))
+    pid = server_pid(Workspace(workspace))
+    if pid is not None:
+        status.sql_server = f"running as pid {pid} (`lakeline sql --stop` ends it, as does any command that runs"
+        status.sql_server += " the pipeline here)"
     state = Workspace(workspace).pipeline_state_file
     items = json.loads(state.read_text()) if state.exists() else []
     status.partitions, status.waiting_targets = read_items(items, required, now)

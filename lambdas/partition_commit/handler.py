@@ -1,7 +1,8 @@
 """State machine task between a run's SQL and its catalog swap (both stages): make the run's prefix
 the partition's next version in the pipeline-state table (``lakeline.commits``).
 
-It carries the published version's files into the prefix for an incremental append, then commits with
+It carries the published version's files into the prefix for an incremental append (for a stage B
+append, all but those of the contribution the run replaces), then commits with
 a compare-and-swap on the version held by the run's lease. A run whose lease was lost (it expired and
 another run took the partition) fails here, before it could move the partition: ``LeaseLost``.
 """
@@ -41,6 +42,8 @@ class LeasedPlan(BaseModel):
     target_location: str
     applied: list[str]
     carry_from: str | None = None
+    contribution: str | None = None  # stage B append: whose rows the run wrote
+    replaces: list[str] = []  # stage B append: the published files of that contribution, not carried
 
 
 class CommitInput(BaseModel):
@@ -72,7 +75,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise ValidationError(f"the plan writes {request.plan.target_location} but its lease is for {lease.location}")
     run = runtime()
     state = commit_write(
-        run.commits, lease, run.store, carry_from=request.plan.carry_from, applied=request.plan.applied
+        run.commits,
+        lease,
+        run.store,
+        carry_from=request.plan.carry_from,
+        applied=request.plan.applied,
+        contribution=request.plan.contribution,
+        replaces=request.plan.replaces,
     )
     logger.info(
         "partition committed",

@@ -132,6 +132,9 @@ def test_sql_keeps_spark_running_between_calls_until_another_command_needs_the_w
     # The next call is answered by the same server: Spark does not start again.
     second = run([*count, "--format", "json"], project)
     assert (second.returncode, json.loads(second.stdout), server_pid(project)) == (0, [{"n": 7}], pid)
+    # `lakeline status` says it runs, and how it ends.
+    shown = run(["lakeline", "status", "--config", "lakeline.yml", "--format", "json"], project)
+    assert f"running as pid {pid}" in json.loads(shown.stdout)["sql_server"], shown.stdout[-2000:]
     # A failed statement is one line, and the server stays for the next.
     failed = run(["lakeline", "sql", "--config", "lakeline.yml", "-q", "SELECT nope FROM shop_pos_dev.sales"], project)
     assert failed.returncode == 1 and "UNRESOLVED_COLUMN" in failed.stderr and len(failed.stderr.splitlines()) == 1

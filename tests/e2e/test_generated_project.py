@@ -7,8 +7,9 @@ weather as Parquet per day (one day never gets its file; NULL readings, airports
 airlines as an unpartitioned JSON-lines table (a NULL alliance; one carrier missing) joined in a step;
 ``daily_ops`` waits for flights *and* weather (``triggerMode: all``), ``weekly_ops`` is chained from it
 into the week ending on Saturday, and ``ops_3d`` is the trailing three-day window over it
-(``TargetRange``). The late file must rebuild its day, its week and the three windows containing it,
-and nothing else.
+(``TargetRange``). ``carrier_log`` and ``ops_log`` are ``append`` targets (one ``any``, one ``all``):
+each version of a day's flights replaces the rows the last one appended. The late file must rebuild
+its day, its week, the three windows containing it and its day of each log, and nothing else.
 """
 
 from __future__ import annotations
@@ -113,6 +114,54 @@ ITEMS: dict[str, dict[str, Any]] = {
             {"token": "$first_day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 1 - WINDOW}},
         ],
     },
+    # Append targets: a day's rows are added to the partition, once per triggering partition; a new
+    # version of that partition (a second file, a late one) replaces the rows it added before.
+    "carrier_log": {
+        "dataset": "air_reports_dev.carrier_log",
+        "dependencies": [
+            {
+                "TableName": "air_ops_dev.flights",
+                **DEPENDENCY,
+                "Usage": "append",
+                "relativedelta_attributes": {"days": 0},
+            }
+        ],
+        "partitionColumn": "day",
+        "partitionPythonMask": "%Y-%m-%d",
+        "steps": [
+            {
+                "db": "air_reports_dev",
+                "info": "flights per carrier",
+                "sql": "INSERT INTO air_reports_dev.carrier_log SELECT carrier, count(*), '$day' "
+                "FROM air_ops_dev.flights WHERE day = '$day' GROUP BY carrier",
+            }
+        ],
+        "date_substitutions": [{"token": "$day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 0}}],
+    },
+    "ops_log": {
+        "dataset": "air_reports_dev.ops_log",
+        "triggerMode": "all",
+        "dependencies": [
+            {
+                "TableName": f"air_ops_dev.{table}",
+                **DEPENDENCY,
+                "Usage": "append",
+                "relativedelta_attributes": {"days": 0},
+            }
+            for table in ("flights", "weather")
+        ],
+        "partitionColumn": "day",
+        "partitionPythonMask": "%Y-%m-%d",
+        "steps": [
+            {
+                "db": "air_reports_dev",
+                "info": "the day's flights and readings",
+                "sql": "INSERT INTO air_reports_dev.ops_log SELECT (SELECT count(*) FROM air_ops_dev.flights "
+                "WHERE day = '$day'), (SELECT count(*) FROM air_ops_dev.weather WHERE day = '$day'), '$day'",
+            }
+        ],
+        "date_substitutions": [{"token": "$day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 0}}],
+    },
 }
 DAILY_SQL = """
 INSERT INTO air_reports_dev.daily_ops
@@ -138,6 +187,10 @@ CREATE EXTERNAL TABLE IF NOT EXISTS air_reports_dev.weekly_ops (
 CREATE EXTERNAL TABLE IF NOT EXISTS air_reports_dev.ops_3d (
     flights BIGINT, departed BIGINT, delay_minutes DOUBLE, revenue DOUBLE, days BIGINT
 ) PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/ops_3d/';
+CREATE EXTERNAL TABLE IF NOT EXISTS air_reports_dev.carrier_log (carrier STRING, flights BIGINT)
+PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/carrier_log/';
+CREATE EXTERNAL TABLE IF NOT EXISTS air_reports_dev.ops_log (flights BIGINT, readings BIGINT)
+PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/ops_log/';
 """
 CONFIG = """workspace: ws
 raw: incoming
@@ -424,7 +477,16 @@ def expected_tables(data: DataSet, flights: list[Flight]) -> dict[str, list[list
                 end,
             ]
         )
+    carriers: dict[tuple[str, str], int] = defaultdict(int)
+    for f in flights:
+        carriers[(f.day, f.carrier)] += 1
+    day_flights = {day: sum(f.day == day for f in flights) for day in DAYS}
     return {
+        # One row per carrier and day, and one per day with weather, however many versions a day had.
+        "air_reports_dev.carrier_log": sorted(([c, n, day] for (day, c), n in carriers.items()), key=repr),
+        "air_reports_dev.ops_log": sorted(
+            ([day_flights[day], len(readings), day] for day, readings in data.weather.items()), key=repr
+        ),
         "air_reports_dev.daily_ops": sorted(daily, key=repr),
         "air_reports_dev.weekly_ops": sorted(weekly, key=repr),
         "air_reports_dev.ops_3d": sorted(windows, key=repr),
@@ -523,8 +585,8 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
     # The day without weather waits for it; it is not an error.
     (no_weather,) = set(DAYS) - set(data.weather)
     report = status(config)
-    assert [(w["target_partition"], w["missing"]) for w in report["waiting_targets"]] == [
-        (f"air_reports_dev.daily_ops/day={no_weather}", ["air_ops_dev.weather"])
+    assert sorted((w["target_partition"], w["missing"]) for w in report["waiting_targets"]) == [
+        (f"air_reports_dev.{table}/day={no_weather}", ["air_ops_dev.weather"]) for table in ("daily_ops", "ops_log")
     ]
     before = versions(report)
     assert before.keys() == partitions(data, flights)
@@ -552,8 +614,10 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
         ("air_reports_dev.daily_ops", f"day={data.late_day}"),
         ("air_reports_dev.weekly_ops", f"week_ending={week_ending(data.late_day)}"),
         *(("air_reports_dev.ops_3d", f"day={shift(data.late_day, n)}") for n in range(WINDOW)),
+        ("air_reports_dev.carrier_log", f"day={data.late_day}"),
+        ("air_reports_dev.ops_log", f"day={data.late_day}"),
     }
     after = versions(status(config))
     assert after.keys() == before.keys() == partitions(data, flights)
     assert {partition for partition, version in after.items() if version != before[partition]} == rebuilt
-    assert (summary(tmp_path)["stage_a_runs"], summary(tmp_path)["stage_b_runs"]) == (1, 2 + WINDOW)
+    assert (summary(tmp_path)["stage_a_runs"], summary(tmp_path)["stage_b_runs"]) == (1, 4 + WINDOW)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import logging
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import boto3
 import pytest
@@ -19,7 +20,10 @@ from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.errors import ConfigError
+from lakeline.lineage.pipeline_steps import STAGE_B_COMPLETE, record_stage_b
+from lakeline.lineage.writer import LineageWriter
 from stage_b.messages import LineageParents, StageBMessage
+from stage_b.plan import StageBPlan
 from stage_b.routing import route_finished_partition
 from tests.seed_items import seed_item
 
@@ -83,6 +87,8 @@ def test_seed_example_routes_and_resolves_end_to_end(aws: Aws) -> None:
         "usage": "overwrite",
         "lineage": {"root_id": "root-1", "parent_id": "stage-a-node-7"},
         "path": [f"{CUSTOMERS}/date=20220120"],
+        "also_lineage": [],
+        "contribution": None,
     }
     # what stage B does with it: read the item itself, substitute from the destination partition
     item = aws.store.get_item(message.target_dataset)
@@ -163,9 +169,7 @@ def test_all_mode_needs_a_state_table(aws: Aws) -> None:
         route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store)
 
 
-def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_overwrite_arrival(
-    aws: Aws, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_later_arrival(aws: Aws) -> None:
     aws.define(needing_both())
     node = f"{TARGET}/date=20220115"
     assert aws.route(CUSTOMERS, {"date": "20220120"}) == []
@@ -174,6 +178,8 @@ def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_overw
 
     [message] = aws.route(ORDERS, {"date": "20220117"})  # Monday → the same Saturday 20220115
     assert (message.partition, message.usage, message.trigger.table) == ({"date": "20220115"}, "append", ORDERS)
+    # what an append from the set replaces when the set triggers again: the set's rows, whoever triggers
+    assert message.contribution == "all"
     assert aws.state(node)["completed_by"]["S"] == f"{ORDERS}/date=20220117"
 
     # the completing arrival redelivered (say its message was lost): it triggers again
@@ -183,14 +189,36 @@ def test_all_mode_triggers_when_every_source_has_arrived_and_then_on_every_overw
     [late] = aws.route(CUSTOMERS, {"date": "20220120"}, run="20220125t000000000000_late000000")
     assert (late.trigger.run, late.usage) == ("20220125t000000000000_late000000", "overwrite")
     assert len(aws.route(CUSTOMERS, {"date": "20220121"})) == 1
-    # a source used append does not (its step would append the partition's rows again); the log says so
-    with caplog.at_level(logging.WARNING, logger="stage_b.routing"):
-        assert aws.route(ORDERS, {"date": "20220118"}) == []
-    assert "an append target takes each partition once" in caplog.text
+    # so does a source used append: its run replaces the rows the set appended before (stage_b.plan)
+    [appended] = aws.route(ORDERS, {"date": "20220118"})
+    assert appended.contribution_key() == message.contribution_key() == late.contribution_key()
     assert aws.state(node)["completed_by"]["S"] == f"{ORDERS}/date=20220117"
     # the next week's partition is tracked on its own
     assert aws.route(CUSTOMERS, {"date": "20220122"}) == []
     assert len(aws.route(ORDERS, {"date": "20220124"})) == 1
+
+
+def test_an_all_target_is_recorded_in_the_lineage_tree_of_every_source(aws: Aws) -> None:
+    """Before: the archive linked an ``all`` target's run to the arrival that completed the set only."""
+    aws.define(needing_both())
+    customers = LineageParents(root_id="root-customers", parent_id="node-customers-v1")
+    orders = LineageParents(root_id="root-orders", parent_id="node-orders")
+    route = route_finished_partition
+    assert route(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker(), lineage=customers).messages == []
+    newer = LineageParents(root_id="root-customers-2", parent_id="node-customers-v2")  # a second version
+    assert route(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker(), lineage=newer).messages == []
+    [message] = route(ORDERS, {"date": "20220117"}, aws.store, aws.tracker(), lineage=orders).messages
+    assert (message.lineage, message.also_lineage) == (orders, [newer])
+
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]
+    plan = cast(StageBPlan, SimpleNamespace(target_location="s3://analytics/t/date=20220115/run/", dataset=TARGET))
+    record_stage_b(LineageWriter(sqs, queue), plan, message)
+    bodies = [json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]]
+    assert sorted((b["root_id"], b["parent_id"], b["action_taken"]) for b in bodies) == [
+        ("root-customers-2", "node-customers-v2", STAGE_B_COMPLETE),
+        ("root-orders", "node-orders", STAGE_B_COMPLETE),
+    ]
 
 
 Interleave = Callable[[], None]

@@ -157,7 +157,9 @@ def test_router_plans_with_the_sql_file_from_artifacts_and_starts_once(aws: dict
     plan = payload["plan"]
     (step,) = plan["steps"]
     assert step["writes_target"] is True
-    assert "UNION ALL" in step["sql"], "append carries the partition's current rows forward"
+    # an append writes its own rows; the partition's published files (none yet) are carried in at commit
+    assert "UNION ALL" not in step["sql"]
+    assert (plan["contribution"], plan["carry_from"], plan["replaces"]) == (message().contribution_key(), None, [])
     assert "WHERE \"date\" = '20220120'" in step["sql"]
     assert plan["target_location"].startswith("s3://analytics-bucket/engineering/daily_customers/date=20220120/")
 

@@ -18,6 +18,7 @@ from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
+from stage_b.messages import StageBMessage
 from tests.seed_items import seed_item
 
 REGION = "us-east-1"
@@ -161,7 +162,7 @@ def test_reprocess_routes_a_range_of_partitions_again_into_queue_b(stack: dict[s
 
     planned = CliRunner().invoke(app, [*args, "--dry-run"])
     assert planned.exit_code == 0, planned.output
-    assert "3 partitions routed again; would rebuild 3 targets" in planned.output
+    assert "3 partitions routed again; would rebuild 6 targets" in planned.output
     queued = stack["sqs"].receive_message(QueueUrl=stack["queue_b"], MaxNumberOfMessages=10)
     assert queued.get("Messages", []) == []  # a dry run sends nothing
 
@@ -169,11 +170,15 @@ def test_reprocess_routes_a_range_of_partitions_again_into_queue_b(stack: dict[s
     assert result.exit_code == 0, result.output
     messages = stack["sqs"].receive_message(QueueUrl=stack["queue_b"], MaxNumberOfMessages=10)["Messages"]
     bodies = [json.loads(message["Body"]) for message in messages]
-    assert sorted(body["partition"]["date"] for body in bodies) == ["20220115", "20220115", "20220122"]
-    assert {body["target_dataset"] for body in bodies} == {stack["item"].dataset}
+    for target in (stack["item"].dataset, "engineering_analytics_dev.appended"):
+        dates = sorted(body["partition"]["date"] for body in bodies if body["target_dataset"] == target)
+        assert dates == ["20220115", "20220115", "20220122"], target
     assert all(body["trigger"]["run"].startswith("reprocess-") for body in bodies)
-    # The append target would take its rows a second time: it is named, not rebuilt.
-    assert result.output.count("an append target would add its rows again") == 3
+    # The append target is rebuilt too: each run replaces the rows its trigger's partition appended
+    # before (the same contribution as the first run's), so nothing is taken twice.
+    first = StageBMessage.model_validate(next(b for b in bodies if b["target_dataset"].endswith(".appended")))
+    original = first.model_copy(update={"trigger": first.trigger.model_copy(update={"run": "stage-a-run"})})
+    assert first.contribution_key() == original.contribution_key()
 
 
 def test_dlq_list_shows_each_reason_and_leaves_the_queue_as_it_was(stack: dict[str, Any]) -> None:
@@ -290,15 +295,15 @@ def test_reprocess_raw_sends_the_raw_files_loaded_into_a_range_through_stage_a_a
     assert again.exit_code == 1, again.output
     assert "sent 2 raw files" in again.output and f"left out {sent[0]}: gone from s3://raw" in again.output
 
-    # An append target would take the rebuilt partitions' rows again: refused, naming it.
+    # An append target reached from the table does not stop it: the rebuilt partitions replace the
+    # rows they appended before (stage_b.plan), they do not add them again.
     appended = seed_item(dataset="engineering_analytics_dev.appended")
     appended["dependencies"][0]["Usage"] = "append"
     store = DependencyStore(stack["dynamodb"], "dependencies", "dependencies-by-table")
     store.put_items([parse_dependency_item(appended)])
     backfill(store)
-    refused = CliRunner().invoke(app, args)
-    assert refused.exit_code == 2, refused.output
-    assert "--raw would append rows a second time to engineering_analytics_dev.appended" in refused.output
+    accepted = CliRunner().invoke(app, args)
+    assert accepted.exit_code == 1 and "sent 2 raw files" in accepted.output, accepted.output
 
     mixed = CliRunner().invoke(app, [*args, "--target", "engineering_analytics_dev.x"])
     assert mixed.exit_code == 2 and "give no --target" in mixed.output

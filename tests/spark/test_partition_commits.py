@@ -333,7 +333,15 @@ class StageB:
         execute_stage_b(plan, self.engine, self.services.store)
 
     def commit(self, plan: StageBPlan) -> None:
-        commit_write(self.commits, lease(plan), self.services.store, carry_from=None, applied=plan.applied)
+        commit_write(
+            self.commits,
+            lease(plan),
+            self.services.store,
+            carry_from=plan.carry_from,
+            applied=plan.applied,
+            contribution=plan.contribution,
+            replaces=plan.replaces,
+        )
 
     def complete(self, plan: StageBPlan | None, *, written: bool = False) -> None:
         """Run ``plan`` (from its commit on, if ``written``) and every follow-up to the end."""
@@ -351,6 +359,20 @@ class StageB:
 
     def rows(self) -> int:
         return int(self.engine.execute(f"SELECT count(*) FROM {self.target} WHERE \"date\" = '{DAY}'").rows[0][0])
+
+    def add_source_rows(self, first: int, last: int) -> None:
+        """More rows in the source's partition (ids ``first`` to ``last - 1``), as a new version would bring."""
+        source = self.target.replace("eng_out_", "eng_src_").replace(".copies", ".events")
+        self.engine.session.sql(f"INSERT INTO {source} SELECT id, '{DAY}' FROM range({first}, {last})")
+
+    def contributions(self) -> dict[str, int]:
+        """``{contribution key: files}`` of the published version."""
+        state = self.commits.read(f"commit#{self.target}/date={DAY}")
+        counts: dict[str, int] = {}
+        for entry in state.contributions:
+            key = entry.partition("|")[0]
+            counts[key] = counts.get(key, 0) + 1
+        return counts
 
 
 def stage_b_driver(
@@ -399,19 +421,21 @@ def stage_b_driver(
 def test_append_messages_of_overlapping_runs_are_each_applied_once(
     spark_engine: SparkEngine, workspace: Workspace, commits: PartitionCommits, tmp_path: Path
 ) -> None:
-    """Before: two sources (``any``), overlapping appends: 20 rows, both marked applied, never repaired."""
+    """Before: two sources (``any``), overlapping appends: 20 rows, both marked applied, never repaired.
+    Then: a second version of eng_a.x's partition appended its rows again (30 rows where 20 belong)."""
     b = stage_b_driver(spark_engine, workspace, commits, tmp_path, "append")
     b.complete(b.arrive(b.message("eng_a.x", "20220120t100000000000_aaaaaaaaaa", "append")))
     assert b.rows() == 10
     first = b.arrive(b.message("eng_a.x", "20220120t110000000000_bbbbbbbbbb", "append"))
     assert first is not None
-    b.write(first)  # in flight
+    b.write(first)  # in flight: eng_a.x's partition again, a new version
     assert b.arrive(b.message("eng_b.y", "20220120t110000000001_cccccccccc", "append")) is None
     b.complete(first, written=True)
-    assert (b.rows(), b.runs) == (30, 3)
+    # eng_a.x's rows once (its second version replaced its first), and eng_b.y's: one contribution each.
+    assert (b.rows(), b.runs) == (20, 3)
     # Redelivering any of them adds nothing.
     b.complete(b.arrive(b.message("eng_b.y", "20220120t110000000001_cccccccccc", "append")))
-    assert b.rows() == 30
+    assert b.rows() == 20
 
 
 def test_an_older_append_run_whose_lease_expired_publishes_nothing(
@@ -425,12 +449,13 @@ def test_an_older_append_run_whose_lease_expired_publishes_nothing(
     b.write(older)
     clock.now += 601
     newer = b.arrive(b.message("eng_b.y", "20220120t120000000000_cccccccccc", "append"))
-    assert newer is not None and len(newer.message_ids) == 2  # it takes the stalled run's message too
+    # It takes the stalled run's message first (one contribution per append run), then its own.
+    assert newer is not None and newer.message_ids == older.message_ids
     b.complete(newer)
-    assert b.rows() == 30
+    assert (b.rows(), b.runs) == (20, 4)
     with pytest.raises(LeaseLost):
         b.commit(older)
-    assert b.rows() == 30
+    assert b.rows() == 20
 
 
 def test_a_stale_overwrite_run_cannot_empty_the_partition(
@@ -448,3 +473,63 @@ def test_a_stale_overwrite_run_cannot_empty_the_partition(
     with pytest.raises(LeaseLost):
         b.commit(stale)
     assert b.rows() == 10
+
+
+def test_a_new_version_of_a_trigger_replaces_its_rows_and_the_others_stay_as_they_were(
+    spark_engine: SparkEngine, workspace: Workspace, commits: PartitionCommits, tmp_path: Path
+) -> None:
+    """Before: each version of a trigger's partition appended the steps' rows again (a second file in a
+    day doubled the day's rows). A recompute of every contribution would not keep eng_b.y's 15 rows."""
+    b = stage_b_driver(spark_engine, workspace, commits, tmp_path, "append")
+    a_v1, a_v2 = (b.message("eng_a.x", f"20220120t1{n}0000000000_aaaaaaaaaa", "append") for n in (0, 2))
+    y = b.message("eng_b.y", "20220120t110000000000_bbbbbbbbbb", "append")
+    b.complete(b.arrive(a_v1))
+    b.add_source_rows(10, 15)
+    b.complete(b.arrive(y))
+    assert b.rows() == 10 + 15
+    b.add_source_rows(15, 20)
+    b.complete(b.arrive(a_v2))  # eng_a.x's partition again: its 10 rows become the 20 there are now
+    assert b.rows() == 20 + 15
+    assert b.contributions() == {a_v2.contribution_key(): 1, y.contribution_key(): 1}
+    b.complete(b.arrive(a_v2))  # redelivered: nothing changes
+    assert (b.rows(), b.runs) == (35, 3)
+
+
+def test_a_new_version_that_arrives_while_the_last_is_appended_replaces_it(
+    spark_engine: SparkEngine, workspace: Workspace, commits: PartitionCommits, tmp_path: Path
+) -> None:
+    """A gate between the run's write and its commit: the next version waits, then replaces it."""
+    b = stage_b_driver(spark_engine, workspace, commits, tmp_path, "append")
+    first = b.arrive(b.message("eng_a.x", "20220120t100000000000_aaaaaaaaaa", "append"))
+    assert first is not None
+    b.write(first)
+    b.add_source_rows(10, 12)
+    assert b.arrive(b.message("eng_a.x", "20220120t110000000000_bbbbbbbbbb", "append")) is None  # waits
+    b.complete(first, written=True)
+    assert (b.rows(), b.runs) == (12, 2)
+
+
+def test_a_commit_retried_after_a_crash_between_the_carry_and_the_commit_records_only_its_own_files(
+    spark_engine: SparkEngine, workspace: Workspace, commits: PartitionCommits, tmp_path: Path
+) -> None:
+    b = stage_b_driver(spark_engine, workspace, commits, tmp_path, "append")
+    b.complete(b.arrive(b.message("eng_a.x", "20220120t100000000000_aaaaaaaaaa", "append")))
+    y = b.message("eng_b.y", "20220120t110000000000_bbbbbbbbbb", "append")
+    plan = b.arrive(y)
+    assert plan is not None and plan.carry_from is not None
+    b.write(plan)
+    commit = commits.commit
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("the function died after carrying the files")
+
+    commits.commit = crash  # type: ignore[method-assign]
+    with pytest.raises(ConnectionError):
+        b.commit(plan)
+    commits.commit = commit  # type: ignore[method-assign]
+    b.complete(plan, written=True)  # the retry: carries again (idempotent) and commits
+    assert b.rows() == 20
+    assert b.contributions() == {
+        b.message("eng_a.x", "", "append").contribution_key(): 1,
+        y.contribution_key(): 1,
+    }
