@@ -685,7 +685,7 @@ def reprocess_command(
         console.print(f"  {escape(message.node)}", soft_wrap=True)
     for line in [*done.skipped, *done.unrouted]:
         console.print(f"[yellow]left out[/] {escape(line)}", soft_wrap=True)
-    if failed or done.unrouted:
+    if failed or done.unrouted or done.skipped:
         raise typer.Exit(1)
 
 

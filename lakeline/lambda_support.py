@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field, ValidationError
@@ -98,8 +98,14 @@ RERUNNABLE_STATES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
 MAX_ATTEMPTS = 10
 
 
-def start_execution_once(sfn: SFNClient, state_machine_arn: str, name: str, payload: str) -> tuple[str, bool]:
-    """Start ``name`` unless it already ran or runs; return (execution name, duplicate).
+class ExecutionStart(NamedTuple):
+    name: str
+    duplicate: bool  # the execution had been started before: not started again
+    ended: bool = False  # ...and it has already succeeded (nothing of it runs any more)
+
+
+def start_execution_once(sfn: SFNClient, state_machine_arn: str, name: str, payload: str) -> ExecutionStart:
+    """Start ``name`` unless it already ran or runs; say which it was.
 
     The name is fixed by the arrival or message, so a redelivery is recognised. A message re-driven
     from the DLQ after a failed execution runs again, as ``<name>-2``, ``<name>-3``, ...: a name whose
@@ -110,11 +116,11 @@ def start_execution_once(sfn: SFNClient, state_machine_arn: str, name: str, payl
         candidate = name if attempt == 1 else f"{name[:76]}-{attempt}"
         try:
             sfn.start_execution(stateMachineArn=state_machine_arn, name=candidate, input=payload)
-            return candidate, False
+            return ExecutionStart(candidate, False)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
                 raise
         status = sfn.describe_execution(executionArn=f"{execution_prefix}:{candidate}")["status"]
         if status not in RERUNNABLE_STATES:
-            return candidate, True
+            return ExecutionStart(candidate, True, ended=status == "SUCCEEDED")
     raise ConfigError(f"execution {name} failed {MAX_ATTEMPTS} times; not starting it again")

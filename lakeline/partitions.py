@@ -137,6 +137,14 @@ def settle_run(
     return Settlement(finished.follow_up, sweep_state(commits, finished.state, store, grace_seconds=grace_seconds))
 
 
+def hand_over_reentered(commits: PartitionCommits, lease: Lease, *, root: str) -> Lease | None:
+    """The lease a redelivered arrival or message re-took (same run token) after its run had ended: no
+    execution will end it, so hand it to a follow-up run now (returned: the caller starts it). What
+    waits, the redelivery included, stays in the queue for that run, so nothing is dropped unapplied;
+    ``None`` if the lease is no longer this run's."""
+    return finish_run(commits, lease, new_run_token, root).follow_up
+
+
 @dataclass(frozen=True)
 class Abandoned:
     """A failed run's end: ``held`` is False when its lease had been lost (its arrivals still wait for

@@ -20,7 +20,7 @@ from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
 from lakeline.lambda_support import start_execution_once
 from lakeline.names import check_identifier
-from lakeline.partitions import run_location
+from lakeline.partitions import hand_over_reentered, run_location
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
 from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival
@@ -77,6 +77,7 @@ class StartedRun:
     duplicate: bool
     plan: StageAPlan | None  # None: the arrival waits for the run that holds the partition, or is read by name
     by_name: ReadByName | None = None
+    ended: bool = False  # a duplicate whose execution had already succeeded
 
 
 def partition_commit_key(raw: RawObject, settings: PipelineSettings) -> str:
@@ -230,10 +231,10 @@ def start_plan(
     name = execution_name(parse_raw_key(plan.raw_key), plan.run_token)
     # The failure path reads ``$.arrival``: a follow-up run has none of its own (it parks its arrivals).
     payload = {"plan": plan.to_dict(), "arrival": None, **(extra_input or {})}
-    started, duplicate = start_execution_once(sfn, state_machine_arn, name, json.dumps(payload))
-    if duplicate:
-        logger.info("run %s already started as %s; redelivery ignored", plan.run_token, started)
-    return StartedRun(started, None, duplicate, plan)
+    started = start_execution_once(sfn, state_machine_arn, name, json.dumps(payload))
+    if started.duplicate:
+        logger.info("run %s already started as %s; redelivery ignored", plan.run_token, started.name)
+    return StartedRun(started.name, None, started.duplicate, plan, ended=started.ended)
 
 
 def start_stage_a(
@@ -250,4 +251,14 @@ def start_stage_a(
         return StartedRun("", None, False, None, plan)
     if plan is None:
         return StartedRun("", None, False, None)
-    return start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")})
+    started = start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")})
+    if started.ended and plan.lease is not None:
+        # An arrival redelivered after its run ended took that run's lease again (its run token is
+        # fixed by the arrival) and found the execution done: nothing would ever end the lease, so it
+        # goes to a follow-up run at once, which takes the redelivery and anything else waiting.
+        handed = hand_over_reentered(commits, Lease.from_dict(plan.lease), root=plan.stage_partition_root)
+        follow_up = plan_follow_up(handed, settings, catalog, commits) if handed is not None else None
+        if follow_up is not None:
+            logger.info("run %s had ended; its partition's lease goes to run %s", plan.run_token, follow_up.run_token)
+            return start_plan(follow_up, sfn, state_machine_arn)
+    return started

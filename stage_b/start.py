@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from lakeline.commits import Lease, PartitionCommits, commit_key
 from lakeline.dependencies.resolve import partition_path
 from lakeline.lambda_support import start_execution_once
-from lakeline.partitions import new_run_token, run_token_time
+from lakeline.partitions import hand_over_reentered, new_run_token, run_token_time
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
 
@@ -37,6 +37,7 @@ class StartedRun:
     execution_name: str
     duplicate: bool
     plan: StageBPlan | None  # None: the message waits for the run that holds the partition
+    ended: bool = False  # a duplicate whose execution had already succeeded
 
 
 def message_commit_key(message: StageBMessage) -> str:
@@ -84,7 +85,23 @@ def plan_follow_up(handed_over: Lease, plan: Planner, commits: PartitionCommits)
 def start_plan(plan: StageBPlan, sfn: SFNClient, state_machine_arn: str) -> StartedRun:
     name = execution_name(plan)
     payload = json.dumps({"message": plan.message, "plan": plan.to_dict()})
-    started, duplicate = start_execution_once(sfn, state_machine_arn, name, payload)
-    if duplicate:
-        logger.info("run %s already started as %s; redelivery ignored", plan.run_token, started)
-    return StartedRun(started, duplicate, plan)
+    started = start_execution_once(sfn, state_machine_arn, name, payload)
+    if started.duplicate:
+        logger.info("run %s already started as %s; redelivery ignored", plan.run_token, started.name)
+    return StartedRun(started.name, started.duplicate, plan, ended=started.ended)
+
+
+def start_leased(
+    plan: StageBPlan, planner: Planner, commits: PartitionCommits, sfn: SFNClient, state_machine_arn: str
+) -> StartedRun:
+    """Start a leased plan's run. A message redelivered after its run ended takes that run's lease
+    again (its run token is fixed by the message) and finds the execution done: nothing would ever
+    end the lease, so it is handed to a follow-up run at once, which is started here."""
+    started = start_plan(plan, sfn, state_machine_arn)
+    if started.ended and plan.lease is not None:
+        handed = hand_over_reentered(commits, Lease.from_dict(plan.lease), root=plan.partition_root)
+        follow_up = plan_follow_up(handed, planner, commits) if handed is not None else None
+        if follow_up is not None:
+            logger.info("run %s had ended; its partition's lease goes to run %s", plan.run_token, follow_up.run_token)
+            return start_plan(follow_up, sfn, state_machine_arn)
+    return started

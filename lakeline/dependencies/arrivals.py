@@ -20,18 +20,18 @@ re-sent one) triggers a run from the sources as they are now, so late data reach
 ``append`` target's run replaces the rows its last run for the set appended (``stage_b.plan``), so
 they are not added twice. The item keeps the set, so readiness survives restarts.
 
-The item also keeps, per source, where its latest arrival sits in the lineage trees
-(``arrived_lineage``, ``<table>|<time>|<root id>|<node id>``): the lineage archive's records form a
-tree per arrival, and the run of an ``all`` target is written into every source's tree, not only
-into the tree of the arrival that completed the set.
+The item also keeps, per source, where its last recorded arrival sits in the lineage trees (an
+attribute ``lineage@<table>`` = ``<root id>|<node id>``, one per source, so the item does not grow
+with arrivals): the lineage archive's records form a tree per arrival, and the run of an ``all``
+target is written into every source's tree, not only into the tree of the arrival that completed it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -70,18 +70,19 @@ class ArrivalTracker:
         ``arrival`` identifies this arrival (source table and partition), so that its redelivery is
         recognised as the same arrival. ``lineage``: its (root id, node id) in the lineage records.
         """
-        moment = datetime.now(UTC)
-        now = moment.isoformat()
+        now = datetime.now(UTC).isoformat()
         values: dict[str, AttributeValueTypeDef] = {":source": {"SS": [source_table]}, ":now": {"S": now}}
-        added = "arrived_sources :source"
+        names = {"#sources": "arrived_sources"}  # never empty, which DynamoDB refuses
+        sets = "updated_at = :now"
         if lineage is not None:
-            entry = "|".join((source_table, f"{moment:%Y%m%dT%H%M%S%f}", *lineage))
-            values[":lineage"] = {"SS": [entry]}
-            added += ", arrived_lineage :lineage"
+            names["#lineage"] = f"{LINEAGE_ATTRIBUTE}{source_table}"
+            values[":lineage"] = {"S": "|".join(lineage)}
+            sets += ", #lineage = :lineage"
         response = self.client.update_item(
             TableName=self.table_name,
             Key={"target_partition": {"S": target_partition}},
-            UpdateExpression=f"ADD {added} SET updated_at = :now",
+            UpdateExpression=f"ADD #sources :source SET {sets}",
+            ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW",
         )
@@ -89,7 +90,7 @@ class ArrivalTracker:
         arrived = frozenset(image.get("arrived_sources", {}).get("SS", []))
         missing = frozenset(required) - arrived
         completed_by = image.get("completed_by", {}).get("S")
-        others = latest_lineage(image.get("arrived_lineage", {}).get("SS", []), source_table)
+        others = sources_lineage(image, source_table)
         if missing:
             return ArrivalDecision(target_partition, arrived, missing, False, completed_by)
         if completed_by is not None and completed_by != arrival:
@@ -111,11 +112,15 @@ class ArrivalTracker:
         return ArrivalDecision(target_partition, arrived, missing, True, arrival, sources_lineage=others)
 
 
-def latest_lineage(entries: Collection[str], besides: str) -> tuple[tuple[str, str], ...]:
-    """(root id, node id) of the latest recorded arrival of each source but ``besides``, by source."""
-    latest: dict[str, tuple[str, str, str]] = {}
-    for entry in entries:
-        table, at, root, node = [*entry.split("|", 3), "", "", ""][:4]
-        if table != besides and root and node and (table not in latest or at > latest[table][0]):
-            latest[table] = (at, root, node)
-    return tuple((root, node) for _, root, node in (latest[table] for table in sorted(latest)))
+LINEAGE_ATTRIBUTE = "lineage@"
+
+
+def sources_lineage(image: Mapping[str, Any], besides: str) -> tuple[tuple[str, str], ...]:
+    """(root id, node id) of the last recorded arrival of each source but ``besides``, by source."""
+    found = []
+    for name in sorted(image):
+        if name.startswith(LINEAGE_ATTRIBUTE) and name != f"{LINEAGE_ATTRIBUTE}{besides}":
+            root, _, node = str(image[name].get("S", "")).partition("|")
+            if root and node:
+                found.append((root, node))
+    return tuple(found)

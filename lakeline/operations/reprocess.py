@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from lakeline.commits import COMMIT_PREFIX, commit_partition
+from lakeline.commits import COMMIT_PREFIX, PartitionCommits, commit_key, commit_partition
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.resolve import partition_path
 from lakeline.dependencies.store import DependencyStore
@@ -117,6 +117,15 @@ def scan_table_partitions(
     return table_partitions(scan_commit_items(dynamodb, pipeline_state, table), table, first, last)
 
 
+def unowned_files(commits: PartitionCommits, message: StageBMessage) -> int:
+    """How many of an append target partition's published files no contribution owns (written before
+    contributions were recorded, or by an overwrite rebuild): an append run keeps them as they are."""
+    state = commits.read(commit_key(message.target_dataset, partition_path(message.partition)))
+    if state.published is None:
+        return 0
+    return max(0, state.files - len(state.contributions))
+
+
 def reprocess_run(now: datetime | None = None) -> str:
     """A reprocess's run id: new each time, so no receiver takes it for a redelivery."""
     return f"reprocess-{(now or datetime.now(UTC)):%Y%m%dt%H%M%S%f}"
@@ -201,6 +210,7 @@ def reprocess(
     """Route each partition of ``table`` again and send the targets' messages to queue B."""
     run = reprocess_run(now)
     done = Reprocessing()
+    commits = PartitionCommits(arrivals.client, arrivals.table_name)  # the same pipeline-state table
     for partition in partitions:
         done.partitions.append(partition_path(partition))
         if dry_run:  # the routes only: deciding trigger mode all's readiness would record the arrival
@@ -221,6 +231,13 @@ def reprocess(
         done.unrouted += [target.describe() for target in unrouted]
         for message in messages:
             if targets and message.target_dataset not in targets:
+                continue
+            unowned = unowned_files(commits, message) if message.usage == "append" else 0
+            if unowned:
+                done.skipped.append(
+                    f"{message.node}: {unowned} of its files were appended before Lakeline recorded whose rows "
+                    "each file holds, so a re-run would add rows they may already hold; not rebuilt"
+                )
                 continue
             done.messages.append(message)
     if not done.partitions:

@@ -33,7 +33,7 @@ from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, plan_stage_b
 from stage_b.process import team_of
-from stage_b.start import begin_message, plan_follow_up, start_plan
+from stage_b.start import begin_message, plan_follow_up, start_leased
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -109,7 +109,7 @@ def handle_record(record: SQSRecord) -> None:
     if planned is None:
         logger.info("message waits for the target partition's run in flight", extra={"body": record.body[:500]})
         return
-    started = start_plan(planned, run.sfn, run.environment.state_machine_arn)
+    started = start_leased(planned, planner, run.commits, run.sfn, run.environment.state_machine_arn)
     logger.info(
         "stage B started",
         extra={"target": planned.dataset, "partition": planned.partition, "execution": started.execution_name},

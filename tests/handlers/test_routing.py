@@ -209,6 +209,14 @@ def test_an_all_target_is_recorded_in_the_lineage_tree_of_every_source(aws: Aws)
     assert route(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker(), lineage=newer).messages == []
     [message] = route(ORDERS, {"date": "20220117"}, aws.store, aws.tracker(), lineage=orders).messages
     assert (message.lineage, message.also_lineage) == (orders, [newer])
+    # One position per source, however many times it arrives: the item does not grow with arrivals.
+    for _ in range(20):
+        route(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker(), lineage=newer)
+    state = aws.state(f"{TARGET}/date=20220115")
+    assert sorted(name for name in state if name.startswith("lineage@")) == [
+        f"lineage@{CUSTOMERS}",
+        f"lineage@{ORDERS}",
+    ]
 
     sqs = boto3.client("sqs", region_name="us-east-1")
     queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]

@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.stepfunctions.models import stepfunctions_backends
 
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
@@ -171,6 +172,45 @@ def test_redelivered_arrival_does_not_start_a_second_execution(aws: dict[str, An
     router.handler(sqs_event(event), CONTEXT)
     router.handler(sqs_event(event), CONTEXT)
     assert len(executions(aws)) == 1
+
+
+def succeeded(execution_arn: str) -> None:
+    """The execution ended well (moto's executions stay RUNNING: its model is told)."""
+    stepfunctions_backends["123456789012"][REGION].describe_execution(execution_arn).status = "SUCCEEDED"
+
+
+def partition_state(key: str) -> dict[str, Any]:
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName="pipeline-state", Key={"target_partition": {"S": key}}, ConsistentRead=True
+    )["Item"]
+    return dict(item)
+
+
+def test_an_arrival_redelivered_after_its_run_ended_hands_the_lease_to_a_run_that_ends_it(
+    aws: dict[str, Any],
+) -> None:
+    """Before: the redelivery took the ended run's lease again (same run token), its execution was
+    found done ("duplicate") and nothing ended the lease: the partition was held for 3 hours and the
+    arrivals queued behind it waited until some later arrival."""
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    event = eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")
+    router.handler(sqs_event(event), CONTEXT)
+    (first,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    assert post_update.handler({"plan": plan}, CONTEXT)["follow_up"] is None
+    succeeded(first["executionArn"])
+    key = plan["lease"]["key"]
+    assert "lease_owner" not in partition_state(key)
+
+    router.handler(sqs_event(event), CONTEXT)  # the redelivery
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    handed = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    assert (handed["mode"], handed["applied"]) == ("none", [])  # it has nothing to load: the file is in
+    assert partition_state(key)["lease_owner"]["S"] == handed["run_token"] != plan["run_token"]
+    assert post_update.handler({"plan": handed}, CONTEXT)["follow_up"] is None
+    state = partition_state(key)
+    assert "lease_owner" not in state and "pending" not in state and state["version"]["N"] == "1"
 
 
 def queued(aws: dict[str, Any], queue: str) -> list[dict[str, Any]]:

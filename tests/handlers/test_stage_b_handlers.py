@@ -20,7 +20,7 @@ from lambdas.stage_b_failure import handler as failure
 from lambdas.stage_b_post_update import handler as post_update
 from lambdas.stage_b_router import handler as router
 from stage_b.messages import SourceArrival, StageBMessage
-from tests.handlers.test_stage_a_handlers import sqs_event
+from tests.handlers.test_stage_a_handlers import sqs_event, succeeded
 from tests.lambda_context import LambdaContextStub
 
 REGION = "us-east-1"
@@ -210,6 +210,27 @@ def test_post_update_records_the_append_and_routes_the_chain(aws: dict[str, Any]
     # A redelivered message is planned as a run with nothing to apply.
     again = router.handler(sqs_event(message().model_dump_json()), CONTEXT)
     assert again == {"batchItemFailures": []}
+
+
+def test_a_message_redelivered_after_its_run_ended_hands_the_lease_to_a_run_that_ends_it(
+    aws: dict[str, Any],
+) -> None:
+    """Before: the redelivery took the ended run's lease again and found its execution done; nothing
+    ended the lease, and the messages behind it waited for hours."""
+    payload = planned(aws, message())
+    commit.handler({"plan": payload["plan"]}, CONTEXT)
+    post_update.handler(payload, CONTEXT)
+    (first,) = executions(aws)
+    succeeded(first["executionArn"])
+    router.handler(sqs_event(message().model_dump_json()), CONTEXT)  # redelivered
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    handed = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])
+    assert (handed["plan"]["message_ids"], handed["plan"]["steps"]) == ([], [])  # nothing applied twice
+    post_update.handler(handed, CONTEXT)
+    state = aws["dynamodb"].get_item(
+        TableName="pipeline-state", Key={"target_partition": {"S": f"commit#{TARGET}/date=20220120"}}
+    )["Item"]
+    assert "lease_owner" not in state and "pending" not in state and state["version"]["N"] == "1"
 
 
 def test_failure_removes_the_runs_partial_output(aws: dict[str, Any]) -> None:

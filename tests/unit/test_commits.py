@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.commits import LeaseLost, PartitionCommits, commit_key, finish_run, sweep_partition
+from lakeline.commits import (
+    LeaseLost,
+    PartitionCommits,
+    commit_key,
+    contribution_entry,
+    finish_run,
+    sweep_partition,
+)
+from lakeline.errors import ValidationError
 from lakeline.storage import LocalObjectStore, local_root
 from tests.conftest import Clock
 
@@ -44,6 +52,41 @@ def test_an_arrival_while_the_lease_is_held_waits_and_the_hand_over_takes_it(com
     assert released.state == final
     assert final.lease_owner is None and final.version == 2 and final.retired
     assert commits.begin(KEY, "r6", location("r6"), ROOT, ["c"]) is not None
+
+
+def test_a_run_that_leaves_some_waiting_hands_the_lease_over_even_with_no_new_arrival(
+    commits: PartitionCommits,
+) -> None:
+    """An append run takes one contribution's messages and leaves the others in ``pending``: releasing
+    the lease then would strand them until some later arrival."""
+    lease = commits.begin(KEY, "r1", location("r1"), ROOT, ["x", "y"])
+    assert lease is not None
+    commits.commit(lease, publish=True, files=1, applied=["x"], taken=["x"])
+    finished = finish_run(commits, lease, lambda: "r2", ROOT)
+    assert finished.follow_up is not None and finished.follow_up.pending == ("y",)
+    commits.commit(finished.follow_up, publish=True, files=2, applied=["y"])
+    assert finish_run(commits, finished.follow_up, lambda: "r3", ROOT).follow_up is None
+    assert commits.read(KEY).lease_owner is None and commits.read(KEY).pending == frozenset()
+
+
+def test_a_contribution_replaces_its_own_files_and_keeps_the_others(commits: PartitionCommits) -> None:
+    def run(owner: str, key: str, files: list[str], version_files: int) -> frozenset[str]:
+        lease = commits.begin(KEY, owner, location(owner), ROOT, [owner])
+        assert lease is not None
+        state = commits.commit(lease, publish=True, files=version_files, contribution=(key, files))
+        commits.finish(lease, "next", location("next"))
+        return state.contributions
+
+    assert run("r1", "a", ["a1.parquet"], 1) == {"a|a1.parquet"}
+    assert run("r2", "b", ["b1.parquet", "b2.parquet"], 3) == {"a|a1.parquet", "b|b1.parquet", "b|b2.parquet"}
+    # a again: its file is replaced, b's stay
+    assert run("r3", "a", ["a2.parquet"], 3) == {"a|a2.parquet", "b|b1.parquet", "b|b2.parquet"}
+    # a publish without a contribution is a rebuild of the whole partition: nobody's files are left
+    lease = commits.begin(KEY, "r4", location("r4"), ROOT, ["r4"])
+    assert lease is not None
+    assert commits.commit(lease, publish=True, files=1).contributions == frozenset()
+    with pytest.raises(ValidationError, match="a key without"):
+        contribution_entry("a|b", "f.parquet")
 
 
 def test_a_redelivery_takes_the_same_lease_again(commits: PartitionCommits) -> None:
