@@ -40,8 +40,8 @@ from moto import mock_aws
 from rich.console import Console
 from rich.table import Table
 
+from lakeline.aws.retry import NO_WAIT
 from lakeline.lineage.archive import render_tree
-from lakeline.lineage.backoff import NO_WAIT
 from lakeline.lineage.load import LineageLoader
 from lakeline.lineage.records import LineageRecord, build_records
 from lakeline.lineage.table import LINEAGE_TABLE, record_item

@@ -550,13 +550,13 @@ def status(
         if output not in ("table", "json"):
             raise LakelineError(f"--format must be table or json, not {output!r}")
         if stack is not None:
-            import boto3
+            from lakeline.aws.clients import AwsClients
 
             clients = StackClients(
-                boto3.client("cloudformation"),
-                boto3.client("dynamodb"),
-                boto3.client("sqs"),
-                boto3.client("stepfunctions"),
+                AwsClients().cloudformation,
+                AwsClients().dynamodb,
+                AwsClients().sqs,
+                AwsClients().stepfunctions,
             )
             report: PipelineStatus = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
         else:
@@ -692,8 +692,7 @@ def reprocess_command(
 def _reprocess_stack(
     stack: str, table: str, first: str, last: str, wanted: set[str], dry_run: bool, raw: bool
 ) -> Reprocessing:
-    import boto3
-
+    from lakeline.aws.clients import AwsClients
     from lakeline.dependencies.arrivals import ArrivalTracker
     from lakeline.dependencies.store import DependencyStore
     from lakeline.operations.reprocess import (
@@ -706,8 +705,8 @@ def _reprocess_stack(
     )
     from lakeline.operations.status import stack_outputs
 
-    outputs = stack_outputs(boto3.client("cloudformation"), stack)
-    dynamodb, state, s3 = boto3.client("dynamodb"), outputs["pipeline_state"], boto3.client("s3")
+    outputs = stack_outputs(AwsClients().cloudformation, stack)
+    dynamodb, state, s3 = AwsClients().dynamodb, outputs["pipeline_state"], AwsClients().s3
     store = DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
     if raw:
         done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
@@ -722,7 +721,7 @@ def _reprocess_stack(
         scan_table_partitions(dynamodb, state, table, first, last),
         store,
         ArrivalTracker(dynamodb, state),
-        boto3.client("sqs"),
+        AwsClients().sqs,
         outputs["stage_b_queue"],
         targets=wanted,
         dry_run=dry_run,
@@ -783,12 +782,11 @@ def _dead_letter_queues(named: list[str] | None) -> list[str]:
 
 
 def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) -> int:
-    import boto3
-
+    from lakeline.aws.clients import AwsClients
     from lakeline.operations.dead_letters import read_dead_letters
     from lakeline.operations.status import stack_outputs
 
-    outputs, sqs, parked = stack_outputs(boto3.client("cloudformation"), stack), boto3.client("sqs"), 0
+    outputs, sqs, parked = stack_outputs(AwsClients().cloudformation, stack), AwsClients().sqs, 0
     for name in queues:
         letters = read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]])
         parked += len(letters)
@@ -809,9 +807,9 @@ def dlq_show(
 ) -> None:
     """One parked message whole: its queue, reason, the function that parked it and its body (JSON
     indented); or a quarantined file's reason and where the file is. Nothing is taken off a queue."""
-    import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from lakeline.aws.clients import AwsClients
     from lakeline.operations.dead_letters import read_dead_letters
     from lakeline.operations.status import stack_outputs
 
@@ -828,7 +826,7 @@ def dlq_show(
             console.print(f"reason: {escape(parked.get('reason', ''))}")
             return
         queues = _dead_letter_queues(queue)
-        outputs, sqs = stack_outputs(boto3.client("cloudformation"), stack), boto3.client("sqs")
+        outputs, sqs = stack_outputs(AwsClients().cloudformation, stack), AwsClients().sqs
         for name in queues:
             for letter in read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]]):
                 if letter.message_id == message:
@@ -855,9 +853,9 @@ def dlq_redrive(
     """Send a stage's parked messages back to its queue, once their cause is fixed (a file re-uploaded
     fixed is a new arrival already; this is for a fixed table, grant or item). Targets parked because
     they could not be routed stay: fix the item and use `lakeline reprocess`."""
-    import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from lakeline.aws.clients import AwsClients
     from lakeline.operations.dead_letters import redrive
     from lakeline.operations.status import stack_outputs
 
@@ -865,8 +863,8 @@ def dlq_redrive(
         dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
         if target is None:
             raise LakelineError(f"--queue must be stage-a or stage-b, not {queue!r}")
-        outputs = stack_outputs(boto3.client("cloudformation"), stack)
-        sent, kept = redrive(boto3.client("sqs"), outputs[dead_letters], outputs[target])
+        outputs = stack_outputs(AwsClients().cloudformation, stack)
+        sent, kept = redrive(AwsClients().sqs, outputs[dead_letters], outputs[target])
     except LakelineError as error:
         fail(str(error))
         return

@@ -1,21 +1,17 @@
-"""Small pieces every Lambda handler shares: typed environment, and dead-lettering with a reason."""
+"""Small pieces every Lambda handler shares: typed environment (dead-lettering and starting executions
+are AWS plumbing: ``lakeline.aws``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TypeVar
 
-from botocore.exceptions import ClientError
 from pydantic import BaseModel, Field, ValidationError
 
 from lakeline.commits import DEFAULT_GRACE_SECONDS
 from lakeline.errors import ConfigError
 from lakeline.settings import PipelineSettings, TableSettings
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_stepfunctions import SFNClient
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -42,18 +38,6 @@ def load_environment(model: type[ModelT], environ: Mapping[str, str]) -> ModelT:
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in error.errors())
         raise ConfigError(f"Lambda environment is incomplete or invalid: {problems}") from error
-
-
-def dead_letter(sqs: SQSClient, queue_url: str, body: str, reason: str, source: str) -> None:
-    """Park a message that can never succeed in the DLQ at once, with why, instead of retrying it."""
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=body,
-        MessageAttributes={
-            "lakeline_reason": {"DataType": "String", "StringValue": reason[:1000]},
-            "lakeline_source": {"DataType": "String", "StringValue": source},
-        },
-    )
 
 
 class RouterEnvironment(BaseModel):
@@ -92,35 +76,3 @@ class StepError(BaseModel):
 
     Error: str = "Unknown"
     Cause: str = ""
-
-
-RERUNNABLE_STATES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
-MAX_ATTEMPTS = 10
-
-
-class ExecutionStart(NamedTuple):
-    name: str
-    duplicate: bool  # the execution had been started before: not started again
-    ended: bool = False  # ...and it has already succeeded (nothing of it runs any more)
-
-
-def start_execution_once(sfn: SFNClient, state_machine_arn: str, name: str, payload: str) -> ExecutionStart:
-    """Start ``name`` unless it already ran or runs; say which it was.
-
-    The name is fixed by the arrival or message, so a redelivery is recognised. A message re-driven
-    from the DLQ after a failed execution runs again, as ``<name>-2``, ``<name>-3``, ...: a name whose
-    execution failed, timed out or was aborted is not a reason to skip.
-    """
-    execution_prefix = state_machine_arn.replace(":stateMachine:", ":execution:", 1)
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        candidate = name if attempt == 1 else f"{name[:76]}-{attempt}"
-        try:
-            sfn.start_execution(stateMachineArn=state_machine_arn, name=candidate, input=payload)
-            return ExecutionStart(candidate, False)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
-                raise
-        status = sfn.describe_execution(executionArn=f"{execution_prefix}:{candidate}")["status"]
-        if status not in RERUNNABLE_STATES:
-            return ExecutionStart(candidate, True, ended=status == "SUCCEEDED")
-    raise ConfigError(f"execution {name} failed {MAX_ATTEMPTS} times; not starting it again")

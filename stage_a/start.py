@@ -15,10 +15,10 @@ import logging
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from lakeline.aws.stepfunctions import start_execution_once
 from lakeline.commits import Lease, PartitionCommits, commit_key
 from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
-from lakeline.lambda_support import start_execution_once
 from lakeline.names import check_identifier
 from lakeline.partitions import hand_over_reentered, run_location
 from lakeline.settings import PipelineSettings

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from lakeline.aws.sqs import dead_letter
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.store import DependencyStore
-from lakeline.lambda_support import dead_letter
 from stage_b.dispatch import send_stage_b_messages
 from stage_b.messages import LineageParents
 from stage_b.routing import Routing, route_finished_partition

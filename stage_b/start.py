@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from lakeline.aws.stepfunctions import start_execution_once
 from lakeline.commits import Lease, PartitionCommits, commit_key
 from lakeline.dependencies.resolve import partition_path
-from lakeline.lambda_support import start_execution_once
 from lakeline.partitions import hand_over_reentered, new_run_token, run_token_time
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages

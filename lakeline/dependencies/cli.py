@@ -56,9 +56,9 @@ def _load_items(paths: list[Path]) -> list[DependencyItem]:
 
 
 def _store(table: str, by_table_table: str, region: str | None, endpoint_url: str | None) -> DependencyStore:
-    import boto3
+    from lakeline.aws.clients import AwsClients
 
-    client = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint_url)
+    client = AwsClients(region, endpoint_url).dynamodb
     return DependencyStore(client, table, by_table_table)
 
 

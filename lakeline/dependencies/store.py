@@ -6,13 +6,13 @@ edge). Table names inside items are normalised lowercase ``database.table`` for 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
+from lakeline.aws.retry import Backoff
 from lakeline.dependencies.graph import check_no_cycle
 from lakeline.dependencies.model import (
     DependencyEdge,
@@ -24,7 +24,7 @@ from lakeline.dependencies.model import (
     parse_dependency_item,
 )
 from lakeline.dependencies.tables import BY_TARGET_INDEX, DependencyTableNames
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import ValidationError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -36,17 +36,11 @@ TRANSACTION_LIMIT = 100
 BATCH_GET_LIMIT = 100
 BATCH_WRITE_LIMIT = 25
 
-UNPROCESSED_RETRIES = 8
+# DynamoDB returns unprocessed batch entries when it throttles; botocore does not retry those.
+UNPROCESSED_BACKOFF = Backoff(attempts=9, base_seconds=0.05, cap_seconds=2.0)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
-
-
-def _backoff(attempt: int, what: str) -> None:
-    """Wait before resending unprocessed batch entries (DynamoDB returns them when throttling)."""
-    if attempt >= UNPROCESSED_RETRIES:
-        raise LakelineError(f"{what}: DynamoDB left entries unprocessed after {attempt} retries")
-    time.sleep(min(0.05 * 2**attempt, 2.0))
 
 
 def to_dynamodb(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,6 +74,7 @@ class DependencyStore:
     client: DynamoDBClient
     dependencies_table: str = DEFAULT_DEPENDENCIES_TABLE
     by_table_table: str = DEFAULT_BY_TABLE_TABLE
+    unprocessed_backoff: Backoff = UNPROCESSED_BACKOFF
 
     # --- dependencies -------------------------------------------------------------------------------
 
@@ -134,7 +129,7 @@ class DependencyStore:
                     "ConsistentRead": True,
                 }
             }
-            attempt = 0
+            retry = 0
             while request:
                 response = self.client.batch_get_item(RequestItems=request)
                 for raw in response.get("Responses", {}).get(self.dependencies_table, []):
@@ -142,8 +137,10 @@ class DependencyStore:
                     found[str(image["dataset"])] = source_tables_of_image(image)
                 request = dict(response.get("UnprocessedKeys") or {})
                 if request:
-                    _backoff(attempt, f"reading {self.dependencies_table}")
-                    attempt += 1
+                    retry += 1
+                    self.unprocessed_backoff.before_retry(
+                        retry, f"reading {self.dependencies_table} (DynamoDB left keys unprocessed)"
+                    )
         return found
 
     # --- dependencies-by-table ---------------------------------------------------------------------
@@ -223,10 +220,12 @@ class DependencyStore:
         )
         for start in range(0, len(requests), BATCH_WRITE_LIMIT):
             pending: dict[str, Any] = {self.by_table_table: requests[start : start + BATCH_WRITE_LIMIT]}
-            attempt = 0
+            retry = 0
             while pending:
                 response = self.client.batch_write_item(RequestItems=pending)
                 pending = dict(response.get("UnprocessedItems") or {})
                 if pending:
-                    _backoff(attempt, f"writing {self.by_table_table}")
-                    attempt += 1
+                    retry += 1
+                    self.unprocessed_backoff.before_retry(
+                        retry, f"writing {self.by_table_table} (DynamoDB left items unprocessed)"
+                    )

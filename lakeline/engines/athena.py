@@ -8,7 +8,6 @@ stuck query can never make the caller loop forever.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
+from lakeline.aws.retry import Backoff, call_retrying
 from lakeline.engines.base import (
     Column,
     QueryCancelled,
@@ -66,18 +66,22 @@ class AthenaEngine:
         self._clock = clock
 
     def _call(self, operation: Callable[..., T], **kwargs: Any) -> T:
-        """Call an Athena API, retrying throttling with exponential backoff and jitter."""
-        for attempt in range(self.settings.max_throttle_retries + 1):
-            try:
-                return operation(**kwargs)
-            except ClientError as error:
-                code = error.response.get("Error", {}).get("Code", "")
-                if code not in THROTTLING_CODES or attempt == self.settings.max_throttle_retries:
-                    raise
-                delay = min(self.settings.poll_max_seconds, 0.1 * 2**attempt) * (0.5 + random.random() / 2)
-                logger.warning("Athena throttled (%s); retrying in %.2fs", code, delay)
-                self._sleep(delay)
-        raise AssertionError("unreachable")
+        """Call an Athena API, retrying throttling with exponential backoff and jitter (on top of the
+        client's own retries: a burst of queries can outlast them)."""
+        backoff = Backoff(
+            attempts=self.settings.max_throttle_retries + 1,
+            base_seconds=0.1,
+            cap_seconds=self.settings.poll_max_seconds,
+            sleep=self._sleep,
+        )
+
+        def throttled(error: ClientError) -> bool:
+            return error.response.get("Error", {}).get("Code", "") in THROTTLING_CODES
+
+        def note(error: ClientError, retry: int) -> None:
+            logger.warning("Athena throttled (%s); retry %d", error.response.get("Error", {}).get("Code"), retry)
+
+        return call_retrying(lambda: operation(**kwargs), backoff, retryable=throttled, on_retry=note)
 
     def start(self, sql: str, *, database: str | None = None) -> str:
         kwargs: dict[str, Any] = {"QueryString": sql, "WorkGroup": self.settings.workgroup}

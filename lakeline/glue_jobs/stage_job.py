@@ -52,16 +52,16 @@ def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore
 
 
 def main(argv: Sequence[str]) -> None:  # pragma: no cover - runs only inside AWS Glue
-    import boto3
     from awsglue.context import GlueContext
     from awsglue.utils import getResolvedOptions
     from pyspark.context import SparkContext
 
+    from lakeline.aws.clients import AwsClients
     from lakeline.storage import S3ObjectStore
 
     arguments = getResolvedOptions(list(argv), ["mode", "plan"])
     session = GlueContext(SparkContext.getOrCreate()).spark_session
-    print(json.dumps(run_job(arguments, session, S3ObjectStore(boto3.client("s3")))))
+    print(json.dumps(run_job(arguments, session, S3ObjectStore(AwsClients().s3))))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from lakeline.aws.retry import Backoff, is_retryable
 from lakeline.errors import LakelineError
-from lakeline.lineage.backoff import Backoff, is_retryable
 from lakeline.lineage.records import LineageRecord
 from lakeline.lineage.table import LINEAGE_TABLE, LineageTableSpec, epoch_millis, record_item, trace_bucket
 

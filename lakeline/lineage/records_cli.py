@@ -58,9 +58,9 @@ def _parse_date(text: str | None) -> date | None:
 
 
 def _s3_client(region: str | None, endpoint_url: str | None) -> Any:
-    import boto3
+    from lakeline.aws.clients import AwsClients
 
-    return boto3.client("s3", region_name=region, endpoint_url=endpoint_url)
+    return AwsClients(region, endpoint_url).s3
 
 
 def _node_label(node: LineageNode, status: Status | None) -> Text:
@@ -169,9 +169,9 @@ def trace_command(
         store = open_archive(archive, lambda: _s3_client(region, endpoint_url)) if archive else None
         dynamodb = None
         if table is not None:
-            import boto3
+            from lakeline.aws.clients import AwsClients
 
-            dynamodb = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint_url)
+            dynamodb = AwsClients(region, endpoint_url).dynamodb
             nodes = read_root_nodes(dynamodb, table, root)
         else:
             assert records is not None

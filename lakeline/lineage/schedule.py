@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from lakeline.lineage.backoff import Backoff
-from lakeline.lineage.queue import json_body, send_messages
+from lakeline.aws.retry import Backoff
+from lakeline.aws.sqs import json_body, send_messages
 from lakeline.lineage.table import (
     LAST_UNTIL,
     LINEAGE_TABLE,

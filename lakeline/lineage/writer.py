@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from lakeline.lineage.backoff import Backoff
-from lakeline.lineage.queue import SendReport, json_body, send_messages
+from lakeline.aws.retry import Backoff
+from lakeline.aws.sqs import SendReport, json_body, send_messages
 from lakeline.lineage.records import (
     DEFAULT_TTL,
     LineageRecord,

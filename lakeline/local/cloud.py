@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import boto3
-
+from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.table import LINEAGE_TABLE
 from lakeline.local.workspace import write_json
@@ -56,12 +55,12 @@ class LocalCloud:
         endpoint = f"http://{host}:{port}"
         saved = {name: os.environ.get(name) for name in _sdk_environment(endpoint)}
         os.environ.update(_sdk_environment(endpoint))
-        dynamodb = boto3.client("dynamodb")
+        dynamodb = AwsClients().dynamodb
         names = DependencyTableNames()
         dependencies_stream = create_dependency_tables(dynamodb, names)
         created = dynamodb.create_table(**LINEAGE_TABLE.create_table_kwargs(LINEAGE_TABLE_NAME))
         dynamodb.update_time_to_live(**LINEAGE_TABLE.time_to_live_kwargs(LINEAGE_TABLE_NAME))
-        sqs = boto3.client("sqs")
+        sqs = AwsClients().sqs
         queue_urls = {}
         for name in QUEUES:
             dead_letters = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
@@ -74,7 +73,7 @@ class LocalCloud:
             )
             queue_urls[name] = sqs.create_queue(QueueName=name, Attributes={"RedrivePolicy": redrive})["QueueUrl"]
             queue_urls[f"{name}-dlq"] = dead_letters
-        boto3.client("s3").create_bucket(Bucket=ARCHIVE_BUCKET)
+        AwsClients().s3.create_bucket(Bucket=ARCHIVE_BUCKET)
         cloud = cls(
             server=server,
             endpoint=endpoint,
@@ -138,19 +137,19 @@ class LocalCloud:
 
     @property
     def dynamodb(self) -> DynamoDBClient:
-        return boto3.client("dynamodb")
+        return AwsClients().dynamodb
 
     @property
     def streams(self) -> DynamoDBStreamsClient:
-        return boto3.client("dynamodbstreams")
+        return AwsClients().dynamodbstreams
 
     @property
     def sqs(self) -> SQSClient:
-        return boto3.client("sqs")
+        return AwsClients().sqs
 
     @property
     def s3(self) -> S3Client:
-        return boto3.client("s3")
+        return AwsClients().s3
 
     def stop(self) -> None:
         self.server.stop()

@@ -21,13 +21,13 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits, parse_follow_up
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.base import Column, QueryError, TableSchema
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError, ValidationError
-from lakeline.lambda_support import dead_letter
 from lakeline.lineage.archive import LocalArchiveStore
 from lakeline.lineage.openlineage_config import OpenLineageSettings
 from lakeline.lineage.openlineage_emitter import LineageEmitter

@@ -11,7 +11,6 @@ import os
 from functools import cache
 from typing import Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -20,6 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from boto3.dynamodb.types import TypeDeserializer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import apply_stream_change
 from lakeline.errors import LakelineError
@@ -73,7 +73,7 @@ class DependencyStreamRecord(BaseModel):
 def _store() -> DependencyStore:
     """Configuration and client, made once per execution environment (at the first invocation)."""
     environment = HandlerEnvironment.model_validate(dict(os.environ))
-    return DependencyStore(boto3.client("dynamodb"), environment.dependencies_table, environment.by_table_table)
+    return DependencyStore(AwsClients().dynamodb, environment.dependencies_table, environment.by_table_table)
 
 
 @tracer.capture_method

@@ -11,13 +11,13 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import DynamoDBStreamRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakeline.aws.clients import AwsClients
 from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
 from lakeline.lineage.expired import ExpirySettings, TracedLookup, archive_expired, removed_by_ttl
 from lakeline.lineage.trace import traced_at
@@ -39,8 +39,8 @@ class Environment(BaseModel):
 @cache
 def dependencies() -> tuple[Any, S3ArchiveStore, Environment]:
     environment = Environment.model_validate(dict(os.environ))
-    store = S3ArchiveStore(boto3.client("s3"), environment.archive_bucket, environment.archive_prefix)
-    return boto3.client("dynamodb"), store, environment
+    store = S3ArchiveStore(AwsClients().s3, environment.archive_bucket, environment.archive_prefix)
+    return AwsClients().dynamodb, store, environment
 
 
 class ExpiredItemArchiver:

@@ -12,11 +12,11 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakeline.aws.clients import AwsClients
 from lakeline.lineage.writer import LineageWriter
 
 logger = Logger(service="lakeline-lineage")
@@ -33,7 +33,7 @@ class Environment(BaseModel):
 @cache
 def writer() -> LineageWriter:
     environment = Environment.model_validate(dict(os.environ))
-    return LineageWriter(boto3.client("sqs"), environment.queue_url, ttl=timedelta(hours=environment.ttl_hours))
+    return LineageWriter(AwsClients().sqs, environment.queue_url, ttl=timedelta(hours=environment.ttl_hours))
 
 
 @logger.inject_lambda_context

@@ -14,17 +14,17 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
+from lakeline.aws.clients import AwsClients
+from lakeline.aws.retry import Backoff
+from lakeline.aws.sqs import dead_letter
+from lakeline.aws.sqs_batches import BufferedSqsBatchProcessor
 from lakeline.errors import ValidationError
-from lakeline.lambda_support import dead_letter
-from lakeline.lineage.backoff import Backoff
-from lakeline.lineage.batching import BufferedSqsBatchProcessor
 from lakeline.lineage.load import LineageLoader
 from lakeline.lineage.records import LineageRecord, parse_record
 
@@ -51,13 +51,13 @@ def environment() -> Environment:
 @cache
 def loader() -> LineageLoader:
     return LineageLoader(
-        boto3.client("dynamodb"), environment().table_name, backoff=Backoff(attempts=environment().write_attempts)
+        AwsClients().dynamodb, environment().table_name, backoff=Backoff(attempts=environment().write_attempts)
     )
 
 
 @cache
 def sqs() -> SQSClient:
-    return boto3.client("sqs")
+    return AwsClients().sqs
 
 
 def park(body: str, reason: str) -> None:

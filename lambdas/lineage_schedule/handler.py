@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from lakeline.aws.clients import AwsClients
 from lakeline.lineage.schedule import ScheduleSettings, schedule_traces
 
 logger = Logger(service="lakeline-lineage")
@@ -38,7 +38,7 @@ class ScheduledEvent(BaseModel):
 @cache
 def dependencies() -> tuple[Any, Any, Environment]:
     environment = Environment.model_validate(dict(os.environ))
-    return boto3.client("dynamodb"), boto3.client("sqs"), environment
+    return AwsClients().dynamodb, AwsClients().sqs, environment
 
 
 @logger.inject_lambda_context

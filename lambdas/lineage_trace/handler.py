@@ -10,13 +10,13 @@ import os
 from functools import cache
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, Json
 
+from lakeline.aws.clients import AwsClients
 from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
 from lakeline.lineage.records import DEFAULT_TERMINAL_ACTIONS
 from lakeline.lineage.trace import TraceMessage, TraceSettings, trace_root
@@ -46,8 +46,8 @@ class TraceQueueMessage(SqsRecordModel):
 @cache
 def dependencies() -> tuple[Any, S3ArchiveStore, Environment]:
     environment = Environment.model_validate(dict(os.environ))
-    store = S3ArchiveStore(boto3.client("s3"), environment.archive_bucket, environment.archive_prefix)
-    return boto3.client("dynamodb"), store, environment
+    store = S3ArchiveStore(AwsClients().s3, environment.archive_bucket, environment.archive_prefix)
+    return AwsClients().dynamodb, store, environment
 
 
 def trace_message(record: TraceQueueMessage) -> dict[str, Any]:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 
+from lakeline.aws.clients import AwsClients
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.errors import ValidationError
 from lakeline.lambda_support import load_environment
@@ -61,8 +61,8 @@ class Runtime:
 def runtime() -> Runtime:
     environment = load_environment(CommitEnvironment, os.environ)
     return Runtime(
-        PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table),
-        SchemeObjectStore(boto3.client("s3")),
+        PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table),
+        SchemeObjectStore(AwsClients().s3),
     )
 
 

@@ -15,14 +15,15 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.aws.clients import AwsClients
+from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import SettleEnvironment, StepError, dead_letter, load_environment
+from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
 from lakeline.lineage.step_events import StepEvents
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
@@ -52,7 +53,7 @@ class FailureInput(BaseModel):
 
 @cache
 def sqs() -> SQSClient:
-    return boto3.client("sqs")
+    return AwsClients().sqs
 
 
 @cache
@@ -62,19 +63,19 @@ def environment() -> FailureEnvironment:
 
 @cache
 def commits() -> PartitionCommits:
-    return PartitionCommits(boto3.client("dynamodb"), environment().pipeline_state_table)
+    return PartitionCommits(AwsClients().dynamodb, environment().pipeline_state_table)
 
 
 @cache
 def object_store() -> SchemeObjectStore:
-    return SchemeObjectStore(boto3.client("s3"))
+    return SchemeObjectStore(AwsClients().s3)
 
 
 @cache
 def step_events() -> StepEvents:
     """The OpenLineage events of the failed run; their column lineage is read from the Glue catalog."""
     return StepEvents.in_lambda(
-        os.environ, s3=boto3.client("s3"), catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
+        os.environ, s3=AwsClients().s3, catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue)
     )
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -26,10 +25,12 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from lakeline.aws.clients import AwsClients
+from lakeline.aws.sqs import dead_letter
 from lakeline.commits import PartitionCommits, parse_follow_up
 from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import ValidationError
-from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
+from lakeline.lambda_support import RouterEnvironment, load_environment
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
@@ -64,16 +65,16 @@ class Runtime:
 def runtime() -> Runtime:
     environment = load_environment(StageARouterEnvironment, os.environ)
     settings = environment.pipeline_settings()
-    catalog = AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
-    commits = PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table)
+    catalog = AthenaEngine(AwsClients().athena, glue=AwsClients().glue)
+    commits = PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table)
     return Runtime(
         environment,
         settings,
         catalog,
         commits,
-        boto3.client("stepfunctions"),
-        boto3.client("sqs"),
-        S3RawFiles(boto3.client("s3")),
+        AwsClients().stepfunctions,
+        AwsClients().sqs,
+        S3RawFiles(AwsClients().s3),
     )
 
 

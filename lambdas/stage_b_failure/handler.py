@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.aws.clients import AwsClients
+from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import SettleEnvironment, StepError, dead_letter, load_environment
+from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
 from lakeline.lineage.pipeline_steps import record_stage_b_failure
 from lakeline.lineage.step_events import StepEvents
 from lakeline.lineage.writer import LineageWriter
@@ -61,18 +62,16 @@ class Runtime:
 @cache
 def runtime() -> Runtime:
     environment = load_environment(FailureEnvironment, os.environ)
-    sqs, s3 = boto3.client("sqs"), boto3.client("s3")
+    sqs, s3 = AwsClients().sqs, AwsClients().s3
     store = SchemeObjectStore(s3)
-    commits = PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table)
+    commits = PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table)
     return Runtime(
         environment,
         store,
         LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
         LineageWriter(sqs, environment.lineage_queue_url),
         sqs,
-        StepEvents.in_lambda(
-            os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
-        ),
+        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue)),
     )
 
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.aws.clients import AwsClients
 from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import SettleEnvironment, load_environment
@@ -57,7 +57,7 @@ class Runtime:
 @cache
 def runtime() -> Runtime:
     environment = load_environment(PostUpdateEnvironment, os.environ)
-    dynamodb, sqs, s3 = boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("s3")
+    dynamodb, sqs, s3 = AwsClients().dynamodb, AwsClients().sqs, AwsClients().s3
     store = SchemeObjectStore(s3)
     commits = PartitionCommits(dynamodb, environment.pipeline_state_table)
     return Runtime(
@@ -65,9 +65,7 @@ def runtime() -> Runtime:
         LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
         OnwardRouting.from_environment(environment, dynamodb, sqs),
         LineageWriter(sqs, environment.lineage_queue_url),
-        StepEvents.in_lambda(
-            os.environ, s3=s3, catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue"))
-        ),
+        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue)),
     )
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -23,11 +22,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError as PydanticValidationError
 
+from lakeline.aws.clients import AwsClients
+from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits, parse_follow_up
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import ValidationError
-from lakeline.lambda_support import RouterEnvironment, dead_letter, load_environment
+from lakeline.lambda_support import RouterEnvironment, load_environment
 from lakeline.settings import PipelineSettings
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
@@ -69,12 +70,12 @@ def runtime() -> Runtime:
     return Runtime(
         environment=environment,
         settings=settings,
-        dependencies=DependencyStore(boto3.client("dynamodb"), environment.dependencies_table),
-        catalog=AthenaEngine(boto3.client("athena"), glue=boto3.client("glue")),
-        commits=PartitionCommits(boto3.client("dynamodb"), environment.pipeline_state_table),
-        s3=boto3.client("s3"),
-        sfn=boto3.client("stepfunctions"),
-        sqs=boto3.client("sqs"),
+        dependencies=DependencyStore(AwsClients().dynamodb, environment.dependencies_table),
+        catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue),
+        commits=PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table),
+        s3=AwsClients().s3,
+        sfn=AwsClients().stepfunctions,
+        sqs=AwsClients().sqs,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -226,7 +227,9 @@ def test_backfill_and_cycle_reads_resend_what_dynamodb_left_unprocessed(
 ) -> None:
     """Throttling: the first two BatchWriteItem / BatchGetItem answers leave everything unprocessed."""
     waits: list[float] = []
-    monkeypatch.setattr(store_module.time, "sleep", waits.append)
+    aws.store.unprocessed_backoff = dataclasses.replace(
+        store_module.UNPROCESSED_BACKOFF, sleep=waits.append, jitter=lambda: 1.0
+    )
     throttled = {"BatchWriteItem": 0, "BatchGetItem": 0}
 
     def remember(params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
@@ -261,7 +264,7 @@ def test_backfill_and_cycle_reads_resend_what_dynamodb_left_unprocessed(
 
 
 def test_unprocessed_entries_that_never_clear_are_an_error(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module.time, "sleep", lambda seconds: None)
+    aws.store.unprocessed_backoff = dataclasses.replace(store_module.UNPROCESSED_BACKOFF, sleep=lambda _s: None)
 
     def remember(params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
         context["request_items"] = params["RequestItems"]
@@ -272,5 +275,5 @@ def test_unprocessed_entries_that_never_clear_are_an_error(aws: Aws, monkeypatch
     aws.client.meta.events.register("provide-client-params.dynamodb.BatchWriteItem", remember)
     aws.client.meta.events.register("after-call.dynamodb.BatchWriteItem", throttle)
     aws.put_raw(seed_item())
-    with pytest.raises(LakelineError, match="left entries unprocessed after 8 retries"):
+    with pytest.raises(LakelineError, match="still not done after 9 attempts"):
         backfill(aws.store)

@@ -16,8 +16,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from lakeline.aws.retry import NO_WAIT
 from lakeline.lineage.archive import S3ArchiveStore, expired_object_key, read_root_lines
-from lakeline.lineage.backoff import NO_WAIT
 from lakeline.lineage.load import LineageLoader
 from lakeline.lineage.table import epoch_millis, key_item, traced_marker_key
 from lakeline.lineage.trace import TraceMessage, trace_root

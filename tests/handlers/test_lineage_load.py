@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakeline.lineage.backoff import Backoff
+from lakeline.aws.retry import Backoff
 from lakeline.lineage.load import LineageLoader
 from lakeline.lineage.table import LOADED_AT, TRACE_BUCKET
 from lakeline.lineage.writer import send_records

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakeline.lineage.backoff import NO_WAIT
+from lakeline.aws.retry import NO_WAIT
 from lakeline.lineage.load import LineageLoader
 from lakeline.lineage.schedule import ScheduleSettings, last_until, save_until, schedule_traces
 from lakeline.lineage.table import LINEAGE_TABLE, epoch_millis

@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from lakeline.aws.retry import NO_WAIT
 from lakeline.lineage.archive import S3ArchiveStore, parse_archive
-from lakeline.lineage.backoff import NO_WAIT
 from lakeline.lineage.load import LineageLoader
 from lakeline.lineage.records import LineageRecord, build_records
 from lakeline.lineage.table import TRACED_AT, epoch_millis, key_item, traced_marker_key

@@ -11,9 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from lakeline.aws.retry import Backoff
+from lakeline.aws.sqs import QueueSendError
 from lakeline.errors import ValidationError
-from lakeline.lineage.backoff import Backoff
-from lakeline.lineage.queue import QueueSendError
 from lakeline.lineage.writer import LineageWriter
 from tests.handlers.test_lineage_support import REGION, CallCounter, LambdaContext, create_queue
 

@@ -196,7 +196,7 @@ def test_reprocess_routes_a_range_of_partitions_again_into_queue_b(stack: dict[s
 
 
 def test_dlq_list_shows_each_reason_and_leaves_the_queue_as_it_was(stack: dict[str, Any]) -> None:
-    from lakeline.lambda_support import dead_letter
+    from lakeline.aws.sqs import dead_letter
 
     dead_letter(stack["sqs"], stack["dlq_a"], '{"detail": 1}', "s3://raw/k.csv: header lacks column id", "stage-a")
     result = CliRunner().invoke(app, ["dlq", "list", "--stack", STACK, "--queue", "stage-a"])
@@ -207,7 +207,7 @@ def test_dlq_list_shows_each_reason_and_leaves_the_queue_as_it_was(stack: dict[s
 
 
 def test_dlq_redrive_sends_a_stages_messages_back_and_keeps_unroutable_targets(stack: dict[str, Any]) -> None:
-    from lakeline.lambda_support import dead_letter
+    from lakeline.aws.sqs import dead_letter
 
     dead_letter(stack["sqs"], stack["dlq_a"], '{"detail": 1}', "AccessDenied on glue:GetTable", "stage-a-router")
     dead_letter(stack["sqs"], stack["dlq_a"], '{"detail": 2}', "AccessDenied on glue:GetTable", "stage-a-router")
@@ -230,7 +230,7 @@ def test_dlq_redrive_of_a_queue_without_a_stage_is_refused(stack: dict[str, Any]
 
 
 def test_dlq_show_prints_one_parked_message_whole_and_leaves_it_there(stack: dict[str, Any]) -> None:
-    from lakeline.lambda_support import dead_letter
+    from lakeline.aws.sqs import dead_letter
 
     body = json.dumps({"detail": {"object": {"key": "a/b/c/day=2024-03-01/k.csv"}}, "padding": "x" * 300})
     dead_letter(stack["sqs"], stack["dlq_b"], "not json", "x", "stage-b-router")

@@ -11,9 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from lakeline.aws.retry import NO_WAIT
 from lakeline.engines.translate import athena_to_spark
 from lakeline.lineage.archive import LocalArchiveStore, expired_object_key
-from lakeline.lineage.backoff import NO_WAIT
 from lakeline.lineage.expired import archive_expired
 from lakeline.lineage.load import LineageLoader
 from lakeline.lineage.query import load_query, query_local_archive

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lakeline.aws.sqs import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, message_batches
 from lakeline.errors import ValidationError
-from lakeline.lineage.queue import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, message_batches
 from lakeline.lineage.records import (
     NODE_NAMESPACE,
     LineageRecord,

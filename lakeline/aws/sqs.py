@@ -1,4 +1,4 @@
-"""Sending messages to SQS within its batch limits, retrying the entries SQS did not take.
+"""Sending messages to SQS: the one batch sender, and dead-lettering with a reason.
 
 ``SendMessageBatch`` takes at most 10 entries and 256 KiB of message bodies per call. Entries that
 fail through no fault of the sender (throttling, an internal error) are sent again with backoff;
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from lakeline.aws.retry import Backoff, is_retryable
 from lakeline.errors import LakelineError, ValidationError
-from lakeline.lineage.backoff import Backoff, is_retryable
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -105,3 +105,15 @@ def send_messages(
 
 def json_body(data: Any) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=False)
+
+
+def dead_letter(sqs: SQSClient, queue_url: str, body: str, reason: str, source: str) -> None:
+    """Park a message that can never succeed in the DLQ at once, with why, instead of retrying it."""
+    sqs.send_message(
+        QueueUrl=queue_url,
+        MessageBody=body,
+        MessageAttributes={
+            "lakeline_reason": {"DataType": "String", "StringValue": reason[:1000]},
+            "lakeline_source": {"DataType": "String", "StringValue": source},
+        },
+    )

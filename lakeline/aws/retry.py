@@ -1,4 +1,5 @@
-"""Retry pacing for AWS calls that partly fail (UnprocessedItems, failed SQS entries, throttling).
+"""The one retry pacing for AWS calls that botocore's own retries do not cover: calls that partly fail
+(UnprocessedItems, refused SQS batch entries) and error codes a caller knows to be passing.
 
 Exponential backoff with full jitter, as AWS recommends. ``sleep`` and ``random`` are injectable so
 tests and benchmarks never wait.
@@ -10,8 +11,13 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from botocore.exceptions import ClientError
+
+from lakeline.errors import LakelineError
+
+T = TypeVar("T")
 
 RETRYABLE_ERROR_CODES = frozenset(
     {
@@ -53,6 +59,38 @@ class Backoff:
 
     def wait(self, retry: int) -> None:
         self.sleep(self.delay(retry))
+
+    def before_retry(self, retry: int, what: str) -> None:
+        """Wait before retry number ``retry`` of ``what``, or raise ``RetriesExhausted`` if the attempts
+        are spent."""
+        if retry >= self.attempts:
+            raise RetriesExhausted(f"{what}: still not done after {retry} attempts")
+        self.wait(retry)
+
+
+class RetriesExhausted(LakelineError):
+    """A call kept partly failing (or kept failing with a passing error) through every attempt."""
+
+
+def call_retrying(
+    call: Callable[[], T],
+    backoff: Backoff,
+    *,
+    retryable: Callable[[ClientError], bool] = is_retryable,
+    on_retry: Callable[[ClientError, int], None] = lambda _error, _retry: None,
+) -> T:
+    """``call()``, again after a ``retryable`` error until ``backoff``'s attempts are spent (then the
+    last error is raised as it is)."""
+    retry = 0
+    while True:
+        try:
+            return call()
+        except ClientError as error:
+            retry += 1
+            if not retryable(error) or retry >= backoff.attempts:
+                raise
+            on_retry(error, retry)
+            backoff.wait(retry)
 
 
 NO_WAIT = Backoff(sleep=lambda _seconds: None)
