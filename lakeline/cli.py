@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from lakeline.catalog_json import CatalogFile
+from lakeline.console import fail
 from lakeline.dependencies.cli import deps_app
 from lakeline.engines.base import Column, QueryError, QueryResult, TableNotFound, TableSchema
 from lakeline.errors import ConfigError, LakelineError
@@ -30,7 +31,13 @@ if TYPE_CHECKING:
     from lakeline.operations.reprocess import Reprocessing
     from lakeline.operations.status import PipelineStatus
 
-app = typer.Typer(help="Lakeline: an event-driven data lake pipeline with lineage.", no_args_is_help=True)
+app = typer.Typer(
+    help="Lakeline: an event-driven data lake pipeline with lineage.",
+    epilog="Exit codes, for every command: 0 done; 1 the command ran and something failed, was refused or "
+    "was left out (it says what); 2 the command could not run as asked (an option, a file, the "
+    "configuration, or AWS).",
+    no_args_is_help=True,
+)
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
 app.add_typer(stage_a_app, name="stage-a")
 app.add_typer(deps_app, name="deps")
@@ -51,11 +58,6 @@ def progress_console() -> Console:
 def _moved(message: str) -> None:
     """A workspace opened where it was not made (``lakeline.local.relocation``) says so once."""
     err_console.print(escape(message), soft_wrap=True)
-
-
-def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def print_json(data: Any) -> None:
@@ -552,11 +554,13 @@ def status(
         if stack is not None:
             from lakeline.aws.clients import AwsClients
 
+            aws = AwsClients()
+
             clients = StackClients(
-                AwsClients().cloudformation,
-                AwsClients().dynamodb,
-                AwsClients().sqs,
-                AwsClients().stepfunctions,
+                aws.cloudformation,
+                aws.dynamodb,
+                aws.sqs,
+                aws.stepfunctions,
             )
             report: PipelineStatus = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
         else:
@@ -705,8 +709,9 @@ def _reprocess_stack(
     )
     from lakeline.operations.status import stack_outputs
 
-    outputs = stack_outputs(AwsClients().cloudformation, stack)
-    dynamodb, state, s3 = AwsClients().dynamodb, outputs["pipeline_state"], AwsClients().s3
+    aws = AwsClients()
+    outputs = stack_outputs(aws.cloudformation, stack)
+    dynamodb, state, s3 = aws.dynamodb, outputs["pipeline_state"], aws.s3
     store = DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
     if raw:
         done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
@@ -721,7 +726,7 @@ def _reprocess_stack(
         scan_table_partitions(dynamodb, state, table, first, last),
         store,
         ArrivalTracker(dynamodb, state),
-        AwsClients().sqs,
+        aws.sqs,
         outputs["stage_b_queue"],
         targets=wanted,
         dry_run=dry_run,
@@ -786,7 +791,9 @@ def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) ->
     from lakeline.operations.dead_letters import read_dead_letters
     from lakeline.operations.status import stack_outputs
 
-    outputs, sqs, parked = stack_outputs(AwsClients().cloudformation, stack), AwsClients().sqs, 0
+    aws = AwsClients()
+
+    outputs, sqs, parked = stack_outputs(aws.cloudformation, stack), aws.sqs, 0
     for name in queues:
         letters = read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]])
         parked += len(letters)
@@ -813,6 +820,8 @@ def dlq_show(
     from lakeline.operations.dead_letters import read_dead_letters
     from lakeline.operations.status import stack_outputs
 
+    aws = AwsClients()
+
     console = Console(soft_wrap=True)
     try:
         if stack is None:
@@ -826,7 +835,7 @@ def dlq_show(
             console.print(f"reason: {escape(parked.get('reason', ''))}")
             return
         queues = _dead_letter_queues(queue)
-        outputs, sqs = stack_outputs(AwsClients().cloudformation, stack), AwsClients().sqs
+        outputs, sqs = stack_outputs(aws.cloudformation, stack), aws.sqs
         for name in queues:
             for letter in read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]]):
                 if letter.message_id == message:
@@ -859,12 +868,14 @@ def dlq_redrive(
     from lakeline.operations.dead_letters import redrive
     from lakeline.operations.status import stack_outputs
 
+    aws = AwsClients()
+
     try:
         dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
         if target is None:
             raise LakelineError(f"--queue must be stage-a or stage-b, not {queue!r}")
-        outputs = stack_outputs(AwsClients().cloudformation, stack)
-        sent, kept = redrive(AwsClients().sqs, outputs[dead_letters], outputs[target])
+        outputs = stack_outputs(aws.cloudformation, stack)
+        sent, kept = redrive(aws.sqs, outputs[dead_letters], outputs[target])
     except LakelineError as error:
         fail(str(error))
         return

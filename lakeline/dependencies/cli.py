@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
+from lakeline.console import EXIT_FAILED, fail
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
 from lakeline.dependencies.store import DEFAULT_BY_TABLE_TABLE, DEFAULT_DEPENDENCIES_TABLE, DependencyStore
@@ -35,13 +36,6 @@ ItemPaths = Annotated[
 EndpointOption = Annotated[str | None, typer.Option("--endpoint-url", help="DynamoDB endpoint, e.g. a local one")]
 
 
-def _fail(message: str, problems: list[str] | None = None, code: int = 1) -> NoReturn:
-    _err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
-    for problem in problems or []:
-        _err.print(f"  - {problem}", highlight=False, markup=False, soft_wrap=True)
-    raise typer.Exit(code)
-
-
 def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
@@ -52,7 +46,7 @@ def _load_items(paths: list[Path]) -> list[DependencyItem]:
     try:
         return load_items(paths)
     except DependencyItemError as error:
-        _fail(error.what, error.problems)
+        fail(error.what, problems=error.problems, code=EXIT_FAILED)
 
 
 def _store(table: str, by_table_table: str, region: str | None, endpoint_url: str | None) -> DependencyStore:
@@ -77,7 +71,11 @@ def validate(paths: ItemPaths) -> None:
     items = _load_items(paths)
     cycles = cycle_problems({item.dataset: item.source_tables for item in items})
     if cycles:
-        _fail(f"{', '.join(map(str, paths))}: the items depend on each other in a cycle", cycles)
+        fail(
+            f"{', '.join(map(str, paths))}: the items depend on each other in a cycle",
+            problems=cycles,
+            code=EXIT_FAILED,
+        )
     _print_json({"valid": True, "datasets": [item.dataset for item in items]})
 
 
@@ -99,9 +97,9 @@ def put(
     try:
         store.put_items(items)
     except ValidationError as error:
-        _fail(str(error))
+        fail(str(error), code=EXIT_FAILED)
     except _aws_errors() as error:
-        _fail(f"DynamoDB: {error}", code=2)
+        fail(f"DynamoDB: {error}")
     _print_json({"stored": [item.dataset for item in items]})
 
 
@@ -122,7 +120,7 @@ def list_items(
             except DependencyItemError as error:
                 invalid.append({"dataset": str(image.get("dataset")), "errors": error.problems})
     except _aws_errors() as error:
-        _fail(f"DynamoDB: {error}", code=2)
+        fail(f"DynamoDB: {error}")
     items.sort(key=lambda item: str(item["dataset"]))
     _print_json({"items": items, "invalid": invalid})
     if invalid:
@@ -143,7 +141,7 @@ def backfill(
     try:
         report = rebuild(store)
     except _aws_errors() as error:
-        _fail(f"DynamoDB: {error}", code=2)
+        fail(f"DynamoDB: {error}")
     _print_json(report.to_dict())
     if report.invalid:
         raise typer.Exit(1)
@@ -154,9 +152,9 @@ def _partition_option(values: list[str]) -> dict[str, str]:
     for value in values:
         column, equals, text = value.partition("=")
         if not equals or not column:
-            _fail(f"--partition {value!r} must be written COLUMN=VALUE")
+            fail(f"--partition {value!r} must be written COLUMN=VALUE")
         if column in partition:
-            _fail(f"--partition column {column!r} given twice")
+            fail(f"--partition column {column!r} given twice")
         partition[column] = text
     return partition
 
@@ -183,7 +181,7 @@ def resolve(
 
     items = _load_items([item_file])
     if len(items) != 1:
-        _fail(f"{item_file} must hold exactly one item, not {len(items)}")
+        fail(f"{item_file} must hold exactly one item, not {len(items)}", code=EXIT_FAILED)
     item = items[0]
     team_name = team or item.dataset.split(".")[0].split("_")[0]
     try:
@@ -195,6 +193,6 @@ def resolve(
             environment,
         )
     except LakelineError as error:
-        _fail(str(error))
+        fail(str(error), code=EXIT_FAILED)
     ranged = item.dependency_on(source_table).target_range is not None  # a list for a range, always
     _print_json([target.to_dict() for target in resolved] if ranged else resolved[0].to_dict())

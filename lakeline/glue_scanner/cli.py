@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import boto3
 import typer
@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 from rich.text import Text
 
+from lakeline.console import EXIT_FAILED, fail
 from lakeline.errors import ConfigError, LakelineError
 from lakeline.glue_scanner.extract import extract
 from lakeline.glue_scanner.folder import load_folder
@@ -49,11 +50,6 @@ glue_app = typer.Typer(
 
 _err = Console(stderr=True)
 _out = Console()
-
-
-def _fail(message: str, code: int = 1) -> NoReturn:
-    _err.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
-    raise typer.Exit(code)
 
 
 class _RichProgress:
@@ -84,7 +80,7 @@ def extract_command(
     try:
         session = boto3.Session(region_name=region, profile_name=profile)
     except ProfileNotFound as error:
-        _fail(str(error), code=2)
+        fail(str(error))
     retries = Config(retries={"mode": "standard", "max_attempts": 8})
     glue, s3 = session.client("glue", config=retries), session.client("s3", config=retries)
     try:
@@ -99,7 +95,7 @@ def extract_command(
                 glue, s3, out, region=region, account=account, jobs_pattern=jobs, progress=_RichProgress(progress)
             )
     except BotoCoreError as error:  # no credentials, no endpoint: nothing could be reached
-        _fail(f"cannot reach AWS: {error}", code=2)
+        fail(f"cannot reach AWS: {error}")
     _out.print(
         f"extracted {report.databases} databases, {report.tables} tables, {report.connections} connections "
         f"and {len(report.jobs)} jobs to {out}",
@@ -175,9 +171,9 @@ def lineage_command(
         path = events_file or default_events_path(glue_folder)
         emitter = store_events(events, path, settings)
     except ConfigError as error:
-        _fail(str(error), code=2)
+        fail(str(error))
     except LakelineError as error:
-        _fail(str(error))
+        fail(str(error), code=EXIT_FAILED)
     if json_output:
         sys.stdout.write(json.dumps([event_to_dict(event) for event in events], indent=2) + "\n")
     else:

@@ -18,14 +18,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from openlineage.client.event_v2 import RunState
 from rich.console import Console
-from rich.text import Text
 
 from lakeline.catalog_json import CatalogFile
+from lakeline.console import EXIT_FAILED, fail
 from lakeline.errors import ConfigError, LakelineError
 from lakeline.lineage.column_graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.column_sql import DIALECTS
@@ -50,11 +50,6 @@ EventsOption = Annotated[
 ]
 
 
-def _fail(message: str, code: int = 1) -> NoReturn:
-    _err.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
-    raise typer.Exit(code)
-
-
 def _settings(overrides: dict[str, str | None]) -> OpenLineageSettings:
     return load_openlineage_settings(os.environ, cwd=Path.cwd(), home=Path.home(), overrides=overrides)
 
@@ -70,11 +65,11 @@ def _step(
     run_id: str | None,
 ) -> StepRun:
     if dialect not in DIALECTS:
-        _fail(f"--dialect {dialect!r} is not supported: use {' or '.join(DIALECTS)}")
+        fail(f"--dialect {dialect!r} is not supported: use {' or '.join(DIALECTS)}")
     try:
         sql = file.read_text(encoding="utf-8")
     except OSError as error:
-        _fail(f"cannot read {file}: {error.strerror}")
+        fail(f"cannot read {file}: {error.strerror}")
     step = sql_step_run(
         sql,
         catalog=CatalogFile.load(catalog),
@@ -86,7 +81,10 @@ def _step(
     )
     if not step.statements:
         # An event with no datasets would read as "this SQL has no lineage"; say what happened instead.
-        _fail(f"{file} has no statement that reads or writes rows (only DROP, ALTER, MSCK, ...): no lineage")
+        fail(
+            f"{file} has no statement that reads or writes rows (only DROP, ALTER, MSCK, ...): no lineage",
+            code=EXIT_FAILED,
+        )
     return step
 
 
@@ -112,7 +110,7 @@ def register(app: typer.Typer) -> None:
         try:
             state = RunState(event_type.upper())
         except ValueError:
-            _fail(f"--event-type {event_type!r} must be START, COMPLETE or FAIL")
+            fail(f"--event-type {event_type!r} must be START, COMPLETE or FAIL")
         try:
             settings = _settings(
                 {
@@ -139,9 +137,9 @@ def register(app: typer.Typer) -> None:
                 if not emitter.sends_events:
                     _err.print("note: no OpenLineage transport is configured; nothing was sent", highlight=False)
         except ConfigError as error:
-            _fail(str(error), code=2)
+            fail(str(error))
         except (LakelineError, ValueError) as error:
-            _fail(str(error))
+            fail(str(error), code=EXIT_FAILED)
         sys.stdout.write(json.dumps(event_to_dict(event), indent=2) + "\n")
 
     @app.command("tree")
@@ -160,7 +158,7 @@ def register(app: typer.Typer) -> None:
         """Print an Ushas-style tree per output column of FILE: its expression chain down to table columns
         and literals, followed back through --events."""
         if engine not in ("sql", "spark"):
-            _fail(f"--engine {engine!r} must be sql or spark")
+            fail(f"--engine {engine!r} must be sql or spark")
         try:
             settings = _settings({"datasetNamespace": dataset_namespace})
             step = _step(
@@ -184,9 +182,9 @@ def register(app: typer.Typer) -> None:
             this_run = event_to_dict(run_event(step, RunState.COMPLETE, at=now()))
             graph = ColumnGraph.from_events([*stored, this_run])
         except ConfigError as error:
-            _fail(str(error), code=2)
+            fail(str(error))
         except LakelineError as error:
-            _fail(str(error))
+            fail(str(error), code=EXIT_FAILED)
         naming = step.naming
         blocks = []
         for index, statement in enumerate(statements, start=1):
@@ -212,17 +210,17 @@ def register(app: typer.Typer) -> None:
         """Print the tree of one column from stored events: every job that wrote it, back to raw columns."""
         parts = column.split(".")
         if len(parts) != 3 or not all(parts):
-            _fail(f"column {column!r} must be written DATABASE.TABLE.COLUMN")
+            fail(f"column {column!r} must be written DATABASE.TABLE.COLUMN")
         dataset, field = f"{parts[0]}.{parts[1]}", parts[2]
         try:
             graph = ColumnGraph.from_events(event for path in events for event in load_events(path))
         except LakelineError as error:
-            _fail(str(error))
+            fail(str(error), code=EXIT_FAILED)
         known = [ref for ref in graph.fields if table_of(ref.dataset) == dataset and ref.field == field]
         if dataset_namespace is not None:
             known = [ref for ref in known if ref.namespace == dataset_namespace]
         if not known:
             where = f" in namespace {dataset_namespace}" if dataset_namespace else ""
-            _fail(f"no stored event writes {column}{where}")
+            fail(f"no stored event writes {column}{where}", code=EXIT_FAILED)
         blocks = [render_tree(graph.tree(ref, indirect=not direct_only), title=str(ref)) for ref in known]
         sys.stdout.write("\n\n".join(blocks) + "\n")

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.errors import LakelineError, ValidationError
 from lakeline.lineage.archive import LOCAL_ARCHIVE_FOLDER
@@ -41,11 +42,6 @@ EndpointOption = Annotated[str | None, typer.Option(help="AWS endpoint URL, e.g.
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of a tree or table")]
 LimitOption = Annotated[int, typer.Option(help="print at most this many nodes of the tree", min=1)]
 WorkspaceOption = Annotated[Path, typer.Option(help="local workspace folder")]
-
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
-    raise typer.Exit(code)
 
 
 def _parse_date(text: str | None) -> date | None:
@@ -184,13 +180,13 @@ def trace_command(
                     mark_traced(dynamodb, table, root, started, settings.marker_retention)
                 err_console.print(f"archived {len(tree.lines)} records to {written[1]}")
     except LakelineError as error:
-        _fail(str(error))
+        fail(str(error))
         return
     except (BotoCoreError, ClientError) as error:
-        _fail(f"AWS call failed: {error}", code=1)
+        fail(f"AWS call failed: {error}")
         return
     if not tree.nodes:
-        _fail(f"root {root!r} has no lineage records", code=1)
+        fail(f"root {root!r} has no lineage records", code=EXIT_FAILED)
     _print_tree(tree, {line.record_id: line.status for line in tree.lines}, as_json, limit)
 
 
@@ -213,10 +209,10 @@ def show_command(
         store = open_archive(destination, lambda: _s3_client(region, endpoint_url))
         lines = read_root_lines(store, root, _parse_date(trace_date))
     except LakelineError as error:
-        _fail(str(error))
+        fail(str(error))
         return
     if not lines:
-        _fail(f"root {root!r} has no archived lines in {destination}", code=1)
+        fail(f"root {root!r} has no archived lines in {destination}", code=EXIT_FAILED)
     nodes: dict[str, LineageNode] = {}
     statuses: dict[str, Status] = {}
     for line in lines:  # later dates come later and win
@@ -285,10 +281,10 @@ def query_command(
         else:
             raise ValidationError(f"--engine must be spark or athena, not {engine!r}")
     except QueryError as error:
-        _fail(str(error), code=1)
+        fail(str(error), code=EXIT_FAILED)
         return
     except LakelineError as error:
-        _fail(str(error))
+        fail(str(error))
         return
     _print_result(result, as_json)
 

@@ -46,6 +46,7 @@ class LocalCloud:
 
     @classmethod
     def start(cls) -> LocalCloud:
+        aws = AwsClients()
         from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
@@ -55,12 +56,12 @@ class LocalCloud:
         endpoint = f"http://{host}:{port}"
         saved = {name: os.environ.get(name) for name in _sdk_environment(endpoint)}
         os.environ.update(_sdk_environment(endpoint))
-        dynamodb = AwsClients().dynamodb
+        dynamodb = aws.dynamodb
         names = DependencyTableNames()
         dependencies_stream = create_dependency_tables(dynamodb, names)
         created = dynamodb.create_table(**LINEAGE_TABLE.create_table_kwargs(LINEAGE_TABLE_NAME))
         dynamodb.update_time_to_live(**LINEAGE_TABLE.time_to_live_kwargs(LINEAGE_TABLE_NAME))
-        sqs = AwsClients().sqs
+        sqs = aws.sqs
         queue_urls = {}
         for name in QUEUES:
             dead_letters = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
@@ -73,7 +74,7 @@ class LocalCloud:
             )
             queue_urls[name] = sqs.create_queue(QueueName=name, Attributes={"RedrivePolicy": redrive})["QueueUrl"]
             queue_urls[f"{name}-dlq"] = dead_letters
-        AwsClients().s3.create_bucket(Bucket=ARCHIVE_BUCKET)
+        aws.s3.create_bucket(Bucket=ARCHIVE_BUCKET)
         cloud = cls(
             server=server,
             endpoint=endpoint,

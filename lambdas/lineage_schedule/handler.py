@@ -37,8 +37,9 @@ class ScheduledEvent(BaseModel):
 
 @cache
 def dependencies() -> tuple[Any, Any, Environment]:
+    aws = AwsClients()
     environment = Environment.model_validate(dict(os.environ))
-    return AwsClients().dynamodb, AwsClients().sqs, environment
+    return aws.dynamodb, aws.sqs, environment
 
 
 @logger.inject_lambda_context

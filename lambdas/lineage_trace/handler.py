@@ -45,9 +45,10 @@ class TraceQueueMessage(SqsRecordModel):
 
 @cache
 def dependencies() -> tuple[Any, S3ArchiveStore, Environment]:
+    aws = AwsClients()
     environment = Environment.model_validate(dict(os.environ))
-    store = S3ArchiveStore(AwsClients().s3, environment.archive_bucket, environment.archive_prefix)
-    return AwsClients().dynamodb, store, environment
+    store = S3ArchiveStore(aws.s3, environment.archive_bucket, environment.archive_prefix)
+    return aws.dynamodb, store, environment
 
 
 def trace_message(record: TraceQueueMessage) -> dict[str, Any]:

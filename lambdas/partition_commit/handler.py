@@ -59,10 +59,11 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
+    aws = AwsClients()
     environment = load_environment(CommitEnvironment, os.environ)
     return Runtime(
-        PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table),
-        SchemeObjectStore(AwsClients().s3),
+        PartitionCommits(aws.dynamodb, environment.pipeline_state_table),
+        SchemeObjectStore(aws.s3),
     )
 
 

@@ -74,9 +74,8 @@ def object_store() -> SchemeObjectStore:
 @cache
 def step_events() -> StepEvents:
     """The OpenLineage events of the failed run; their column lineage is read from the Glue catalog."""
-    return StepEvents.in_lambda(
-        os.environ, s3=AwsClients().s3, catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue)
-    )
+    aws = AwsClients()
+    return StepEvents.in_lambda(os.environ, s3=aws.s3, catalog=AthenaEngine(aws.athena, glue=aws.glue))
 
 
 @cache

@@ -63,18 +63,19 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
+    aws = AwsClients()
     environment = load_environment(StageARouterEnvironment, os.environ)
     settings = environment.pipeline_settings()
-    catalog = AthenaEngine(AwsClients().athena, glue=AwsClients().glue)
-    commits = PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table)
+    catalog = AthenaEngine(aws.athena, glue=aws.glue)
+    commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
     return Runtime(
         environment,
         settings,
         catalog,
         commits,
-        AwsClients().stepfunctions,
-        AwsClients().sqs,
-        S3RawFiles(AwsClients().s3),
+        aws.stepfunctions,
+        aws.sqs,
+        S3RawFiles(aws.s3),
     )
 
 

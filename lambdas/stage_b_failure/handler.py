@@ -61,17 +61,18 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
+    aws = AwsClients()
     environment = load_environment(FailureEnvironment, os.environ)
-    sqs, s3 = AwsClients().sqs, AwsClients().s3
+    sqs, s3 = aws.sqs, aws.s3
     store = SchemeObjectStore(s3)
-    commits = PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table)
+    commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
     return Runtime(
         environment,
         store,
         LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
         LineageWriter(sqs, environment.lineage_queue_url),
         sqs,
-        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue)),
+        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
     )
 
 

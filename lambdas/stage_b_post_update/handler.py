@@ -56,8 +56,9 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
+    aws = AwsClients()
     environment = load_environment(PostUpdateEnvironment, os.environ)
-    dynamodb, sqs, s3 = AwsClients().dynamodb, AwsClients().sqs, AwsClients().s3
+    dynamodb, sqs, s3 = aws.dynamodb, aws.sqs, aws.s3
     store = SchemeObjectStore(s3)
     commits = PartitionCommits(dynamodb, environment.pipeline_state_table)
     return Runtime(
@@ -65,7 +66,7 @@ def runtime() -> Runtime:
         LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
         OnwardRouting.from_environment(environment, dynamodb, sqs),
         LineageWriter(sqs, environment.lineage_queue_url),
-        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue)),
+        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
     )
 
 

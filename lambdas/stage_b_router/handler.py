@@ -65,17 +65,18 @@ class Runtime:
 
 @cache
 def runtime() -> Runtime:
+    aws = AwsClients()
     environment = load_environment(StageBRouterEnvironment, os.environ)
     settings = environment.pipeline_settings()
     return Runtime(
         environment=environment,
         settings=settings,
-        dependencies=DependencyStore(AwsClients().dynamodb, environment.dependencies_table),
-        catalog=AthenaEngine(AwsClients().athena, glue=AwsClients().glue),
-        commits=PartitionCommits(AwsClients().dynamodb, environment.pipeline_state_table),
-        s3=AwsClients().s3,
-        sfn=AwsClients().stepfunctions,
-        sqs=AwsClients().sqs,
+        dependencies=DependencyStore(aws.dynamodb, environment.dependencies_table),
+        catalog=AthenaEngine(aws.athena, glue=aws.glue),
+        commits=PartitionCommits(aws.dynamodb, environment.pipeline_state_table),
+        s3=aws.s3,
+        sfn=aws.stepfunctions,
+        sqs=aws.sqs,
     )
 
 

@@ -120,7 +120,7 @@ def test_resolve_errors(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "no value for $start_date_x" in result.stderr
     result = deps("resolve", "--item", str(SEED_ITEM), "--table", CUSTOMERS, "--partition", "date")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a wrong option: the command could not run as asked
     assert "must be written COLUMN=VALUE" in result.stderr
     result = deps("resolve", "--item", str(SEED_ITEM), "--table", "db.other", "--partition", "date=20220120")
     assert result.exit_code == 1

@@ -52,4 +52,4 @@ def test_trace_reads_the_table_prints_the_tree_and_archives_it(dynamodb: Any, tm
     assert json.loads(shown.stdout)["lines"] == tree["lines"]
 
     missing_table = runner.invoke(app, ["lineage", "trace", "--root", "run-7", "--table", "nope", "--region", REGION])
-    assert missing_table.exit_code == 1 and "AWS call failed" in missing_table.stderr
+    assert missing_table.exit_code == 2 and "AWS call failed" in missing_table.stderr

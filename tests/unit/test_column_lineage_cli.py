@@ -121,9 +121,9 @@ def test_tree_follows_stored_events_back(tmp_path: Path) -> None:
     ("sql", "options", "code", "message"),
     [
         ("SELECT a FROM sales.missing", [], 1, "sales.missing is not in the catalog"),
-        ("SELECT name FROM sales.customers", ["--dialect", "mysql"], 1, "--dialect 'mysql'"),
+        ("SELECT name FROM sales.customers", ["--dialect", "mysql"], 2, "--dialect 'mysql'"),
         ("SELECT name FROM sales.customers", ["--parent-job-name", "p", "--parent-run-id", "7"], 2, "not a UUID"),
-        ("SELECT name FROM sales.customers", ["--event-type", "DONE"], 1, "START, COMPLETE or FAIL"),
+        ("SELECT name FROM sales.customers", ["--event-type", "DONE"], 2, "START, COMPLETE or FAIL"),
     ],
 )
 def test_sql_errors(tmp_path: Path, sql: str, options: list[str], code: int, message: str) -> None:
@@ -157,7 +157,7 @@ def test_column_follows_a_stored_column_back_through_a_folder_of_events(tmp_path
     assert unknown.exit_code == 1
     assert "no stored event writes sales.customers.nope" in unknown.stderr
     malformed = CliRunner().invoke(app, ["lineage", "column", "customers.region", "--events", str(tmp_path)])
-    assert malformed.exit_code == 1
+    assert malformed.exit_code == 2
     assert "DATABASE.TABLE.COLUMN" in malformed.stderr
 
 
