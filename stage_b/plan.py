@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -307,3 +307,39 @@ def _taking(lease: Lease | None, left: set[str]) -> dict[str, Any] | None:
         bodies = [body for body in lease.pending if StageBMessage.model_validate_json(body).deduplication_id() in left]
         data["pending"] = [body for body in data["pending"] if body not in bodies]
     return data
+
+
+class ItemSource(Protocol):
+    def get_item(self, dataset: str) -> DependencyItem | None: ...
+
+
+class TableSource(Protocol):
+    def describe_table(self, database: str, table: str) -> TableSchema: ...
+
+
+@dataclass(frozen=True)
+class PlanSources:
+    """Where planning reads from, the same way for the deployed router and the local runtime: the
+    dependency items, the catalog, the pipeline's settings, and ``sql_files``: the reader of a team's
+    ``sql_file`` steps (the artifacts bucket deployed, the project's queries folder locally)."""
+
+    items: ItemSource
+    catalog: TableSource
+    settings: PipelineSettings
+    sql_files: Callable[[str], SqlFileReader]
+
+
+def team_of(database: str) -> str:
+    """The team owning a database (``<team>_<dataset>...``): its first word."""
+    return database.split("_", 1)[0]
+
+
+def plan_message(message: StageBMessage, sources: PlanSources, run_token: str, lease: Lease | None) -> StageBPlan:
+    """The plan of ``message``'s run, from its target's dependency item and catalog table."""
+    item = sources.items.get_item(message.target_dataset)
+    if item is None:
+        raise ValidationError(f"no dependency item for {message.target_dataset}")
+    database, table = message.target_dataset.split(".")
+    schema = sources.catalog.describe_table(database, table)
+    reader = sources.sql_files(team_of(database))
+    return plan_stage_b(message, item, schema, sources.settings, reader, run_token=run_token, lease=lease)

@@ -7,7 +7,7 @@ again with the run that applied it, so a chain interrupted before its next messa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -17,13 +17,13 @@ from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.model import DependencyEdge, DependencyItem, InvalidEdge
 from lakeline.dependencies.resolve import team_sql_reader
 from lakeline.engines.base import Engine
-from lakeline.errors import ValidationError
 from lakeline.partitions import new_run_token
 from lakeline.settings import PipelineSettings
 from lakeline.storage import ObjectStore
 from stage_b.ledger import AppliedMessages
 from stage_b.messages import LineageParents, StageBMessage
-from stage_b.plan import StageBPlan, plan_stage_b
+from stage_b.plan import PlanSources, StageBPlan
+from stage_b.plan import plan_message as plan_from_sources
 from stage_b.routing import Unrouted, route_finished_partition
 from stage_b.runner import StageBResult, run_stage_b
 
@@ -56,21 +56,17 @@ class StageBOutcome:
     unrouted: list[Unrouted] = field(default_factory=list)
 
 
-def team_of(database: str) -> str:
-    """The team owning a database (``<team>_<dataset>...``): its first word."""
-    return database.split("_", 1)[0]
-
-
 def plan_message(
     message: StageBMessage, services: StageBServices, run_token: str, *, lease: Lease | None = None
 ) -> StageBPlan:
-    item = services.dependencies.get_item(message.target_dataset)
-    if item is None:
-        raise ValidationError(f"no dependency item for {message.target_dataset}")
-    database, table = message.target_dataset.split(".")
-    schema = services.engine.describe_table(database, table)
-    reader: Callable[[str], str] = team_sql_reader(services.queries_root, team_of(database))
-    return plan_stage_b(message, item, schema, services.settings, reader, run_token=run_token, lease=lease)
+    """``stage_b.plan.plan_message`` from the local services (step SQL files from the queries folder)."""
+    sources = PlanSources(
+        services.dependencies,
+        services.engine,
+        services.settings,
+        lambda team: team_sql_reader(services.queries_root, team),
+    )
+    return plan_from_sources(message, sources, run_token, lease)
 
 
 def process_stage_b(

@@ -32,8 +32,7 @@ from lakeline.lambda_support import RouterEnvironment, load_environment
 from lakeline.settings import PipelineSettings
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
-from stage_b.plan import StageBPlan, plan_stage_b
-from stage_b.process import team_of
+from stage_b.plan import PlanSources, StageBPlan, plan_message
 from stage_b.start import begin_message, plan_follow_up, start_leased
 
 if TYPE_CHECKING:
@@ -81,13 +80,13 @@ def runtime() -> Runtime:
 
 
 def plan(run: Runtime, message: StageBMessage, run_token: str, lease: Lease | None) -> StageBPlan:
-    item = run.dependencies.get_item(message.target_dataset)
-    if item is None:
-        raise ValidationError(f"no dependency item for {message.target_dataset}")
-    database, table = message.target_dataset.split(".")
-    schema = run.catalog.describe_table(database, table)
-    reader = s3_sql_reader(run.s3, run.environment.artifacts_bucket, team_of(database))
-    return plan_stage_b(message, item, schema, run.settings, reader, run_token=run_token, lease=lease)
+    sources = PlanSources(
+        run.dependencies,
+        run.catalog,
+        run.settings,
+        lambda team: s3_sql_reader(run.s3, run.environment.artifacts_bucket, team),
+    )
+    return plan_message(message, sources, run_token, lease)
 
 
 def handle_record(record: SQSRecord) -> None:
