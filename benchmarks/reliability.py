@@ -41,14 +41,7 @@ from moto import mock_aws
 from rich.console import Console
 from rich.table import Table
 
-from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
-from lakeline.errors import ValidationError
-from lakeline.lineage.records import LineageRecord, build_records, parse_record
-from lakeline.lineage.table import LINEAGE_TABLE
-from lakeline.lineage.writer import send_records
-from stage_a.keys import InvalidKey, parse_raw_key
-from tests.reliability.hostile import json_values, mutated, raw_keys, to_json_text
-from tests.reliability.support import (
+from harness.faults import (
     REGION,
     STAGE_A_TABLES,
     BatchWriteFaults,
@@ -62,6 +55,13 @@ from tests.reliability.support import (
     send_bodies,
     stage_a_cloud,
 )
+from harness.hostile import json_values, mutated, raw_keys, to_json_text
+from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
+from lakeline.errors import ValidationError
+from lakeline.lineage.records import LineageRecord, build_records, parse_record
+from lakeline.lineage.table import LINEAGE_TABLE
+from lakeline.lineage.writer import send_records
+from stage_a.keys import InvalidKey, parse_raw_key
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 QUEUE_A_VISIBILITY_MINUTES = 6  # stacks/constructs/stage_a.py

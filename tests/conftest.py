@@ -94,7 +94,7 @@ def valid_openlineage_events(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def fresh_raw_objects() -> None:
-    """Each test's moto mock gets its own clients in ``tests.raw_objects``."""
-    from tests import raw_objects
+    """Each test's moto mock gets its own clients in ``harness.raw_objects``."""
+    from harness import raw_objects
 
     raw_objects.forget()

@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 from moto.stepfunctions.models import stepfunctions_backends
 
+from harness.raw_objects import put_raw_object
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
@@ -22,7 +23,6 @@ from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
 from stage_a.raw_files import S3RawFiles
 from tests.lambda_context import LambdaContextStub
-from tests.raw_objects import put_raw_object
 
 REGION = "us-east-1"
 CONTEXT = LambdaContextStub()

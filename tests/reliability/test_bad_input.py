@@ -26,6 +26,24 @@ from sqlglot.dialects.athena import Athena
 from sqlglot.tokens import TokenType
 from typer.testing import CliRunner
 
+from harness.faults import (
+    REGION,
+    arrival_event,
+    context,
+    drain_messages,
+    lambda_sqs_event,
+    reason_of,
+    stage_a_cloud,
+)
+from harness.hostile import (
+    component,
+    file_name,
+    json_values,
+    mutated,
+    partition_value,
+    raw_keys,
+    to_json_text,
+)
 from lakeline.cli import app
 from lakeline.dependencies.model import DependencyItem, DependencyItemError, parse_dependency_item
 from lakeline.errors import ValidationError
@@ -35,24 +53,6 @@ from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 from stage_a.arrivals import parse_arrivals
 from stage_a.contract import file_format
 from stage_a.keys import FILE_NAME_PATTERN, MAX_KEY_LENGTH, InvalidKey, RawObject, parse_raw_key
-from tests.reliability.hostile import (
-    component,
-    file_name,
-    json_values,
-    mutated,
-    partition_value,
-    raw_keys,
-    to_json_text,
-)
-from tests.reliability.support import (
-    REGION,
-    arrival_event,
-    context,
-    drain_messages,
-    lambda_sqs_event,
-    reason_of,
-    stage_a_cloud,
-)
 
 EXAMPLES = settings(max_examples=200, derandomize=True, deadline=None, database=None)
 FEWER = settings(

@@ -18,19 +18,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakeline.dependencies.model import parse_dependency_item
-from lakeline.dependencies.store import DependencyStore
-from lakeline.dependencies.sync import backfill
-from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
-from lakeline.engines.base import Column, TableSchema
-from lakeline.lineage.records import LineageRecord, build_records
-from lakeline.lineage.table import LINEAGE_TABLE
-from lakeline.lineage.writer import send_records
-from lakeline.settings import PipelineSettings
-from stage_a.keys import parse_raw_key
-from stage_a.plan import plan_stage_a
-from stage_b.messages import StageBMessage
-from tests.reliability.support import (
+from harness.faults import (
     REGION,
     BatchWriteFaults,
     InvocationDied,
@@ -45,6 +33,18 @@ from tests.reliability.support import (
     send_bodies,
     stage_a_cloud,
 )
+from lakeline.dependencies.model import parse_dependency_item
+from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.sync import backfill
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.engines.base import Column, TableSchema
+from lakeline.lineage.records import LineageRecord, build_records
+from lakeline.lineage.table import LINEAGE_TABLE
+from lakeline.lineage.writer import send_records
+from lakeline.settings import PipelineSettings
+from stage_a.keys import parse_raw_key
+from stage_a.plan import plan_stage_a
+from stage_b.messages import StageBMessage
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 # The router publishes no metric for a batch that started nothing; Powertools warns about it.

@@ -17,11 +17,7 @@ from collections import Counter
 import boto3
 import pytest
 
-from lakeline.commits import PartitionCommits
-from lakeline.errors import ConfigError
-from stacks.config import LakelineConfig
-from stage_a.arrivals import Arrival
-from tests.reliability.support import (
+from harness.faults import (
     REGION,
     STAGE_A_TABLES,
     LambdaSqsSource,
@@ -35,6 +31,10 @@ from tests.reliability.support import (
     state_machine_states,
     synthesized_templates,
 )
+from lakeline.commits import PartitionCommits
+from lakeline.errors import ConfigError
+from stacks.config import LakelineConfig
+from stage_a.arrivals import Arrival
 
 ARRIVALS = 1_000
 WAVES = 10

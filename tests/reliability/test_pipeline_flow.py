@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from harness.faults import reset_handler_caches
 from lakeline.commits import PartitionCommits, PartitionState, commit_key, parse_retired
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.spark import SparkEngine
@@ -31,7 +32,6 @@ from lakeline.local.cloud import LINEAGE_TABLE_NAME, LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
 from lakeline.local.workspace import Workspace
 from lakeline.storage import LocalObjectStore, local_root
-from tests.reliability.support import reset_handler_caches
 
 ENV = "relflow"
 STAGE = f"eng_shop_{ENV}"

@@ -19,8 +19,8 @@ import pytest
 from aws_cdk import aws_sqs as sqs
 from cdk_nag import AwsSolutionsChecks
 
+from harness.faults import resources_of, synthesized_templates
 from tests.reliability.sql_scan import SCANNED_BUILDERS, TRUSTED, defined_functions, scan, scan_source
-from tests.reliability.support import resources_of, synthesized_templates
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ("athena", "spark")

@@ -1,5 +1,6 @@
-"""``lakeline.aws``, the one home of AWS plumbing: its place in the layers, the clients' retry
-configuration, the retry helper, and stage B's messages going through the one SQS sender."""
+"""``lakeline.aws``, the one home of AWS plumbing: clients made nowhere else, their retry
+configuration, the retry helper, and stage B's messages going through the one SQS sender (its place
+in the layers: tests/unit/test_layers.py)."""
 
 from __future__ import annotations
 
@@ -20,25 +21,6 @@ from stage_b.messages import SourceArrival, StageBMessage
 
 REPO = Path(__file__).parents[2]
 SOURCES = ("lakeline", "lambdas", "stage_a", "stage_b")
-
-
-def project_imports(path: Path) -> set[str]:
-    """The project modules ``path`` imports (``lakeline.x``, ``stage_b.y``, ...)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        found |= {name for name in names if name.split(".")[0] in SOURCES}
-    return found
-
-
-def test_the_aws_package_stands_beneath_everything_else() -> None:
-    for path in sorted((REPO / "lakeline" / "aws").glob("*.py")):
-        above = {name for name in project_imports(path) if not name.startswith(("lakeline.aws", "lakeline.errors"))}
-        assert not above, f"{path.name} imports {sorted(above)}: lakeline.aws may use only lakeline.errors"
 
 
 def test_clients_are_made_in_one_place_only() -> None:

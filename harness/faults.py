@@ -24,10 +24,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from harness.raw_objects import put_raw_object
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.local.lambda_events import LambdaContext, QueuePoller
 from stage_a.arrivals import Arrival
-from tests.raw_objects import put_raw_object
 
 REGION = "us-east-1"
 RAW_BUCKET = "raw-bucket"
