@@ -1,7 +1,7 @@
 """Column lineage from SQL: milliseconds per statement, and agreement with sqllineage and openlineage-sql.
 
 Runs the statements of ``tests/unit/data/column_lineage_cases.yaml`` (Athena and Spark dialects) through
-Lakeline's ``column_sql``, sqllineage (given the same table schemas through its
+Lakeline's ``lineage.columns.sql``, sqllineage (given the same table schemas through its
 ``DummyMetaDataProvider``) and openlineage-sql (``openlineage_sql.parse([...]).column_lineage``).
 
 Agreement is on column-level DIRECT edges, ``(output column, database.table.column)``: the only kind the
@@ -34,8 +34,8 @@ import sqlglot
 import yaml
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.lineage.column_model import StatementLineage, TransformationType
-from lakeline.lineage.column_sql import SqlColumnLineage, sqlglot_dialect
+from lakeline.lineage.columns.model import StatementLineage, TransformationType
+from lakeline.lineage.columns.sql import SqlColumnLineage, sqlglot_dialect
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "unit" / "data" / "column_lineage_cases.yaml"

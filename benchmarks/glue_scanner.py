@@ -27,7 +27,7 @@ from pathlib import Path
 
 from lakeline.glue_scanner.folder import GlueFolder, load_folder
 from lakeline.glue_scanner.lineage import JobResult, analyse_job
-from lakeline.lineage.column_model import TransformationType
+from lakeline.lineage.columns.model import TransformationType
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "glue" / "corpus"
 EXPECTED = "expected.json"

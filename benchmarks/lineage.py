@@ -41,11 +41,11 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeline.aws.retry import NO_WAIT
-from lakeline.lineage.archive import render_tree
-from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.records import LineageRecord, build_records
-from lakeline.lineage.table import LINEAGE_TABLE, record_item
-from lakeline.lineage.tree import LineageNode, build_tree
+from lakeline.lineage.records.archive import render_tree
+from lakeline.lineage.records.load import LineageLoader
+from lakeline.lineage.records.model import LineageRecord, build_records
+from lakeline.lineage.records.table import LINEAGE_TABLE, record_item
+from lakeline.lineage.records.tree import LineageNode, build_tree
 
 SEED_TERMINUS_ACTIONS = ("CALCULATION_COMPLETE", "DQ_CHECK_FAIL")
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -58,9 +58,9 @@ from harness.faults import (
 from harness.hostile import json_values, mutated, raw_keys, to_json_text
 from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
 from lakeline.errors import ValidationError
-from lakeline.lineage.records import LineageRecord, build_records, parse_record
-from lakeline.lineage.table import LINEAGE_TABLE
-from lakeline.lineage.writer import send_records
+from lakeline.lineage.records.model import LineageRecord, build_records, parse_record
+from lakeline.lineage.records.table import LINEAGE_TABLE
+from lakeline.lineage.records.writer import send_records
 from stage_a.keys import InvalidKey, parse_raw_key
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

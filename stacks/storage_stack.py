@@ -19,10 +19,10 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from lakeline.dependencies import tables as dependency_tables
-from lakeline.lineage import events_table
-from lakeline.lineage.archive_table import DEFAULT_TABLE, glue_table_input
-from lakeline.lineage.event_archive import EVENTS_FOLDER
-from lakeline.lineage.table import LINEAGE_TABLE, KeyAttribute
+from lakeline.lineage.openlineage import table as events_table
+from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
+from lakeline.lineage.records.archive_table import DEFAULT_TABLE, glue_table_input
+from lakeline.lineage.records.table import LINEAGE_TABLE, KeyAttribute
 from stacks.config import LakelineConfig
 from stacks.constructs.functions import BASIC_EXECUTION_ROLE
 from stacks.nag import acknowledge

@@ -79,8 +79,8 @@ def valid_openlineage_events(monkeypatch: pytest.MonkeyPatch) -> None:
     from openlineage.client.event_v2 import RunEvent
 
     from lakeline.glue_scanner import events as glue_events
-    from lakeline.lineage import openlineage_events
-    from lakeline.lineage.producer import owned
+    from lakeline.lineage.openlineage import events as openlineage_events
+    from lakeline.lineage.openlineage.producer import owned
     from tests.openlineage_schema import validate_event
 
     def owned_and_valid(event: RunEvent) -> RunEvent:

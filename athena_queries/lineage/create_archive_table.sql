@@ -1,7 +1,7 @@
 -- The archive's table for Athena, partition projection on dt (no crawler, no MSCK REPAIR).
--- Generated from lakeline.lineage.archive_table.athena_ddl('lineage', 'lineage_archive', LOCATION);
+-- Generated from lakeline.lineage.records.archive_table.athena_ddl('lineage', 'lineage_archive', LOCATION);
 -- replace the placeholder bucket with the archive bucket (the CDK stack builds the same table from
--- lakeline.lineage.archive_table.glue_table_input).
+-- lakeline.lineage.records.archive_table.glue_table_input).
 CREATE EXTERNAL TABLE IF NOT EXISTS `lineage`.`lineage_archive` (
   `record_id` string,
   `root_id` string,

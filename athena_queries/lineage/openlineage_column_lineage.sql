@@ -4,8 +4,8 @@
 -- The ? is the output table, database.table (an Athena execution parameter: the console asks for it).
 -- Events name catalog tables AwsDataCatalog.database.table (the OpenLineage naming of Athena tables);
 -- the catalog prefix is left out here, in the filter and in the rows.
--- "openlineage_events" is the table in the lineage database (lakeline.lineage.events_table);
--- lakeline.lineage.events_table.bind_column_lineage_query names the table and the output for Spark.
+-- "openlineage_events" is the table in the lineage database (lakeline.lineage.openlineage.table);
+-- lakeline.lineage.openlineage.table.bind_column_lineage_query names the table and the output for Spark.
 -- Add "AND dt >= '2026-01-01'" to read fewer days.
 SELECT
   replace(written.name, 'AwsDataCatalog.', '') AS output_dataset,

@@ -18,7 +18,7 @@ import sqlglot
 from sqlglot.errors import ParseError
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.column_writes import written_tables
+from lakeline.lineage.columns.writes import written_tables
 
 
 def step_problem(sql: str, default_database: str, allowed: Collection[str] | None) -> str | None:

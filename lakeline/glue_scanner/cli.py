@@ -36,13 +36,13 @@ from lakeline.glue_scanner.lineage import (
     load_run_arguments,
     store_events,
 )
-from lakeline.lineage.dataset_naming import DatasetNaming
-from lakeline.lineage.openlineage_config import (
+from lakeline.lineage.openlineage.config import (
     LOCAL_DATASET_NAMESPACE,
     athena_dataset_namespace,
     load_openlineage_settings,
 )
-from lakeline.lineage.openlineage_events import event_to_dict
+from lakeline.lineage.openlineage.events import event_to_dict
+from lakeline.lineage.openlineage.naming import DatasetNaming
 
 glue_app = typer.Typer(
     help="Glue scanner: extract catalog and jobs, derive lineage from job scripts.", no_args_is_help=True

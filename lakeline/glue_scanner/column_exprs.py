@@ -14,8 +14,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from lakeline.lineage.column_model import Dependencies, Subtype
-from lakeline.lineage.column_sql import MASKING_FUNCTIONS
+from lakeline.lineage.columns.model import Dependencies, Subtype
+from lakeline.lineage.columns.sql import MASKING_FUNCTIONS
 
 
 @dataclass(frozen=True, order=True)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lakeline.lineage.dataset_naming import outside_catalog
+from lakeline.lineage.openlineage.naming import outside_catalog
 
 _JDBC = re.compile(r"jdbc:(?P<kind>[a-z0-9]+)(?::thin)?:(?://)?@?(?P<host>[^:/;?]+)(?::(?P<port>\d+))?(?P<rest>.*)")
 _DEFAULT_PORTS = {"postgres": "5432", "mysql": "3306", "redshift": "5439", "mssql": "1433", "oracle": "1521"}

@@ -1,6 +1,6 @@
 """OpenLineage RunEvents (START, COMPLETE) per analysed Glue job, with openlineage-python's classes.
 
-Datasets are named as the rest of Lakeline names them (``dataset_naming``), so the events join the
+Datasets are named as the rest of Lakeline names them (``lineage.openlineage.naming``), so the events join the
 pipeline's own in the lineage store: catalog tables are ``AwsDataCatalog.database.table`` in Athena's
 namespace, with a ``symlinks`` facet to the Glue table when the Glue catalog is known; S3 locations,
 JDBC tables, DynamoDB tables and streams follow the OpenLineage naming spec (``datasets``). Each job gets
@@ -34,10 +34,10 @@ from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem
 from lakeline.glue_scanner.datasets import is_catalog_table
 from lakeline.glue_scanner.script import ScriptAnalysis, Write
-from lakeline.lineage.column_model import Dependencies, group_by_source, union
-from lakeline.lineage.dataset_naming import DatasetNaming
-from lakeline.lineage.openlineage_config import OpenLineageSettings
-from lakeline.lineage.producer import LAKELINE_VERSION, PRODUCER, owned
+from lakeline.lineage.columns.model import Dependencies, group_by_source, union
+from lakeline.lineage.openlineage.config import OpenLineageSettings
+from lakeline.lineage.openlineage.naming import DatasetNaming
+from lakeline.lineage.openlineage.producer import LAKELINE_VERSION, PRODUCER, owned
 
 INTEGRATION = "GLUE"
 

@@ -1,6 +1,6 @@
 """DynamicFrames and DataFrames as the script analysis sees them: where each column comes from.
 
-A ``Frame`` lists its known columns with their dependencies (``column_model``), the dataset-wide
+A ``Frame`` lists its known columns with their dependencies (``lineage.columns.model``), the dataset-wide
 INDIRECT inputs (joins, filters, groupings), and the datasets it reads. A source whose columns are not
 known (an S3 path with no catalog table, a table missing from the catalog) leaves the frame *open*:
 a column the script names is then taken to come from that source under the same name, which is what
@@ -34,7 +34,7 @@ from lakeline.glue_scanner.column_exprs import (
     name_of,
     unquote,
 )
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
     OutputColumn,

@@ -35,10 +35,10 @@ from lakeline.glue_scanner.folder import (
 )
 from lakeline.glue_scanner.python_eval import module_sources
 from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, analyse_script
-from lakeline.lineage.dataset_naming import DatasetNaming
-from lakeline.lineage.openlineage_config import OpenLineageSettings
-from lakeline.lineage.openlineage_emitter import LineageEmitter
-from lakeline.lineage.openlineage_events import event_to_dict, now, stable_run_id
+from lakeline.lineage.openlineage.config import OpenLineageSettings
+from lakeline.lineage.openlineage.emitter import LineageEmitter
+from lakeline.lineage.openlineage.events import event_to_dict, now, stable_run_id
+from lakeline.lineage.openlineage.naming import DatasetNaming
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem, Site
 from lakeline.glue_scanner.datasets import is_catalog_table
 from lakeline.glue_scanner.frames import Frame, merge_problems, opaque_frame
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
     OutputColumn,

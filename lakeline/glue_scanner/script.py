@@ -66,7 +66,7 @@ from lakeline.glue_scanner.values import (
     Unknown,
     Value,
 )
-from lakeline.lineage.column_model import Dependencies, OutputColumn, Subtype, identity_of
+from lakeline.lineage.columns.model import Dependencies, OutputColumn, Subtype, identity_of
 
 RUN_TIME_ARGUMENTS = frozenset({"JOB_RUN_ID", "JOB_ID", "SECURITY_CONFIGURATION", "encryption-type"})
 """Arguments Glue sets per run: their values are not in the job's configuration."""

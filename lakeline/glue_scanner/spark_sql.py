@@ -1,6 +1,6 @@
 """``spark.sql(...)`` inside a script: the SQL column lineage over the script's temp views and the catalog.
 
-The statement goes through ``lakeline.lineage.column_sql`` (Spark dialect). Temp views registered by
+The statement goes through ``lakeline.lineage.columns.sql`` (Spark dialect). Temp views registered by
 ``createOrReplaceTempView`` become tables of a reserved database whose columns are those of the frame
 behind the view; the lineage found for them is then carried through to the frame's own sources, so
 ``spark.sql("SELECT id FROM v")`` reads what ``v`` read. Unqualified names that are not views are
@@ -25,7 +25,7 @@ from lakeline.errors import LakelineError
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem, Site
 from lakeline.glue_scanner.frames import Frame, merge_problems, opaque_frame, resolve_name
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
     Edge,
@@ -34,7 +34,7 @@ from lakeline.lineage.column_model import (
     compose,
     union,
 )
-from lakeline.lineage.column_sql import SqlColumnLineage
+from lakeline.lineage.columns.sql import SqlColumnLineage
 
 TEMP_VIEW_DATABASE = "lakeline_temp_views"
 """Where temp views live while a statement is analysed; never a dataset of the results."""

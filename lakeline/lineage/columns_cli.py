@@ -27,13 +27,13 @@ from rich.console import Console
 from lakeline.catalog_json import CatalogFile
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.errors import ConfigError, LakelineError
-from lakeline.lineage.column_graph import ColumnGraph, FieldRef, load_events, render_tree
-from lakeline.lineage.column_sql import DIALECTS
-from lakeline.lineage.dataset_naming import table_of
-from lakeline.lineage.expression_tree import column_tree
-from lakeline.lineage.openlineage_config import OpenLineageSettings, load_openlineage_settings
-from lakeline.lineage.openlineage_emitter import LineageEmitter
-from lakeline.lineage.openlineage_events import StepRun, event_to_dict, new_run_id, now, run_event, sql_step_run
+from lakeline.lineage.columns.expression_tree import column_tree
+from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, load_events, render_tree
+from lakeline.lineage.columns.sql import DIALECTS
+from lakeline.lineage.openlineage.config import OpenLineageSettings, load_openlineage_settings
+from lakeline.lineage.openlineage.emitter import LineageEmitter
+from lakeline.lineage.openlineage.events import StepRun, event_to_dict, new_run_id, now, run_event, sql_step_run
+from lakeline.lineage.openlineage.naming import table_of
 
 _err = Console(stderr=True)
 
@@ -172,7 +172,7 @@ def register(app: typer.Typer) -> None:
             )
             statements = step.statements
             if engine == "spark":
-                from lakeline.lineage.column_spark_catalog import spark_statements
+                from lakeline.lineage.columns.spark_catalog import spark_statements
 
                 sql = file.read_text(encoding="utf-8")
                 statements = tuple(

@@ -24,10 +24,10 @@ from rich.tree import Tree
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.errors import LakelineError, ValidationError
-from lakeline.lineage.archive import LOCAL_ARCHIVE_FOLDER
-from lakeline.lineage.archive_table import DEFAULT_DATABASE, DEFAULT_TABLE
-from lakeline.lineage.records import DEFAULT_TERMINAL_ACTIONS, check_lineage_id
-from lakeline.lineage.tree import LineageNode, LineageTree, Status, build_tree
+from lakeline.lineage.records.archive import LOCAL_ARCHIVE_FOLDER
+from lakeline.lineage.records.archive_table import DEFAULT_DATABASE, DEFAULT_TABLE
+from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, check_lineage_id
+from lakeline.lineage.records.tree import LineageNode, LineageTree, Status, build_tree
 
 console = Console()
 err_console = Console(stderr=True)
@@ -150,8 +150,8 @@ def trace_command(
     """Rebuild one root's tree from the lineage table (or a records file) and print it."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from lakeline.lineage.archive import open_archive
-    from lakeline.lineage.trace import TraceSettings, archive_tree, mark_traced, read_root_nodes
+    from lakeline.lineage.records.archive import open_archive
+    from lakeline.lineage.records.trace import TraceSettings, archive_tree, mark_traced, read_root_nodes
 
     try:
         if (table is None) == (records is None):
@@ -201,7 +201,7 @@ def show_command(
     limit: LimitOption = 200,
 ) -> None:
     """Print one root's tree as archived (every date, or one)."""
-    from lakeline.lineage.archive import open_archive, read_root_lines
+    from lakeline.lineage.records.archive import open_archive, read_root_lines
 
     try:
         check_lineage_id(root, "--root")
@@ -254,7 +254,7 @@ def query_command(
     as_json: JsonOption = False,
 ) -> None:
     """Run an archive query (the seed's UNNEST query by default) on Spark or Athena."""
-    from lakeline.lineage.query import AthenaTarget, load_query, query_athena, query_local_archive
+    from lakeline.lineage.records.query import AthenaTarget, load_query, query_athena, query_local_archive
 
     try:
         text = load_query(sql)

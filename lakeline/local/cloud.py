@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
-from lakeline.lineage.table import LINEAGE_TABLE
+from lakeline.lineage.records.table import LINEAGE_TABLE
 from lakeline.local.workspace import write_json
 
 if TYPE_CHECKING:

@@ -28,12 +28,11 @@ from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.base import Column, QueryError, TableSchema
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError, ValidationError
-from lakeline.lineage.archive import LocalArchiveStore
-from lakeline.lineage.openlineage_config import OpenLineageSettings
-from lakeline.lineage.openlineage_emitter import LineageEmitter
-from lakeline.lineage.openlineage_events import event_to_dict
-from lakeline.lineage.pipeline_events import stage_a_lifecycle, stage_b_lifecycle
-from lakeline.lineage.run_lifecycle import ExecutionLifecycle
+from lakeline.lineage.openlineage.config import OpenLineageSettings
+from lakeline.lineage.openlineage.emitter import LineageEmitter
+from lakeline.lineage.openlineage.events import event_to_dict
+from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
+from lakeline.lineage.records.archive import LocalArchiveStore
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, MAX_RECEIVE_COUNT, LocalCloud
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
@@ -54,6 +53,7 @@ from stage_b.process import StageBServices, plan_message
 from stage_b.runner import StageBStepFailed, execute_stage_b, publish_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
+from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
 
 LOCAL_RAW_BUCKET = "local-raw"
 Listener = Callable[[str, str], None]

@@ -40,9 +40,9 @@ from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import ConfigError, ValidationError
-from lakeline.lineage.html import write_lineage_html
-from lakeline.lineage.openlineage_config import load_openlineage_settings
-from lakeline.lineage.query import load_query, query_local_archive
+from lakeline.lineage.openlineage.config import load_openlineage_settings
+from lakeline.lineage.records.query import load_query, query_local_archive
+from lakeline.lineage.viewer.html import write_lineage_html
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
 from lakeline.local.quarantine import Quarantine

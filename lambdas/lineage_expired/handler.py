@@ -1,6 +1,6 @@
 """Lineage table stream -> lineage archive: items removed by TTL before a trace archived them.
 
-Only REMOVE records made by the TTL service are considered; see ``lakeline.lineage.expired``. Each
+Only REMOVE records made by the TTL service are considered; see ``lakeline.lineage.records.expired``. Each
 stream record is handled on its own, so a failure is reported for that record alone.
 """
 
@@ -18,9 +18,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakeline.aws.clients import AwsClients
-from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
-from lakeline.lineage.expired import ExpirySettings, TracedLookup, archive_expired, removed_by_ttl
-from lakeline.lineage.trace import traced_at
+from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
+from lakeline.lineage.records.expired import ExpirySettings, TracedLookup, archive_expired, removed_by_ttl
+from lakeline.lineage.records.trace import traced_at
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")

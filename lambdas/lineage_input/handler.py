@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from lakeline.aws.clients import AwsClients
-from lakeline.lineage.writer import LineageWriter
+from lakeline.lineage.records.writer import LineageWriter
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")

@@ -25,8 +25,8 @@ from lakeline.aws.retry import Backoff
 from lakeline.aws.sqs import dead_letter
 from lakeline.aws.sqs_batches import BufferedSqsBatchProcessor
 from lakeline.errors import ValidationError
-from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.records import LineageRecord, parse_record
+from lakeline.lineage.records.load import LineageLoader
+from lakeline.lineage.records.model import LineageRecord, parse_record
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from lakeline.aws.clients import AwsClients
-from lakeline.lineage.schedule import ScheduleSettings, schedule_traces
+from lakeline.lineage.records.schedule import ScheduleSettings, schedule_traces
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")

@@ -17,9 +17,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, Json
 
 from lakeline.aws.clients import AwsClients
-from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
-from lakeline.lineage.records import DEFAULT_TERMINAL_ACTIONS
-from lakeline.lineage.trace import TraceMessage, TraceSettings, trace_root
+from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
+from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS
+from lakeline.lineage.records.trace import TraceMessage, TraceSettings, trace_root
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")

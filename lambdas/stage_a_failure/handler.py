@@ -24,12 +24,12 @@ from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
-from lakeline.lineage.step_events import StepEvents
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
 from stage_a.runner import abandon_stage_a
+from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

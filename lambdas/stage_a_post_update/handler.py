@@ -18,14 +18,14 @@ from lakeline.aws.clients import AwsClients
 from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import SettleEnvironment, load_environment
-from lakeline.lineage.pipeline_steps import record_stage_a
-from lakeline.lineage.step_events import StepEvents
-from lakeline.lineage.writer import LineageWriter
+from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_a.plan import StageAPlan
 from stage_a.runner import finish_stage_a
 from stage_b.onward import OnwardRouting, RoutingEnvironment
+from stage_lineage.records import record_stage_a
+from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
     pass

@@ -20,14 +20,14 @@ from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
-from lakeline.lineage.pipeline_steps import record_stage_b_failure
-from lakeline.lineage.step_events import StepEvents
-from lakeline.lineage.writer import LineageWriter
+from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
 from stage_b.runner import abandon_stage_b
+from stage_lineage.records import record_stage_b_failure
+from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

@@ -18,15 +18,15 @@ from lakeline.aws.clients import AwsClients
 from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import SettleEnvironment, load_environment
-from lakeline.lineage.pipeline_steps import record_stage_b
-from lakeline.lineage.step_events import StepEvents
-from lakeline.lineage.writer import LineageWriter
+from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_b.messages import StageBMessage
 from stage_b.onward import OnwardRouting, RoutingEnvironment
 from stage_b.plan import StageBPlan
 from stage_b.runner import finish_stage_b
+from stage_lineage.records import record_stage_b
+from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
     pass

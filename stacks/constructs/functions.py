@@ -40,7 +40,7 @@ RUNTIME = lambda_.Runtime.PYTHON_3_13
 BASIC_EXECUTION_ROLE = (
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
 )
-CODE_PACKAGES = ("lambdas", "lakeline", "stage_a", "stage_b")
+CODE_PACKAGES = ("lambdas", "lakeline", "stage_a", "stage_b", "stage_lineage")
 VENDORED_PACKAGES = ("sqlglot",)
 CODE_EXCLUDES = [
     "*",

@@ -18,8 +18,8 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from lakeline.lineage.event_archive import EVENTS_FOLDER
-from lakeline.lineage.openlineage_config import athena_dataset_namespace
+from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
+from lakeline.lineage.openlineage.config import athena_dataset_namespace
 from stacks.config import (
     OPENLINEAGE_DATASET_NAMESPACE,
     OPENLINEAGE_EVENTS_LOCATION,

@@ -20,8 +20,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from lakeline.lineage.column_graph import ColumnGraph, FieldRef, LineageTree
-from lakeline.lineage.html import build_lineage_graph, dataset_id, job_id, write_lineage_html
+from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, LineageTree
+from lakeline.lineage.viewer.html import build_lineage_graph, dataset_id, job_id, write_lineage_html
 from tests.unit.test_lineage_html import NAMESPACE, SCRIPT_BREAKER, STAGE_B_TOTALS, lineage_sample_events
 
 WINDOW = (1600, 1000)

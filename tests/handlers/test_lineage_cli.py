@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from lakeline.aws.retry import NO_WAIT
 from lakeline.cli import app
-from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.table import TRACED_AT, key_item, traced_marker_key
+from lakeline.lineage.records.load import LineageLoader
+from lakeline.lineage.records.table import TRACED_AT, key_item, traced_marker_key
 from tests.handlers.test_lineage_support import REGION, TABLE, chain_records, create_table
 
 runner = CliRunner()

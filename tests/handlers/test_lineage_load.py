@@ -13,9 +13,9 @@ import pytest
 from moto import mock_aws
 
 from lakeline.aws.retry import Backoff
-from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.table import LOADED_AT, TRACE_BUCKET
-from lakeline.lineage.writer import send_records
+from lakeline.lineage.records.load import LineageLoader
+from lakeline.lineage.records.table import LOADED_AT, TRACE_BUCKET
+from lakeline.lineage.records.writer import send_records
 from tests.handlers.test_lineage_support import (
     REGION,
     TABLE,

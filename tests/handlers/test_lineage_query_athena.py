@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from lakeline.cli import app
 from lakeline.errors import ConfigError
-from lakeline.lineage.archive_table import crawler_input, glue_table_input
-from lakeline.lineage.query import AthenaTarget, load_query, query_athena
+from lakeline.lineage.records.archive_table import crawler_input, glue_table_input
+from lakeline.lineage.records.query import AthenaTarget, load_query, query_athena
 from tests.handlers.test_lineage_support import REGION
 
 COLUMNS = ["record_id", "root_id", "status", "action_taken", "recordedAt", "storage_location"]

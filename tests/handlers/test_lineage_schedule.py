@@ -12,9 +12,9 @@ import pytest
 from moto import mock_aws
 
 from lakeline.aws.retry import NO_WAIT
-from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.schedule import ScheduleSettings, last_until, save_until, schedule_traces
-from lakeline.lineage.table import LINEAGE_TABLE, epoch_millis
+from lakeline.lineage.records.load import LineageLoader
+from lakeline.lineage.records.schedule import ScheduleSettings, last_until, save_until, schedule_traces
+from lakeline.lineage.records.table import LINEAGE_TABLE, epoch_millis
 from tests.handlers.test_lineage_support import (
     REGION,
     TABLE,

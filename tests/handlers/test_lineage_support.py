@@ -16,8 +16,8 @@ from typing import Any
 
 import boto3
 
-from lakeline.lineage.records import LineageRecord, build_records
-from lakeline.lineage.table import LINEAGE_TABLE
+from lakeline.lineage.records.model import LineageRecord, build_records
+from lakeline.lineage.records.table import LINEAGE_TABLE
 
 REGION = "us-east-1"
 TABLE = "lineage"

@@ -12,11 +12,11 @@ import pytest
 from moto import mock_aws
 
 from lakeline.aws.retry import NO_WAIT
-from lakeline.lineage.archive import S3ArchiveStore, parse_archive
-from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.records import LineageRecord, build_records
-from lakeline.lineage.table import TRACED_AT, epoch_millis, key_item, traced_marker_key
-from lakeline.lineage.trace import TraceMessage, trace_root
+from lakeline.lineage.records.archive import S3ArchiveStore, parse_archive
+from lakeline.lineage.records.load import LineageLoader
+from lakeline.lineage.records.model import LineageRecord, build_records
+from lakeline.lineage.records.table import TRACED_AT, epoch_millis, key_item, traced_marker_key
+from lakeline.lineage.records.trace import TraceMessage, trace_root
 from tests.handlers.test_lineage_support import (
     REGION,
     TABLE,

@@ -14,7 +14,7 @@ from moto import mock_aws
 from lakeline.aws.retry import Backoff
 from lakeline.aws.sqs import QueueSendError
 from lakeline.errors import ValidationError
-from lakeline.lineage.writer import LineageWriter
+from lakeline.lineage.records.writer import LineageWriter
 from tests.handlers.test_lineage_support import REGION, CallCounter, LambdaContext, create_queue
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -24,11 +24,10 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
-from lakeline.lineage.archive import S3ArchiveStore
-from lakeline.lineage.column_graph import ColumnGraph, FieldRef, render_tree
-from lakeline.lineage.event_archive import EventArchive
-from lakeline.lineage.openlineage_config import athena_dataset_namespace
-from lakeline.lineage.pipeline_steps import stage_a_root_id
+from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, render_tree
+from lakeline.lineage.openlineage.archive import EventArchive
+from lakeline.lineage.openlineage.config import athena_dataset_namespace
+from lakeline.lineage.records.archive import S3ArchiveStore
 from lambdas.stage_a_failure import handler as stage_a_failure
 from lambdas.stage_a_post_update import handler as stage_a_post_update
 from lambdas.stage_a_router import handler as stage_a_router
@@ -36,6 +35,7 @@ from lambdas.stage_b_failure import handler as stage_b_failure
 from lambdas.stage_b_post_update import handler as stage_b_post_update
 from lambdas.stage_b_router import handler as stage_b_router
 from stage_a.plan import StageAPlan
+from stage_lineage.records import stage_a_root_id
 from tests.handlers.test_stage_a_handlers import eventbridge_arrival, sqs_event
 from tests.lambda_context import LambdaContextStub
 

@@ -20,11 +20,11 @@ from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.errors import ConfigError
-from lakeline.lineage.pipeline_steps import STAGE_B_COMPLETE, record_stage_b
-from lakeline.lineage.writer import LineageWriter
+from lakeline.lineage.records.writer import LineageWriter
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.routing import route_finished_partition
+from stage_lineage.records import STAGE_B_COMPLETE, record_stage_b
 from tests.seed_items import seed_item
 
 REPO = Path(__file__).parents[2]

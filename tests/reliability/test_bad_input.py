@@ -47,8 +47,8 @@ from harness.hostile import (
 from lakeline.cli import app
 from lakeline.dependencies.model import DependencyItem, DependencyItemError, parse_dependency_item
 from lakeline.errors import ValidationError
-from lakeline.lineage.records import LineageRecord, build_records, parse_record
-from lakeline.lineage.table import LINEAGE_TABLE
+from lakeline.lineage.records.model import LineageRecord, build_records, parse_record
+from lakeline.lineage.records.table import LINEAGE_TABLE
 from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 from stage_a.arrivals import parse_arrivals
 from stage_a.contract import file_format

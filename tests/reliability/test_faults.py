@@ -38,9 +38,9 @@ from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.engines.base import Column, TableSchema
-from lakeline.lineage.records import LineageRecord, build_records
-from lakeline.lineage.table import LINEAGE_TABLE
-from lakeline.lineage.writer import send_records
+from lakeline.lineage.records.model import LineageRecord, build_records
+from lakeline.lineage.records.table import LINEAGE_TABLE
+from lakeline.lineage.records.writer import send_records
 from lakeline.settings import PipelineSettings
 from stage_a.keys import parse_raw_key
 from stage_a.plan import plan_stage_a

@@ -12,15 +12,15 @@ from __future__ import annotations
 import pytest
 
 from lakeline.engines.spark import SparkEngine
-from lakeline.lineage.column_model import StatementLineage
-from lakeline.lineage.column_spark import (
+from lakeline.lineage.columns.model import StatementLineage
+from lakeline.lineage.columns.spark import (
     PlanLineageError,
     analyzed_plan_json,
     dataframe_plan_json,
     lineage_from_plan_json,
     spark_column_lineage,
 )
-from lakeline.lineage.column_sql import column_lineage
+from lakeline.lineage.columns.sql import column_lineage
 
 pytestmark = pytest.mark.spark
 

@@ -12,11 +12,11 @@ import pytest
 from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.lineage.archive import LocalArchiveStore
-from lakeline.lineage.event_archive import EventArchive
-from lakeline.lineage.events_table import COLUMN_LINEAGE_QUERY, bind_column_lineage_query, register_local_events
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.openlineage_events import event_to_dict, run_event, sql_step_run
+from lakeline.lineage.openlineage.archive import EventArchive
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run
+from lakeline.lineage.openlineage.table import COLUMN_LINEAGE_QUERY, bind_column_lineage_query, register_local_events
+from lakeline.lineage.records.archive import LocalArchiveStore
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine

@@ -13,13 +13,13 @@ from moto import mock_aws
 
 from lakeline.aws.retry import NO_WAIT
 from lakeline.engines.translate import athena_to_spark
-from lakeline.lineage.archive import LocalArchiveStore, expired_object_key
-from lakeline.lineage.expired import archive_expired
-from lakeline.lineage.load import LineageLoader
-from lakeline.lineage.query import load_query, query_local_archive
-from lakeline.lineage.records import LineageRecord, build_records
-from lakeline.lineage.table import LINEAGE_TABLE, epoch_millis
-from lakeline.lineage.trace import TraceMessage, trace_root
+from lakeline.lineage.records.archive import LocalArchiveStore, expired_object_key
+from lakeline.lineage.records.expired import archive_expired
+from lakeline.lineage.records.load import LineageLoader
+from lakeline.lineage.records.model import LineageRecord, build_records
+from lakeline.lineage.records.query import load_query, query_local_archive
+from lakeline.lineage.records.table import LINEAGE_TABLE, epoch_millis
+from lakeline.lineage.records.trace import TraceMessage, trace_root
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine

@@ -11,7 +11,7 @@ import yaml
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ValidationError
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.model import (
     Dependencies,
     Edge,
     ExpressionNode,
@@ -23,7 +23,7 @@ from lakeline.lineage.column_model import (
     as_value,
     compose,
 )
-from lakeline.lineage.column_sql import DIALECTS, SqlColumnLineage, column_lineage
+from lakeline.lineage.columns.sql import DIALECTS, SqlColumnLineage, column_lineage
 
 DATA = Path(__file__).parent / "data"
 CASES: list[dict[str, Any]] = yaml.safe_load((DATA / "column_lineage_cases.yaml").read_text())

@@ -9,16 +9,16 @@ import pytest
 from openlineage.client.event_v2 import RunState
 
 from lakeline.errors import ConfigError
-from lakeline.lineage.column_model import OutputColumn, StatementLineage, identity_of
-from lakeline.lineage.dataset_naming import (
+from lakeline.lineage.columns.model import OutputColumn, StatementLineage, identity_of
+from lakeline.lineage.openlineage.config import load_openlineage_settings
+from lakeline.lineage.openlineage.events import StepRun, event_to_dict, run_event
+from lakeline.lineage.openlineage.naming import (
     LOCAL_DATASET_NAMESPACE,
     DatasetNaming,
     athena_dataset_namespace,
     table_of,
 )
-from lakeline.lineage.openlineage_config import load_openlineage_settings
-from lakeline.lineage.openlineage_events import StepRun, event_to_dict, run_event
-from lakeline.lineage.producer import PRODUCER
+from lakeline.lineage.openlineage.producer import PRODUCER
 
 ATHENA = "awsathena://athena.eu-west-1.amazonaws.com"
 GLUE = "arn:aws:glue:eu-west-1:123456789012"

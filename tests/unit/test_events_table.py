@@ -13,7 +13,9 @@ from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ValidationError
-from lakeline.lineage.events_table import (
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run
+from lakeline.lineage.openlineage.table import (
     COLUMN_LINEAGE_QUERY,
     EVENT_COLUMNS,
     Array,
@@ -26,8 +28,6 @@ from lakeline.lineage.events_table import (
     glue_table_input,
     spark_ddl,
 )
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.openlineage_events import event_to_dict, run_event, sql_step_run
 
 DATA = Path(__file__).parent / "data"
 AT = datetime(2024, 1, 20, 6, 30, tzinfo=UTC)

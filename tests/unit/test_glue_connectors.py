@@ -13,7 +13,7 @@ from lakeline.glue_scanner import datasets as ds
 from lakeline.glue_scanner.folder import load_folder
 from lakeline.glue_scanner.py2 import convert_python2
 from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, Write, analyse_script
-from lakeline.lineage.column_model import simplify
+from lakeline.lineage.columns.model import simplify
 
 FOLDER = load_folder(CORPUS)
 PG = "postgres://pg.internal:5432/sales.public.orders"

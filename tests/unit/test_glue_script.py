@@ -12,7 +12,7 @@ from lakeline.errors import ValidationError
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.python_eval import ModuleSource, module_sources
 from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, Write, analyse_script
-from lakeline.lineage.column_model import simplify
+from lakeline.lineage.columns.model import simplify
 
 MANUAL = Path(__file__).parents[1] / "fixtures" / "glue" / "manual"
 CATALOG = GlueCatalog.load_files(sorted(MANUAL.glob("tables.*.json")))

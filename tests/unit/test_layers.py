@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parents[2]
-PRODUCT = ("lakeline", "lambdas", "stage_a", "stage_b")
+PRODUCT = ("lakeline", "lambdas", "stage_a", "stage_b", "stage_lineage")
 
 
 def imports_of(path: Path) -> set[str]:

@@ -10,7 +10,7 @@ import pytest
 import sqlglot
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.archive import (
+from lakeline.lineage.records.archive import (
     LocalArchiveStore,
     archive_step,
     expired_object_key,
@@ -20,9 +20,9 @@ from lakeline.lineage.archive import (
     render_tree,
     trace_object_key,
 )
-from lakeline.lineage.archive_table import athena_ddl, glue_table_input, spark_ddl
-from lakeline.lineage.query import DEFAULT_QUERY, QUERY_FOLDER, bind_archive_table, load_query
-from lakeline.lineage.tree import LineageNode, build_tree
+from lakeline.lineage.records.archive_table import athena_ddl, glue_table_input, spark_ddl
+from lakeline.lineage.records.query import DEFAULT_QUERY, QUERY_FOLDER, bind_archive_table, load_query
+from lakeline.lineage.records.tree import LineageNode, build_tree
 
 ROOT = "root-7"
 AT = datetime(2026, 11, 23, 1, 0, tzinfo=UTC)
@@ -144,8 +144,8 @@ def test_the_query_is_rebound_to_another_table() -> None:
 
 
 def test_records_held_in_memory_are_traced_into_a_local_archive(tmp_path: Path) -> None:
-    from lakeline.lineage.records import build_records
-    from lakeline.lineage.trace import trace_records
+    from lakeline.lineage.records.model import build_records
+    from lakeline.lineage.records.trace import trace_records
 
     [raw] = build_records(
         {"root_id": ROOT, "parent_id": ROOT, "action_taken": "RAW_DATA_INPUT", "storage_location": "s3://r/f"}, now=AT

@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lakeline.cli import app
-from lakeline.lineage.records import build_records
+from lakeline.lineage.records.model import build_records
 
 runner = CliRunner()
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)

@@ -15,8 +15,10 @@ from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ValidationError
-from lakeline.lineage.column_graph import load_events
-from lakeline.lineage.html import (
+from lakeline.lineage.columns.graph import load_events
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run, stable_run_id
+from lakeline.lineage.viewer.html import (
     NODE_GAP,
     NODE_HEIGHT,
     build_lineage_graph,
@@ -27,8 +29,6 @@ from lakeline.lineage.html import (
     render_lineage_html,
     write_lineage_html,
 )
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.openlineage_events import event_to_dict, run_event, sql_step_run, stable_run_id
 
 DATA = Path(__file__).parent / "data"
 NAMESPACE = "awsathena://athena.eu-west-1.amazonaws.com"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from lakeline.aws.sqs import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, message_batches
 from lakeline.errors import ValidationError
-from lakeline.lineage.records import (
+from lakeline.lineage.records.model import (
     NODE_NAMESPACE,
     LineageRecord,
     build_records,

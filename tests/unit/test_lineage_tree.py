@@ -7,7 +7,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakeline.lineage.tree import LineageNode, LineageTree, build_tree
+from lakeline.lineage.records.tree import LineageNode, LineageTree, build_tree
 
 ROOT = "root-1"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lakeline.errors import ConfigError
-from lakeline.lineage.openlineage_config import (
+from lakeline.lineage.openlineage.config import (
     DEFAULT_JOB_NAMESPACE,
     LOCAL_DATASET_NAMESPACE,
     RunReference,

@@ -16,10 +16,9 @@ from openlineage.client.transport import AmazonDataZoneTransport
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ConfigError
-from lakeline.lineage.dataset_naming import table_of
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference, load_openlineage_settings
-from lakeline.lineage.openlineage_emitter import LineageEmitter, build_transport
-from lakeline.lineage.openlineage_events import (
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, load_openlineage_settings
+from lakeline.lineage.openlineage.emitter import LineageEmitter, build_transport
+from lakeline.lineage.openlineage.events import (
     PRODUCER,
     StepRun,
     event_to_dict,
@@ -28,6 +27,7 @@ from lakeline.lineage.openlineage_events import (
     sql_step_run,
     stable_run_id,
 )
+from lakeline.lineage.openlineage.naming import table_of
 
 DATA = Path(__file__).parent / "data"
 AT = datetime(2024, 1, 20, 6, 30, tzinfo=UTC)

@@ -11,8 +11,8 @@ import pytest
 from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.openlineage_events import event_to_dict, run_event, sql_step_run
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run
 from tests.openlineage_schema import EventSchemaError, validate_event
 
 CATALOG = CatalogFile.load(Path(__file__).parent / "data" / "column_lineage_catalog.json")

@@ -13,16 +13,16 @@ from openlineage.client.event_v2 import RunState
 from lakeline.catalog_json import CatalogFile
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import LakelineError, ValidationError
-from lakeline.lineage.archive import LocalArchiveStore
-from lakeline.lineage.column_graph import load_events
-from lakeline.lineage.event_archive import EventArchive, event_object_key
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.openlineage_events import event_to_dict, run_event
-from lakeline.lineage.pipeline_events import run_started_at, stage_a_run, stage_a_steps
-from lakeline.lineage.pipeline_steps import stage_a_root_id
+from lakeline.lineage.columns.graph import load_events
+from lakeline.lineage.openlineage.archive import EventArchive, event_object_key
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.events import event_to_dict, run_event
+from lakeline.lineage.records.archive import LocalArchiveStore
 from lakeline.settings import PipelineSettings
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan, plan_stage_a
+from stage_lineage.events import run_started_at, stage_a_run, stage_a_steps
+from stage_lineage.records import stage_a_root_id
 
 TOKEN = "20220120t101500123456_0123456789"
 SETTINGS = OpenLineageSettings(namespace="lakeline-dev", dataset_namespace="awsathena://athena.eu-west-1.amazonaws.com")

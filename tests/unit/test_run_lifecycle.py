@@ -10,10 +10,10 @@ import pytest
 from openlineage.client.event_v2 import RunEvent, RunState
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.openlineage_events import event_to_dict, run_event
-from lakeline.lineage.pipeline_events import PipelineRun, StepContext
-from lakeline.lineage.run_lifecycle import ExecutionLifecycle
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.events import event_to_dict, run_event
+from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
+from stage_lineage.events import PipelineRun, StepContext
 
 CATALOG = CatalogFile.load(Path(__file__).parent / "data" / "column_lineage_catalog.json")
 SETTINGS = OpenLineageSettings(namespace="lakeline-dev", dataset_namespace="awsathena://athena.eu-west-1.amazonaws.com")

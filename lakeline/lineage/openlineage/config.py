@@ -16,7 +16,7 @@ of ``openlineage.yml``: ``namespace`` (``OPENLINEAGE_NAMESPACE``), ``parentJobNa
 URL and API key (``OPENLINEAGE_URL``, ``OPENLINEAGE_ENDPOINT``, ``OPENLINEAGE_API_KEY``, used only when no
 transport is configured otherwise), ``url.param.xyz`` (``OPENLINEAGE_URL_PARAM_XYZ``, added to the URL's
 query string of the endpoint), plus ``datasetNamespace`` (``OPENLINEAGE_DATASET_NAMESPACE``) and
-``glueCatalog`` (``OPENLINEAGE_GLUE_CATALOG``, ``arn:aws:glue:{region}:{account}``): see ``dataset_naming``.
+``glueCatalog`` (``OPENLINEAGE_GLUE_CATALOG``, ``arn:aws:glue:{region}:{account}``): see ``lineage.openlineage.naming``.
 
 With none of it set, no transport is configured: events stay in process with the lineage records and
 nothing is written or sent anywhere. ``OPENLINEAGE_DISABLED=true`` turns the configured transport off.
@@ -39,7 +39,7 @@ import yaml
 from openlineage.client.utils import deep_merge_dicts
 
 from lakeline.errors import ConfigError
-from lakeline.lineage.dataset_naming import (
+from lakeline.lineage.openlineage.naming import (
     LOCAL_DATASET_NAMESPACE,
     DatasetNaming,
     athena_dataset_namespace,
@@ -99,7 +99,7 @@ class OpenLineageSettings:
     """Namespace of Lakeline's jobs (the Spark listener's ``namespace``)."""
     dataset_namespace: str = LOCAL_DATASET_NAMESPACE
     glue_catalog: str | None = None
-    """``arn:aws:glue:{region}:{account}`` of the tables' Glue catalog: their ``symlinks`` (``dataset_naming``)."""
+    """``arn:aws:glue:{region}:{account}`` of the tables' Glue catalog: their ``symlinks`` (``naming``)."""
     parent: RunReference | None = None
     root: RunReference | None = None
     transport: dict[str, Any] | None = None

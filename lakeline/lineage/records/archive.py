@@ -1,6 +1,6 @@
 """The lineage archive: JSON Lines under ``dt=YYYY-MM-DD/``, in S3 or in a local folder.
 
-One line per record, the seed's shape plus a ``status`` (see ``lakeline.lineage.tree``)::
+One line per record, the seed's shape plus a ``status`` (see ``lakeline.lineage.records.tree``)::
 
     {"record_id": "<leaf node>", "root_id": "...", "status": "complete",
      "lineage": [{<top node>}, ..., {<leaf node>}, {<archive step>}]}
@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from botocore.exceptions import ClientError
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.records import NODE_NAMESPACE, uuid5_text
-from lakeline.lineage.tree import STATUSES, LineageNode, LineageTree, Status
+from lakeline.lineage.records.model import NODE_NAMESPACE, uuid5_text
+from lakeline.lineage.records.tree import STATUSES, LineageNode, LineageTree, Status
 from lakeline.storage import S3Location
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from botocore.exceptions import ClientError
 
 from lakeline.aws.retry import Backoff, is_retryable
 from lakeline.errors import LakelineError
-from lakeline.lineage.records import LineageRecord
-from lakeline.lineage.table import LINEAGE_TABLE, LineageTableSpec, epoch_millis, record_item, trace_bucket
+from lakeline.lineage.records.model import LineageRecord
+from lakeline.lineage.records.table import LINEAGE_TABLE, LineageTableSpec, epoch_millis, record_item, trace_bucket
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -3,7 +3,7 @@
 The graph has one node per dataset (namespace + name, shown as ``database.table``) and one per job, with
 edges input dataset -> job -> output dataset, merged across runs. A job shows the state of its latest run
 (a FAIL or ABORT is marked) and its SQL. Column-level edges come from the ``columnLineage`` facets of
-COMPLETE events, as in ``column_graph``: only a finished run says what was written.
+COMPLETE events, as in ``lineage.columns.graph``: only a finished run says what was written.
 
 The layout is computed here (layers left to right by longest path, cycles broken at DFS back edges, a
 few barycenter sweeps against crossings), so the page needs no layout library. The page is one file:
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.column_model import Subtype, Transformation, TransformationType
+from lakeline.lineage.columns.model import Subtype, Transformation, TransformationType
 
 DEFAULT_TITLE = "Lakeline lineage"
 

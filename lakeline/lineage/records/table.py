@@ -29,8 +29,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
-from lakeline.lineage.records import LineageRecord
-from lakeline.lineage.tree import LineageNode
+from lakeline.lineage.records.model import LineageRecord
+from lakeline.lineage.records.tree import LineageNode
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef

@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any, Literal, NamedTuple
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.records import DEFAULT_TERMINAL_ACTIONS, LineageRecord
+from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, LineageRecord
 
 Status = Literal["complete", "missing_parent", "cycle", "unterminated", "expired"]
 Problem = Literal["missing_parent", "cycle"]

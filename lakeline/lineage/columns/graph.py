@@ -21,7 +21,7 @@ from typing import Any
 from openlineage.client.event_v2 import RunEvent
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
     Subtype,
@@ -29,8 +29,8 @@ from lakeline.lineage.column_model import (
     TransformationType,
     compose,
 )
-from lakeline.lineage.dataset_naming import DatasetNaming, table_of
-from lakeline.lineage.openlineage_events import event_to_dict
+from lakeline.lineage.openlineage.events import event_to_dict
+from lakeline.lineage.openlineage.naming import DatasetNaming, table_of
 
 
 @dataclass(frozen=True, order=True)

@@ -2,7 +2,7 @@
 
 ``lakeline lineage tree --engine spark`` starts an embedded session in a throw-away workspace, creates
 the catalog's tables the SQL names (empty, with their Glue columns and partition keys), and reads each
-statement's analyzed plan (``column_spark``). A CTAS is also run, on those empty tables, so that the
+statement's analyzed plan (``lineage.columns.spark``). A CTAS is also run, on those empty tables, so that the
 statements after it see the table it creates, as they would in a stage B item.
 """
 
@@ -20,9 +20,9 @@ from lakeline.catalog_json import CatalogFile
 from lakeline.engines.base import TableSchema
 from lakeline.engines.translate import athena_to_spark
 from lakeline.errors import ValidationError
-from lakeline.lineage.column_model import StatementLineage
-from lakeline.lineage.column_sql import parse_error_message, sqlglot_dialect
-from lakeline.lineage.column_writes import NO_ROW_STATEMENTS
+from lakeline.lineage.columns.model import StatementLineage
+from lakeline.lineage.columns.sql import parse_error_message, sqlglot_dialect
+from lakeline.lineage.columns.writes import NO_ROW_STATEMENTS
 from lakeline.names import ddl_name
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def spark_statements(
 ) -> list[StatementLineage]:
     """Lineage of every row-moving statement of ``sql`` from Spark's analyzed plans."""
     from lakeline.engines.spark import local_spark_session
-    from lakeline.lineage.column_spark import spark_column_lineage
+    from lakeline.lineage.columns.spark import spark_column_lineage
 
     try:
         parsed = [s for s in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if s is not None]

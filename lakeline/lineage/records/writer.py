@@ -7,7 +7,7 @@
                 storage_locations=[stage_partition_location], dataset="team_ds.table")
 
 The first step of a run names the run itself (``root_id``) as its parent; later steps name the node
-they read from. Node ids are deterministic (see ``lakeline.lineage.records``), so a step that is run
+they read from. Node ids are deterministic (see ``lakeline.lineage.records.model``), so a step that is run
 again after a failure describes the same nodes. Sending retries what SQS did not accept; if some
 records still cannot be queued, ``QueueSendError`` says which.
 """
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.aws.retry import Backoff
 from lakeline.aws.sqs import SendReport, json_body, send_messages
-from lakeline.lineage.records import (
+from lakeline.lineage.records.model import (
     DEFAULT_TTL,
     LineageRecord,
     LineageRequest,

@@ -6,7 +6,7 @@ is left alone. A TTL-removed node counts as archived when its root's ``_traced``
 started after the node was loaded, with a safety ``margin`` for clock skew between functions; when in
 doubt it is archived again, since a duplicate line is harmless and a lost one is not.
 
-Each such item gets its own archive object (``lakeline.lineage.archive.expired_object_key``), keyed
+Each such item gets its own archive object (``lakeline.lineage.records.archive.expired_object_key``), keyed
 by root and node: a redelivered or retried stream record rewrites the same object. Bookkeeping items
 (``_traced``, the schedule) are never archived.
 """
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, ArchiveStore, expired_object_key, render_expired
-from lakeline.lineage.table import LOADED_AT, is_bookkeeping
-from lakeline.lineage.tree import integer_value
+from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, ArchiveStore, expired_object_key, render_expired
+from lakeline.lineage.records.table import LOADED_AT, is_bookkeeping
+from lakeline.lineage.records.tree import integer_value
 
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
 

@@ -27,8 +27,8 @@ from enum import Enum
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from lakeline.lineage.openlineage_config import RunReference
-from lakeline.lineage.openlineage_events import StepRun, now, run_event
+from lakeline.lineage.openlineage.config import RunReference
+from lakeline.lineage.openlineage.events import StepRun, now, run_event
 
 
 class StepState(Enum):
@@ -39,7 +39,7 @@ class StepState(Enum):
 
 @dataclass
 class ExecutionLifecycle:
-    """The events of one execution; ``steps`` come from ``pipeline_events`` (``stage_b_steps``)."""
+    """The events of one execution; ``steps`` come from ``stage_lineage.events`` (``stage_b_steps``)."""
 
     steps: Sequence[StepRun]
     execution: RunReference

@@ -2,7 +2,7 @@
 
 The query files are Athena SQL over ``"lineage"."lineage_archive"``; ``bind_archive_table`` points
 them at another database and table. On Spark the archive folder becomes a JSON table with the same
-columns (``lakeline.lineage.archive_table.spark_ddl``) and ``SparkEngine`` translates the query as it
+columns (``lakeline.lineage.records.archive_table.spark_ddl``) and ``SparkEngine`` translates the query as it
 does every statement (sqlglot turns ``CROSS JOIN UNNEST ... WITH ORDINALITY`` into
 ``LATERAL VIEW POSEXPLODE``).
 """
@@ -19,13 +19,13 @@ from sqlglot.errors import ParseError
 
 from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.errors import ConfigError, ValidationError
-from lakeline.lineage.archive_table import ARCHIVE_TABLE, DEFAULT_DATABASE, DEFAULT_TABLE
+from lakeline.lineage.records.archive_table import ARCHIVE_TABLE, DEFAULT_DATABASE, DEFAULT_TABLE
 from lakeline.names import check_identifier
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
 
-QUERY_FOLDER = Path(__file__).resolve().parents[2] / "athena_queries" / "lineage"
+QUERY_FOLDER = Path(__file__).resolve().parents[3] / "athena_queries" / "lineage"
 DEFAULT_QUERY = QUERY_FOLDER / "lineage_records.sql"
 
 

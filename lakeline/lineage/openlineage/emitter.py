@@ -24,8 +24,8 @@ from openlineage.client.transport import Transport, get_default_factory
 from openlineage.client.transport.transport import Config
 
 from lakeline.errors import ConfigError
-from lakeline.lineage.openlineage_config import OpenLineageSettings
-from lakeline.lineage.openlineage_events import StepRun, now, run_event
+from lakeline.lineage.openlineage.config import OpenLineageSettings
+from lakeline.lineage.openlineage.events import StepRun, now, run_event
 
 logger = logging.getLogger(__name__)
 

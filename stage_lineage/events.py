@@ -25,16 +25,16 @@ from typing import Any
 
 from lakeline.engines.base import TableSchema
 from lakeline.errors import LakelineError
-from lakeline.lineage.column_sql import TableDescriber
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.openlineage_events import StepRun, sql_step_run, stable_run_id
-from lakeline.lineage.pipeline_steps import stage_a_root_id, stage_b_lineage_ids
-from lakeline.lineage.run_lifecycle import ExecutionLifecycle
+from lakeline.lineage.columns.sql import TableDescriber
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.events import StepRun, sql_step_run, stable_run_id
+from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
 from lakeline.names import dml_name
 from lakeline.partitions import partition_filter
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
+from stage_lineage.records import stage_a_root_id, stage_b_lineage_ids
 
 logger = logging.getLogger(__name__)
 

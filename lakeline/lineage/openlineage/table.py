@@ -1,7 +1,7 @@
 """The table over the stored OpenLineage events: one definition for Glue (CDK), Athena DDL and local Spark.
 
 The stage functions keep every RunEvent they emit as one JSON line per object
-(``<archive bucket>/openlineage/dt=YYYY-MM-DD/<runId>.<EVENTTYPE>.json``, see ``event_archive``). The table
+(``<archive bucket>/openlineage/dt=YYYY-MM-DD/<runId>.<EVENTTYPE>.json``, see ``archive``). The table
 ``openlineage_events`` reads them with the OpenX JSON SerDe and partition projection on ``dt``, exactly like
 the lineage archive's table (``archive_table``), so Athena finds new days without a crawler.
 
@@ -29,8 +29,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.archive_table import PROJECTION_START, JsonTable
-from lakeline.lineage.query import QUERY_FOLDER, point_table_at
+from lakeline.lineage.records.archive_table import PROJECTION_START, JsonTable
+from lakeline.lineage.records.query import QUERY_FOLDER, point_table_at
 from lakeline.names import check_identifier, check_qualified_table
 
 if TYPE_CHECKING:

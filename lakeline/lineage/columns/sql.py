@@ -5,11 +5,11 @@ alias of the relation it comes from, ``*`` and ``t.*`` are expanded from the sch
 ``ON``, a struct field ``s.info.city`` becomes a path into column ``info``. What is left here is the
 lineage walk over the qualified tree: each relation (table, CTE, recursive CTE, derived table,
 parenthesized join, UNNEST, LATERAL VIEW) maps its column names to dependencies, and each expression
-combines the dependencies of the columns it reads (see ``column_model`` for the DIRECT/INDIRECT rules).
+combines the dependencies of the columns it reads (see ``lineage.columns.model`` for the DIRECT/INDIRECT rules).
 Along the way every column records its expression chain (``ExpressionNode``), which ``lineage tree``
 prints down to table columns and literals.
 
-``column_writes`` maps a statement's rows onto its target (INSERT, CTAS, and MERGE/UPDATE/DELETE
+``lineage.columns.writes`` maps a statement's rows onto its target (INSERT, CTAS, and MERGE/UPDATE/DELETE
 rewritten as one SELECT). Statements that move no rows (DROP, ALTER, MSCK) are skipped; anything else
 that cannot be followed is refused with a one-line reason.
 """
@@ -30,7 +30,7 @@ from sqlglot.schema import MappingSchema
 
 from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.errors import ValidationError
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
     ExpressionNode,
@@ -45,7 +45,7 @@ from lakeline.lineage.column_model import (
     into_field,
     union,
 )
-from lakeline.lineage.column_writes import GENERATED, WritePlan, plan_write, statement_error, table_parts
+from lakeline.lineage.columns.writes import GENERATED, WritePlan, plan_write, statement_error, table_parts
 
 DIALECTS = ("athena", "spark", "hive", "trino", "ansi")
 # sqlglot's base dialect is its ANSI SQL; the others are sqlglot's own names.

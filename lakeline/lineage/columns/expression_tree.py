@@ -9,8 +9,8 @@ shape the whole output (joins, filters, groupings) come last, marked ``[dataset]
 
 from __future__ import annotations
 
-from lakeline.lineage.column_graph import ColumnGraph, FieldRef, LineageTree
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, LineageTree
+from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
     ExpressionNode,
@@ -20,7 +20,7 @@ from lakeline.lineage.column_model import (
     TransformationType,
     group_by_source,
 )
-from lakeline.lineage.dataset_naming import DatasetNaming
+from lakeline.lineage.openlineage.naming import DatasetNaming
 
 
 def column_tree(

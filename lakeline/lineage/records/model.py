@@ -13,7 +13,7 @@ Node ids are deterministic when the caller does not give one::
 retried or redelivered therefore describes the same node and overwrites it instead of adding a twin.
 
 Ids use letters, digits and ``_ - . :``, never start with ``_`` (the table keeps its bookkeeping
-items under ``_``-prefixed keys, see ``lakeline.lineage.table``) and are at most 200 characters, so
+items under ``_``-prefixed keys, see ``lakeline.lineage.records.table``) and are at most 200 characters, so
 that they are also safe inside archive object keys.
 """
 

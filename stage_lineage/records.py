@@ -12,13 +12,13 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from lakeline.lineage.writer import LineageWriter
+from lakeline.lineage.records.writer import LineageWriter
 from stage_a.plan import StageAPlan
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
 
 if TYPE_CHECKING:
-    from lakeline.lineage.openlineage_config import RunReference
+    from lakeline.lineage.openlineage.config import RunReference
 
 RAW_DATA_INPUT = "RAW_DATA_INPUT"
 STAGE_A_COMPLETE = "STAGE_A_COMPLETE"

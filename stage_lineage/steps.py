@@ -26,23 +26,23 @@ from openlineage.client.event_v2 import RunEvent
 from pydantic import BaseModel
 
 from lakeline.lambda_support import load_environment
-from lakeline.lineage.archive import S3ArchiveStore
-from lakeline.lineage.column_sql import TableDescriber
-from lakeline.lineage.event_archive import EventArchive
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference, load_openlineage_settings
-from lakeline.lineage.openlineage_emitter import LineageEmitter
-from lakeline.lineage.openlineage_events import event_to_dict, now
-from lakeline.lineage.pipeline_events import (
+from lakeline.lineage.columns.sql import TableDescriber
+from lakeline.lineage.openlineage.archive import EventArchive
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, load_openlineage_settings
+from lakeline.lineage.openlineage.emitter import LineageEmitter
+from lakeline.lineage.openlineage.events import event_to_dict, now
+from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
+from lakeline.lineage.records.archive import S3ArchiveStore
+from stage_a.plan import StageAPlan
+from stage_b.messages import StageBMessage
+from stage_b.plan import StageBPlan
+from stage_lineage.events import (
     run_started_at,
     stage_a_lifecycle,
     stage_a_run,
     stage_b_lifecycle,
     stage_b_run,
 )
-from lakeline.lineage.run_lifecycle import ExecutionLifecycle
-from stage_a.plan import StageAPlan
-from stage_b.messages import StageBMessage
-from stage_b.plan import StageBPlan
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -10,7 +10,7 @@ START when it begins, COMPLETE or FAIL when it ends. Each event carries:
   DIRECT/INDIRECT input fields, and the dataset-wide INDIRECT ones in ``dataset``).
 
 Datasets are ``database.table`` inside Lakeline and are named per the OpenLineage naming conventions in
-the events (``dataset_naming``: ``AwsDataCatalog.database.table`` in Athena's namespace on AWS, with a
+the events (``lineage.openlineage.naming``: ``AwsDataCatalog.database.table`` in Athena's namespace on AWS, with a
 ``symlinks`` facet to the Glue table when the Glue catalog is configured).
 """
 
@@ -36,11 +36,11 @@ from openlineage.client.serde import Serde
 from openlineage.client.uuid import generate_new_uuid, generate_static_uuid
 
 from lakeline.engines.base import TableNotFound, TableSchema
-from lakeline.lineage.column_model import Dependencies, StatementLineage, group_by_source, union
-from lakeline.lineage.column_sql import SqlColumnLineage, TableDescriber
-from lakeline.lineage.dataset_naming import DatasetNaming
-from lakeline.lineage.openlineage_config import OpenLineageSettings, RunReference
-from lakeline.lineage.producer import LAKELINE_VERSION, PRODUCER, engine_version, owned
+from lakeline.lineage.columns.model import Dependencies, StatementLineage, group_by_source, union
+from lakeline.lineage.columns.sql import SqlColumnLineage, TableDescriber
+from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
+from lakeline.lineage.openlineage.naming import DatasetNaming
+from lakeline.lineage.openlineage.producer import LAKELINE_VERSION, PRODUCER, engine_version, owned
 
 __all__ = ["PRODUCER"]  # re-exported: callers have always found it here
 

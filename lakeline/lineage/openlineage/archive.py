@@ -2,7 +2,7 @@
 
     <events location>/dt=YYYY-MM-DD/<runId>.<EVENTTYPE>.json
 
-``dt`` is the event's own date (UTC), so the Glue table over the folder (``events_table``) is
+``dt`` is the event's own date (UTC), so the Glue table over the folder (``lineage.openlineage.table``) is
 partitioned like the lineage archive and Athena reads one day at a time. The key is fixed by the
 run id and the event type: a retried step writes its events again onto the same objects instead of
 adding twins. Each object is the event as one line of JSON, exactly what a transport would send.
@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lakeline.errors import ValidationError
-from lakeline.lineage.archive import PARTITION_COLUMN, ArchiveStore
+from lakeline.lineage.records.archive import PARTITION_COLUMN, ArchiveStore
 
 EVENTS_FOLDER = "openlineage/"
 """Where the events go in the archive bucket, beside the lineage records' folder."""

@@ -1,7 +1,7 @@
 """The nightly schedule: find the roots loaded since the last run and queue one trace each.
 
 No scan: for every day between the last run and now, one Query per ``trace-index`` shard reads the
-flagged items loaded in that window (see ``lakeline.lineage.table``). The window ends ``settle``
+flagged items loaded in that window (see ``lakeline.lineage.records.table``). The window ends ``settle``
 before now, so items whose index entry is still propagating are left for the next run rather than
 missed. The end of the window is saved in the schedule item only after every trace message was
 sent (and only if no other run moved it meanwhile): a run that fails half-way is simply repeated,
@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from lakeline.aws.retry import Backoff
 from lakeline.aws.sqs import json_body, send_messages
-from lakeline.lineage.table import (
+from lakeline.lineage.records.table import (
     LAST_UNTIL,
     LINEAGE_TABLE,
     LOADED_AT,

@@ -11,7 +11,7 @@ The JSON is ``TreeNode.toJSON``: a tree flattened in pre-order, each node with `
 naming a child holds its index; an expression or plan held in a field (a projection list, a join
 condition, a subquery's plan) is itself a flattened list.
 
-Classification matches ``column_sql`` so that both sources can be compared: Filter FILTER, Join JOIN,
+Classification matches ``lineage.columns.sql`` so that both sources can be compared: Filter FILTER, Join JOIN,
 Aggregate grouping GROUP_BY, Sort SORT, Distinct GROUP_BY (all columns), window partition and order
 WINDOW, CASE/IF conditions CONDITIONAL, aggregate functions AGGREGATION, casts keep their subtype.
 
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 
 from lakeline.errors import LakelineError
-from lakeline.lineage.column_model import (
+from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
     ExpressionNode,
@@ -574,7 +574,7 @@ def spark_column_lineage(session: SparkSession, sql: str, *, dialect: str = "ath
     from pyspark.errors import PySparkException
 
     from lakeline.engines.translate import athena_to_spark
-    from lakeline.lineage.column_sql import sqlglot_dialect
+    from lakeline.lineage.columns.sql import sqlglot_dialect
 
     if dialect == "athena":
         spark_sql = athena_to_spark(sql)

@@ -3,7 +3,7 @@
 The seed's trace walked from each terminus record up to the root, queried terminus actions apart
 from the rest, crashed on a missing parent, looped forever on a cycle and left out runs that never
 reached a terminus. Here every node is read in one paginated, strongly consistent Query, the tree is
-built in linear time (``lakeline.lineage.tree``), and every node is archived with a status.
+built in linear time (``lakeline.lineage.records.tree``), and every node is archived with a status.
 
 After the object is written, the root's ``_traced`` item records ``traced_at``: the time the Query
 started. Anything loaded before that moment was read and archived; the TTL stream catcher uses it
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict
 
-from lakeline.lineage.archive import DEFAULT_TRACE_ACTION, ArchiveStore, render_tree, trace_object_key
-from lakeline.lineage.records import DEFAULT_TERMINAL_ACTIONS, LineageId, LineageRecord
-from lakeline.lineage.table import (
+from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, ArchiveStore, render_tree, trace_object_key
+from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, LineageId, LineageRecord
+from lakeline.lineage.records.table import (
     TRACED_AT,
     epoch_millis,
     is_bookkeeping,
@@ -32,7 +32,7 @@ from lakeline.lineage.table import (
     number_value,
     traced_marker_key,
 )
-from lakeline.lineage.tree import LineageNode, LineageTree, build_tree
+from lakeline.lineage.records.tree import LineageNode, LineageTree, build_tree
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

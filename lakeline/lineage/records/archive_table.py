@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakeline.lineage.archive import PARTITION_COLUMN
+from lakeline.lineage.records.archive import PARTITION_COLUMN
 from lakeline.names import check_identifier, ddl_name, string_literal
 from lakeline.storage import local_root
 

@@ -1,0 +1,1 @@
+"""OpenLineage: events, run life cycle, dataset naming, configuration and emitting, the events' archive table."""

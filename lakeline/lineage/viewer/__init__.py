@@ -1,0 +1,1 @@
+"""The lineage picture: one offline HTML page of datasets, jobs and columns."""
