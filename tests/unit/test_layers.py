@@ -1,5 +1,6 @@
 """Which folders may import which: the product never imports test or benchmark code, the benchmarks
-never import the tests (what they share is ``harness/``), and ``lakeline.aws`` stands beneath the rest.
+never import the tests (what they share is ``harness/``), ``lakeline.cli`` is the top layer, and
+``lakeline.aws`` stands beneath the rest.
 
 The full layering of ``lakeline/`` (CLI, local runtime, handlers, stages, library) is #19's redesign;
 these are the rules that already hold, checked so that they keep holding."""
@@ -54,6 +55,18 @@ def test_lakeline_aws_imports_nothing_of_the_project_but_lakeline_errors() -> No
             if name.split(".")[0] in PRODUCT and not name.startswith(("lakeline.aws", "lakeline.errors"))
         }
         assert not above, f"{path.name} imports {sorted(above)}"
+
+
+def test_the_cli_is_the_top_layer() -> None:
+    """Only ``python -m lakeline`` imports the CLI: no library, stage, handler or local-runtime module."""
+    importers = []
+    for folder in PRODUCT:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path.is_relative_to(REPO / "lakeline" / "cli") or path == REPO / "lakeline" / "__main__.py":
+                continue
+            if any(name == "lakeline.cli" or name.startswith("lakeline.cli.") for name in imports_of(path)):
+                importers.append(str(path.relative_to(REPO)))
+    assert importers == []
 
 
 def test_the_check_finds_an_offender(tmp_path: Path) -> None:

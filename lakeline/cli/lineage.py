@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from lakeline.lineage import columns_cli, records_cli
+from lakeline.cli import lineage_columns as columns_cli
+from lakeline.cli import lineage_records as records_cli
 
 lineage_app = typer.Typer(
     help="Lineage records, archive queries, OpenLineage and column lineage.", no_args_is_help=True

@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from lakeline.catalog_json import CatalogFile
+from lakeline.cli.deps import deps_app
+from lakeline.cli.glue import glue_app
+from lakeline.cli.lineage import lineage_app
 from lakeline.console import fail
-from lakeline.dependencies.cli import deps_app
 from lakeline.engines.base import Column, QueryError, QueryResult, TableNotFound, TableSchema
 from lakeline.errors import ConfigError, LakelineError
-from lakeline.glue_scanner.cli import glue_app
-from lakeline.lineage.cli import lineage_app
 from lakeline.local.sql_server import DEFAULT_KEEP_MINUTES
 from lakeline.settings import PipelineSettings
 
@@ -906,9 +906,9 @@ def _status_workspace(config: Path | None, workspace: Path | None) -> tuple[Path
 def _print_status(report: PipelineStatus) -> None:
     from rich.table import Table
 
+    from lakeline.console import print_whole
+
     console = Console(soft_wrap=True)
-    if not console.is_terminal:
-        console.width = 240  # a pipe or a log gets whole rows, not values cut at 80 columns
     last = f" — last run {escape(report.last_run)}" if report.last_run else ""
     console.print(f"[bold]{escape(report.where)}[/]{last}")
     if report.sql_server:
@@ -927,7 +927,7 @@ def _print_status(report: PipelineStatus) -> None:
             str(part.waiting),
             part.run_in_flight or "",
         )
-    console.print(partitions)
+    print_whole(console, partitions)  # a pipe or a log gets whole rows, not values cut at 80 columns
     for target in report.waiting_targets:
         console.print(
             f"waiting {escape(target.target_partition)}: has {', '.join(target.arrived) or 'nothing'}; "
