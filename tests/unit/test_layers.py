@@ -2,12 +2,14 @@
 never import the tests (what they share is ``harness/``), ``lakeline.cli`` is the top layer, and
 ``lakeline.aws`` stands beneath the rest.
 
-The full layering of ``lakeline/`` (CLI, local runtime, handlers, stages, library) is #19's redesign;
-these are the rules that already hold, checked so that they keep holding."""
+And the layers themselves (``LAYERS``): the CLI, operations, the local runtime, the handlers, the
+stage lineage glue, the stages, the library, and ``lakeline.aws`` with ``lakeline.errors``; no module
+imports a layer above its own."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,57 @@ def test_lakeline_aws_imports_nothing_of_the_project_but_lakeline_errors() -> No
             if name.split(".")[0] in PRODUCT and not name.startswith(("lakeline.aws", "lakeline.errors"))
         }
         assert not above, f"{path.name} imports {sorted(above)}"
+
+
+# Top to bottom. A module may import its own layer and the layers below it, never one above.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("lakeline.cli", "lakeline.__main__"),  # the `lakeline` command
+    ("lakeline.operations",),  # status, reprocess, dead letters: the same against a workspace or a stack
+    ("lakeline.local",),  # the local runtime (runs the handlers in-process)
+    ("lambdas", "lakeline.glue_jobs"),  # what AWS runs: the handlers and the Glue job script
+    ("stage_lineage",),  # lineage records and OpenLineage events of stage runs, from their plans
+    ("stage_a", "stage_b"),  # the stages' logic
+    ("lakeline",),  # the library: engines, dependencies, lineage, commits, storage, settings, ...
+    ("lakeline.aws", "lakeline.errors"),  # beneath everything
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The layer of a first-party module (the most specific prefix wins), or None for anything else."""
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for layer, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), layer)
+    return best[1] if best else None
+
+
+def upward_imports(paths: list[Path]) -> list[str]:
+    found = []
+    for path in paths:
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        mine = layer_of(module)
+        for name in sorted(imports_of(path)):
+            theirs = layer_of(name)
+            if mine is not None and theirs is not None and theirs < mine:
+                found.append(f"{module} imports {name}, a layer above it")
+    return found
+
+
+def test_no_module_imports_a_layer_above_it() -> None:
+    paths = [path for folder in PRODUCT for path in sorted((REPO / folder).rglob("*.py"))]
+    assert len(paths) > 150
+    assert upward_imports(paths) == []
+
+
+def test_the_layer_check_finds_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [layer_of(m) for m in ("lakeline.cli.main", "lakeline.local.project", "lakeline.aws.sqs")] == [0, 2, 7]
+    assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (5, 6, None)
+    module = tmp_path / "lakeline" / "commits.py"
+    module.parent.mkdir()
+    module.write_text("from stage_b.plan import StageBPlan\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert upward_imports([module]) == ["lakeline.commits imports stage_b.plan, a layer above it"]
 
 
 def test_the_cli_is_the_top_layer() -> None:
