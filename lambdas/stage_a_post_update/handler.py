@@ -6,7 +6,6 @@ triggers (queue B). Every part is idempotent, so the task is retried on failure.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -14,18 +13,11 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.aws.clients import AwsClients
-from lakeline.commits import PartitionCommits
-from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import SettleEnvironment, load_environment
-from lakeline.lineage.records.writer import LineageWriter
-from lakeline.partitions import LeasedRunEnd
-from lakeline.storage import SchemeObjectStore
+from lakeline.lambda_support import load_environment
+from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
 from stage_a.plan import StageAPlan
 from stage_a.runner import finish_stage_a
-from stage_b.onward import OnwardRouting, RoutingEnvironment
 from stage_lineage.records import record_stage_a
-from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
     pass
@@ -39,33 +31,14 @@ class PostUpdateInput(BaseModel):
     execution_id: str = ""
 
 
-class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
+class StageAPostUpdateEnvironment(PostUpdateEnvironment):
     stage_a_queue_url: str
 
 
-@dataclass(frozen=True)
-class Runtime:
-    store: SchemeObjectStore
-    runs: LeasedRunEnd
-    routing: OnwardRouting
-    lineage: LineageWriter
-    events: StepEvents
-
-
 @cache
-def runtime() -> Runtime:
-    aws = AwsClients()
-    environment = load_environment(PostUpdateEnvironment, os.environ)
-    sqs, s3, dynamodb = aws.sqs, aws.s3, aws.dynamodb
-    store = SchemeObjectStore(s3)
-    commits = PartitionCommits(dynamodb, environment.pipeline_state_table)
-    return Runtime(
-        store,
-        LeasedRunEnd(commits, store, sqs, environment.stage_a_queue_url, environment.superseded_grace_seconds),
-        OnwardRouting.from_environment(environment, dynamodb, sqs),
-        LineageWriter(sqs, environment.lineage_queue_url),
-        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
-    )
+def runtime() -> PostUpdateRuntime:
+    environment = load_environment(StageAPostUpdateEnvironment, os.environ)
+    return post_update_runtime(environment, environment.stage_a_queue_url)
 
 
 @logger.inject_lambda_context

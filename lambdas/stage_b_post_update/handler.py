@@ -6,7 +6,6 @@ recorded as applied by the commit itself (``lambdas/partition_commit``). Every p
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -14,19 +13,12 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.aws.clients import AwsClients
-from lakeline.commits import PartitionCommits
-from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import SettleEnvironment, load_environment
-from lakeline.lineage.records.writer import LineageWriter
-from lakeline.partitions import LeasedRunEnd
-from lakeline.storage import SchemeObjectStore
+from lakeline.lambda_support import load_environment
+from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
 from stage_b.messages import StageBMessage
-from stage_b.onward import OnwardRouting, RoutingEnvironment
 from stage_b.plan import StageBPlan
 from stage_b.runner import finish_stage_b
 from stage_lineage.records import record_stage_b
-from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
     pass
@@ -41,33 +33,10 @@ class PostUpdateInput(BaseModel):
     execution_id: str = ""
 
 
-class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
-    pass
-
-
-@dataclass(frozen=True)
-class Runtime:
-    store: SchemeObjectStore
-    runs: LeasedRunEnd
-    routing: OnwardRouting
-    lineage: LineageWriter
-    events: StepEvents
-
-
 @cache
-def runtime() -> Runtime:
-    aws = AwsClients()
+def runtime() -> PostUpdateRuntime:
     environment = load_environment(PostUpdateEnvironment, os.environ)
-    dynamodb, sqs, s3 = aws.dynamodb, aws.sqs, aws.s3
-    store = SchemeObjectStore(s3)
-    commits = PartitionCommits(dynamodb, environment.pipeline_state_table)
-    return Runtime(
-        store,
-        LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
-        OnwardRouting.from_environment(environment, dynamodb, sqs),
-        LineageWriter(sqs, environment.lineage_queue_url),
-        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
-    )
+    return post_update_runtime(environment, environment.stage_b_queue_url)
 
 
 @logger.inject_lambda_context

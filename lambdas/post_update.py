@@ -1,0 +1,46 @@
+"""What both stages' post-update functions are made of (their handlers differ in the plan they finish):
+the partition commits' run end, onward routing to queue B, the lineage writer and the OpenLineage
+step events, built from one environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from lakeline.aws.clients import AwsClients
+from lakeline.commits import PartitionCommits
+from lakeline.engines.athena import AthenaEngine
+from lakeline.lambda_support import SettleEnvironment
+from lakeline.lineage.records.writer import LineageWriter
+from lakeline.partitions import LeasedRunEnd
+from lakeline.storage import SchemeObjectStore
+from stage_b.onward import OnwardRouting, RoutingEnvironment
+from stage_lineage.steps import StepEvents
+
+
+class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
+    """Routing onwards (queue B, the dependency tables) and ending the run's lease."""
+
+
+@dataclass(frozen=True)
+class PostUpdateRuntime:
+    store: SchemeObjectStore
+    runs: LeasedRunEnd
+    routing: OnwardRouting
+    lineage: LineageWriter
+    events: StepEvents
+
+
+def post_update_runtime(environment: PostUpdateEnvironment, stage_queue_url: str) -> PostUpdateRuntime:
+    """The clients and services of a post-update function; ``stage_queue_url`` is the stage's own queue,
+    where a follow-up run is queued."""
+    aws = AwsClients()
+    store = SchemeObjectStore(aws.s3)
+    commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
+    return PostUpdateRuntime(
+        store,
+        LeasedRunEnd(commits, store, aws.sqs, stage_queue_url, environment.superseded_grace_seconds),
+        OnwardRouting.from_environment(environment, aws.dynamodb, aws.sqs),
+        LineageWriter(aws.sqs, environment.lineage_queue_url),
+        StepEvents.in_lambda(os.environ, s3=aws.s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
+    )
