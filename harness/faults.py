@@ -333,6 +333,8 @@ def reset_handler_caches() -> None:
     import lambdas
 
     for module_info in pkgutil.iter_modules(lambdas.__path__):
+        if not module_info.ispkg:  # a module the handlers share (lambdas/post_update.py), not a function
+            continue
         module = importlib.import_module(f"lambdas.{module_info.name}.handler")
         for value in vars(module).values():
             clear = getattr(value, "cache_clear", None)
