@@ -80,14 +80,16 @@ def commit_write(
     (incremental appends) except the ``replaces`` ones, count its files, and commit it (compare-and-swap
     on the version). ``contribution``: the key of the stage B append contribution the run wrote; the
     files it wrote are recorded as that contribution's. Idempotent, so the task can be retried."""
-    written = [file_name(uri) for uri in store.list_data_files(lease.location)]
+    recorded: tuple[str, list[str]] | None = None
+    if contribution:
+        # Listed before the carry; on a retry the prefix already holds carried files, which are the
+        # published version's names.
+        written = [file_name(uri) for uri in store.list_data_files(lease.location)]
+        published = {file_name(uri) for uri in store.list_data_files(carry_from)} if carry_from else set()
+        recorded = (contribution, [name for name in written if name not in published])
     if carry_from:
-        # On a retry the prefix already holds carried files: they are the published version's names.
-        published = {file_name(uri) for uri in store.list_data_files(carry_from)}
-        written = [name for name in written if name not in published]
         store.carry_files(carry_from, lease.location, leave=frozenset(replaces))
     files = len(store.list_data_files(lease.location))
-    recorded = (contribution, written) if contribution else None
     return commits.commit(lease, publish=True, files=files, applied=applied, contribution=recorded)
 
 

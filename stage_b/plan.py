@@ -304,8 +304,9 @@ def _taking(lease: Lease | None, left: set[str]) -> dict[str, Any] | None:
         return None
     data = lease.to_dict()
     if left:
-        bodies = [body for body in lease.pending if StageBMessage.model_validate_json(body).deduplication_id() in left]
-        data["pending"] = [body for body in data["pending"] if body not in bodies]
+        data["pending"] = [
+            body for body in lease.pending if StageBMessage.model_validate_json(body).deduplication_id() not in left
+        ]
     return data
 
 

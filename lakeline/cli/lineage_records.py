@@ -181,10 +181,8 @@ def trace_command(
                 err_console.print(f"archived {len(tree.lines)} records to {written[1]}")
     except LakelineError as error:
         fail(str(error))
-        return
     except (BotoCoreError, ClientError) as error:
         fail(f"AWS call failed: {error}")
-        return
     if not tree.nodes:
         fail(f"root {root!r} has no lineage records", code=EXIT_FAILED)
     _print_tree(tree, {line.record_id: line.status for line in tree.lines}, as_json, limit)
@@ -210,7 +208,6 @@ def show_command(
         lines = read_root_lines(store, root, _parse_date(trace_date))
     except LakelineError as error:
         fail(str(error))
-        return
     if not lines:
         fail(f"root {root!r} has no archived lines in {destination}", code=EXIT_FAILED)
     nodes: dict[str, LineageNode] = {}
@@ -282,10 +279,8 @@ def query_command(
             raise ValidationError(f"--engine must be spark or athena, not {engine!r}")
     except QueryError as error:
         fail(str(error), code=EXIT_FAILED)
-        return
     except LakelineError as error:
         fail(str(error))
-        return
     _print_result(result, as_json)
 
 

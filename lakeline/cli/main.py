@@ -184,11 +184,9 @@ def stage_a_plan(
                 "stage A needs the raw table's columns to write them and pick a bucket column: "
                 "pass --columns a,b,c or --catalog get-tables.json"
             )
-            return
         plan = plan_stage_a(raw, settings, schema, run_token=run_token or new_run_token())
     except (LakelineError, TableNotFound) as error:
         fail(str(error))
-        return
     data = plan.to_dict()
     print_json(
         {
@@ -232,7 +230,6 @@ def stage_a_run(
         rows = partition_row_count(engine, result.plan.target_database, result.plan.table, result.plan.partition)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
-        return
     print_json(
         {
             "table": f"{result.plan.target_database}.{result.plan.table}",
@@ -344,7 +341,6 @@ def stage_b_run(
             run = PipelineRun(stage_b=[process_stage_b(message, services)])
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
-        return
     print_json(
         {
             "runs": [
@@ -425,32 +421,27 @@ def run_sql(
         ws = _workspace(_project(config), workspace)
     except LakelineError as error:
         fail(str(error))
-        return
     if stop:
         stopped = sql_server.stop(ws)
         err_console.print("SQL server stopped" if stopped else "no SQL server runs on this workspace")
         return
     if (file is None) == (query is None):
         fail("give a FILE or --query, not both")
-        return
     text = query if query is not None else file.read_text() if file else ""
     try:
         statements = [s.sql("athena") for s in sqlglot.parse(text, read="athena") if s is not None]
     except sqlglot.errors.ParseError as error:
         fail(f"cannot parse the SQL: {error}")
-        return
     try:
         engine = _sql_engine(ws, server, keep)
     except LakelineError as error:
         fail(str(error))
-        return
     console = Console()
     for statement in statements:
         try:
             result = engine.execute(statement)
         except (LakelineError, QueryError) as error:
             fail(str(error), code=1)
-            return
         if result.columns:
             print_result(result, output, console)
 
@@ -515,7 +506,6 @@ def run_project(
             earlier = project.conclude(seen, run.report)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
-        return
     for failure in earlier:
         console.print(f"[red]still failed (an earlier run)[/] {escape(failure)}", soft_wrap=True)
     if earlier:
@@ -567,10 +557,8 @@ def status(
             report = local_status(*_status_workspace(config, workspace), now)
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
-        return
     except (ClientError, BotoCoreError) as error:  # a stack that does not exist, no credentials, no region
         fail(f"cannot read stack {stack}: {error}")
-        return
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=1))
     else:
@@ -667,10 +655,8 @@ def reprocess_command(
                     failed = False
     except (LakelineError, QueryError) as error:
         fail(str(error))
-        return
     except (ClientError, BotoCoreError) as error:
         fail(f"cannot read stack {stack}: {error}")
-        return
     if raw:
         verb = "would send" if dry_run else "sent"
         console.print(
@@ -770,10 +756,8 @@ def dlq_list(
             parked = _list_stack_dead_letters(console, stack, _dead_letter_queues(queue))
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
-        return
     except (ClientError, BotoCoreError) as error:
         fail(f"cannot read stack {stack}: {error}")
-        return
     if parked:
         raise typer.Exit(1)
 
@@ -878,10 +862,8 @@ def dlq_redrive(
         sent, kept = redrive(aws.sqs, outputs[dead_letters], outputs[target])
     except LakelineError as error:
         fail(str(error))
-        return
     except (ClientError, BotoCoreError) as error:
         fail(f"cannot read stack {stack}: {error}")
-        return
     console = Console(soft_wrap=True)
     console.print(f"{queue}: {sent} messages sent back to the queue")
     for letter in kept:

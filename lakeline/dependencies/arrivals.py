@@ -47,7 +47,6 @@ class ArrivalDecision:
     missing: frozenset[str]
     triggers: bool
     completed_by: str | None
-    late: bool = False  # the set had completed before this arrival
     # (root id, node id) of the latest arrival of each *other* source: where else the run belongs
     sources_lineage: tuple[tuple[str, str], ...] = ()
 
@@ -94,9 +93,8 @@ class ArrivalTracker:
         if missing:
             return ArrivalDecision(target_partition, arrived, missing, False, completed_by)
         if completed_by is not None and completed_by != arrival:
-            return ArrivalDecision(
-                target_partition, arrived, missing, True, completed_by, late=True, sources_lineage=others
-            )
+            # The set had completed before this arrival: it triggers a run with the late data.
+            return ArrivalDecision(target_partition, arrived, missing, True, completed_by, sources_lineage=others)
         try:
             self.client.update_item(
                 TableName=self.table_name,

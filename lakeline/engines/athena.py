@@ -36,6 +36,14 @@ THROTTLING_CODES = frozenset({"ThrottlingException", "TooManyRequestsException",
 T = TypeVar("T")
 
 
+def _throttled(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code", "") in THROTTLING_CODES
+
+
+def _note_throttled(error: ClientError, retry: int) -> None:
+    logger.warning("Athena throttled (%s); retry %d", error.response.get("Error", {}).get("Code"), retry)
+
+
 @dataclass(frozen=True)
 class AthenaSettings:
     workgroup: str = "primary"
@@ -64,24 +72,19 @@ class AthenaEngine:
         self.settings = settings or AthenaSettings()
         self._sleep = sleep
         self._clock = clock
+        self._throttle_backoff = Backoff(
+            attempts=self.settings.max_throttle_retries + 1,
+            base_seconds=0.1,
+            cap_seconds=self.settings.poll_max_seconds,
+            sleep=sleep,
+        )
 
     def _call(self, operation: Callable[..., T], **kwargs: Any) -> T:
         """Call an Athena API, retrying throttling with exponential backoff and jitter (on top of the
         client's own retries: a burst of queries can outlast them)."""
-        backoff = Backoff(
-            attempts=self.settings.max_throttle_retries + 1,
-            base_seconds=0.1,
-            cap_seconds=self.settings.poll_max_seconds,
-            sleep=self._sleep,
+        return call_retrying(
+            lambda: operation(**kwargs), self._throttle_backoff, retryable=_throttled, on_retry=_note_throttled
         )
-
-        def throttled(error: ClientError) -> bool:
-            return error.response.get("Error", {}).get("Code", "") in THROTTLING_CODES
-
-        def note(error: ClientError, retry: int) -> None:
-            logger.warning("Athena throttled (%s); retry %d", error.response.get("Error", {}).get("Code"), retry)
-
-        return call_retrying(lambda: operation(**kwargs), backoff, retryable=throttled, on_retry=note)
 
     def start(self, sql: str, *, database: str | None = None) -> str:
         kwargs: dict[str, Any] = {"QueryString": sql, "WorkGroup": self.settings.workgroup}
