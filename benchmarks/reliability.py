@@ -57,7 +57,7 @@ from harness.faults import (
 )
 from harness.hostile import json_values, mutated, raw_keys, to_json_text
 from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.model import LineageRecord, build_records, parse_record
 from lakeline.lineage.records.table import LINEAGE_TABLE
 from lakeline.lineage.records.writer import send_records
@@ -367,7 +367,7 @@ def hostile_input(console: Console) -> None:
     def classify_messages(body: str) -> None:
         try:
             parse_record(body)
-        except ValidationError:
+        except InvalidInputError:
             messages["rejected"] += 1
         except Exception:
             messages["other"] += 1

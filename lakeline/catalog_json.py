@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lakeline.engines.base import Column, TableNotFound, TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 
 def _tables(document: Any) -> list[dict[str, Any]]:
@@ -21,7 +21,7 @@ def _tables(document: Any) -> list[dict[str, Any]]:
         return list(document["TableList"])
     if isinstance(document, dict) and "Table" in document:
         return [document["Table"]]
-    raise ValidationError("catalog JSON must be the output of 'aws glue get-tables' ({\"TableList\": [...]})")
+    raise InvalidInputError("catalog JSON must be the output of 'aws glue get-tables' ({\"TableList\": [...]})")
 
 
 class CatalogFile:
@@ -33,7 +33,7 @@ class CatalogFile:
         try:
             document = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as error:
-            raise ValidationError(f"cannot read catalog {path}: {error}") from error
+            raise InvalidInputError(f"cannot read catalog {path}: {error}") from error
         schemas: dict[tuple[str, str], TableSchema] = {}
         for entry in _tables(document):
             try:
@@ -47,7 +47,7 @@ class CatalogFile:
                     Column(c["Name"].lower(), c.get("Type", "string")) for c in entry.get("PartitionKeys", [])
                 )
             except (KeyError, TypeError, AttributeError) as error:
-                raise ValidationError(f"catalog {path}: table entry {entry!r:.80} is missing {error}") from error
+                raise InvalidInputError(f"catalog {path}: table entry {entry!r:.80} is missing {error}") from error
             schemas[(database, name)] = TableSchema(database, name, columns, partitions, descriptor.get("Location"))
         return cls(schemas)
 

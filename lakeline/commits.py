@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.storage import RUN_PREFIX, ObjectStore, prefix_uri, table_root_of
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def _conditional_failed(error: ClientError) -> bool:
 
 def contribution_entry(key: str, file_name: str) -> str:
     if "|" in key or "/" in file_name or not key or not file_name:
-        raise ValidationError(f"contribution {key!r} file {file_name!r}: a key without '|' and a bare file name")
+        raise InvalidInputError(f"contribution {key!r} file {file_name!r}: a key without '|' and a bare file name")
     return f"{key}|{file_name}"
 
 
@@ -517,7 +517,7 @@ def parse_follow_up(event: Any) -> Lease | None:
         try:
             return Lease.from_dict(event[FOLLOW_UP])
         except (KeyError, TypeError, ValueError) as error:
-            raise ValidationError(f"follow-up message is malformed: {error}") from error
+            raise InvalidInputError(f"follow-up message is malformed: {error}") from error
     return None
 
 
@@ -573,9 +573,9 @@ def sweep_partition(
         damaged state item) stays where it is, logged, and the sweep goes on."""
         try:
             if not state.root:
-                raise ValidationError(f"partition {state.key} has no root recorded")
+                raise InvalidInputError(f"partition {state.key} has no root recorded")
             store.delete_prefix(location, table_root=commit_table_root(state.key, state.root))
-        except ValidationError as refused:
+        except InvalidInputError as refused:
             logger.warning("the sweep of %s leaves %s: %s", state.key, location, refused)
             return False
         deleted.append(location)

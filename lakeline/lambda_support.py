@@ -7,10 +7,11 @@ import json
 from collections.abc import Mapping
 from typing import TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+import pydantic
+from pydantic import BaseModel, Field
 
 from lakeline.commits import DEFAULT_GRACE_SECONDS
-from lakeline.errors import ConfigError
+from lakeline.errors import ConfigError, field_path, validation_problems
 from lakeline.settings import PipelineSettings, TableSettings
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -35,8 +36,8 @@ def load_environment(model: type[ModelT], environ: Mapping[str, str]) -> ModelT:
             values[name] = raw
     try:
         return model.model_validate(values)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in error.errors())
+    except pydantic.ValidationError as error:
+        problems = "; ".join(validation_problems(error, path=lambda location: field_path(location).upper()))
         raise ConfigError(f"Lambda environment is incomplete or invalid: {problems}") from error
 
 

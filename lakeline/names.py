@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 IDENTIFIER_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
 # Field names inside a column (struct fields): identifiers in any case, kept as the data spells them
@@ -20,7 +20,7 @@ PARTITION_VALUE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-.:]{0,127}$")
 
 def _check_name(value: str, what: str, pattern: re.Pattern[str], letters: str) -> str:
     if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise ValidationError(
+        raise InvalidInputError(
             f"{what} {value!r} is not a valid name: use {letters}, digits and '_', "
             "starting with a letter, at most 128 characters"
         )
@@ -40,7 +40,7 @@ def check_field_name(value: str, what: str) -> str:
 def check_partition_value(value: str, what: str) -> str:
     """Return ``value`` if it is a safe partition value, else raise naming ``what`` was wrong."""
     if not isinstance(value, str) or not PARTITION_VALUE_PATTERN.fullmatch(value) or ".." in value:
-        raise ValidationError(
+        raise InvalidInputError(
             f"{what} value {value!r} is not allowed: partition values use letters, digits and "
             "'_', '-', '.', ':' (no '..'), start with a letter or digit, at most 128 characters"
         )
@@ -51,7 +51,7 @@ def check_qualified_table(value: str, what: str = "table") -> tuple[str, str]:
     """Split ``database.table`` into its two checked parts."""
     parts = value.split(".") if isinstance(value, str) else []
     if len(parts) != 2:
-        raise ValidationError(f"{what} {value!r} must be written database.table")
+        raise InvalidInputError(f"{what} {value!r} must be written database.table")
     return check_identifier(parts[0], f"{what} database"), check_identifier(parts[1], f"{what} name")
 
 
@@ -68,5 +68,5 @@ def dml_name(*parts: str) -> str:
 def string_literal(value: str) -> str:
     """A single-quoted SQL string literal of a value that cannot contain a quote."""
     if "'" in value or "\\" in value:
-        raise ValidationError(f"value {value!r} cannot be used as a SQL literal")
+        raise InvalidInputError(f"value {value!r} cannot be used as a SQL literal")
     return f"'{value}'"

@@ -28,7 +28,7 @@ from lakeline.commits import (
     sweep_partition,
 )
 from lakeline.engines.base import Column, Engine, QueryError
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.settings import TableSettings
 from lakeline.storage import (
@@ -210,7 +210,7 @@ class LeasedRunEnd:
 
 def check_run_token(token: str) -> str:
     if not RUN_TOKEN_PATTERN.fullmatch(token):
-        raise ValidationError(f"run token {token!r} is not of the form made by new_run_token")
+        raise InvalidInputError(f"run token {token!r} is not of the form made by new_run_token")
     return token
 
 
@@ -219,7 +219,7 @@ def plan_values(plan_type: type, data: Mapping[str, Any], what: str) -> dict[str
     names = {item.name for item in fields(plan_type)}
     missing = names - data.keys()
     if missing:
-        raise ValidationError(f"{what} is missing {sorted(missing)}")
+        raise InvalidInputError(f"{what} is missing {sorted(missing)}")
     return {name: data[name] for name in names}
 
 
@@ -227,7 +227,7 @@ def check_run_location(target_location: str, partition_root: str, run_token: str
     """A run writes, and its failure path deletes, only its own prefix under the partition root (compared
     parsed: a location is a path, not a string to match)."""
     if parse_location(target_location) != parse_location(run_location(partition_root, run_token)):
-        raise ValidationError(
+        raise InvalidInputError(
             f"{what}'s target_location {target_location!r} is not its run's prefix under {partition_root!r}"
         )
 
@@ -239,13 +239,13 @@ def partition_literal(column: Column, value: str) -> str:
         return string_literal(value)
     if kind in INTEGER_TYPES:
         if not re.fullmatch(r"-?\d{1,19}", value):
-            raise ValidationError(f"partition {column.name}={value!r} is not an integer ({column.type})")
+            raise InvalidInputError(f"partition {column.name}={value!r} is not an integer ({column.type})")
         return value
     if kind == "date":
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-            raise ValidationError(f"partition {column.name}={value!r} is not a date YYYY-MM-DD")
+            raise InvalidInputError(f"partition {column.name}={value!r} is not a date YYYY-MM-DD")
         return f"DATE {string_literal(value)}"
-    raise ValidationError(f"partition column {column.name} has unsupported type {column.type}")
+    raise InvalidInputError(f"partition column {column.name} has unsupported type {column.type}")
 
 
 def partition_filter(partition: PartitionValues) -> str:
@@ -305,10 +305,10 @@ def bucket_columns(table_settings: TableSettings, data_columns: list[str], table
     """The configured bucket columns, or the first data column; each must be a data column."""
     chosen = list(table_settings.bucketed_by) or data_columns[:1]
     if not chosen:
-        raise ValidationError(f"table {table} has no data columns")
+        raise InvalidInputError(f"table {table} has no data columns")
     missing = [column for column in chosen if column not in data_columns]
     if missing:
-        raise ValidationError(f"bucket columns {missing} are not columns of {table}")
+        raise InvalidInputError(f"bucket columns {missing} are not columns of {table}")
     return chosen
 
 

@@ -10,9 +10,10 @@ import codecs
 from pathlib import Path
 from typing import Literal
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lakeline.errors import ConfigError
+from lakeline.errors import ConfigError, validation_problems
 from lakeline.names import check_identifier
 
 TableFormat = Literal["PARQUET", "ORC", "JSON", "TEXTFILE"]
@@ -150,5 +151,5 @@ class PipelineSettings(BaseModel):
             raise ConfigError(f"cannot read settings from {path}: {error}") from error
         try:
             return cls.model_validate(data.get("pipeline", data) if isinstance(data, dict) else data)
-        except ValueError as error:  # pydantic's ValidationError: one readable error, not a traceback
-            raise ConfigError(f"{path}: {error}") from error
+        except pydantic.ValidationError as error:  # one readable error, not a traceback
+            raise ConfigError(f"{path}: " + "; ".join(validation_problems(error))) from None

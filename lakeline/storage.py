@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, final
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 
 if TYPE_CHECKING:
@@ -63,11 +63,11 @@ def parse_location(location: str) -> Location:
     The key or path is everything after the bucket or scheme: no query, no fragment, no decoding
     (``urlsplit(location, allow_fragments=False)`` would still cut an S3 key at its first '?')."""
     if not isinstance(location, str) or "\x00" in location:
-        raise ValidationError(f"{location!r} is not a location")
+        raise InvalidInputError(f"{location!r} is not a location")
     if location.startswith("s3://"):
         bucket, _, key = location[len("s3://") :].partition("/")
         if not BUCKET_PATTERN.fullmatch(bucket):
-            raise ValidationError(f"{location!r} is not an s3://bucket/key location")
+            raise InvalidInputError(f"{location!r} is not an s3://bucket/key location")
         return Location("s3", bucket, key)
     path = location
     if location.startswith("file:"):
@@ -75,9 +75,9 @@ def parse_location(location: str) -> Location:
         if path.startswith("//"):
             path = path[len("//") :]
             if not path.startswith("/"):
-                raise ValidationError(f"{location!r} names a host; local locations are file:///absolute/path")
+                raise InvalidInputError(f"{location!r} names a host; local locations are file:///absolute/path")
     if not path.startswith("/"):
-        raise ValidationError(f"{location!r} is not an s3:// location or an absolute local path")
+        raise InvalidInputError(f"{location!r} is not an s3:// location or an absolute local path")
     return Location("file", "", path)
 
 
@@ -121,12 +121,12 @@ def _run_prefix_problem(where: Location, root: Location) -> str | None:
 
 def check_run_prefix(location: str, table_root: str) -> Location:
     """``location`` parsed, if it is a run prefix ``[<col>=<value>/...]lakeline_run=<token>/`` under
-    ``table_root``; else a ValidationError naming it. Folder by folder on the parsed forms: no '#', '?',
+    ``table_root``; else an InvalidInputError naming it. Folder by folder on the parsed forms: no '#', '?',
     '..' or doubled '/' makes it mean a folder above the run's."""
     where, root = parse_location(location), parse_location(table_root)
     problem = _run_prefix_problem(where, root)
     if problem is not None:
-        raise ValidationError(f"refusing to delete {location!r}: {problem}")
+        raise InvalidInputError(f"refusing to delete {location!r}: {problem}")
     return where
 
 
@@ -137,7 +137,7 @@ def table_root_of(partition_root: str, partition: Mapping[str, str]) -> str:
     count = len(partition)
     trailing = where.folders[len(where.folders) - count :] if count else ()
     if len(where.folders) <= count or sorted(trailing) != sorted(f"{k}={v}" for k, v in partition.items()):
-        raise ValidationError(f"{partition_root!r} is not the root of partition {dict(partition)} of a table")
+        raise InvalidInputError(f"{partition_root!r} is not the root of partition {dict(partition)} of a table")
     kept = where.folders[: len(where.folders) - count]
     lead = "/" if where.scheme == "file" else ""
     return Location(where.scheme, where.bucket, lead + "/".join(kept) + "/").uri
@@ -206,7 +206,7 @@ class ObjectStore(ABC):
 def _local_path(location: str) -> Path:
     where = parse_location(location)
     if where.scheme != "file":
-        raise ValidationError(f"{location!r} is not a local (file://) location")
+        raise InvalidInputError(f"{location!r} is not a local (file://) location")
     return Path(where.path)
 
 
@@ -247,7 +247,7 @@ class LocalObjectStore(ObjectStore):
             link = destination / path.name
             if link.exists():
                 if not link.samefile(path):
-                    raise ValidationError(f"cannot carry {path} into {destination}: another file has its name")
+                    raise InvalidInputError(f"cannot carry {path} into {destination}: another file has its name")
             else:
                 # A hard link: O(1) whatever the file's size, and the file lives on while either name does.
                 try:
@@ -267,7 +267,7 @@ class S3Location:
     def parse(cls, location: str) -> S3Location:
         where = parse_location(location)
         if where.scheme != "s3":
-            raise ValidationError(f"{location!r} is not an s3:// location")
+            raise InvalidInputError(f"{location!r} is not an s3:// location")
         return cls(where.bucket, where.path)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from stage_a.keys import decode_notification_key
 
 EXECUTION_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -50,12 +50,12 @@ def _event_time(value: Any) -> datetime:
 
 
 def parse_arrivals(event: Any) -> list[Arrival]:
-    """Arrivals in one event body; an event of another kind is a ``ValidationError``."""
+    """Arrivals in one event body; an event of another kind is an ``InvalidInputError``."""
     if not isinstance(event, dict):
-        raise ValidationError(f"message is a JSON {type(event).__name__}, not an event object")
+        raise InvalidInputError(f"message is a JSON {type(event).__name__}, not an event object")
     if event.get("source") == "aws.s3" and "detail" in event:
         if event.get("detail-type") != "Object Created":
-            raise ValidationError(f"S3 event of type {event.get('detail-type')!r} does not start stage A")
+            raise InvalidInputError(f"S3 event of type {event.get('detail-type')!r} does not start stage A")
         detail = event["detail"]
         try:
             return [
@@ -68,12 +68,12 @@ def parse_arrivals(event: Any) -> list[Arrival]:
                 )
             ]
         except (KeyError, TypeError) as error:
-            raise ValidationError(f"EventBridge S3 event is missing {error}") from error
+            raise InvalidInputError(f"EventBridge S3 event is missing {error}") from error
     if isinstance(event.get("Records"), list):
         arrivals = []
         for record in event["Records"]:
             if not isinstance(record, dict):
-                raise ValidationError(f"S3 notification record is a {type(record).__name__}, not an object")
+                raise InvalidInputError(f"S3 notification record is a {type(record).__name__}, not an object")
             if not str(record.get("eventName", "")).startswith("ObjectCreated:"):
                 continue
             try:
@@ -88,11 +88,11 @@ def parse_arrivals(event: Any) -> list[Arrival]:
                     )
                 )
             except (KeyError, TypeError) as error:
-                raise ValidationError(f"S3 notification record is missing {error}") from error
+                raise InvalidInputError(f"S3 notification record is missing {error}") from error
         return arrivals
     if event.get("Event") == "s3:TestEvent":
         return []
-    raise ValidationError("message is neither an EventBridge S3 event nor an S3 event notification")
+    raise InvalidInputError("message is neither an EventBridge S3 event nor an S3 event notification")
 
 
 def arrival_event(arrival: Arrival) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from decimal import Decimal
 from typing import IO, Literal, Protocol, cast
 
 from lakeline.engines.base import Column, TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.settings import SchemaEvolution
 from stage_a.hive_types import COMPLEX, HiveType, parse_hive_type
 from stage_a.parquet_schema import MAGIC, ParquetFormatError, footer_length, parquet_columns
@@ -54,7 +54,7 @@ _WIDER = {"tinyint": 0, "smallint": 1, "int": 2, "integer": 2, "bigint": 3, "flo
 _MAX_REPORTED_VALUE = 40
 
 
-class ContractViolation(ValidationError):
+class ContractViolation(InvalidInputError):
     """An arriving file does not match its raw table; nothing was planned or executed for it."""
 
 
@@ -101,7 +101,7 @@ class RawContract:
     def of(cls, schema: TableSchema, *, encoding: str = "utf-8", evolution: SchemaEvolution = "reject") -> RawContract:
         fmt = schema.format or "csv"
         if fmt not in ("csv", "json", "parquet"):
-            raise ValidationError(f"raw table {schema.database}.{schema.table} is {fmt}: not csv, json or parquet")
+            raise InvalidInputError(f"raw table {schema.database}.{schema.table} is {fmt}: not csv, json or parquet")
         return cls(
             table=f"{schema.database}.{schema.table}",
             format=fmt,  # type: ignore[arg-type]
@@ -334,7 +334,7 @@ def _hive_type(text: str) -> HiveType | None:
     than 25 fields as ``struct<...,... 6 more fields>``)."""
     try:
         return parse_hive_type(text)
-    except ValidationError:
+    except InvalidInputError:
         return None
 
 

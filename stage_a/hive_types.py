@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 COMPLEX = ("struct", "array", "map")
 _TOKEN = re.compile(r"\s*(`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*(?:\s*\(\s*\d+\s*(?:,\s*\d+\s*)?\))?|[<>,:])")
@@ -30,11 +30,11 @@ class HiveType:
 
 
 def parse_hive_type(text: str) -> HiveType:
-    """The tree of a Hive type string; a ``ValidationError`` names what cannot be read."""
+    """The tree of a Hive type string; an ``InvalidInputError`` names what cannot be read."""
     tokens = _tokens(text)
     kind, at = _parse(tokens, 0, text)
     if at != len(tokens):
-        raise ValidationError(f"type {text!r} has {''.join(tokens[at:])!r} after its end")
+        raise InvalidInputError(f"type {text!r} has {''.join(tokens[at:])!r} after its end")
     return kind
 
 
@@ -46,7 +46,7 @@ def _tokens(text: str) -> list[str]:
             break
         found = _TOKEN.match(text, at)
         if found is None:
-            raise ValidationError(f"type {text!r} cannot be read at {text[at:]!r}")
+            raise InvalidInputError(f"type {text!r} cannot be read at {text[at:]!r}")
         tokens.append(found.group(1))
         at = found.end()
     return tokens
@@ -54,13 +54,13 @@ def _tokens(text: str) -> list[str]:
 
 def _expect(tokens: list[str], at: int, token: str, text: str) -> int:
     if at >= len(tokens) or tokens[at] != token:
-        raise ValidationError(f"type {text!r}: expected {token!r}")
+        raise InvalidInputError(f"type {text!r}: expected {token!r}")
     return at + 1
 
 
 def _parse(tokens: list[str], at: int, text: str) -> tuple[HiveType, int]:
     if at >= len(tokens):
-        raise ValidationError(f"type {text!r} ends early")
+        raise InvalidInputError(f"type {text!r} ends early")
     name = re.sub(r"\s+", "", tokens[at]).lower()
     at += 1
     if name not in COMPLEX:
@@ -83,5 +83,5 @@ def _parse(tokens: list[str], at: int, text: str) -> tuple[HiveType, int]:
     at = _expect(tokens, at, ">", text)
     expected = {"array": 1, "map": 2}.get(name)
     if expected is not None and len(fields) != expected:
-        raise ValidationError(f"type {text!r}: {name} takes {expected} type(s)")
+        raise InvalidInputError(f"type {text!r}: {name} takes {expected} type(s)")
     return HiveType(name, tuple(fields)), at

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, check_partition_value
 
 MAX_KEY_LENGTH = 1024
@@ -19,7 +19,7 @@ MAX_PARTITION_DEPTH = 8
 FILE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-.=+]{0,254}$")
 
 
-class InvalidKey(ValidationError):
+class InvalidKey(InvalidInputError):
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"raw object key {key!r} rejected: {problem}")
         self.key = key
@@ -84,7 +84,7 @@ def parse_raw_key(key: str) -> RawObject:
             partition.append((column, value))
     except InvalidKey:
         raise
-    except ValidationError as error:
+    except InvalidInputError as error:
         raise InvalidKey(key, str(error)) from error
     if file_name in ("", ".", "..") or not FILE_NAME_PATTERN.fullmatch(file_name):
         raise InvalidKey(

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from lakeline.commits import Lease
 from lakeline.engines.base import Column, TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.partitions import (
     bucket_columns,
@@ -149,7 +149,7 @@ def check_partition_columns(raw: RawObject, schema: TableSchema) -> list[tuple[C
     """The key's partition columns must be the table's, in the table's order."""
     key_columns = [column for column, _ in raw.partition]
     if key_columns != schema.partition_names:
-        raise ValidationError(
+        raise InvalidInputError(
             f"key {raw.key!r} has partition columns {key_columns}, but table "
             f"{schema.database}.{schema.table} is partitioned by {schema.partition_names}"
         )
@@ -197,14 +197,14 @@ def plan_stage_a(
     partition = check_partition_columns(raw, raw_schema)
     data_columns = [check_identifier(column, "column") for column in raw_schema.column_names]
     if not data_columns:
-        raise ValidationError(f"table {source_db}.{raw.table} has no data columns")
+        raise InvalidInputError(f"table {source_db}.{raw.table} has no data columns")
     bucketed_by = bucket_columns(table_cfg, data_columns, f"{source_db}.{raw.table}")
 
     raw_partition_location = join_location(settings.raw_root, raw.partition_prefix)
     stage_partition_root = join_location(settings.stage_root, raw.partition_prefix)
     target_location = run_location(stage_partition_root, run_token)
     if lease is not None and lease.location != target_location:
-        raise ValidationError(f"the lease of {lease.key} writes {lease.location}, not this run's {target_location}")
+        raise InvalidInputError(f"the lease of {lease.key} writes {lease.location}, not this run's {target_location}")
     temp_table = temp_table_name(raw.table, run_token)
 
     arrivals = lease.pending if lease else ()
@@ -213,7 +213,7 @@ def plan_stage_a(
     mode, keys = _write_mode(table_cfg, lease, new)
     for key in keys:
         if parse_raw_key(key).partition_prefix != raw.partition_prefix:
-            raise ValidationError(f"arrival {key!r} is not in the partition {raw.partition_prefix!r}")
+            raise InvalidInputError(f"arrival {key!r} is not in the partition {raw.partition_prefix!r}")
 
     register_raw = None
     # Every run registers the raw partition (idempotent): besides adding it, this is what makes a new

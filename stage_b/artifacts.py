@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def s3_sql_reader(s3: S3Client, bucket: str, team: str) -> Callable[[str], str]:
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             if code in ("NoSuchKey", "404"):
-                raise ValidationError(f"sql_file {name!r}: no s3://{bucket}/{key}") from error
+                raise InvalidInputError(f"sql_file {name!r}: no s3://{bucket}/{key}") from error
             raise
 
     return read

@@ -13,23 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakeline.dependencies.model import Usage, normalise_table_name
 from lakeline.dependencies.resolve import check_partition, partition_path
-from lakeline.errors import ValidationError
 
 
 def _checked_partition(value: Any, what: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ValueError(f"{what} must be an object of column: value strings")
-    try:
-        return check_partition(value, what)
-    except ValidationError as error:
-        raise ValueError(str(error)) from error
-
-
-def _checked_table(value: Any, what: str) -> str:
-    try:
-        return normalise_table_name(value, what)
-    except ValidationError as error:
-        raise ValueError(str(error)) from error
+    return check_partition(value, what)
 
 
 class SourceArrival(BaseModel):
@@ -48,7 +37,7 @@ class SourceArrival(BaseModel):
     @field_validator("table", mode="before")
     @classmethod
     def _table(cls, value: Any) -> str:
-        return _checked_table(value, "table")
+        return normalise_table_name(value, "table")
 
     @field_validator("partition", mode="before")
     @classmethod
@@ -91,7 +80,7 @@ class StageBMessage(BaseModel):
     @field_validator("target_dataset", mode="before")
     @classmethod
     def _target(cls, value: Any) -> str:
-        return _checked_table(value, "target_dataset")
+        return normalise_table_name(value, "target_dataset")
 
     @field_validator("partition", mode="before")
     @classmethod

@@ -38,7 +38,7 @@ from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.resolve import resolve_steps
 from lakeline.dependencies.tokens import builtin_token_values
 from lakeline.engines.base import Column, TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, check_qualified_table, dml_name
 from lakeline.partitions import (
     bucket_columns,
@@ -137,7 +137,7 @@ def _hive_type_to_athena(kind: str) -> str:
     try:
         return exp.DataType.build(kind, dialect="hive").sql("athena")
     except (ParseError, ValueError) as error:
-        raise ValidationError(f"column type {kind!r} is not understood: {error}") from error
+        raise InvalidInputError(f"column type {kind!r} is not understood: {error}") from error
 
 
 def _insert_target(statement: exp.Expr, default_db: str) -> tuple[str, list[str] | None] | None:
@@ -160,7 +160,7 @@ def _rows_sql(query: exp.Expr, target_columns: list[Column], data_columns: list[
     known = {column.name for column in target_columns}
     unknown = [name for name in listed if name not in known]
     if unknown:
-        raise ValidationError(f"INSERT names columns {unknown} that the target table does not have")
+        raise InvalidInputError(f"INSERT names columns {unknown} that the target table does not have")
     projections = []
     for column in data_columns:
         kind = _hive_type_to_athena(column.type)
@@ -204,15 +204,15 @@ def plan_stage_b(
         elif waiting:
             message = waiting[0]
     if item.dataset != message.target_dataset:
-        raise ValidationError(f"message targets {message.target_dataset} but the item is for {item.dataset}")
+        raise InvalidInputError(f"message targets {message.target_dataset} but the item is for {item.dataset}")
     database, table = check_qualified_table(message.target_dataset, "target dataset")
     if sorted(message.partition) != sorted(target.partition_names):
-        raise ValidationError(
+        raise InvalidInputError(
             f"{message.target_dataset} is partitioned by {target.partition_names}, "
             f"the message names {sorted(message.partition)}"
         )
     if not target.location:
-        raise ValidationError(f"{message.target_dataset} has no location in the catalog")
+        raise InvalidInputError(f"{message.target_dataset} has no location in the catalog")
     partition = [(column, message.partition[column.name]) for column in target.partition_columns]
     data_columns = list(target.columns)
     data_names = [check_identifier(column.name, "column") for column in data_columns]
@@ -221,7 +221,7 @@ def plan_stage_b(
     partition_root = join_location(target.location, partition_prefix(partition))
     location = run_location(partition_root, run_token)
     if lease is not None and lease.location != location:
-        raise ValidationError(f"the lease of {lease.key} writes {lease.location}, not this run's {location}")
+        raise InvalidInputError(f"the lease of {lease.key} writes {lease.location}, not this run's {location}")
     temp = temp_table_name(table, run_token)
     reconcile: tuple[str, ...] = ()
     if lease is not None and lease.published is not None and lease.catalog_behind:
@@ -247,9 +247,9 @@ def plan_stage_b(
         try:
             statements = [s for s in sqlglot.parse(step.sql, read="athena") if s is not None]
         except ParseError as error:
-            raise ValidationError(f"{label}: SQL does not parse: {error}") from error
+            raise InvalidInputError(f"{label}: SQL does not parse: {error}") from error
         if len(statements) != 1:
-            raise ValidationError(f"{label}: a step holds exactly one statement, found {len(statements)}")
+            raise InvalidInputError(f"{label}: a step holds exactly one statement, found {len(statements)}")
         statement = statements[0]
         insert = _insert_target(statement, step.db)
         if insert is None or insert[0] != message.target_dataset:
@@ -339,7 +339,7 @@ def plan_message(message: StageBMessage, sources: PlanSources, run_token: str, l
     """The plan of ``message``'s run, from its target's dependency item and catalog table."""
     item = sources.items.get_item(message.target_dataset)
     if item is None:
-        raise ValidationError(f"no dependency item for {message.target_dataset}")
+        raise InvalidInputError(f"no dependency item for {message.target_dataset}")
     database, table = message.target_dataset.split(".")
     schema = sources.catalog.describe_table(database, table)
     reader = sources.sql_files(team_of(database))

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.model import DependencyEdge, InvalidEdge
 from lakeline.dependencies.resolve import destination_partitions, partition_path
-from lakeline.errors import ConfigError, ValidationError
+from lakeline.errors import ConfigError, InvalidInputError
 from stage_b.messages import LineageParents, SourceArrival, StageBMessage
 
 
@@ -86,7 +86,7 @@ def plan_routes(
             partitions = destination_partitions(
                 edge.dependency, edge.partition_column, edge.partition_python_mask, arrival.partition
             )
-        except ValidationError as error:
+        except InvalidInputError as error:
             unrouted.append(Unrouted(arrival, edge.target_dataset, " ".join(str(error).split())))
             continue
         for partition in partitions:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from lakeline.aws.retry import Backoff, is_retryable
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import InvalidInputError, LakelineError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -46,7 +46,7 @@ def message_batches(bodies: Sequence[str]) -> Iterator[list[int]]:
     for index, body in enumerate(bodies):
         length = len(body.encode())
         if length > MAX_BATCH_BYTES:
-            raise ValidationError(
+            raise InvalidInputError(
                 f"message {index} is {length} bytes; SQS takes at most {MAX_BATCH_BYTES} bytes per message"
             )
         if batch and (len(batch) == MAX_BATCH_ENTRIES or size + length > MAX_BATCH_BYTES):

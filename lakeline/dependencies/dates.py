@@ -28,7 +28,7 @@ import dateutil.relativedelta
 from dateutil.relativedelta import FR, MO, SA, SU, TH, TU, WE, relativedelta
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_partition_value
 
 RELATIVE_KEYS = (
@@ -204,7 +204,7 @@ def shift(moment: datetime, attributes: RelativeDeltaAttributes, what: str) -> d
     try:
         return moment + attributes.delta()
     except (OverflowError, ValueError) as error:
-        raise ValidationError(
+        raise InvalidInputError(
             f"{what} {attributes.to_item()} moves {moment:%Y-%m-%d %H:%M:%S} out of range: {error}"
         ) from error
 
@@ -261,7 +261,7 @@ def check_partition_mask(mask: Any, what: str) -> str:
     sample = REFERENCE_MOMENT.strftime(checked)
     try:
         check_partition_value(sample, what)
-    except ValidationError as error:
+    except InvalidInputError as error:
         raise ValueError(f"{what} {mask!r} produces {sample!r}, not a valid partition value") from error
     return check_round_trip(checked, what)
 
@@ -285,7 +285,7 @@ def shift_problem(
                 check_partition_value(text, "partition value")
                 if datetime.strptime(text, result_mask).strftime(result_mask) == text:
                     continue
-            except (ValidationError, ValueError):
+            except ValueError:  # InvalidInputError included
                 pass
         elif _is_substitution_text(text):
             continue
@@ -311,7 +311,7 @@ def parse_date(value: str, mask: str, what: str) -> datetime:
     try:
         return datetime.strptime(value, mask)
     except ValueError as error:
-        raise ValidationError(f"{what} {value!r} does not match the date mask {mask!r}") from error
+        raise InvalidInputError(f"{what} {value!r} does not match the date mask {mask!r}") from error
 
 
 def format_partition_date(moment: datetime, mask: str, what: str) -> str:
@@ -321,5 +321,5 @@ def format_partition_date(moment: datetime, mask: str, what: str) -> str:
 def format_substitution(moment: datetime, mask: str, what: str) -> str:
     text = moment.strftime(mask)
     if not _is_substitution_text(text):
-        raise ValidationError(f"{what} formats to {text!r}, which cannot be put into SQL")
+        raise InvalidInputError(f"{what} formats to {text!r}, which cannot be put into SQL")
     return text

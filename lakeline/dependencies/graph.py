@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 UpstreamLookup = Callable[[Collection[str]], Mapping[str, Collection[str]]]
 """Given datasets, return what each of them needs (datasets with no item may be left out)."""
@@ -27,7 +27,7 @@ def describe_cycle(cycle: list[str]) -> str:
     )
 
 
-class DependencyCycleError(ValidationError):
+class DependencyCycleError(InvalidInputError):
     def __init__(self, cycle: list[str]) -> None:
         self.cycle = cycle
         super().__init__(describe_cycle(cycle))

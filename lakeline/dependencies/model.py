@@ -16,12 +16,21 @@ Table names are normalised one way, lowercase ``database.table``, for reads and 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from lakeline.dependencies.dates import (
@@ -37,7 +46,7 @@ from lakeline.dependencies.dates import (
 )
 from lakeline.dependencies.statements import step_problem
 from lakeline.dependencies.tokens import BUILTIN_TOKENS, builtin_token_values, substitute_tokens, undefined_tokens
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError, validation_problems
 from lakeline.names import check_identifier, check_qualified_table
 
 MAX_SOURCES = 50  # keeps every change of one item inside a single DynamoDB transaction (100 actions)
@@ -49,7 +58,7 @@ Usage = Literal["append", "overwrite"]
 TriggerMode = Literal["any", "all"]
 
 
-class DependencyItemError(ValidationError):
+class DependencyItemError(InvalidInputError):
     """An invalid dependency item; ``problems`` lists every error as ``field.path: problem``."""
 
     def __init__(self, what: str, problems: list[str]) -> None:
@@ -61,21 +70,17 @@ class DependencyItemError(ValidationError):
 def normalise_table_name(value: Any, what: str = "table") -> str:
     """The one spelling of a table name for reads and writes: lowercase ``database.table``."""
     if not isinstance(value, str):
-        raise ValidationError(f"{what} must be a string written database.table, got {value!r}")
+        raise InvalidInputError(f"{what} must be a string written database.table, got {value!r}")
     database, table = check_qualified_table(value.lower(), what)
     return f"{database}.{table}"
 
 
-def _as_value_error(check: Callable[[], str]) -> str:
-    """Run one of lakeline.names' checks so that pydantic reports its failure under the field."""
-    try:
-        return check()
-    except ValidationError as error:
-        raise ValueError(str(error)) from error
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    def to_item(self) -> dict[str, Any]:
+        """The normalised model as stored in DynamoDB: the seed's field names, only what is set."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 MAX_TARGET_RANGE = 366
@@ -99,9 +104,6 @@ class TargetRange(_Model):
             raise ValueError('step must move the date (e.g. {"days": 1})')
         return self
 
-    def to_item(self) -> dict[str, Any]:
-        return {"count": self.count, "step": self.step.to_item()}
-
 
 class Dependency(_Model):
     """One source table whose arrivals trigger the target, and how its partition maps to the target's
@@ -117,27 +119,17 @@ class Dependency(_Model):
     @field_validator("table_name", mode="before")
     @classmethod
     def _table_name(cls, value: Any) -> str:
-        return _as_value_error(lambda: normalise_table_name(value, "TableName"))
+        return normalise_table_name(value, "TableName")
 
     @field_validator("field_column")
     @classmethod
     def _field_column(cls, value: str) -> str:
-        return _as_value_error(lambda: check_identifier(value, "FieldColumn"))
+        return check_identifier(value, "FieldColumn")
 
     @field_validator("date_expression")
     @classmethod
     def _date_expression(cls, value: str) -> str:
         return check_round_trip(value, "DateExpression")
-
-    def to_item(self) -> dict[str, Any]:
-        return {
-            "TableName": self.table_name,
-            "FieldColumn": self.field_column,
-            "Usage": self.usage,
-            "DateExpression": self.date_expression,
-            "relativedelta_attributes": self.relativedelta_attributes.to_item(),
-            **({"TargetRange": self.target_range.to_item()} if self.target_range else {}),
-        }
 
 
 class Step(_Model):
@@ -151,7 +143,7 @@ class Step(_Model):
     @field_validator("db")
     @classmethod
     def _db(cls, value: str) -> str:
-        return _as_value_error(lambda: check_identifier(value, "db"))
+        return check_identifier(value, "db")
 
     @field_validator("sql_file")
     @classmethod
@@ -168,9 +160,6 @@ class Step(_Model):
         if not self.sql.strip() and not self.sql_file:
             raise ValueError("a step needs 'sql' or 'sql_file'")
         return self
-
-    def to_item(self) -> dict[str, Any]:
-        return {"db": self.db, "sql": self.sql, "sql_file": self.sql_file, "info": self.info}
 
 
 class DateSubstitution(_Model):
@@ -192,13 +181,6 @@ class DateSubstitution(_Model):
     def _format(cls, value: str) -> str:
         return check_substitution_format(value, "format")
 
-    def to_item(self) -> dict[str, Any]:
-        return {
-            "token": self.token,
-            "format": self.format,
-            "relativedelta_attributes": self.relativedelta_attributes.to_item(),
-        }
-
 
 class DependencyItem(_Model):
     """An item of the ``dependencies`` table: how one target dataset is rebuilt, and from what."""
@@ -215,12 +197,12 @@ class DependencyItem(_Model):
     @field_validator("dataset", mode="before")
     @classmethod
     def _dataset(cls, value: Any) -> str:
-        return _as_value_error(lambda: normalise_table_name(value, "dataset"))
+        return normalise_table_name(value, "dataset")
 
     @field_validator("partition_column")
     @classmethod
     def _partition_column(cls, value: str) -> str:
-        return _as_value_error(lambda: check_identifier(value, "partitionColumn"))
+        return check_identifier(value, "partitionColumn")
 
     @field_validator("partition_python_mask")
     @classmethod
@@ -256,10 +238,7 @@ class DependencyItem(_Model):
     def _scratch_tables(cls, value: Any) -> tuple[str, ...]:
         if not isinstance(value, list | tuple):
             raise ValueError("must be a list of database.table names")
-        try:
-            names = tuple(normalise_table_name(name, "scratchTables") for name in value)
-        except ValidationError as error:
-            raise ValueError(str(error)) from error
+        names = tuple(normalise_table_name(name, "scratchTables") for name in value)
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f"{', '.join(repeated)} listed more than once")
@@ -286,22 +265,18 @@ class DependencyItem(_Model):
         for dependency in self.dependencies:
             if dependency.table_name == source:
                 return dependency
-        raise ValidationError(
+        raise InvalidInputError(
             f"{self.dataset} does not depend on {source}; its sources are {', '.join(self.source_tables)}"
         )
 
-    def to_item(self) -> dict[str, Any]:
-        """The normalised item, in the seed's field names, ready to store."""
-        return {
-            "dataset": self.dataset,
-            "dependencies": [dependency.to_item() for dependency in self.dependencies],
-            "partitionColumn": self.partition_column,
-            "partitionPythonMask": self.partition_python_mask,
-            "steps": [step.to_item() for step in self.steps],
-            "date_substitutions": [substitution.to_item() for substitution in self.date_substitutions],
-            "triggerMode": self.trigger_mode,
-            **({"scratchTables": list(self.scratch_tables)} if self.scratch_tables else {}),
-        }
+    @model_serializer(mode="wrap")
+    def _stored(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Items written before scratchTables existed stay as they were: the field is stored only when set.
+        data: dict[str, Any] = serialize(self)
+        if not self.scratch_tables:
+            data.pop("scratchTables", None)
+            data.pop("scratch_tables", None)
+        return data
 
 
 def item_problems(item: DependencyItem) -> list[str]:
@@ -389,27 +364,24 @@ class DependencyEdge(_Model):
     @field_validator("source_table", mode="before")
     @classmethod
     def _source_table(cls, value: Any) -> str:
-        return _as_value_error(lambda: normalise_table_name(value, "source_table"))
+        return normalise_table_name(value, "source_table")
 
     @field_validator("target_dataset", mode="before")
     @classmethod
     def _target_dataset(cls, value: Any) -> str:
-        return _as_value_error(lambda: normalise_table_name(value, "target_dataset"))
+        return normalise_table_name(value, "target_dataset")
 
     @field_validator("sources", mode="before")
     @classmethod
     def _sources(cls, value: Any) -> tuple[str, ...]:
         if not isinstance(value, list | tuple):
             raise ValueError("must be a list of database.table names")
-        try:
-            return tuple(normalise_table_name(name, "sources") for name in value)
-        except ValidationError as error:
-            raise ValueError(str(error)) from error
+        return tuple(normalise_table_name(name, "sources") for name in value)
 
     @field_validator("partition_column")
     @classmethod
     def _partition_column(cls, value: str) -> str:
-        return _as_value_error(lambda: check_identifier(value, "partitionColumn"))
+        return check_identifier(value, "partitionColumn")
 
     @field_validator("partition_python_mask")
     @classmethod
@@ -438,17 +410,6 @@ class DependencyEdge(_Model):
     def key(self) -> tuple[str, str]:
         return self.source_table, self.target_dataset
 
-    def to_item(self) -> dict[str, Any]:
-        return {
-            "source_table": self.source_table,
-            "target_dataset": self.target_dataset,
-            "dependency": self.dependency.to_item(),
-            "partitionColumn": self.partition_column,
-            "partitionPythonMask": self.partition_python_mask,
-            "triggerMode": self.trigger_mode,
-            "sources": list(self.sources),
-        }
-
 
 @dataclass(frozen=True)
 class InvalidEdge:
@@ -475,41 +436,19 @@ def edges_of(item: DependencyItem) -> list[DependencyEdge]:
     ]
 
 
-def _field_path(location: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in location:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "item"
-
-
-def _problem(error: Mapping[str, Any]) -> str:
-    location = tuple(error["loc"])
-    kind = error["type"]
-    if kind == "missing":
-        message = "required field is missing"
-    elif kind == "extra_forbidden":
-        if len(location) >= 2 and location[-2] == "relativedelta_attributes":
-            message = (
-                "unknown relativedelta attribute; use one of "
-                f"{', '.join(RELATIVE_KEYS)} (relative) or {', '.join(ABSOLUTE_KEYS)} (absolute)"
-            )
-        else:
-            message = "unknown field"
-    elif kind == "value_error":
-        message = str(error["msg"]).removeprefix("Value error, ")
-    else:
-        message = f"{error['msg']} (got {error.get('input')!r})"
-    return f"{_field_path(location)}: {message}"
+def _relativedelta_wording(detail: Mapping[str, Any]) -> str | None:
+    location = tuple(detail["loc"])
+    if detail["type"] == "extra_forbidden" and len(location) >= 2 and location[-2] == "relativedelta_attributes":
+        return (
+            "unknown relativedelta attribute; use one of "
+            f"{', '.join(RELATIVE_KEYS)} (relative) or {', '.join(ABSOLUTE_KEYS)} (absolute)"
+        )
+    return None
 
 
 def problems_of(error: pydantic.ValidationError) -> list[str]:
-    problems: list[str] = []
-    for detail in error.errors():
-        if detail["type"] == "item_problems":
-            problems.extend(detail["ctx"]["problems"])  # already ``field.path: problem``
-        else:
-            problems.append(_problem(detail))
-    return problems
+    """Every problem of an item, ``field.path: problem``, the item's own checks included."""
+    return validation_problems(error, wording=_relativedelta_wording, whole="item")
 
 
 def parse_dependency_item(data: Any, what: str = "dependency item") -> DependencyItem:

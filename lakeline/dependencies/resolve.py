@@ -26,7 +26,7 @@ from lakeline.dependencies.dates import (
 from lakeline.dependencies.model import Dependency, DependencyItem, undefined_token_problem
 from lakeline.dependencies.statements import step_problem
 from lakeline.dependencies.tokens import builtin_token_values, substitute_tokens, undefined_tokens
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, check_partition_value
 
 SqlFileReader = Callable[[str], str]
@@ -59,7 +59,7 @@ def destination_partitions(
     source = check_partition(source_partition, f"{dependency.table_name} partition")
     if dependency.field_column not in source:
         levels = ", ".join(source) or "none (the table is not partitioned)"
-        raise ValidationError(
+        raise InvalidInputError(
             f"{dependency.table_name} arrival has no partition column {dependency.field_column!r} "
             f"(FieldColumn); its partition columns are: {levels}"
         )
@@ -76,7 +76,7 @@ def destination_partitions(
             moment = target + reach.step.delta() * index if reach else target
         except (OverflowError, ValueError) as error:
             what = f"{dependency.table_name} TargetRange: partition {index + 1}"
-            raise ValidationError(f"{what} is out of range") from error
+            raise InvalidInputError(f"{what} is out of range") from error
         values.append(format_partition_date(moment, partition_python_mask, f"partition {partition_column!r}"))
     return [{partition_column: value} for value in dict.fromkeys(values)]
 
@@ -84,7 +84,7 @@ def destination_partitions(
 def substitution_values(item: DependencyItem, destination: Mapping[str, str]) -> dict[str, str]:
     """``{token: value}`` for the item's date substitutions at one destination partition."""
     if item.partition_column not in destination:
-        raise ValidationError(
+        raise InvalidInputError(
             f"destination partition {partition_path(destination)!r} of {item.dataset} has no "
             f"{item.partition_column!r} (partitionColumn)"
         )
@@ -109,7 +109,7 @@ def team_sql_reader(queries_root: Path, team: str) -> SqlFileReader:
         try:
             return path.read_text(encoding="utf-8")
         except OSError as error:
-            raise ValidationError(f"sql_file {name!r}: cannot read {path}: {error.strerror}") from error
+            raise InvalidInputError(f"sql_file {name!r}: cannot read {path}: {error.strerror}") from error
 
     return read
 
@@ -150,11 +150,11 @@ def resolve_steps(
         text = step.sql if step.sql.strip() else read_sql_file(step.sql_file)
         left = undefined_tokens(text, values)
         if left:
-            raise ValidationError(f"{label}: {undefined_token_problem(left)}")
+            raise InvalidInputError(f"{label}: {undefined_token_problem(left)}")
         sql = substitute_tokens(text, values)
         problem = step_problem(sql, step.db, item.writable_tables)
         if problem:
-            raise ValidationError(f"{label}: {problem}")
+            raise InvalidInputError(f"{label}: {problem}")
         steps.append(ResolvedStep(step.db, step.info, sql))
     return ResolvedTarget(item.dataset, dict(destination), tuple(steps))
 

@@ -17,7 +17,7 @@ from collections.abc import Collection
 import sqlglot
 from sqlglot.errors import ParseError
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.writes import written_tables
 
 
@@ -37,7 +37,7 @@ def step_problem(sql: str, default_database: str, allowed: Collection[str] | Non
         return None
     try:
         written = written_tables(statements[0], default_database=default_database, sql=sql)
-    except ValidationError as error:
+    except InvalidInputError as error:
         return str(error)
     others = sorted({f"{database}.{table}" for database, table in written} - set(allowed))
     if others:

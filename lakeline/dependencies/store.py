@@ -24,7 +24,7 @@ from lakeline.dependencies.model import (
     parse_dependency_item,
 )
 from lakeline.dependencies.tables import BY_TARGET_INDEX, DependencyTableNames
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -64,7 +64,7 @@ def source_tables_of_image(image: Mapping[str, Any]) -> frozenset[str]:
         name = entry.get("TableName") if isinstance(entry, Mapping) else None
         try:
             sources.add(normalise_table_name(name))
-        except ValidationError:
+        except InvalidInputError:
             continue
     return frozenset(sources)
 
@@ -94,7 +94,7 @@ class DependencyStore:
         """
         pending = {item.dataset: frozenset(item.source_tables) for item in items}
         if len(pending) != len(items):
-            raise ValidationError("the same dataset is given more than once")
+            raise InvalidInputError("the same dataset is given more than once")
 
         def upstream(datasets: Collection[str]) -> dict[str, frozenset[str]]:
             stored = self.upstream_sources([name for name in datasets if name not in pending])

@@ -21,7 +21,7 @@ from lakeline.dependencies.model import (
     parse_dependency_item,
 )
 from lakeline.dependencies.store import DependencyStore, source_tables_of_image
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 ChangeKind = Literal["INSERT", "MODIFY", "REMOVE"]
 
@@ -36,7 +36,7 @@ class EdgeChanges:
 def _stored_key(image: Mapping[str, Any], item: DependencyItem) -> None:
     """An item stored under a non-normalised key would never be found by the normalised reads."""
     if image.get("dataset") != item.dataset:
-        raise ValidationError(
+        raise InvalidInputError(
             f"dependency item key {image.get('dataset')!r} is not normalised: store it as {item.dataset!r}"
         )
 
@@ -44,7 +44,7 @@ def _stored_key(image: Mapping[str, Any], item: DependencyItem) -> None:
 def _dataset_of(image: Mapping[str, Any]) -> str:
     dataset = image.get("dataset")
     if not isinstance(dataset, str) or not dataset:
-        raise ValidationError("stream image has no 'dataset' key")
+        raise InvalidInputError("stream image has no 'dataset' key")
     return dataset
 
 
@@ -62,12 +62,12 @@ def plan_edge_changes(
     """
     if kind == "REMOVE":
         if old_image is None:
-            raise ValidationError("REMOVE record without an old image (the stream must be NEW_AND_OLD_IMAGES)")
+            raise InvalidInputError("REMOVE record without an old image (the stream must be NEW_AND_OLD_IMAGES)")
         dataset = _dataset_of(old_image).lower()
         gone = source_tables_of_image(old_image) | paired_sources(dataset)
         return None, EdgeChanges(dataset, (), tuple((source, dataset) for source in sorted(gone)))
     if new_image is None:
-        raise ValidationError(f"{kind} record without a new image (the stream must be NEW_AND_OLD_IMAGES)")
+        raise InvalidInputError(f"{kind} record without a new image (the stream must be NEW_AND_OLD_IMAGES)")
     item = parse_dependency_item(new_image, f"dependency item {new_image.get('dataset')!r}")
     _stored_key(new_image, item)
     before = paired_sources(item.dataset)
@@ -127,7 +127,7 @@ def backfill(store: DependencyStore) -> BackfillReport:
         try:
             item = parse_dependency_item(image, f"dependency item {key!r}")
             _stored_key(image, item)
-        except ValidationError as error:
+        except InvalidInputError as error:
             report.invalid[key] = error.problems if isinstance(error, DependencyItemError) else [str(error)]
             untouchable.add(key.lower())
             continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Mapping
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 TOKEN_NAME = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
 _SCAN = re.compile(r'\$\$|(?<!")\$[A-Za-z_][A-Za-z0-9_]*')
@@ -63,7 +63,7 @@ def substitute_tokens(sql: str, values: Mapping[str, str]) -> str:
     """Replace every defined ``$token`` by its value and every ``$$`` by ``$``; undefined tokens stay."""
     for token in values:
         if not TOKEN_NAME.fullmatch(token):
-            raise ValidationError(f"{token!r} is not a token name ($ then a letter or '_')")
+            raise InvalidInputError(f"{token!r} is not a token name ($ then a letter or '_')")
 
     def replace(match: re.Match[str]) -> str:
         text = match.group(0)

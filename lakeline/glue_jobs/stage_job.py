@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.storage import ObjectStore
 from stage_a.plan import StageAPlan
 from stage_a.runner import execute_stage_a, run_stage_a
@@ -28,11 +28,11 @@ MODES = ("stage_a", "stage_b")
 def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore) -> dict[str, Any]:
     mode = arguments.get("mode", "")
     if mode not in MODES:
-        raise ValidationError(f"--mode must be one of {MODES}, got {mode!r}")
+        raise InvalidInputError(f"--mode must be one of {MODES}, got {mode!r}")
     try:
         document = json.loads(arguments["plan"])
     except (KeyError, json.JSONDecodeError) as error:
-        raise ValidationError(f"--plan must be the {mode} plan as JSON: {error}") from error
+        raise InvalidInputError(f"--plan must be the {mode} plan as JSON: {error}") from error
     engine = SparkEngine(session)
     # A leased plan (the pipeline's) only writes here: the state machine commits it and then points the
     # catalog at it (``lambdas/partition_commit``, the publish task). An unleased one runs whole.

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 EXTRA_PY_FILES = "--extra-py-files"
 ADDITIONAL_PYTHON_MODULES = "--additional-python-modules"
@@ -31,13 +31,13 @@ def string_arguments(raw: Any, where: str) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ValidationError(f"{where} must be a mapping of argument names to values, got {type(raw).__name__}")
+        raise InvalidInputError(f"{where} must be a mapping of argument names to values, got {type(raw).__name__}")
     result = {}
     for key, value in raw.items():
         if not isinstance(key, str) or not key.strip("-"):
-            raise ValidationError(f"{where}: argument name {key!r} is not a name")
+            raise InvalidInputError(f"{where}: argument name {key!r} is not a name")
         if not isinstance(value, str | int | float | bool):
-            raise ValidationError(f"{where}: argument {key} must be a string, got {type(value).__name__}")
+            raise InvalidInputError(f"{where}: argument {key} must be a string, got {type(value).__name__}")
         result[argument_key(key)] = value if isinstance(value, str) else str(value).lower()
     return result
 
@@ -87,8 +87,8 @@ def python_modules(value: str | None) -> PythonModules:
 def split_s3_uri(uri: str) -> tuple[str, str]:
     """``s3://bucket/key`` as (bucket, key)."""
     if not uri.startswith("s3://"):
-        raise ValidationError(f"{uri!r} is not an S3 path (s3://bucket/key)")
+        raise InvalidInputError(f"{uri!r} is not an S3 path (s3://bucket/key)")
     bucket, _, key = uri[len("s3://") :].partition("/")
     if not bucket or not key:
-        raise ValidationError(f"{uri!r} names no object: write s3://bucket/key")
+        raise InvalidInputError(f"{uri!r} names no object: write s3://bucket/key")
     return bucket, key

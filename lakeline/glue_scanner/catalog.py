@@ -18,7 +18,7 @@ from typing import Any
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.engines.base import TableNotFound, TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 _MAX_LINKS = 8
 
@@ -52,13 +52,13 @@ class GlueCatalog:
         if isinstance(document, dict) and isinstance(document.get("DatabaseList"), list):
             for database in document["DatabaseList"]:
                 if not isinstance(database, dict) or "Name" not in database:
-                    raise ValidationError(f"{path}: a database entry has no Name")
+                    raise InvalidInputError(f"{path}: a database entry has no Name")
                 self.databases[str(database["Name"]).lower()] = database
             return
         if isinstance(document, dict) and isinstance(document.get("ConnectionList"), list):
             for connection in document["ConnectionList"]:
                 if not isinstance(connection, dict) or "Name" not in connection:
-                    raise ValidationError(f"{path}: a connection entry has no Name")
+                    raise InvalidInputError(f"{path}: a connection entry has no Name")
                 self.connections[str(connection["Name"])] = connection
             return
         if isinstance(document, dict) and isinstance(document.get("Database"), dict):
@@ -78,7 +78,7 @@ class GlueCatalog:
             try:
                 documents.append((path, json.loads(path.read_text(encoding="utf-8"))))
             except (OSError, json.JSONDecodeError) as error:
-                raise ValidationError(f"cannot read catalog file {path}: {error}") from error
+                raise InvalidInputError(f"cannot read catalog file {path}: {error}") from error
         return cls.from_documents(documents)
 
     # Names -------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ class GlueCatalog:
                 current = (str(linked_database["DatabaseName"]).lower(), current[1])
                 continue
             return current
-        raise ValidationError(f"resource links from {database}.{table} do not end (more than {_MAX_LINKS})")
+        raise InvalidInputError(f"resource links from {database}.{table} do not end (more than {_MAX_LINKS})")
 
     def describe_table(self, database: str, table: str) -> TableSchema:
         """The table's columns, following resource links; ``TableNotFound`` if the catalog lacks it."""

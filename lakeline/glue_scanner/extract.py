@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.glue_scanner.arguments import (
     ADDITIONAL_PYTHON_MODULES,
     EXTRA_PY_FILES,
@@ -183,7 +183,7 @@ def extract_job(s3: Any, job: Mapping[str, Any], jobs_dir: Path) -> list[str]:
             problems.append("the job names no script (Command.ScriptLocation)")
         try:
             arguments = _job_arguments(job)
-        except ValidationError as error:
+        except InvalidInputError as error:
             problems.append(str(error))
             arguments = {}
         for uri in comma_list(arguments.get(EXTRA_PY_FILES)):
@@ -196,7 +196,7 @@ def extract_job(s3: Any, job: Mapping[str, Any], jobs_dir: Path) -> list[str]:
         for what, uri, target in downloads:
             try:
                 _download(s3, uri, target)
-            except (ClientError, BotoCoreError, ValidationError) as error:
+            except (ClientError, BotoCoreError, InvalidInputError) as error:
                 problems.append(f"cannot fetch {what} {uri}: {_describe(error)}")
         if final.exists():
             shutil.rmtree(final)

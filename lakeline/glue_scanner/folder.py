@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.glue_scanner.arguments import (
     EXTRA_PY_FILES,
     comma_list,
@@ -88,7 +88,7 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
-        raise ValidationError(f"cannot read {path}: {error}") from error
+        raise InvalidInputError(f"cannot read {path}: {error}") from error
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def _job_config(document: Any, where: Path) -> dict[str, Any]:
     if isinstance(document, dict) and isinstance(document.get("Job"), dict):
         document = document["Job"]
     if not isinstance(document, dict) or not isinstance(document.get("Name"), str):
-        raise ValidationError(f'{where} must be \'aws glue get-job\' output: {{"Job": {{"Name": ...}}}}')
+        raise InvalidInputError(f'{where} must be \'aws glue get-job\' output: {{"Job": {{"Name": ...}}}}')
     return document
 
 
@@ -194,7 +194,7 @@ def _catalog_files(root: Path) -> list[Path]:
 def load_folder(root: Path) -> GlueFolder:
     """Read a connection folder, extracted or written by hand."""
     if not root.is_dir():
-        raise ValidationError(f"{root} is not a folder")
+        raise InvalidInputError(f"{root} is not a folder")
     region = account = None
     if (root / CONNECTION_FILE).is_file():
         connection = read_json(root / CONNECTION_FILE)
@@ -211,5 +211,5 @@ def load_folder(root: Path) -> GlueFolder:
     names = [job.name for job in jobs]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise ValidationError(f"several job folders hold the job {', '.join(duplicates)}")
+        raise InvalidInputError(f"several job folders hold the job {', '.join(duplicates)}")
     return GlueFolder(root, region, catalog, jobs, account)

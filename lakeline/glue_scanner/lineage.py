@@ -20,7 +20,7 @@ from pathlib import Path
 
 from openlineage.client.event_v2 import RunEvent, RunState
 
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.glue_scanner.arguments import ADDITIONAL_PYTHON_MODULES, python_modules, string_arguments
 from lakeline.glue_scanner.column_exprs import Problem
 from lakeline.glue_scanner.events import JobRun, job_event
@@ -62,7 +62,7 @@ def load_run_arguments(path: Path) -> dict[str, dict[str, str]]:
     """``{"job name": {"--NAME": "value"}}``: per-run arguments of several jobs in one file."""
     document = read_json(path)
     if not isinstance(document, dict):
-        raise ValidationError(f"{path} must map job names to their run arguments")
+        raise InvalidInputError(f"{path} must map job names to their run arguments")
     return {str(job): string_arguments(arguments, f"{path}, job {job}") for job, arguments in document.items()}
 
 
@@ -114,7 +114,7 @@ def analyse_folder(
     run_arguments = run_arguments or {}
     unknown = sorted(set(run_arguments) - {job.name for job in folder.jobs})
     if unknown:
-        raise ValidationError(f"run arguments are given for jobs not in {folder.root}: {', '.join(unknown)}")
+        raise InvalidInputError(f"run arguments are given for jobs not in {folder.root}: {', '.join(unknown)}")
     results = []
     for job in folder.jobs:
         if not fnmatch.fnmatchcase(job.name, jobs_pattern):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.glue_scanner.column_exprs import Problem, Site
 from lakeline.glue_scanner.values import (
     Const,
@@ -220,7 +220,7 @@ def module_sources(files: Iterable[Path]) -> dict[str, ModuleSource]:
                     text = archive.read(member).decode("utf-8", errors="replace")
                     modules[name] = ModuleSource(name, f"{path.name}/{member}", text)
         except (zipfile.BadZipFile, OSError) as error:
-            raise ValidationError(f"cannot read {path} as a zip archive: {error}") from error
+            raise InvalidInputError(f"cannot read {path} as a zip archive: {error}") from error
     return modules
 
 

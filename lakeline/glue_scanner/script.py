@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from lakeline.engines.base import TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.glue_scanner import frames as fr
 from lakeline.glue_scanner import nested
 from lakeline.glue_scanner.catalog import GlueCatalog, normalize_location
@@ -253,7 +253,7 @@ class ScriptContext:
 
 
 def analyse_script(source: str, filename: str, context: ScriptContext) -> ScriptAnalysis:
-    """The sinks, sources and unresolved parts of ``source``; a syntax error is a ``ValidationError``."""
+    """The sinks, sources and unresolved parts of ``source``; a syntax error is an ``InvalidInputError``."""
     python2 = False
     try:
         tree = ast.parse(source, filename=filename)
@@ -263,7 +263,7 @@ def analyse_script(source: str, filename: str, context: ScriptContext) -> Script
         try:
             tree = ast.parse(converted if converted is not None else source, filename=filename)
         except SyntaxError:
-            raise ValidationError(f"{filename} line {error.lineno}: syntax error: {error.msg}") from error
+            raise InvalidInputError(f"{filename} line {error.lineno}: syntax error: {error.msg}") from error
         python2 = True
     interpreter = _GlueScriptInterpreter(context)
     interpreter.analysis.python2 = python2

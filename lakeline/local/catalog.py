@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from lakeline.engines.base import TableSchema
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_field_name, check_identifier, ddl_name, string_literal
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
@@ -40,7 +40,7 @@ def raw_format(file_name: str) -> str:
     for suffix, reader in READERS.items():
         if file_name.lower().endswith(suffix) or file_name.lower().endswith(suffix + ".gz"):
             return reader
-    raise ValidationError(f"cannot tell the format of raw file {file_name!r}: name it .parquet, .csv or .json")
+    raise InvalidInputError(f"cannot tell the format of raw file {file_name!r}: name it .parquet, .csv or .json")
 
 
 def field_type_sql(data_type: DataType, path: str, file: str) -> str:

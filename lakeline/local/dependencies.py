@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from lakeline.dependencies.graph import cycle_problems
 from lakeline.dependencies.model import DependencyEdge, DependencyItem, edges_of, normalise_table_name
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 
 class LocalDependencies:
@@ -14,11 +14,11 @@ class LocalDependencies:
         self._items: dict[str, DependencyItem] = {}
         for item in items:
             if item.dataset in self._items:
-                raise ValidationError(f"{item.dataset} has more than one dependency item")
+                raise InvalidInputError(f"{item.dataset} has more than one dependency item")
             self._items[item.dataset] = item
         cycles = cycle_problems({d: i.source_tables for d, i in self._items.items()})
         if cycles:
-            raise ValidationError("; ".join(cycles))
+            raise InvalidInputError("; ".join(cycles))
         self._edges: dict[str, list[DependencyEdge]] = {}
         for item in self._items.values():
             for edge in edges_of(item):

@@ -27,7 +27,7 @@ from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.base import Column, QueryError, TableSchema
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import InvalidInputError, LakelineError, validated
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict
@@ -220,7 +220,7 @@ class EventFlow:
             try:
                 self.catalog.prepare(arrival.key)
                 plan = begin_arrival(arrival, self.settings, self.catalog, self.commits, self.raw_files)
-            except ValidationError as error:
+            except InvalidInputError as error:
                 # As the deployed router does: parked in the DLQ with its reason, never retried as is.
                 dead_letter(self.cloud.sqs, self.cloud.queue_urls["queue-a-dlq"], record.body, str(error), "stage-a")
                 self.quarantine.park(arrival.key, str(error))
@@ -282,10 +282,10 @@ class EventFlow:
             if resumed is not None:
                 self._run_stage_b(resumed)
             return
-        message = StageBMessage.model_validate(body)
+        message = validated(StageBMessage, body, "stage B message")
         try:
             plan = begin_message(message, self._plan_b, self.commits)
-        except ValidationError as error:
+        except InvalidInputError as error:
             # As the deployed router does: a message that can never be planned goes to the DLQ with its
             # reason at once, and the run's summary says why.
             reason = f"{message.node}: cannot be planned: {' '.join(str(error).split())}"

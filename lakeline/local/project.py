@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import pydantic
 import sqlglot
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,7 +40,7 @@ from lakeline.console import print_whole
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import ConfigError, ValidationError
+from lakeline.errors import ConfigError, InvalidInputError, validation_problems
 from lakeline.lineage.openlineage.config import load_openlineage_settings
 from lakeline.lineage.records.query import load_query, query_local_archive
 from lakeline.lineage.viewer.html import write_lineage_html
@@ -80,8 +81,8 @@ class ProjectConfig(BaseModel):
             raise ConfigError(f"cannot read {path}: {error}") from error
         try:
             config = cls.model_validate(data)
-        except ValueError as error:
-            raise ConfigError(f"{path}: {error}") from error
+        except pydantic.ValidationError as error:
+            raise ConfigError(f"{path}: " + "; ".join(validation_problems(error))) from None
         return config.relative_to(path.parent)
 
     def relative_to(self, base: Path) -> ProjectConfig:
@@ -273,7 +274,7 @@ class LocalProject:
         for folder in sorted(self.workspace.raw_dir.glob("*/*/*")):
             team, dataset, table = folder.relative_to(self.workspace.raw_dir).parts
             if folder.is_dir() and not any(part.startswith((".", "_")) for part in (team, dataset, table)):
-                with suppress(ValidationError):  # not a table folder: its files are reported as arrivals
+                with suppress(InvalidInputError):  # not a table folder: its files are reported as arrivals
                     tables.append(f"{self.settings.stage_database(team, dataset)}.{check_identifier(table, 'table')}")
         return tables
 

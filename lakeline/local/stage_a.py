@@ -5,7 +5,7 @@ from __future__ import annotations
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.base import Engine
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.workspace import Workspace
 from lakeline.names import dml_name, string_literal
@@ -29,7 +29,7 @@ def run_local_arrival(
     raw = parse_raw_key(key)
     raw_file = workspace.raw_dir / raw.key
     if not raw_file.is_file():
-        raise ValidationError(f"no raw file at {raw_file}: put arrivals under {workspace.raw_dir}")
+        raise InvalidInputError(f"no raw file at {raw_file}: put arrivals under {workspace.raw_dir}")
     raw_schema, _ = ensure_tables(engine, raw, raw_file, settings)
     plan = plan_stage_a(raw, settings, raw_schema, run_token=run_token or new_run_token())
     return run_stage_a(plan, engine, LocalObjectStore())
@@ -55,7 +55,7 @@ def complete_leased_stage_a(
     ran: list[StageAPlan] = []
     while plan is not None:
         if plan.lease is None:
-            raise ValidationError(f"the plan of run {plan.run_token} holds no lease: run it with run_stage_a")
+            raise InvalidInputError(f"the plan of run {plan.run_token} holds no lease: run it with run_stage_a")
         lease = Lease.from_dict(plan.lease)
         if plan.writes:
             execute_stage_a(plan, engine, store)

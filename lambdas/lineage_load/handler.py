@@ -24,7 +24,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.aws.retry import Backoff
 from lakeline.aws.sqs import dead_letter
 from lakeline.aws.sqs_batches import BufferedSqsBatchProcessor
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.model import LineageRecord, parse_record
 
@@ -70,7 +70,7 @@ def parse_message(record: SQSRecord) -> LineageRecord | None:
     """The message's record, or ``None`` once an invalid message is parked (it is not retried)."""
     try:
         return parse_record(record.body)
-    except ValidationError as error:
+    except InvalidInputError as error:
         park(record.body, str(error))
         return None
 

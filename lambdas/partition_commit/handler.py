@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from lakeline.aws.clients import AwsClients
 from lakeline.commits import Lease, PartitionCommits
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError, validated
 from lakeline.lambda_support import load_environment
 from lakeline.partitions import commit_write
 from lakeline.storage import SchemeObjectStore
@@ -70,10 +70,10 @@ def runtime() -> Runtime:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = CommitInput.model_validate(event)
+    request = validated(CommitInput, event, "commit input")
     lease = Lease.from_dict(request.plan.lease)
     if lease.location != request.plan.target_location:
-        raise ValidationError(f"the plan writes {request.plan.target_location} but its lease is for {lease.location}")
+        raise InvalidInputError(f"the plan writes {request.plan.target_location} but its lease is for {lease.location}")
     run = runtime()
     state = commit_write(
         run.commits,

@@ -23,6 +23,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
+from lakeline.errors import validated
 from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
@@ -97,7 +98,7 @@ def end_lease(plan: StageAPlan, failed_step: str) -> tuple[list[Arrival], int]:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = FailureInput.model_validate(event)
+    request = validated(FailureInput, event, "failure input")
     plan = StageAPlan.from_dict(request.plan)
     reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
     if plan.lease is not None:

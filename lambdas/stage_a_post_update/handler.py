@@ -13,6 +13,7 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
 from stage_a.plan import StageAPlan
@@ -44,7 +45,7 @@ def runtime() -> PostUpdateRuntime:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = PostUpdateInput.model_validate(event)
+    request = validated(PostUpdateInput, event, "post-update input")
     plan = StageAPlan.from_dict(request.plan)
     run = runtime()
     files, superseded = finish_stage_a(plan, run.store)

@@ -29,7 +29,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import PartitionCommits, parse_follow_up
 from lakeline.engines.athena import AthenaEngine
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import RouterEnvironment, load_environment
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import parse_arrivals
@@ -85,7 +85,7 @@ def handle_record(record: SQSRecord) -> None:
         body = json.loads(record.body)
         follow_up = parse_follow_up(body)
         arrivals = [] if follow_up is not None else parse_arrivals(body)
-    except (ValueError, ValidationError) as error:
+    except ValueError as error:  # not JSON, or not an arrival: InvalidInputError is a ValueError
         reason = f"not an S3 arrival: {error}"
         logger.warning(reason, extra={"message_id": record.message_id})
         dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, reason, "stage-a-router")
@@ -111,7 +111,7 @@ def handle_record(record: SQSRecord) -> None:
                 run.sfn,
                 run.environment.state_machine_arn,
             )
-        except ValidationError as error:
+        except InvalidInputError as error:
             logger.warning("arrival rejected", extra={"key": arrival.key, "reason": str(error)})
             dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-a-router")
             metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)

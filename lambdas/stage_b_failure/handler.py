@@ -19,6 +19,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
+from lakeline.errors import validated
 from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
@@ -90,10 +91,10 @@ def end_lease(run: Runtime, plan: StageBPlan, failed_step: str) -> tuple[list[St
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = FailureInput.model_validate(event)
+    request = validated(FailureInput, event, "failure input")
     plan = StageBPlan.from_dict(request.plan)
     run = runtime()
-    message = StageBMessage.model_validate(plan.message)
+    message = validated(StageBMessage, plan.message, "stage B message")
     parked = [message]
     if plan.lease is not None:
         parked, deleted = end_lease(run, plan, request.failed_step)

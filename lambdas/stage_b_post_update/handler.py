@@ -13,6 +13,7 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
 from stage_b.messages import StageBMessage
@@ -42,8 +43,8 @@ def runtime() -> PostUpdateRuntime:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = PostUpdateInput.model_validate(event)
-    message = StageBMessage.model_validate(request.message)
+    request = validated(PostUpdateInput, event, "post-update input")
+    message = validated(StageBMessage, request.message, "stage B message")
     plan = StageBPlan.from_dict(request.plan)
     run = runtime()
     files, superseded = finish_stage_b(plan, run.store)

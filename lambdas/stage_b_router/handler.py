@@ -20,14 +20,13 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError as PydanticValidationError
 
 from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits, parse_follow_up
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.athena import AthenaEngine
-from lakeline.errors import ValidationError
+from lakeline.errors import validated
 from lakeline.lambda_support import RouterEnvironment, load_environment
 from lakeline.settings import PipelineSettings
 from stage_b.artifacts import s3_sql_reader
@@ -101,9 +100,10 @@ def handle_record(record: SQSRecord) -> None:
         if follow_up is not None:
             planned: StageBPlan | None = plan_follow_up(follow_up, planner, run.commits)
         else:
-            message = StageBMessage.model_validate(body)
+            message = validated(StageBMessage, body, "stage B message")
             planned = begin_message(message, planner, run.commits)
-    except (ValueError, PydanticValidationError, ValidationError) as error:
+    # Not JSON, or an invalid message or plan: InvalidInputError and pydantic's errors are ValueErrors.
+    except ValueError as error:
         logger.warning("stage B message rejected", extra={"reason": str(error)})
         dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-b-router")
         return

@@ -203,7 +203,7 @@ def test_handler_parks_invalid_messages_with_their_reason_and_writes_their_neigh
     assert set(letters) == set(bad)
     assert "invalid lineage record" in letters[bad[0]]
     assert "storage_location: 'no scheme' is not a storage location" in letters[bad[1]]
-    assert "parent_id: Field required" in letters[bad[2]]
+    assert "parent_id: required field is missing" in letters[bad[2]]
     assert {item["node_id"]["S"] for item in table_items(dynamodb, "root-h")} == {r.node_id for r in records}
 
     # SQS redelivers the same batch: the same nodes are overwritten, none added.

@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from lakeline.aws.retry import Backoff
 from lakeline.aws.sqs import QueueSendError
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.writer import LineageWriter
 from tests.handlers.test_lineage_support import REGION, CallCounter, LambdaContext, create_queue
 
@@ -128,7 +128,7 @@ def test_entries_refused_as_malformed_raise_naming_the_entry(sqs: Any) -> None:
 def test_an_invalid_request_sends_nothing(sqs: Any) -> None:
     queue = create_queue(sqs, "lineage")
     good = {"root_id": "run-4", "parent_id": "run-4", "action_taken": "RAW", "storage_location": "s3://a/1"}
-    with pytest.raises(ValidationError, match=r"request 1: .*storage_location"):
+    with pytest.raises(InvalidInputError, match=r"request 1: .*storage_location"):
         writer(sqs, queue).record_many([good, {**good, "storage_location": "no-scheme"}])
     assert drain(sqs, queue) == []
 
@@ -153,7 +153,7 @@ def test_the_input_function_queues_requests_and_returns_node_ids(sqs: Any, monke
             ]},
             LambdaContext(),
         )  # fmt: skip
-        with pytest.raises(ValidationError, match="action_taken"):
+        with pytest.raises(InvalidInputError, match="action_taken"):
             handler.handler({"root_id": "run-5", "parent_id": "run-5", "storage_location": "s3://a"}, LambdaContext())
     finally:
         handler.writer.cache_clear()

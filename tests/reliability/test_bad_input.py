@@ -46,7 +46,7 @@ from harness.hostile import (
 )
 from lakeline.cli import app
 from lakeline.dependencies.model import DependencyItem, DependencyItemError, parse_dependency_item
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.model import LineageRecord, build_records, parse_record
 from lakeline.lineage.records.table import LINEAGE_TABLE
 from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
@@ -333,7 +333,7 @@ def record_message(root: str) -> dict[str, Any]:
 def valid_record(body: str) -> LineageRecord | None:
     try:
         return parse_record(body)
-    except ValidationError:
+    except InvalidInputError:
         return None
 
 
@@ -395,7 +395,7 @@ def test_a_lineage_request_batch_with_a_bad_request_queues_nothing(monkeypatch: 
         def check(request: Any) -> None:
             try:
                 lineage_input.handler({"requests": [good, request, good]}, context("lineage-input"))
-            except ValidationError as error:
+            except InvalidInputError as error:
                 outcomes["refused"] += 1
                 assert "lineage request" in str(error)
                 assert drain_messages(sqs, queue) == [], "nothing is queued when any request is bad"
@@ -528,7 +528,7 @@ def test_tampered_plans_are_refused_before_anything_is_deleted(monkeypatch: pyte
         failure.object_store.cache_clear()
         try:
             for bad in tampered:
-                with pytest.raises((ValidationError, pydantic.ValidationError)):
+                with pytest.raises((InvalidInputError, pydantic.ValidationError)):
                     failure.handler({"plan": bad, "error": {"Error": "x", "Cause": "y"}}, context("stage-a-failure"))
             left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"])
         finally:

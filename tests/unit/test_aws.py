@@ -15,7 +15,7 @@ from moto import mock_aws
 from lakeline.aws.clients import MAX_ATTEMPTS, AwsClients
 from lakeline.aws.retry import Backoff, RetriesExhausted, call_retrying
 from lakeline.aws.sqs import MAX_BATCH_BYTES
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from stage_b.dispatch import send_stage_b_messages
 from stage_b.messages import SourceArrival, StageBMessage
 
@@ -98,5 +98,5 @@ def test_stage_b_messages_go_through_the_one_sender_within_the_batch_limits() ->
         assert send_stage_b_messages(sqs, queue, [message(f"2024-01-{day:02d}") for day in range(1, 26)]) == 25
         assert len(calls) == 3  # 10 + 10 + 5
         # Before: stage B's own sender had no size limit; SQS refused the batch with a traceback.
-        with pytest.raises(ValidationError, match=f"at most {MAX_BATCH_BYTES} bytes per message"):
+        with pytest.raises(InvalidInputError, match=f"at most {MAX_BATCH_BYTES} bytes per message"):
             send_stage_b_messages(sqs, queue, [message("2024-02-01", "x" * MAX_BATCH_BYTES)])

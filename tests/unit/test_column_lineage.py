@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import (
     Dependencies,
     Edge,
@@ -151,19 +151,19 @@ def test_bad_statements_are_refused_with_a_reason(sql: str, message: str | None,
     if message is None:  # accepted: listed to show the neighbouring refusals are not blanket ones
         assert column_lineage(sql, catalog)
         return
-    with pytest.raises(ValidationError, match=re.escape(message)) as raised:
+    with pytest.raises(InvalidInputError, match=re.escape(message)) as raised:
         column_lineage(sql, catalog)
     text = str(raised.value)
     assert "\n" not in text and "\x1b" not in text
 
 
 def test_a_table_without_database_needs_a_default(catalog: CatalogFile) -> None:
-    with pytest.raises(ValidationError, match="'customers' has no database"):
+    with pytest.raises(InvalidInputError, match="'customers' has no database"):
         column_lineage("SELECT name FROM customers", catalog)
 
 
 def test_unknown_dialect_is_refused(catalog: CatalogFile) -> None:
-    with pytest.raises(ValidationError, match="dialect 'mysql'"):
+    with pytest.raises(InvalidInputError, match="dialect 'mysql'"):
         SqlColumnLineage(catalog, dialect="mysql")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.columns.model import Subtype, Transformation, TransformationType
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, file_transport
@@ -189,9 +189,9 @@ def test_invalid_events_are_refused(tmp_path: Path) -> None:
             }
         ],
     }
-    with pytest.raises(ValidationError, match=r"event of n/j, output db\.t"):
+    with pytest.raises(InvalidInputError, match=r"event of n/j, output db\.t"):
         ColumnGraph.from_events([bad])
     path = tmp_path / "events.jsonl"
     path.write_text("{not json\n")
-    with pytest.raises(ValidationError, match="not JSON"):
+    with pytest.raises(InvalidInputError, match="not JSON"):
         load_events(path)

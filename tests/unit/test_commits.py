@@ -15,7 +15,7 @@ from lakeline.commits import (
     finish_run,
     sweep_partition,
 )
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.storage import LocalObjectStore, local_root
 from tests.conftest import Clock
 
@@ -85,7 +85,7 @@ def test_a_contribution_replaces_its_own_files_and_keeps_the_others(commits: Par
     lease = commits.begin(KEY, "r4", location("r4"), ROOT, ["r4"])
     assert lease is not None
     assert commits.commit(lease, publish=True, files=1).contributions == frozenset()
-    with pytest.raises(ValidationError, match="a key without"):
+    with pytest.raises(InvalidInputError, match="a key without"):
         contribution_entry("a|b", "f.parquet")
 
 

@@ -21,7 +21,7 @@ from lakeline.dependencies.dates import (
     parse_weekday,
     shift,
 )
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 
 def shifted(start: str, **attributes: Any) -> str:
@@ -137,7 +137,7 @@ def test_invalid_attributes_are_errors_naming_the_key(
 
 
 def test_shift_out_of_range_is_a_validation_error() -> None:
-    with pytest.raises(ValidationError, match="out of range"):
+    with pytest.raises(InvalidInputError, match="out of range"):
         shifted("99991231", days=1)
 
 
@@ -159,7 +159,7 @@ def test_masks_are_each_items_own() -> None:
     assert parse_date("2022-01-20", "%Y-%m-%d", "d") == datetime(2022, 1, 20)
     assert parse_date("202201", "%Y%m", "d") == datetime(2022, 1, 1)
     assert format_partition_date(datetime(2022, 1, 15), "%Y-%m-%d", "p") == "2022-01-15"
-    with pytest.raises(ValidationError, match="does not match the date mask '%Y%m%d'"):
+    with pytest.raises(InvalidInputError, match="does not match the date mask '%Y%m%d'"):
         parse_date("2022-01-20", "%Y%m%d", "customers partition date")
 
 

@@ -19,7 +19,7 @@ from lakeline.dependencies.model import (
     parse_dependency_edge,
     parse_dependency_item,
 )
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 SEED_ITEM = Path(__file__).parents[1] / "fixtures" / "dependencies" / "seed_item.json"
 
@@ -65,7 +65,7 @@ def test_table_names_are_normalised_one_way(seed: dict[str, Any]) -> None:
     assert item.source_tables == ("engineering_mysql_dev.customers",)
     assert normalise_table_name("A.B") == "a.b"
     for bad in ("a", "a.b.c", "a-b.c", "1a.b", "a.", 5):
-        with pytest.raises(ValidationError):
+        with pytest.raises(InvalidInputError):
             normalise_table_name(bad)
 
 
@@ -162,7 +162,7 @@ def test_step_db_must_be_an_identifier(seed: dict[str, Any]) -> None:
 
 
 def test_dependency_on_a_table_that_is_not_a_source(seed: dict[str, Any]) -> None:
-    with pytest.raises(ValidationError, match=r"does not depend on db\.other"):
+    with pytest.raises(InvalidInputError, match=r"does not depend on db\.other"):
         parse_dependency_item(seed).dependency_on("db.other")
 
 

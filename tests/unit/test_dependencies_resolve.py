@@ -15,7 +15,7 @@ from lakeline.dependencies.resolve import (
     substitution_values,
     team_sql_reader,
 )
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 REPO = Path(__file__).parents[2]
 SEED_ITEM = REPO / "tests" / "fixtures" / "dependencies" / "seed_item.json"
@@ -79,7 +79,7 @@ def test_sql_files_are_checked_when_resolved(seed: dict[str, Any], tmp_path: Pat
     seed["steps"] = [{"db": "engineering_analytics_dev", "sql_file": "step.sql", "info": "from a file"}]
     item = parse_dependency_item(seed)
     reader = team_sql_reader(tmp_path, "engineering")
-    with pytest.raises(ValidationError, match=rf"destination_table steps\[0\] \(from a file\): {message}"):
+    with pytest.raises(InvalidInputError, match=rf"destination_table steps\[0\] \(from a file\): {message}"):
         resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, reader)
 
 
@@ -87,13 +87,13 @@ def test_multi_level_source_partitions_use_the_field_column(seed: dict[str, Any]
     dependency = parse_dependency_item(seed).dependencies[0]
     source = {"region": "eu-west-1", "date": "20220120", "hour": "07"}
     assert destination_partitions(dependency, "date", "%Y%m%d", source) == [{"date": "20220115"}]
-    with pytest.raises(ValidationError, match=r"no partition column 'date' \(FieldColumn\).*region, hour"):
+    with pytest.raises(InvalidInputError, match=r"no partition column 'date' \(FieldColumn\).*region, hour"):
         destination_partitions(dependency, "date", "%Y%m%d", {"region": "eu", "hour": "07"})
-    with pytest.raises(ValidationError, match="not partitioned"):
+    with pytest.raises(InvalidInputError, match="not partitioned"):
         destination_partitions(dependency, "date", "%Y%m%d", {})
-    with pytest.raises(ValidationError, match="does not match the date mask"):
+    with pytest.raises(InvalidInputError, match="does not match the date mask"):
         destination_partitions(dependency, "date", "%Y%m%d", {"date": "2022-01-20"})
-    with pytest.raises(ValidationError, match="not allowed"):
+    with pytest.raises(InvalidInputError, match="not allowed"):
         destination_partitions(dependency, "date", "%Y%m%d", {"date": "2022'01"})
 
 
@@ -116,7 +116,7 @@ def test_masks_other_than_the_seeds(seed: dict[str, Any]) -> None:
 def test_substitutions_are_computed_from_the_destination_partition(seed: dict[str, Any]) -> None:
     item = parse_dependency_item(seed)
     assert substitution_values(item, {"date": "20220301"}) == {"$start_date": "20220228", "$end_date": "20220224"}
-    with pytest.raises(ValidationError, match="has no 'date'"):
+    with pytest.raises(InvalidInputError, match="has no 'date'"):
         substitution_values(item, {"day": "20220301"})
 
 
@@ -136,9 +136,9 @@ def test_sql_file_is_read_from_the_team_folder(seed: dict[str, Any]) -> None:
 def test_missing_sql_file_and_bad_team(seed: dict[str, Any], tmp_path: Path) -> None:
     seed["steps"] = [{"db": "engineering_analytics_dev", "sql_file": "absent.sql"}]
     item = parse_dependency_item(seed)
-    with pytest.raises(ValidationError, match=r"sql_file 'absent\.sql': cannot read"):
+    with pytest.raises(InvalidInputError, match=r"sql_file 'absent\.sql': cannot read"):
         resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, team_sql_reader(tmp_path, "t"))
-    with pytest.raises(ValidationError, match=r"team '\.\./x' is not a valid name"):
+    with pytest.raises(InvalidInputError, match=r"team '\.\./x' is not a valid name"):
         team_sql_reader(tmp_path, "../x")
 
 
@@ -149,15 +149,15 @@ def test_a_token_left_over_is_an_error(seed: dict[str, Any], tmp_path: Path) -> 
     seed["steps"] = [{"db": "engineering_analytics_dev", "sql_file": "step.sql"}]
     item: DependencyItem = parse_dependency_item(seed)
     reader = team_sql_reader(tmp_path, "engineering")
-    with pytest.raises(ValidationError, match=r"steps\[0\].*no value for \$start_date_x, \$other"):
+    with pytest.raises(InvalidInputError, match=r"steps\[0\].*no value for \$start_date_x, \$other"):
         resolve_arrival(item, "engineering_mysql_dev.customers", {"date": "20220120"}, reader)
     # inline, the same SQL is refused when the item is validated
     seed["steps"] = [{"db": "engineering_analytics_dev", "sql": sql}]
-    with pytest.raises(ValidationError, match=r"steps\[0\]\.sql: no value for \$start_date_x, \$other"):
+    with pytest.raises(InvalidInputError, match=r"steps\[0\]\.sql: no value for \$start_date_x, \$other"):
         parse_dependency_item(seed)
 
 
 def test_arrival_of_a_table_that_is_not_a_source(seed: dict[str, Any]) -> None:
     item = parse_dependency_item(seed)
-    with pytest.raises(ValidationError, match=r"does not depend on engineering_mysql_dev\.orders"):
+    with pytest.raises(InvalidInputError, match=r"does not depend on engineering_mysql_dev\.orders"):
         resolve_arrival(item, "engineering_mysql_dev.orders", {"date": "20220120"}, no_files)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lakeline.dependencies.tokens import find_tokens, substitute_tokens, undefined_tokens
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 
 def test_longer_tokens_are_not_clobbered_by_shorter_ones() -> None:
@@ -38,7 +38,7 @@ def test_every_occurrence_and_token_order() -> None:
 
 
 def test_token_names_are_checked() -> None:
-    with pytest.raises(ValidationError, match="not a token name"):
+    with pytest.raises(InvalidInputError, match="not a token name"):
         substitute_tokens("x", {"start": "1"})
 
 

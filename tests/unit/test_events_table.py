@@ -12,7 +12,7 @@ import sqlglot
 from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run
 from lakeline.lineage.openlineage.table import (
@@ -119,7 +119,7 @@ def test_glue_definition_projects_dt_partitions_of_the_events_folder() -> None:
     assert descriptor["Location"] == "s3://archive-bucket/openlineage/"
     assert descriptor["SerdeInfo"]["SerializationLibrary"] == "org.openx.data.jsonserde.JsonSerDe"
     assert [c["Name"] for c in descriptor["Columns"]] == [name for name, _ in events_columns()]
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         glue_table_input("s3://archive-bucket/openlineage/", table="Events; DROP")
     with pytest.raises(ValueError, match="must be s3://"):
         glue_table_input("archive-bucket/openlineage/")
@@ -142,11 +142,11 @@ def test_the_column_lineage_query_is_bound_to_a_table_and_an_output() -> None:
     assert 'FROM "audit"."events_v2" CROSS JOIN UNNEST(outputs)' in bound
     assert "REPLACE(written.name, 'AwsDataCatalog.', '') = 'mart.customer_totals'" in bound
     assert "?" not in bound.split("*/")[-1]
-    with pytest.raises(ValidationError, match="output dataset"):
+    with pytest.raises(InvalidInputError, match="output dataset"):
         bind_column_lineage_query(sql, "mart.t' OR '1'='1", database="audit")
-    with pytest.raises(ValidationError, match=r"database\.table"):
+    with pytest.raises(InvalidInputError, match=r"database\.table"):
         bind_column_lineage_query(sql, "customer_totals", database="audit")
-    with pytest.raises(ValidationError, match="events database"):
+    with pytest.raises(InvalidInputError, match="events database"):
         bind_column_lineage_query(sql, "mart.customer_totals", database="Audit")
-    with pytest.raises(ValidationError, match="needs one '\\?'"):
+    with pytest.raises(InvalidInputError, match="needs one '\\?'"):
         bind_column_lineage_query("SELECT 1 FROM openlineage_events", "mart.customer_totals", database="audit")

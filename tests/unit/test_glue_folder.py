@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lakeline.engines.base import TableNotFound
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.glue_scanner.arguments import python_modules, run_arguments_document, split_s3_uri
 from lakeline.glue_scanner.folder import load_folder, safe_name
 
@@ -54,7 +54,7 @@ def test_run_arguments_files_may_be_flat_wrapped_or_get_job_run_output() -> None
     assert run_arguments_document({"DAY": "2024-01-01", "--LIMIT": 5}, "f") == expected
     assert run_arguments_document({"Arguments": {"--DAY": "2024-01-01", "--LIMIT": "5"}}, "f") == expected
     assert run_arguments_document({"JobRun": {"Arguments": {"--DAY": "2024-01-01", "--LIMIT": "5"}}}, "f") == expected
-    with pytest.raises(ValidationError, match="argument --X must be a string"):
+    with pytest.raises(InvalidInputError, match="argument --X must be a string"):
         run_arguments_document({"--X": ["a"]}, "f")
 
 
@@ -104,11 +104,11 @@ def test_scala_jobs_are_not_analysed(folder: Path) -> None:
 
 def test_bad_files_are_named_in_the_error(folder: Path) -> None:
     (folder / "notes.json").write_text(json.dumps({"hello": "world"}))
-    with pytest.raises(ValidationError, match="get-tables"):
+    with pytest.raises(InvalidInputError, match="get-tables"):
         load_folder(folder)
     (folder / "notes.json").unlink()
     (folder / "jobs" / "daily_events" / "job.json").write_text(json.dumps({"Job": {"Command": {}}}))
-    with pytest.raises(ValidationError, match=r"daily_events/job.json must be 'aws glue get-job' output"):
+    with pytest.raises(InvalidInputError, match=r"daily_events/job.json must be 'aws glue get-job' output"):
         load_folder(folder)
 
 
@@ -117,7 +117,7 @@ def test_safe_names_never_collide() -> None:
     assert safe_name("team/job") != safe_name("team job")
     assert safe_name("team/job").startswith("team_job-")
     assert split_s3_uri("s3://bucket/a/b.py") == ("bucket", "a/b.py")
-    with pytest.raises(ValidationError, match="not an S3 path"):
+    with pytest.raises(InvalidInputError, match="not an S3 path"):
         split_s3_uri("/local/file.py")
 
 

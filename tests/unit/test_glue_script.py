@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.python_eval import ModuleSource, module_sources
 from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, Write, analyse_script
@@ -477,7 +477,7 @@ def test_the_script_is_never_executed(tmp_path: Path) -> None:
 
 
 def test_a_syntax_error_is_a_clear_error() -> None:
-    with pytest.raises(ValidationError, match=r"job.py line 1: syntax error"):
+    with pytest.raises(InvalidInputError, match=r"job.py line 1: syntax error"):
         analyse("def broken(:\n", prelude=False)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from stage_a.hive_types import HiveType, parse_hive_type
 
 
@@ -34,5 +34,5 @@ def test_a_struct_keeps_its_field_names_and_a_map_its_key_and_value() -> None:
 
 @pytest.mark.parametrize("text", ["struct<a:int", "array<int,int>", "map<string>", "struct<a int>", "int>", "a;b"])
 def test_a_type_that_cannot_be_read_is_an_error_naming_it(text: str) -> None:
-    with pytest.raises(ValidationError, match="type "):
+    with pytest.raises(InvalidInputError, match="type "):
         parse_hive_type(text)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.archive import (
     LocalArchiveStore,
     archive_step,
@@ -106,12 +106,12 @@ def test_local_store_replaces_objects_whole_and_reads_a_roots_lines_back(tmp_pat
         ("late", "expired"),
     ]
     assert [line.record_id for line in read_root_lines(store, ROOT, date(2026, 11, 24))] == ["late"]
-    with pytest.raises(ValidationError, match="leaves the archive folder"):
+    with pytest.raises(InvalidInputError, match="leaves the archive folder"):
         store.put("../outside.jsonl", b"{}")
 
 
 def test_parse_archive_names_the_bad_line() -> None:
-    with pytest.raises(ValidationError, match=r"x\.jsonl line 2 is not an archive line"):
+    with pytest.raises(InvalidInputError, match=r"x\.jsonl line 2 is not an archive line"):
         parse_archive(b'{"record_id":"a","root_id":"r","lineage":[]}\nnot json\n', where="x.jsonl")
 
 
@@ -139,7 +139,7 @@ def test_the_query_is_rebound_to_another_table() -> None:
     rebound = bind_archive_table(sql, "audit", "archive_v2")
     assert 'FROM "audit"."archive_v2" CROSS JOIN' in rebound and 'FROM "lineage"' not in rebound
     assert "UNNEST" in rebound
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         bind_archive_table(sql, "Audit; DROP", "t")
 
 

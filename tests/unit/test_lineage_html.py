@@ -14,7 +14,7 @@ import pytest
 from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.graph import load_events
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run, stable_run_id
@@ -287,7 +287,7 @@ def test_facets_without_transformations_count_as_direct() -> None:
 def test_bad_events_are_rejected_with_the_place_named(events: list[dict[str, Any]], change: Any, message: str) -> None:
     event = json.loads(json.dumps(next(e for e in events if e["eventType"] == "COMPLETE" and e["outputs"])))
     change(event)
-    with pytest.raises(ValidationError, match=re.escape(message)):
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
         build_lineage_graph([event])
 
 
@@ -457,7 +457,7 @@ def test_write_is_atomic_and_reads_back(events: list[dict[str, Any]], tmp_path: 
     assert target.read_text(encoding="utf-8") == render_lineage_html(events, title="Demo")
     assert [p.name for p in target.parent.iterdir()] == ["lineage.html"]
     bad = [{"eventType": "COMPLETE", "eventTime": "soon", "job": {"namespace": "n", "name": "j"}}]
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         write_lineage_html(bad, target)
     assert target.read_text(encoding="utf-8") == render_lineage_html(events, title="Demo")
     assert [p.name for p in target.parent.iterdir()] == ["lineage.html"]

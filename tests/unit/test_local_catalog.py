@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.types import ArrayType, DataType, LongType, MapType, StringType, StructField, StructType
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.local.catalog import field_type_sql
 
 
@@ -39,7 +39,7 @@ def test_nested_names_are_quoted_and_keep_their_case() -> None:
 def test_a_nested_name_that_is_not_an_identifier_is_refused_naming_the_file_and_the_path(
     kind: StructType | ArrayType | MapType, path: str, name: str
 ) -> None:
-    with pytest.raises(ValidationError) as refused:
+    with pytest.raises(InvalidInputError) as refused:
         field_type_sql(kind, "info", "t/f.json")
     message = str(refused.value)
     assert message.startswith(f"raw file t/f.json: field under {path} {name!r} is not a valid name")

@@ -12,7 +12,7 @@ from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.engines.base import Column, TableSchema
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.lineage.columns.graph import load_events
 from lakeline.lineage.openlineage.archive import EventArchive, event_object_key
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
@@ -108,13 +108,13 @@ def test_each_event_has_one_object_named_by_its_run_type_and_day() -> None:
         (_event(at="2022-01-20T10:00:00"), "no time zone"),
         ({**_event(), "run": {"runId": "not-a-uuid"}}, "runId, eventType and eventTime"),
     ):
-        with pytest.raises(ValidationError, match=problem):
+        with pytest.raises(InvalidInputError, match=problem):
             event_object_key(bad)
 
 
 def test_archive_writes_nothing_when_one_event_is_bad(tmp_path: Path) -> None:
     archive = EventArchive(LocalArchiveStore(tmp_path / "openlineage"))
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidInputError):
         archive.put([_event(), _event(state="DONE")])
     assert archive.events() == []
     archive.put([_event(), _event()])
@@ -127,9 +127,9 @@ def test_stored_events_load_from_a_synced_folder(tmp_path: Path) -> None:
     archive.put([_event("START", "2022-01-19T23:00:00+00:00"), _event()])
     assert [e["eventType"] for e in load_events(tmp_path / "openlineage")] == ["START", "COMPLETE"]
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValidationError, match=r"holds no \.json or \.jsonl files"):
+    with pytest.raises(InvalidInputError, match=r"holds no \.json or \.jsonl files"):
         load_events(tmp_path / "empty")
     (tmp_path / "openlineage" / "broken.json").write_text("{not json")
-    with pytest.raises(ValidationError, match=r"broken\.json"):
+    with pytest.raises(InvalidInputError, match=r"broken\.json"):
         load_events(tmp_path / "openlineage")
     assert json.loads((tmp_path / "openlineage" / event_object_key(_event())).read_text()) == _event()

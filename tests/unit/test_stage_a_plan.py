@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lakeline.engines.base import Column, TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.settings import PipelineSettings, TableSettings
 from stage_a.keys import parse_raw_key
 from stage_a.plan import new_run_token, plan_stage_a
@@ -90,14 +90,14 @@ def test_integer_and_date_partitions_get_typed_literals() -> None:
     ],
 )
 def test_key_that_does_not_fit_the_table_is_rejected(key: str, partitions: list[tuple[str, str]], message: str) -> None:
-    with pytest.raises(ValidationError, match=message):
+    with pytest.raises(InvalidInputError, match=message):
         plan_stage_a(parse_raw_key(key), SETTINGS, schema(*partitions), run_token=TOKEN)
 
 
 def test_unknown_bucket_column_is_rejected() -> None:
     raw = parse_raw_key("engineering/mysql/customers/f.csv")
     settings = SETTINGS.model_copy(update={"default_table": TableSettings(bucketed_by=("nope",))})
-    with pytest.raises(ValidationError, match=r"bucket columns \['nope'\]"):
+    with pytest.raises(InvalidInputError, match=r"bucket columns \['nope'\]"):
         plan_stage_a(raw, settings, schema(), run_token=TOKEN)
 
 
@@ -112,5 +112,5 @@ def test_run_tokens_sort_by_time_and_may_be_deterministic() -> None:
 
 def test_malformed_run_token_is_rejected() -> None:
     raw = parse_raw_key("engineering/mysql/customers/f.csv")
-    with pytest.raises(ValidationError, match="run token"):
+    with pytest.raises(InvalidInputError, match="run token"):
         plan_stage_a(raw, SETTINGS, schema(), run_token="x'; DROP TABLE y; --")

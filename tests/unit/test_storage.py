@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.storage import (
     LocalObjectStore,
     Location,
@@ -41,7 +41,7 @@ def test_locations_keep_every_character_after_a_hash_or_a_question_mark(location
 
 @pytest.mark.parametrize("location", ["s3://", "s3:///key", "s3://#b/k", "file://host/x", "relative/x", "http://h/x"])
 def test_what_is_not_a_location_is_refused(location: str) -> None:
-    with pytest.raises(ValidationError, match="location"):
+    with pytest.raises(InvalidInputError, match="location"):
         parse_location(location)
 
 
@@ -69,7 +69,7 @@ def test_what_is_not_a_location_is_refused(location: str) -> None:
 def test_the_guard_refuses_anything_but_a_run_prefix_under_the_table_root(
     location: str, root: str, problem: str
 ) -> None:
-    with pytest.raises(ValidationError, match="refusing to delete") as refused:
+    with pytest.raises(InvalidInputError, match="refusing to delete") as refused:
         check_run_prefix(location, root)
     assert problem in str(refused.value) and repr(location) in str(refused.value)
 
@@ -86,9 +86,9 @@ def test_the_guard_accepts_run_prefixes_of_a_table_whose_location_has_odd_charac
 def test_the_table_root_of_a_partition_root_must_end_with_that_partition() -> None:
     assert table_root_of("s3://b/lake/t#2/d=1/h=2/", {"h": "2", "d": "1"}) == "s3://b/lake/t#2/"
     assert table_root_of("file:///ws/#lake/t/", {}) == "file:///ws/#lake/t/"
-    with pytest.raises(ValidationError, match="is not the root of partition"):
+    with pytest.raises(InvalidInputError, match="is not the root of partition"):
         table_root_of("s3://b/lake/t/d=1/", {"d": "2"})
-    with pytest.raises(ValidationError, match="is not the root of partition"):
+    with pytest.raises(InvalidInputError, match="is not the root of partition"):
         table_root_of("s3://b/d=1/", {"d": "1"})
 
 
@@ -104,7 +104,7 @@ def test_a_local_delete_in_a_folder_named_with_a_hash_removes_only_the_run_prefi
     store = LocalObjectStore()
     assert store.delete_prefix(local_root(run), table_root=local_root(table)) == 1
     assert not run.exists() and (published / "part-0.parquet").exists() and (tmp_path / "sentinel.txt").exists()
-    with pytest.raises(ValidationError, match="refusing to delete"):
+    with pytest.raises(InvalidInputError, match="refusing to delete"):
         store.delete_prefix(local_root(table / "date=1"), table_root=local_root(table))
     assert (published / "part-0.parquet").exists()
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from openlineage.client.event_v2 import RunEvent
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
@@ -67,7 +67,7 @@ def _transformations(raw: Mapping[str, Any], where: str) -> list[Transformation]
             subtype = Subtype(str(item.get("subtype") or default).upper())
             result.append(Transformation(kind, subtype, bool(item.get("masking") or False)))
         except (KeyError, ValueError) as error:
-            raise ValidationError(f"{where}: transformation {item!r} is not valid: {error}") from error
+            raise InvalidInputError(f"{where}: transformation {item!r} is not valid: {error}") from error
     return result
 
 
@@ -77,7 +77,7 @@ def _input_links(raw_fields: Iterable[Mapping[str, Any]], job: str, dataset_leve
         try:
             source = FieldRef(str(raw["namespace"]), str(raw["name"]), str(raw["field"]))
         except KeyError as error:
-            raise ValidationError(f"{where}: input field {raw!r} lacks {error}") from error
+            raise InvalidInputError(f"{where}: input field {raw!r} lacks {error}") from error
         for transformation in _transformations(raw, where):
             links.add(Link(source, transformation, job, dataset_level))
     return links
@@ -237,12 +237,12 @@ def load_events(path: Path) -> list[dict[str, Any]]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in EVENT_FILE_SUFFIXES)
         if not files:
-            raise ValidationError(f"events folder {path} holds no .json or .jsonl files")
+            raise InvalidInputError(f"events folder {path} holds no .json or .jsonl files")
         return [event for file in files for event in load_events(file)]
     try:
         text = path.read_text()
     except OSError as error:
-        raise ValidationError(f"cannot read events {path}: {error}") from error
+        raise InvalidInputError(f"cannot read events {path}: {error}") from error
     stripped = text.strip()
     if not stripped:
         return []
@@ -254,7 +254,7 @@ def load_events(path: Path) -> list[dict[str, Any]]:
         try:
             events = [json.loads(line) for line in stripped.splitlines() if line.strip()]
         except json.JSONDecodeError as error:
-            raise ValidationError(f"events file {path} is not JSON lines or JSON: {error}") from error
+            raise InvalidInputError(f"events file {path} is not JSON lines or JSON: {error}") from error
     if not all(isinstance(event, dict) for event in events):
-        raise ValidationError(f"events file {path} must hold JSON objects")
+        raise InvalidInputError(f"events file {path} must hold JSON objects")
     return events

@@ -19,7 +19,7 @@ from sqlglot.errors import ParseError
 from lakeline.catalog_json import CatalogFile
 from lakeline.engines.base import TableSchema
 from lakeline.engines.translate import athena_to_spark
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import StatementLineage
 from lakeline.lineage.columns.sql import parse_error_message, sqlglot_dialect
 from lakeline.lineage.columns.writes import NO_ROW_STATEMENTS
@@ -42,7 +42,7 @@ def _run(session: SparkSession, sql: str) -> None:
         session.sql(sql)
     except Exception as error:  # Spark's own errors (AnalysisException, Py4JJavaError): one line of them
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValidationError(f"Spark cannot run {' '.join(sql.split())[:80]!r}: {first}") from None
+        raise InvalidInputError(f"Spark cannot run {' '.join(sql.split())[:80]!r}: {first}") from None
 
 
 def spark_statements(
@@ -55,7 +55,7 @@ def spark_statements(
     try:
         parsed = [s for s in sqlglot.parse(sql, read=sqlglot_dialect(dialect)) if s is not None]
     except ParseError as error:
-        raise ValidationError(parse_error_message(error, dialect)) from None
+        raise InvalidInputError(parse_error_message(error, dialect)) from None
     named = {(t.db.lower() or default_database or "", t.name.lower()) for s in parsed for t in s.find_all(exp.Table)}
     tables = [schema for schema in catalog.tables() if (schema.database, schema.table) in named]
     with tempfile.TemporaryDirectory(prefix="lakeline-lineage-") as workspace:

@@ -29,7 +29,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from lakeline.engines.base import Column, TableNotFound, TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
@@ -603,7 +603,7 @@ class SqlColumnLineage:
         created: dict[tuple[str, str], TableSchema] | None = None,
     ) -> None:
         if dialect not in DIALECTS:
-            raise ValidationError(f"dialect {dialect!r} is not supported: use one of {', '.join(DIALECTS)}")
+            raise InvalidInputError(f"dialect {dialect!r} is not supported: use one of {', '.join(DIALECTS)}")
         self.catalog = catalog
         self.dialect = dialect
         self.read = sqlglot_dialect(dialect)
@@ -616,14 +616,14 @@ class SqlColumnLineage:
         try:
             return self.catalog.describe_table(database, table)
         except TableNotFound:
-            raise ValidationError(f"table {database}.{table} is not in the catalog") from None
+            raise InvalidInputError(f"table {database}.{table} is not in the catalog") from None
 
     def statements(self, sql: str) -> list[StatementLineage]:
         """Lineage of each statement in ``sql`` that reads or writes rows, in order."""
         try:
             parsed = sqlglot.parse(sql, read=self.read)
         except ParseError as error:
-            raise ValidationError(parse_error_message(error, self.dialect)) from None
+            raise InvalidInputError(parse_error_message(error, self.dialect)) from None
         results = []
         for statement in parsed:
             if statement is None:

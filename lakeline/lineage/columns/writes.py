@@ -24,7 +24,7 @@ from typing import Literal
 from sqlglot import exp
 
 from lakeline.engines.base import TableSchema
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 
 # Statements that neither read nor write rows: no column lineage, and nothing is wrong with them.
 NO_ROW_STATEMENTS: tuple[type[exp.Expr], ...] = (
@@ -55,10 +55,10 @@ GENERATED = "__lakeline_"
 Describe = Callable[[str, str], TableSchema]
 
 
-def statement_error(message: str, sql: str) -> ValidationError:
+def statement_error(message: str, sql: str) -> InvalidInputError:
     """One line: the reason, then the start of the statement it is about."""
     snippet = " ".join(sql.split())[:120]
-    return ValidationError(f"{message} (in: {snippet})")
+    return InvalidInputError(f"{message} (in: {snippet})")
 
 
 def table_parts(table: exp.Table, default_database: str | None, sql: str) -> tuple[str, str]:

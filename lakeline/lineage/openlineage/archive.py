@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.archive import PARTITION_COLUMN, ArchiveStore
 
 EVENTS_FOLDER = "openlineage/"
@@ -31,11 +31,11 @@ def event_object_key(event: Mapping[str, Any]) -> str:
         event_type = str(event["eventType"])
         moment = datetime.fromisoformat(str(event["eventTime"]))
     except (KeyError, TypeError, ValueError) as error:
-        raise ValidationError(f"not an OpenLineage RunEvent with runId, eventType and eventTime: {error}") from None
+        raise InvalidInputError(f"not an OpenLineage RunEvent with runId, eventType and eventTime: {error}") from None
     if event_type not in EVENT_TYPES:
-        raise ValidationError(f"eventType {event_type!r} is not one of {sorted(EVENT_TYPES)}")
+        raise InvalidInputError(f"eventType {event_type!r} is not one of {sorted(EVENT_TYPES)}")
     if moment.tzinfo is None:
-        raise ValidationError(f"eventTime {event['eventTime']!r} has no time zone")
+        raise InvalidInputError(f"eventTime {event['eventTime']!r} has no time zone")
     day = moment.astimezone(UTC).date()
     return f"{PARTITION_COLUMN}={day.isoformat()}/{run_id}.{event_type}.json"
 
@@ -65,8 +65,8 @@ class EventArchive:
             try:
                 event = json.loads(body)
             except json.JSONDecodeError as error:
-                raise ValidationError(f"{self.store.location(key)} is not JSON: {error}") from None
+                raise InvalidInputError(f"{self.store.location(key)} is not JSON: {error}") from None
             if not isinstance(event, dict):
-                raise ValidationError(f"{self.store.location(key)} does not hold a JSON object")
+                raise InvalidInputError(f"{self.store.location(key)} does not hold a JSON object")
             found.append(event)
         return found

@@ -28,7 +28,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.archive_table import PROJECTION_START, JsonTable
 from lakeline.lineage.records.query import QUERY_FOLDER, point_table_at
 from lakeline.names import check_identifier, check_qualified_table
@@ -180,10 +180,12 @@ def bind_column_lineage_query(sql: str, output_dataset: str, *, database: str, t
     try:
         statement = sqlglot.parse_one(sql, read="athena")
     except ParseError as error:
-        raise ValidationError(f"cannot parse the column lineage query: {error}") from error
+        raise InvalidInputError(f"cannot parse the column lineage query: {error}") from error
     placeholders = list(statement.find_all(exp.Placeholder))
     if len(placeholders) != 1:
-        raise ValidationError(f"the column lineage query needs one '?' for the output dataset, has {len(placeholders)}")
+        raise InvalidInputError(
+            f"the column lineage query needs one '?' for the output dataset, has {len(placeholders)}"
+        )
     placeholders[0].replace(exp.Literal.string(output_dataset))
     point_table_at(statement, (DEFAULT_DATABASE, DEFAULT_TABLE), database, table)
     return statement.sql("athena")

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.model import NODE_NAMESPACE, uuid5_text
 from lakeline.lineage.records.tree import STATUSES, LineageNode, LineageTree, Status
 from lakeline.storage import S3Location
@@ -151,7 +151,7 @@ def parse_archive(body: bytes, *, where: str = "archive object") -> list[Archive
                 raise ValueError(f"unknown status {status!r}")
             lines.append(ArchiveLine(data["record_id"], data["root_id"], status, list(data["lineage"])))
         except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise ValidationError(f"{where} line {number} is not an archive line: {error}") from None
+            raise InvalidInputError(f"{where} line {number} is not an archive line: {error}") from None
     return lines
 
 
@@ -186,7 +186,7 @@ class LocalArchiveStore:
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()
         if not path.is_relative_to(self.root) or path == self.root:
-            raise ValidationError(f"archive key {key!r} leaves the archive folder")
+            raise InvalidInputError(f"archive key {key!r} leaves the archive folder")
         return path
 
     def root_location(self) -> str:
@@ -309,8 +309,8 @@ def open_archive(destination: str, s3_factory: Any = None) -> ArchiveStore:
     """An archive store from ``s3://bucket/prefix/`` (client from ``s3_factory()``) or a folder path."""
     if destination.startswith("s3://"):
         if s3_factory is None:
-            raise ValidationError("an s3:// archive needs an S3 client")
+            raise InvalidInputError("an s3:// archive needs an S3 client")
         return S3ArchiveStore.at(s3_factory(), destination)
     if "://" in destination and not destination.startswith("file://"):
-        raise ValidationError(f"archive {destination!r} must be an s3:// location or a local folder")
+        raise InvalidInputError(f"archive {destination!r} must be an s3:// location or a local folder")
     return LocalArchiveStore(Path(destination.removeprefix("file://")))

@@ -20,16 +20,16 @@ that they are also safe inside archive object keys.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError, validated
 
 NODE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/lakeline/lineage/node")
 DEFAULT_TTL = timedelta(hours=24)
@@ -95,11 +95,11 @@ def _check_dataset(value: str) -> str:
 
 
 def check_lineage_id(value: str, what: str) -> str:
-    """``value`` if it is a valid lineage id, else ``ValidationError`` naming ``what``."""
+    """``value`` if it is a valid lineage id, else ``InvalidInputError`` naming ``what``."""
     try:
         return _check_id(value)
     except ValueError as error:
-        raise ValidationError(f"{what} {error}") from None
+        raise InvalidInputError(f"{what} {error}") from None
 
 
 LineageId = Annotated[str, AfterValidator(_check_id)]
@@ -218,34 +218,21 @@ class LineageRequest(BaseModel):
         return [OutputRecord(storage_location=self.storage_location, node_id=self.node_id)]
 
 
-def describe_validation_error(error: pydantic.ValidationError, what: str) -> str:
-    """One readable line per problem: ``records.2.storage_location: '...' is not a storage location``."""
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = str(item["msg"]).removeprefix("Value error, ")
-        problems.append(f"{where}: {message}")
-    return f"invalid {what}: " + "; ".join(problems)
-
-
 def parse_request(data: Mapping[str, Any] | LineageRequest) -> LineageRequest:
-    """Validate a lineage request, raising ``ValidationError`` that names every wrong field."""
+    """Validate a lineage request, raising ``InvalidInputError`` that names every wrong field."""
     if isinstance(data, LineageRequest):
         return data
-    try:
-        return LineageRequest.model_validate(data)
-    except pydantic.ValidationError as error:
-        raise ValidationError(describe_validation_error(error, "lineage request")) from None
+    return validated(LineageRequest, data, "lineage request")
 
 
 def parse_record(data: Mapping[str, Any] | str | bytes) -> LineageRecord:
     """Validate one standard record (a dict or its JSON text)."""
-    try:
-        if isinstance(data, str | bytes):
-            return LineageRecord.model_validate_json(data)
-        return LineageRecord.model_validate(data)
-    except pydantic.ValidationError as error:
-        raise ValidationError(describe_validation_error(error, "lineage record")) from None
+    if isinstance(data, str | bytes):
+        try:
+            data = json.loads(data)
+        except ValueError as error:
+            raise InvalidInputError(f"invalid lineage record: not JSON ({error})") from None
+    return validated(LineageRecord, data, "lineage record")
 
 
 def build_records(
@@ -254,9 +241,9 @@ def build_records(
     """The standard records of one request, all stamped with the same ``recordedAt``."""
     parsed = parse_request(request)
     if now.tzinfo is None:
-        raise ValidationError("the recording time must be timezone-aware (UTC)")
+        raise InvalidInputError("the recording time must be timezone-aware (UTC)")
     if ttl.total_seconds() < 1:
-        raise ValidationError(f"the lineage TTL must be at least one second, got {ttl}")
+        raise InvalidInputError(f"the lineage TTL must be at least one second, got {ttl}")
     recorded_at = int(now.timestamp())
     ttl_expiry = recorded_at + int(ttl.total_seconds())
     records: list[LineageRecord] = []
@@ -266,7 +253,7 @@ def build_records(
             parsed.root_id, parsed.parent_id, parsed.action_taken, output.storage_location
         )
         if node_id in seen:
-            raise ValidationError(
+            raise InvalidInputError(
                 f"invalid lineage request: records.{index} repeats node {node_id!r} of "
                 f"records.{seen[node_id]} (same node_id or same storage_location)"
             )
@@ -274,7 +261,7 @@ def build_records(
         try:
             _check_links(parsed.root_id, parsed.parent_id, node_id)
         except ValueError as error:
-            raise ValidationError(f"invalid lineage request: {error}") from None
+            raise InvalidInputError(f"invalid lineage request: {error}") from None
         records.append(
             LineageRecord(
                 root_id=parsed.root_id,
@@ -300,6 +287,6 @@ def build_requests_records(
     for index, request in enumerate(requests):
         try:
             records.extend(build_records(request, now=now, ttl=ttl))
-        except ValidationError as error:
-            raise ValidationError(f"request {index}: {error}") from None
+        except InvalidInputError as error:
+            raise InvalidInputError(f"request {index}: {error}") from None
     return records

@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from lakeline.engines.base import QueryFailed, QueryResult
-from lakeline.errors import ConfigError, ValidationError
+from lakeline.errors import ConfigError, InvalidInputError
 from lakeline.lineage.records.archive_table import ARCHIVE_TABLE, DEFAULT_DATABASE, DEFAULT_TABLE
 from lakeline.names import check_identifier
 
@@ -46,7 +46,7 @@ def bind_archive_table(sql: str, database: str, table: str) -> str:
     try:
         statement = sqlglot.parse_one(sql, read="athena")
     except ParseError as error:
-        raise ValidationError(f"cannot parse the archive query: {error}") from error
+        raise InvalidInputError(f"cannot parse the archive query: {error}") from error
     point_table_at(statement, (DEFAULT_DATABASE, DEFAULT_TABLE), database, table)
     return statement.sql("athena")
 

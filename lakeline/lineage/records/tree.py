@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, LineageRecord
 
 Status = Literal["complete", "missing_parent", "cycle", "unterminated", "expired"]
@@ -75,7 +75,7 @@ class LineageNode(NamedTuple):
         get = values.get
         root_id, node_id = get("root_id"), get("node_id")
         if not isinstance(root_id, str) or not isinstance(node_id, str):
-            raise ValidationError(f"lineage item without root_id/node_id keys: {dict(values)!r:.200}")
+            raise InvalidInputError(f"lineage item without root_id/node_id keys: {dict(values)!r:.200}")
         return cls(
             root_id,
             node_id,
@@ -169,7 +169,7 @@ def build_tree(
     by_id: dict[str, LineageNode] = {}
     for node in nodes:
         if node.root_id != root_id:
-            raise ValidationError(f"node {node.node_id!r} belongs to root {node.root_id!r}, not {root_id!r}")
+            raise InvalidInputError(f"node {node.node_id!r} belongs to root {node.root_id!r}, not {root_id!r}")
         by_id[node.node_id] = node
 
     children: dict[str, list[str]] = {}

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lakeline.errors import ValidationError
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import Subtype, Transformation, TransformationType
 
 DEFAULT_TITLE = "Lakeline lineage"
@@ -164,7 +164,7 @@ class _Event:
 
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ValidationError(f"{where} must be a non-empty string, not {value!r}")
+        raise InvalidInputError(f"{where} must be a non-empty string, not {value!r}")
     return value
 
 
@@ -172,7 +172,7 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ValidationError(f"{where} must be a JSON object, not {type(value).__name__}")
+        raise InvalidInputError(f"{where} must be a JSON object, not {type(value).__name__}")
     return value
 
 
@@ -180,7 +180,7 @@ def _list(value: Any, where: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ValidationError(f"{where} must be a JSON array, not {type(value).__name__}")
+        raise InvalidInputError(f"{where} must be a JSON array, not {type(value).__name__}")
     return value
 
 
@@ -189,14 +189,14 @@ def _event_time(value: Any, where: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise ValidationError(f"{where} eventTime {text!r} is not an ISO 8601 time") from None
+        raise InvalidInputError(f"{where} eventTime {text!r} is not an ISO 8601 time") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _read_event(index: int, data: Mapping[str, Any]) -> _Event:
     where = f"event {index + 1}"
     if not isinstance(data, Mapping):
-        raise ValidationError(f"{where} must be a JSON object, not {type(data).__name__}")
+        raise InvalidInputError(f"{where} must be a JSON object, not {type(data).__name__}")
     job = _mapping(data.get("job"), f"{where} job")
     namespace = _text(job.get("namespace"), f"{where} job.namespace")
     name = _text(job.get("name"), f"{where} job.name")
@@ -224,7 +224,7 @@ def _transformations(raw: Mapping[str, Any], where: str) -> list[Transformation]
             subtype = Subtype(str(item.get("subtype") or default).upper())
             result.append(Transformation(kind, subtype, bool(item.get("masking") or False)))
         except (KeyError, ValueError, TypeError, AttributeError) as error:
-            raise ValidationError(f"{where}: transformation {item!r} is not valid: {error}") from error
+            raise InvalidInputError(f"{where}: transformation {item!r} is not valid: {error}") from error
     return result
 
 
