@@ -25,7 +25,7 @@ from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import PlanSources, StageBPlan
 from stage_b.plan import plan_message as plan_from_sources
 from stage_b.routing import Unrouted, route_finished_partition
-from stage_b.runner import StageBResult, run_stage_b
+from stage_b.run import StageBResult, run_stage_b
 
 
 class DependencySource(Protocol):

@@ -15,9 +15,9 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.errors import InvalidInputError
 from lakeline.storage import ObjectStore
 from stage_a.plan import StageAPlan
-from stage_a.runner import execute_stage_a, run_stage_a
+from stage_a.run import execute_stage_a, run_stage_a
 from stage_b.plan import StageBPlan
-from stage_b.runner import execute_stage_b, run_stage_b
+from stage_b.run import execute_stage_b, run_stage_b
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

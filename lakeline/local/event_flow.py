@@ -41,16 +41,18 @@ from lakeline.local.workspace import Workspace
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.arrivals import parse_arrivals
+from stage_a.finish import publish_stage_a
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import LocalRawFiles
-from stage_a.runner import execute_stage_a, publish_stage_a
+from stage_a.run import execute_stage_a
 from stage_a.start import ReadByName, begin_arrival, plan_follow_up
+from stage_b.finish import publish_stage_b
 from stage_b.ledger import DynamoDBAppliedMessages
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.process import StageBServices, plan_message
-from stage_b.runner import StageBStepFailed, execute_stage_b, publish_stage_b
+from stage_b.run import StageBStepFailed, execute_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
 from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle

@@ -16,7 +16,7 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError
 from lakeline.local.stage_a import run_local_arrival
 from lakeline.local.workspace import Workspace
-from stage_a.runner import StageAResult
+from stage_a.run import StageAResult
 from stage_b.messages import StageBMessage
 from stage_b.process import StageBOutcome, StageBServices, process_stage_b
 from stage_b.routing import Unrouted, route_finished_partition

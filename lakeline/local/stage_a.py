@@ -12,9 +12,10 @@ from lakeline.names import dml_name, string_literal
 from lakeline.partitions import commit_write, settle_run
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore, ObjectStore
+from stage_a.finish import publish_stage_a
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan, new_run_token, plan_stage_a
-from stage_a.runner import StageAResult, execute_stage_a, publish_stage_a, run_stage_a
+from stage_a.run import StageAResult, execute_stage_a, run_stage_a
 from stage_a.start import Catalog, plan_follow_up
 
 

@@ -28,8 +28,8 @@ from lakeline.lambda_support import SettleEnvironment, StepError, load_environme
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from stage_a.arrivals import Arrival, arrival_event
+from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
-from stage_a.runner import abandon_stage_a
 from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:

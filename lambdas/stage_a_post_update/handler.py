@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
+from stage_a.finish import finish_stage_a
 from stage_a.plan import StageAPlan
-from stage_a.runner import finish_stage_a
 from stage_lineage.records import record_stage_a
 
 if TYPE_CHECKING:

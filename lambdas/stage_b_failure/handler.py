@@ -24,9 +24,9 @@ from lakeline.lambda_support import SettleEnvironment, StepError, load_environme
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
+from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
-from stage_b.runner import abandon_stage_b
 from stage_lineage.records import record_stage_b_failure
 from stage_lineage.steps import StepEvents
 

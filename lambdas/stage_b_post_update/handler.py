@@ -16,9 +16,9 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
+from stage_b.finish import finish_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
-from stage_b.runner import finish_stage_b
 from stage_lineage.records import record_stage_b
 
 if TYPE_CHECKING:

@@ -30,16 +30,18 @@ from lakeline.partitions import abandon_run, commit_write, settle_run, sweep_sta
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root
 from stage_a.arrivals import Arrival
+from stage_a.finish import publish_stage_a
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import LocalRawFiles
-from stage_a.runner import execute_stage_a, publish_stage_a
+from stage_a.run import execute_stage_a
 from stage_a.start import ReadByName, begin_arrival, plan_follow_up
+from stage_b.finish import publish_stage_b
 from stage_b.ledger import FileAppliedMessages
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.process import StageBServices, plan_message
-from stage_b.runner import execute_stage_b, publish_stage_b
+from stage_b.run import execute_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
 from tests.conftest import Clock

@@ -19,7 +19,7 @@ from lakeline.storage import LocalObjectStore, local_root
 from stage_b.ledger import FileAppliedMessages
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.process import StageBServices, process_stage_b
-from stage_b.runner import StageBStepFailed
+from stage_b.run import StageBStepFailed
 
 _environments = itertools.count()
 

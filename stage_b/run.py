@@ -1,4 +1,9 @@
-"""Running a stage B plan through any engine."""
+"""Running a stage B plan through any engine.
+
+``execute_stage_b`` is what the state machine's SQL tasks (or the Glue job) do: reconcile, the steps in
+order, always drop the temp table. Publishing is separate: under a lease the run commits its prefix
+first (``lakeline.partitions.commit_write``), then ``publish_stage_b`` points the catalog at it.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from lakeline.engines.base import Engine, QueryError
-from lakeline.partitions import delete_superseded, drop_temp_table, run_statements
+from lakeline.partitions import drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
+from stage_b.finish import abandon_stage_b, finish_stage_b, publish_stage_b
 from stage_b.plan import PlannedStep, StageBPlan
 
 logger = logging.getLogger(__name__)
@@ -33,24 +39,6 @@ class StageBResult:
     data_files: list[str] = field(default_factory=list)
     superseded_deleted: list[str] = field(default_factory=list)
     query_ids: list[str] = field(default_factory=list)
-
-
-def finish_stage_b(plan: StageBPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
-    """After the swap: (current data files, deleted prefixes). Only a run without a lease (a single
-    writer) deletes the older run prefixes at once; leased runs leave that to the grace-period sweep."""
-    if not plan.writes:
-        return [], []
-    superseded = (
-        delete_superseded(store, plan.partition_root, plan.run_token, table_root=plan.table_root)
-        if plan.lease is None
-        else []
-    )
-    return store.list_data_files(plan.target_location), superseded
-
-
-def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> int:
-    """After a failed step: delete what the run wrote into its fresh prefix."""
-    return store.delete_prefix(plan.target_location, table_root=plan.table_root) if plan.writes else 0
 
 
 class StepObserver(Protocol):
@@ -84,11 +72,6 @@ def execute_stage_b(
         abandon_stage_b(plan, store)
         raise failure
     return query_ids
-
-
-def publish_stage_b(plan: StageBPlan, engine: Engine) -> list[str]:
-    """Point the target partition at the run's prefix (after its commit, under a lease)."""
-    return run_statements(engine, plan.publish, plan.target_database)
 
 
 def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBResult:

@@ -11,8 +11,9 @@ import logging
 from dataclasses import dataclass, field
 
 from lakeline.engines.base import Engine, QueryError
-from lakeline.partitions import delete_superseded, drop_temp_table, run_statements
+from lakeline.partitions import drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
+from stage_a.finish import abandon_stage_a, finish_stage_a, publish_stage_a
 from stage_a.plan import StageAPlan
 
 logger = logging.getLogger(__name__)
@@ -25,22 +26,6 @@ class StageAResult:
     data_files: list[str]
     superseded_deleted: list[str] = field(default_factory=list)
     query_ids: list[str] = field(default_factory=list)
-
-
-def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
-    """After the swap of a run without a lease (a single writer): delete the older run prefixes at once;
-    return (current data files, deleted prefixes). Leased runs leave that to the grace-period sweep."""
-    superseded = (
-        delete_superseded(store, plan.stage_partition_root, plan.run_token, table_root=plan.table_root)
-        if plan.lease is None
-        else []
-    )
-    return store.list_data_files(plan.target_location), superseded
-
-
-def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> int:
-    """After a failed CTAS: delete whatever it wrote into its fresh prefix; the stage partition is untouched."""
-    return store.delete_prefix(plan.target_location, table_root=plan.table_root)
 
 
 def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> list[str]:
@@ -65,11 +50,6 @@ def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> lis
         abandon_stage_a(plan, store)
         raise ctas_error
     return query_ids
-
-
-def publish_stage_a(plan: StageAPlan, engine: Engine) -> list[str]:
-    """Point the stage partition at the run's prefix (after its commit, under a lease)."""
-    return run_statements(engine, plan.publish, plan.target_database) if plan.writes else []
 
 
 def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:
