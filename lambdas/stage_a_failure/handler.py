@@ -19,21 +19,17 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import Lease, PartitionCommits
-from lakeline.engines.athena import AthenaEngine
+from lakeline.commits import Lease
 from lakeline.errors import validated
 from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
-from lakeline.partitions import LeasedRunEnd
-from lakeline.storage import SchemeObjectStore
+from lambdas.failure import FailureRuntime, failure_runtime
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
-from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
+    pass
 
 logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
@@ -53,42 +49,15 @@ class FailureInput(BaseModel):
 
 
 @cache
-def sqs() -> SQSClient:
-    return AwsClients().sqs
-
-
-@cache
-def environment() -> FailureEnvironment:
-    return load_environment(FailureEnvironment, os.environ)
-
-
-@cache
-def commits() -> PartitionCommits:
-    return PartitionCommits(AwsClients().dynamodb, environment().pipeline_state_table)
-
-
-@cache
-def object_store() -> SchemeObjectStore:
-    return SchemeObjectStore(AwsClients().s3)
-
-
-@cache
-def step_events() -> StepEvents:
-    """The OpenLineage events of the failed run; their column lineage is read from the Glue catalog."""
-    aws = AwsClients()
-    return StepEvents.in_lambda(os.environ, s3=aws.s3, catalog=AthenaEngine(aws.athena, glue=aws.glue))
-
-
-@cache
-def runs() -> LeasedRunEnd:
-    settings = environment()
-    return LeasedRunEnd(commits(), object_store(), sqs(), settings.stage_a_queue_url, settings.superseded_grace_seconds)
+def runtime() -> FailureRuntime[FailureEnvironment]:
+    environment = load_environment(FailureEnvironment, os.environ)
+    return failure_runtime(environment, environment.stage_a_queue_url)
 
 
 def end_lease(plan: StageAPlan, failed_step: str) -> tuple[list[Arrival], int]:
     """End the failed run's lease; return the arrivals to park (those it added) and the objects deleted."""
     assert plan.lease is not None
-    ended = runs().after_failure(plan.lease, failed_step=failed_step, root=plan.stage_partition_root)
+    ended = runtime().runs.after_failure(plan.lease, failed_step=failed_step, root=plan.stage_partition_root)
     if not ended.held:
         return [], ended.deleted
     waiting = waiting_arrivals(Lease.from_dict(plan.lease))
@@ -100,18 +69,19 @@ def end_lease(plan: StageAPlan, failed_step: str) -> tuple[list[Arrival], int]:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = validated(FailureInput, event, "failure input")
     plan = StageAPlan.from_dict(request.plan)
+    run = runtime()
     reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
     if plan.lease is not None:
         parked, deleted = end_lease(plan, request.failed_step)
     else:
         # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
-        deleted = abandon_stage_a(plan, object_store()) if request.failed_step == "ctas" else 0
+        deleted = abandon_stage_a(plan, run.store) if request.failed_step == "ctas" else 0
         parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
-    emitted = step_events().stage_a(plan, "FAIL", error=reason)
+    emitted = run.events.stage_a(plan, "FAIL", error=reason)
     for arrival in parked:
         # The run is over: park each arrival it took in queue A's DLQ with the reason; a redrive runs it again.
-        queue = environment().stage_a_dead_letter_queue_url
-        dead_letter(sqs(), queue, json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
+        queue = run.environment.stage_a_dead_letter_queue_url
+        dead_letter(run.sqs, queue, json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
     logger.error(
         "stage A failed",
         extra={

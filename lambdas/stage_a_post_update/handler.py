@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -19,9 +19,6 @@ from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_u
 from stage_a.finish import finish_stage_a
 from stage_a.plan import StageAPlan
 from stage_lineage.records import record_stage_a
-
-if TYPE_CHECKING:
-    pass
 
 logger = Logger(service="stage-a-post-update")
 tracer = Tracer(service="stage-a-post-update")

@@ -7,31 +7,24 @@ parks nothing: its messages wait for the run that holds the partition now."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import Lease, PartitionCommits
-from lakeline.engines.athena import AthenaEngine
+from lakeline.commits import Lease
 from lakeline.errors import validated
 from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
 from lakeline.lineage.records.writer import LineageWriter
-from lakeline.partitions import LeasedRunEnd
-from lakeline.storage import SchemeObjectStore
+from lambdas.failure import FailureRuntime, failure_runtime
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
 from stage_lineage.records import record_stage_b_failure
-from stage_lineage.steps import StepEvents
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service="stage-b-failure")
 tracer = Tracer(service="stage-b-failure")
@@ -51,30 +44,16 @@ class FailureEnvironment(SettleEnvironment):
 
 
 @dataclass(frozen=True)
-class Runtime:
-    environment: FailureEnvironment
-    store: SchemeObjectStore
-    runs: LeasedRunEnd
+class Runtime(FailureRuntime[FailureEnvironment]):
     lineage: LineageWriter
-    sqs: SQSClient
-    events: StepEvents
 
 
 @cache
 def runtime() -> Runtime:
-    aws = AwsClients()
     environment = load_environment(FailureEnvironment, os.environ)
-    sqs, s3 = aws.sqs, aws.s3
-    store = SchemeObjectStore(s3)
-    commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
-    return Runtime(
-        environment,
-        store,
-        LeasedRunEnd(commits, store, sqs, environment.stage_b_queue_url, environment.superseded_grace_seconds),
-        LineageWriter(sqs, environment.lineage_queue_url),
-        sqs,
-        StepEvents.in_lambda(os.environ, s3=s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
-    )
+    shared = failure_runtime(environment, environment.stage_b_queue_url)
+    parts = {part.name: getattr(shared, part.name) for part in fields(shared)}
+    return Runtime(**parts, lineage=LineageWriter(shared.sqs, environment.lineage_queue_url))
 
 
 def end_lease(run: Runtime, plan: StageBPlan, failed_step: str) -> tuple[list[StageBMessage], int]:

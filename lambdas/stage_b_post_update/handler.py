@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -20,9 +20,6 @@ from stage_b.finish import finish_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
 from stage_lineage.records import record_stage_b
-
-if TYPE_CHECKING:
-    pass
 
 logger = Logger(service="stage-b-post-update")
 tracer = Tracer(service="stage-b-post-update")

@@ -45,7 +45,7 @@ NAMESPACE = athena_dataset_namespace(REGION)
 RAW, STAGE, ANALYTICS = "engineering_mysql_raw_dev", "engineering_mysql_dev", "engineering_analytics_dev"
 TARGET = f"{ANALYTICS}.daily_customers"
 KEY = "engineering/mysql/customers/date=20220120/file.csv"
-HANDLERS = (stage_a_router, stage_a_post_update, stage_b_router, stage_b_post_update, stage_b_failure)
+HANDLERS = (stage_a_router, stage_a_post_update, stage_a_failure, stage_b_router, stage_b_post_update, stage_b_failure)
 
 
 def _table(glue: Any, database: str, name: str, columns: list[tuple[str, str]], location: str) -> None:
@@ -126,7 +126,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 def clear_caches() -> None:
     for module in HANDLERS:
         module.runtime.cache_clear()
-    stage_a_failure.step_events.cache_clear()
 
 
 def dependency_item(sql: str) -> dict[str, Any]:

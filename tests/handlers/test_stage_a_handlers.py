@@ -132,11 +132,7 @@ def clear_caches() -> None:
         router.runtime,
         post_update.runtime,
         commit.runtime,
-        failure.object_store,
-        failure.environment,
-        failure.commits,
-        failure.runs,
-        failure.sqs,
+        failure.runtime,
     ):
         cached.cache_clear()
 

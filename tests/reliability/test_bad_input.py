@@ -525,12 +525,12 @@ def test_tampered_plans_are_refused_before_anything_is_deleted(monkeypatch: pyte
         for key in keys:
             s3.put_object(Bucket="stage-bucket", Key=key, Body=b"x")
         monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-        failure.object_store.cache_clear()
+        failure.runtime.cache_clear()
         try:
             for bad in tampered:
                 with pytest.raises((InvalidInputError, pydantic.ValidationError)):
                     failure.handler({"plan": bad, "error": {"Error": "x", "Cause": "y"}}, context("stage-a-failure"))
             left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"])
         finally:
-            failure.object_store.cache_clear()
+            failure.runtime.cache_clear()
     assert left == sorted(keys)
