@@ -7,18 +7,22 @@ never carries stale SQL.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from lakeline.dependencies.model import Usage, normalise_table_name
+from lakeline.dependencies.model import Usage, table_name_field
 from lakeline.dependencies.resolve import check_partition, partition_path
+from lakeline.errors import InvalidInputError
 
 
-def _checked_partition(value: Any, what: str) -> dict[str, str]:
+def _checked_partition(value: Any) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ValueError(f"{what} must be an object of column: value strings")
-    return check_partition(value, what)
+        raise InvalidInputError("partition must be an object of column: value strings")
+    return check_partition(value, "partition")
+
+
+Partition = Annotated[dict[str, str], BeforeValidator(_checked_partition)]
 
 
 class SourceArrival(BaseModel):
@@ -26,23 +30,13 @@ class SourceArrival(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    table: str
-    partition: dict[str, str]
+    table: Annotated[str, table_name_field("table")]
+    partition: Partition
     run: str | None = Field(
         default=None,
         description="the run that produced this version of the partition (stage A or B run token), so that a "
         "new version of the same partition is a new arrival while a redelivered message is not",
     )
-
-    @field_validator("table", mode="before")
-    @classmethod
-    def _table(cls, value: Any) -> str:
-        return normalise_table_name(value, "table")
-
-    @field_validator("partition", mode="before")
-    @classmethod
-    def _partition(cls, value: Any) -> dict[str, str]:
-        return _checked_partition(value, "partition")
 
     @property
     def node(self) -> str:
@@ -60,8 +54,8 @@ class LineageParents(BaseModel):
 class StageBMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    target_dataset: str
-    partition: dict[str, str] = Field(description="the destination partition, {column: value}")
+    target_dataset: Annotated[str, table_name_field("target_dataset")]
+    partition: Partition = Field(description="the destination partition, {column: value}")
     trigger: SourceArrival
     usage: Usage
     lineage: LineageParents = LineageParents()
@@ -76,16 +70,6 @@ class StageBMessage(BaseModel):
         description="what an append's rows stand for, which a later message with the same contribution "
         "replaces: by default the trigger's partition; 'all' for a triggerMode all target (its sources' set)",
     )
-
-    @field_validator("target_dataset", mode="before")
-    @classmethod
-    def _target(cls, value: Any) -> str:
-        return normalise_table_name(value, "target_dataset")
-
-    @field_validator("partition", mode="before")
-    @classmethod
-    def _partition(cls, value: Any) -> dict[str, str]:
-        return _checked_partition(value, "partition")
 
     @property
     def node(self) -> str:

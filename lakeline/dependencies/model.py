@@ -18,11 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -75,6 +77,30 @@ def normalise_table_name(value: Any, what: str = "table") -> str:
     return f"{database}.{table}"
 
 
+def table_name_field(what: str) -> BeforeValidator:
+    """A ``database.table`` field, spelt the one way (``normalise_table_name``); ``what`` names it in errors."""
+    return BeforeValidator(lambda value: normalise_table_name(value, what))
+
+
+def identifier_field(what: str) -> AfterValidator:
+    return AfterValidator(lambda value: check_identifier(value, what))
+
+
+def table_names_field(what: str) -> BeforeValidator:
+    """A list of ``database.table`` names, as a tuple, each spelt the one way."""
+
+    def check(value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list | tuple):
+            raise InvalidInputError("must be a list of database.table names")
+        return tuple(normalise_table_name(name, what) for name in value)
+
+    return BeforeValidator(check)
+
+
+PartitionMask = Annotated[str, AfterValidator(lambda value: check_partition_mask(value, "partitionPythonMask"))]
+PartitionColumn = Annotated[str, identifier_field("partitionColumn")]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -109,22 +135,12 @@ class Dependency(_Model):
     """One source table whose arrivals trigger the target, and how its partition maps to the target's
     (one partition, or with ``TargetRange`` several)."""
 
-    table_name: str = Field(alias="TableName")
-    field_column: str = Field(alias="FieldColumn")
+    table_name: Annotated[str, table_name_field("TableName")] = Field(alias="TableName")
+    field_column: Annotated[str, identifier_field("FieldColumn")] = Field(alias="FieldColumn")
     usage: Usage = Field(alias="Usage")
     date_expression: str = Field(alias="DateExpression")
     relativedelta_attributes: RelativeDeltaAttributes = Field(default_factory=RelativeDeltaAttributes)
     target_range: TargetRange | None = Field(default=None, alias="TargetRange")
-
-    @field_validator("table_name", mode="before")
-    @classmethod
-    def _table_name(cls, value: Any) -> str:
-        return normalise_table_name(value, "TableName")
-
-    @field_validator("field_column")
-    @classmethod
-    def _field_column(cls, value: str) -> str:
-        return check_identifier(value, "FieldColumn")
 
     @field_validator("date_expression")
     @classmethod
@@ -135,15 +151,10 @@ class Dependency(_Model):
 class Step(_Model):
     """One SQL statement of the target's transformation: inline ``sql``, else ``sql_file``."""
 
-    db: str
+    db: Annotated[str, identifier_field("db")]
     sql: str = ""
     sql_file: str = ""
     info: str = ""
-
-    @field_validator("db")
-    @classmethod
-    def _db(cls, value: str) -> str:
-        return check_identifier(value, "db")
 
     @field_validator("sql_file")
     @classmethod
@@ -185,29 +196,16 @@ class DateSubstitution(_Model):
 class DependencyItem(_Model):
     """An item of the ``dependencies`` table: how one target dataset is rebuilt, and from what."""
 
-    dataset: str
+    dataset: Annotated[str, table_name_field("dataset")]
     dependencies: list[Dependency] = Field(min_length=1, max_length=MAX_SOURCES)
-    partition_column: str = Field(alias="partitionColumn")
-    partition_python_mask: str = Field(alias="partitionPythonMask")
+    partition_column: PartitionColumn = Field(alias="partitionColumn")
+    partition_python_mask: PartitionMask = Field(alias="partitionPythonMask")
     steps: list[Step] = Field(min_length=1)
     date_substitutions: list[DateSubstitution] = Field(default_factory=list)
     trigger_mode: TriggerMode = Field(default="any", alias="triggerMode")
-    scratch_tables: tuple[str, ...] = Field(default=(), alias="scratchTables")
-
-    @field_validator("dataset", mode="before")
-    @classmethod
-    def _dataset(cls, value: Any) -> str:
-        return normalise_table_name(value, "dataset")
-
-    @field_validator("partition_column")
-    @classmethod
-    def _partition_column(cls, value: str) -> str:
-        return check_identifier(value, "partitionColumn")
-
-    @field_validator("partition_python_mask")
-    @classmethod
-    def _partition_python_mask(cls, value: str) -> str:
-        return check_partition_mask(value, "partitionPythonMask")
+    scratch_tables: Annotated[tuple[str, ...], table_names_field("scratchTables")] = Field(
+        default=(), alias="scratchTables"
+    )
 
     @field_validator("dependencies")
     @classmethod
@@ -233,12 +231,9 @@ class DependencyItem(_Model):
             raise ValueError(f"{', '.join(repeated)} defined more than once")
         return value
 
-    @field_validator("scratch_tables", mode="before")
+    @field_validator("scratch_tables")
     @classmethod
-    def _scratch_tables(cls, value: Any) -> tuple[str, ...]:
-        if not isinstance(value, list | tuple):
-            raise ValueError("must be a list of database.table names")
-        names = tuple(normalise_table_name(name, "scratchTables") for name in value)
+    def _distinct_scratch_tables(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise ValueError(f"{', '.join(repeated)} listed more than once")
@@ -353,40 +348,13 @@ class DependencyEdge(_Model):
     targets of the same source never overwrite each other), and routing needs no second read.
     """
 
-    source_table: str
-    target_dataset: str
+    source_table: Annotated[str, table_name_field("source_table")]
+    target_dataset: Annotated[str, table_name_field("target_dataset")]
     dependency: Dependency
-    partition_column: str = Field(alias="partitionColumn")
-    partition_python_mask: str = Field(alias="partitionPythonMask")
+    partition_column: PartitionColumn = Field(alias="partitionColumn")
+    partition_python_mask: PartitionMask = Field(alias="partitionPythonMask")
     trigger_mode: TriggerMode = Field(default="any", alias="triggerMode")
-    sources: tuple[str, ...] = Field(min_length=1, max_length=MAX_SOURCES)
-
-    @field_validator("source_table", mode="before")
-    @classmethod
-    def _source_table(cls, value: Any) -> str:
-        return normalise_table_name(value, "source_table")
-
-    @field_validator("target_dataset", mode="before")
-    @classmethod
-    def _target_dataset(cls, value: Any) -> str:
-        return normalise_table_name(value, "target_dataset")
-
-    @field_validator("sources", mode="before")
-    @classmethod
-    def _sources(cls, value: Any) -> tuple[str, ...]:
-        if not isinstance(value, list | tuple):
-            raise ValueError("must be a list of database.table names")
-        return tuple(normalise_table_name(name, "sources") for name in value)
-
-    @field_validator("partition_column")
-    @classmethod
-    def _partition_column(cls, value: str) -> str:
-        return check_identifier(value, "partitionColumn")
-
-    @field_validator("partition_python_mask")
-    @classmethod
-    def _partition_python_mask(cls, value: str) -> str:
-        return check_partition_mask(value, "partitionPythonMask")
+    sources: Annotated[tuple[str, ...], table_names_field("sources")] = Field(min_length=1, max_length=MAX_SOURCES)
 
     @model_validator(mode="after")
     def _consistent(self) -> DependencyEdge:
