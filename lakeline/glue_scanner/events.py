@@ -12,14 +12,13 @@ when parts of the script could not be resolved, ``extractionError`` listing each
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
-    column_lineage_dataset,
     extraction_error_run,
     job_type_job,
     parent_run,
@@ -33,9 +32,9 @@ from lakeline.engines.base import TableSchema
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem
 from lakeline.glue_scanner.datasets import is_catalog_table
-from lakeline.glue_scanner.script import ScriptAnalysis, Write
-from lakeline.lineage.columns.model import Dependencies, group_by_source, union
+from lakeline.glue_scanner.script import ScriptAnalysis
 from lakeline.lineage.openlineage.config import OpenLineageSettings
+from lakeline.lineage.openlineage.events import column_lineage_facet
 from lakeline.lineage.openlineage.naming import DatasetNaming
 from lakeline.lineage.openlineage.producer import LAKELINE_VERSION, PRODUCER, owned
 
@@ -53,44 +52,6 @@ class JobRun:
     script: str
     script_location: str | None = None
     glue_version: str | None = None
-
-
-def _input_fields(dependencies: Dependencies, naming: DatasetNaming) -> list[column_lineage_dataset.InputField]:
-    fields = []
-    for source, transformations in group_by_source(dependencies).items():
-        namespace, name = naming.of(source.dataset)
-        fields.append(
-            column_lineage_dataset.InputField(
-                namespace=namespace,
-                name=name,
-                field=source.field,
-                transformations=[
-                    column_lineage_dataset.Transformation(type=t.type.value, subtype=t.subtype.value, masking=t.masking)
-                    for t in transformations
-                ],
-            )
-        )
-    return fields
-
-
-def column_lineage_facet(
-    writes: Iterable[Write], naming: DatasetNaming
-) -> column_lineage_dataset.ColumnLineageDatasetFacet:
-    """The ``columnLineage`` of one output, from every write to it (a job may append twice)."""
-    per_column: dict[str, list[Dependencies]] = {}
-    dataset: list[Dependencies] = []
-    for write in writes:
-        for column in write.columns:
-            per_column.setdefault(column.name, []).append(column.dependencies)
-        dataset.append(write.dataset)
-    fields = {
-        name: column_lineage_dataset.Fields(inputFields=_input_fields(union(*parts), naming))
-        for name, parts in per_column.items()
-        if union(*parts)
-    }
-    return column_lineage_dataset.ColumnLineageDatasetFacet(
-        fields=fields, dataset=_input_fields(union(*dataset), naming)
-    )
 
 
 def _schema(schema: TableSchema) -> schema_dataset.SchemaDatasetFacet:

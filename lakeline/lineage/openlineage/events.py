@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
@@ -36,7 +36,7 @@ from openlineage.client.serde import Serde
 from openlineage.client.uuid import generate_new_uuid, generate_static_uuid
 
 from lakeline.engines.base import TableNotFound, TableSchema
-from lakeline.lineage.columns.model import Dependencies, StatementLineage, group_by_source, union
+from lakeline.lineage.columns.model import Dependencies, OutputColumn, StatementLineage, group_by_source, union
 from lakeline.lineage.columns.sql import SqlColumnLineage, TableDescriber
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.naming import DatasetNaming
@@ -148,8 +148,18 @@ def _input_fields(dependencies: Dependencies, naming: DatasetNaming) -> list[col
     return fields
 
 
+class WrittenColumns(Protocol):
+    """What one write of an output says of its columns: a SQL statement's lineage, or a Glue script's sink."""
+
+    @property
+    def columns(self) -> tuple[OutputColumn, ...]: ...
+
+    @property
+    def dataset(self) -> Dependencies: ...
+
+
 def column_lineage_facet(
-    statements: Iterable[StatementLineage], naming: DatasetNaming
+    statements: Iterable[WrittenColumns], naming: DatasetNaming
 ) -> column_lineage_dataset.ColumnLineageDatasetFacet:
     """The ``columnLineage`` facet of one output written by ``statements`` (several when it is appended to)."""
     per_column: dict[str, list[Dependencies]] = {}
