@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -25,20 +25,17 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import PartitionCommits, parse_follow_up
-from lakeline.engines.athena import AthenaEngine
+from lakeline.commits import parse_follow_up
 from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import RouterEnvironment, load_environment
-from lakeline.settings import PipelineSettings
+from lambdas.router import RouterRuntime, router_runtime
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
 from stage_a.start import plan_follow_up, start_plan, start_stage_a
 
 if TYPE_CHECKING:
-    from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_stepfunctions import SFNClient
+    pass
 
 logger = Logger(service="stage-a-router")
 tracer = Tracer(service="stage-a-router")
@@ -51,32 +48,15 @@ class StageARouterEnvironment(RouterEnvironment):
 
 
 @dataclass(frozen=True)
-class Runtime:
-    environment: StageARouterEnvironment
-    settings: PipelineSettings
-    catalog: AthenaEngine
-    commits: PartitionCommits
-    sfn: SFNClient
-    sqs: SQSClient
+class Runtime(RouterRuntime[StageARouterEnvironment]):
     raw_files: S3RawFiles
 
 
 @cache
 def runtime() -> Runtime:
-    aws = AwsClients()
-    environment = load_environment(StageARouterEnvironment, os.environ)
-    settings = environment.pipeline_settings()
-    catalog = AthenaEngine(aws.athena, glue=aws.glue)
-    commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
-    return Runtime(
-        environment,
-        settings,
-        catalog,
-        commits,
-        aws.stepfunctions,
-        aws.sqs,
-        S3RawFiles(aws.s3),
-    )
+    shared = router_runtime(load_environment(StageARouterEnvironment, os.environ))
+    parts = {part.name: getattr(shared, part.name) for part in fields(shared)}
+    return Runtime(**parts, raw_files=S3RawFiles(shared.aws.s3))
 
 
 def handle_record(record: SQSRecord) -> None:

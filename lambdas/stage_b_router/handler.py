@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -21,23 +21,19 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lakeline.aws.clients import AwsClients
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import Lease, PartitionCommits, parse_follow_up
+from lakeline.commits import Lease, parse_follow_up
 from lakeline.dependencies.store import DependencyStore
-from lakeline.engines.athena import AthenaEngine
 from lakeline.errors import validated
 from lakeline.lambda_support import RouterEnvironment, load_environment
-from lakeline.settings import PipelineSettings
+from lambdas.router import RouterRuntime, router_runtime
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
 from stage_b.plan import PlanSources, StageBPlan, plan_message
 from stage_b.start import begin_message, plan_follow_up, start_leased
 
 if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
-    from mypy_boto3_sqs import SQSClient
-    from mypy_boto3_stepfunctions import SFNClient
+    pass
 
 logger = Logger(service="stage-b-router")
 tracer = Tracer(service="stage-b-router")
@@ -50,32 +46,16 @@ class StageBRouterEnvironment(RouterEnvironment):
 
 
 @dataclass(frozen=True)
-class Runtime:
-    environment: StageBRouterEnvironment
-    settings: PipelineSettings
+class Runtime(RouterRuntime[StageBRouterEnvironment]):
     dependencies: DependencyStore
-    catalog: AthenaEngine
-    commits: PartitionCommits
-    s3: S3Client
-    sfn: SFNClient
-    sqs: SQSClient
 
 
 @cache
 def runtime() -> Runtime:
-    aws = AwsClients()
-    environment = load_environment(StageBRouterEnvironment, os.environ)
-    settings = environment.pipeline_settings()
-    return Runtime(
-        environment=environment,
-        settings=settings,
-        dependencies=DependencyStore(aws.dynamodb, environment.dependencies_table),
-        catalog=AthenaEngine(aws.athena, glue=aws.glue),
-        commits=PartitionCommits(aws.dynamodb, environment.pipeline_state_table),
-        s3=aws.s3,
-        sfn=aws.stepfunctions,
-        sqs=aws.sqs,
-    )
+    shared = router_runtime(load_environment(StageBRouterEnvironment, os.environ))
+    parts = {part.name: getattr(shared, part.name) for part in fields(shared)}
+    dependencies = DependencyStore(shared.aws.dynamodb, shared.environment.dependencies_table)
+    return Runtime(**parts, dependencies=dependencies)
 
 
 def plan(run: Runtime, message: StageBMessage, run_token: str, lease: Lease | None) -> StageBPlan:
@@ -83,7 +63,7 @@ def plan(run: Runtime, message: StageBMessage, run_token: str, lease: Lease | No
         run.dependencies,
         run.catalog,
         run.settings,
-        lambda team: s3_sql_reader(run.s3, run.environment.artifacts_bucket, team),
+        lambda team: s3_sql_reader(run.aws.s3, run.environment.artifacts_bucket, team),
     )
     return plan_message(message, sources, run_token, lease)
 
