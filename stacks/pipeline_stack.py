@@ -16,6 +16,7 @@ from stacks.constructs.functions import SharedLambdaCode
 from stacks.constructs.lineage import Lineage
 from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import QueueWithDeadLetters
+from stacks.constructs.stage import RouterSettings
 from stacks.constructs.stage_a import StageA
 from stacks.constructs.stage_b import DependenciesStream, StageB
 from stacks.constructs.statements import StatementRunner
@@ -57,6 +58,7 @@ class PipelineStack(Stack):
         )
         # The stages' post-update and failure functions emit OpenLineage events into the archive bucket.
         self.stage_events = StageEvents(self, config=config, storage=refs, statements=self.statements)
+        router_settings = RouterSettings.from_config(config)
         self.stage_a = StageA(
             self,
             "StageA",
@@ -66,10 +68,7 @@ class PipelineStack(Stack):
             queue_b=self.queue_b,
             lineage_queue=self.lineage.queue,
             stage_events=self.stage_events,
-            pipeline_environment=config.environment,
-            table_settings=config.table_settings,
-            default_table_settings=config.default_table_settings,
-            router_max_concurrency=config.router_max_concurrency,
+            router_settings=router_settings,
         )
         self.stage_b = StageB(
             self,
@@ -79,10 +78,7 @@ class PipelineStack(Stack):
             queue_b=self.queue_b,
             lineage_queue=self.lineage.queue,
             stage_events=self.stage_events,
-            pipeline_environment=config.environment,
-            table_settings=config.table_settings,
-            default_table_settings=config.default_table_settings,
-            router_max_concurrency=config.router_max_concurrency,
+            router_settings=router_settings,
         )
         self.dependencies_stream = DependenciesStream(
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic

@@ -1,16 +1,22 @@
 """The Athena workgroup every statement runs in, with its result location and encryption enforced,
-and named queries for the SQL users run by hand (the lineage archive queries)."""
+named queries for the SQL users run by hand (the lineage archive queries), and the Step Functions
+tasks that run one statement, or a list of them, in it (native ``athena:startQueryExecution.sync``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_athena as athena
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from stacks.constructs.functions import REPO_ROOT
+from stacks.constructs.bundling import REPO_ROOT
+from stacks.constructs.workflow import SQL_TIMEOUT, failure_marker
 
 
 class AthenaWorkgroup(Construct):
@@ -27,6 +33,7 @@ class AthenaWorkgroup(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.name = name
+        self.results_bucket = results_bucket
         self.output_location = f"s3://{results_bucket.bucket_name}/athena/"
         self.workgroup = athena.CfnWorkGroup(
             self,
@@ -57,3 +64,61 @@ class AthenaWorkgroup(Construct):
                 description=f"athena_queries/lineage/{sql_file.name}",
             )
             query.node.add_dependency(self.workgroup)
+
+    def grant_get(self, grantee: iam.IGrantable) -> None:
+        """``athena:GetWorkGroup``, which running a statement in the workgroup needs."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["athena:GetWorkGroup"],
+                resources=[Stack.of(self).format_arn(service="athena", resource="workgroup", resource_name=self.name)],
+            )
+        )
+
+    def statement(self, scope: Construct, construct_id: str, sql_path: str) -> tasks.AthenaStartQueryExecution:
+        """One statement from the state at ``sql_path``. Statements name their tables in full
+        (``db.table``), so no query context is set; the workgroup enforces the result location."""
+        task = tasks.AthenaStartQueryExecution(
+            scope,
+            construct_id,
+            query_string=sfn.JsonPath.string_at(sql_path),
+            integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            work_group=self.name,
+            # Naming the (workgroup-enforced) result location scopes the task's generated S3 grants to the
+            # results bucket; without it CDK grants s3:GetObject/PutObject/CreateBucket on every resource.
+            result_configuration=tasks.ResultConfiguration(
+                output_location=s3.Location(bucket_name=self.results_bucket.bucket_name, object_key="athena")
+            ),
+            result_path=sfn.JsonPath.DISCARD,
+            task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
+        )
+        task.add_retry(
+            errors=[
+                "Athena.TooManyRequestsException",
+                "Athena.InternalServerException",
+                "Athena.AmazonAthenaException",
+            ],
+            interval=Duration.seconds(10),
+            max_attempts=5,
+            backoff_rate=2.0,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        return task
+
+    def statements(
+        self, scope: Construct, construct_id: str, items_path: str, on_failure: sfn.IChainable, step: str
+    ) -> sfn.Map:
+        """Each statement of the list at ``items_path``, in order; on failure mark ``step`` and go on."""
+        statement = self.statement(scope, f"{construct_id}Statement", "$.statement")
+        statements = sfn.Map(
+            scope,
+            construct_id,
+            items_path=items_path,
+            max_concurrency=1,
+            item_selector={"statement.$": "$$.Map.Item.Value"},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        statements.item_processor(statement)
+        statements.add_catch(
+            failure_marker(scope, f"{construct_id}Failed", step).next(on_failure), result_path="$.error"
+        )
+        return statements

@@ -47,7 +47,7 @@ class StageEvents:
         self, scope: Construct, *, config: LakelineConfig, storage: StorageImports, statements: StatementRunner
     ) -> None:
         self.archive = storage.bucket("LineageArchive")
-        self.catalog_resources = statements.catalog_resources
+        self.catalog_resources = statements.grants.catalog_resources
         self.environment: dict[str, str] = {
             **config.openlineage_environment,
             OPENLINEAGE_EVENTS_LOCATION: f"s3://{self.archive.bucket_name}/{EVENTS_FOLDER}",

@@ -22,6 +22,8 @@ TRANSIENT_ERRORS = [
     "Lambda.ServiceException",
     "States.Timeout",
 ]
+# How long one SQL task (an Athena statement, a Glue job run) may take.
+SQL_TIMEOUT = Duration.hours(2)
 
 
 def add_retry(state: sfn.TaskStateBase) -> None:
@@ -67,3 +69,8 @@ def failure_recorder(
     add_retry(record)
     failed = sfn.Fail(scope, f"{construct_id}Failed", error_path="$.error.Error", cause_path="$.error.Cause")
     return record.next(failed)
+
+
+def failure_marker(scope: Construct, construct_id: str, step: str) -> sfn.Pass:
+    """Mark the step that failed (``$.failed_step``, one of the failure handlers' ``failed_step`` values)."""
+    return sfn.Pass(scope, construct_id, result=sfn.Result.from_string(step), result_path="$.failed_step")

@@ -11,12 +11,17 @@ import importlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from aws_cdk.assertions import Template
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
+from lakeline.lambda_support import RouterEnvironment
+from stacks import contracts
+from stacks.constructs import engines
+from stacks.constructs import stage as stage_module
+from stacks.contracts import STAGE_A_PLAN, STAGE_B_STEP, ContractError, InputPath, environment, field_names, variable
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -114,3 +119,72 @@ def test_the_json_path_reader_sees_what_it_must(pipeline: Template) -> None:
     assert "no_such_field" not in fields_of(StageAPlan)
     assert resources(pipeline, "AWS::StepFunctions::StateMachine")
     assert json.dumps(definition)  # a plain JSON document once the tokens are replaced
+
+
+def states_of(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every state of a definition, those of Map item processors included."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, state in definition.get("States", {}).items():
+        found[name] = state
+        for key in ("ItemProcessor", "Iterator"):
+            if key in state:
+                found |= states_of(state[key])
+    return found
+
+
+@pytest.mark.parametrize(("stage", "handler"), [("StageA", "stage_a_failure"), ("StageB", "stage_b_failure")])
+def test_every_failed_step_a_state_machine_marks_is_one_its_failure_handler_accepts(
+    pipeline: Template, stage: str, handler: str
+) -> None:
+    accepted = set(
+        get_args(
+            importlib.import_module(f"lambdas.{handler}.handler").FailureInput.model_fields["failed_step"].annotation
+        )
+    )
+    marked = {
+        state["Result"]
+        for state in states_of(state_machine_definition(pipeline, stage)).values()
+        if state.get("ResultPath") == "$.failed_step"
+    }
+    assert marked, f"{stage}: no failure marker found"
+    assert marked <= accepted, f"{stage} marks {sorted(marked - accepted)}, which {handler} refuses"
+
+
+def renamed(model: type, old: str, new: str) -> type:
+    """A stand-in for ``model`` whose field ``old`` is called ``new``."""
+    return dataclasses.make_dataclass(model.__name__, [new if name == old else name for name in field_names(model)])
+
+
+def test_the_stacks_spell_json_paths_from_the_plan_models() -> None:
+    assert STAGE_A_PLAN("register_raw") == "$.plan.register_raw"
+    assert STAGE_B_STEP("sql") == "$$.Map.Item.Value.sql"
+    with pytest.raises(ContractError, match="no field 'register_raw'"):
+        InputPath("$.plan", renamed(StageAPlan, "register_raw", "raw_partition_sql"))("register_raw")
+    assert variable(RouterEnvironment, "state_machine_arn") == "STATE_MACHINE_ARN"
+    with pytest.raises(ContractError):
+        environment(RouterEnvironment, state_machine="arn")
+
+
+@pytest.mark.parametrize("engine", ["athena", "spark"])
+@pytest.mark.parametrize(
+    ("target", "model", "field"), [("STAGE_A_PLAN", StageAPlan, "mode"), ("STAGE_B_PLAN", StageBPlan, "drop_temp")]
+)
+def test_a_renamed_plan_field_fails_the_synth(
+    monkeypatch: pytest.MonkeyPatch, engine: str, target: str, model: type, field: str
+) -> None:
+    """What a rename of a plan field the state machines read does: the stacks refuse to synthesize."""
+    path = InputPath("$.plan", renamed(model, field, f"{field}_renamed"))
+    for module in (contracts, engines):
+        monkeypatch.setattr(module, target, path)
+    with pytest.raises(ContractError, match=f"no field '{field}'"):
+        synth(engine)
+
+
+def test_a_renamed_environment_field_fails_the_synth(monkeypatch: pytest.MonkeyPatch) -> None:
+    fields: dict[str, Any] = {
+        ("state_machine" if name == "state_machine_arn" else name): (info.annotation, info)
+        for name, info in RouterEnvironment.model_fields.items()
+    }
+    monkeypatch.setattr(stage_module, "RouterEnvironment", create_model("RouterEnvironment", **fields))
+    with pytest.raises(ContractError, match="no field 'state_machine_arn'"):
+        synth("athena")

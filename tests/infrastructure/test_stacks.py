@@ -326,7 +326,7 @@ def test_lineage_load_trace_schedule_and_ttl_catcher(athena_templates: tuple[Tem
 
 
 def test_every_deployed_handler_exists_in_the_repository(athena_templates: tuple[Template, Template]) -> None:
-    from stacks.constructs.functions import REPO_ROOT
+    from stacks.constructs.bundling import REPO_ROOT
 
     _, pipeline = athena_templates
     for function in resources(pipeline, "AWS::Lambda::Function").values():

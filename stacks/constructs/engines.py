@@ -1,0 +1,198 @@
+"""How a stage's writes run in the cloud, one strategy per deployment engine behind ``Engine``.
+
+``AthenaEngine``: one native ``athena:startQueryExecution.sync`` task per statement, in the workgroup.
+``SparkEngine``: one ``glue:startJobRun.sync`` task running ``lakeline/glue_jobs/stage_job.py``, Lakeline's
+Spark engine on AWS Glue for Spark against the Glue Data Catalog, which runs the plan's statements itself.
+
+Each strategy gives a stage's state machine the fragment that writes a run's new partition version: it
+starts at the state returned and ends in ``publish`` (the commit and the catalog swap, the same for both
+engines: ``stacks.constructs.stage``) or, when the run wrote nothing, in ``done``. On failure it marks
+``$.failed_step`` and goes to ``on_failure``. The JSON paths come from the plans (``stacks.contracts``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from stacks.constructs.athena import AthenaWorkgroup
+from stacks.constructs.glue_job import SparkJob
+from stacks.constructs.workflow import SQL_TIMEOUT, failure_marker
+from stacks.contracts import STAGE_A_PLAN, STAGE_B_PLAN, STAGE_B_STEP, InputPath
+
+
+class Engine(ABC):
+    """The Step Functions fragments that run a stage A plan and a stage B plan."""
+
+    @abstractmethod
+    def stage_a(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        publish: sfn.IChainable,
+        done: sfn.State,
+        on_failure: sfn.IChainable,
+    ) -> sfn.State:
+        """Run a stage A plan: point the partition at its committed version, then (unless the run has
+        nothing new) register the raw partition, CTAS into the run's prefix, drop the temp table."""
+
+    @abstractmethod
+    def stage_b(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        publish: sfn.IChainable,
+        done: sfn.State,
+        on_failure: sfn.IChainable,
+    ) -> sfn.State:
+        """Run a stage B plan: point the partition at its committed version, its steps in order, the
+        DROP of the temp table (also on failure)."""
+
+    @staticmethod
+    def unless_nothing_new(
+        scope: Construct, construct_id: str, *, write: sfn.IChainable, done: sfn.State
+    ) -> sfn.Choice:
+        """Stage A: ``write`` unless the plan's mode is ``none`` (the run has nothing new to write)."""
+        writes = sfn.Choice(scope, f"{construct_id}HasNewData")
+        writes.when(sfn.Condition.string_equals(STAGE_A_PLAN("mode"), "none"), done)
+        writes.otherwise(write)
+        return writes
+
+    @staticmethod
+    def if_temp_table(scope: Construct, construct_id: str, *, write: sfn.IChainable, done: sfn.State) -> sfn.Choice:
+        """Stage B: ``write`` if the plan writes through a temp table (a step writes the target)."""
+        has_temp = sfn.Choice(scope, f"{construct_id}HasTemp")
+        has_temp.when(sfn.Condition.is_string(STAGE_B_PLAN("drop_temp")), write)
+        has_temp.otherwise(done)
+        return has_temp
+
+
+class AthenaEngine(Engine):
+    """Each statement of the plan as its own Athena task."""
+
+    def __init__(self, workgroup: AthenaWorkgroup) -> None:
+        self.workgroup = workgroup
+
+    def _reconcile(self, scope: Construct, construct_id: str, plan: InputPath, on_failure: sfn.IChainable) -> sfn.Map:
+        return self.workgroup.statements(scope, f"{construct_id}Reconcile", plan("reconcile"), on_failure, "reconcile")
+
+    def stage_a(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        publish: sfn.IChainable,
+        done: sfn.State,
+        on_failure: sfn.IChainable,
+    ) -> sfn.State:
+        plan, statement = STAGE_A_PLAN, self.workgroup.statement
+        reconcile = self._reconcile(scope, construct_id, plan, on_failure)
+        register = statement(scope, f"{construct_id}RegisterRaw", plan("register_raw"))
+        ctas = statement(scope, f"{construct_id}Ctas", plan("ctas"))
+        drop = statement(scope, f"{construct_id}DropTemp", plan("drop_temp"))
+        drop_after_failure = statement(scope, f"{construct_id}DropTempAfterFailure", plan("drop_temp"))
+        ctas_failed = failure_marker(scope, f"{construct_id}CtasFailed", "ctas")
+        # The temp table is dropped on the failure path too; if even that fails, the failure is still recorded.
+        drop_after_failure.add_catch(ctas_failed, result_path="$.drop_error")
+        drop_after_failure.next(ctas_failed)
+        ctas_failed.next(on_failure)
+        ctas.add_catch(drop_after_failure, result_path="$.error")
+        ctas.next(drop).next(publish)
+        has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
+        has_raw_partition.when(sfn.Condition.is_string(plan("register_raw")), register.next(ctas))
+        has_raw_partition.otherwise(ctas)
+        reconcile.next(self.unless_nothing_new(scope, construct_id, write=has_raw_partition, done=done))
+        return reconcile
+
+    def stage_b(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        publish: sfn.IChainable,
+        done: sfn.State,
+        on_failure: sfn.IChainable,
+    ) -> sfn.State:
+        plan, statement = STAGE_B_PLAN, self.workgroup.statement
+        reconcile = self._reconcile(scope, construct_id, plan, on_failure)
+        step = statement(scope, f"{construct_id}Step", "$.sql")
+        steps = sfn.Map(
+            scope,
+            f"{construct_id}Steps",
+            items_path=plan("steps"),
+            max_concurrency=1,
+            item_selector={"sql.$": STAGE_B_STEP("sql")},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        steps.item_processor(step)
+        steps_failed = failure_marker(scope, f"{construct_id}StepFailed", "steps")
+        drop_after_failure = statement(scope, f"{construct_id}DropTempAfterFailure", plan("drop_temp"))
+        drop_after_failure.add_catch(steps_failed, result_path="$.drop_error")
+        drop_after_failure.next(steps_failed)
+        steps_failed.next(on_failure)
+        has_temp_after_failure = sfn.Choice(scope, f"{construct_id}HasTempAfterFailure")
+        has_temp_after_failure.when(sfn.Condition.is_string(plan("drop_temp")), drop_after_failure)
+        has_temp_after_failure.otherwise(steps_failed)
+        steps.add_catch(has_temp_after_failure, result_path="$.error")
+
+        drop = statement(scope, f"{construct_id}DropTemp", plan("drop_temp"))
+        drop.next(publish)
+        reconcile.next(steps).next(self.if_temp_table(scope, construct_id, write=drop, done=done))
+        return reconcile
+
+
+class SparkEngine(Engine):
+    """The whole plan (reconcile, writes, drop) as one run of the Glue job."""
+
+    def __init__(self, job: SparkJob) -> None:
+        self.job = job
+
+    def _run(
+        self, scope: Construct, construct_id: str, mode: str, plan: InputPath, on_failure: sfn.IChainable
+    ) -> tasks.GlueStartJobRun:
+        run = tasks.GlueStartJobRun(
+            scope,
+            f"{construct_id}Spark",
+            glue_job_name=self.job.name,
+            integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            arguments=sfn.TaskInput.from_object(
+                {"--mode": mode, "--plan": sfn.JsonPath.json_to_string(sfn.JsonPath.object_at(str(plan)))}
+            ),
+            result_path=sfn.JsonPath.DISCARD,
+            task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
+        )
+        run.add_catch(
+            failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure), result_path="$.error"
+        )
+        return run
+
+    def stage_a(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        publish: sfn.IChainable,
+        done: sfn.State,
+        on_failure: sfn.IChainable,
+    ) -> sfn.State:
+        run = self._run(scope, construct_id, "stage_a", STAGE_A_PLAN, on_failure)
+        run.next(self.unless_nothing_new(scope, construct_id, write=publish, done=done))
+        return run
+
+    def stage_b(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        publish: sfn.IChainable,
+        done: sfn.State,
+        on_failure: sfn.IChainable,
+    ) -> sfn.State:
+        run = self._run(scope, construct_id, "stage_b", STAGE_B_PLAN, on_failure)
+        run.next(self.if_temp_table(scope, construct_id, write=publish, done=done))
+        return run

@@ -1,0 +1,97 @@
+"""The AWS Glue for Spark job of the ``spark`` engine: ``lakeline/glue_jobs/stage_job.py`` with Lakeline's
+library, run against the Glue Data Catalog, with its role and its security configuration."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as assets
+from constructs import Construct
+
+from stacks.config import LakelineConfig
+from stacks.constructs.bundling import CODE_EXCLUDES, REPO_ROOT
+from stacks.constructs.grants import PipelineGrants
+from stacks.constructs.workflow import SQL_TIMEOUT
+from stacks.nag import acknowledge
+from stacks.storage_refs import StorageImports
+
+SPARK_MODULES = "sqlglot==30.30.0,pydantic>=2.7,python-dateutil>=2.9"
+
+
+class SparkJob:
+    """The job and what it is made of, created directly in ``scope`` (ids ``SparkJob...``) rather than in
+    a construct of its own: the deployed resources keep the logical ids they had in ``StatementRunner``."""
+
+    def __init__(
+        self, scope: Construct, *, config: LakelineConfig, storage: StorageImports, grants: PipelineGrants
+    ) -> None:
+        script = assets.Asset(scope, "SparkJobScript", path=str(REPO_ROOT / "lakeline" / "glue_jobs" / "stage_job.py"))
+        library = assets.Asset(
+            scope,
+            "SparkJobLibrary",
+            path=str(REPO_ROOT),
+            exclude=[pattern for pattern in CODE_EXCLUDES if "lambdas" not in pattern],
+        )
+        role = iam.Role(
+            scope,
+            "SparkJobRole",
+            assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSGlueServiceRole")],
+        )
+        script.grant_read(role)
+        library.grant_read(role)
+        grants.grant_plan(role)
+        storage.key.grant_encrypt_decrypt(role)
+        security = glue.CfnSecurityConfiguration(
+            scope,
+            "SparkJobSecurity",
+            name=f"lakeline-spark-{config.environment}",
+            encryption_configuration=glue.CfnSecurityConfiguration.EncryptionConfigurationProperty(
+                cloud_watch_encryption=glue.CfnSecurityConfiguration.CloudWatchEncryptionProperty(
+                    cloud_watch_encryption_mode="SSE-KMS", kms_key_arn=storage.key.key_arn
+                ),
+                job_bookmarks_encryption=glue.CfnSecurityConfiguration.JobBookmarksEncryptionProperty(
+                    job_bookmarks_encryption_mode="CSE-KMS", kms_key_arn=storage.key.key_arn
+                ),
+                s3_encryptions=[
+                    glue.CfnSecurityConfiguration.S3EncryptionProperty(
+                        s3_encryption_mode="SSE-KMS", kms_key_arn=storage.key.key_arn
+                    )
+                ],
+            ),
+        )
+        acknowledge(
+            role,
+            {
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSGlueServiceRole]": (
+                    "AWSGlueServiceRole is the documented base role of Glue jobs (logs, metrics, network interfaces)."
+                ),
+            },
+        )
+        self.role = role
+        self.job = glue.CfnJob(
+            scope,
+            "SparkJob",
+            role=role.role_arn,
+            glue_version=config.glue_version,
+            worker_type="G.1X",
+            number_of_workers=config.glue_workers,
+            security_configuration=security.ref,
+            command=glue.CfnJob.JobCommandProperty(
+                name="glueetl", python_version="3", script_location=script.s3_object_url
+            ),
+            execution_property=glue.CfnJob.ExecutionPropertyProperty(max_concurrent_runs=20),
+            default_arguments={
+                "--extra-py-files": library.s3_object_url,
+                "--additional-python-modules": SPARK_MODULES,
+                "--enable-glue-datacatalog": "true",
+                "--enable-metrics": "true",
+                "--enable-continuous-cloudwatch-log": "true",
+                "--job-language": "python",
+            },
+            timeout=int(SQL_TIMEOUT.to_minutes()),
+        )
+
+    @property
+    def name(self) -> str:
+        return self.job.ref

@@ -1,0 +1,251 @@
+"""What stage A and stage B are both made of: queue → router → state machine (the engine's writes, the
+partition commit and the catalog swap, the post-update function) → done, or the failure path that records
+what failed before the execution fails. Each stage construct adds only what differs: its queue's source,
+its functions' settings and grants, the engine fragment, the models its input follows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from lakeline.lambda_support import RouterEnvironment, SettleEnvironment
+from stacks.config import LakelineConfig
+from stacks.constructs.athena import AthenaWorkgroup
+from stacks.constructs.functions import LakelineFunction
+from stacks.constructs.queues import QueueWithDeadLetters
+from stacks.constructs.statements import StatementRunner
+from stacks.constructs.workflow import add_retry, failure_marker, failure_recorder, logged_state_machine
+from stacks.contracts import InputPath, environment, variable
+from stacks.storage_refs import StorageImports
+from stage_b.onward import RoutingEnvironment
+
+
+@dataclass(frozen=True)
+class RouterSettings:
+    """What both routers are configured with: how tables are written, and how many run at once."""
+
+    pipeline_environment: str
+    table_settings: dict[str, Any]
+    default_table_settings: dict[str, Any]
+    max_concurrency: int
+
+    @classmethod
+    def from_config(cls, config: LakelineConfig) -> RouterSettings:
+        return cls(
+            pipeline_environment=config.environment,
+            table_settings=config.table_settings,
+            default_table_settings=config.default_table_settings,
+            max_concurrency=config.router_max_concurrency,
+        )
+
+
+class EngineFragment(Protocol):
+    """``Engine.stage_a`` or ``Engine.stage_b``."""
+
+    def __call__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        publish: sfn.IChainable,
+        done: sfn.State,
+        on_failure: sfn.IChainable,
+    ) -> sfn.State: ...
+
+
+def routing_environment(
+    storage: StorageImports, queue_b: QueueWithDeadLetters, lineage_queue: QueueWithDeadLetters
+) -> dict[str, str]:
+    """What a post-update function needs to record lineage and route a finished partition onwards."""
+    return environment(
+        RoutingEnvironment,
+        lineage_queue_url=lineage_queue.queue.queue_url,
+        dependencies_table=storage.table_name("Dependencies"),
+        dependencies_by_table_table=storage.table_name("DependenciesByTable"),
+        pipeline_state_table=storage.table_name("PipelineState"),
+        stage_b_queue_url=queue_b.queue.queue_url,
+        stage_b_dead_letter_queue_url=queue_b.dead_letter_queue.queue_url,
+    )
+
+
+def grant_routing(
+    function: LakelineFunction,
+    storage: StorageImports,
+    queue_b: QueueWithDeadLetters,
+    lineage_queue: QueueWithDeadLetters,
+) -> None:
+    lineage_queue.queue.grant_send_messages(function.function)
+    storage.table("Dependencies").grant_read_data(function.function)
+    storage.table("DependenciesByTable").grant_read_data(function.function)
+    storage.table("PipelineState").grant_read_write_data(function.function)
+    queue_b.queue.grant_send_messages(function.function)
+    queue_b.dead_letter_queue.grant_send_messages(function.function)  # targets that cannot be routed
+
+
+def grant_partition_state(
+    function: LakelineFunction, storage: StorageImports, stage_queue: QueueWithDeadLetters, queue_variable: str
+) -> None:
+    """What a function that ends a leased run needs: the partition states, and the stage's own queue
+    (``queue_variable``) to queue a follow-up run on."""
+    function.function.add_environment(
+        variable(SettleEnvironment, "pipeline_state_table"), storage.table_name("PipelineState")
+    )
+    function.function.add_environment(queue_variable, stage_queue.queue.queue_url)
+    storage.table("PipelineState").grant_read_write_data(function.function)
+    stage_queue.queue.grant_send_messages(function.function)
+
+
+def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[str, ...]) -> LakelineFunction:
+    """The stage's partition-commit function: carries files between run prefixes of ``buckets`` and
+    commits partition versions in the pipeline-state table."""
+    function = LakelineFunction(
+        scope,
+        "Commit",
+        handler_package="partition_commit",
+        description="Commit a run's prefix as its partition's next version (compare-and-swap under its lease)",
+        timeout=Duration.minutes(5),
+        environment={"PIPELINE_STATE_TABLE": storage.table_name("PipelineState")},
+    )
+    storage.table("PipelineState").grant_read_write_data(function.function)
+    for bucket in buckets:
+        storage.bucket(bucket).grant_read_write(function.function)
+    return function
+
+
+def commit_and_publish(
+    scope: Construct,
+    construct_id: str,
+    *,
+    plan: InputPath,
+    commit: lambda_.IFunction,
+    workgroup: AthenaWorkgroup,
+    on_failure: sfn.IChainable,
+) -> sfn.Chain:
+    """The partition commit (``lambdas/partition_commit``: the run's prefix becomes the partition's
+    next version, compare-and-swap under the run's lease), then the catalog swap to it (Athena, whatever
+    the engine)."""
+    task = tasks.LambdaInvoke(
+        scope,
+        f"{construct_id}Commit",
+        lambda_function=commit,
+        payload=sfn.TaskInput.from_object({"plan.$": str(plan), "execution_id.$": "$$.Execution.Id"}),
+        result_selector={"version.$": "$.Payload.version", "files.$": "$.Payload.files"},
+        result_path="$.commit",
+    )
+    add_retry(task)
+    task.add_catch(
+        failure_marker(scope, f"{construct_id}CommitFailed", "commit").next(on_failure), result_path="$.error"
+    )
+    publish = workgroup.statements(scope, f"{construct_id}Publish", plan("publish"), on_failure, "publish")
+    return sfn.Chain.start(task).next(publish)
+
+
+class StageWorkflow:
+    """A stage's state machine and the router that starts it, built in the stage construct ``stage``:
+
+    ``run_id``: the engine's writes of the plan at ``plan`` (``engine_fragment``), commit and publish,
+    ``run_id + "Written"``; then ``PostUpdateTask`` (``post_update`` with ``post_update_payload``) and
+    ``<name>Done``. Any failure goes through ``<name>Record`` (``failure`` with ``failure_payload``) to
+    ``<name>Failed``.
+    """
+
+    def __init__(
+        self,
+        stage: Construct,
+        *,
+        name: str,
+        run_id: str,
+        storage: StorageImports,
+        statements: StatementRunner,
+        engine_fragment: EngineFragment,
+        plan: InputPath,
+        commit_buckets: tuple[str, ...],
+        failure: LakelineFunction,
+        failure_payload: dict[str, str],
+        post_update: LakelineFunction,
+        post_update_payload: dict[str, str],
+    ) -> None:
+        self.stage = stage
+        self.storage = storage
+        self.statements = statements
+        commit = commit_function(stage, storage, commit_buckets)
+        on_failure = failure_recorder(stage, name, failure.function, failure_payload)
+        done = sfn.Pass(stage, f"{run_id}Written")
+        published = commit_and_publish(
+            stage, run_id, plan=plan, commit=commit.function, workgroup=statements.workgroup, on_failure=on_failure
+        ).next(done)
+        writes = engine_fragment(stage, run_id, publish=published, done=done, on_failure=on_failure)
+        finish = tasks.LambdaInvoke(
+            stage,
+            "PostUpdateTask",
+            lambda_function=post_update.function,
+            payload=sfn.TaskInput.from_object({**post_update_payload, "execution_id.$": "$$.Execution.Id"}),
+            result_selector={"result.$": "$.Payload"},
+            result_path="$.post_update",
+        )
+        add_retry(finish)
+        # The post-update handlers are idempotent (cleanup, deterministic lineage nodes, deduplicated
+        # messages), so a failed invocation is retried before the execution fails.
+        finish.add_retry(errors=["States.TaskFailed"], interval=Duration.seconds(10), max_attempts=2, backoff_rate=2.0)
+        definition = sfn.Chain.custom(writes, [done], done).next(finish).next(sfn.Succeed(stage, f"{name}Done"))
+        self.state_machine = logged_state_machine(stage, "StateMachine", definition)
+        statements.grants.grant_plan(self.state_machine.role)
+
+    def router(
+        self,
+        *,
+        handler_package: str,
+        description: str,
+        queue: QueueWithDeadLetters,
+        settings: RouterSettings,
+        stage_environment: dict[str, str],
+        grant: Callable[[LakelineFunction], None],
+    ) -> LakelineFunction:
+        """The router on ``queue``: plans each arrival's run and starts the state machine. Its environment
+        is ``RouterEnvironment``'s, with ``stage_environment`` for the stage's own handler; ``grant``
+        gives it what its stage reads and writes besides its queue, its DLQ and the state machine."""
+        storage = self.storage
+        router = LakelineFunction(
+            self.stage,
+            "Router",
+            handler_package=handler_package,
+            description=description,
+            environment={
+                **environment(
+                    RouterEnvironment,
+                    state_machine_arn=self.state_machine.state_machine_arn,
+                    dead_letter_queue_url=queue.dead_letter_queue.queue_url,
+                    pipeline_state_table=storage.table_name("PipelineState"),
+                ),
+                **stage_environment,
+                **environment(
+                    RouterEnvironment,
+                    stage_bucket=storage.bucket("Stage").bucket_name,
+                    pipeline_environment=settings.pipeline_environment,
+                    table_settings=json.dumps(settings.table_settings, sort_keys=True),
+                    default_table_settings=json.dumps(settings.default_table_settings, sort_keys=True),
+                ),
+            },
+        )
+        self.state_machine.grant_start_execution(router.function)
+        queue.dead_letter_queue.grant_send_messages(router.function)
+        grant(router)
+        router.function.add_event_source(
+            sources.SqsEventSource(
+                queue.queue,
+                batch_size=10,
+                max_batching_window=Duration.seconds(5),
+                report_batch_item_failures=True,
+                max_concurrency=settings.max_concurrency,
+            )
+        )
+        return router
