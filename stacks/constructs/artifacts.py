@@ -8,7 +8,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as deployment
 from constructs import Construct
 
-from stacks.constructs.functions import BASIC_EXECUTION_ROLE, REPO_ROOT
+from stacks.constructs.bundling import REPO_ROOT
+from stacks.constructs.functions import BASIC_EXECUTION_ROLE
 from stacks.nag import acknowledge
 from stage_b.artifacts import ARTIFACTS_PREFIX
 

@@ -11,34 +11,12 @@ from constructs import Construct
 
 from stacks.constructs.bundling import (
     CODE_EXCLUDES,
-    PROVIDED_DISTRIBUTIONS,
     REPO_ROOT,
-    RUNTIME_MARKERS,
-    VENDORED_PACKAGES,
     LambdaCodeBundle,
     OpenLineageLayerBundle,
-    bundle_openlineage_layer,
-    copy_distribution,
     local_asset,
-    requirement_closure,
 )
 from stacks.nag import acknowledge
-
-# Names the tests and other modules import from here, where they were defined before bundling.py.
-__all__ = [
-    "CODE_EXCLUDES",
-    "OPENLINEAGE_HANDLERS",
-    "PROVIDED_DISTRIBUTIONS",
-    "REPO_ROOT",
-    "RUNTIME",
-    "RUNTIME_MARKERS",
-    "VENDORED_PACKAGES",
-    "LakelineFunction",
-    "SharedLambdaCode",
-    "bundle_openlineage_layer",
-    "copy_distribution",
-    "requirement_closure",
-]
 
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 BASIC_EXECUTION_ROLE = (

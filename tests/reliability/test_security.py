@@ -51,7 +51,7 @@ WILDCARD_ACTIONS: dict[str, str] = {
 # Known, not accepted: CDK's AthenaStartQueryExecution task grants these on "*" (S3 reads and bucket
 # creation always; writes because no result_configuration is passed). The workgroup enforces its own
 # result location and grant_plan already grants the buckets the statements use. To fix in
-# stacks/constructs/statements.py; test_no_s3_action_on_every_resource then passes and must lose its mark.
+# stacks/constructs/athena.py; test_no_s3_action_on_every_resource then passes and must lose its mark.
 KNOWN_S3_WILDCARDS = frozenset(
     {
         "s3:CreateBucket",

@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from stacks.constructs.functions import (
-    OPENLINEAGE_HANDLERS,
+from stacks.constructs.bundling import (
     PROVIDED_DISTRIBUTIONS,
     RUNTIME_MARKERS,
     VENDORED_PACKAGES,
@@ -33,6 +32,7 @@ from stacks.constructs.functions import (
     copy_distribution,
     requirement_closure,
 )
+from stacks.constructs.functions import OPENLINEAGE_HANDLERS
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(path.parent.name for path in (ROOT / "lambdas").glob("*/handler.py"))
