@@ -18,22 +18,26 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def load_environment(model: type[ModelT], environ: Mapping[str, str]) -> ModelT:
-    """Fill ``model`` from environment variables named after its fields in upper case.
+    """Fill ``model`` from environment variables: a field's alias, else its name in upper case.
 
     Structured settings (per-table storage, lists) are passed by the CDK constructs as JSON.
     """
     values: dict[str, object] = {}
-    for name in model.model_fields:
-        raw = environ.get(name.upper())
+    for name, field in model.model_fields.items():
+        variable = field.alias or name.upper()
+        key = field.alias or name  # what model_validate reads the field by
+        raw = environ.get(variable)
         if raw is None:
             continue
         if raw.lstrip().startswith(("{", "[")):
             try:
-                values[name] = json.loads(raw)
+                values[key] = json.loads(raw)
             except json.JSONDecodeError as error:
-                raise ConfigError(f"Lambda environment {name.upper()} is not valid JSON: {error}") from error
+                raise ConfigError(
+                    f"Lambda environment {variable} is not valid JSON: {error}"
+                ) from error
         else:
-            values[name] = raw
+            values[key] = raw
     try:
         return model.model_validate(values)
     except pydantic.ValidationError as error:

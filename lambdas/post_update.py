@@ -10,16 +10,12 @@ from dataclasses import dataclass
 from lakeline.aws.clients import AwsClients
 from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import SettleEnvironment
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
-from stage_b.onward import OnwardRouting, RoutingEnvironment
+from lambdas.environments import PostUpdateEnvironment
+from stage_b.onward import OnwardRouting
 from stage_lineage.steps import StepEvents
-
-
-class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
-    """Routing onwards (queue B, the dependency tables) and ending the run's lease."""
 
 
 @dataclass(frozen=True)

@@ -54,14 +54,15 @@ class InputPath:
 
 
 def environment(model: type[BaseModel], **values: str) -> dict[str, str]:
-    """Environment variables for a handler that reads ``model`` with ``load_environment`` (field names in
-    upper case), in the order given: ``environment(RouterEnvironment, stage_bucket=...)``."""
-    return {check_field(model, name).upper(): value for name, value in values.items()}
+    """Environment variables for a handler that reads ``model`` with ``load_environment``, in the order
+    given: ``environment(RouterEnvironment, stage_bucket=...)``."""
+    return {variable(model, name): value for name, value in values.items()}
 
 
 def variable(model: type[BaseModel], name: str) -> str:
-    """The environment variable ``load_environment`` reads ``model``'s field ``name`` from."""
-    return check_field(model, name).upper()
+    """The environment variable ``load_environment`` reads ``model``'s field ``name`` from: the field's
+    alias, else its name in upper case."""
+    return model.model_fields[check_field(model, name)].alias or name.upper()
 
 
 # What the routers start the state machines with (stage_a.start, stage_b.start): {"plan", "arrival"} and

@@ -23,20 +23,13 @@ from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import apply_stream_change
 from lakeline.errors import LakelineError
+from lakeline.lambda_support import load_environment
+from lambdas.environments import DependenciesStreamEnvironment
 
 logger = Logger(service="dependencies-by-table")
 tracer = Tracer(service="dependencies-by-table")
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 _deserializer = TypeDeserializer()
-
-
-class HandlerEnvironment(BaseModel):
-    """The function's configuration, from its environment variables (set by the CDK stack)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    dependencies_table: str = Field(alias="DEPENDENCIES_TABLE", min_length=1)
-    by_table_table: str = Field(alias="DEPENDENCIES_BY_TABLE_TABLE", min_length=1)
 
 
 class DependencyStreamRecord(BaseModel):
@@ -72,7 +65,7 @@ class DependencyStreamRecord(BaseModel):
 @cache
 def _store() -> DependencyStore:
     """Configuration and client, made once per execution environment (at the first invocation)."""
-    environment = HandlerEnvironment.model_validate(dict(os.environ))
+    environment = load_environment(DependenciesStreamEnvironment, os.environ)
     return DependencyStore(AwsClients().dynamodb, environment.dependencies_table, environment.by_table_table)
 
 

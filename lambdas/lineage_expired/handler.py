@@ -15,31 +15,22 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import DynamoDBStreamRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
 
 from lakeline.aws.clients import AwsClients
-from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
+from lakeline.lambda_support import load_environment
+from lakeline.lineage.records.archive import S3ArchiveStore
 from lakeline.lineage.records.expired import ExpirySettings, TracedLookup, archive_expired, removed_by_ttl
 from lakeline.lineage.records.trace import traced_at
+from lambdas.environments import LineageExpiredEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
 
 
-class Environment(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
-    archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)
-    archive_prefix: str = Field(default="", alias="ARCHIVE_PREFIX")
-    margin_seconds: int = Field(default=120, alias="EXPIRY_MARGIN_SECONDS", ge=0)
-    trace_action: str = Field(default=DEFAULT_TRACE_ACTION, alias="TRACE_ACTION")
-
-
 @cache
-def dependencies() -> tuple[Any, S3ArchiveStore, Environment]:
+def dependencies() -> tuple[Any, S3ArchiveStore, LineageExpiredEnvironment]:
     aws = AwsClients()
-    environment = Environment.model_validate(dict(os.environ))
+    environment = load_environment(LineageExpiredEnvironment, os.environ)
     store = S3ArchiveStore(aws.s3, environment.archive_bucket, environment.archive_prefix)
     return aws.dynamodb, store, environment
 

@@ -14,25 +14,19 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
 
 from lakeline.aws.clients import AwsClients
+from lakeline.lambda_support import load_environment
 from lakeline.lineage.records.writer import LineageWriter
+from lambdas.environments import LineageInputEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
 
 
-class Environment(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    queue_url: str = Field(alias="LINEAGE_QUEUE_URL", min_length=1)
-    ttl_hours: float = Field(default=24.0, alias="LINEAGE_TTL_HOURS", gt=0)
-
-
 @cache
 def writer() -> LineageWriter:
-    environment = Environment.model_validate(dict(os.environ))
+    environment = load_environment(LineageInputEnvironment, os.environ)
     return LineageWriter(AwsClients().sqs, environment.queue_url, ttl=timedelta(hours=environment.ttl_hours))
 
 

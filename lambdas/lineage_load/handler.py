@@ -18,15 +18,16 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
 
 from lakeline.aws.clients import AwsClients
 from lakeline.aws.retry import Backoff
 from lakeline.aws.sqs import dead_letter
 from lakeline.aws.sqs_batches import BufferedSqsBatchProcessor
 from lakeline.errors import InvalidInputError
+from lakeline.lambda_support import load_environment
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.model import LineageRecord, parse_record
+from lambdas.environments import LineageLoadEnvironment
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -35,17 +36,9 @@ logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
 
 
-class Environment(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
-    dead_letter_queue_url: str = Field(alias="LINEAGE_DEAD_LETTER_QUEUE_URL", min_length=1)
-    write_attempts: int = Field(default=8, alias="LINEAGE_WRITE_ATTEMPTS", ge=1)
-
-
 @cache
-def environment() -> Environment:
-    return Environment.model_validate(dict(os.environ))
+def environment() -> LineageLoadEnvironment:
+    return load_environment(LineageLoadEnvironment, os.environ)
 
 
 @cache

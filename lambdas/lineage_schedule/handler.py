@@ -9,22 +9,15 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 from lakeline.aws.clients import AwsClients
+from lakeline.lambda_support import load_environment
 from lakeline.lineage.records.schedule import ScheduleSettings, schedule_traces
+from lambdas.environments import LineageScheduleEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
-
-
-class Environment(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
-    trace_queue_url: str = Field(alias="TRACE_QUEUE_URL", min_length=1)
-    settle_seconds: int = Field(default=120, alias="TRACE_SETTLE_SECONDS", ge=0)
-    first_run_lookback_hours: int = Field(default=48, alias="TRACE_FIRST_RUN_LOOKBACK_HOURS", ge=1)
 
 
 class ScheduledEvent(BaseModel):
@@ -36,9 +29,9 @@ class ScheduledEvent(BaseModel):
 
 
 @cache
-def dependencies() -> tuple[Any, Any, Environment]:
+def dependencies() -> tuple[Any, Any, LineageScheduleEnvironment]:
     aws = AwsClients()
-    environment = Environment.model_validate(dict(os.environ))
+    environment = load_environment(LineageScheduleEnvironment, os.environ)
     return aws.dynamodb, aws.sqs, environment
 
 

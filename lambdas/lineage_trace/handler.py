@@ -14,29 +14,16 @@ from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field, Json
+from pydantic import Json
 
 from lakeline.aws.clients import AwsClients
-from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, S3ArchiveStore
-from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS
-from lakeline.lineage.records.trace import TraceMessage, TraceSettings, trace_root
+from lakeline.lambda_support import load_environment
+from lakeline.lineage.records.archive import S3ArchiveStore
+from lakeline.lineage.records.trace import TraceMessage, trace_root
+from lambdas.environments import LineageTraceEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
-
-
-class Environment(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
-    archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)
-    archive_prefix: str = Field(default="", alias="ARCHIVE_PREFIX")
-    terminal_actions: str = Field(default=",".join(sorted(DEFAULT_TERMINAL_ACTIONS)), alias="TERMINAL_ACTIONS")
-    trace_action: str = Field(default=DEFAULT_TRACE_ACTION, alias="TRACE_ACTION")
-
-    def settings(self) -> TraceSettings:
-        actions = frozenset(action.strip() for action in self.terminal_actions.split(",") if action.strip())
-        return TraceSettings(terminal_actions=actions, trace_action=self.trace_action)
 
 
 class TraceQueueMessage(SqsRecordModel):
@@ -44,9 +31,9 @@ class TraceQueueMessage(SqsRecordModel):
 
 
 @cache
-def dependencies() -> tuple[Any, S3ArchiveStore, Environment]:
+def dependencies() -> tuple[Any, S3ArchiveStore, LineageTraceEnvironment]:
     aws = AwsClients()
-    environment = Environment.model_validate(dict(os.environ))
+    environment = load_environment(LineageTraceEnvironment, os.environ)
     store = S3ArchiveStore(aws.s3, environment.archive_bucket, environment.archive_prefix)
     return aws.dynamodb, store, environment
 

@@ -24,13 +24,10 @@ from lakeline.errors import InvalidInputError, validated
 from lakeline.lambda_support import load_environment
 from lakeline.partitions import commit_write
 from lakeline.storage import SchemeObjectStore
+from lambdas.environments import CommitEnvironment
 
 logger = Logger(service="partition-commit")
 tracer = Tracer(service="partition-commit")
-
-
-class CommitEnvironment(BaseModel):
-    pipeline_state_table: str
 
 
 class LeasedPlan(BaseModel):

@@ -22,7 +22,8 @@ from pydantic import BaseModel
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.errors import validated
-from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
+from lakeline.lambda_support import StepError, load_environment
+from lambdas.environments import StageAFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a
@@ -35,11 +36,6 @@ logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
 
 
-class FailureEnvironment(SettleEnvironment):
-    stage_a_queue_url: str
-    stage_a_dead_letter_queue_url: str
-
-
 class FailureInput(BaseModel):
     plan: dict[str, Any]
     arrival: dict[str, Any] | None = None
@@ -49,8 +45,8 @@ class FailureInput(BaseModel):
 
 
 @cache
-def runtime() -> FailureRuntime[FailureEnvironment]:
-    environment = load_environment(FailureEnvironment, os.environ)
+def runtime() -> FailureRuntime[StageAFailureEnvironment]:
+    environment = load_environment(StageAFailureEnvironment, os.environ)
     return failure_runtime(environment, environment.stage_a_queue_url)
 
 

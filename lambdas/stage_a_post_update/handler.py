@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
-from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
+from lambdas.environments import StageAPostUpdateEnvironment
+from lambdas.post_update import PostUpdateRuntime, post_update_runtime
 from stage_a.finish import finish_stage_a
 from stage_a.plan import StageAPlan
 from stage_lineage.records import record_stage_a
@@ -27,10 +28,6 @@ tracer = Tracer(service="stage-a-post-update")
 class PostUpdateInput(BaseModel):
     plan: dict[str, Any]
     execution_id: str = ""
-
-
-class StageAPostUpdateEnvironment(PostUpdateEnvironment):
-    stage_a_queue_url: str
 
 
 @cache

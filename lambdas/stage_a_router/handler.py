@@ -28,7 +28,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import parse_follow_up
 from lakeline.errors import InvalidInputError
-from lakeline.lambda_support import RouterEnvironment, load_environment
+from lakeline.lambda_support import load_environment
+from lambdas.environments import StageARouterEnvironment
 from lambdas.router import RouterRuntime, router_runtime
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
@@ -41,10 +42,6 @@ logger = Logger(service="stage-a-router")
 tracer = Tracer(service="stage-a-router")
 metrics = Metrics(namespace="Lakeline", service="stage-a-router")
 processor = BatchProcessor(event_type=EventType.SQS)
-
-
-class StageARouterEnvironment(RouterEnvironment):
-    raw_bucket: str
 
 
 @dataclass(frozen=True)

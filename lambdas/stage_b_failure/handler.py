@@ -18,8 +18,9 @@ from pydantic import BaseModel
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.errors import validated
-from lakeline.lambda_support import SettleEnvironment, StepError, load_environment
+from lakeline.lambda_support import StepError, load_environment
 from lakeline.lineage.records.writer import LineageWriter
+from lambdas.environments import StageBFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
@@ -37,20 +38,14 @@ class FailureInput(BaseModel):
     execution_id: str = ""
 
 
-class FailureEnvironment(SettleEnvironment):
-    stage_b_queue_url: str
-    lineage_queue_url: str
-    dead_letter_queue_url: str
-
-
 @dataclass(frozen=True)
-class Runtime(FailureRuntime[FailureEnvironment]):
+class Runtime(FailureRuntime[StageBFailureEnvironment]):
     lineage: LineageWriter
 
 
 @cache
 def runtime() -> Runtime:
-    environment = load_environment(FailureEnvironment, os.environ)
+    environment = load_environment(StageBFailureEnvironment, os.environ)
     shared = failure_runtime(environment, environment.stage_b_queue_url)
     parts = {part.name: getattr(shared, part.name) for part in fields(shared)}
     return Runtime(**parts, lineage=LineageWriter(shared.sqs, environment.lineage_queue_url))

@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
-from lambdas.post_update import PostUpdateEnvironment, PostUpdateRuntime, post_update_runtime
+from lambdas.environments import PostUpdateEnvironment
+from lambdas.post_update import PostUpdateRuntime, post_update_runtime
 from stage_b.finish import finish_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan

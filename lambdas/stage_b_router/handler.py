@@ -25,7 +25,8 @@ from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, parse_follow_up
 from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import validated
-from lakeline.lambda_support import RouterEnvironment, load_environment
+from lakeline.lambda_support import load_environment
+from lambdas.environments import StageBRouterEnvironment
 from lambdas.router import RouterRuntime, router_runtime
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
@@ -38,11 +39,6 @@ if TYPE_CHECKING:
 logger = Logger(service="stage-b-router")
 tracer = Tracer(service="stage-b-router")
 processor = BatchProcessor(event_type=EventType.SQS)
-
-
-class StageBRouterEnvironment(RouterEnvironment):
-    dependencies_table: str
-    artifacts_bucket: str
 
 
 @dataclass(frozen=True)

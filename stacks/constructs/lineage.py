@@ -11,8 +11,16 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from lambdas.environments import (
+    LineageExpiredEnvironment,
+    LineageInputEnvironment,
+    LineageLoadEnvironment,
+    LineageScheduleEnvironment,
+    LineageTraceEnvironment,
+)
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
+from stacks.contracts import environment
 from stacks.storage_refs import StorageImports
 
 ARCHIVE_PREFIX = "archive/"
@@ -41,7 +49,9 @@ class Lineage(Construct):
             "Input",
             handler_package="lineage_input",
             description="Lineage requests (single or batched) → standard records → the lineage queue",
-            environment={"LINEAGE_QUEUE_URL": self.queue.queue.queue_url, "LINEAGE_TTL_HOURS": str(ttl_hours)},
+            environment=environment(
+                LineageInputEnvironment, queue_url=self.queue.queue.queue_url, ttl_hours=str(ttl_hours)
+            ),
         )
         self.queue.queue.grant_send_messages(self.input.function)
 
@@ -50,10 +60,11 @@ class Lineage(Construct):
             "Load",
             handler_package="lineage_load",
             description="Lineage queue → lineage table, batched writes",
-            environment={
-                "LINEAGE_TABLE_NAME": table_name,
-                "LINEAGE_DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url,
-            },
+            environment=environment(
+                LineageLoadEnvironment,
+                table_name=table_name,
+                dead_letter_queue_url=self.queue.dead_letter_queue.queue_url,
+            ),
         )
         table.grant_read_write_data(load.function)  # reads the parents already stored, to refuse conflicts
         self.queue.dead_letter_queue.grant_send_messages(load.function)  # parks what can never be loaded
@@ -74,7 +85,9 @@ class Lineage(Construct):
             "Schedule",
             handler_package="lineage_schedule",
             description="Nightly: queue every root recorded since the last trace (no table scan)",
-            environment={"LINEAGE_TABLE_NAME": table_name, "TRACE_QUEUE_URL": self.trace_queue.queue.queue_url},
+            environment=environment(
+                LineageScheduleEnvironment, table_name=table_name, trace_queue_url=self.trace_queue.queue.queue_url
+            ),
             timeout=Duration.minutes(5),
         )
         table.grant_read_write_data(schedule.function)
@@ -92,11 +105,12 @@ class Lineage(Construct):
             "Trace",
             handler_package="lineage_trace",
             description="Trace queue → rebuild each root's tree → archive JSON Lines",
-            environment={
-                "LINEAGE_TABLE_NAME": table_name,
-                "ARCHIVE_BUCKET": archive.bucket_name,
-                "ARCHIVE_PREFIX": ARCHIVE_PREFIX,
-            },
+            environment=environment(
+                LineageTraceEnvironment,
+                table_name=table_name,
+                archive_bucket=archive.bucket_name,
+                archive_prefix=ARCHIVE_PREFIX,
+            ),
             timeout=Duration.minutes(5),
             memory_size=1024,
         )
@@ -112,11 +126,12 @@ class Lineage(Construct):
             "Expired",
             handler_package="lineage_expired",
             description="Lineage table stream: archive items TTL deleted before they were traced",
-            environment={
-                "LINEAGE_TABLE_NAME": table_name,
-                "ARCHIVE_BUCKET": archive.bucket_name,
-                "ARCHIVE_PREFIX": ARCHIVE_PREFIX,
-            },
+            environment=environment(
+                LineageExpiredEnvironment,
+                table_name=table_name,
+                archive_bucket=archive.bucket_name,
+                archive_prefix=ARCHIVE_PREFIX,
+            ),
         )
         table.grant_read_data(expired.function)
         table.grant_stream_read(expired.function)

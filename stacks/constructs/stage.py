@@ -18,6 +18,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from lakeline.lambda_support import RouterEnvironment, SettleEnvironment
+from lambdas.environments import CommitEnvironment
 from stacks.config import LakelineConfig
 from stacks.constructs.athena import AthenaWorkgroup
 from stacks.constructs.functions import LakelineFunction
@@ -113,7 +114,7 @@ def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[st
         handler_package="partition_commit",
         description="Commit a run's prefix as its partition's next version (compare-and-swap under its lease)",
         timeout=Duration.minutes(5),
-        environment={"PIPELINE_STATE_TABLE": storage.table_name("PipelineState")},
+        environment=environment(CommitEnvironment, pipeline_state_table=storage.table_name("PipelineState")),
     )
     storage.table("PipelineState").grant_read_write_data(function.function)
     for bucket in buckets:

@@ -16,7 +16,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
-from lakeline.lambda_support import RouterEnvironment
+from lambdas.environments import StageAFailureEnvironment, StageAPostUpdateEnvironment, StageARouterEnvironment
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import QueueWithDeadLetters
@@ -28,7 +28,7 @@ from stacks.constructs.stage import (
     routing_environment,
 )
 from stacks.constructs.statements import StatementRunner
-from stacks.contracts import STAGE_A_PLAN, environment
+from stacks.contracts import STAGE_A_PLAN, environment, variable
 from stacks.storage_refs import StorageImports
 from stage_a.by_name import MARKER as BY_NAME_MARKER
 
@@ -69,10 +69,12 @@ class StageA(Construct):
             "Failure",
             handler_package="stage_a_failure",
             description="Stage A failure: remove a failed run's output, end its lease, dead-letter its arrivals",
-            environment={"STAGE_A_DEAD_LETTER_QUEUE_URL": self.queue.dead_letter_queue.queue_url},
+            environment=environment(
+                StageAFailureEnvironment, stage_a_dead_letter_queue_url=self.queue.dead_letter_queue.queue_url
+            ),
         )
         self.queue.dead_letter_queue.grant_send_messages(failure.function)
-        grant_partition_state(failure, storage, self.queue, "STAGE_A_QUEUE_URL")
+        grant_partition_state(failure, storage, self.queue, variable(StageAFailureEnvironment, "stage_a_queue_url"))
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)
         stage_events.attach(failure)
@@ -87,7 +89,9 @@ class StageA(Construct):
         storage.bucket("Stage").grant_read(post_update.function)
         storage.bucket("Stage").grant_delete(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
-        grant_partition_state(post_update, storage, self.queue, "STAGE_A_QUEUE_URL")
+        grant_partition_state(
+            post_update, storage, self.queue, variable(StageAPostUpdateEnvironment, "stage_a_queue_url")
+        )
         stage_events.attach(post_update)
 
         plan = STAGE_A_PLAN
@@ -123,6 +127,6 @@ class StageA(Construct):
             description="Queue A: validate arrivals, take the partition's lease, plan, start one execution per run",
             queue=self.queue,
             settings=router_settings,
-            stage_environment=environment(RouterEnvironment, raw_bucket=storage.bucket("Raw").bucket_name),
+            stage_environment=environment(StageARouterEnvironment, raw_bucket=storage.bucket("Raw").bucket_name),
             grant=grant_router,
         )

@@ -9,6 +9,11 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from lambdas.environments import (
+    DependenciesStreamEnvironment,
+    StageBFailureEnvironment,
+    StageBRouterEnvironment,
+)
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
@@ -20,7 +25,7 @@ from stacks.constructs.stage import (
     routing_environment,
 )
 from stacks.constructs.statements import StatementRunner
-from stacks.contracts import STAGE_B_MESSAGE, STAGE_B_PLAN
+from stacks.contracts import STAGE_B_MESSAGE, STAGE_B_PLAN, environment, variable
 from stacks.storage_refs import StorageImports
 
 
@@ -43,14 +48,15 @@ class StageB(Construct):
             "Failure",
             handler_package="stage_b_failure",
             description="Stage B failure: remove partial output, record the failed step",
-            environment={
-                "LINEAGE_QUEUE_URL": lineage_queue.queue.queue_url,
-                "DEAD_LETTER_QUEUE_URL": queue_b.dead_letter_queue.queue_url,
-            },
+            environment=environment(
+                StageBFailureEnvironment,
+                lineage_queue_url=lineage_queue.queue.queue_url,
+                dead_letter_queue_url=queue_b.dead_letter_queue.queue_url,
+            ),
         )
         lineage_queue.queue.grant_send_messages(failure.function)
         queue_b.dead_letter_queue.grant_send_messages(failure.function)
-        grant_partition_state(failure, storage, queue_b, "STAGE_B_QUEUE_URL")
+        grant_partition_state(failure, storage, queue_b, variable(StageBFailureEnvironment, "stage_b_queue_url"))
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)
@@ -97,11 +103,11 @@ class StageB(Construct):
             description="Queue B: take the target partition's lease, plan, start one execution per run",
             queue=queue_b,
             settings=router_settings,
-            # StageBRouterEnvironment (lambdas/stage_b_router) adds these to RouterEnvironment.
-            stage_environment={
-                "DEPENDENCIES_TABLE": storage.table_name("Dependencies"),
-                "ARTIFACTS_BUCKET": storage.bucket("Artifacts").bucket_name,
-            },
+            stage_environment=environment(
+                StageBRouterEnvironment,
+                dependencies_table=storage.table_name("Dependencies"),
+                artifacts_bucket=storage.bucket("Artifacts").bucket_name,
+            ),
             grant=grant_router,
         )
 
@@ -119,10 +125,11 @@ class DependenciesStream(Construct):
             "Function",
             handler_package="dependencies_by_table",
             description="dependencies stream: keep dependencies-by-table in step, refuse cycles",
-            environment={
-                "DEPENDENCIES_TABLE": storage.table_name("Dependencies"),
-                "DEPENDENCIES_BY_TABLE_TABLE": storage.table_name("DependenciesByTable"),
-            },
+            environment=environment(
+                DependenciesStreamEnvironment,
+                dependencies_table=storage.table_name("Dependencies"),
+                by_table_table=storage.table_name("DependenciesByTable"),
+            ),
         )
         storage.table("Dependencies").grant_read_data(function.function)
         storage.table("Dependencies").grant_stream_read(function.function)

@@ -23,7 +23,7 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
-from lakeline.errors import LakelineError
+from lakeline.errors import ConfigError, LakelineError
 from lambdas.dependencies_by_table import handler as lambda_module
 from tests.seed_items import seed_item
 
@@ -218,7 +218,7 @@ def test_missing_configuration_fails_clearly(aws: Aws, monkeypatch: pytest.Monke
     aws.put_raw(seed_item())
     with pytest.raises(BatchProcessingError):
         aws.run_lambda()
-    with pytest.raises(ValueError, match="DEPENDENCIES_BY_TABLE_TABLE"):
+    with pytest.raises(ConfigError, match="DEPENDENCIES_BY_TABLE_TABLE: required field is missing"):
         lambda_module._store()
 
 

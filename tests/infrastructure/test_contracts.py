@@ -73,8 +73,8 @@ def test_every_json_path_of_a_state_machine_names_a_field_of_its_input(
 
 def required_variables(handler_package: str) -> set[str]:
     """The environment variables a handler module cannot do without: the required fields of the models
-    it reads the environment into (``load_environment(Model, ...)``: the field name upper-cased;
-    ``Model.model_validate(dict(os.environ))``: the field's alias, or its name)."""
+    it reads the environment into (``load_environment(Model, ...)``: the field's alias, else its name in
+    upper case, as ``stacks.contracts.variable`` spells them)."""
     module = importlib.import_module(f"lambdas.{handler_package}.handler")
     source = ast.parse(Path(module.__file__ or "").read_text())
     required: set[str] = set()
@@ -84,15 +84,10 @@ def required_variables(handler_package: str) -> set[str]:
         func = node.func
         if isinstance(func, ast.Name) and func.id == "load_environment" and isinstance(node.args[0], ast.Name):
             model = getattr(module, node.args[0].id)
-            required |= {name.upper() for name, field in model.model_fields.items() if field.is_required()}
-        elif (
-            isinstance(func, ast.Attribute)
-            and func.attr == "model_validate"
-            and isinstance(func.value, ast.Name)
-            and "environ" in ast.unparse(node.args[0])
-        ):
-            model = getattr(module, func.value.id)
-            required |= {field.alias or name for name, field in model.model_fields.items() if field.is_required()}
+            required |= {variable(model, name) for name, field in model.model_fields.items() if field.is_required()}
+        assert not (
+            isinstance(func, ast.Attribute) and func.attr == "model_validate" and "environ" in ast.unparse(node)
+        ), f"{handler_package} reads its environment without load_environment"
     return required
 
 

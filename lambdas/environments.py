@@ -1,0 +1,91 @@
+"""Every function's environment, as the model its handler reads it into (``load_environment``).
+
+One module, free of Powertools, so that the stacks build each function's variables from the same models
+(``stacks.contracts.environment``): a variable's name is its field's alias, else the field's name in
+upper case. ``tests/infrastructure/test_contracts.py`` checks every function sets what its model requires.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from lakeline.lambda_support import RouterEnvironment, SettleEnvironment
+from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION
+from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS
+from lakeline.lineage.records.trace import TraceSettings
+from stage_b.onward import RoutingEnvironment
+
+
+class StageARouterEnvironment(RouterEnvironment):
+    raw_bucket: str
+
+
+class StageBRouterEnvironment(RouterEnvironment):
+    dependencies_table: str
+    artifacts_bucket: str
+
+
+class CommitEnvironment(BaseModel):
+    pipeline_state_table: str
+
+
+class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
+    """Routing onwards (queue B, the dependency tables) and ending the run's lease."""
+
+
+class StageAPostUpdateEnvironment(PostUpdateEnvironment):
+    stage_a_queue_url: str
+
+
+class StageAFailureEnvironment(SettleEnvironment):
+    stage_a_queue_url: str
+    stage_a_dead_letter_queue_url: str
+
+
+class StageBFailureEnvironment(SettleEnvironment):
+    stage_b_queue_url: str
+    lineage_queue_url: str
+    dead_letter_queue_url: str
+
+
+class DependenciesStreamEnvironment(BaseModel):
+    dependencies_table: str = Field(alias="DEPENDENCIES_TABLE", min_length=1)
+    by_table_table: str = Field(alias="DEPENDENCIES_BY_TABLE_TABLE", min_length=1)
+
+
+class LineageInputEnvironment(BaseModel):
+    queue_url: str = Field(alias="LINEAGE_QUEUE_URL", min_length=1)
+    ttl_hours: float = Field(default=24.0, alias="LINEAGE_TTL_HOURS", gt=0)
+
+
+class LineageLoadEnvironment(BaseModel):
+    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    dead_letter_queue_url: str = Field(alias="LINEAGE_DEAD_LETTER_QUEUE_URL", min_length=1)
+    write_attempts: int = Field(default=8, alias="LINEAGE_WRITE_ATTEMPTS", ge=1)
+
+
+class LineageScheduleEnvironment(BaseModel):
+    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    trace_queue_url: str = Field(alias="TRACE_QUEUE_URL", min_length=1)
+    settle_seconds: int = Field(default=120, alias="TRACE_SETTLE_SECONDS", ge=0)
+    first_run_lookback_hours: int = Field(default=48, alias="TRACE_FIRST_RUN_LOOKBACK_HOURS", ge=1)
+
+
+class LineageTraceEnvironment(BaseModel):
+    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)
+    archive_prefix: str = Field(default="", alias="ARCHIVE_PREFIX")
+    terminal_actions: str = Field(default=",".join(sorted(DEFAULT_TERMINAL_ACTIONS)), alias="TERMINAL_ACTIONS")
+    trace_action: str = Field(default=DEFAULT_TRACE_ACTION, alias="TRACE_ACTION")
+
+    def settings(self) -> TraceSettings:
+        actions = frozenset(action.strip() for action in self.terminal_actions.split(",") if action.strip())
+        return TraceSettings(terminal_actions=actions, trace_action=self.trace_action)
+
+
+class LineageExpiredEnvironment(BaseModel):
+    table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
+    archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)
+    archive_prefix: str = Field(default="", alias="ARCHIVE_PREFIX")
+    margin_seconds: int = Field(default=120, alias="EXPIRY_MARGIN_SECONDS", ge=0)
+    trace_action: str = Field(default=DEFAULT_TRACE_ACTION, alias="TRACE_ACTION")
