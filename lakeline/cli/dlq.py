@@ -1,0 +1,163 @@
+"""``lakeline dlq list | show | redrive``: what waits in the dead-letter queues (deployed) or the
+quarantine (a workspace), and why; parked messages sent back once fixed."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from lakeline.cli.shared import ConfigOption, StackOption, WorkspaceOption, existing_workspace, print_json
+from lakeline.console import fail
+from lakeline.errors import LakelineError
+
+dlq_app = typer.Typer(help="What waits in the dead-letter queues, and why; send it back once fixed.")
+DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to)
+    "stage-a": ("stage_a_dlq", "stage_a_queue"),
+    "stage-b": ("stage_b_dlq", "stage_b_queue"),
+    "lineage": ("lineage_dlq", None),
+    "dependencies-stream": ("dependencies_stream_dlq", None),
+}
+
+
+@dlq_app.command("list")
+def dlq_list(
+    stack: StackOption = None,
+    queue: Annotated[list[str] | None, typer.Option(help=f"one of {', '.join(DLQ_QUEUES)} [default: all]")] = None,
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Each parked message with the reason it was parked (deployed), or each quarantined file with its
+    reason (a workspace). Nothing is taken off a queue. Exits 1 if anything is parked."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    console = Console(soft_wrap=True)
+    try:
+        if stack is None:
+            from lakeline.local.quarantine import Quarantine
+
+            root, _ = existing_workspace(config, workspace)
+            quarantined = Quarantine.of(root).parked()
+            for key, reason in quarantined:
+                console.print(f"quarantine  {escape(key)}  {escape(reason)}")
+            console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
+            parked = len(quarantined)
+        else:
+            parked = _list_stack_dead_letters(console, stack, _dead_letter_queues(queue))
+    except (LakelineError, OSError, ValueError) as error:
+        fail(str(error))
+    except (ClientError, BotoCoreError) as error:
+        fail(f"cannot read stack {stack}: {error}")
+    if parked:
+        raise typer.Exit(1)
+
+
+def _dead_letter_queues(named: list[str] | None) -> list[str]:
+    """The ``--queue`` names given (every dead-letter queue if none), each checked."""
+    unknown = [name for name in named or [] if name not in DLQ_QUEUES]
+    if unknown:
+        raise LakelineError(f"--queue {', '.join(unknown)}: not one of {', '.join(DLQ_QUEUES)}")
+    return named or list(DLQ_QUEUES)
+
+
+def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) -> int:
+    from lakeline.aws.clients import AwsClients
+    from lakeline.operations.dead_letters import read_dead_letters
+    from lakeline.operations.status import stack_outputs
+
+    aws = AwsClients()
+
+    outputs, sqs, parked = stack_outputs(aws.cloudformation, stack), aws.sqs, 0
+    for name in queues:
+        letters = read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]])
+        parked += len(letters)
+        console.print(f"[bold]{name}[/]: {len(letters)} parked")
+        for letter in letters:
+            console.print(f"  {letter.message_id}  {escape(letter.reason)}")
+            console.print(f"    {escape(letter.body[:200])}", style="dim")
+    return parked
+
+
+@dlq_app.command("show")
+def dlq_show(
+    message: Annotated[str, typer.Argument(help="a message id (as `dlq list` prints it), or a quarantined file's key")],
+    stack: StackOption = None,
+    queue: Annotated[list[str] | None, typer.Option(help=f"one of {', '.join(DLQ_QUEUES)} [default: all]")] = None,
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
+) -> None:
+    """One parked message whole: its queue, reason, the function that parked it and its body (JSON
+    indented); or a quarantined file's reason and where the file is. Nothing is taken off a queue."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from lakeline.aws.clients import AwsClients
+    from lakeline.operations.dead_letters import read_dead_letters
+    from lakeline.operations.status import stack_outputs
+
+    aws = AwsClients()
+
+    console = Console(soft_wrap=True)
+    try:
+        if stack is None:
+            from lakeline.local.quarantine import Quarantine
+
+            root, _ = existing_workspace(config, workspace)
+            parked = Quarantine.of(root).parked_record(message)
+            if parked is None:
+                raise LakelineError(f"no quarantined file {message!r} in {root} (`lakeline dlq list` names them)")
+            console.print(f"quarantined {escape(message)} at {parked.get('at', '?')}")
+            console.print(f"reason: {escape(parked.get('reason', ''))}")
+            return
+        queues = _dead_letter_queues(queue)
+        outputs, sqs = stack_outputs(aws.cloudformation, stack), aws.sqs
+        for name in queues:
+            for letter in read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]]):
+                if letter.message_id == message:
+                    console.print(f"[bold]{name}[/] {letter.message_id}")
+                    console.print(f"reason: {escape(letter.reason)}")
+                    console.print(f"parked by: {escape(letter.source or '(not recorded)')}")
+                    if letter.json_body:
+                        print_json(json.loads(letter.body))
+                    else:
+                        console.print(escape(letter.body))
+                    return
+        raise LakelineError(f"no parked message {message} in {', '.join(queues)}")
+    except (LakelineError, OSError) as error:
+        fail(str(error))
+    except (ClientError, BotoCoreError) as error:
+        fail(f"cannot read stack {stack}: {error}")
+
+
+@dlq_app.command("redrive")
+def dlq_redrive(
+    queue: Annotated[str, typer.Option(help="stage-a or stage-b")],
+    stack: Annotated[str, typer.Option(help="a deployed pipeline stack, e.g. Lakeline-dev-Pipeline")],
+) -> None:
+    """Send a stage's parked messages back to its queue, once their cause is fixed (a file re-uploaded
+    fixed is a new arrival already; this is for a fixed table, grant or item). Targets parked because
+    they could not be routed stay: fix the item and use `lakeline reprocess`."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from lakeline.aws.clients import AwsClients
+    from lakeline.operations.dead_letters import redrive
+    from lakeline.operations.status import stack_outputs
+
+    aws = AwsClients()
+
+    try:
+        dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
+        if target is None:
+            raise LakelineError(f"--queue must be stage-a or stage-b, not {queue!r}")
+        outputs = stack_outputs(aws.cloudformation, stack)
+        sent, kept = redrive(aws.sqs, outputs[dead_letters], outputs[target])
+    except LakelineError as error:
+        fail(str(error))
+    except (ClientError, BotoCoreError) as error:
+        fail(f"cannot read stack {stack}: {error}")
+    console = Console(soft_wrap=True)
+    console.print(f"{queue}: {sent} messages sent back to the queue")
+    for letter in kept:
+        console.print(f"[yellow]kept[/] {letter.message_id}: {escape(letter.reason)} (fix the item, then reprocess)")

@@ -1,0 +1,99 @@
+"""``lakeline demo``, ``run`` and ``watch``: the pipeline run locally, on sample data or over a
+project's own folders (once, or as files land)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from lakeline.cli.shared import ProjectOption, progress_console
+from lakeline.console import fail
+from lakeline.engines.base import QueryError
+from lakeline.errors import LakelineError
+
+
+def demo(
+    workspace: Annotated[Path, typer.Option(help="where the sample lake and the results go")] = Path(".lakeline-demo"),
+) -> None:
+    """Run the pipeline locally on generated sample data (embedded PySpark, no AWS account)."""
+    from lakeline.local.demo import run_demo
+
+    try:
+        run_demo(workspace, progress_console())
+    except LakelineError as error:
+        fail(str(error))
+
+
+def run_project(
+    config: ProjectOption = Path("lakeline.yml"),
+    full: Annotated[
+        bool, typer.Option("--full", help="send every raw file through the pipeline, even if nothing changed")
+    ] = False,
+) -> None:
+    """Run the pipeline locally over a project's own folders: every file in its raw folder arrives.
+    When nothing changed since the last clean run (no new or changed raw file, the same settings, items,
+    DDL and queries), it says so without starting Spark."""
+    import time
+
+    from lakeline.local.project import LocalProject, ProjectConfig
+    from lakeline.local.unresolved import unresolved_file
+
+    console = progress_console()
+    try:
+        started = time.monotonic()
+        project = LocalProject(ProjectConfig.load(config), console)
+        keys = project.raw_keys()
+        seen = project.snapshot(keys)
+        if not full and project.nothing_new(seen):
+            root = project.workspace.root
+            console.print(
+                f"nothing new since the last run: {len(keys)} raw files, all loaded, and the project unchanged "
+                f"(checked in {time.monotonic() - started:.1f}s). Results: {root / 'summary.json'}, "
+                f"lineage picture: {root / 'lineage.html'}. --full sends every file through the pipeline again.",
+                soft_wrap=True,
+            )
+            return
+        with project:
+            project.prepare()
+            project.process(keys, seen.files)  # the snapshot read every file already
+            run = project.finish(started)
+            earlier = project.conclude(seen, run.report)
+    except (LakelineError, QueryError) as error:
+        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+    for failure in earlier:
+        console.print(f"[red]still failed (an earlier run)[/] {escape(failure)}", soft_wrap=True)
+    if earlier:
+        console.print(
+            "re-send the files of a failed target, or rebuild it with `lakeline stage-b run`; "
+            f"{unresolved_file(project.workspace.root)} lists what is open (delete it to dismiss)",
+            soft_wrap=True,
+        )
+    if run.report.failures or run.report.quarantined or earlier:
+        raise typer.Exit(1)
+
+
+def watch_project(
+    config: ProjectOption = Path("lakeline.yml"),
+    poll: Annotated[float, typer.Option(help="seconds between looks at the raw folder")] = 2.0,
+    duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
+) -> None:
+    """Process files as they land in the project's raw folder, until Ctrl-C (or --duration)."""
+    import time
+
+    from lakeline.local.project import LocalProject, ProjectConfig, watch
+
+    console = progress_console()
+    try:
+        started = time.monotonic()
+        with LocalProject(ProjectConfig.load(config), console) as project:
+            project.prepare()
+            try:
+                watch(project, poll_seconds=poll, max_seconds=duration)
+            except KeyboardInterrupt:
+                console.print("stopped")
+            project.finish(started)
+    except (LakelineError, QueryError) as error:
+        fail(str(error), code=1 if isinstance(error, QueryError) else 2)

@@ -1,0 +1,138 @@
+"""What several ``lakeline`` commands share: the consoles they print on, the options they take (one
+definition each, so the same option reads the same in every command's ``--help``), and what those
+options are turned into: the ``--config`` project, the pipeline settings, the workspace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from lakeline.errors import ConfigError, LakelineError
+from lakeline.settings import PipelineSettings
+
+if TYPE_CHECKING:
+    from lakeline.local.project import ProjectConfig
+    from lakeline.local.workspace import Workspace
+
+# Where the commands print: notes and spinners on stderr, progress and results on stdout.
+err_console = Console(stderr=True)
+
+
+def progress_console() -> Console:
+    """The console of commands that report progress line by line: a time on each line but not the
+    source line that printed it; in a pipe or a log, long lines stay whole instead of wrapping mid-value."""
+    console = Console(log_path=False)
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
+def moved(message: str) -> None:
+    """A workspace opened where it was not made (``lakeline.local.relocation``) says so once."""
+    err_console.print(escape(message), soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    """``data`` as indented JSON on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+# The options several commands take: one definition each, so they read the same in every --help.
+BucketCount = Annotated[int | None, typer.Option(help="files per partition (default from config, else 1)")]
+TableFormatOption = Annotated[str | None, typer.Option("--format", help="PARQUET, ORC, JSON or TEXTFILE")]
+CompressionOption = Annotated[str | None, typer.Option(help="e.g. SNAPPY, GZIP, ZSTD, NONE")]
+EnvironmentOption = Annotated[str | None, typer.Option(help="database name suffix, e.g. dev")]
+ConfigOption = Annotated[
+    Path | None, typer.Option(help="the project's lakeline.yml (or a file of pipeline settings)", show_default=False)
+]
+WorkspaceOption = Annotated[
+    Path | None,
+    typer.Option(help="local workspace folder [default: the --config project's, else .lakeline]", show_default=False),
+]
+# --config of the commands that run a local project (run, watch): a lakeline.yml, not a settings file
+ProjectOption = Annotated[Path, typer.Option("--config", help="lakeline.yml of the local project")]
+StackOption = Annotated[str | None, typer.Option(help="a deployed pipeline stack, e.g. Lakeline-dev-Pipeline")]
+
+
+def table_settings(bucket_count: int | None, table_format: str | None, compression: str | None) -> dict[str, Any]:
+    """The table settings ``--bucket-count``, ``--format`` and ``--compression`` give, if any."""
+    overrides: dict[str, Any] = {}
+    if bucket_count is not None:
+        overrides["bucket_count"] = bucket_count
+    if table_format is not None:
+        overrides["format"] = table_format.upper()
+    if compression is not None:
+        overrides["compression"] = compression
+    return overrides
+
+
+def project_of(config: Path | None) -> ProjectConfig | None:
+    """The project ``config`` names, if it is a lakeline.yml (what ``lakeline run`` reads) rather than a
+    pipeline settings file (``pipeline:``, or ``raw_root``/``stage_root`` at the top)."""
+    import yaml
+
+    from lakeline.local.project import ProjectConfig
+
+    if config is None:
+        return None
+    try:
+        data = yaml.safe_load(config.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {config}: {error}") from error
+    if isinstance(data, dict) and data.keys() & {"pipeline", "raw_root", "stage_root"}:
+        return None
+    return ProjectConfig.load(config)
+
+
+def settings_of(
+    config: Path | None, project: ProjectConfig | None, defaults: dict[str, Any], table_overrides: dict[str, Any]
+) -> PipelineSettings:
+    """``defaults`` overlaid with the ``--config`` file: its ``project`` (``project_of``), or else its
+    pipeline settings; then the table options given on the command line."""
+    if project is not None:
+        base: dict[str, Any] = {
+            "environment": project.environment,
+            "default_table": project.default_table.model_dump(),
+            "tables": {name: table.model_dump() for name, table in project.tables_settings.items()},
+        }
+    else:
+        base = PipelineSettings.from_yaml(config).model_dump() if config else {}
+    merged = {**defaults, **{k: v for k, v in base.items() if v not in (None, "", {})}}
+    if defaults.get("environment"):  # --environment, given on the command line, wins over the file
+        merged["environment"] = defaults["environment"]
+    if table_overrides:
+        merged["default_table"] = {**merged.get("default_table", {}), **table_overrides}
+    try:
+        return PipelineSettings.model_validate(merged)
+    except ValueError as error:
+        raise LakelineError(f"invalid settings: {error}") from error
+
+
+def workspace_of(project: ProjectConfig | None, workspace: Path | None) -> Workspace:
+    """``--workspace``, else the ``--config`` project's workspace (and raw folder), else ``.lakeline``."""
+    from lakeline.local.workspace import Workspace
+
+    if workspace is None and project is not None:
+        return Workspace.at(project.workspace, project.raw)
+    return Workspace.at(workspace or Path(".lakeline"))
+
+
+def existing_workspace(config: Path | None, workspace: Path | None) -> tuple[Path, Callable[[str], frozenset[str]]]:
+    """The workspace folder (which must exist: status and dlq create nothing) and each target's sources, from
+    the project's dependency items if ``--config`` names them."""
+    from lakeline.dependencies.files import load_items
+
+    project = project_of(config)
+    root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()
+    if not (root / "state").is_dir() and not (root / "summary.json").exists():
+        raise LakelineError(f"no Lakeline workspace at {root}: run `lakeline run` first, or name it with --workspace")
+    sources = (
+        {item.dataset: frozenset(item.source_tables) for item in load_items(project.dependencies)} if project else {}
+    )
+    return root, lambda target: sources.get(target, frozenset())

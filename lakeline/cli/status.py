@@ -1,0 +1,104 @@
+"""``lakeline status``: what the pipeline holds, what waits and what failed, in a workspace or a
+deployed stack."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from lakeline.cli.shared import ConfigOption, WorkspaceOption, existing_workspace
+from lakeline.console import fail
+from lakeline.errors import LakelineError
+
+if TYPE_CHECKING:
+    from lakeline.operations.status import PipelineStatus
+
+
+def status(
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
+    stack: Annotated[
+        str | None, typer.Option(help="a deployed pipeline stack (e.g. Lakeline-dev-Pipeline) instead of a workspace")
+    ] = None,
+    since_hours: Annotated[float, typer.Option(help="deployed: failed executions of the last N hours")] = 24.0,
+    output: Annotated[str, typer.Option("--format", help="table or json")] = "table",
+) -> None:
+    """What the pipeline holds (partitions and their versions), what waits (arrivals behind a run,
+    triggerMode all targets and the sources they lack) and what failed (with the cause, and the
+    dead-letter queues or the quarantine). Exits 1 if anything failed or waits in a dead-letter queue."""
+    from datetime import UTC, datetime, timedelta
+
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from lakeline.operations.status import StackClients, deployed_status, local_status
+
+    now = datetime.now(UTC)
+    try:
+        if output not in ("table", "json"):
+            raise LakelineError(f"--format must be table or json, not {output!r}")
+        if stack is not None:
+            from lakeline.aws.clients import AwsClients
+
+            aws = AwsClients()
+
+            clients = StackClients(
+                aws.cloudformation,
+                aws.dynamodb,
+                aws.sqs,
+                aws.stepfunctions,
+            )
+            report: PipelineStatus = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
+        else:
+            report = local_status(*existing_workspace(config, workspace), now)
+    except (LakelineError, OSError, ValueError) as error:
+        fail(str(error))
+    except (ClientError, BotoCoreError) as error:  # a stack that does not exist, no credentials, no region
+        fail(f"cannot read stack {stack}: {error}")
+    if output == "json":
+        typer.echo(json.dumps(report.to_dict(), indent=1))
+    else:
+        _print_status(report)
+    if report.failures or any(report.dead_letters.values()):
+        raise typer.Exit(1)
+
+
+def _print_status(report: PipelineStatus) -> None:
+    from rich.table import Table
+
+    from lakeline.console import print_whole
+
+    console = Console(soft_wrap=True)
+    last = f" — last run {escape(report.last_run)}" if report.last_run else ""
+    console.print(f"[bold]{escape(report.where)}[/]{last}")
+    if report.sql_server:
+        console.print(f"SQL server: {escape(report.sql_server)}")
+    partitions = Table(title="partitions")
+    for column in ("table", "partition", "version", "files", "published (UTC)", "waiting", "run in flight"):
+        justify = "right" if column in ("version", "files", "waiting") else "left"
+        partitions.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for part in report.partitions:
+        partitions.add_row(
+            part.table,
+            part.partition or "(unpartitioned)",
+            str(part.version),
+            str(part.files),
+            part.published_at or "-",
+            str(part.waiting),
+            part.run_in_flight or "",
+        )
+    print_whole(console, partitions)  # a pipe or a log gets whole rows, not values cut at 80 columns
+    for target in report.waiting_targets:
+        console.print(
+            f"waiting {escape(target.target_partition)}: has {', '.join(target.arrived) or 'nothing'}; "
+            f"lacks {', '.join(target.missing) or '(unknown: its item is not in the project)'}"
+        )
+    shown = ", ".join(f"{name} {count}" for name, count in report.dead_letters.items())
+    console.print(f"dead letters: {shown or 'none'}")
+    for failure in report.failures:
+        console.print(f"[red]{escape(failure)}[/]")
+    if not report.failures:
+        console.print("nothing failed")
