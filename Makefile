@@ -25,7 +25,8 @@ $(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@ $(VENV)/.installed-run
 
-# The CDK CLI, pinned to the 2.x line in package.json.
+# The CDK CLI (pinned to the 2.x line), the lineage viewer's layout library (vendored into the package:
+# tests/unit/test_lineage_html.py keeps the copy equal) and ESLint (lints its JS and CSS), all in package.json.
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -38,9 +39,11 @@ synth: $(VENV)/.installed-dev node_modules/.installed
 demo: $(VENV)/.installed-run
 	$(BIN)/lakeline demo --workspace $(DEMO_WORKSPACE)
 
-lint: $(VENV)/.installed-dev
+# ESLint checks the lineage viewer's JS and CSS (eslint.config.mjs; the vendored layout library left out).
+lint: $(VENV)/.installed-dev node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	npx --no-install eslint --max-warnings 0 lakeline/lineage/viewer/assets eslint.config.mjs
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

@@ -85,6 +85,3 @@ def validated(model: type[ModelT], data: Any, what: str) -> ModelT:
         return model.model_validate(data)
     except pydantic.ValidationError as error:
         raise InvalidInputError(f"invalid {what}: " + "; ".join(validation_problems(error))) from None
-
-
-ValidationError = InvalidInputError  # TEMPORARY until lakeline/cli is renamed

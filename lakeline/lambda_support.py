@@ -33,9 +33,7 @@ def load_environment(model: type[ModelT], environ: Mapping[str, str]) -> ModelT:
             try:
                 values[key] = json.loads(raw)
             except json.JSONDecodeError as error:
-                raise ConfigError(
-                    f"Lambda environment {variable} is not valid JSON: {error}"
-                ) from error
+                raise ConfigError(f"Lambda environment {variable} is not valid JSON: {error}") from error
         else:
             values[key] = raw
     try:

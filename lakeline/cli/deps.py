@@ -18,7 +18,7 @@ from lakeline.console import EXIT_FAILED, fail
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
 from lakeline.dependencies.store import DEFAULT_BY_TABLE_TABLE, DEFAULT_DEPENDENCIES_TABLE, DependencyStore
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import InvalidInputError, LakelineError
 
 if TYPE_CHECKING:
     from lakeline.dependencies.model import DependencyItem
@@ -96,7 +96,7 @@ def put(
     store = _store(table, by_table_table, region, endpoint_url)
     try:
         store.put_items(items)
-    except ValidationError as error:
+    except InvalidInputError as error:
         fail(str(error), code=EXIT_FAILED)
     except _aws_errors() as error:
         fail(f"DynamoDB: {error}")

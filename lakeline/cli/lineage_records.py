@@ -23,7 +23,7 @@ from rich.tree import Tree
 
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError, QueryResult
-from lakeline.errors import LakelineError, ValidationError
+from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.lineage.records.archive import LOCAL_ARCHIVE_FOLDER
 from lakeline.lineage.records.archive_table import DEFAULT_DATABASE, DEFAULT_TABLE
 from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, check_lineage_id
@@ -50,7 +50,7 @@ def _parse_date(text: str | None) -> date | None:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise ValidationError(f"--date {text!r} is not a date written YYYY-MM-DD") from None
+        raise InvalidInputError(f"--date {text!r} is not a date written YYYY-MM-DD") from None
 
 
 def _s3_client(region: str | None, endpoint_url: str | None) -> Any:
@@ -120,14 +120,14 @@ def _nodes_from_file(path: Path, root_id: str) -> list[LineageNode]:
     try:
         text = path.read_text()
     except OSError as error:
-        raise ValidationError(f"cannot read records from {path}: {error}") from error
+        raise InvalidInputError(f"cannot read records from {path}: {error}") from error
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             node = LineageNode.from_values(json.loads(line))
         except ValueError as error:
-            raise ValidationError(f"{path} line {number} is not a JSON lineage record: {error}") from None
+            raise InvalidInputError(f"{path} line {number} is not a JSON lineage record: {error}") from None
         if node.root_id == root_id:
             nodes.append(node)
     return nodes
@@ -155,7 +155,7 @@ def trace_command(
 
     try:
         if (table is None) == (records is None):
-            raise ValidationError("give exactly one source: --table NAME or --records FILE")
+            raise InvalidInputError("give exactly one source: --table NAME or --records FILE")
         check_lineage_id(root, "--root")  # before any call
         started = datetime.now(UTC)
         day = _parse_date(trace_date) or started.date()
@@ -276,7 +276,7 @@ def query_command(
                 spark = SparkEngine.local(ws.root)
             result = query_local_archive(spark, folder, text, database=database, table=table)
         else:
-            raise ValidationError(f"--engine must be spark or athena, not {engine!r}")
+            raise InvalidInputError(f"--engine must be spark or athena, not {engine!r}")
     except QueryError as error:
         fail(str(error), code=EXIT_FAILED)
     except LakelineError as error:

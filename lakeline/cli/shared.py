@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from lakeline.errors import ConfigError, LakelineError
+from lakeline.errors import ConfigError, LakelineError, validated
 from lakeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
@@ -108,10 +108,7 @@ def settings_of(
         merged["environment"] = defaults["environment"]
     if table_overrides:
         merged["default_table"] = {**merged.get("default_table", {}), **table_overrides}
-    try:
-        return PipelineSettings.model_validate(merged)
-    except ValueError as error:
-        raise LakelineError(f"invalid settings: {error}") from error
+    return validated(PipelineSettings, merged, "settings")
 
 
 def workspace_of(project: ProjectConfig | None, workspace: Path | None) -> Workspace:

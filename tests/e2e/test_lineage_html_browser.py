@@ -2,7 +2,8 @@
 
 The page's nodes are created by its script from the embedded JSON, so finding them in the dumped DOM
 proves the script ran (under the page's own Content-Security-Policy). A column selected through the
-address must light up the same upstream edges that ``ColumnGraph`` finds in Python.
+address must light up the same upstream edges that ``ColumnGraph`` finds in Python. The layout is done
+in the page (dagre): where the drawn nodes are is checked here, left to right and never overlapping.
 """
 
 from __future__ import annotations
@@ -22,7 +23,14 @@ import pytest
 
 from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, LineageTree
 from lakeline.lineage.viewer.html import build_lineage_graph, dataset_id, job_id, write_lineage_html
-from tests.unit.test_lineage_html import NAMESPACE, SCRIPT_BREAKER, STAGE_B_TOTALS, lineage_sample_events
+from tests.unit.test_lineage_html import (
+    NAMESPACE,
+    SCRIPT_BREAKER,
+    STAGE_B_TOTALS,
+    chain_events,
+    cycle_events,
+    lineage_sample_events,
+)
 
 WINDOW = (1600, 1000)
 TIMEOUT = 60
@@ -265,3 +273,113 @@ def test_hover_search_and_clicks_work(chromium: str, page: Path, tmp_path: Path)
     # Clicking a column highlights where it comes from and puts it in the address.
     assert seen["columnEdges"] == 1  # raw.orders.amount -> sales.orders.amount, DIRECT
     assert seen["address"] == "#dataset=AwsDataCatalog.sales.orders&column=amount"
+
+
+# ------------------------------------------------------------------------------------------- the layout
+
+# Where every node's box is drawn, in the page's pixels, after the page laid it out (and after a click on
+# each of CLICK, to open those datasets: an open dataset is tall, and the layout must make room for it).
+BOXES = """
+(function () {
+  "use strict";
+  CLICK.forEach(function (id) {
+    document.querySelector('[data-node-id="' + CSS.escape(id) + '"]').dispatchEvent(new MouseEvent("click"));
+  });
+  var boxes = {};
+  document.querySelectorAll("[data-node-id]").forEach(function (node) {
+    var r = node.querySelector(".box").getBoundingClientRect();
+    boxes[node.getAttribute("data-node-id")] = [r.left, r.top, r.right, r.bottom];
+  });
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify(boxes);
+  document.body.appendChild(out);
+})();
+"""
+
+Box = tuple[float, float, float, float]
+
+
+def drawn_boxes(chromium: str, tmp_path: Path, page: str, click: list[str] | None = None) -> dict[str, Box]:
+    script = f"var CLICK = {json.dumps(click or [])};\n" + BOXES
+    driven = tmp_path / "boxes.html"
+    driven.write_text(with_user_script(page, script), encoding="utf-8")
+    result = run_chromium(chromium, tmp_path / "profile", driven.as_uri(), "--dump-dom")
+    probe = Probe()
+    probe.feed(result.stdout)
+    assert probe.text, f"the probe did not run: {result.stderr[-2000:]}"
+    found: dict[str, list[float]] = json.loads(probe.text)
+    return {node: (box[0], box[1], box[2], box[3]) for node, box in found.items()}
+
+
+def assert_no_overlaps(boxes: dict[str, Box]) -> None:
+    placed = sorted(boxes.items(), key=lambda item: item[1])
+    for index, (node, (left, top, right, bottom)) in enumerate(placed):
+        assert right > left and bottom > top, node
+        for other, (o_left, o_top, _, o_bottom) in placed[index + 1 :]:
+            if o_left >= right:
+                break  # sorted by left: nothing further can reach back over this box
+            assert o_top >= bottom or o_bottom <= top, f"{node} overlaps {other}"
+
+
+def assert_left_to_right(boxes: dict[str, Box], edges: set[tuple[str, str]]) -> None:
+    for source, target in edges:
+        assert boxes[source][2] < boxes[target][0], f"{source} is not left of {target}"
+
+
+def layers_of(boxes: dict[str, Box]) -> dict[str, int]:
+    """The layer of each node: dagre centres the nodes of one layer on one vertical line."""
+    centres = sorted({round((left + right) / 2, 1) for left, _, right, _ in boxes.values()})
+    return {node: centres.index(round((box[0] + box[2]) / 2, 1)) for node, box in boxes.items()}
+
+
+def test_layout_goes_left_to_right_by_depth_without_overlaps(
+    chromium: str, page: Path, events: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    graph = build_lineage_graph(events)
+    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    assert set(boxes) == set(graph.node_ids)
+    assert_no_overlaps(boxes)
+    assert_left_to_right(boxes, graph.edges)
+    layer = layers_of(boxes)
+
+    def ds(name: str) -> str:
+        return dataset_id(NAMESPACE, f"AwsDataCatalog.{name}")
+
+    assert layer[ds("raw.orders")] == 0
+    assert layer[ds("mart.daily_sales")] == 6
+    assert layer[ds("mart.tmp_totals")] == layer[ds("mart.customer_totals")]
+    # A table only read sits just before its reader, not in the first layer.
+    assert layer[ds("sales.customers")] == layer[job_id("lakeline", "stage_b.totals")] - 1
+
+
+def test_open_datasets_get_room(chromium: str, page: Path, events: list[dict[str, Any]], tmp_path: Path) -> None:
+    graph = build_lineage_graph(events)
+    opened = [dataset_id(NAMESPACE, f"AwsDataCatalog.{name}") for name in ("sales.orders", "sales.customers")]
+    closed = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"), click=opened)
+    for node in opened:
+        assert boxes[node][3] - boxes[node][1] > 2 * (closed[node][3] - closed[node][1]), node  # 4 and 6 column rows
+    assert_no_overlaps(boxes)
+    assert_left_to_right(boxes, graph.edges)
+
+
+def test_cycles_are_drawn_without_overlaps(chromium: str, tmp_path: Path) -> None:
+    page = write_lineage_html(cycle_events(), tmp_path / "cycles.html")
+    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    assert set(boxes) == set(build_lineage_graph(cycle_events()).node_ids)
+    assert_no_overlaps(boxes)
+
+
+def test_two_hundred_nodes_lay_out_in_order(chromium: str, tmp_path: Path) -> None:
+    # 20 chains of 5 steps: 100 jobs and 120 datasets, plus a shared dimension read by every first step.
+    graph = build_lineage_graph(chain_events())
+    page = write_lineage_html(chain_events(), tmp_path / "chains.html")
+    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    assert len(boxes) == 221
+    assert_no_overlaps(boxes)
+    assert_left_to_right(boxes, graph.edges)
+    # Each chain stays on one row: the layout keeps its nodes level with each other.
+    for chain in range(20):
+        rows = {round(boxes[dataset_id(NAMESPACE, f"c{chain}.t{step}")][1], 1) for step in range(1, 6)}
+        assert len(rows) == 1, (chain, rows)

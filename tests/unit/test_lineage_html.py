@@ -1,4 +1,7 @@
-"""lineage.html: the graph model, its layout and the self-contained page, from real RunEvents."""
+"""lineage.html: the graph model and the self-contained page, from real RunEvents.
+
+The layout is done in the browser (dagre, vendored into the package): ``tests/e2e/test_lineage_html_browser.py``
+checks where the nodes go."""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +17,15 @@ from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import InvalidInputError
-from lakeline.lineage.columns.graph import load_events
+from lakeline.lineage.columns.graph import ColumnGraph, load_events
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run, stable_run_id
+from lakeline.lineage.viewer import html as viewer_html
 from lakeline.lineage.viewer.html import (
-    NODE_GAP,
-    NODE_HEIGHT,
     build_lineage_graph,
     dataset_id,
     graph_document,
     job_id,
-    layout,
     render_lineage_html,
     write_lineage_html,
 )
@@ -291,31 +291,20 @@ def test_bad_events_are_rejected_with_the_place_named(events: list[dict[str, Any
         build_lineage_graph([event])
 
 
-# ------------------------------------------------------------------------------------------- layout
+def test_the_page_and_the_column_graph_read_events_alike(events: list[dict[str, Any]]) -> None:
+    # One reader (lineage.openlineage.reader): the same bad event is refused by both, in the same words.
+    event = json.loads(json.dumps(next(e for e in events if e["eventType"] == "COMPLETE" and e["outputs"])))
+    fields = event["outputs"][0]["facets"]["columnLineage"]["fields"]
+    next(iter(fields.values()))["inputFields"][0]["transformations"] = [{"type": "SIDEWAYS"}]
+    with pytest.raises(InvalidInputError) as page_error:
+        build_lineage_graph([event])
+    with pytest.raises(InvalidInputError) as graph_error:
+        ColumnGraph.from_events([event])
+    assert str(page_error.value).removeprefix("event 1") == str(graph_error.value).removeprefix("event")
+    assert "transformation {'type': 'SIDEWAYS'} is not valid" in str(graph_error.value)
 
 
-def test_layout_goes_left_to_right_by_depth(events: list[dict[str, Any]]) -> None:
-    graph = build_lineage_graph(events)
-    places = layout(graph)
-    for source, target in graph.edges:
-        assert places[source].layer < places[target].layer, (source, target)
-        assert places[source].x + places[source].width < places[target].x
-    assert places[ds("raw.orders")].layer == 0
-    assert places[ds("mart.daily_sales")].layer == 6
-    assert places[ds("mart.tmp_totals")].layer == places[ds("mart.customer_totals")].layer
-    # A table only read sits just before its reader, not in the first layer.
-    assert places[ds("sales.customers")].layer == places[job("stage_b.totals")].layer - 1
-
-
-def test_nodes_of_a_layer_never_overlap(events: list[dict[str, Any]]) -> None:
-    places = layout(build_lineage_graph(events))
-    by_layer: dict[int, list[float]] = {}
-    for place in places.values():
-        by_layer.setdefault(place.layer, []).append(place.y)
-    for ys in by_layer.values():
-        ys.sort()
-        assert all(b - a >= NODE_HEIGHT + NODE_GAP - 1e-9 for a, b in pairwise(ys))
-    assert min(place.y for place in places.values()) >= 0
+# ------------------------------------------------------------------------------------------- graph shapes
 
 
 def synthetic_event(job_name: str, inputs: list[str], outputs: list[str], minute: int = 0) -> dict[str, Any]:
@@ -329,36 +318,37 @@ def synthetic_event(job_name: str, inputs: list[str], outputs: list[str], minute
     }
 
 
-def test_cycles_are_tolerated() -> None:
-    events = [
+def cycle_events() -> list[dict[str, Any]]:
+    return [
         synthetic_event("grow", ["db.a"], ["db.b"]),
         synthetic_event("feed_back", ["db.b"], ["db.a"]),
         synthetic_event("self", ["db.c"], ["db.c"]),
     ]
-    graph = build_lineage_graph(events)
-    places = layout(graph)
-    assert set(places) == set(graph.node_ids)
-    assert len({(p.x, p.y) for p in places.values()}) == len(places)
-    page = render_lineage_html(events)
+
+
+def chain_events(chains: int = 20, steps: int = 5) -> list[dict[str, Any]]:
+    """``chains`` chains of ``steps`` jobs, plus a shared dimension read by every first step."""
+    events = []
+    for chain in range(chains):
+        for step in range(steps):
+            inputs = [f"c{chain}.t{step}"] + (["dim.shared"] if step == 0 else [])
+            events.append(synthetic_event(f"chain{chain}_step{step}", inputs, [f"c{chain}.t{step + 1}"], step))
+    return events
+
+
+def test_cycles_are_tolerated() -> None:
+    graph = build_lineage_graph(cycle_events())
+    assert (job("self"), dataset_id(NAMESPACE, "db.c")) in graph.edges
+    assert (dataset_id(NAMESPACE, "db.c"), job("self")) in graph.edges
+    page = render_lineage_html(cycle_events())
     assert {node["id"] for node in embedded_document(page)["nodes"]} == set(graph.node_ids)
 
 
-def test_two_hundred_nodes_lay_out_quickly_and_keep_order() -> None:
-    # 20 chains of 5 steps: 100 jobs and 120 datasets, plus a shared dimension read by every first step.
-    events = []
-    for chain in range(20):
-        for step in range(5):
-            inputs = [f"c{chain}.t{step}"] + (["dim.shared"] if step == 0 else [])
-            events.append(synthetic_event(f"chain{chain}_step{step}", inputs, [f"c{chain}.t{step + 1}"], step))
-    graph = build_lineage_graph(events)
+def test_two_hundred_nodes_make_one_document() -> None:
+    graph = build_lineage_graph(chain_events())
     assert len(graph.node_ids) == 221
-    places = layout(graph)
-    for source, target in graph.edges:
-        assert places[source].layer < places[target].layer
-    # Each chain stays on one row: the barycenter ordering keeps its nodes level with each other.
-    for chain in range(20):
-        rows = {round(places[dataset_id(NAMESPACE, f"c{chain}.t{step}")].y) for step in range(1, 6)}
-        assert len(rows) == 1, (chain, rows)
+    document = graph_document(graph)
+    assert len(document["nodes"]) == 221 and len(document["edges"]) == len(graph.edges) == 220
 
 
 # ------------------------------------------------------------------------------------------- the page
@@ -383,12 +373,16 @@ def test_content_security_policy_allows_exactly_the_inline_style_and_script(even
     page = render_lineage_html(events)
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert policy is not None
-    script = re.search(r"<script>(.*?)</script>", page, re.DOTALL)
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.DOTALL)
     style = re.search(r"<style>(.*?)</style>", page, re.DOTALL)
-    assert script is not None and style is not None
-    for source in (script.group(1), style.group(1)):
-        digest = base64.b64encode(hashlib.sha256(source.encode()).digest()).decode()
-        assert f"'sha256-{digest}'" in policy.group(1).replace("&#x27;", "'")
+    assert len(scripts) == 2 and style is not None  # the layout library, then the page's own script
+    allowed = re.findall(r"'(sha256-[^']+)'", policy.group(1).replace("&#x27;", "'"))
+    digests = [
+        "sha256-" + base64.b64encode(hashlib.sha256(source.encode()).digest()).decode()
+        for source in (*scripts, style.group(1))
+    ]
+    assert sorted(allowed) == sorted(digests)
+    assert "'unsafe-inline'" not in policy.group(1) and "'unsafe-eval'" not in policy.group(1)
 
 
 def test_nodes_are_built_by_the_script_not_written_into_the_page(events: list[dict[str, Any]]) -> None:
@@ -399,8 +393,8 @@ def test_nodes_are_built_by_the_script_not_written_into_the_page(events: list[di
 
 def test_embedded_json_survives_script_tags_in_sql(events: list[dict[str, Any]]) -> None:
     page = render_lineage_html(events)
-    # The only closing script tags are those of the two script elements.
-    assert page.lower().count("</script") == 2
+    # The only closing script tags are those of the three script elements (data, dagre, the page's own).
+    assert page.lower().count("</script") == 3
     assert SCRIPT_BREAKER not in page
     document = embedded_document(page)
     totals = next(node for node in document["nodes"] if node["id"] == job("stage_b.totals"))
@@ -467,3 +461,50 @@ def test_events_stored_as_json_lines_render_the_same(events: list[dict[str, Any]
     stored = tmp_path / "events.jsonl"
     stored.write_text("".join(json.dumps(event) + "\n" for event in events))
     assert render_lineage_html(load_events(stored)) == render_lineage_html(events)
+
+
+# ------------------------------------------------------------------------------------------- the assets
+
+REPO = Path(__file__).parents[2]
+NODE_MODULES = REPO / "node_modules"
+
+
+def test_document_carries_no_geometry(events: list[dict[str, Any]]) -> None:
+    # Sizes and places are the page's business (viewer.js and dagre): Python holds none of them.
+    document = graph_document(build_lineage_graph(events))
+    for node in document["nodes"]:
+        assert not {"x", "y", "width", "height", "layer"} & set(node), node
+    assert not any(name.isupper() and ("GAP" in name or "WIDTH" in name) for name in vars(viewer_html))
+
+
+def test_page_inlines_its_assets_whole(events: list[dict[str, Any]]) -> None:
+    page = render_lineage_html(events, title="{{style}}")
+    assets = viewer_html.resources.files(viewer_html.__package__).joinpath(viewer_html.ASSETS)
+    for name in (viewer_html.STYLE, *viewer_html.SCRIPTS):
+        assert assets.joinpath(name).read_text(encoding="utf-8") in page, name
+    # Every slot of the template is filled, and a title that looks like one is not read as one.
+    assert not re.search(r"\{\{\w+\}\}", page.replace("{{style}}", ""))
+    assert "<title>{{style}}</title>" in page
+    assert page.index("dagre.min.js.LEGAL.txt") < page.index("new dagre.graphlib.Graph")
+
+
+@pytest.mark.skipif(
+    not (NODE_MODULES / ".installed").exists(), reason="node_modules is absent: run `make install` (npm ci)"
+)
+@pytest.mark.parametrize(("asset", "package_file"), sorted(viewer_html.VENDORED.items()))
+def test_vendored_files_are_the_ones_package_json_pins(asset: str, package_file: str) -> None:
+    # An upgrade goes through package.json: `npm install --save-exact`, then copy the file over.
+    shipped = viewer_html.resources.files(viewer_html.__package__).joinpath(viewer_html.ASSETS, asset).read_bytes()
+    assert shipped == (NODE_MODULES / package_file).read_bytes(), f"copy node_modules/{package_file} to {asset}"
+    package = package_file.split("/dist/")[0]
+    pinned = json.loads((REPO / "package.json").read_text())["devDependencies"][package]
+    assert json.loads((NODE_MODULES / package / "package.json").read_text())["version"] == pinned
+    licences = (REPO / "lakeline/lineage/viewer/assets/vendor/LICENSES.md").read_text()
+    assert f"{package} {pinned}" in licences
+
+
+def test_a_script_that_would_end_its_element_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = viewer_html._asset
+    monkeypatch.setattr(viewer_html, "_asset", lambda name: "x = '</SCRIPT>';" if name == "viewer.js" else real(name))
+    with pytest.raises(InvalidInputError, match=r"asset viewer\.js cannot be inlined"):
+        render_lineage_html([])

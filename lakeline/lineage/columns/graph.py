@@ -21,16 +21,10 @@ from typing import Any
 from openlineage.client.event_v2 import RunEvent
 
 from lakeline.errors import InvalidInputError
-from lakeline.lineage.columns.model import (
-    NO_DEPENDENCIES,
-    Dependencies,
-    Subtype,
-    Transformation,
-    TransformationType,
-    compose,
-)
+from lakeline.lineage.columns.model import NO_DEPENDENCIES, Dependencies, Transformation, TransformationType, compose
 from lakeline.lineage.openlineage.events import event_to_dict
 from lakeline.lineage.openlineage.naming import DatasetNaming, table_of
+from lakeline.lineage.openlineage.reader import InputField, read_run_event
 
 
 @dataclass(frozen=True, order=True)
@@ -54,33 +48,12 @@ class Link:
     dataset_level: bool = False
 
 
-def _transformations(raw: Mapping[str, Any], where: str) -> list[Transformation]:
-    items = raw.get("transformations") or []
-    if not items:
-        # Facets older than spec 1-1 carry no transformations: all that is known is that it feeds.
-        return [Transformation(TransformationType.DIRECT, Subtype.TRANSFORMATION)]
-    result = []
-    for item in items:
-        try:
-            kind = TransformationType(str(item["type"]).upper())
-            default = Subtype.TRANSFORMATION if kind is TransformationType.DIRECT else Subtype.FILTER
-            subtype = Subtype(str(item.get("subtype") or default).upper())
-            result.append(Transformation(kind, subtype, bool(item.get("masking") or False)))
-        except (KeyError, ValueError) as error:
-            raise InvalidInputError(f"{where}: transformation {item!r} is not valid: {error}") from error
-    return result
-
-
-def _input_links(raw_fields: Iterable[Mapping[str, Any]], job: str, dataset_level: bool, where: str) -> set[Link]:
-    links = set()
-    for raw in raw_fields:
-        try:
-            source = FieldRef(str(raw["namespace"]), str(raw["name"]), str(raw["field"]))
-        except KeyError as error:
-            raise InvalidInputError(f"{where}: input field {raw!r} lacks {error}") from error
-        for transformation in _transformations(raw, where):
-            links.add(Link(source, transformation, job, dataset_level))
-    return links
+def _links(fields: Iterable[InputField], job: str, dataset_level: bool) -> set[Link]:
+    return {
+        Link(FieldRef(item.namespace, item.name, item.field), transformation, job, dataset_level)
+        for item in fields
+        for transformation in item.transformations
+    }
 
 
 @dataclass
@@ -114,20 +87,15 @@ class ColumnGraph:
         data = event_to_dict(event) if isinstance(event, RunEvent) else event
         if str(data.get("eventType", "")).upper() != "COMPLETE":
             return
-        job_data = data.get("job") or {}
-        job = f"{job_data.get('namespace')}/{job_data.get('name')}"
-        for output in data.get("outputs") or []:
-            facet = (output.get("facets") or {}).get("columnLineage")
-            if not facet:
+        read = read_run_event(data, "event")
+        for output in read.outputs:
+            if output.column_lineage is None:
                 continue
-            namespace, dataset = str(output["namespace"]), str(output["name"])
-            where = f"event of {job}, output {dataset}"
-            for name, column in (facet.get("fields") or {}).items():
-                ref = FieldRef(namespace, dataset, str(name))
-                links = _input_links(column.get("inputFields") or [], job, False, where)
-                self._fields.setdefault(ref, set()).update(links)
-            dataset_links = _input_links(facet.get("dataset") or [], job, True, where)
-            self._datasets.setdefault((namespace, dataset), set()).update(dataset_links)
+            for name, inputs in output.column_lineage.fields:
+                ref = FieldRef(output.namespace, output.name, name)
+                self._fields.setdefault(ref, set()).update(_links(inputs, read.job.key, False))
+            dataset_links = _links(output.column_lineage.dataset, read.job.key, True)
+            self._datasets.setdefault((output.namespace, output.name), set()).update(dataset_links)
 
     @property
     def fields(self) -> list[FieldRef]:

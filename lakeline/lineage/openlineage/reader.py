@@ -1,0 +1,210 @@
+"""Reading stored OpenLineage RunEvents (JSON objects): the one reader of what an event says.
+
+``lineage.columns.graph`` (following a column back) and ``lineage.viewer`` (the HTML page) both read
+events through ``read_run_event``: the job, the run, its state and time, the input and output datasets
+with their schema fields and ``columnLineage`` facets, the SQL facet and the error message of a failed
+run. Anything of the wrong shape is refused with a ``InvalidInputError`` naming the place in the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from lakeline.errors import InvalidInputError
+from lakeline.lineage.columns.model import Subtype, Transformation, TransformationType
+
+FAILED_STATES = frozenset({"FAIL", "ABORT"})
+
+
+@dataclass(frozen=True)
+class EventJob:
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, as a column tree names the job that made a link."""
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class InputField:
+    """One input of a column (or of a whole dataset): ``namespace``/``name``.``field``, and how it feeds."""
+
+    namespace: str
+    name: str
+    field: str
+    transformations: tuple[Transformation, ...]
+
+
+@dataclass(frozen=True)
+class ColumnLineage:
+    """A ``columnLineage`` facet: the inputs of each output field, and those of the whole dataset."""
+
+    fields: tuple[tuple[str, tuple[InputField, ...]], ...]
+    dataset: tuple[InputField, ...]
+
+
+@dataclass(frozen=True)
+class SchemaField:
+    name: str
+    type: str | None
+
+
+@dataclass(frozen=True)
+class EventDataset:
+    namespace: str
+    name: str
+    schema: tuple[SchemaField, ...]
+    column_lineage: ColumnLineage | None
+
+
+@dataclass(frozen=True)
+class RunEventView:
+    """What one RunEvent says, read and checked."""
+
+    data: Mapping[str, Any]
+    where: str
+    """How messages name the event: ``event 3``."""
+    job: EventJob
+    state: str
+    """``eventType`` in upper case; ``OTHER`` when the event has none."""
+    time: datetime | None
+    """``eventTime`` with a time zone (UTC when it has none); None when the event has none."""
+    run_id: str
+    inputs: tuple[EventDataset, ...]
+    outputs: tuple[EventDataset, ...]
+    sql: str | None
+    dialect: str | None
+    error: str | None
+
+    @property
+    def failed(self) -> bool:
+        return self.state in FAILED_STATES
+
+
+def text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"{where} must be a non-empty string, not {value!r}")
+    return value
+
+
+def mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{where} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def array(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInputError(f"{where} must be a JSON array, not {type(value).__name__}")
+    return value
+
+
+def event_time(value: Any, where: str) -> datetime:
+    moment_text = text(value, f"{where} eventTime")
+    try:
+        moment = datetime.fromisoformat(moment_text)
+    except ValueError:
+        raise InvalidInputError(f"{where} eventTime {moment_text!r} is not an ISO 8601 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def transformations(raw: Mapping[str, Any], where: str) -> tuple[Transformation, ...]:
+    """The ``transformations`` of one input field; none (a facet older than spec 1-1): DIRECT."""
+    items = array(raw.get("transformations"), f"{where} transformations")
+    if not items:
+        # Facets older than spec 1-1 carry no transformations: all that is known is that it feeds.
+        return (Transformation(TransformationType.DIRECT, Subtype.TRANSFORMATION),)
+    result = []
+    for item in items:
+        try:
+            kind = TransformationType(str(item["type"]).upper())
+            default = Subtype.TRANSFORMATION if kind is TransformationType.DIRECT else Subtype.FILTER
+            subtype = Subtype(str(item.get("subtype") or default).upper())
+            result.append(Transformation(kind, subtype, bool(item.get("masking") or False)))
+        except (KeyError, ValueError, TypeError, AttributeError) as error:
+            raise InvalidInputError(f"{where}: transformation {item!r} is not valid: {error}") from error
+    return tuple(result)
+
+
+def _input_fields(raw: Any, where: str) -> tuple[InputField, ...]:
+    found = []
+    for item in array(raw, f"{where} inputFields"):
+        item = mapping(item, f"{where} input field")
+        namespace = text(item.get("namespace"), f"{where} input field namespace")
+        name = text(item.get("name"), f"{where} input field name")
+        field = text(item.get("field"), f"{where} input field's field")
+        found.append(InputField(namespace, name, field, transformations(item, f"{where} input {name}.{field}")))
+    return tuple(found)
+
+
+def _column_lineage(facets: Mapping[str, Any], where: str) -> ColumnLineage | None:
+    if not facets.get("columnLineage"):
+        return None
+    facet = mapping(facets["columnLineage"], f"{where} columnLineage facet")
+    fields = []
+    for name, column in mapping(facet.get("fields"), f"{where} columnLineage fields").items():
+        place = f"{where} columnLineage field {name}"
+        fields.append((str(name), _input_fields(mapping(column, place).get("inputFields"), place)))
+    return ColumnLineage(tuple(fields), _input_fields(facet.get("dataset"), f"{where} columnLineage dataset"))
+
+
+def _dataset(raw: Any, place: str, side: str, position: int) -> EventDataset:
+    where = f"{place} {side}[{position}]"
+    data = mapping(raw, where)
+    namespace = text(data.get("namespace"), f"{where} namespace")
+    name = text(data.get("name"), f"{where} name")
+    facets = mapping(data.get("facets"), f"{where} facets")
+    schema = mapping(facets.get("schema"), f"{where} schema facet")
+    columns = []
+    for column in array(schema.get("fields"), f"{where} schema fields"):
+        column = mapping(column, f"{where} schema field")
+        kind = column.get("type")
+        columns.append(SchemaField(text(column.get("name"), f"{where} schema field name"), str(kind) if kind else None))
+    # Messages about the facet name the dataset: "event of ns/job, output db.table columnLineage ...".
+    lineage = _column_lineage(facets, f"{place} {side.removesuffix('s')} {name}")
+    return EventDataset(namespace, name, tuple(columns), lineage)
+
+
+def read_run_event(data: Any, where: str) -> RunEventView:
+    """Read one RunEvent; ``where`` names it in messages (``event 3``)."""
+    if not isinstance(data, Mapping):
+        raise InvalidInputError(f"{where} must be a JSON object, not {type(data).__name__}")
+    job_data = mapping(data.get("job"), f"{where} job")
+    job = EventJob(
+        text(job_data.get("namespace"), f"{where} job.namespace"), text(job_data.get("name"), f"{where} job.name")
+    )
+    run = mapping(data.get("run"), f"{where} run")
+    moment = None if data.get("eventTime") is None else event_time(data.get("eventTime"), where)
+    place = f"{where} of {job.key},"
+    datasets = {
+        side: tuple(
+            _dataset(raw, place, side, position)
+            for position, raw in enumerate(array(data.get(side), f"{place} {side}"))
+        )
+        for side in ("inputs", "outputs")
+    }
+    sql = mapping(mapping(job_data.get("facets"), f"{where} job facets").get("sql"), f"{where} sql facet")
+    run_facets = mapping(run.get("facets"), f"{where} run facets")
+    message = mapping(run_facets.get("errorMessage"), f"{where} errorMessage facet").get("message")
+    return RunEventView(
+        data=data,
+        where=where,
+        job=job,
+        state=str(data.get("eventType") or "OTHER").upper(),
+        time=moment,
+        run_id=str(run.get("runId") or ""),
+        inputs=datasets["inputs"],
+        outputs=datasets["outputs"],
+        sql=str(sql["query"]) if sql.get("query") else None,
+        dialect=(str(sql.get("dialect") or "") or None) if sql.get("query") else None,
+        error=str(message) if message else None,
+    )

@@ -1,0 +1,791 @@
+// The lineage page: draws the graph document that Python embedded as JSON (#lineage-data), laid out by
+// dagre (inlined before this script as the global `dagre`). Every size and gap of the drawing is here.
+(() => {
+  "use strict";
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  // Geometry of the nodes, in SVG pixels.
+  const HEADER = 40; // a collapsed node, and the header of an open dataset above its column rows
+  const ROW = 18; // one column row of an open dataset
+  const ROW_PAD = 6; // below the last row
+  const NODE_GAP = 18; // between nodes of one layer
+  const LAYER_GAP = 90; // between layers
+  const EDGE_GAP = 14; // between edges that pass through one layer
+  const MARGIN = 30;
+  const MIN_NODE_WIDTH = 150;
+  const MAX_NODE_WIDTH = 300;
+  const LABEL_PADDING = 26; // left and right of the widest text of a node
+  const TEXT_X = 12; // where the texts of a node start
+  const TYPE_CHARS = 14; // column types longer than this are cut in the rows (the panel shows them whole)
+  const TYPE_GAP = 10; // between a column's name and its type
+
+  const data = JSON.parse(document.getElementById("lineage-data").textContent);
+  const svg = document.getElementById("graph");
+  const viewport = document.getElementById("viewport");
+  const edgeLayer = document.getElementById("edges");
+  const columnLayer = document.getElementById("column-edges");
+  const nodeLayer = document.getElementById("nodes");
+  const details = document.getElementById("details");
+  const tooltip = document.getElementById("tooltip");
+  const search = document.getElementById("search");
+  const indirectBox = document.getElementById("indirect");
+  const summary = document.getElementById("summary");
+
+  const nodes = new Map();
+  const edges = [];
+  const byField = new Map();
+  const byDataset = new Map();
+  let selection = null;
+  const view = { x: 0, y: 0, k: 1 };
+
+  function svgElement(name, attributes, parent) {
+    const element = document.createElementNS(SVG_NS, name);
+    for (const [key, value] of Object.entries(attributes || {})) {
+      element.setAttribute(key, value);
+    }
+    if (parent) {
+      parent.appendChild(element);
+    }
+    return element;
+  }
+  function htmlElement(name, text, className, parent) {
+    const element = document.createElement(name);
+    if (text !== undefined && text !== null) {
+      element.textContent = text;
+    }
+    if (className) {
+      element.className = className;
+    }
+    if (parent) {
+      parent.appendChild(element);
+    }
+    return element;
+  }
+  function fieldKey(nodeId, field) {
+    return `${nodeId}\u0000${field}`;
+  }
+  function columnName(dataset, field) {
+    return field === null ? `${dataset} (every column)` : `${dataset}.${field}`;
+  }
+  function plural(count, word) {
+    return `${count} ${word}${count === 1 ? "" : "s"}`;
+  }
+
+  // ---- text widths: measured in the fonts the style sheet gives each kind of text
+  const measuring = document.createElement("canvas").getContext("2d");
+  const fonts = new Map();
+  function fontOf(kind) {
+    if (!fonts.has(kind)) {
+      // A hidden node holding one text of each kind: the style sheet decides their fonts.
+      const probe = svgElement("g", { class: "node dataset", visibility: "hidden" }, nodeLayer);
+      const element =
+        kind === "label" || kind === "sub"
+          ? svgElement("text", { class: kind }, probe)
+          : svgElement(
+              "text",
+              { class: kind === "type" ? "type" : "" },
+              svgElement("g", { class: "column-row" }, probe),
+            );
+      const style = getComputedStyle(element);
+      fonts.set(kind, `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`);
+      nodeLayer.removeChild(probe);
+    }
+    return fonts.get(kind);
+  }
+  function textWidth(text, kind) {
+    measuring.font = fontOf(kind);
+    return measuring.measureText(text).width;
+  }
+  function cut(text, width, kind) {
+    if (textWidth(text, kind) <= width) {
+      return text;
+    }
+    let low = 0;
+    let high = text.length;
+    while (low < high) {
+      const middle = Math.ceil((low + high) / 2);
+      if (textWidth(`${text.slice(0, middle)}\u2026`, kind) <= width) {
+        low = middle;
+      } else {
+        high = middle - 1;
+      }
+    }
+    return `${text.slice(0, Math.max(1, low))}\u2026`;
+  }
+  function typeText(type) {
+    return type.length > TYPE_CHARS ? `${type.slice(0, TYPE_CHARS - 1)}\u2026` : type;
+  }
+  function typeWidth(column) {
+    return column.type ? textWidth(typeText(column.type), "type") + TYPE_GAP : 0;
+  }
+
+  function jobCaption(item) {
+    return (
+      `${item.failed ? "\u26a0 " : ""}${item.state || "no state"} \u00b7 ${plural(item.runs, "run")}` +
+      (item.failedRuns && !item.failed ? ` (${item.failedRuns} failed)` : "")
+    );
+  }
+  function datasetCaption(item, expanded) {
+    return plural(item.columns.length, "column") + (item.columns.length ? (expanded ? "  \u25be" : "  \u25b8") : "");
+  }
+  // Wide enough for the name, the caption under it and, for a dataset, its column rows.
+  function nodeWidth(item) {
+    let wanted = textWidth(item.name, "label");
+    if (item.kind === "job") {
+      wanted = Math.max(wanted, textWidth(jobCaption(item), "sub"));
+    } else {
+      wanted = Math.max(wanted, textWidth(datasetCaption(item, true), "sub"));
+      for (const column of item.columns) {
+        wanted = Math.max(wanted, textWidth(column.name, "row") + typeWidth(column));
+      }
+    }
+    return Math.min(MAX_NODE_WIDTH, Math.max(MIN_NODE_WIDTH, Math.round(wanted + LABEL_PADDING)));
+  }
+
+  // ---- nodes and edges, built from the embedded JSON
+  for (const item of data.nodes) {
+    nodes.set(item.id, { item, x: 0, y: 0, width: 0, height: HEADER, expanded: false, rows: null, element: null });
+  }
+  for (const edge of data.columnEdges) {
+    const index = edge.targetField === null ? byDataset : byField;
+    const key = edge.targetField === null ? edge.target : fieldKey(edge.target, edge.targetField);
+    if (!index.has(key)) {
+      index.set(key, []);
+    }
+    index.get(key).push(edge);
+  }
+
+  function drawNode(node) {
+    const item = node.item;
+    const classes = `node ${item.kind}${item.failed ? " failed" : ""}`;
+    const group = svgElement(
+      "g",
+      { class: classes, "data-node-id": item.id, tabindex: "0", role: "button" },
+      nodeLayer,
+    );
+    node.element = group;
+    node.width = nodeWidth(item);
+    svgElement("rect", { class: "box", width: node.width, height: HEADER, rx: item.kind === "job" ? 18 : 5 }, group);
+    const label = svgElement("text", { class: "label", x: TEXT_X, y: 17 }, group);
+    label.textContent = cut(item.name, node.width - 2 * TEXT_X, "label");
+    node.sub = svgElement("text", { class: "sub", x: TEXT_X, y: 32 }, group);
+    svgElement("title", {}, group).textContent = `${item.namespace} / ${item.name}`;
+    if (item.kind === "dataset") {
+      node.sub.textContent = datasetCaption(item, false);
+      group.addEventListener("click", (event) => {
+        event.stopPropagation();
+        toggleDataset(node);
+      });
+    } else {
+      node.sub.textContent = jobCaption(item);
+      group.addEventListener("mouseenter", (event) => showJobTip(item, event));
+      group.addEventListener("mousemove", (event) => placeTip(event));
+      group.addEventListener("mouseleave", () => {
+        tooltip.hidden = true;
+      });
+      group.addEventListener("click", (event) => {
+        event.stopPropagation();
+        showJob(item);
+      });
+    }
+    group.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        group.dispatchEvent(new MouseEvent("click"));
+      }
+    });
+  }
+
+  function drawRows(node) {
+    const item = node.item;
+    node.rows = new Map();
+    const box = svgElement("g", { class: "columns" }, node.element);
+    svgElement("line", { class: "divider", x1: 0, y1: HEADER, x2: node.width, y2: HEADER }, box);
+    item.columns.forEach((column, index) => {
+      const row = svgElement(
+        "g",
+        { class: "column-row", "data-column": column.name, transform: `translate(0,${HEADER + index * ROW})` },
+        box,
+      );
+      svgElement("rect", { x: 1, y: 0, width: node.width - 2, height: ROW }, row);
+      const room = node.width - 2 * TEXT_X - typeWidth(column);
+      svgElement("text", { x: TEXT_X, y: 13 }, row).textContent = cut(column.name, room, "row");
+      if (column.type) {
+        const type = svgElement("text", { class: "type", x: node.width - 8, y: 13, "text-anchor": "end" }, row);
+        type.textContent = typeText(column.type);
+      }
+      row.addEventListener("click", (event) => {
+        event.stopPropagation();
+        selectColumn(item.id, column.name, true);
+      });
+      node.rows.set(column.name, row);
+    });
+    box.style.display = "none";
+    node.columnsBox = box;
+  }
+
+  function setExpanded(node, expanded) {
+    if (node.item.kind !== "dataset" || !node.item.columns.length || node.expanded === expanded) {
+      return;
+    }
+    if (!node.rows) {
+      drawRows(node);
+    }
+    node.expanded = expanded;
+    node.columnsBox.style.display = expanded ? "" : "none";
+    node.height = expanded ? HEADER + node.item.columns.length * ROW + ROW_PAD : HEADER;
+    node.element.querySelector(".box").setAttribute("height", node.height);
+    node.sub.textContent = datasetCaption(node.item, expanded);
+  }
+
+  // ---- placement: dagre lays the nodes out left to right at their present sizes (an open dataset is tall)
+  function layout() {
+    const graph = new dagre.graphlib.Graph();
+    graph.setGraph({
+      rankdir: "LR",
+      nodesep: NODE_GAP,
+      ranksep: LAYER_GAP,
+      edgesep: EDGE_GAP,
+      marginx: MARGIN,
+      marginy: MARGIN,
+    });
+    graph.setDefaultEdgeLabel(() => ({}));
+    for (const [id, node] of nodes) {
+      graph.setNode(id, { width: node.width, height: node.height });
+    }
+    for (const edge of edges) {
+      graph.setEdge(edge.source.item.id, edge.target.item.id);
+    }
+    dagre.layout(graph);
+    for (const [id, node] of nodes) {
+      const placed = graph.node(id);
+      node.centre = placed.x; // the nodes of one layer share it
+      node.x = placed.x - node.width / 2;
+      node.y = placed.y - node.height / 2;
+    }
+    for (const edge of edges) {
+      // The bends dagre routed the edge through, between the layers it crosses.
+      edge.bends = (graph.edge(edge.source.item.id, edge.target.item.id).points || []).slice(1, -1);
+    }
+  }
+  function reflow() {
+    layout();
+    for (const node of nodes.values()) {
+      node.element.setAttribute("transform", `translate(${node.x},${node.y})`);
+    }
+    for (const edge of edges) {
+      edge.path.setAttribute("d", route(rightOf(edge.source), edge.bends, leftOf(edge.target)));
+    }
+    if (selection?.field) {
+      drawColumnEdges();
+    }
+  }
+  function rightOf(node) {
+    return [node.x + node.width, node.y + HEADER / 2];
+  }
+  function leftOf(node) {
+    return [node.x, node.y + HEADER / 2];
+  }
+  function point(at) {
+    return `${at[0]},${at[1]}`;
+  }
+  function bezier(from, to) {
+    const bend = Math.max(40, Math.abs(to[0] - from[0]) / 2);
+    return ` C${point([from[0] + bend, from[1]])} ${point([to[0] - bend, to[1]])} ${point(to)}`;
+  }
+  function curve(from, to) {
+    return `M${point(from)}${bezier(from, to)}`;
+  }
+  function route(from, bends, to) {
+    const stops = [from, ...bends.map((bend) => [bend.x, bend.y]), to];
+    let path = `M${point(from)}`;
+    for (let index = 1; index < stops.length; index += 1) {
+      const before = stops[index - 1];
+      const at = stops[index];
+      const bend = Math.abs(at[0] - before[0]) / 2;
+      path += ` C${point([before[0] + bend, before[1]])} ${point([at[0] - bend, at[1]])} ${point(at)}`;
+    }
+    return path;
+  }
+  function rowAnchor(node, field, side) {
+    const index = node.item.columns.findIndex((column) => column.name === field);
+    const y = index < 0 ? node.y + HEADER / 2 : node.y + HEADER + index * ROW + ROW / 2;
+    return [side === "right" ? node.x + node.width : node.x, y];
+  }
+
+  for (const item of data.edges) {
+    const source = nodes.get(item.source);
+    const target = nodes.get(item.target);
+    if (!source || !target) {
+      continue;
+    }
+    const failed = (source.item.kind === "job" ? source : target).item.failed;
+    const path = svgElement(
+      "path",
+      {
+        class: `edge${failed ? " failed" : ""}`,
+        "marker-end": "url(#arrow)",
+        "data-source": item.source,
+        "data-target": item.target,
+      },
+      edgeLayer,
+    );
+    edges.push({ source, target, path, bends: [] });
+  }
+  for (const node of nodes.values()) {
+    drawNode(node);
+  }
+
+  // ---- column lineage: everything a column comes from, across jobs
+  function upstream(nodeId, field) {
+    const seen = new Set([fieldKey(nodeId, field)]);
+    const queue = [[nodeId, field]];
+    const found = [];
+    while (queue.length) {
+      const [id, name] = queue.shift();
+      const own = byField.get(fieldKey(id, name)) || [];
+      const shared = indirectBox.checked ? byDataset.get(id) || [] : [];
+      for (const edge of own.concat(shared)) {
+        if (!indirectBox.checked && edge.type !== "DIRECT") {
+          continue;
+        }
+        // A dataset-wide input shapes every column: it is drawn once, to the dataset itself.
+        found.push({ edge, targetField: edge.targetField === null ? null : name });
+        const key = fieldKey(edge.source, edge.sourceField);
+        if (!seen.has(key)) {
+          seen.add(key);
+          queue.push([edge.source, edge.sourceField]);
+        }
+      }
+    }
+    return found;
+  }
+
+  // One drawn line per source column, target column and job; DIRECT wins when both kinds link them.
+  function mergeLinks(found) {
+    const merged = new Map();
+    for (const link of found) {
+      const edge = link.edge;
+      const key = [edge.source, edge.sourceField, edge.target, link.targetField, edge.job].join("\u0000");
+      let entry = merged.get(key);
+      if (!entry) {
+        entry = { edge, targetField: link.targetField, direct: false, kinds: [] };
+        merged.set(key, entry);
+      }
+      entry.direct = entry.direct || edge.type === "DIRECT";
+      const kind = `${edge.type} ${edge.subtype}${edge.masking ? " masking" : ""}`;
+      if (!entry.kinds.includes(kind)) {
+        entry.kinds.push(kind);
+      }
+    }
+    return Array.from(merged.values());
+  }
+
+  function drawColumnEdges() {
+    columnLayer.replaceChildren();
+    for (const link of selection.links) {
+      const edge = link.edge;
+      const source = nodes.get(edge.source);
+      const target = nodes.get(edge.target);
+      const job = nodes.get(edge.job);
+      if (!source || !target) {
+        continue;
+      }
+      const from = rowAnchor(source, edge.sourceField, "right");
+      let to = rowAnchor(target, link.targetField, "left");
+      let d = curve(from, to);
+      if (Math.abs(target.centre - source.centre) < 0.5) {
+        // Written and read inside one job (a temp table): both in one layer, so link their right sides.
+        to = rowAnchor(target, link.targetField, "right");
+        const reach = Math.max(from[0], to[0]) + 50;
+        d = `M${point(from)} C${point([reach, from[1]])} ${point([reach, to[1]])} ${point(to)}`;
+      } else if (job && job.x > from[0] && job.x + job.width < to[0]) {
+        // Through the job that made the link: in at its left, out at its right (hidden under the node).
+        const middle = job.y + job.height / 2;
+        const into = [job.x, middle];
+        const out = [job.x + job.width, middle];
+        d = `M${point(from)}${bezier(from, into)} L${point(out)}${bezier(out, to)}`;
+      }
+      const path = svgElement(
+        "path",
+        {
+          class: `column-edge ${link.direct ? "direct" : "indirect"}`,
+          d,
+          "data-source": edge.source,
+          "data-source-field": edge.sourceField,
+          "data-target": edge.target,
+          "data-target-field": link.targetField === null ? "" : link.targetField,
+          "data-job": edge.job,
+        },
+        columnLayer,
+      );
+      svgElement("title", {}, path).textContent =
+        `${source.item.name}.${edge.sourceField} \u2192 ${columnName(target.item.name, link.targetField)}: ` +
+        `${link.kinds.join(", ")} (job ${job ? job.item.name : edge.job})`;
+    }
+  }
+
+  function clearSelection() {
+    selection = null;
+    columnLayer.replaceChildren();
+    svg.classList.remove("focus");
+    for (const element of document.querySelectorAll(".on-path, .selected, .column-row.upstream, .column-row.chosen")) {
+      element.classList.remove("on-path", "selected", "upstream", "chosen");
+    }
+  }
+
+  function selectColumn(nodeId, field, updateAddress) {
+    const node = nodes.get(nodeId);
+    if (!node) {
+      return;
+    }
+    clearSelection();
+    const links = mergeLinks(upstream(nodeId, field));
+    selection = { node, field, links };
+    setExpanded(node, true);
+    const onPath = new Set([nodeId]);
+    for (const link of links) {
+      for (const id of [link.edge.source, link.edge.target, link.edge.job]) {
+        onPath.add(id);
+      }
+      setExpanded(nodes.get(link.edge.source) || node, true);
+      setExpanded(nodes.get(link.edge.target) || node, true);
+    }
+    reflow();
+    for (const id of onPath) {
+      nodes.get(id)?.element.classList.add("on-path");
+    }
+    for (const edge of edges) {
+      if (onPath.has(edge.source.item.id) && onPath.has(edge.target.item.id)) {
+        edge.path.classList.add("on-path");
+      }
+    }
+    svg.classList.add("focus");
+    node.element.classList.add("selected");
+    node.rows?.get(field)?.classList.add("chosen");
+    for (const link of links) {
+      nodes.get(link.edge.source)?.rows?.get(link.edge.sourceField)?.classList.add("upstream");
+    }
+    showColumn(node, field, links);
+    if (updateAddress) {
+      setAddress({ dataset: node.item.name, column: field });
+    }
+  }
+
+  function toggleDataset(node) {
+    const open = !node.expanded;
+    if (selection?.field && !open) {
+      clearSelection();
+    }
+    // The layout changes with the node's height: keep the clicked node where it was on the screen.
+    const before = [node.x, node.y];
+    setExpanded(node, open);
+    reflow();
+    view.x += (before[0] - node.x) * view.k;
+    view.y += (before[1] - node.y) * view.k;
+    applyView();
+    for (const element of document.querySelectorAll(".node.selected")) {
+      element.classList.remove("selected");
+    }
+    node.element.classList.add("selected");
+    showDataset(node.item);
+  }
+
+  // ---- the side panel and the job tooltip
+  function panel() {
+    details.replaceChildren();
+    details.hidden = false;
+    const close = htmlElement("button", "\u00d7", "close", details);
+    close.type = "button";
+    close.title = "Hide this panel";
+    close.addEventListener("click", () => {
+      details.hidden = true;
+    });
+    return details;
+  }
+  function neighbours(id, incoming) {
+    return data.edges
+      .filter((edge) => (incoming ? edge.target : edge.source) === id)
+      .map((edge) => nodes.get(incoming ? edge.source : edge.target))
+      .filter(Boolean);
+  }
+  function nodeLinks(title, list, parent) {
+    if (!list.length) {
+      return;
+    }
+    htmlElement("h3", title, null, parent);
+    const ul = htmlElement("ul", null, null, parent);
+    for (const node of list) {
+      const li = htmlElement("li", null, null, ul);
+      const button = htmlElement("button", node.item.name, "link", li);
+      button.type = "button";
+      button.addEventListener("click", () => {
+        focusNode(node);
+        node.element.dispatchEvent(new MouseEvent("click"));
+      });
+    }
+  }
+  function showHelp() {
+    const box = panel();
+    htmlElement("h2", data.title, null, box);
+    const jobs = data.nodes.filter((n) => n.kind === "job");
+    const failed = jobs.filter((n) => n.failed);
+    const counts =
+      `${plural(data.nodes.length - jobs.length, "dataset")}, ${plural(jobs.length, "job")}, ` +
+      plural(data.columnEdges.length, "column edge") +
+      (failed.length ? `; ${failed.length} failed` : "");
+    htmlElement("p", `${counts}.`, null, box);
+    htmlElement(
+      "p",
+      "Click a dataset for its columns, a column for where it comes from " +
+        "(DIRECT solid, INDIRECT dashed). Hover a job for its SQL. Drag to pan, scroll to zoom.",
+      "muted",
+      box,
+    );
+    nodeLinks(
+      "Failed jobs",
+      failed.map((n) => nodes.get(n.id)),
+      box,
+    );
+  }
+  function showDataset(item) {
+    const box = panel();
+    htmlElement("h2", item.name, null, box);
+    htmlElement("div", item.namespace, "muted", box);
+    htmlElement("h3", plural(item.columns.length, "column"), null, box);
+    const ul = htmlElement("ul", null, null, box);
+    for (const column of item.columns) {
+      const li = htmlElement("li", null, null, ul);
+      const button = htmlElement("button", column.name, "link", li);
+      button.type = "button";
+      button.addEventListener("click", () => selectColumn(item.id, column.name, true));
+      if (column.type) {
+        htmlElement("span", ` ${column.type}`, "muted", li);
+      }
+    }
+    nodeLinks("Written by", neighbours(item.id, true), box);
+    nodeLinks("Read by", neighbours(item.id, false), box);
+  }
+  function showColumn(node, field, links) {
+    const box = panel();
+    htmlElement("h2", `${node.item.name}.${field}`, null, box);
+    htmlElement("div", node.item.namespace, "muted", box);
+    htmlElement("h3", links.length ? "Comes from" : "No upstream columns known", null, box);
+    const ul = htmlElement("ul", null, null, box);
+    for (const link of links) {
+      const source = nodes.get(link.edge.source);
+      const target = nodes.get(link.edge.target);
+      const job = nodes.get(link.edge.job);
+      const li = htmlElement("li", null, "upstream-link", ul);
+      htmlElement("span", `${source ? source.item.name : link.edge.source}.${link.edge.sourceField}`, null, li);
+      const targetName = target ? target.item.name : link.edge.target;
+      htmlElement("span", ` \u2192 ${columnName(targetName, link.targetField)} `, null, li);
+      htmlElement("span", link.kinds.join(", "), link.direct ? "direct" : "indirect", li);
+      htmlElement("div", `via ${job ? job.item.name : link.edge.job}`, "muted", li);
+    }
+  }
+  function jobFacts(item, parent) {
+    const state = htmlElement("div", null, null, parent);
+    htmlElement("span", item.state || "no state", `state${item.failed ? " failed" : ""}`, state);
+    const runs = plural(item.runs, "run") + (item.failedRuns ? `, ${item.failedRuns} failed` : "");
+    htmlElement("span", ` \u00b7 ${runs}${item.eventTime ? ` \u00b7 ${item.eventTime}` : ""}`, "muted", state);
+    if (item.error) {
+      htmlElement("div", item.error, "error", parent);
+    }
+    if (item.sql) {
+      htmlElement("pre", item.sql, null, parent);
+    }
+  }
+  function showJob(item) {
+    const box = panel();
+    htmlElement("h2", item.name, null, box);
+    htmlElement("div", item.namespace + (item.runId ? ` \u00b7 run ${item.runId}` : ""), "muted", box);
+    jobFacts(item, box);
+    nodeLinks("Reads", neighbours(item.id, true), box);
+    nodeLinks("Writes", neighbours(item.id, false), box);
+  }
+  function showJobTip(item, event) {
+    tooltip.replaceChildren();
+    htmlElement("strong", item.name, null, tooltip);
+    const sql = item.sql && item.sql.length > 1500 ? `${item.sql.slice(0, 1500)}\n\u2026` : item.sql;
+    jobFacts({ ...item, runId: undefined, sql }, tooltip);
+    tooltip.hidden = false;
+    placeTip(event);
+  }
+  function placeTip(event) {
+    const area = svg.getBoundingClientRect();
+    const left = event.clientX - area.left + 14;
+    const top = event.clientY - area.top + 14;
+    tooltip.style.left = `${Math.max(0, Math.min(left, area.width - tooltip.offsetWidth - 4))}px`;
+    tooltip.style.top = `${Math.max(0, Math.min(top, area.height - tooltip.offsetHeight - 4))}px`;
+  }
+
+  // ---- search
+  function applySearch() {
+    const query = search.value.trim().toLowerCase();
+    let shown = 0;
+    for (const node of nodes.values()) {
+      const match =
+        !query || node.item.name.toLowerCase().includes(query) || node.item.namespace.toLowerCase().includes(query);
+      node.matches = match;
+      node.element.classList.toggle("filtered-out", !match);
+      if (match) {
+        shown += 1;
+      }
+    }
+    for (const edge of edges) {
+      edge.path.classList.toggle("filtered-out", !(edge.source.matches && edge.target.matches));
+    }
+    summary.textContent = query
+      ? `${shown} of ${plural(nodes.size, "node")} match`
+      : `${plural(nodes.size, "node")}, ${plural(edges.length, "edge")}`;
+  }
+  search.addEventListener("input", () => {
+    applySearch();
+    setAddress(search.value ? { search: search.value } : {});
+  });
+  search.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      search.value = "";
+      applySearch();
+      setAddress({});
+    }
+    if (event.key === "Enter") {
+      const first = Array.from(nodes.values()).find((node) => node.matches);
+      if (first) {
+        focusNode(first);
+      }
+    }
+  });
+  indirectBox.addEventListener("change", () => {
+    if (selection?.field) {
+      selectColumn(selection.node.item.id, selection.field, false);
+    }
+  });
+
+  // ---- pan and zoom
+  function applyView() {
+    viewport.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+  }
+  function bounds() {
+    const box = { left: Infinity, top: Infinity, right: -Infinity, bottom: -Infinity };
+    for (const node of nodes.values()) {
+      box.left = Math.min(box.left, node.x);
+      box.top = Math.min(box.top, node.y);
+      box.right = Math.max(box.right, node.x + node.width);
+      box.bottom = Math.max(box.bottom, node.y + node.height);
+    }
+    return box;
+  }
+  function fit() {
+    const area = svg.getBoundingClientRect();
+    if (!nodes.size || !area.width || !area.height) {
+      return;
+    }
+    const box = bounds();
+    const pad = 20;
+    // Leave the panel its room on the right while there is enough left for the graph.
+    const room = details.hidden || area.width < 900 ? area.width : area.width - details.offsetWidth - 20;
+    const wide = box.right - box.left;
+    const high = box.bottom - box.top;
+    const k = Math.min((room - 2 * pad) / wide, (area.height - 2 * pad) / high, 1.4);
+    view.k = Math.max(0.15, k);
+    view.x = (room - wide * view.k) / 2 - box.left * view.k;
+    view.y = Math.max(pad, (area.height - high * view.k) / 2) - box.top * view.k;
+    applyView();
+  }
+  function focusNode(node) {
+    const area = svg.getBoundingClientRect();
+    view.k = Math.max(view.k, 0.8);
+    view.x = area.width / 2 - (node.x + node.width / 2) * view.k;
+    view.y = area.height / 2 - (node.y + node.height / 2) * view.k;
+    applyView();
+    node.element.focus({ preventScroll: true });
+  }
+  svg.addEventListener(
+    "wheel",
+    (event) => {
+      event.preventDefault();
+      const area = svg.getBoundingClientRect();
+      const k = Math.min(4, Math.max(0.1, view.k * Math.exp(-event.deltaY * 0.0015)));
+      const mx = event.clientX - area.left;
+      const my = event.clientY - area.top;
+      view.x = mx - (mx - view.x) * (k / view.k);
+      view.y = my - (my - view.y) * (k / view.k);
+      view.k = k;
+      applyView();
+    },
+    { passive: false },
+  );
+  let drag = null;
+  svg.addEventListener("pointerdown", (event) => {
+    if (event.target.closest?.(".node")) {
+      return;
+    }
+    drag = { x: event.clientX, y: event.clientY, moved: false };
+    svg.setPointerCapture(event.pointerId);
+  });
+  svg.addEventListener("pointermove", (event) => {
+    if (!drag) {
+      return;
+    }
+    const dx = event.clientX - drag.x;
+    const dy = event.clientY - drag.y;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 3) {
+      return;
+    }
+    drag.moved = true;
+    svg.classList.add("panning");
+    view.x += dx;
+    view.y += dy;
+    drag.x = event.clientX;
+    drag.y = event.clientY;
+    applyView();
+  });
+  svg.addEventListener("pointerup", () => {
+    if (drag && !drag.moved) {
+      clearSelection();
+      showHelp();
+      setAddress({});
+    }
+    drag = null;
+    svg.classList.remove("panning");
+  });
+  document.getElementById("fit").addEventListener("click", fit);
+
+  // ---- the address: #dataset=NAME&column=FIELD selects a column, #search=TEXT filters
+  function setAddress(params) {
+    const text = new URLSearchParams(params).toString();
+    try {
+      history.replaceState(null, "", text ? `#${text}` : location.pathname + location.search);
+    } catch {
+      // A browser may refuse it for file: pages; the address is only a convenience.
+    }
+  }
+  function findDataset(name) {
+    return (
+      nodes.get(name) ||
+      Array.from(nodes.values()).find((node) => node.item.kind === "dataset" && node.item.name === name)
+    );
+  }
+  function fromAddress() {
+    const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+    if (params.get("search")) {
+      search.value = params.get("search");
+    }
+    applySearch();
+    const dataset = params.get("dataset") && findDataset(params.get("dataset"));
+    if (dataset && params.get("column")) {
+      selectColumn(dataset.item.id, params.get("column"), false);
+    } else if (dataset) {
+      toggleDataset(dataset);
+    } else {
+      showHelp();
+    }
+  }
+
+  reflow();
+  fromAddress();
+  fit();
+  window.addEventListener("resize", fit);
+  document.body.setAttribute("data-rendered", String(nodes.size));
+})();
