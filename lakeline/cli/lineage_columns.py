@@ -27,13 +27,13 @@ from rich.console import Console
 from lakeline.catalog_json import CatalogFile
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.errors import ConfigError, LakelineError
-from lakeline.lineage.columns.expression_tree import column_tree
-from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.columns.sql import DIALECTS
 from lakeline.lineage.openlineage.config import OpenLineageSettings, load_openlineage_settings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import StepRun, event_to_dict, new_run_id, now, run_event, sql_step_run
 from lakeline.lineage.openlineage.naming import table_of
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, load_events, render_tree
+from lakeline.lineage.viewer.column_tree import column_tree
 
 _err = Console(stderr=True)
 

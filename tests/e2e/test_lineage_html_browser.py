@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, LineageTree
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, LineageTree
 from lakeline.lineage.viewer.html import build_lineage_graph, dataset_id, job_id, write_lineage_html
 from tests.unit.test_lineage_html import (
     NAMESPACE,

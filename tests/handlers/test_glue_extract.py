@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from lakeline.cli import app
 from lakeline.glue_scanner.extract import extract
 from lakeline.glue_scanner.folder import load_folder
-from lakeline.lineage.columns.graph import load_events
+from lakeline.lineage.viewer.column_graph import load_events
 
 REGION = "eu-west-1"
 MANUAL = Path(__file__).parents[1] / "fixtures" / "glue" / "manual"

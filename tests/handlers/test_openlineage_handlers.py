@@ -24,10 +24,10 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
-from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, render_tree
 from lakeline.lineage.openlineage.archive import EventArchive
 from lakeline.lineage.openlineage.config import athena_dataset_namespace
 from lakeline.lineage.records.archive import S3ArchiveStore
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, render_tree
 from lambdas.stage_a_failure import handler as stage_a_failure
 from lambdas.stage_a_post_update import handler as stage_a_post_update
 from lambdas.stage_a_router import handler as stage_a_router

@@ -9,11 +9,11 @@ import pytest
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import InvalidInputError
-from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.columns.model import Subtype, Transformation, TransformationType
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, file_transport
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import new_run_id, sql_step_run
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, load_events, render_tree
 
 DATA = Path(__file__).parent / "data"
 NAMESPACE = "awsathena://athena.eu-west-1.amazonaws.com"

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from lakeline.cli import app
-from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, load_events
 from lakeline.lineage.columns.model import Subtype, Transformation, TransformationType
 from lakeline.lineage.openlineage.naming import LOCAL_DATASET_NAMESPACE as LOCAL
 from lakeline.lineage.openlineage.naming import table_of
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, load_events
 
 MANUAL = Path(__file__).parents[1] / "fixtures" / "glue" / "manual"
 runner = CliRunner()

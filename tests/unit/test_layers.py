@@ -3,8 +3,9 @@ never import the tests (what they share is ``harness/``), ``lakeline.cli`` is th
 ``lakeline.aws`` stands beneath the rest.
 
 And the layers themselves (``LAYERS``): the CLI, operations, the local runtime, the handlers, the
-stage lineage glue, the stages, the library, and ``lakeline.aws`` with ``lakeline.errors``; no module
-imports a layer above its own."""
+stage lineage glue, the stages, the library (itself four layers: what reads lineage back and the Glue
+scanner; OpenLineage events, dependency items and partition commits; the rest; engines, storage and
+names), and ``lakeline.aws`` with ``lakeline.errors``; no module imports a layer above its own."""
 
 from __future__ import annotations
 
@@ -67,7 +68,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lambdas", "lakeline.glue_jobs"),  # what AWS runs: the handlers and the Glue job script
     ("stage_lineage",),  # lineage records and OpenLineage events of stage runs, from their plans
     ("stage_a", "stage_b"),  # the stages' logic
-    ("lakeline",),  # the library: engines, dependencies, lineage, commits, storage, settings, ...
+    # The library, in four layers of its own:
+    ("lakeline.glue_scanner", "lakeline.lineage.viewer", "lakeline.lambda_support"),  # read lineage; handler support
+    ("lakeline.lineage.openlineage", "lakeline.dependencies", "lakeline.partitions"),  # events; items; commits
+    ("lakeline",),  # the rest: column lineage, lineage records, commit states, settings, the catalog file, ...
+    ("lakeline.engines", "lakeline.storage", "lakeline.names"),  # SQL engines, object stores, names
     ("lakeline.aws", "lakeline.errors"),  # beneath everything
 )
 
@@ -101,8 +106,10 @@ def test_no_module_imports_a_layer_above_it() -> None:
 
 
 def test_the_layer_check_finds_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert [layer_of(m) for m in ("lakeline.cli.main", "lakeline.local.project", "lakeline.aws.sqs")] == [0, 2, 7]
-    assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (5, 6, None)
+    bottom = len(LAYERS) - 1
+    assert [layer_of(m) for m in ("lakeline.cli.main", "lakeline.local.project", "lakeline.aws.sqs")] == [0, 2, bottom]
+    assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (5, 8, None)
+    assert (layer_of("lakeline.lineage.viewer.html"), layer_of("lakeline.lineage.columns.sql")) == (6, 8)
     module = tmp_path / "lakeline" / "commits.py"
     module.parent.mkdir()
     module.write_text("from stage_b.plan import StageBPlan\n")

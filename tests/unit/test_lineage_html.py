@@ -17,10 +17,10 @@ from openlineage.client.event_v2 import RunState
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import InvalidInputError
-from lakeline.lineage.columns.graph import ColumnGraph, load_events
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run, stable_run_id
 from lakeline.lineage.viewer import html as viewer_html
+from lakeline.lineage.viewer.column_graph import ColumnGraph, load_events
 from lakeline.lineage.viewer.html import (
     build_lineage_graph,
     dataset_id,

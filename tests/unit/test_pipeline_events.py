@@ -13,11 +13,11 @@ from openlineage.client.event_v2 import RunState
 from lakeline.catalog_json import CatalogFile
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import InvalidInputError, LakelineError
-from lakeline.lineage.columns.graph import load_events
 from lakeline.lineage.openlineage.archive import EventArchive, event_object_key
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import event_to_dict, run_event
 from lakeline.lineage.records.archive import LocalArchiveStore
+from lakeline.lineage.viewer.column_graph import load_events
 from lakeline.settings import PipelineSettings
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan, plan_stage_a

@@ -1,6 +1,6 @@
 """Reading stored OpenLineage RunEvents (JSON objects): the one reader of what an event says.
 
-``lineage.columns.graph`` (following a column back) and ``lineage.viewer`` (the HTML page) both read
+``lineage.viewer.column_graph`` (following a column back) and ``lineage.viewer`` (the HTML page) both read
 events through ``read_run_event``: the job, the run, its state and time, the input and output datasets
 with their schema fields and ``columnLineage`` facets, the SQL facet and the error message of a failed
 run. Anything of the wrong shape is refused with a ``InvalidInputError`` naming the place in the event.

@@ -3,8 +3,8 @@
 The graph has one node per dataset (namespace + name, shown as ``database.table``) and one per job, with
 edges input dataset -> job -> output dataset, merged across runs. A job shows the state of its latest run
 (a FAIL or ABORT is marked) and its SQL. Column-level edges come from the ``columnLineage`` facets of
-COMPLETE events, as in ``lineage.columns.graph``: only a finished run says what was written. Events are
-read by ``lineage.openlineage.reader``, the reader ``lineage.columns.graph`` uses too.
+COMPLETE events, as in ``lineage.viewer.column_graph``: only a finished run says what was written. Events are
+read by ``lineage.openlineage.reader``, the reader ``lineage.viewer.column_graph`` uses too.
 
 Python builds the graph document (nodes, edges, column edges, run states) and puts it, as JSON, into one
 page together with the page's own files (``assets/``: the HTML template, ``viewer.css``, ``viewer.js``)

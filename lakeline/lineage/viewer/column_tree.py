@@ -9,7 +9,6 @@ shape the whole output (joins, filters, groupings) come last, marked ``[dataset]
 
 from __future__ import annotations
 
-from lakeline.lineage.columns.graph import ColumnGraph, FieldRef, LineageTree
 from lakeline.lineage.columns.model import (
     NO_DEPENDENCIES,
     Dependencies,
@@ -21,6 +20,7 @@ from lakeline.lineage.columns.model import (
     group_by_source,
 )
 from lakeline.lineage.openlineage.naming import DatasetNaming
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, LineageTree
 
 
 def column_tree(
