@@ -26,7 +26,7 @@ from lakeline.cli.shared import (
 )
 from lakeline.console import fail
 from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
-from lakeline.errors import LakelineError
+from lakeline.errors import LakelineError, validated
 
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
 
@@ -173,7 +173,7 @@ def stage_b_run(
     from lakeline.local.relocation import open_engine
     from lakeline.storage import LocalObjectStore
     from stage_b.ledger import FileAppliedMessages
-    from stage_b.messages import SourceArrival, StageBMessage
+    from stage_b.messages import StageBMessage
     from stage_b.process import StageBServices
 
     try:
@@ -185,13 +185,15 @@ def stage_b_run(
             raise LakelineError("give --deps (dependency item files or folders) or a --config project that lists them")
         dependencies = LocalDependencies(load_items(item_paths))
         target = _partition_options(partition)
-        message = StageBMessage.model_validate(
+        message = validated(
+            StageBMessage,
             {
                 "target_dataset": dataset,
                 "partition": target,
-                "trigger": SourceArrival(table=dataset, partition=target, run="manual"),
+                "trigger": {"table": dataset, "partition": target, "run": "manual"},
                 "usage": usage,
-            }
+            },
+            "stage B message",
         )
         ws = workspace_of(project, workspace)
         settings = settings_of(config, project, ws.settings(environment=environment).model_dump(), {})

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lakeline.errors import validated
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import local_root
 
@@ -55,13 +56,18 @@ class Workspace:
         default_table: TableSettings | None = None,
         tables: dict[str, TableSettings] | None = None,
     ) -> PipelineSettings:
-        return PipelineSettings(
-            raw_root=local_root(self.raw_dir),
-            stage_root=local_root(self.stage_dir),
-            analytics_root=local_root(self.analytics_dir),
-            environment=environment,
-            default_table=default_table or TableSettings(),
-            tables=tables or {},
+        # Validated as input: ``environment`` comes from the command line or the project file.
+        return validated(
+            PipelineSettings,
+            {
+                "raw_root": local_root(self.raw_dir),
+                "stage_root": local_root(self.stage_dir),
+                "analytics_root": local_root(self.analytics_dir),
+                "environment": environment,
+                "default_table": default_table or TableSettings(),
+                "tables": tables or {},
+            },
+            "settings",
         )
 
 

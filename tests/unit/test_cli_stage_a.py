@@ -108,3 +108,31 @@ def test_a_settings_file_that_does_not_validate_is_one_line_naming_it(tmp_path: 
     result = runner.invoke(app, ["stage-a", "plan", "--key", "a/b/c/f.csv", "--columns", "x", "--config", str(project)])
     assert result.exit_code == 2
     assert "not_a_setting" in result.output and "Traceback" not in result.output
+
+
+DEMO_ITEMS = str(Path(__file__).parents[2] / "examples" / "demo" / "dependencies.json")
+
+
+def test_stage_b_run_refuses_a_bad_dataset_name_in_one_line_before_starting_spark(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["stage-b", "run", "--dataset", "nodot", "--partition", "date=2024-01-01", "--deps", DEMO_ITEMS,
+         "--workspace", str(tmp_path / "ws")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "invalid stage B message: target_dataset: target_dataset 'nodot' must be written database.table" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.output and "pydantic" not in result.output
+
+
+def test_an_environment_that_is_not_a_name_is_one_line_naming_it(tmp_path: Path) -> None:
+    """The environment reaches the settings through the workspace (``Workspace.settings``), not only the file."""
+    result = runner.invoke(
+        app,
+        ["stage-b", "run", "--dataset", "engineering_analytics_dev.daily_sales", "--partition", "date=2024-01-01",
+         "--deps", DEMO_ITEMS, "--workspace", str(tmp_path / "ws"), "--environment", "Dev-1"],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "invalid settings: environment: environment 'Dev-1' is not a valid name" in result.stderr
+    assert "Traceback" not in result.output

@@ -195,3 +195,45 @@ def test_invalid_events_are_refused(tmp_path: Path) -> None:
     path.write_text("{not json\n")
     with pytest.raises(InvalidInputError, match="not JSON"):
         load_events(path)
+
+
+def test_following_a_column_reads_only_the_outputs_column_lineage_of_another_producers_event() -> None:
+    """What the graph does not use is not checked: a number as eventTime, no job, inputs without schema
+    names or with column lineage of their own; a START event's partial lineage is not read at all."""
+    lineage = {
+        "fields": {"v": {"inputFields": [{"namespace": "ns", "name": "db.src", "field": "a"}]}},
+    }
+    complete = {
+        "eventType": "COMPLETE",
+        "eventTime": 1714557600,
+        "inputs": [
+            {"namespace": "ns", "name": "db.src", "facets": {"schema": {"fields": [{"type": "int"}]}}},
+            {
+                "namespace": "ns",
+                "name": "db.other",
+                "facets": {"columnLineage": {"fields": {"q": {"inputFields": [{}]}}}},
+            },
+        ],
+        "outputs": [{"namespace": "ns", "name": "db.out", "facets": {"columnLineage": lineage}}],
+    }
+    start = {"eventType": "START", "outputs": [{"namespace": "ns", "name": "db.out", "facets": {"columnLineage": {}}}]}
+    graph = ColumnGraph.from_events([complete, start])
+    assert [(link.source.dataset, link.source.field) for link in graph.links(FieldRef("ns", "db.out", "v"))] == [
+        ("db.src", "a")
+    ]
+
+
+def test_a_malformed_column_lineage_the_graph_reads_is_refused_naming_its_place() -> None:
+    bad = {
+        "eventType": "COMPLETE",
+        "job": {"namespace": "ns", "name": "job1"},
+        "outputs": [
+            {
+                "namespace": "ns",
+                "name": "db.out",
+                "facets": {"columnLineage": {"fields": {"v": {"inputFields": [{"name": "x"}]}}}},
+            }
+        ],
+    }
+    with pytest.raises(InvalidInputError, match=r"event of ns/job1, output db\.out columnLineage field v input field"):
+        ColumnGraph.from_events([bad])

@@ -508,3 +508,18 @@ def test_a_script_that_would_end_its_element_is_refused(monkeypatch: pytest.Monk
     monkeypatch.setattr(viewer_html, "_asset", lambda name: "x = '</SCRIPT>';" if name == "viewer.js" else real(name))
     with pytest.raises(InvalidInputError, match=r"asset viewer\.js cannot be inlined"):
         render_lineage_html([])
+
+
+def test_column_lineage_the_page_does_not_draw_is_not_read() -> None:
+    """Only a COMPLETE event's outputs say what was written: a START event's partial facet and an input's
+    own facet (as other producers send them) are neither drawn nor refused."""
+    job = {"namespace": "ns", "name": "job1"}
+    junk = {"columnLineage": {"fields": {"q": {"inputFields": [{}]}}}}
+    events = [
+        {"eventType": "START", "eventTime": "2024-05-01T10:00:00+00:00", "run": {"runId": "r1"}, "job": job,
+         "inputs": [{"namespace": "ns", "name": "db.src", "facets": junk}],
+         "outputs": [{"namespace": "ns", "name": "db.out", "facets": junk}]},
+    ]  # fmt: skip
+    graph = viewer_html.build_lineage_graph(events)
+    assert graph.column_edges == set()
+    assert {node.name for node in graph.datasets.values()} == {"db.src", "db.out"}

@@ -87,7 +87,7 @@ BAD_REQUESTS = [
     ({**ONE, "colour": "red"}, "colour: unknown field"),
     ({**STEP, "record": {"storage_location": "s3://b/k"}, "node_id": "n1"}, "node_id at the top level goes with"),
     ({**ONE, "parent_id": "n0", "node_id": "run-20260122"}, "node_id 'run-20260122' equals root_id"),
-    ({**STEP, "records": [{"storage_location": "s3://b/k"}] * 2}, "records.1 repeats node"),
+    ({**STEP, "records": [{"storage_location": "s3://b/k"}] * 2}, "records[1] repeats node"),
 ]
 
 

@@ -1,9 +1,11 @@
 """Reading stored OpenLineage RunEvents (JSON objects): the one reader of what an event says.
 
-``lineage.viewer.column_graph`` (following a column back) and ``lineage.viewer`` (the HTML page) both read
-events through ``read_run_event``: the job, the run, its state and time, the input and output datasets
-with their schema fields and ``columnLineage`` facets, the SQL facet and the error message of a failed
-run. Anything of the wrong shape is refused with a ``InvalidInputError`` naming the place in the event.
+``lineage.viewer.html`` (the page) reads events through ``read_run_event``: the job, the run, its state
+and time, the input and output datasets with their schema fields, a COMPLETE event's output
+``columnLineage``, the SQL facet and the error message of a failed run. ``lineage.viewer.column_graph``
+(following a column back) reads only what it needs, through ``read_written_lineage``: the outputs'
+``columnLineage``, with the same facet reader. What is read and has the wrong shape is refused with an
+``InvalidInputError`` naming the place in the event; what is not read is not checked.
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ def _column_lineage(facets: Mapping[str, Any], where: str) -> ColumnLineage | No
     return ColumnLineage(tuple(fields), _input_fields(facet.get("dataset"), f"{where} columnLineage dataset"))
 
 
-def _dataset(raw: Any, place: str, side: str, position: int) -> EventDataset:
+def _dataset(raw: Any, place: str, side: str, position: int, *, with_lineage: bool) -> EventDataset:
     where = f"{place} {side}[{position}]"
     data = mapping(raw, where)
     namespace = text(data.get("namespace"), f"{where} namespace")
@@ -170,8 +172,37 @@ def _dataset(raw: Any, place: str, side: str, position: int) -> EventDataset:
         kind = column.get("type")
         columns.append(SchemaField(text(column.get("name"), f"{where} schema field name"), str(kind) if kind else None))
     # Messages about the facet name the dataset: "event of ns/job, output db.table columnLineage ...".
-    lineage = _column_lineage(facets, f"{place} {side.removesuffix('s')} {name}")
+    lineage = _column_lineage(facets, f"{place} {side.removesuffix('s')} {name}") if with_lineage else None
     return EventDataset(namespace, name, tuple(columns), lineage)
+
+
+@dataclass(frozen=True)
+class WrittenLineage:
+    """What a COMPLETE event says its job wrote, column by column: all that following a column back needs."""
+
+    job: EventJob
+    outputs: tuple[tuple[str, str, ColumnLineage], ...]
+    """(namespace, name, its ``columnLineage``) of each output that carries one."""
+
+
+def read_written_lineage(data: Any, where: str) -> WrittenLineage:
+    """The outputs' ``columnLineage`` of one COMPLETE event, and its job's name if it has one.
+
+    Only that is read, so an event from another producer whose other parts Lakeline does not use (an
+    ``eventTime`` as a number, inputs without schema names, no job) still gives its column lineage.
+    """
+    data = mapping(data, where)
+    job_data = data.get("job") if isinstance(data.get("job"), Mapping) else {}
+    job = EventJob(str(job_data.get("namespace") or ""), str(job_data.get("name") or ""))
+    outputs = []
+    for position, raw in enumerate(array(data.get("outputs"), f"{where} outputs")):
+        output = mapping(raw, f"{where} outputs[{position}]")
+        name = text(output.get("name"), f"{where} outputs[{position}] name")
+        facets = mapping(output.get("facets"), f"{where} outputs[{position}] facets")
+        lineage = _column_lineage(facets, f"{where} of {job.key}, output {name}")
+        if lineage is not None:
+            outputs.append((text(output.get("namespace"), f"{where} outputs[{position}] namespace"), name, lineage))
+    return WrittenLineage(job, tuple(outputs))
 
 
 def read_run_event(data: Any, where: str) -> RunEventView:
@@ -185,9 +216,11 @@ def read_run_event(data: Any, where: str) -> RunEventView:
     run = mapping(data.get("run"), f"{where} run")
     moment = None if data.get("eventTime") is None else event_time(data.get("eventTime"), where)
     place = f"{where} of {job.key},"
+    state = str(data.get("eventType") or "OTHER").upper()
+    # Only a COMPLETE event's outputs say what was written; other column lineage is not read (nor refused).
     datasets = {
         side: tuple(
-            _dataset(raw, place, side, position)
+            _dataset(raw, place, side, position, with_lineage=side == "outputs" and state == "COMPLETE")
             for position, raw in enumerate(array(data.get(side), f"{place} {side}"))
         )
         for side in ("inputs", "outputs")
@@ -199,7 +232,7 @@ def read_run_event(data: Any, where: str) -> RunEventView:
         data=data,
         where=where,
         job=job,
-        state=str(data.get("eventType") or "OTHER").upper(),
+        state=state,
         time=moment,
         run_id=str(run.get("runId") or ""),
         inputs=datasets["inputs"],

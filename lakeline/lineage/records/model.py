@@ -254,8 +254,8 @@ def build_records(
         )
         if node_id in seen:
             raise InvalidInputError(
-                f"invalid lineage request: records.{index} repeats node {node_id!r} of "
-                f"records.{seen[node_id]} (same node_id or same storage_location)"
+                f"invalid lineage request: records[{index}] repeats node {node_id!r} of "
+                f"records[{seen[node_id]}] (same node_id or same storage_location)"
             )
         seen[node_id] = index
         try:

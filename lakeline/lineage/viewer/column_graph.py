@@ -24,7 +24,7 @@ from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import NO_DEPENDENCIES, Dependencies, Transformation, TransformationType, compose
 from lakeline.lineage.openlineage.events import event_to_dict
 from lakeline.lineage.openlineage.naming import DatasetNaming, table_of
-from lakeline.lineage.openlineage.reader import InputField, read_run_event
+from lakeline.lineage.openlineage.reader import InputField, read_written_lineage
 
 
 @dataclass(frozen=True, order=True)
@@ -87,15 +87,13 @@ class ColumnGraph:
         data = event_to_dict(event) if isinstance(event, RunEvent) else event
         if str(data.get("eventType", "")).upper() != "COMPLETE":
             return
-        read = read_run_event(data, "event")
-        for output in read.outputs:
-            if output.column_lineage is None:
-                continue
-            for name, inputs in output.column_lineage.fields:
-                ref = FieldRef(output.namespace, output.name, name)
-                self._fields.setdefault(ref, set()).update(_links(inputs, read.job.key, False))
-            dataset_links = _links(output.column_lineage.dataset, read.job.key, True)
-            self._datasets.setdefault((output.namespace, output.name), set()).update(dataset_links)
+        written = read_written_lineage(data, "event")
+        for namespace, name, lineage in written.outputs:
+            for column, inputs in lineage.fields:
+                ref = FieldRef(namespace, name, column)
+                self._fields.setdefault(ref, set()).update(_links(inputs, written.job.key, False))
+            dataset_links = _links(lineage.dataset, written.job.key, True)
+            self._datasets.setdefault((namespace, name), set()).update(dataset_links)
 
     @property
     def fields(self) -> list[FieldRef]:
