@@ -29,7 +29,7 @@ def load_environment(model: type[ModelT], environ: Mapping[str, str]) -> ModelT:
         raw = environ.get(variable)
         if raw is None:
             continue
-        if raw.lstrip().startswith(("{", "[")):
+        if field.annotation is not str and raw.lstrip().startswith(("{", "[")):  # a str is taken as written
             try:
                 values[key] = json.loads(raw)
             except json.JSONDecodeError as error:

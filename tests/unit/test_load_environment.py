@@ -1,0 +1,39 @@
+"""``load_environment``: every function reads its variables one way (a field's alias, else its name in
+upper case); structured settings arrive as JSON, a string is taken as written."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakeline.errors import ConfigError
+from lakeline.lambda_support import load_environment
+from lambdas.environments import LineageTraceEnvironment, StageBRouterEnvironment
+
+
+def test_aliased_variables_are_read_by_their_alias_and_a_string_is_not_decoded() -> None:
+    environment = load_environment(
+        LineageTraceEnvironment,
+        {"LINEAGE_TABLE_NAME": "lineage", "ARCHIVE_BUCKET": "archive", "ARCHIVE_PREFIX": "[raw]/", "table_name": "x"},
+    )
+    assert (environment.table_name, environment.archive_prefix) == ("lineage", "[raw]/")
+
+
+def test_structured_settings_are_json_and_named_fields_upper_case() -> None:
+    environment = load_environment(
+        StageBRouterEnvironment,
+        {
+            "STATE_MACHINE_ARN": "arn",
+            "DEAD_LETTER_QUEUE_URL": "dlq",
+            "PIPELINE_STATE_TABLE": "state",
+            "STAGE_BUCKET": "stage",
+            "DEPENDENCIES_TABLE": "deps",
+            "ARTIFACTS_BUCKET": "artifacts",
+            "TABLE_SETTINGS": '{"a_b.c": {"bucket_count": 4}}',
+        },
+    )
+    assert environment.table_settings["a_b.c"].bucket_count == 4
+
+
+def test_a_missing_variable_is_named_as_the_function_sees_it() -> None:
+    with pytest.raises(ConfigError, match="ARCHIVE_BUCKET: required field is missing"):
+        load_environment(LineageTraceEnvironment, {"LINEAGE_TABLE_NAME": "lineage"})
