@@ -61,6 +61,12 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "All versions of a Lakeline Lambda function invoked by a state machine (LambdaInvoke grant).",
     ),
     (
+        r"Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:"
+        r"\{\"Fn::Select\":\[6,\{\"Fn::Split\":\[\":\",\{\"Ref\":\"Stage[AB]StateMachine[0-9A-F]+\"\}\]\}\]\}:\*",
+        "Executions of the stage's own state machine (StateMachine.grant_execution): a router describes the "
+        "execution a redelivered message already started, named per run, to see whether it ended.",
+    ),
+    (
         r"Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:(database/\*_[a-z0-9_]+"
         r"|table/\*_[a-z0-9_]+/\*)",
         "Catalog databases and tables of this environment (<team>_<dataset>[_raw]_<env>): teams and "

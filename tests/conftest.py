@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harness.aws_calls import RECORDER, CallRecorder
+
 if TYPE_CHECKING:
     from lakeline.commits import PartitionCommits
     from lakeline.engines.spark import SparkEngine
@@ -98,3 +100,11 @@ def fresh_raw_objects() -> None:
     from harness import raw_objects
 
     raw_objects.forget()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def aws_calls() -> Iterator[CallRecorder]:
+    """Every AWS call the deployed functions' code makes in this session, by function (``harness.aws_calls``);
+    ``tests/infrastructure/test_grants.py`` checks them against the synthesized roles."""
+    with RECORDER.installed() as recorder:
+        yield recorder

@@ -238,6 +238,9 @@ class StageWorkflow:
             },
         )
         self.state_machine.grant_start_execution(router.function)
+        # A redelivery finds its execution already started and reads whether it ended
+        # (lakeline.aws.stepfunctions.start_execution_once): DescribeExecution on this machine's executions.
+        self.state_machine.grant_execution(router.function, "states:DescribeExecution")
         queue.dead_letter_queue.grant_send_messages(router.function)
         grant(router)
         router.function.add_event_source(
