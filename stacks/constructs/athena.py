@@ -74,14 +74,26 @@ class AthenaWorkgroup(Construct):
             )
         )
 
-    def statement(self, scope: Construct, construct_id: str, sql_path: str) -> tasks.AthenaStartQueryExecution:
-        """One statement from the state at ``sql_path``. Statements name their tables in full
-        (``db.table``), so no query context is set; the workgroup enforces the result location."""
+    def statement(
+        self, scope: Construct, construct_id: str, sql_path: str, *, database_path: str | None = None
+    ) -> tasks.AthenaStartQueryExecution:
+        """One statement from the state at ``sql_path``; the workgroup enforces the result location.
+
+        The statements Lakeline writes name their tables in full (``db.table``) and need no query context.
+        A statement a user writes (a stage B step) runs in the database at ``database_path``, as the local
+        runner runs it (``engine.execute(step.sql, database=step.db)``): its unqualified table names
+        resolve in its ``db``, not in Athena's ``default``."""
+        context = (
+            tasks.QueryExecutionContext(database_name=sfn.JsonPath.string_at(database_path))
+            if database_path is not None
+            else None
+        )
         task = tasks.AthenaStartQueryExecution(
             scope,
             construct_id,
             query_string=sfn.JsonPath.string_at(sql_path),
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            query_execution_context=context,
             work_group=self.name,
             # Naming the (workgroup-enforced) result location scopes the task's generated S3 grants to the
             # results bucket; without it CDK grants s3:GetObject/PutObject/CreateBucket on every resource.

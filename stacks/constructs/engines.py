@@ -120,13 +120,13 @@ class AthenaEngine(Engine):
     ) -> sfn.State:
         plan, statement = STAGE_B_PLAN, self.workgroup.statement
         reconcile = self._reconcile(scope, construct_id, plan, on_failure)
-        step = statement(scope, f"{construct_id}Step", "$.sql")
+        step = statement(scope, f"{construct_id}Step", "$.sql", database_path="$.db")  # in its db, as locally
         steps = sfn.Map(
             scope,
             f"{construct_id}Steps",
             items_path=plan("steps"),
             max_concurrency=1,
-            item_selector={"sql.$": STAGE_B_STEP("sql")},
+            item_selector={"sql.$": STAGE_B_STEP("sql"), "db.$": STAGE_B_STEP("db")},
             result_path=sfn.JsonPath.DISCARD,
         )
         steps.item_processor(step)
