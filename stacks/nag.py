@@ -86,6 +86,11 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "environment's databases.",
     ),
     (
+        r"Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws-glue/\*",
+        "The Glue job's log groups, which Glue creates per job run under /aws-glue/ and encrypts with the "
+        "data key (logs:AssociateKmsKey, required by a security configuration with CloudWatch encryption).",
+    ),
+    (
         r"Resource::arn:<AWS::Partition>:s3:::cdk-[a-z0-9]+-assets-<AWS::AccountId>-<AWS::Region>/\*",
         "Reading CDK file assets (the Glue job's script and Lakeline's library zip) from the bootstrap bucket, "
         "granted by Asset.grant_read.",

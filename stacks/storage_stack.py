@@ -56,6 +56,30 @@ class StorageStack(Stack):
                     conditions={"StringEquals": {"aws:SourceAccount": self.account}},
                 )
             )
+        # CloudWatch Logs encrypts the Spark engine's Glue job logs with this key (the job's security
+        # configuration): the logs service may use a key only where its policy names it, per log group.
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal(f"logs.{self.region}.amazonaws.com")],
+                actions=[
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncryptFrom",
+                    "kms:ReEncryptTo",
+                    "kms:GenerateDataKey",
+                    "kms:GenerateDataKeyWithoutPlaintext",
+                    "kms:DescribeKey",
+                ],
+                resources=["*"],
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": (
+                            f"arn:{self.partition}:logs:{self.region}:{self.account}:log-group:*"
+                        )
+                    }
+                },
+            )
+        )
         self.access_logs = s3.Bucket(
             self,
             "AccessLogsBucket",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from aws_cdk import Duration
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -165,6 +166,17 @@ class SparkEngine(Engine):
             ),
             result_path=sfn.JsonPath.DISCARD,
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
+        )
+        # The job admits MaxConcurrentRuns runs at once and the routers start more executions than that:
+        # a run Glue refuses for concurrency waits and tries again (about 40 minutes in all) instead of
+        # failing the run and parking what it took.
+        run.add_retry(
+            errors=["Glue.ConcurrentRunsExceededException"],
+            interval=Duration.seconds(30),
+            max_attempts=10,
+            backoff_rate=1.5,
+            max_delay=Duration.minutes(5),
+            jitter_strategy=sfn.JitterType.FULL,
         )
         run.add_catch(
             failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure), result_path="$.error"

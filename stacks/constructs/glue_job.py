@@ -3,6 +3,7 @@ library, run against the Glue Data Catalog, with its role and its security confi
 
 from __future__ import annotations
 
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as assets
@@ -42,6 +43,21 @@ class SparkJob:
         library.grant_read(role)
         grants.grant_plan(role)
         storage.key.grant_encrypt_decrypt(role)
+        # The security configuration below encrypts the job's CloudWatch logs with the data key: Glue
+        # associates the key with the job's log groups as this role.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:AssociateKmsKey"],
+                resources=[
+                    Stack.of(scope).format_arn(
+                        service="logs",
+                        resource="log-group",
+                        resource_name="/aws-glue/*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            )
+        )
         security = glue.CfnSecurityConfiguration(
             scope,
             "SparkJobSecurity",
