@@ -11,8 +11,9 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from stacks.config import LakelineConfig
+from stacks.constructs.alarms import FailureAlarms
 from stacks.constructs.artifacts import QueryArtifacts
-from stacks.constructs.functions import SharedLambdaCode
+from stacks.constructs.functions import LakelineFunction, SharedLambdaCode
 from stacks.constructs.lineage import Lineage
 from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import QueueWithDeadLetters
@@ -84,6 +85,13 @@ class PipelineStack(Stack):
             self, "DependenciesStream", storage=refs, alarm_topic=self.alarm_topic
         )
         self.artifacts = QueryArtifacts(self, "QueryArtifacts", bucket=refs.bucket("Artifacts"))
+        FailureAlarms(
+            self,
+            "FailureAlarms",
+            topic=self.alarm_topic,
+            state_machines={"StageA": self.stage_a.state_machine, "StageB": self.stage_b.state_machine},
+            functions=[node for node in self.node.find_all() if isinstance(node, LakelineFunction)],
+        )
         # What `lakeline status|reprocess|dlq --stack <this stack>` read (lakeline.operations).
         for name, value in {
             "PipelineStateTable": refs.table_name("PipelineState"),

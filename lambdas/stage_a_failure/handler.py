@@ -40,7 +40,7 @@ class FailureInput(BaseModel):
     plan: dict[str, Any]
     arrival: dict[str, Any] | None = None
     error: StepError
-    failed_step: Literal["reconcile", "ctas", "commit", "publish", "spark"] = "ctas"
+    failed_step: Literal["reconcile", "register", "ctas", "commit", "publish", "spark"] = "ctas"
     execution_id: str = ""
 
 

@@ -66,10 +66,12 @@ class AthenaWorkgroup(Construct):
             query.node.add_dependency(self.workgroup)
 
     def grant_get(self, grantee: iam.IGrantable) -> None:
-        """``athena:GetWorkGroup``, which running a statement in the workgroup needs."""
+        """``athena:GetWorkGroup``, which running a statement in the workgroup needs, and
+        ``athena:StopQueryExecution``: Step Functions stops a query whose task timed out (CDK's task
+        grants starting and polling only), so it does not keep running and billing."""
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
-                actions=["athena:GetWorkGroup"],
+                actions=["athena:GetWorkGroup", "athena:StopQueryExecution"],
                 resources=[Stack.of(self).format_arn(service="athena", resource="workgroup", resource_name=self.name)],
             )
         )

@@ -104,6 +104,16 @@ class AthenaEngine(Engine):
         ctas_failed.next(on_failure)
         ctas.add_catch(drop_after_failure, result_path="$.error")
         ctas.next(drop).next(publish)
+        # The run's new files are not committed yet: a failed DROP of the temp table fails the run like its
+        # CTAS (the failure function deletes them, ends the lease and parks the arrivals).
+        drop.add_catch(
+            failure_marker(scope, f"{construct_id}DropTempFailed", "ctas").next(on_failure), result_path="$.error"
+        )
+        # Nothing is written before the CTAS: a failed registration of the raw partition only ends the run.
+        register.add_catch(
+            failure_marker(scope, f"{construct_id}RegisterRawFailed", "register").next(on_failure),
+            result_path="$.error",
+        )
         has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
         has_raw_partition.when(sfn.Condition.is_string(plan("register_raw")), register.next(ctas))
         has_raw_partition.otherwise(ctas)
@@ -143,6 +153,10 @@ class AthenaEngine(Engine):
 
         drop = statement(scope, f"{construct_id}DropTemp", plan("drop_temp"))
         drop.next(publish)
+        # Not committed yet: a failed DROP fails the run like a failed step (its prefix is deleted).
+        drop.add_catch(
+            failure_marker(scope, f"{construct_id}DropTempFailed", "steps").next(on_failure), result_path="$.error"
+        )
         reconcile.next(steps).next(self.if_temp_table(scope, construct_id, write=drop, done=done))
         return reconcile
 

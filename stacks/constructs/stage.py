@@ -198,7 +198,7 @@ class StageWorkflow:
         # messages), so a failed invocation is retried before the execution fails.
         finish.add_retry(errors=["States.TaskFailed"], interval=Duration.seconds(10), max_attempts=2, backoff_rate=2.0)
         definition = sfn.Chain.custom(writes, [done], done).next(finish).next(sfn.Succeed(stage, f"{name}Done"))
-        self.state_machine = logged_state_machine(stage, "StateMachine", definition)
+        self.state_machine = logged_state_machine(stage, "StateMachine", definition, key=storage.key)
         statements.grants.grant_plan(self.state_machine.role)
 
     def router(

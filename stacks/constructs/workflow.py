@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import Duration
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -37,9 +38,10 @@ def add_retry(state: sfn.TaskStateBase) -> None:
 
 
 def logged_state_machine(
-    scope: Construct, construct_id: str, definition: sfn.IChainable, **kwargs: Any
+    scope: Construct, construct_id: str, definition: sfn.IChainable, *, key: kms.IKey, **kwargs: Any
 ) -> sfn.StateMachine:
-    log_group = logs.LogGroup(scope, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH)
+    # Execution data (statements, messages, partition values) is logged: encrypted with the data key.
+    log_group = logs.LogGroup(scope, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=key)
     machine = sfn.StateMachine(
         scope,
         construct_id,

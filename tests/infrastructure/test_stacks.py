@@ -199,7 +199,11 @@ def test_queues_have_dead_letter_queues_alarms_and_partial_batch_failures(
     assert len(targets) == len(work_queues), "each with its own dead-letter queue"
     for queue in queues.values():
         assert "KmsMasterKeyId" in queue["Properties"]
-    alarms = resources(pipeline, "AWS::CloudWatch::Alarm")
+    alarms = {
+        name: alarm
+        for name, alarm in resources(pipeline, "AWS::CloudWatch::Alarm").items()
+        if alarm["Properties"].get("Namespace") == "AWS/SQS"
+    }
     assert len(alarms) == len(queues), "a backlog alarm per work queue, an arrival alarm per dead-letter queue"
     mappings = list(resources(pipeline, "AWS::Lambda::EventSourceMapping").values())
     for mapping in mappings:

@@ -1,0 +1,99 @@
+"""A failure in AWS never disappears (#20, defects 5 and 6), asserted on the synthesized templates: every
+write task of a stage's state machine has a Catch into the failure path (which ends the lease, parks
+the input in the DLQ and records a FAIL), a timed-out query can be stopped, failed or timed-out
+executions and function errors raise alarms, and execution logs (which carry SQL and data values) are
+encrypted with the data key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from tests.infrastructure.test_stacks import (
+    as_list,
+    functions_by_handler,
+    resources,
+    role_statements,
+    state_machine_definition,
+    synth,
+)
+
+
+@pytest.fixture(scope="module", params=["athena", "spark"])
+def pipeline(request: pytest.FixtureRequest) -> Template:
+    return synth(request.param)[1]
+
+
+@pytest.mark.parametrize("stage", ["StageA", "StageB"])
+def test_every_task_before_the_post_update_has_a_catch(pipeline: Template, stage: str) -> None:
+    states = state_machine_definition(pipeline, stage)["States"]
+    uncaught = sorted(
+        name
+        for name, state in states.items()
+        if state["Type"] in ("Task", "Map")
+        and "Catch" not in state
+        and not name.endswith("Record")  # the failure path's own record: it fails the execution (alarmed)
+        and name != "PostUpdateTask"  # after the publish: see the README's "What a failure leaves"
+    )
+    assert uncaught == []
+
+
+def test_a_timed_out_query_can_be_stopped(pipeline: Template) -> None:
+    machines = resources(pipeline, "AWS::StepFunctions::StateMachine")
+    if "athena:startQueryExecution.sync" not in json.dumps(machines):
+        pytest.skip("the spark engine runs no Athena task")
+    for name, machine in machines.items():
+        role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+        actions = {
+            action.lower()
+            for policy in resources(pipeline, "AWS::IAM::Policy").values()
+            if {"Ref": role} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+            for action in as_list(statement["Action"])
+        }
+        assert "athena:stopqueryexecution" in actions, name
+
+
+def alarmed(pipeline: Template) -> list[dict[str, Any]]:
+    return [alarm["Properties"] for alarm in resources(pipeline, "AWS::CloudWatch::Alarm").values()]
+
+
+@pytest.mark.parametrize("metric", ["ExecutionsFailed", "ExecutionsTimedOut"])
+def test_each_state_machine_alarms_on_failed_and_timed_out_executions(pipeline: Template, metric: str) -> None:
+    machines = set(resources(pipeline, "AWS::StepFunctions::StateMachine"))
+    watched = {
+        dimension["Value"]["Ref"]
+        for alarm in alarmed(pipeline)
+        if alarm.get("MetricName") == metric and alarm.get("Namespace") == "AWS/States"
+        for dimension in alarm["Dimensions"]
+    }
+    assert watched == machines
+    assert all(a["AlarmActions"] for a in alarmed(pipeline) if a.get("Namespace") == "AWS/States")
+
+
+def test_each_function_alarms_on_errors(pipeline: Template) -> None:
+    functions = {
+        name
+        for name, f in resources(pipeline, "AWS::Lambda::Function").items()
+        if f["Properties"]["Handler"].startswith("lambdas.")
+    }
+    watched = {
+        dimension["Value"]["Ref"]
+        for alarm in alarmed(pipeline)
+        if alarm.get("MetricName") == "Errors" and alarm.get("Namespace") == "AWS/Lambda"
+        for dimension in alarm["Dimensions"]
+    }
+    assert functions and functions <= watched
+    assert len(functions_by_handler(pipeline)) >= 10
+
+
+def test_execution_logs_are_encrypted_with_the_data_key(pipeline: Template) -> None:
+    groups = resources(pipeline, "AWS::Logs::LogGroup")
+    for machine in resources(pipeline, "AWS::StepFunctions::StateMachine").values():
+        destination = machine["Properties"]["LoggingConfiguration"]["Destinations"][0]
+        group = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+        assert "KmsKeyId" in groups[group]["Properties"], group
+    assert role_statements  # the helpers this tier shares
