@@ -36,7 +36,7 @@ def test_every_task_before_the_post_update_has_a_catch(pipeline: Template, stage
         if state["Type"] in ("Task", "Map")
         and "Catch" not in state
         and not name.endswith("Record")  # the failure path's own record: it fails the execution (alarmed)
-        and name != "PostUpdateTask"  # after the publish: see the README's "What a failure leaves"
+        and name != "PostUpdateTask"  # after the publish: alarmed, see the README, "What a failure leaves"
     )
     assert uncaught == []
 
