@@ -14,6 +14,8 @@ from constructs import Construct
 
 from stacks.constructs.functions import LakelineFunction
 
+PERIOD = Duration.minutes(5)
+
 
 class FailureAlarms(Construct):
     def __init__(
@@ -26,32 +28,30 @@ class FailureAlarms(Construct):
         functions: Iterable[LakelineFunction],
     ) -> None:
         super().__init__(scope, construct_id)
-        action = actions.SnsAction(topic)
+        self.action = actions.SnsAction(topic)
         for name, machine in state_machines.items():
-            for metric_name, metric in (
-                ("Failed", machine.metric_failed(period=Duration.minutes(5))),
-                ("TimedOut", machine.metric_timed_out(period=Duration.minutes(5))),
-            ):
-                alarm = metric.create_alarm(
-                    self,
-                    f"{name}Executions{metric_name}",
-                    alarm_description=f"{name}: an execution {metric_name.lower()} (see its history and the DLQ)",
-                    threshold=1,
-                    evaluation_periods=1,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                )
-                alarm.add_alarm_action(action)
+            self._alarm(machine.metric_failed(period=PERIOD), f"{name}ExecutionsFailed", f"{name}: an execution failed")
+            self._alarm(
+                machine.metric_timed_out(period=PERIOD), f"{name}ExecutionsTimedOut", f"{name}: an execution timed out"
+            )
         for function in functions:
             # Named by the function's place in the stack (StageA/Router → StageARouterErrors): unique and stable.
             place = "".join(function.node.path.split("/")[1:])
-            alarm = function.function.metric_errors(period=Duration.minutes(5)).create_alarm(
-                self,
+            self._alarm(
+                function.function.metric_errors(period=PERIOD),
                 f"{place}Errors",
-                alarm_description=f"{function.node.path}: the function raised an error",
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                f"{function.node.path}: the function raised an error",
             )
-            alarm.add_alarm_action(action)
+
+    def _alarm(self, metric: cloudwatch.Metric, construct_id: str, description: str) -> None:
+        """One occurrence in five minutes is one too many: each is a failure nothing else reports."""
+        alarm = metric.create_alarm(
+            self,
+            construct_id,
+            alarm_description=f"{description} (see its logs or execution history, and the DLQs)",
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(self.action)
