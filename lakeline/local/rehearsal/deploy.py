@@ -1,0 +1,207 @@
+"""``cdk deploy`` on one machine: the synthesized cloud assembly (templates and assets) stood up by the
+CloudFormation of a local AWS endpoint (moto's server, in this process), as AWS would stand it up.
+
+What ``deploy`` does is what the CDK CLI and CloudFormation do: the bootstrap's SSM parameters and
+asset bucket, each file asset uploaded (directories zipped) where its manifest says, then each stack
+created in the assembly's dependency order from its template, custom resources included (carried out
+in-process: ``moto_fixes``). A stack that does not reach ``CREATE_COMPLETE`` is an error naming the
+resources that failed.
+
+What moto's CloudFormation does not create is a gap of this rehearsal, documented by ``SKIPPED_TYPES``
+and its test: Athena workgroups and named queries, Glue databases and tables, resource policies of
+buckets, queues and topics, and CloudWatch alarms are accepted and not made.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lakeline.aws.clients import client
+from lakeline.errors import LakelineError
+from lakeline.local.rehearsal import moto_fixes
+
+SKIPPED_TYPES = frozenset(
+    {
+        "AWS::Athena::WorkGroup",
+        "AWS::Athena::NamedQuery",
+        "AWS::Glue::Database",
+        "AWS::Glue::Table",
+        "AWS::S3::BucketPolicy",
+        "AWS::SQS::QueuePolicy",
+        "AWS::SNS::TopicPolicy",
+        "AWS::CloudWatch::Alarm",
+        "AWS::CDK::Metadata",
+    }
+)
+"""Resource types moto's CloudFormation accepts without creating anything (moto 5.2.5)."""
+
+BOOTSTRAP_VERSION = "30"
+POWERTOOLS_LAYER = "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:1"
+"""What the public Powertools layer's SSM parameter resolves to here: a layer ARN moto accepts (the
+functions run with the Powertools installed beside the rehearsal, not with this layer)."""
+
+
+class DeployError(LakelineError):
+    """A stack of the assembly could not be stood up on the local endpoint."""
+
+
+@dataclass
+class Deployment:
+    endpoint: str
+    account: str
+    region: str
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Each stack's outputs, by stack name."""
+
+    def client(self, service: str) -> Any:
+        return client(service, region=self.region, endpoint_url=self.endpoint)
+
+
+def deploy(assembly: Path, endpoint: str, *, region: str = "us-east-1") -> Deployment:
+    """Stand every stack of the cloud assembly at ``assembly`` (a ``cdk.out``) up on ``endpoint``."""
+    moto_fixes.install(
+        {"Custom::S3BucketNotifications": _bucket_notifications, "Custom::CDKBucketDeployment": _bucket_deployment}
+    )
+    deployment = Deployment(endpoint, "", region)
+    deployment.account = deployment.client("sts").get_caller_identity()["Account"]
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    stacks = _stacks_in_order(manifest)
+    for name in stacks:
+        _seed_parameters(deployment, json.loads((assembly / f"{name}.template.json").read_text()))
+        _upload_assets(deployment, assembly, manifest, name)
+    cloudformation = deployment.client("cloudformation")
+    for name in stacks:
+        cloudformation.create_stack(
+            StackName=name,
+            TemplateBody=(assembly / f"{name}.template.json").read_text(),
+            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+        )
+        stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
+        if stack["StackStatus"] != "CREATE_COMPLETE":
+            failed = [
+                f"{r['LogicalResourceId']} ({r['ResourceType']}): {r['ResourceStatus']}"
+                for r in cloudformation.list_stack_resources(StackName=name)["StackResourceSummaries"]
+                if r["ResourceStatus"] != "CREATE_COMPLETE"
+            ]
+            raise DeployError(f"stack {name} is {stack['StackStatus']}: " + ("; ".join(failed) or "no resource failed"))
+        deployment.outputs[name] = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    return deployment
+
+
+def _stacks_in_order(manifest: dict[str, Any]) -> list[str]:
+    """The assembly's stacks, each after the stacks it depends on (``cdk deploy --all``'s order)."""
+    artifacts = manifest["artifacts"]
+    stacks = {name for name, artifact in artifacts.items() if artifact["type"] == "aws:cloudformation:stack"}
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in ordered:
+            return
+        for dependency in artifacts[name].get("dependencies", []):
+            if dependency in stacks:
+                visit(dependency)
+        ordered.append(name)
+
+    for name in sorted(stacks):
+        visit(name)
+    return ordered
+
+
+def _seed_parameters(deployment: Deployment, template: dict[str, Any]) -> None:
+    """The SSM parameters the templates resolve at deploy time: the bootstrap's version, and the public
+    Powertools layer's ARN (under ``/aws/``, which only AWS may write: put into moto's backend)."""
+    from moto.ssm.models import Parameter, ssm_backends
+
+    new_parameter: Any = Parameter  # abstract for mypy; moto's own backend instantiates it the same way
+
+    backend = ssm_backends[deployment.account][deployment.region]
+    for parameter in template.get("Parameters", {}).values():
+        if not parameter["Type"].startswith("AWS::SSM::Parameter::Value"):
+            continue
+        name = parameter["Default"]
+        value = (
+            BOOTSTRAP_VERSION
+            if name.startswith("/cdk-bootstrap/")
+            else POWERTOOLS_LAYER.format(region=deployment.region)
+        )
+        if backend._parameters.get(name):
+            continue
+        backend._parameters[name].append(
+            new_parameter(
+                deployment.account,
+                name,
+                value,
+                "String",
+                None,
+                None,
+                None,
+                datetime.datetime.now(datetime.UTC),
+                1,
+                "text",
+            )
+        )
+
+
+def _upload_assets(deployment: Deployment, assembly: Path, manifest: dict[str, Any], stack: str) -> None:
+    """Each file asset of ``stack``, where its asset manifest says (directories zipped, as cdk-assets does)."""
+    s3 = deployment.client("s3")
+    assets_file = assembly / f"{stack}.assets.json"
+    if not assets_file.exists():
+        return
+    for asset in json.loads(assets_file.read_text()).get("files", {}).values():
+        source = assembly / asset["source"]["path"]
+        body = _zipped(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
+        for destination in asset["destinations"].values():
+            bucket = (
+                destination["bucketName"]
+                .replace("${AWS::AccountId}", deployment.account)
+                .replace("${AWS::Region}", deployment.region)
+            )
+            try:
+                s3.head_bucket(Bucket=bucket)
+            except s3.exceptions.ClientError:
+                s3.create_bucket(Bucket=bucket)
+            s3.put_object(Bucket=bucket, Key=destination["objectKey"], Body=body)
+
+
+def _zipped(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
+def _bucket_notifications(account: str, region: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """What CDK's ``Custom::S3BucketNotifications`` handler does: put the bucket's notification
+    configuration (Lakeline's: EventBridge for the raw bucket)."""
+    from moto.s3.models import s3_backends
+
+    bucket = s3_backends[account]["aws"].get_bucket(properties["BucketName"])
+    bucket.set_notification_configuration(properties["NotificationConfiguration"])
+    return {}
+
+
+def _bucket_deployment(account: str, region: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """What CDK's ``Custom::CDKBucketDeployment`` does (its handler runs the AWS CLI from a layer, which
+    does not run here): each source zip's files copied under the destination prefix."""
+    from moto.s3.models import s3_backends
+
+    backend = s3_backends[account]["aws"]
+    prefix = properties.get("DestinationBucketKeyPrefix", "")
+    for source_bucket, source_key in zip(properties["SourceBucketNames"], properties["SourceObjectKeys"], strict=True):
+        archive = backend.get_object(source_bucket, source_key)
+        if archive is None:
+            raise DeployError(f"bucket deployment source s3://{source_bucket}/{source_key} is missing")
+        with zipfile.ZipFile(io.BytesIO(archive.value)) as files:
+            for name in files.namelist():
+                if not name.endswith("/"):
+                    backend.put_object(properties["DestinationBucketName"], f"{prefix}{name}", files.read(name))
+    return {}
