@@ -74,7 +74,9 @@ def test_an_arrival_goes_through_the_rule_into_queue_a_and_to_the_router(
                 )
         time.sleep(0.2)
     routers = [line for line in delivered if key in line]
-    assert routers and all(line.split(" ")[0].startswith("Lakeline-dev-Pipeline-StageARouter") for line in routers), delivered
+    assert routers and all(line.split(" ")[0].startswith("Lakeline-dev-Pipeline-StageARouter") for line in routers), (
+        delivered
+    )
     assert not [line for line in delivered if "not/an/arrival.csv" in line]
 
 
