@@ -4,11 +4,12 @@ the copy in its table's column order that the door writes next to a CSV file (``
 
 from __future__ import annotations
 
+import io
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -77,8 +78,37 @@ class S3RawFile:
         return bytes(self._get(Range=f"bytes={start}-{end - 1}")["Body"].read())
 
     def open(self) -> IO[bytes]:
-        # botocore's StreamingBody is an io.IOBase: it reads the object as it streams in.
-        return cast(IO[bytes], self._get()["Body"])
+        # Streamed as it arrives, through a buffered reader of our own: over HTTP, urllib3 closes the
+        # response once it is read to the end, and botocore's StreamingBody then says it is closed, so a
+        # TextIOWrapper reading lines straight from it fails with "I/O operation on closed file" on the
+        # next line (found by the rehearsal; moto's in-process mock never closes its body).
+        return io.BufferedReader(_StreamedBody(self._get()["Body"]))
+
+
+class _StreamedBody(io.RawIOBase):
+    """A response body read to its end once: after that, reads give nothing (whether or not the HTTP
+    response below has closed itself)."""
+
+    def __init__(self, body: Any) -> None:
+        self._body = body
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._ended:
+            return 0
+        data = self._body.read(len(buffer))
+        if not data:
+            self._ended = True
+            return 0
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._body.close()
+        super().close()
 
 
 @dataclass(frozen=True)

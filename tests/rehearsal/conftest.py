@@ -6,11 +6,11 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lakeline.local.rehearsal.deploy import Deployment, deploy
+from lakeline.local.rehearsal.functions import FunctionHost
 
 
 @pytest.fixture(scope="session")
@@ -34,29 +34,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def lambda_invocations() -> Iterator[list[tuple[str, dict[str, Any]]]]:
-    """Every function invocation moto makes (event source mappings, targets), recorded instead of run in
-    Docker: where the rehearsal's runner of the bundled assets will go."""
-    import json
-
-    import moto.awslambda.models as lambda_models
-
-    calls: list[tuple[str, dict[str, Any]]] = []
-    original = lambda_models.LambdaFunction.invoke
-
-    def record(self: Any, body: Any, request_headers: Any, response_headers: Any) -> bytes:
-        calls.append((self.function_name, json.loads(body) if body else {}))
-        return b"null"
-
-    lambda_models.LambdaFunction.invoke = record  # type: ignore[method-assign]
-    try:
-        yield calls
-    finally:
-        lambda_models.LambdaFunction.invoke = original  # type: ignore[method-assign]
-
-
-@pytest.fixture(scope="session")
-def deployment(assembly: Path, lambda_invocations: list[Any]) -> Iterator[Deployment]:
+def deployment(assembly: Path) -> Iterator[Deployment]:
     from moto.server import ThreadedMotoServer
 
     port = _free_port()
@@ -66,3 +44,11 @@ def deployment(assembly: Path, lambda_invocations: list[Any]) -> Iterator[Deploy
         yield deploy(assembly, f"http://127.0.0.1:{port}")
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def functions(deployment: Deployment, assembly: Path) -> FunctionHost:
+    """The deployed functions, run from their bundled assets whenever moto invokes one."""
+    host = FunctionHost(assembly, deployment.endpoint, deployment.region, deployment.client("lambda"))
+    host.install()
+    return host
