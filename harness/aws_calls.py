@@ -7,8 +7,9 @@ infrastructure tier then checks each call against the synthesized policy of that
 (``tests/infrastructure/test_grants.py``): a call the code makes and the role is not granted fails a test,
 not a deployment.
 
-``iam_actions`` says which IAM actions authorize an API operation: mostly ``<prefix>:<Operation>``, and
-the documented exceptions (S3's listing and head calls, SQS and DynamoDB batches and transactions).
+``iam_actions`` says which IAM actions authorize an API operation: mostly ``<prefix>:<Operation>``, the
+documented exceptions (S3's listing and head calls, SQS and DynamoDB batches and transactions), and the
+KMS actions a call on an encrypted bucket or queue asks of the caller.
 """
 
 from __future__ import annotations
@@ -55,9 +56,20 @@ _ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# What a call on Lakeline's encrypted buckets and queues also asks of the caller's role: they are
+# encrypted with the data key (SSE-KMS, SQS with a customer key), which AWS uses as the caller.
+_IMPLIED_KMS: dict[str, tuple[str, ...]] = {
+    "s3:PutObject": ("kms:GenerateDataKey",),
+    "s3:GetObject": ("kms:Decrypt",),
+    "sqs:SendMessage": ("kms:GenerateDataKey",),
+    "sqs:ReceiveMessage": ("kms:Decrypt",),
+}
+
+
 def iam_actions(signing_name: str, operation: str) -> tuple[str, ...]:
     prefix = _PREFIX.get(signing_name, signing_name)
-    return _ACTIONS.get((prefix, operation), (f"{prefix}:{operation}",))
+    actions = _ACTIONS.get((prefix, operation), (f"{prefix}:{operation}",))
+    return tuple(dict.fromkeys([*actions, *(kms for action in actions for kms in _IMPLIED_KMS.get(action, ()))]))
 
 
 @dataclass(frozen=True, order=True)

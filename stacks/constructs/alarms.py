@@ -1,5 +1,9 @@
-"""Alarms on what fails outside a queue: a state machine execution that failed or timed out (a failure
-after the publish, or in the failure path itself, leaves no DLQ entry) and a function that errs."""
+"""Alarms on failed or timed-out state machine executions and on function errors.
+
+Every failed run fails its execution, so ``ExecutionsFailed`` also fires for a failure that parked its
+input in a DLQ (whose own alarm fires too). It is the only signal of a failure that parks nothing: one
+after the publish (the post-update task), one of the failure path itself, and a run that lost its lease.
+A function's ``Errors`` alarm also counts an error that a retry then got past."""
 
 from __future__ import annotations
 
