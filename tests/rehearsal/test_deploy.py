@@ -67,7 +67,7 @@ def test_an_arrival_goes_through_the_rule_into_queue_a_and_to_the_router(
         f"{function} {json.loads(record['body'])['detail']['object']['key']}"
         for function, event, _ in functions.invocations
         for record in (event or {}).get("Records", [])
-        if "detail" in json.loads(record["body"])
+        if "body" in record and "detail" in json.loads(record["body"])
     ]
     routers = [line for line in delivered if key in line]
     assert routers and all(line.startswith("Lakeline-dev-Pipeline-StageARouter") for line in routers), delivered
