@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pydantic
 
 from lakeline.commits import (
     DEFAULT_GRACE_SECONDS,
@@ -28,7 +30,7 @@ from lakeline.commits import (
     sweep_partition,
 )
 from lakeline.engines.base import Column, Engine, QueryError
-from lakeline.errors import InvalidInputError
+from lakeline.errors import InvalidInputError, validation_problems
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 from lakeline.settings import TableSettings
 from lakeline.storage import (
@@ -214,13 +216,25 @@ def check_run_token(token: str) -> str:
     return token
 
 
-def plan_values(plan_type: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
-    """The fields of a plan dataclass from a dict passed through a state machine; missing ones are an error."""
-    names = {item.name for item in fields(plan_type)}
-    missing = names - data.keys()
-    if missing:
-        raise InvalidInputError(f"{what} is missing {sorted(missing)}")
-    return {name: data[name] for name in names}
+PlanT = TypeVar("PlanT")
+
+
+_ADAPTERS: dict[type, pydantic.TypeAdapter[Any]] = {}
+
+
+def validated_plan(plan_type: type[PlanT], data: Any, what: str) -> PlanT:
+    """A plan dataclass rebuilt from what a state machine passed on, validated by pydantic against the
+    dataclass's own field types (lists become the tuples they were, nested steps their dataclass):
+    ``InvalidInputError`` naming every wrong or missing field, in the one wording of
+    ``lakeline.errors.validation_problems``."""
+    if not isinstance(data, Mapping):
+        raise InvalidInputError(f"invalid {what}: must be an object, not {type(data).__name__}")
+    try:
+        adapter = _ADAPTERS.get(plan_type) or _ADAPTERS.setdefault(plan_type, pydantic.TypeAdapter(plan_type))
+        plan: PlanT = adapter.validate_python(dict(data))
+        return plan
+    except pydantic.ValidationError as error:
+        raise InvalidInputError(f"invalid {what}: " + "; ".join(validation_problems(error))) from None
 
 
 def check_run_location(target_location: str, partition_root: str, run_token: str, what: str) -> None:

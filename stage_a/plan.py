@@ -46,10 +46,10 @@ from lakeline.partitions import (
     new_run_token,
     partition_filter,
     partition_spec_sql,
-    plan_values,
     run_location,
     swap_statements,
     temp_table_name,
+    validated_plan,
 )
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import RUN_PREFIX, join_location, table_root_of
@@ -129,11 +129,7 @@ class StageAPlan:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageAPlan:
         """Rebuild a plan passed through a state machine; unknown or missing fields are an error."""
-        values = plan_values(cls, data, "stage A plan")
-        for name in ("publish", "arrivals", "applied", "reconcile"):
-            values[name] = tuple(values[name])
-        values["partition"] = dict(values["partition"])
-        plan = cls(**values)
+        plan = validated_plan(cls, data, "stage A plan")
         check_run_location(plan.target_location, plan.stage_partition_root, plan.run_token, "stage A plan")
         return plan
 

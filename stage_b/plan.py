@@ -47,10 +47,10 @@ from lakeline.partitions import (
     ctas_sql,
     partition_filter,
     partition_prefix,
-    plan_values,
     run_location,
     swap_statements,
     temp_table_name,
+    validated_plan,
 )
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location, table_root_of
@@ -123,12 +123,7 @@ class StageBPlan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageBPlan:
-        values = plan_values(cls, data, "stage B plan")
-        values["steps"] = tuple(PlannedStep(**step) for step in values["steps"])
-        for name in ("publish", "resolved_sql", "message_ids", "applied", "reconcile", "replaces"):
-            values[name] = tuple(values[name])
-        values["partition"] = dict(values["partition"])
-        plan = cls(**values)
+        plan = validated_plan(cls, data, "stage B plan")
         check_run_location(plan.target_location, plan.partition_root, plan.run_token, "stage B plan")
         return plan
 

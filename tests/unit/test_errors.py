@@ -106,3 +106,16 @@ def test_no_validator_turns_the_input_error_into_a_bare_value_error() -> None:
                 ):
                     rewrapped.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert rewrapped == []
+
+
+def test_a_plan_passed_through_a_state_machine_is_validated_by_its_field_types() -> None:
+    """Plans are dataclasses; pydantic validates what a state machine hands back against their fields."""
+    from stage_b.plan import StageBPlan
+
+    with pytest.raises(InvalidInputError) as caught:
+        StageBPlan.from_dict({"steps": [{"index": "first"}], "partition": "date=1"})
+    message = str(caught.value)
+    assert message.startswith("invalid stage B plan: ")
+    assert "partition: Input should be a valid dictionary" in message
+    assert "steps[0].index: Input should be a valid integer" in message
+    assert "target_database: required field is missing" in message
