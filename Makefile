@@ -26,7 +26,8 @@ $(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
 	touch $@ $(VENV)/.installed-run
 
 # The CDK CLI (pinned to the 2.x line), the lineage viewer's layout library (vendored into the package:
-# tests/unit/test_lineage_html.py keeps the copy equal) and ESLint (lints its JS and CSS), all in package.json.
+# tests/unit/test_lineage_html.py keeps the copy equal), ESLint (lints its JS and CSS) and the ASL interpreter
+# the rehearsal runs the synthesized state machines with (aws-local-stepfunctions), all in package.json.
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -39,11 +40,12 @@ synth: $(VENV)/.installed-dev node_modules/.installed
 demo: $(VENV)/.installed-run
 	$(BIN)/lakeline demo --workspace $(DEMO_WORKSPACE)
 
-# ESLint checks the lineage viewer's JS and CSS (eslint.config.mjs; the vendored layout library left out).
+# ESLint checks the lineage viewer's JS and CSS and the rehearsal's Node script (eslint.config.mjs; the vendored
+# layout library left out).
 lint: $(VENV)/.installed-dev node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	npx --no-install eslint --max-warnings 0 lakeline/lineage/viewer/assets eslint.config.mjs
+	npx --no-install eslint --max-warnings 0 lakeline/lineage/viewer/assets lakeline/local/rehearsal eslint.config.mjs
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

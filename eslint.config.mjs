@@ -1,4 +1,5 @@
-// ESLint for the lineage viewer's own JS and CSS (`make lint`); the vendored layout library is left out.
+// ESLint for the lineage viewer's own JS and CSS and the rehearsal's Node script (`make lint`); the vendored
+// layout library is left out.
 import css from "@eslint/css";
 import js from "@eslint/js";
 import globals from "globals";
@@ -25,6 +26,20 @@ export default [
       "no-shadow": "error",
       "no-implicit-globals": "error",
       strict: ["error", "function"],
+    },
+  },
+  {
+    // Drives aws-local-stepfunctions for lakeline/local/rehearsal/executions.py.
+    files: ["lakeline/local/rehearsal/*.mjs"],
+    ...js.configs.recommended,
+    languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: { ...globals.node } },
+    linterOptions: { reportUnusedDisableDirectives: "error" },
+    rules: {
+      ...js.configs.recommended.rules,
+      eqeqeq: "error",
+      "no-var": "error",
+      "prefer-const": "error",
+      "no-shadow": "error",
     },
   },
   {

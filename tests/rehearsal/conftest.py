@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from lakeline.local.rehearsal import iam
 from lakeline.local.rehearsal.deploy import Deployment, deploy
+from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``cdk synth`` of the app as users deploy it (athena engine), into a cloud assembly folder."""
     import aws_cdk as cdk
@@ -33,7 +35,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def deployment(assembly: Path) -> Iterator[Deployment]:
     from moto.server import ThreadedMotoServer
 
@@ -41,14 +43,41 @@ def deployment(assembly: Path) -> Iterator[Deployment]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        yield deploy(assembly, f"http://127.0.0.1:{port}")
+        deployment = deploy(assembly, f"http://127.0.0.1:{port}")
+        deployment.credentials = iam.operator_credentials(deployment.account)
+        iam.enforce()  # from here on, every request is authorized as in AWS
+        yield deployment
     finally:
+        iam.relax()
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def functions(deployment: Deployment, assembly: Path) -> FunctionHost:
+@pytest.fixture(scope="package")
+def functions(
+    deployment: Deployment, assembly: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FunctionHost]:
     """The deployed functions, run from their bundled assets whenever moto invokes one."""
-    host = FunctionHost(assembly, deployment.endpoint, deployment.region, deployment.client("lambda"))
+    host = FunctionHost(
+        assembly,
+        deployment.endpoint,
+        deployment.region,
+        deployment.client("lambda"),
+        logs=tmp_path_factory.mktemp("logs"),
+        role_credentials=lambda role, session: iam.role_credentials(
+            deployment.account, deployment.region, role, session
+        ),
+    )
+    host.install()
+    yield host
+    host.stop()
+
+
+@pytest.fixture(scope="package")
+def executions(deployment: Deployment, functions: FunctionHost) -> ExecutionHost:
+    """Every execution started on the endpoint, run by the ASL interpreter over the synthesized definition."""
+    host = ExecutionHost(
+        deployment,
+        role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
+    )
     host.install()
     return host

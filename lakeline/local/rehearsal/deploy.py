@@ -8,8 +8,10 @@ in-process: ``moto_fixes``). A stack that does not reach ``CREATE_COMPLETE`` is 
 resources that failed.
 
 What moto's CloudFormation does not create is a gap of this rehearsal, documented by ``SKIPPED_TYPES``
-and its test: Athena workgroups and named queries, Glue databases and tables, resource policies of
-buckets, queues and topics, and CloudWatch alarms are accepted and not made.
+and its test: Athena named queries, resource policies of buckets, queues and topics, and CloudWatch
+alarms are accepted and not made. (Athena workgroups and Glue databases and tables are created by
+``moto_fixes``.) The public Powertools layer the functions name is published into the local endpoint
+as a stand-in (``POWERTOOLS_LAYER``): its packages are the ones installed beside the rehearsal.
 """
 
 from __future__ import annotations
@@ -22,16 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeline.aws.clients import client
+from lakeline.aws.clients import RETRY_CONFIG
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal import moto_fixes
+from lakeline.local.rehearsal.iam import Credentials
 
 SKIPPED_TYPES = frozenset(
     {
-        "AWS::Athena::WorkGroup",
         "AWS::Athena::NamedQuery",
-        "AWS::Glue::Database",
-        "AWS::Glue::Table",
         "AWS::S3::BucketPolicy",
         "AWS::SQS::QueuePolicy",
         "AWS::SNS::TopicPolicy",
@@ -42,9 +42,11 @@ SKIPPED_TYPES = frozenset(
 """Resource types moto's CloudFormation accepts without creating anything (moto 5.2.5)."""
 
 BOOTSTRAP_VERSION = "30"
-POWERTOOLS_LAYER = "arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python313-x86_64:1"
-"""What the public Powertools layer's SSM parameter resolves to here: a layer ARN moto accepts (the
-functions run with the Powertools installed beside the rehearsal, not with this layer)."""
+POWERTOOLS_LAYER_NAME = "AWSLambdaPowertoolsPythonV3-python313-x86_64"
+POWERTOOLS_LAYER = "arn:aws:lambda:{region}:017000801446:layer:" + POWERTOOLS_LAYER_NAME + ":1"
+"""What the public Powertools layer's SSM parameter resolves to here (moto finds a layer by its name,
+so the stand-in ``_publish_powertools_layer`` puts into the account answers for it; the functions run
+with the Powertools installed beside the rehearsal, not with this layer's content)."""
 
 
 class DeployError(LakelineError):
@@ -58,9 +60,20 @@ class Deployment:
     region: str
     outputs: dict[str, dict[str, str]] = field(default_factory=dict)
     """Each stack's outputs, by stack name."""
+    credentials: Credentials | None = None
+    """Whose requests ``client`` signs (the operator's once IAM is enforced); else the environment's."""
 
-    def client(self, service: str) -> Any:
-        return client(service, region=self.region, endpoint_url=self.endpoint)
+    def client(self, service: str, *, credentials: Credentials | None = None) -> Any:
+        import boto3
+
+        signer = credentials or self.credentials
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            region_name=self.region,
+            endpoint_url=self.endpoint,
+            config=RETRY_CONFIG,
+            **(signer.client_arguments() if signer else {}),
+        )
 
 
 def deploy(assembly: Path, endpoint: str, *, region: str = "us-east-1") -> Deployment:
@@ -72,6 +85,7 @@ def deploy(assembly: Path, endpoint: str, *, region: str = "us-east-1") -> Deplo
     deployment.account = deployment.client("sts").get_caller_identity()["Account"]
     manifest = json.loads((assembly / "manifest.json").read_text())
     stacks = _stacks_in_order(manifest)
+    _publish_powertools_layer(deployment)
     for name in stacks:
         _seed_parameters(deployment, json.loads((assembly / f"{name}.template.json").read_text()))
         _upload_assets(deployment, assembly, manifest, name)
@@ -145,6 +159,18 @@ def _seed_parameters(deployment: Deployment, template: dict[str, Any]) -> None:
                 1,
                 "text",
             )
+        )
+
+
+def _publish_powertools_layer(deployment: Deployment) -> None:
+    layers = deployment.client("lambda")
+    if not layers.list_layer_versions(LayerName=POWERTOOLS_LAYER_NAME)["LayerVersions"]:
+        empty = io.BytesIO()
+        zipfile.ZipFile(empty, "w").close()
+        layers.publish_layer_version(
+            LayerName=POWERTOOLS_LAYER_NAME,
+            Description="stand-in for the public Powertools layer (its packages come from the rehearsal's Python)",
+            Content={"ZipFile": empty.getvalue()},
         )
 
 

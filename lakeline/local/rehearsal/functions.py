@@ -18,11 +18,15 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal.iam import Credentials
 
 # The distributions a function has in AWS besides its code: the runtime's AWS SDK and the public
 # Powertools layer (stacks.constructs.bundling.PROVIDED_DISTRIBUTIONS names the same).
@@ -45,13 +49,14 @@ PROVIDED = [
 ]
 
 RUNNER = r"""
-import importlib, importlib.abc, importlib.machinery, importlib.metadata, json, sys, sysconfig
+import importlib, importlib.abc, importlib.machinery, importlib.metadata, json, os, sys, sysconfig, traceback
 
 config = json.loads(sys.argv[1])
 allowed = set(config["allowed"])
 layers = config["layers"]
 venv = sysconfig.get_paths()["purelib"]
 owners = importlib.metadata.packages_distributions()
+results = os.fdopen(int(sys.argv[2]), "w")
 
 
 def canonical(name):
@@ -86,16 +91,31 @@ class Context:
         return 300000
 
 
-module_name, _, function = config["handler"].rpartition(".")
-handler = getattr(importlib.import_module(module_name), function)
-event = json.loads(sys.stdin.read() or "null")
-result = handler(event, Context())
-sys.stdout.write("\n" + "LAKELINE-RESULT " + json.dumps(result, default=str))
+handler = None
+for line in sys.stdin:  # one event a line; the process lives on between them, as a warm Lambda does
+    try:
+        if handler is None:  # imported on the first event (an import error is that invocation's error)
+            module_name, _, function = config["handler"].rpartition(".")
+            handler = getattr(importlib.import_module(module_name), function)
+        reply = {"result": handler(json.loads(line), Context())}
+    except Exception as error:  # what Lambda's runtime reports of an unhandled error
+        traceback.print_exc()
+        reply = {"errorMessage": str(error), "errorType": type(error).__name__}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    results.write(json.dumps(reply, default=str) + "\n")
+    results.flush()
 """
 
 
 class FunctionError(LakelineError):
-    """The function raised, as Lambda reports an unhandled error."""
+    """The function raised, as Lambda reports an unhandled error: ``error_type`` is the exception's class
+    name (``Runtime.ExitError`` when the process died without one), ``error_message`` its message."""
+
+    def __init__(self, message: str, *, error_type: str = "Runtime.ExitError", error_message: str = "") -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.error_message = error_message or message
 
 
 @dataclass(frozen=True)
@@ -106,6 +126,7 @@ class BundledFunction:
     code: Path
     layers: tuple[Path, ...]
     environment: dict[str, str]
+    role: str
 
 
 def bundled_functions(assembly: Path, lambda_client: Any) -> dict[str, BundledFunction]:
@@ -139,58 +160,152 @@ def bundled_functions(assembly: Path, lambda_client: Any) -> dict[str, BundledFu
                 assets[logical[0]],
                 layers,
                 dict(function.get("Environment", {}).get("Variables", {})),
+                function["Role"],
             )
     return found
 
 
-def invoke(function: BundledFunction, event: Any, *, endpoint: str, region: str) -> Any:
-    """Run ``function``'s handler on ``event`` from its bundled asset; its result, or ``FunctionError``."""
-    environment = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        **function.environment,
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_REGION": region,
-        "AWS_DEFAULT_REGION": region,
-        "AWS_ACCESS_KEY_ID": "rehearsal",
-        "AWS_SECRET_ACCESS_KEY": "rehearsal",
-        "AWS_LAMBDA_FUNCTION_NAME": function.name,
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-    config = {
-        "function": function.name,
-        "arn": function.arn,
-        "handler": function.handler,
-        "layers": [str(layer) for layer in function.layers],
-        "allowed": PROVIDED,
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", RUNNER, json.dumps(config)],
-        input=json.dumps(event),
-        cwd=function.code,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    marker = "\nLAKELINE-RESULT "
-    if done.returncode != 0 or marker not in done.stdout:
-        raise FunctionError(f"{function.name} failed:\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.rsplit(marker, 1)[1])
+class WarmFunction:
+    """One function's execution environment: a process started on the first invocation and reused by the
+    next ones (module state, such as cached clients, survives between them, as in a warm Lambda), one
+    invocation at a time. Its output (the function's logs) goes to ``log``."""
+
+    def __init__(
+        self, function: BundledFunction, *, endpoint: str, region: str, log: Path, credentials: Credentials | None
+    ) -> None:
+        self.function = function
+        self.endpoint = endpoint
+        self.region = region
+        self.log = log
+        self.credentials = credentials
+        self._process: subprocess.Popen[str] | None = None
+        self._results: Any = None
+        self._lock = threading.Lock()
+
+    def invoke(self, event: Any) -> Any:
+        """Run the handler on ``event``; its result, or ``FunctionError``."""
+        with self._lock:
+            process = self._process if self._process and self._process.poll() is None else self._start()
+            assert process.stdin is not None
+            try:
+                process.stdin.write(json.dumps(event) + "\n")
+                process.stdin.flush()
+                line = self._results.readline()
+            except BrokenPipeError:
+                line = ""
+            if not line:  # the process died: the next invocation gets a new one, like a new environment
+                process.wait()
+                self._process = None
+                raise FunctionError(
+                    f"{self.function.name} exited with {process.returncode}; its log: {self.log}",
+                    error_type="Runtime.ExitError",
+                )
+            reply = json.loads(line)
+        if "result" in reply:
+            return reply["result"]
+        raise FunctionError(
+            f"{self.function.name} failed: {reply['errorType']}: {reply['errorMessage']} (log: {self.log})",
+            error_type=reply["errorType"],
+            error_message=reply["errorMessage"],
+        )
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._process is not None:
+                self._process.kill()
+                self._process.wait()
+                self._process = None
+
+    def _start(self) -> subprocess.Popen[str]:
+        function = self.function
+        environment = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            **function.environment,
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            **(self.credentials or Credentials("rehearsal", "rehearsal")).environment(),
+            "AWS_LAMBDA_FUNCTION_NAME": function.name,
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+        config = {
+            "function": function.name,
+            "arn": function.arn,
+            "handler": function.handler,
+            "layers": [str(layer) for layer in function.layers],
+            "allowed": sorted(PROVIDED),
+        }
+        read, write = os.pipe()
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("a") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", RUNNER, json.dumps(config), str(write)],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=function.code,
+                env=environment,
+                text=True,
+                pass_fds=(write,),
+            )
+        os.close(write)
+        if self._results is not None:
+            self._results.close()
+        self._results = os.fdopen(read)
+        return self._process
 
 
 class FunctionHost:
     """Serves moto's Lambda invocations (event source mappings, rule targets, ``Invoke``) with the bundled
-    functions: installed in the process that runs the moto server."""
+    functions, each in its warm environment (``WarmFunction``): installed in the process that runs the
+    moto server. Each function's output is in ``logs/<function>.log``."""
 
-    def __init__(self, assembly: Path, endpoint: str, region: str, lambda_client: Any) -> None:
+    def __init__(
+        self,
+        assembly: Path,
+        endpoint: str,
+        region: str,
+        lambda_client: Any,
+        *,
+        logs: Path | None = None,
+        role_credentials: Callable[[str, str], Credentials] | None = None,
+    ) -> None:
+        """``role_credentials(role ARN, session name)``: the credentials a function acts with (IAM
+        enforced); without it, functions sign with a placeholder key."""
         self.functions = bundled_functions(assembly, lambda_client)
-        self.endpoint = endpoint
-        self.region = region
+        self.logs = logs or Path(tempfile.mkdtemp(prefix="lakeline-functions-"))
+        self.environments = {
+            name: WarmFunction(
+                function,
+                endpoint=endpoint,
+                region=region,
+                log=self.logs / f"{name}.log",
+                credentials=role_credentials(function.role, name) if role_credentials else None,
+            )
+            for name, function in self.functions.items()
+        }
         self.invocations: list[tuple[str, Any, Any]] = []
         """(function, event, result or the error) of each invocation, in order."""
+
+    def invoke(self, name: str, event: Any) -> Any:
+        """Run function ``name`` on ``event``, recorded in ``invocations``; its result or ``FunctionError``."""
+        environment = self.environments.get(name)
+        if environment is None:
+            raise FunctionError(f"{name} has no bundled asset in the cloud assembly")
+        try:
+            result = environment.invoke(event)
+        except FunctionError as error:
+            self.invocations.append((name, event, error))
+            raise
+        self.invocations.append((name, event, result))
+        return result
+
+    def stop(self) -> None:
+        for environment in self.environments.values():
+            environment.stop()
 
     def install(self) -> None:
         import moto.awslambda.models as lambda_models
@@ -198,17 +313,11 @@ class FunctionHost:
         host = self
 
         def run(model: Any, body: Any, request_headers: Any, response_headers: Any) -> bytes:
-            event = json.loads(body) if body else None
-            function = host.functions.get(model.function_name)
-            if function is None:
-                raise FunctionError(f"{model.function_name} has no bundled asset in the cloud assembly")
             try:
-                result = invoke(function, event, endpoint=host.endpoint, region=host.region)
+                result = host.invoke(model.function_name, json.loads(body) if body else None)
             except FunctionError as error:
-                host.invocations.append((function.name, event, error))
                 response_headers["x-amz-function-error"] = "Unhandled"
-                return json.dumps({"errorMessage": str(error), "errorType": "FunctionError"}).encode()
-            host.invocations.append((function.name, event, result))
+                return json.dumps({"errorMessage": error.error_message, "errorType": error.error_type}).encode()
             return json.dumps(result).encode()
 
         setattr(lambda_models.LambdaFunction, "invoke", run)  # noqa: B010

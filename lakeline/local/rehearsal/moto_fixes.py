@@ -12,6 +12,12 @@ changes the code they patch.
   rehearsal invokes functions itself.
 - Custom resources: moto invokes their handler function in Docker and waits for a response to a URL
   inside Docker. Here they are carried out in-process (``custom_resources``), as the CDK handlers would.
+- ``AWS::Lambda::Function``: moto's CloudFormation drops ``Layers``, so every deployed function ran with
+  no layer at all (the stage functions failed to import ``openlineage``). The layers are attached here.
+- ``AWS::Athena::WorkGroup``, ``AWS::Glue::Database``, ``AWS::Glue::Table``: moto's CloudFormation
+  skips them ("No Moto CloudFormation support"), so every statement failed on a missing workgroup.
+  They are created through moto's own Athena and Glue backends (``_CATALOG_MODELS``), with the
+  properties CloudFormation resolved.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ def install(custom_resources: dict[str, CustomResourceHandler]) -> None:
         _fix_kms_key_tags()
         _fix_events_lambda_targets()
         _carry_out_custom_resources(custom_resources)
+        _fix_lambda_function_layers()
+        _create_catalog_and_workgroups()
         _done = True
 
 
@@ -91,3 +99,95 @@ def _carry_out_custom_resources(handlers: dict[str, CustomResourceHandler]) -> N
         return resource
 
     setattr(custom_model.CustomModel, "create_from_cloudformation_json", classmethod(create))  # type: ignore[arg-type]  # noqa: B010
+
+
+def _fix_lambda_function_layers() -> None:
+    import moto.awslambda.models as lambda_models
+
+    original = getattr(lambda_models.LambdaFunction.create_from_cloudformation_json, "__func__")  # noqa: B009
+
+    def create(cls: Any, resource_name: str, cloudformation_json: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        function = original(cls, resource_name, cloudformation_json, *args, **kwargs)
+        # A layer of the same stack arrives as moto's LayerVersion object, a public one as its ARN.
+        layers = [getattr(layer, "arn", layer) for layer in cloudformation_json["Properties"].get("Layers") or []]
+        function.layers = function._get_layers_data(layers)  # fails as AWS would on an unknown layer
+        return function
+
+    setattr(lambda_models.LambdaFunction, "create_from_cloudformation_json", classmethod(create))  # noqa: B010
+
+
+class _CreatedByApi:
+    """What a resource created through a backend's API gives CloudFormation back: its physical id."""
+
+    def __init__(self, physical_resource_id: str) -> None:
+        self.physical_resource_id = physical_resource_id
+
+    def is_created(self) -> bool:
+        return True
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        raise NotImplementedError(f"the rehearsal gives no attribute {attribute_name} of this resource")
+
+
+def _work_group(account: str, region: str, properties: dict[str, Any]) -> str:
+    from moto.athena.models import athena_backends
+
+    name = properties["Name"]
+    athena_backends[account][region].create_work_group(
+        name,
+        properties.get("WorkGroupConfiguration", {}),
+        properties.get("Description", ""),
+        properties.get("Tags", []),
+    )
+    return str(name)
+
+
+def _glue_database(account: str, region: str, properties: dict[str, Any]) -> str:
+    from moto.glue.models import glue_backends
+
+    database = properties["DatabaseInput"]
+    glue_backends[account][region].create_database(database["Name"], database)
+    return str(database["Name"])
+
+
+def _glue_table(account: str, region: str, properties: dict[str, Any]) -> str:
+    from moto.glue.models import glue_backends
+
+    table = properties["TableInput"]
+    glue_backends[account][region].create_table(properties["DatabaseName"], table["Name"], table)
+    return f"{properties['DatabaseName']}|{table['Name']}"
+
+
+_CATALOG_MODELS: dict[str, Callable[[str, str, dict[str, Any]], str]] = {
+    "AWS::Athena::WorkGroup": _work_group,
+    "AWS::Glue::Database": _glue_database,
+    "AWS::Glue::Table": _glue_table,
+}
+
+
+def _create_catalog_and_workgroups() -> None:
+    import moto.cloudformation.parsing as parsing
+
+    original = parsing.resource_class_from_type
+
+    def model_for(create: Callable[[str, str, dict[str, Any]], str]) -> Any:
+        class Model:
+            @classmethod
+            def create_from_cloudformation_json(
+                cls,
+                resource_name: str,
+                cloudformation_json: dict[str, Any],
+                account_id: str,
+                region_name: str,
+                **_: Any,
+            ) -> _CreatedByApi:
+                return _CreatedByApi(create(account_id, region_name, cloudformation_json["Properties"]))
+
+        return Model
+
+    models = {resource_type: model_for(create) for resource_type, create in _CATALOG_MODELS.items()}
+
+    def resource_class_from_type(resource_type: str) -> Any:
+        return models.get(resource_type) or original(resource_type)
+
+    setattr(parsing, "resource_class_from_type", resource_class_from_type)  # noqa: B010

@@ -1,0 +1,242 @@
+"""The deployed state machines' executions, run as Step Functions runs them.
+
+When anything starts an execution on the local endpoint (a router's ``StartExecution``, a redrive, a
+test), its state machine's definition, as CloudFormation created it from the synthesized template, is
+run by a real Amazon States Language interpreter, ``aws-local-stepfunctions`` (npm, pinned in
+package.json; ``run_execution.mjs`` drives it): JSON paths, ``Parameters``/``ItemSelector``,
+``ResultSelector``/``ResultPath``, Map, Choice, Retry and Catch are the interpreter's, not Lakeline's.
+Each Task state's work is done here by what serves its resource on the endpoint, called through the
+endpoint's API as Step Functions calls it:
+
+- ``arn:aws:states:::lambda:invoke``: Lambda ``Invoke`` (the bundled functions, ``functions.py``); the
+  result is the integration's ``{"ExecutedVersion", "Payload", "StatusCode"}``; an unhandled function
+  error is the task's error, named by the function's ``errorType``.
+- ``arn:aws:states:::athena:startQueryExecution.sync``: Athena ``StartQueryExecution`` with the task's
+  parameters, then ``GetQueryExecution`` until the query ends; the result is ``{"QueryExecution": …}``;
+  a failed or cancelled query is ``States.TaskFailed`` with the query execution as its cause, as in AWS.
+- Any other resource fails the task with ``States.Runtime`` naming it: a rehearsal that cannot do what
+  a state asks says so instead of skipping it.
+
+The execution's end (status, output, error, cause) is what ``DescribeExecution`` then reports.
+
+Known differences, on purpose: a retrier's interval is not waited (its attempts still count), state
+timeouts are the interpreter's, and the execution history is not recorded (``records`` keeps each
+task's input and result for tests instead).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lakeline.errors import LakelineError
+from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.local.rehearsal.iam import Credentials
+
+RUNNER = Path(__file__).with_name("run_execution.mjs")
+QUERY_POLL_SECONDS = 0.05
+ENDED_QUERY_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+
+class TaskFailed(LakelineError):
+    """A Task state's work failed: ``error`` is the name Retry and Catch match, ``cause`` its detail."""
+
+    def __init__(self, error: str, cause: str) -> None:
+        super().__init__(f"{error}: {cause}")
+        self.error = error
+        self.cause = cause
+
+
+@dataclass
+class TaskRecord:
+    state: str
+    resource: str
+    input: Any
+    output: Any = None
+    error: str | None = None
+    cause: str | None = None
+
+
+@dataclass
+class ExecutionRecord:
+    arn: str
+    input: Any
+    status: str = "RUNNING"
+    output: Any = None
+    error: str | None = None
+    cause: str | None = None
+    tasks: list[TaskRecord] = field(default_factory=list)
+
+    def states(self) -> list[str]:
+        """The Task states that ran, in order (a retried one once per attempt)."""
+        return [task.state for task in self.tasks]
+
+
+class ExecutionHost:
+    """Runs every execution started on the deployment's endpoint; install it in the moto server's process."""
+
+    def __init__(
+        self,
+        deployment: Deployment,
+        *,
+        node: str = "node",
+        role_credentials: Callable[[str], Credentials] | None = None,
+    ) -> None:
+        """``role_credentials(role ARN)``: the credentials a machine's tasks act with (IAM enforced);
+        without it, they sign as the deployment's clients do."""
+        self.deployment = deployment
+        self.node = node
+        self.role_credentials = role_credentials
+        self.records: dict[str, ExecutionRecord] = {}
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def install(self) -> None:
+        import moto.stepfunctions.models as sfn_models
+
+        original = sfn_models.StateMachine.start_execution
+        host = self
+
+        def start_execution(machine: Any, region_name: str, account_id: str, *args: Any, **kwargs: Any) -> Any:
+            known = {execution.execution_arn for execution in machine.executions}
+            execution = original(machine, region_name, account_id, *args, **kwargs)
+            if execution.execution_arn not in known:  # not an idempotent restart of the same name and input
+                host._start(machine, execution)
+            return execution
+
+        setattr(sfn_models.StateMachine, "start_execution", start_execution)  # noqa: B010
+
+    def wait(self, timeout: float = 300.0) -> list[ExecutionRecord]:
+        """Wait until no execution runs (including those that running ones start); the records, in order."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                running = [thread for thread in self._threads if thread.is_alive()]
+            if not running:
+                return list(self.records.values())
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LakelineError(f"{len(running)} execution(s) still running after {timeout:.0f} s")
+            running[0].join(remaining)
+
+    def _start(self, machine: Any, execution: Any) -> None:
+        record = ExecutionRecord(execution.execution_arn, json.loads(execution.execution_input or "{}"))
+        thread = threading.Thread(
+            target=self._run, args=(machine, execution, record), name=f"execution {execution.name}", daemon=True
+        )
+        with self._lock:
+            self.records[record.arn] = record
+            self._threads.append(thread)
+        thread.start()
+
+    def _run(self, machine: Any, execution: Any, record: ExecutionRecord) -> None:
+        context = {
+            "Execution": {"Id": execution.execution_arn, "Name": execution.name, "RoleArn": machine.roleArn},
+            "StateMachine": {"Id": machine.arn, "Name": machine.name},
+        }
+        tasks = TaskHost(self.deployment, self.role_credentials(machine.roleArn) if self.role_credentials else None)
+        try:
+            ended = self._interpret(json.loads(machine.definition), record.input, context, record, tasks)
+        except Exception as error:  # the interpreter itself broke: the execution fails, saying so
+            ended = {"status": "FAILED", "error": "States.Runtime", "cause": f"rehearsal interpreter: {error}"}
+        record.status = ended["status"]
+        record.output = ended.get("output")
+        record.error = ended.get("error")
+        record.cause = ended.get("cause")
+        execution.status = record.status
+        execution.stop_date = datetime.datetime.now(datetime.UTC)
+        if record.status == "SUCCEEDED":
+            execution.output = json.dumps(record.output)
+        else:
+            execution.error, execution.cause = record.error, record.cause
+
+    def _interpret(
+        self, definition: Any, input: Any, context: Any, record: ExecutionRecord, tasks: TaskHost
+    ) -> dict[str, Any]:
+        process = subprocess.Popen(
+            [self.node, str(RUNNER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=RUNNER.parent,
+        )
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        try:
+            self._send(process, {"definition": definition, "input": input, "context": context})
+            for line in process.stdout:
+                message = json.loads(line)
+                if "done" in message:
+                    return dict(message["done"])
+                task = message["task"]
+                done = TaskRecord(task["state"], task["resource"], task["input"])
+                record.tasks.append(done)
+                try:
+                    done.output = tasks.run(task["resource"], task["input"])
+                    reply: dict[str, Any] = {"id": task["id"], "output": done.output}
+                except TaskFailed as failure:
+                    done.error, done.cause = failure.error, failure.cause
+                    reply = {"id": task["id"], "error": failure.error, "cause": failure.cause}
+                self._send(process, reply)
+            raise LakelineError(f"the interpreter stopped without an end: {process.stderr.read()[-2000:]}")
+        finally:
+            process.kill()
+            process.wait()
+
+    @staticmethod
+    def _send(process: subprocess.Popen[str], message: Any) -> None:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(message, default=str) + "\n")
+        process.stdin.flush()
+
+
+class TaskHost:
+    """Does the work of a machine's Task states, through the endpoint's API, signed as the machine's role."""
+
+    def __init__(self, deployment: Deployment, credentials: Credentials | None) -> None:
+        self.deployment = deployment
+        self.credentials = credentials
+
+    def run(self, resource: str, parameters: Any) -> Any:
+        """Do the work of one Task state whose resource is ``resource``, with its effective input."""
+        service = resource.split(":states:::", 1)[-1]
+        if service == "lambda:invoke":
+            return self._invoke(parameters)
+        if service == "athena:startQueryExecution.sync":
+            return self._query(parameters)
+        raise TaskFailed("States.Runtime", f"the rehearsal serves no task resource {resource}")
+
+    def _invoke(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        response = self.deployment.client("lambda", credentials=self.credentials).invoke(
+            FunctionName=parameters["FunctionName"], Payload=json.dumps(parameters.get("Payload"))
+        )
+        payload = json.loads(response["Payload"].read() or b"null")
+        if response.get("FunctionError"):
+            raise TaskFailed(str(payload.get("errorType", "Lambda.Unknown")), json.dumps(payload))
+        return {"ExecutedVersion": "$LATEST", "Payload": payload, "StatusCode": response["StatusCode"]}
+
+    def _query(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        athena = self.deployment.client("athena", credentials=self.credentials)
+        try:
+            query_id = athena.start_query_execution(**parameters)["QueryExecutionId"]
+            while True:
+                described = athena.get_query_execution(QueryExecutionId=query_id)
+                if described["QueryExecution"]["Status"]["State"] in ENDED_QUERY_STATES:
+                    break
+                time.sleep(QUERY_POLL_SECONDS)
+        except ClientError as error:
+            raise TaskFailed(f"Athena.{error.response['Error']['Code']}", str(error)) from error
+        described.pop("ResponseMetadata", None)
+        result = json.loads(json.dumps(described, default=str))
+        if described["QueryExecution"]["Status"]["State"] != "SUCCEEDED":
+            raise TaskFailed("States.TaskFailed", json.dumps(result))
+        return dict(result)

@@ -1,0 +1,176 @@
+"""IAM enforced on the rehearsal's endpoint: every request is signed by someone and allowed by their
+policies, as in AWS, so that a grant the synthesized stacks lack fails here too (``AccessDenied``).
+
+Who signs what:
+- the operator (tests, ``lakeline`` commands against the endpoint): an IAM user allowed everything, as
+  the person who runs ``cdk deploy`` usually is (``operator_credentials``);
+- each deployed function: temporary credentials of its own synthesized role, as Lambda gives them
+  (``role_credentials``, made by moto's STS as ``AssumeRole`` would, without the trust policy check
+  moto cannot do for a service principal);
+- each state machine's tasks: its own role's credentials (``executions.py``).
+
+moto evaluates the policies (``moto.iam.access_control``). What it cannot, and so what this rehearsal
+does not check, each a documented gap (``tests/rehearsal/test_iam.py``):
+- resources, except S3's (bucket and key) and SQS's (the queue): moto authorizes every other
+  service's actions against ``*``, so a statement naming resources is taken as allowing its actions on
+  any resource (the same limit as ``tests/infrastructure/test_grants.py``);
+- conditions of identity policies (an ``Allow`` with a condition counts as allowing; a conditional
+  ``Deny`` is left out);
+- key policies and the KMS use an encrypted bucket or queue implies; resource policies of buckets,
+  queues and topics;
+- what AWS services do with the caller's credentials (Athena reading S3 and Glue as the caller).
+An operation is authorized by the IAM actions ``lakeline.aws.actions.iam_actions`` names for it (a
+DynamoDB transaction by each kind of item's action, an S3 or SQS call on the data key's buckets and
+queues by the KMS use too); action names are matched case-insensitively, as AWS matches them, and
+moto's name for Lambda's ``Invoke`` is mapped to the IAM action ``lambda:InvokeFunction``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from lakeline.aws.actions import iam_actions
+
+OPERATOR = "lakeline-rehearsal-operator"
+ACTION_NAMES = {"lambda:Invoke": "lambda:InvokeFunction"}
+"""moto's name for a request's action → the IAM action AWS authorizes it as."""
+
+_patched = threading.Lock()
+_done = False
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key_id: str
+    secret_access_key: str
+    session_token: str | None = None
+
+    def environment(self) -> dict[str, str]:
+        """The variables the AWS SDKs read them from, as Lambda sets them for a function."""
+        found = {"AWS_ACCESS_KEY_ID": self.access_key_id, "AWS_SECRET_ACCESS_KEY": self.secret_access_key}
+        if self.session_token:
+            found["AWS_SESSION_TOKEN"] = self.session_token
+        return found
+
+    def client_arguments(self) -> dict[str, str]:
+        found = {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+        if self.session_token:
+            found["aws_session_token"] = self.session_token
+        return found
+
+
+def operator_credentials(account: str) -> Credentials:
+    """An access key of an IAM user allowed everything (created on first use)."""
+    from moto.iam.models import iam_backends
+
+    backend = iam_backends[account]["aws"]
+    if OPERATOR not in backend.users:
+        backend.create_user(region_name="us-east-1", user_name=OPERATOR, path="/", tags=None)
+        backend.put_user_policy(
+            OPERATOR,
+            "everything",
+            json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}),
+        )
+    key = backend.create_access_key(OPERATOR)
+    return Credentials(key.access_key_id, key.secret_access_key)
+
+
+def role_credentials(account: str, region: str, role_arn: str, session: str) -> Credentials:
+    """Temporary credentials of ``role_arn`` (12 hours), as the service that runs with it is given."""
+    from moto.sts.models import sts_backends
+
+    assumed = sts_backends[account]["aws"].assume_role(
+        region_name=region,
+        role_session_name=session[:64],
+        role_arn=role_arn,
+        policy="",
+        duration=12 * 3600,
+        external_id="",
+    )
+    return Credentials(assumed.access_key_id, assumed.secret_access_key, assumed.session_token)
+
+
+def enforce() -> None:
+    """Authorize every request from now on (until ``relax``)."""
+    from moto import settings
+
+    _patch_moto()
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+
+
+def relax() -> None:
+    """Stop authorizing requests (moto's default), e.g. when the rehearsal's server stops."""
+    from moto import settings
+
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = float("inf")
+
+
+def _patch_moto() -> None:
+    global _done
+    with _patched:
+        if _done:
+            return
+        import moto.iam.access_control as access_control
+
+        statement_class = access_control.IAMPolicyStatement
+        original = statement_class.is_action_permitted
+
+        def is_action_permitted(
+            self: Any,
+            action: str,
+            resource: str = "*",
+            principal: str | None = None,
+            incoming_condition_values: dict[str, str] | None = None,
+        ) -> Any:
+            statement = dict(self._statement)
+            if principal is None:  # an identity policy: conditions are not evaluated (see the module's gaps)
+                if "Condition" in statement and statement.get("Effect") == "Deny":
+                    return access_control.PermissionResult.NEUTRAL
+                statement.pop("Condition", None)
+                if resource == "*" and ("Resource" in statement or "NotResource" in statement):
+                    statement.pop("NotResource", None)
+                    statement["Resource"] = "*"  # moto did not say which resource: actions only
+            return original(
+                statement_class(statement),
+                ACTION_NAMES.get(action, action),
+                resource,
+                principal,
+                incoming_condition_values,
+            )
+
+        def match(pattern: str, string: str) -> re.Match[str] | None:
+            wildcards = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+            return re.match(f"^{wildcards}$", string, re.IGNORECASE)
+
+        request_class = access_control.IAMRequestBase
+        create_request = request_class._create_aws_request
+        check = request_class.check_action_permitted
+
+        def check_action_permitted(self: Any, resource: str) -> None:
+            # An operation is authorized by its IAM actions (a transaction by each kind of item's, an S3
+            # call on the data key's buckets by the KMS use too), each of which must be allowed.
+            service, _, operation = self._action.partition(":")
+            asked = self._action
+            try:
+                for action in iam_actions(service, operation):
+                    self._action = ACTION_NAMES.get(action, action)
+                    check(self, resource if action.startswith(f"{service}:") else "*")
+            finally:
+                self._action = asked
+
+        def create_aws_request(self: Any) -> Any:
+            # moto signs a bodiless request (a GET with a query string) over its parsed query parameters,
+            # so the signature of ``ListFunctions?MaxItems=…`` never matches: sign it over no body.
+            if not self._body and self._method in ("GET", "HEAD", "DELETE"):
+                self._data = {}
+            return create_request(self)
+
+        setattr(request_class, "_create_aws_request", create_aws_request)  # noqa: B010
+        setattr(request_class, "check_action_permitted", check_action_permitted)  # noqa: B010
+        setattr(statement_class, "is_action_permitted", is_action_permitted)  # noqa: B010
+        setattr(statement_class, "_match", staticmethod(match))  # noqa: B010
+        _done = True

@@ -1,0 +1,117 @@
+// Runs one Step Functions execution of a synthesized state machine definition with aws-local-stepfunctions
+// (an Amazon States Language interpreter: paths, Parameters, ResultSelector, Map, Choice, Retry, Catch),
+// for lakeline/local/rehearsal/executions.py, which drives it over stdin/stdout, one JSON document a line:
+//   in:  {"definition", "input", "context"}, then one {"id", "output"} or {"id", "error", "cause"} per task
+//   out: {"task": {"id", "state", "resource", "input"}} per Task state reached (the task host does the
+//        work the resource names), then {"done": {"status", "output" | "error", "cause"}}
+import { createInterface } from "node:readline";
+
+// aws-local-stepfunctions 3 uses Promise.withResolvers (Node 22); Node 20 is what the project requires.
+if (typeof Promise.withResolvers !== "function") {
+  Promise.withResolvers = function withResolvers() {
+    let resolve;
+    let reject;
+    const promise = new Promise((yes, no) => {
+      resolve = yes;
+      reject = no;
+    });
+    return { promise, resolve, reject };
+  };
+}
+
+const { StateMachine, ExecutionError } = await import("aws-local-stepfunctions");
+
+const lines = createInterface({ input: process.stdin });
+const pending = new Map();
+let started = null;
+let counter = 0;
+
+function send(message) {
+  process.stdout.write(`${JSON.stringify(message)}\n`);
+}
+
+// Every Task state, at any depth (Map item processors, Parallel branches), with its Resource.
+function taskStates(states, found = {}) {
+  for (const [name, state] of Object.entries(states)) {
+    if (state.Type === "Task") {
+      found[name] = state.Resource;
+    }
+    const processor = state.ItemProcessor ?? state.Iterator;
+    if (processor) {
+      taskStates(processor.States, found);
+    }
+    for (const branch of state.Branches ?? []) {
+      taskStates(branch.States, found);
+    }
+  }
+  return found;
+}
+
+// A retrier's wait: none, so that a rehearsed retry costs no time (the attempts still count).
+function retryStates(states, found = {}) {
+  for (const [name, state] of Object.entries(states)) {
+    if (state.Retry) {
+      found[name] = 0;
+    }
+    const processor = state.ItemProcessor ?? state.Iterator;
+    if (processor) {
+      retryStates(processor.States, found);
+    }
+    for (const branch of state.Branches ?? []) {
+      retryStates(branch.States, found);
+    }
+  }
+  return found;
+}
+
+function taskHandler(state, resource) {
+  return (input) =>
+    new Promise((resolve, reject) => {
+      counter += 1;
+      const id = counter;
+      pending.set(id, { resolve, reject });
+      send({ task: { id, state, resource, input } });
+    });
+}
+
+async function run(request) {
+  const definition = request.definition;
+  const handlers = {};
+  for (const [state, resource] of Object.entries(taskStates(definition.States))) {
+    handlers[state] = taskHandler(state, resource);
+  }
+  const machine = new StateMachine(definition);
+  const execution = machine.run(request.input, {
+    overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryStates(definition.States) },
+    context: request.context,
+  });
+  try {
+    const output = await execution.result;
+    send({ done: { status: "SUCCEEDED", output } });
+  } catch (error) {
+    if (error instanceof ExecutionError) {
+      const cause = error.cause ?? error; // the error the execution failed with (a Fail state's, or a task's)
+      send({ done: { status: "FAILED", error: cause.name, cause: cause.message } });
+    } else {
+      send({ done: { status: "FAILED", error: "States.Runtime", cause: String(error?.stack ?? error) } });
+    }
+  }
+  process.exit(0);
+}
+
+lines.on("line", (line) => {
+  const message = JSON.parse(line);
+  if (started === null) {
+    started = run(message);
+    return;
+  }
+  const waiting = pending.get(message.id);
+  pending.delete(message.id);
+  if ("error" in message) {
+    const failure = new Error(message.cause ?? "");
+    failure.name = message.error;
+    waiting.reject(failure);
+  } else {
+    waiting.resolve(message.output);
+  }
+});

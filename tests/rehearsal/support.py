@@ -1,0 +1,104 @@
+"""What the rehearsal's tests do as a team does with a deployed pipeline: find its buckets and queues,
+create its tables, drop files, and read what came out."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from typing import Any
+
+from lakeline.local.rehearsal.deploy import Deployment
+
+PIPELINE = "Lakeline-dev-Pipeline"
+CSV_SERDE = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
+PARQUET = {
+    "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+    "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+    "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"},
+}
+CSV = {
+    "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
+    "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+    "SerdeInfo": {"SerializationLibrary": CSV_SERDE, "Parameters": {"separatorChar": ","}},
+}
+
+
+def bucket(deployment: Deployment, kind: str) -> str:
+    names = [b["Name"] for b in deployment.client("s3").list_buckets()["Buckets"]]
+    (name,) = [n for n in names if f"{kind}bucket" in n.lower() and "accesslogs" not in n.lower()]
+    return name
+
+
+def output(deployment: Deployment, name: str) -> str:
+    return deployment.outputs[PIPELINE][name]
+
+
+def parked(deployment: Deployment, queue: str = "StageADeadLetterQueueUrl") -> dict[str, str]:
+    """A dead-letter queue's messages, left in it: the arrival's key (or the body) → the reason."""
+    sqs = deployment.client("sqs")
+    url = output(deployment, queue)
+    found = {}
+    for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get(
+        "Messages", []
+    ):
+        body = json.loads(message["Body"])
+        key = body["detail"]["object"]["key"] if "detail" in body else message["Body"]
+        found[key] = message["MessageAttributes"]["lakeline_reason"]["StringValue"]
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return found
+
+
+def create_table(
+    deployment: Deployment,
+    name: str,
+    columns: list[tuple[str, str]],
+    location: str,
+    *,
+    csv: bool = False,
+    partition: str = "date",
+) -> None:
+    """A table in the deployed Glue catalog, as a team creates it (a raw CSV table skips its header)."""
+    glue = deployment.client("glue")
+    database, table = name.split(".")
+    with contextlib.suppress(glue.exceptions.AlreadyExistsException):
+        glue.create_database(DatabaseInput={"Name": database})
+    glue.create_table(
+        DatabaseName=database,
+        TableInput={
+            "Name": table,
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {"skip.header.line.count": "1"} if csv else {"classification": "parquet"},
+            "StorageDescriptor": {
+                "Columns": [{"Name": n, "Type": t} for n, t in columns],
+                "Location": location,
+                **(CSV if csv else PARQUET),
+            },
+            "PartitionKeys": [{"Name": partition, "Type": "string"}],
+        },
+    )
+
+
+def query(deployment: Deployment, sql: str, *, database: str | None = None) -> list[list[str]]:
+    """A statement through the deployment's Athena API; the rows of its result, header row left out."""
+    athena = deployment.client("athena")
+    started = athena.start_query_execution(
+        QueryString=sql,
+        WorkGroup="lakeline-dev",
+        **({"QueryExecutionContext": {"Database": database}} if database else {}),
+    )
+    query_id = started["QueryExecutionId"]
+    while True:
+        status = athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]["Status"]
+        if status["State"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            break
+        time.sleep(0.05)
+    assert status["State"] == "SUCCEEDED", status
+    rows = athena.get_query_results(QueryExecutionId=query_id)["ResultSet"]["Rows"]
+    return [[column.get("VarCharValue", "") for column in row["Data"]] for row in rows[1:]]
+
+
+def executions_named(deployment: Deployment, machine: str, prefix: str) -> list[dict[str, Any]]:
+    sfn = deployment.client("stepfunctions")
+    found = sfn.list_executions(stateMachineArn=output(deployment, machine))["executions"]
+    return [execution for execution in found if execution["name"].startswith(prefix)]
