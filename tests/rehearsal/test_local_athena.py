@@ -146,6 +146,14 @@ def test_a_failing_statement_is_failed_with_the_engine_s_one_line_reason(deploym
         deployment.client("athena").get_query_results(QueryExecutionId=failed["QueryExecutionId"])
 
 
+def test_a_ctas_into_a_database_glue_does_not_have_fails_and_writes_nothing(deployment: Deployment, sales: str) -> None:
+    location = f"s3://{DATA}/nowhere/"
+    failed = run(deployment, f"CREATE TABLE no_such_db.t WITH (external_location = '{location}') AS SELECT 1 AS a")
+    assert failed["Status"]["State"] == "FAILED"
+    assert failed["Status"]["StateChangeReason"] == "SCHEMA_NOT_FOUND: Schema 'no_such_db' does not exist"
+    assert keys(deployment, DATA, "nowhere/") == []
+
+
 def test_a_ctas_writes_parquet_into_s3_and_its_table_into_glue_and_drop_keeps_the_files(
     deployment: Deployment, sales: str
 ) -> None:
@@ -262,3 +270,15 @@ def test_known_gap_path_is_spark_s_input_file_name_with_s3_values(deployment: De
     column is named as Spark names it. If this fails, the gap closed and the docs must change."""
     found = rows(deployment, succeeded(deployment, f'SELECT "$path", item FROM {sales} WHERE id = 1'))
     assert found == [["input_file_name()", "item"], [f"s3://{DATA}/sales/date=20240301/a.csv", "tea, green"]]
+
+
+def test_lakeline_s_athena_engine_runs_against_the_endpoint(deployment: Deployment, sales: str) -> None:
+    from lakeline.engines.athena import AthenaEngine, AthenaSettings
+    from lakeline.engines.base import QueryFailed
+
+    settings = AthenaSettings(output_location=OUTPUT, poll_initial_seconds=0.02, poll_max_seconds=0.1)
+    engine = AthenaEngine(deployment.client("athena"), settings, glue=deployment.client("glue"))
+    assert engine.execute("SELECT item FROM sales WHERE id = 2", database=DATABASE).rows == [("cake",)]
+    assert engine.describe_table(DATABASE, "sales").format == "csv"
+    with pytest.raises(QueryFailed, match="no_such_table"):
+        engine.execute("SELECT * FROM no_such_table", database=DATABASE)

@@ -601,12 +601,17 @@ class LocalAthena:
         buckets: set[str] = set()
         for database in sorted(statement.databases):
             spark_database = self.names.spark_database(database)
-            if database in glue.databases:
+            # Athena's catalog always has ``default``; Glue gets it when a statement writes there.
+            if database in glue.databases or database == DEFAULT_DATABASE:
                 self.engine.session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(spark_database)}")
-            elif self.engine.session.catalog.databaseExists(spark_database):
+                continue
+            if self.engine.session.catalog.databaseExists(spark_database):
                 self.engine.execute(f"DROP DATABASE IF EXISTS {ddl_name(spark_database)} CASCADE")
                 for key in [key for key in self._catalog if key[0] == database]:
                     del self._catalog[key]
+            if database not in {statement.creates_database, statement.drops_database}:
+                # Checked here: the engine writes a CTAS's files before it registers the table.
+                raise LocalAthenaError(f"SCHEMA_NOT_FOUND: Schema '{database}' does not exist")
         for database, table in sorted(statement.tables):
             found = glue.databases.get(database)
             entry = found.tables.get(table) if found is not None else None
@@ -706,6 +711,8 @@ class LocalAthena:
                 self.engine.describe_table(spark_database, table)  # registers a CTAS the engine only wrote
             table_input, partitions = self._spark_table(spark_database, table, statement.locations)
             if entry is None:
+                if database not in glue.databases:
+                    glue.create_database(database, {"Name": database})
                 glue.create_table(database, table, table_input)
                 entry = glue.get_table(database, table)
             else:
