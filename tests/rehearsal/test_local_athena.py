@@ -282,3 +282,22 @@ def test_lakeline_s_athena_engine_runs_against_the_endpoint(deployment: Deployme
     assert engine.describe_table(DATABASE, "sales").format == "csv"
     with pytest.raises(QueryFailed, match="no_such_table"):
         engine.execute("SELECT * FROM no_such_table", database=DATABASE)
+
+
+def test_a_table_created_with_athena_ddl_is_in_glue_with_its_serde_and_reads_its_files(
+    deployment: Deployment, sales: str
+) -> None:
+    deployment.client("s3").put_object(Bucket=DATA, Key="prices/p.csv", Body=b'item,price\n"tea",1.5\n')
+    succeeded(
+        deployment,
+        "CREATE EXTERNAL TABLE IF NOT EXISTS prices (item string, price double) "
+        f"ROW FORMAT SERDE '{OPEN_CSV}' WITH SERDEPROPERTIES ('separatorChar' = ',') "
+        f"LOCATION 's3://{DATA}/prices/' TBLPROPERTIES ('skip.header.line.count' = '1')",
+        database=DATABASE,
+    )
+    table = deployment.client("glue").get_table(DatabaseName=DATABASE, Name="prices")["Table"]
+    assert table["StorageDescriptor"]["SerdeInfo"]["SerializationLibrary"] == OPEN_CSV
+    assert table["StorageDescriptor"]["Location"] == f"s3://{DATA}/prices/"
+    assert table["Parameters"]["skip.header.line.count"] == "1"
+    found = rows(deployment, succeeded(deployment, "SELECT item, price FROM prices", database=DATABASE))
+    assert found == [["item", "price"], ["tea", "1.5"]]

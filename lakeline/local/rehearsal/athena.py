@@ -32,7 +32,10 @@ Gaps against real Athena, said plainly:
   or 1) only; views, Iceberg, partition projection, workgroup settings other than the output location
   and ``DataScannedInBytes`` are not emulated. A table whose Glue entry changed is rebuilt in Spark.
 - A query is cancelled only while queued; one that runs finishes (its effects stay) and reports CANCELLED.
-- A three-part column reference (``db.table.column``) is not rewritten.
+- A three-part column reference (``db.table.column``) is not rewritten; ``ExecutionParameters`` are refused.
+- ``default`` always exists, as in Athena's catalog; any other database must be in Glue.
+- The mirror's path should need no URL escaping: ``"$path"`` comparisons match Spark's file URIs as text.
+- Workgroups are moto's: one the deployment did not create is refused at ``StartQueryExecution``.
 """
 
 from __future__ import annotations
@@ -350,6 +353,7 @@ class Statement:
     drops_database: str | None = None
     locations: list[str] = field(default_factory=list)  # the s3:// URIs it names
     is_query: bool = False
+    defines: bool = False  # CREATE TABLE without AS: Spark made a Hive table of it, not the reader we make
 
 
 def _unquoted(name: str) -> str:
@@ -423,6 +427,7 @@ class Rewriter:
                 literal.replace(exp.Literal.string(self.local_uri(literal.this)))
         statement.sql = tree.sql("athena")
         statement.is_query = isinstance(tree, exp.Query)
+        statement.defines = isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None
         return statement
 
     def _database_statement(self, tree: exp.Create | exp.Drop, kind: str) -> Statement:
@@ -549,6 +554,8 @@ class LocalAthena:
         output = execution.config.get("OutputLocation")
         if not output:
             raise LocalAthenaError(NO_OUTPUT)
+        if execution.execution_parameters:
+            raise LocalAthenaError("ExecutionParameters are not supported by the local Athena endpoint")
         context = (execution.context or {}).get("Database")
         root = output.rsplit("/", 1)[0]
         statement = self.names.statement(execution.query, context, ctas_root=f"{root}/tables/{execution.id}/")
@@ -722,7 +729,12 @@ class LocalAthena:
                     glue.update_table(database, table, merged)
             self._write_partitions(glue, database, table, entry, table_input, partitions)
             buckets |= _table_buckets(entry)
-            self._catalog[(database, table)] = _fingerprint(entry)
+            if statement.defines:
+                # Made again from Glue before the next query: Spark's Hive SerDe reader of a table made
+                # by DDL differs from Athena's (it reads an OpenCSVSerde header line as a row).
+                self._catalog.pop((database, table), None)
+            else:
+                self._catalog[(database, table)] = _fingerprint(entry)
         return buckets
 
     def _write_partitions(
