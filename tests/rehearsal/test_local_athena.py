@@ -212,7 +212,9 @@ def test_a_query_stopped_before_it_runs_is_cancelled_and_a_finished_one_stays_su
     request = {"ResultConfiguration": {"OutputLocation": OUTPUT}, "QueryExecutionContext": {"Database": DATABASE}}
     first = athena.start_query_execution(QueryString="SELECT count(*) FROM sales", **request)["QueryExecutionId"]
     second = athena.start_query_execution(QueryString="SELECT 1", **request)["QueryExecutionId"]
-    athena.stop_query_execution(QueryExecutionId=second)  # the first still runs: the second waits its turn
+    # Both starts answered at once; the first still runs, the second waits its turn.
+    assert athena.get_query_execution(QueryExecutionId=second)["QueryExecution"]["Status"]["State"] == "QUEUED"
+    athena.stop_query_execution(QueryExecutionId=second)
     ends = {}
     for query_id in (first, second):
         deadline = time.monotonic() + 60

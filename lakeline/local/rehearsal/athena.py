@@ -485,6 +485,7 @@ class LocalAthena:
         self.mirror = self.names.mirror
         self._queue: queue.Queue[tuple[Any, Any] | None] = queue.Queue()
         self._worker: threading.Thread | None = None
+        self._starting = threading.Lock()  # not the query lock: a start must not wait for a running query
         self._lock = threading.Lock()  # one query at a time: the metastore, the mirror and their records
         self._catalog: dict[tuple[str, str], str | None] = {}  # Glue fingerprint each Spark table was made from
         self._objects: dict[tuple[str, str], Mirrored] = {}
@@ -494,7 +495,7 @@ class LocalAthena:
     # -- the worker
 
     def submit(self, backend: Any, execution: Any) -> None:
-        with self._lock:
+        with self._starting:
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._work, name="local-athena", daemon=True)
                 self._worker.start()
