@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,6 +14,10 @@ from lakeline.local.rehearsal import iam
 from lakeline.local.rehearsal.deploy import Deployment, deploy
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
+
+if TYPE_CHECKING:
+    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.rehearsal.athena import LocalAthena
 
 
 @pytest.fixture(scope="package")
@@ -81,3 +86,18 @@ def executions(deployment: Deployment, functions: FunctionHost) -> ExecutionHost
     )
     host.install()
     return host
+
+
+@pytest.fixture(scope="session")
+def local_athena(
+    deployment: Deployment, spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalAthena]:
+    """The endpoint's Athena runs each query on the session's Spark, against its Glue and S3
+    (``lakeline.local.rehearsal.athena``); Spark databases are prefixed, apart from other tiers' tables."""
+    from lakeline.local.rehearsal.athena import install_local_athena
+
+    athena = install_local_athena(
+        spark_engine, tmp_path_factory.mktemp("athena-mirror"), database_prefix="athena_rehearsal__"
+    )
+    yield athena
+    athena.stop()
