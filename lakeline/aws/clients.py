@@ -8,6 +8,7 @@ cannot retry (an UnprocessedItems answer, a refused batch entry) is retried with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -28,9 +29,19 @@ MAX_ATTEMPTS = 5  # the first call and four retries (botocore's standard mode ca
 RETRY_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS})
 
 
-def client(service: str, *, region: str | None = None, endpoint_url: str | None = None) -> Any:
-    """A boto3 client of ``service`` with the retry configuration (untyped: prefer ``AwsClients``)."""
-    return boto3.client(service, region_name=region, endpoint_url=endpoint_url, config=RETRY_CONFIG)  # type: ignore[call-overload]
+def client(
+    service: str,
+    *,
+    region: str | None = None,
+    endpoint_url: str | None = None,
+    credentials: Mapping[str, str] | None = None,
+) -> Any:
+    """A boto3 client of ``service`` with the retry configuration (untyped: prefer ``AwsClients``);
+    ``credentials`` (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``) sign its
+    requests instead of boto3's own resolution."""
+    return boto3.client(  # type: ignore[call-overload]
+        service, region_name=region, endpoint_url=endpoint_url, config=RETRY_CONFIG, **(credentials or {})
+    )
 
 
 @dataclass

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 REASON = "lakeline_reason"
 SOURCE = "lakeline_source"
 MAX_MESSAGES = 1000  # a listing stops there; SQS gives at most 10 per receive
+REDRIVE_HIDDEN_SECONDS = 900  # how long a redrive keeps the messages it took from other readers
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,9 @@ def _reasons(message: dict[str, object]) -> tuple[str, str]:
     )
 
 
-def _receive(sqs: SQSClient, queue_url: str) -> list[DeadLetter]:
+def _receive(sqs: SQSClient, queue_url: str, *, hidden_for: int = 60) -> list[DeadLetter]:
     response = sqs.receive_message(
-        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=60
+        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=hidden_for
     )
     letters = []
     for message in response.get("Messages", []):
@@ -94,18 +95,25 @@ def read_dead_letters(sqs: SQSClient, queue_url: str, *, limit: int = MAX_MESSAG
 def redrive(sqs: SQSClient, dead_letter_queue_url: str, queue_url: str) -> tuple[int, list[DeadLetter]]:
     """Send every redrivable message of the DLQ back to ``queue_url`` (each deleted from the DLQ once
     sent: a crash in between sends it twice, which the stages take as a redelivery); the number sent,
-    and the messages kept."""
-    sent, kept = 0, {}
+    and the messages kept.
+
+    The messages are those in the DLQ when the redrive starts: all are taken (hidden for the redrive's
+    time) before any is sent, so a message the stage parks again at once, because its cause is not
+    fixed, waits in the DLQ for the next redrive instead of going round for ever."""
+    taken: dict[str, DeadLetter] = {}
     while True:
-        letters = [letter for letter in _receive(sqs, dead_letter_queue_url) if letter.message_id not in kept]
-        if not letters:
+        new = [letter for letter in _receive(sqs, dead_letter_queue_url, hidden_for=REDRIVE_HIDDEN_SECONDS)]
+        new = [letter for letter in new if letter.message_id not in taken]
+        if not new:
             break
-        for letter in letters:
-            if not letter.redrivable:
-                kept[letter.message_id] = letter  # invisible for now, so the next receive gives others
-                continue
-            sqs.send_message(QueueUrl=queue_url, MessageBody=letter.body)
-            sqs.delete_message(QueueUrl=dead_letter_queue_url, ReceiptHandle=letter.receipt)
-            sent += 1
-    _release(sqs, dead_letter_queue_url, list(kept.values()))
-    return sent, list(kept.values())
+        taken.update((letter.message_id, letter) for letter in new)
+    sent, kept = 0, []
+    for letter in taken.values():
+        if not letter.redrivable:
+            kept.append(letter)
+            continue
+        sqs.send_message(QueueUrl=queue_url, MessageBody=letter.body)
+        sqs.delete_message(QueueUrl=dead_letter_queue_url, ReceiptHandle=letter.receipt)
+        sent += 1
+    _release(sqs, dead_letter_queue_url, kept)
+    return sent, kept

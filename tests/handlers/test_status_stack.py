@@ -224,6 +224,39 @@ def test_dlq_redrive_sends_a_stages_messages_back_and_keeps_unroutable_targets(s
     assert "stage-b: 1 parked" in listed.output
 
 
+def test_a_message_parked_again_during_a_redrive_waits_for_the_next_one(stack: dict[str, Any]) -> None:
+    """The deployed router parks a message whose cause is not fixed as soon as it arrives (moto's event
+    source mapping does so inside the send): the redrive must not take it again, or it goes round for ever."""
+    from lakeline.aws.sqs import dead_letter
+    from lakeline.operations.dead_letters import redrive
+
+    sqs = stack["sqs"]
+    for number in range(12):  # more than one receive's worth
+        dead_letter(sqs, stack["dlq_a"], f'{{"detail": {number}}}', "no raw table x.y in the catalog", "stage-a-router")
+
+    class ParkingAgain:
+        """The queue's consumer, still failing: each message sent to queue A is parked again at once."""
+
+        def __init__(self) -> None:
+            self.sent: list[str] = []
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sqs, name)
+
+        def send_message(self, QueueUrl: str, MessageBody: str) -> Any:  # noqa: N803 (boto3's names)
+            self.sent.append(MessageBody)
+            assert len(self.sent) <= 24, "the redrive takes the messages it sent back, again and again"
+            dead_letter(sqs, stack["dlq_a"], MessageBody, "no raw table x.y in the catalog", "stage-a-router")
+            return {}
+
+    consumer = ParkingAgain()
+    sent, kept = redrive(consumer, stack["dlq_a"], stack["queue_a"])  # type: ignore[arg-type]
+    assert (sent, kept) == (12, [])
+    assert sorted(consumer.sent) == sorted(f'{{"detail": {number}}}' for number in range(12))
+    attributes = sqs.get_queue_attributes(QueueUrl=stack["dlq_a"], AttributeNames=["ApproximateNumberOfMessages"])
+    assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "12"  # parked again, for the next redrive
+
+
 def test_dlq_redrive_of_a_queue_without_a_stage_is_refused(stack: dict[str, Any]) -> None:
     result = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "lineage"])
     assert result.exit_code == 2 and "--queue must be stage-a or stage-b" in result.output

@@ -78,8 +78,9 @@ def functions(
 
 
 @pytest.fixture(scope="package")
-def executions(deployment: Deployment, functions: FunctionHost) -> ExecutionHost:
-    """Every execution started on the endpoint, run by the ASL interpreter over the synthesized definition."""
+def executions(deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena) -> ExecutionHost:
+    """Every execution started on the endpoint, run by the ASL interpreter over the synthesized definition
+    (Athena tasks on the local Athena, Lambda tasks by the bundled functions)."""
     host = ExecutionHost(
         deployment,
         role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
@@ -88,7 +89,7 @@ def executions(deployment: Deployment, functions: FunctionHost) -> ExecutionHost
     return host
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def local_athena(
     deployment: Deployment, spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalAthena]:

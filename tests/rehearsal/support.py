@@ -44,7 +44,9 @@ def parked(deployment: Deployment, queue: str = "StageADeadLetterQueueUrl") -> d
     ):
         body = json.loads(message["Body"])
         key = body["detail"]["object"]["key"] if "detail" in body else message["Body"]
-        found[key] = message["MessageAttributes"]["lakeline_reason"]["StringValue"]
+        attributes = message.get("MessageAttributes", {})
+        # A message without a reason was moved by the queue's redrive policy, after its receives ran out.
+        found[key] = attributes.get("lakeline_reason", {}).get("StringValue", "(moved by the redrive policy)")
         sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
     return found
 

@@ -113,8 +113,13 @@ def test_a_glue_table_over_a_csv_in_s3_answers_a_select_with_its_results_where_a
 def test_pyathena_reads_a_select_s_rows_with_their_types(deployment: Deployment, sales: str) -> None:
     import pyathena
 
+    assert deployment.credentials is not None  # IAM is enforced: pyathena signs as the operator
     connection = pyathena.connect(
-        s3_staging_dir=OUTPUT, region_name=deployment.region, endpoint_url=deployment.endpoint, schema_name=DATABASE
+        s3_staging_dir=OUTPUT,
+        region_name=deployment.region,
+        endpoint_url=deployment.endpoint,
+        schema_name=DATABASE,
+        **deployment.credentials.client_arguments(),
     )
     cursor = connection.cursor()
     cursor.execute("SELECT item, amount * 2 AS twice FROM sales WHERE id = 1")

@@ -83,7 +83,11 @@ def test_an_arrival_of_a_catalogued_table_starts_one_stage_a_execution_with_its_
     assert customers not in parked(deployment)
     sfn = deployment.client("stepfunctions")
     machine = deployment.outputs["Lakeline-dev-Pipeline"]["StageAStateMachineArn"]
-    executions = sfn.list_executions(stateMachineArn=machine)["executions"]
+    executions = [
+        e
+        for e in sfn.list_executions(stateMachineArn=machine)["executions"]
+        if e["name"].startswith("mysql-customers-")
+    ]
     assert len(executions) == 1
     started = json.loads(sfn.describe_execution(executionArn=executions[0]["executionArn"])["input"])
     assert started["plan"]["raw_key"] == customers

@@ -57,8 +57,11 @@ def test_a_message_on_queue_b_starts_one_stage_b_execution_with_the_deployed_sql
     runs = [result for name, _, result in functions.invocations if "-StageBRouter" in name]
     assert runs and runs[-1] == {"batchItemFailures": []}, runs[-1:]
     sfn = deployment.client("stepfunctions")
-    (execution,) = sfn.list_executions(stateMachineArn=outputs["StageBStateMachineArn"])["executions"]
-    plan = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    plans = [
+        json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+        for execution in sfn.list_executions(stateMachineArn=outputs["StageBStateMachineArn"])["executions"]
+    ]
+    (plan,) = [plan for plan in plans if plan["target_table"] == "customers_by_country"]
     (step,) = plan["steps"]
     assert step["db"] == "engineering_analytics_dev"
     assert "WHERE \"date\" = '20220120'" in step["sql"] and "$day" not in step["sql"]

@@ -49,6 +49,7 @@ import logging
 import os
 import queue
 import re
+import shutil
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -693,6 +694,10 @@ class LocalAthena:
         if skip not in {"0", "1"}:
             raise LocalAthenaError(f"table {name}: skip.header.line.count {skip} is not supported locally (0 or 1)")
         options["header"] = "true" if skip == "1" else "false"
+        if not lazy:
+            # OpenCSVSerde reads every field as a string and casts it to the column's type: a field that
+            # does not parse fails the query (HIVE_BAD_DATA), where LazySimpleSerDe reads it as NULL.
+            options["mode"] = "FAILFAST"
         listed = ", ".join(f"{key} {string_literal(value)}" for key, value in options.items())
         return f"USING csv OPTIONS ({listed})"
 
@@ -886,6 +891,7 @@ class LocalAthena:
             with contextlib.suppress(FileNotFoundError):
                 self._file(*gone).unlink()
             del self._objects[gone]
+        _prune(self.mirror / bucket)
 
     def _push(self, s3: Any, bucket: str) -> None:
         """Put the files a query wrote into moto's S3; delete the objects whose files it removed."""
@@ -1013,6 +1019,18 @@ def _visible_files(root: Path) -> Iterator[Path]:
         for name in files:
             if not _hidden(name):
                 yield Path(folder) / name
+
+
+def _prune(root: Path) -> None:
+    """Remove the folders that hold no visible file any more: a prefix whose objects were deleted from S3
+    is empty there, and Spark, which refuses a CTAS into a folder with files (as Athena refuses a
+    non-empty location), must find it so, not holding its own ``_SUCCESS`` and ``.crc`` files."""
+    if not root.is_dir():
+        return
+    for folder, _, _ in sorted(os.walk(root), key=lambda walked: -len(Path(walked[0]).parts)):
+        path = Path(folder)
+        if path != root and not any(_visible_files(path)):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 ATHENA_TYPES = {

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lakeline.aws.clients import RETRY_CONFIG
+from lakeline.aws.clients import client
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal import moto_fixes
 from lakeline.local.rehearsal.iam import Credentials
@@ -64,15 +64,12 @@ class Deployment:
     """Whose requests ``client`` signs (the operator's once IAM is enforced); else the environment's."""
 
     def client(self, service: str, *, credentials: Credentials | None = None) -> Any:
-        import boto3
-
         signer = credentials or self.credentials
-        return boto3.client(  # type: ignore[call-overload]
+        return client(
             service,
-            region_name=self.region,
+            region=self.region,
             endpoint_url=self.endpoint,
-            config=RETRY_CONFIG,
-            **(signer.client_arguments() if signer else {}),
+            credentials=signer.client_arguments() if signer else None,
         )
 
 

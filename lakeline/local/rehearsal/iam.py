@@ -19,6 +19,7 @@ does not check, each a documented gap (``tests/rehearsal/test_iam.py``):
 - key policies and the KMS use an encrypted bucket or queue implies; resource policies of buckets,
   queues and topics;
 - what AWS services do with the caller's credentials (Athena reading S3 and Glue as the caller).
+S3's multi-object delete is authorized per object, as S3 does (moto asks for the bucket).
 An operation is authorized by the IAM actions ``lakeline.aws.actions.iam_actions`` names for it (a
 DynamoDB transaction by each kind of item's action, an S3 or SQS call on the data key's buckets and
 queues by the KMS use too); action names are matched case-insensitively, as AWS matches them, and
@@ -169,8 +170,50 @@ def _patch_moto() -> None:
                 self._data = {}
             return create_request(self)
 
+        def raise_access_denied(self: Any) -> None:
+            # moto answers a refusal in XML, which an SDK cannot read from a JSON service (Athena, Glue,
+            # DynamoDB, Step Functions, Lambda): it reports code "403" instead of AccessDeniedException.
+            from moto.core.exceptions import AccessDeniedError, JsonRESTError
+
+            user, action = self._access_key.arn, self._action
+            if "json" in str(self._headers.get("Content-Type", "")) or self._headers.get("X-Amz-Target"):
+                raise JsonRESTError("AccessDeniedException", f"User: {user} is not authorized to perform: {action}")
+            raise AccessDeniedError(user_arn=user, action=action)
+
+        setattr(access_control.IAMRequest, "_raise_access_denied", raise_access_denied)  # noqa: B010
+        _authorize_multi_object_delete_per_object()
         setattr(request_class, "_create_aws_request", create_aws_request)  # noqa: B010
         setattr(request_class, "check_action_permitted", check_action_permitted)  # noqa: B010
         setattr(statement_class, "is_action_permitted", is_action_permitted)  # noqa: B010
         setattr(statement_class, "_match", staticmethod(match))  # noqa: B010
         _done = True
+
+
+def _authorize_multi_object_delete_per_object() -> None:
+    """S3's ``DeleteObjects`` needs ``s3:DeleteObject`` on each object it deletes; moto asks for it on the
+    bucket and, refused there, refuses every key, so a role granted ``bucket/*`` (as CDK grants it) could
+    delete nothing. Here each key is authorized on its own ARN first; when all are allowed the request
+    goes on as authorized (a request mixing allowed and refused keys is refused whole: stricter than S3)."""
+    from xml.etree import ElementTree
+
+    from moto.s3.exceptions import S3AccessDeniedError
+    from moto.s3.responses import S3Response
+
+    original = S3Response._bucket_response_delete_keys
+
+    def delete_keys(self: Any, bucket_name: str, authenticated: bool = True) -> Any:
+        if authenticated:
+            return original(self, bucket_name, authenticated)
+        keys = [
+            element.text or ""
+            for element in ElementTree.fromstring(self.body).iter()
+            if element.tag.rsplit("}", 1)[-1] == "Key"  # <Delete><Object><Key>, with or without S3's namespace
+        ]
+        try:
+            for key in keys:
+                self._authenticate_and_authorize_s3_action(bucket_name=bucket_name, key_name=key)
+        except S3AccessDeniedError:
+            return original(self, bucket_name, False)
+        return original(self, bucket_name, True)
+
+    setattr(S3Response, "_bucket_response_delete_keys", delete_keys)  # noqa: B010

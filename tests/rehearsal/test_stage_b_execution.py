@@ -1,0 +1,191 @@
+"""Stage B as deployed, end to end: a dependency item put into the deployed table, an arrival of its
+source, stage A's post-update sending the finished partition to queue B, the bundled stage B router
+starting the synthesized stage B machine, and its step, written as users write steps (unqualified
+table names, resolved in the step's ``db``), run on the local Athena (#20)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from boto3.dynamodb.types import TypeSerializer
+
+from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.local.rehearsal.executions import ExecutionHost
+from lakeline.operations.dead_letters import redrive
+from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query
+
+pytestmark = pytest.mark.spark
+
+ORDERS = [("order_id", "bigint"), ("amount", "double")]
+ITEM = {
+    "dataset": "retail_reports_dev.orders_per_day",
+    "dependencies": [
+        {
+            "TableName": "retail_shop_dev.orders",
+            "FieldColumn": "date",
+            "Usage": "overwrite",
+            "DateExpression": "%Y%m%d",
+            "relativedelta_attributes": {"days": 0},
+        }
+    ],
+    "partitionColumn": "date",
+    "partitionPythonMask": "%Y%m%d",
+    "steps": [
+        {
+            "db": "retail_shop_dev",
+            "info": "orders and revenue of the day; the source is named without its database",
+            "sql": "INSERT INTO retail_reports_dev.orders_per_day "
+            "SELECT count(*), sum(amount), '$day' FROM orders WHERE \"date\" = '$day'",
+        }
+    ],
+    "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
+}
+
+
+@pytest.fixture(scope="module")
+def reports(deployment: Deployment, executions: ExecutionHost) -> None:
+    create_table(
+        deployment,
+        "retail_shop_raw_dev.orders",
+        ORDERS,
+        f"s3://{bucket(deployment, 'raw')}/retail/shop/orders/",
+        csv=True,
+    )
+    create_table(
+        deployment, "retail_shop_dev.orders", ORDERS, f"s3://{bucket(deployment, 'stage')}/retail/shop/orders/"
+    )
+    # The target, created with Athena DDL as a team creates its analytics tables.
+    query(deployment, "CREATE DATABASE IF NOT EXISTS retail_reports_dev")
+    query(
+        deployment,
+        "CREATE EXTERNAL TABLE retail_reports_dev.orders_per_day (orders BIGINT, revenue DOUBLE) "
+        f"PARTITIONED BY (`date` STRING) STORED AS PARQUET "
+        f"LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/orders_per_day/'",
+    )
+    serializer = TypeSerializer()
+    deployment.client("dynamodb").put_item(
+        TableName=output(deployment, "DependenciesTable"),
+        Item={key: serializer.serialize(value) for key, value in ITEM.items()},
+    )
+
+
+def test_a_finished_stage_a_partition_runs_the_stage_b_step_in_its_db(
+    deployment: Deployment, executions: ExecutionHost, reports: None
+) -> None:
+    deployment.client("s3").put_object(
+        Bucket=bucket(deployment, "raw"),
+        Key="retail/shop/orders/date=20240301/orders.csv",
+        Body=b"order_id,amount\n1,10.5\n2,4.5\n3,5\n",
+    )
+    executions.wait()
+    (stage_a,) = executions_named(deployment, "StageAStateMachineArn", "shop-orders")
+    assert stage_a["status"] == "SUCCEEDED", executions.records[stage_a["executionArn"]]
+    (stage_b,) = [
+        run
+        for run in deployment.client("stepfunctions").list_executions(
+            stateMachineArn=output(deployment, "StageBStateMachineArn")
+        )["executions"]
+        if executions.records[run["executionArn"]].input["plan"]["target_table"] == "orders_per_day"
+    ]
+    record = executions.records[stage_b["executionArn"]]
+    assert stage_b["status"] == "SUCCEEDED", record
+    (step,) = [task for task in record.tasks if task.state == "RunStepsStep"]
+    assert step.input["QueryExecutionContext"] == {"Database": "retail_shop_dev"}
+    rows = query(deployment, "SELECT orders, revenue FROM retail_reports_dev.orders_per_day WHERE date = '20240301'")
+    assert rows == [["3", "20.0"]]
+
+
+SUMMARY = {
+    "dataset": "retail_reports_dev.order_summary",
+    "dependencies": [
+        {
+            "TableName": "retail_shop_dev.orders",
+            "FieldColumn": "date",
+            "Usage": "overwrite",
+            "DateExpression": "%Y%m%d",
+            "relativedelta_attributes": {"days": 0},
+        }
+    ],
+    "partitionColumn": "date",
+    "partitionPythonMask": "%Y%m%d",
+    "steps": [
+        {
+            "db": "retail_shop_dev",
+            "info": "the day's orders",
+            "sql": "INSERT INTO retail_reports_dev.order_summary SELECT 'orders', count(*), '$day' FROM orders "
+            "WHERE \"date\" = '$day'",
+        },
+        {
+            "db": "retail_shop_dev",
+            "info": "the day's revenue; names a column the table does not have",
+            "sql": "INSERT INTO retail_reports_dev.order_summary SELECT 'revenue', sum(price), '$day' FROM orders "
+            "WHERE \"date\" = '$day'",
+        },
+    ],
+    "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
+}
+
+
+def _stage_b_runs(deployment: Deployment, executions: ExecutionHost, table: str) -> list[dict[str, object]]:
+    found = deployment.client("stepfunctions").list_executions(
+        stateMachineArn=output(deployment, "StageBStateMachineArn")
+    )["executions"]
+    return [run for run in found if executions.records[run["executionArn"]].input["plan"]["target_table"] == table]
+
+
+def _put_item(deployment: Deployment, item: dict[str, object]) -> None:
+    serializer = TypeSerializer()
+    deployment.client("dynamodb").put_item(
+        TableName=output(deployment, "DependenciesTable"),
+        Item={key: serializer.serialize(value) for key, value in item.items()},
+    )
+
+
+def test_a_failing_second_step_fails_the_run_publishes_nothing_and_parks_the_message(
+    deployment: Deployment, executions: ExecutionHost, reports: None
+) -> None:
+    query(
+        deployment,
+        "CREATE EXTERNAL TABLE retail_reports_dev.order_summary (measure STRING, amount DOUBLE) "
+        "PARTITIONED BY (`date` STRING) STORED AS PARQUET "
+        f"LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/order_summary/'",
+    )
+    _put_item(deployment, SUMMARY)
+    deployment.client("s3").put_object(
+        Bucket=bucket(deployment, "raw"),
+        Key="retail/shop/orders/date=20240302/orders.csv",
+        Body=b"order_id,amount\n7,1.5\n",
+    )
+    executions.wait()
+    (run,) = _stage_b_runs(deployment, executions, "order_summary")
+    record = executions.records[run["executionArn"]]
+    assert run["status"] == "FAILED", record
+    steps = [task for task in record.tasks if task.state == "RunStepsStep"]
+    assert [step.error for step in steps] == [None, "States.TaskFailed"]
+    assert record.states()[-1] == "StageBRecord"
+    (reason,) = [r for body, r in parked(deployment, "StageBDeadLetterQueueUrl").items() if "order_summary" in body]
+    assert reason.startswith("steps failed: States.TaskFailed: ") and "price" in reason
+    assert query(deployment, "SELECT count(*) FROM retail_reports_dev.order_summary") == [["0"]]
+
+
+def test_after_fixing_the_item_a_dlq_redrive_runs_both_steps(
+    deployment: Deployment, executions: ExecutionHost, reports: None
+) -> None:
+    fixed = json.loads(json.dumps(SUMMARY))
+    fixed["steps"][1]["sql"] = fixed["steps"][1]["sql"].replace("sum(price)", "sum(amount)")
+    _put_item(deployment, fixed)
+    waiting = parked(deployment, "StageBDeadLetterQueueUrl")  # with what other tests parked
+    sent, kept = redrive(
+        deployment.client("sqs"), output(deployment, "StageBDeadLetterQueueUrl"), output(deployment, "StageBQueueUrl")
+    )
+    assert sent + len(kept) == len(waiting)
+    assert not [letter for letter in kept if "order_summary" in letter.body]
+    executions.wait()
+    runs = _stage_b_runs(deployment, executions, "order_summary")
+    assert sorted(str(run["status"]) for run in runs) == ["FAILED", "SUCCEEDED"], [
+        executions.records[str(run["executionArn"])] for run in runs
+    ]
+    rows = query(deployment, "SELECT measure, amount FROM retail_reports_dev.order_summary ORDER BY 1")
+    assert rows == [["orders", "1.0"], ["revenue", "1.5"]]
+    assert not [body for body in parked(deployment, "StageBDeadLetterQueueUrl") if "order_summary" in body]
