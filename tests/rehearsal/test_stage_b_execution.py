@@ -12,6 +12,7 @@ from boto3.dynamodb.types import TypeSerializer
 
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
+from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import redrive
 from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query
 
@@ -189,3 +190,73 @@ def test_after_fixing_the_item_a_dlq_redrive_runs_both_steps(
     rows = query(deployment, "SELECT measure, amount FROM retail_reports_dev.order_summary ORDER BY 1")
     assert rows == [["orders", "1.0"], ["revenue", "1.5"]]
     assert not [body for body in parked(deployment, "StageBDeadLetterQueueUrl") if "order_summary" in body]
+
+
+ORDER_LOG = {
+    "dataset": "retail_reports_dev.order_log",
+    "dependencies": [
+        {
+            "TableName": "retail_shop_dev.orders",
+            "FieldColumn": "date",
+            "Usage": "append",
+            "DateExpression": "%Y%m%d",
+            "relativedelta_attributes": {"days": 0},
+        }
+    ],
+    "partitionColumn": "date",
+    "partitionPythonMask": "%Y%m%d",
+    "steps": [
+        {
+            "db": "retail_shop_dev",
+            "info": "each order of the day, appended",
+            "sql": "INSERT INTO retail_reports_dev.order_log SELECT order_id, amount, '$day' FROM orders "
+            "WHERE \"date\" = '$day'",
+        }
+    ],
+    "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
+}
+
+
+def test_an_append_message_delivered_twice_appends_its_rows_once(
+    deployment: Deployment, functions: FunctionHost, executions: ExecutionHost, reports: None
+) -> None:
+    """#20's sixth defect said the append ledger is never read in AWS: what keeps a redelivered append
+    from adding its rows again there is the partition's commit, which holds the ids of the messages its
+    version applied. Here the same queue B message arrives twice, as SQS may deliver it."""
+    query(
+        deployment,
+        "CREATE EXTERNAL TABLE retail_reports_dev.order_log (order_id BIGINT, amount DOUBLE) "
+        "PARTITIONED BY (`date` STRING) STORED AS PARQUET "
+        f"LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/order_log/'",
+    )
+    _put_item(deployment, ORDER_LOG)
+    message = json.dumps(
+        {
+            "target_dataset": ORDER_LOG["dataset"],
+            "partition": {"date": "20240301"},
+            "trigger": {
+                "table": "retail_shop_dev.orders",
+                "partition": {"date": "20240301"},
+                "run": "20240301t000000000000_0123456789",
+            },
+            "usage": "append",
+        }
+    )
+    sqs = deployment.client("sqs")
+    for _ in range(2):
+        sqs.send_message(QueueUrl=output(deployment, "StageBQueueUrl"), MessageBody=message)
+        executions.wait()
+    delivered = [
+        record
+        for name, event, _ in functions.invocations
+        if "-StageBRouter" in name
+        for record in (event or {}).get("Records", [])
+        if record["body"] == message
+    ]
+    assert len(delivered) == 2  # both deliveries reached the deployed router
+    runs = _stage_b_runs(deployment, executions, "order_log")
+    assert runs and {run["status"] for run in runs} == {"SUCCEEDED"}, [
+        executions.records[str(r["executionArn"])] for r in runs
+    ]
+    rows = query(deployment, "SELECT order_id FROM retail_reports_dev.order_log WHERE date = '20240301' ORDER BY 1")
+    assert rows == [["1"], ["2"], ["3"]]
