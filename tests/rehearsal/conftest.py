@@ -74,11 +74,11 @@ def functions(
     )
     host.install()
     yield host
-    host.stop()
+    host.uninstall()
 
 
 @pytest.fixture(scope="package")
-def executions(deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena) -> ExecutionHost:
+def executions(deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena) -> Iterator[ExecutionHost]:
     """Every execution started on the endpoint, run by the ASL interpreter over the synthesized definition
     (Athena tasks on the local Athena, Lambda tasks by the bundled functions)."""
     host = ExecutionHost(
@@ -86,7 +86,8 @@ def executions(deployment: Deployment, functions: FunctionHost, local_athena: Lo
         role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
     )
     host.install()
-    return host
+    yield host
+    host.uninstall()
 
 
 @pytest.fixture(scope="package")

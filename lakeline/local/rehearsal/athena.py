@@ -891,7 +891,7 @@ class LocalAthena:
             with contextlib.suppress(FileNotFoundError):
                 self._file(*gone).unlink()
             del self._objects[gone]
-        _prune(self.mirror / bucket)
+        _prune(self.mirror / bucket, {self._file(b, k) for b, k in self._objects if b == bucket})
 
     def _push(self, s3: Any, bucket: str) -> None:
         """Put the files a query wrote into moto's S3; delete the objects whose files it removed."""
@@ -1021,16 +1021,21 @@ def _visible_files(root: Path) -> Iterator[Path]:
                 yield Path(folder) / name
 
 
-def _prune(root: Path) -> None:
-    """Remove the folders that hold no visible file any more: a prefix whose objects were deleted from S3
-    is empty there, and Spark, which refuses a CTAS into a folder with files (as Athena refuses a
-    non-empty location), must find it so, not holding its own ``_SUCCESS`` and ``.crc`` files."""
+def _prune(root: Path, mirrored: set[Path]) -> None:
+    """Remove what Spark left in the folders that hold no visible file any more: a prefix whose objects
+    were deleted from S3 is empty there, and Spark, which refuses a CTAS into a folder with files (as
+    Athena refuses a non-empty location), must find it so, not holding its own ``_SUCCESS`` and ``.crc``
+    files. A file mirrored from S3 (``mirrored``, whatever its name) is S3's and stays."""
     if not root.is_dir():
         return
     for folder, _, _ in sorted(os.walk(root), key=lambda walked: -len(Path(walked[0]).parts)):
         path = Path(folder)
-        if path != root and not any(_visible_files(path)):
-            shutil.rmtree(path, ignore_errors=True)
+        if path == root or any(_visible_files(path)) or not path.is_dir():
+            continue
+        leftovers = [item for item in path.rglob("*") if item.is_file()]
+        if any(item in mirrored for item in leftovers):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
 
 
 ATHENA_TYPES = {

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal import pollers
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.iam import Credentials
 
@@ -97,6 +98,7 @@ class ExecutionHost:
         self.records: dict[str, ExecutionRecord] = {}
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._uninstall: Callable[[], None] = lambda: None
 
     def install(self) -> None:
         import moto.stepfunctions.models as sfn_models
@@ -112,15 +114,31 @@ class ExecutionHost:
             return execution
 
         setattr(sfn_models.StateMachine, "start_execution", start_execution)  # noqa: B010
+        receiving_alone = pollers.install()
+
+        def uninstall() -> None:
+            setattr(sfn_models.StateMachine, "start_execution", original)  # noqa: B010
+            receiving_alone()
+
+        self._uninstall = uninstall
+
+    def uninstall(self) -> None:
+        """Let moto's executions be moto's again (other users of this process), once none runs."""
+        self.wait()
+        self._uninstall()
 
     def wait(self, timeout: float = 300.0) -> list[ExecutionRecord]:
-        """Wait until no execution runs (including those that running ones start); the records, in order."""
+        """Wait until the deployment is at rest: no execution runs (including those that running ones
+        start) and no queue has a message for its function (``pollers.deliver_waiting``); the records,
+        in order."""
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
                 running = [thread for thread in self._threads if thread.is_alive()]
             if not running:
-                return list(self.records.values())
+                if not pollers.deliver_waiting(self.deployment.account, self.deployment.region):
+                    return list(self.records.values())
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise LakelineError(f"{len(running)} execution(s) still running after {timeout:.0f} s")
@@ -146,16 +164,16 @@ class ExecutionHost:
             ended = self._interpret(json.loads(machine.definition), record.input, context, record, tasks)
         except Exception as error:  # the interpreter itself broke: the execution fails, saying so
             ended = {"status": "FAILED", "error": "States.Runtime", "cause": f"rehearsal interpreter: {error}"}
-        record.status = ended["status"]
         record.output = ended.get("output")
         record.error = ended.get("error")
         record.cause = ended.get("cause")
-        execution.status = record.status
+        record.status = ended["status"]
         execution.stop_date = datetime.datetime.now(datetime.UTC)
         if record.status == "SUCCEEDED":
             execution.output = json.dumps(record.output)
         else:
             execution.error, execution.cause = record.error, record.cause
+        execution.status = record.status  # last: whoever sees it ended sees its output or error too
 
     def _interpret(
         self, definition: Any, input: Any, context: Any, record: ExecutionRecord, tasks: TaskHost
@@ -184,7 +202,13 @@ class ExecutionHost:
                 except TaskFailed as failure:
                     done.error, done.cause = failure.error, failure.cause
                     reply = {"id": task["id"], "error": failure.error, "cause": failure.cause}
-                self._send(process, reply)
+                except Exception as error:  # the task host broke: a task error, which Retry and Catch see
+                    done.error, done.cause = "States.TaskFailed", f"rehearsal task host: {error!r}"
+                    reply = {"id": task["id"], "error": done.error, "cause": done.cause}
+                try:
+                    self._send(process, reply)
+                except BrokenPipeError:  # the interpreter ended meanwhile (a state timeout): read its end
+                    continue
             raise LakelineError(f"the interpreter stopped without an end: {process.stderr.read()[-2000:]}")
         finally:
             process.kill()
@@ -214,12 +238,22 @@ class TaskHost:
         raise TaskFailed("States.Runtime", f"the rehearsal serves no task resource {resource}")
 
     def _invoke(self, parameters: dict[str, Any]) -> dict[str, Any]:
-        response = self.deployment.client("lambda", credentials=self.credentials).invoke(
-            FunctionName=parameters["FunctionName"], Payload=json.dumps(parameters.get("Payload"))
-        )
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            response = self.deployment.client("lambda", credentials=self.credentials).invoke(
+                FunctionName=parameters["FunctionName"], Payload=json.dumps(parameters.get("Payload"))
+            )
+        except ClientError as error:  # refused or throttled: what Step Functions names Lambda's errors
+            code = error.response["Error"]["Code"]
+            known = code in {"TooManyRequestsException", "ServiceException"}
+            raise TaskFailed(f"Lambda.{code}" if known else "Lambda.AWSLambdaException", str(error)) from error
+        except BotoCoreError as error:
+            raise TaskFailed("Lambda.SdkClientException", str(error)) from error
         payload = json.loads(response["Payload"].read() or b"null")
         if response.get("FunctionError"):
-            raise TaskFailed(str(payload.get("errorType", "Lambda.Unknown")), json.dumps(payload))
+            error_type = payload.get("errorType") if isinstance(payload, dict) else None
+            raise TaskFailed(str(error_type or "Lambda.Unknown"), json.dumps(payload))
         return {"ExecutedVersion": "$LATEST", "Payload": payload, "StatusCode": response["StatusCode"]}
 
     def _query(self, parameters: dict[str, Any]) -> dict[str, Any]:

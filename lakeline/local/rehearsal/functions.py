@@ -215,6 +215,9 @@ class WarmFunction:
                 self._process.kill()
                 self._process.wait()
                 self._process = None
+            if self._results is not None:
+                self._results.close()
+                self._results = None
 
     def _start(self) -> subprocess.Popen[str]:
         function = self.function
@@ -289,6 +292,7 @@ class FunctionHost:
         }
         self.invocations: list[tuple[str, Any, Any]] = []
         """(function, event, result or the error) of each invocation, in order."""
+        self._uninstall: Callable[[], None] = lambda: None
 
     def invoke(self, name: str, event: Any) -> Any:
         """Run function ``name`` on ``event``, recorded in ``invocations``; its result or ``FunctionError``."""
@@ -320,4 +324,11 @@ class FunctionHost:
                 return json.dumps({"errorMessage": error.error_message, "errorType": error.error_type}).encode()
             return json.dumps(result).encode()
 
+        original = lambda_models.LambdaFunction.invoke
         setattr(lambda_models.LambdaFunction, "invoke", run)  # noqa: B010
+        self._uninstall = lambda: setattr(lambda_models.LambdaFunction, "invoke", original)
+
+    def uninstall(self) -> None:
+        """Let moto invoke functions as it does again (other users of this process), and stop them."""
+        self._uninstall()
+        self.stop()

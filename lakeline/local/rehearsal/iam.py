@@ -104,10 +104,13 @@ def enforce() -> None:
 
 
 def relax() -> None:
-    """Stop authorizing requests (moto's default), e.g. when the rehearsal's server stops."""
+    """Stop authorizing requests (moto's default, unless the environment set it), e.g. when the
+    rehearsal's server stops."""
+    import os
+
     from moto import settings
 
-    settings.INITIAL_NO_AUTH_ACTION_COUNT = float("inf")
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = float(os.environ.get("INITIAL_NO_AUTH_ACTION_COUNT", float("inf")))
 
 
 def _patch_moto() -> None:
@@ -143,9 +146,15 @@ def _patch_moto() -> None:
                 incoming_condition_values,
             )
 
-        def match(pattern: str, string: str) -> re.Match[str] | None:
-            wildcards = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
-            return re.match(f"^{wildcards}$", string, re.IGNORECASE)
+        def matches(self: Any, element: str, value: str) -> bool:
+            # Action names match case-insensitively, as AWS matches them; ARNs and keys case-sensitively.
+            patterns = self._statement[element]
+            flags = re.IGNORECASE if element in ("Action", "NotAction") else 0
+            for pattern in patterns if isinstance(patterns, list) else [patterns]:
+                wildcards = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+                if re.match(f"^{wildcards}$", value, flags):
+                    return True
+            return False
 
         request_class = access_control.IAMRequestBase
         create_request = request_class._create_aws_request
@@ -185,7 +194,7 @@ def _patch_moto() -> None:
         setattr(request_class, "_create_aws_request", create_aws_request)  # noqa: B010
         setattr(request_class, "check_action_permitted", check_action_permitted)  # noqa: B010
         setattr(statement_class, "is_action_permitted", is_action_permitted)  # noqa: B010
-        setattr(statement_class, "_match", staticmethod(match))  # noqa: B010
+        setattr(statement_class, "_check_element_matches", matches)  # noqa: B010
         _done = True
 
 

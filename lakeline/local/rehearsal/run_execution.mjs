@@ -30,38 +30,18 @@ function send(message) {
   process.stdout.write(`${JSON.stringify(message)}\n`);
 }
 
-// Every Task state, at any depth (Map item processors, Parallel branches), with its Resource.
-function taskStates(states, found = {}) {
+// Every state, at any depth (Map item processors, Parallel branches), with its name.
+function* allStates(states) {
   for (const [name, state] of Object.entries(states)) {
-    if (state.Type === "Task") {
-      found[name] = state.Resource;
-    }
+    yield [name, state];
     const processor = state.ItemProcessor ?? state.Iterator;
     if (processor) {
-      taskStates(processor.States, found);
+      yield* allStates(processor.States);
     }
     for (const branch of state.Branches ?? []) {
-      taskStates(branch.States, found);
+      yield* allStates(branch.States);
     }
   }
-  return found;
-}
-
-// A retrier's wait: none, so that a rehearsed retry costs no time (the attempts still count).
-function retryStates(states, found = {}) {
-  for (const [name, state] of Object.entries(states)) {
-    if (state.Retry) {
-      found[name] = 0;
-    }
-    const processor = state.ItemProcessor ?? state.Iterator;
-    if (processor) {
-      retryStates(processor.States, found);
-    }
-    for (const branch of state.Branches ?? []) {
-      retryStates(branch.States, found);
-    }
-  }
-  return found;
 }
 
 function taskHandler(state, resource) {
@@ -77,12 +57,24 @@ function taskHandler(state, resource) {
 async function run(request) {
   const definition = request.definition;
   const handlers = {};
-  for (const [state, resource] of Object.entries(taskStates(definition.States))) {
-    handlers[state] = taskHandler(state, resource);
+  // A retrier's wait: none, so that a rehearsed retry costs no time (the attempts still count).
+  const retryWaits = {};
+  for (const [name, state] of allStates(definition.States)) {
+    if (state.Type === "Task") {
+      handlers[name] = taskHandler(name, state.Resource);
+      // Step Functions lets a task without a timeout run for a year; the interpreter would stop it at 60 s.
+      // The longest a Node timer can wait instead (2^31 - 1 ms, about 24 days; a longer one fires at once).
+      if (state.TimeoutSeconds === undefined && state.TimeoutSecondsPath === undefined) {
+        state.TimeoutSeconds = 2147483;
+      }
+    }
+    if (state.Retry) {
+      retryWaits[name] = 0;
+    }
   }
   const machine = new StateMachine(definition);
   const execution = machine.run(request.input, {
-    overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryStates(definition.States) },
+    overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryWaits },
     context: request.context,
   });
   try {
