@@ -108,12 +108,17 @@ def redrive(sqs: SQSClient, dead_letter_queue_url: str, queue_url: str) -> tuple
             break
         taken.update((letter.message_id, letter) for letter in new)
     sent, kept = 0, []
-    for letter in taken.values():
-        if not letter.redrivable:
-            kept.append(letter)
-            continue
-        sqs.send_message(QueueUrl=queue_url, MessageBody=letter.body)
-        sqs.delete_message(QueueUrl=dead_letter_queue_url, ReceiptHandle=letter.receipt)
-        sent += 1
-    _release(sqs, dead_letter_queue_url, kept)
+    waiting = list(taken.values())
+    try:
+        while waiting:
+            letter = waiting[0]
+            if letter.redrivable:
+                sqs.send_message(QueueUrl=queue_url, MessageBody=letter.body)
+                sqs.delete_message(QueueUrl=dead_letter_queue_url, ReceiptHandle=letter.receipt)
+                sent += 1
+            else:
+                kept.append(letter)
+            waiting.pop(0)
+    finally:  # what was not sent (an error, an interrupt) is visible again at once, not in 15 minutes
+        _release(sqs, dead_letter_queue_url, kept + waiting)
     return sent, kept

@@ -257,6 +257,33 @@ def test_a_message_parked_again_during_a_redrive_waits_for_the_next_one(stack: d
     assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "12"  # parked again, for the next redrive
 
 
+def test_a_redrive_that_fails_part_way_leaves_what_it_did_not_send_visible(stack: dict[str, Any]) -> None:
+    from lakeline.aws.sqs import dead_letter
+    from lakeline.operations.dead_letters import read_dead_letters, redrive
+
+    sqs = stack["sqs"]
+    for number in range(5):
+        dead_letter(sqs, stack["dlq_a"], f'{{"detail": {number}}}', "no raw table x.y in the catalog", "stage-a-router")
+
+    class FailingThirdSend:
+        def __init__(self) -> None:
+            self.sends = 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sqs, name)
+
+        def send_message(self, QueueUrl: str, MessageBody: str) -> Any:  # noqa: N803 (boto3's names)
+            self.sends += 1
+            if self.sends == 3:
+                raise ConnectionError("the network went away")
+            return sqs.send_message(QueueUrl=QueueUrl, MessageBody=MessageBody)
+
+    with pytest.raises(ConnectionError):
+        redrive(FailingThirdSend(), stack["dlq_a"], stack["queue_a"])  # type: ignore[arg-type]
+    # The two sent are gone from the DLQ; the three others can be read (and redriven) at once.
+    assert len(read_dead_letters(sqs, stack["dlq_a"])) == 3
+
+
 def test_dlq_redrive_of_a_queue_without_a_stage_is_refused(stack: dict[str, Any]) -> None:
     result = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "lineage"])
     assert result.exit_code == 2 and "--queue must be stage-a or stage-b" in result.output

@@ -35,19 +35,27 @@ def output(deployment: Deployment, name: str) -> str:
 
 
 def parked(deployment: Deployment, queue: str = "StageADeadLetterQueueUrl") -> dict[str, str]:
-    """A dead-letter queue's messages, left in it: the arrival's key (or the body) → the reason."""
+    """A dead-letter queue's messages, all of them, left in it: the arrival's key (or the body) → the reason."""
     sqs = deployment.client("sqs")
     url = output(deployment, queue)
-    found = {}
-    for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get(
-        "Messages", []
-    ):
-        body = json.loads(message["Body"])
-        key = body["detail"]["object"]["key"] if "detail" in body else message["Body"]
-        attributes = message.get("MessageAttributes", {})
-        # A message without a reason was moved by the queue's redrive policy, after its receives ran out.
-        found[key] = attributes.get("lakeline_reason", {}).get("StringValue", "(moved by the redrive policy)")
-        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    found: dict[str, str] = {}
+    seen: dict[str, str] = {}  # message id → receipt, to make each visible again at the end
+    while True:
+        received = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=30
+        ).get("Messages", [])
+        new = [message for message in received if message["MessageId"] not in seen]
+        if not new:
+            break
+        for message in new:
+            seen[message["MessageId"]] = message["ReceiptHandle"]
+            body = json.loads(message["Body"])
+            key = body["detail"]["object"]["key"] if "detail" in body else message["Body"]
+            attributes = message.get("MessageAttributes", {})
+            # A message without a reason was moved by the queue's redrive policy, after its receives ran out.
+            found[key] = attributes.get("lakeline_reason", {}).get("StringValue", "(moved by the redrive policy)")
+    for receipt in seen.values():
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=receipt, VisibilityTimeout=0)
     return found
 
 
