@@ -8,14 +8,16 @@ AWS SDK, the public Powertools layer's packages and, for a function with it, the
 folder from the assembly. A module the function's code imports and AWS would not have fails here as it
 would there (``ModuleNotFoundError``), instead of being found in this machine's virtualenv.
 
-Known differences, on purpose: the process runs this machine's Python (3.11, not the runtime's 3.13),
-X-Ray tracing is off (no daemon), and timeouts and memory sizes are not enforced.
+An invocation that runs past the function's ``Timeout`` is stopped with its environment and fails with
+``Sandbox.Timedout``, as Lambda's does. Known differences, on purpose: the process runs this machine's
+Python (3.11, not the runtime's 3.13), X-Ray tracing is off (no daemon), and memory sizes are not enforced.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -88,7 +90,7 @@ class Context:
     log_stream_name = "rehearsal"
 
     def get_remaining_time_in_millis(self):
-        return 300000
+        return config["timeout"] * 1000
 
 
 handler = None
@@ -127,6 +129,8 @@ class BundledFunction:
     layers: tuple[Path, ...]
     environment: dict[str, str]
     role: str
+    timeout: int = 3
+    """Seconds an invocation may run (the function's ``Timeout``; Lambda's default is 3)."""
 
 
 def bundled_functions(assembly: Path, lambda_client: Any) -> dict[str, BundledFunction]:
@@ -161,6 +165,7 @@ def bundled_functions(assembly: Path, lambda_client: Any) -> dict[str, BundledFu
                 layers,
                 dict(function.get("Environment", {}).get("Variables", {})),
                 function["Role"],
+                int(function.get("Timeout", 3)),
             )
     return found
 
@@ -190,9 +195,20 @@ class WarmFunction:
             try:
                 process.stdin.write(json.dumps(event) + "\n")
                 process.stdin.flush()
-                line = self._results.readline()
+                ready, _, _ = select.select([self._results], [], [], self.function.timeout)
+                line = self._results.readline() if ready else None
             except BrokenPipeError:
                 line = ""
+            if line is None:  # past the function's timeout: Lambda stops the environment, as here
+                process.kill()
+                process.wait()
+                self._process = None
+                seconds = f"{self.function.timeout:.2f}"
+                raise FunctionError(
+                    f"{self.function.name}: Task timed out after {seconds} seconds (log: {self.log})",
+                    error_type="Sandbox.Timedout",
+                    error_message=f"Task timed out after {seconds} seconds",
+                )
             if not line:  # the process died: the next invocation gets a new one, like a new environment
                 process.wait()
                 self._process = None
@@ -238,6 +254,7 @@ class WarmFunction:
             "function": function.name,
             "arn": function.arn,
             "handler": function.handler,
+            "timeout": function.timeout,
             "layers": [str(layer) for layer in function.layers],
             "allowed": sorted(PROVIDED),
         }
