@@ -22,6 +22,7 @@ ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ("s3", "UploadPart"): ("s3:PutObject",),
     ("s3", "CompleteMultipartUpload"): ("s3:PutObject",),
     ("s3", "AbortMultipartUpload"): ("s3:AbortMultipartUpload",),
+    ("lambda", "Invoke"): ("lambda:InvokeFunction",),
     ("sqs", "SendMessageBatch"): ("sqs:SendMessage",),
     ("sqs", "DeleteMessageBatch"): ("sqs:DeleteMessage",),
     ("sqs", "ChangeMessageVisibilityBatch"): ("sqs:ChangeMessageVisibility",),

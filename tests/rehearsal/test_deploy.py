@@ -10,6 +10,7 @@ from typing import Any
 
 from lakeline.local.rehearsal.deploy import SKIPPED_TYPES, Deployment
 from lakeline.local.rehearsal.functions import FunctionHost
+from tests.rehearsal.support import bucket
 
 
 def template_resources(assembly: Path, stack: str, kind: str) -> list[dict[str, Any]]:
@@ -50,19 +51,13 @@ def test_the_query_files_are_deployed_to_the_artifacts_bucket(deployment: Deploy
     assert any(key.endswith(".sql") for key in keys)
 
 
-def _bucket(deployment: Deployment, kind: str) -> str:
-    names = [b["Name"] for b in deployment.client("s3").list_buckets()["Buckets"]]
-    (name,) = [n for n in names if f"{kind}bucket" in n.lower() and "accesslogs" not in n.lower()]
-    return name
-
-
 def test_an_arrival_goes_through_the_rule_into_queue_a_and_to_the_router(
     deployment: Deployment, functions: FunctionHost
 ) -> None:
     s3 = deployment.client("s3")
     key = "engineering/mysql/customers/date=20220120/rehearsal.csv"
-    s3.put_object(Bucket=_bucket(deployment, "stage"), Key="not/an/arrival.csv", Body=b"a\n1\n")
-    s3.put_object(Bucket=_bucket(deployment, "raw"), Key=key, Body=b"customer_id,name\n1,a\n")
+    s3.put_object(Bucket=bucket(deployment, "stage"), Key="not/an/arrival.csv", Body=b"a\n1\n")
+    s3.put_object(Bucket=bucket(deployment, "raw"), Key=key, Body=b"customer_id,name\n1,a\n")
     delivered = [
         f"{function} {json.loads(record['body'])['detail']['object']['key']}"
         for function, event, _ in functions.invocations

@@ -11,28 +11,9 @@ import pytest
 
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.functions import FunctionHost
+from tests.rehearsal.support import bucket, parked
 
 COLUMNS = [("customer_id", "bigint"), ("name", "string")]
-
-
-def bucket(deployment: Deployment, kind: str) -> str:
-    names = [b["Name"] for b in deployment.client("s3").list_buckets()["Buckets"]]
-    (name,) = [n for n in names if f"{kind}bucket" in n.lower() and "accesslogs" not in n.lower()]
-    return name
-
-
-def parked(deployment: Deployment) -> dict[str, str]:
-    """Queue A's dead letters: the arrival's key → the reason the router gave."""
-    sqs = deployment.client("sqs")
-    url = deployment.outputs["Lakeline-dev-Pipeline"]["StageADeadLetterQueueUrl"]
-    found = {}
-    for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get(
-        "Messages", []
-    ):
-        key = json.loads(message["Body"])["detail"]["object"]["key"]
-        found[key] = message["MessageAttributes"]["lakeline_reason"]["StringValue"]
-        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
-    return found
 
 
 def router_runs(functions: FunctionHost) -> list[Any]:

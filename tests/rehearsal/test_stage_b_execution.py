@@ -68,18 +68,17 @@ def reports(deployment: Deployment, executions: ExecutionHost) -> None:
     create_table(
         deployment, "retail_shop_dev.orders", ORDERS, f"s3://{bucket(deployment, 'stage')}/retail/shop/orders/"
     )
-    # The target, created with Athena DDL as a team creates its analytics tables.
     query(deployment, "CREATE DATABASE IF NOT EXISTS retail_reports_dev")
+    create_report_table(deployment, "orders_per_day", "orders BIGINT, revenue DOUBLE")
+    _put_item(deployment, ITEM)
+
+
+def create_report_table(deployment: Deployment, table: str, columns: str) -> None:
+    """A target of stage B, created with Athena DDL as a team creates its analytics tables."""
     query(
         deployment,
-        "CREATE EXTERNAL TABLE retail_reports_dev.orders_per_day (orders BIGINT, revenue DOUBLE) "
-        f"PARTITIONED BY (`date` STRING) STORED AS PARQUET "
-        f"LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/orders_per_day/'",
-    )
-    serializer = TypeSerializer()
-    deployment.client("dynamodb").put_item(
-        TableName=output(deployment, "DependenciesTable"),
-        Item={key: serializer.serialize(value) for key, value in ITEM.items()},
+        f"CREATE EXTERNAL TABLE retail_reports_dev.{table} ({columns}) PARTITIONED BY (`date` STRING) "
+        f"STORED AS PARQUET LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/{table}/'",
     )
 
 
@@ -152,12 +151,7 @@ def _put_item(deployment: Deployment, item: dict[str, object]) -> None:
 def test_a_failing_second_step_fails_the_run_publishes_nothing_and_parks_the_message(
     deployment: Deployment, executions: ExecutionHost, reports: None
 ) -> None:
-    query(
-        deployment,
-        "CREATE EXTERNAL TABLE retail_reports_dev.order_summary (measure STRING, amount DOUBLE) "
-        "PARTITIONED BY (`date` STRING) STORED AS PARQUET "
-        f"LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/order_summary/'",
-    )
+    create_report_table(deployment, "order_summary", "measure STRING, amount DOUBLE")
     _put_item(deployment, SUMMARY)
     deployment.client("s3").put_object(
         Bucket=bucket(deployment, "raw"),
@@ -217,12 +211,7 @@ def test_an_append_message_delivered_twice_appends_its_rows_once(
     """#20's sixth defect said the append ledger is never read in AWS: what keeps a redelivered append
     from adding its rows again there is the partition's commit, which holds the ids of the messages its
     version applied. Here the same queue B message arrives twice, as SQS may deliver it."""
-    query(
-        deployment,
-        "CREATE EXTERNAL TABLE retail_reports_dev.order_log (order_id BIGINT, amount DOUBLE) "
-        "PARTITIONED BY (`date` STRING) STORED AS PARQUET "
-        f"LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/order_log/'",
-    )
+    create_report_table(deployment, "order_log", "order_id BIGINT, amount DOUBLE")
     _put_item(deployment, ORDER_LOG)
     message = json.dumps(
         {

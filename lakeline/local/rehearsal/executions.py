@@ -227,6 +227,13 @@ class TaskHost:
     def __init__(self, deployment: Deployment, credentials: Credentials | None) -> None:
         self.deployment = deployment
         self.credentials = credentials
+        self._clients: dict[str, Any] = {}
+
+    def _client(self, service: str) -> Any:
+        """One client per service for the execution's tasks (making one costs more than a call)."""
+        if service not in self._clients:
+            self._clients[service] = self.deployment.client(service, credentials=self.credentials)
+        return self._clients[service]
 
     def run(self, resource: str, parameters: Any) -> Any:
         """Do the work of one Task state whose resource is ``resource``, with its effective input."""
@@ -241,7 +248,7 @@ class TaskHost:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            response = self.deployment.client("lambda", credentials=self.credentials).invoke(
+            response = self._client("lambda").invoke(
                 FunctionName=parameters["FunctionName"], Payload=json.dumps(parameters.get("Payload"))
             )
         except ClientError as error:  # refused or throttled: what Step Functions names Lambda's errors
@@ -259,7 +266,7 @@ class TaskHost:
     def _query(self, parameters: dict[str, Any]) -> dict[str, Any]:
         from botocore.exceptions import ClientError
 
-        athena = self.deployment.client("athena", credentials=self.credentials)
+        athena = self._client("athena")
         try:
             query_id = athena.start_query_execution(**parameters)["QueryExecutionId"]
             while True:

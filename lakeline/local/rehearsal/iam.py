@@ -22,8 +22,8 @@ does not check, each a documented gap (``tests/rehearsal/test_iam.py``):
 S3's multi-object delete is authorized per object, as S3 does (moto asks for the bucket).
 An operation is authorized by the IAM actions ``lakeline.aws.actions.iam_actions`` names for it (a
 DynamoDB transaction by each kind of item's action, an S3 or SQS call on the data key's buckets and
-queues by the KMS use too); action names are matched case-insensitively, as AWS matches them, and
-moto's name for Lambda's ``Invoke`` is mapped to the IAM action ``lambda:InvokeFunction``.
+queues by the KMS use too, Lambda's ``Invoke`` by ``lambda:InvokeFunction``); action names are matched
+case-insensitively, as AWS matches them.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from typing import Any
 from lakeline.aws.actions import iam_actions
 
 OPERATOR = "lakeline-rehearsal-operator"
-ACTION_NAMES = {"lambda:Invoke": "lambda:InvokeFunction"}
-"""moto's name for a request's action → the IAM action AWS authorizes it as."""
 
 _patched = threading.Lock()
 _done = False
@@ -138,13 +136,7 @@ def _patch_moto() -> None:
                 if resource == "*" and ("Resource" in statement or "NotResource" in statement):
                     statement.pop("NotResource", None)
                     statement["Resource"] = "*"  # moto did not say which resource: actions only
-            return original(
-                statement_class(statement),
-                ACTION_NAMES.get(action, action),
-                resource,
-                principal,
-                incoming_condition_values,
-            )
+            return original(statement_class(statement), action, resource, principal, incoming_condition_values)
 
         def matches(self: Any, element: str, value: str) -> bool:
             # Action names match case-insensitively, as AWS matches them; ARNs and keys case-sensitively.
@@ -167,7 +159,7 @@ def _patch_moto() -> None:
             asked = self._action
             try:
                 for action in iam_actions(service, operation):
-                    self._action = ACTION_NAMES.get(action, action)
+                    self._action = action
                     check(self, resource if action.startswith(f"{service}:") else "*")
             finally:
                 self._action = asked
