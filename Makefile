@@ -37,7 +37,9 @@ install: $(VENV)/.installed-dev node_modules/.installed
 synth: $(VENV)/.installed-dev node_modules/.installed
 	npx cdk synth --quiet
 
-demo: $(VENV)/.installed-run
+# The system users deploy, stood up on this machine: synth, a local AWS endpoint, the state machines run by
+# the ASL interpreter from node_modules.
+demo: $(VENV)/.installed-run node_modules/.installed
 	$(BIN)/lakeline demo --workspace $(DEMO_WORKSPACE)
 
 # ESLint checks the lineage viewer's JS and CSS and the rehearsal's Node script (eslint.config.mjs; the vendored

@@ -23,6 +23,7 @@ CONTEXT_KEYS = (
     "glue_workers",
     "alarm_email",
     "trace_schedule",
+    "trace_settle_seconds",
     "router_max_concurrency",
     "openlineage_environment",
 )

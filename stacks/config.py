@@ -72,6 +72,8 @@ class LakelineConfig:
     glue_workers: int = 2
     alarm_email: str | None = None
     trace_schedule: str = "cron(0 2 * * ? *)"
+    # How long a lineage root must be quiet before the nightly trace takes it (its runs may still be writing).
+    trace_settle_seconds: int = 120
     # Concurrent invocations of each router (queue A, queue B): a burst of arrivals is planned and
     # started at this pace instead of scaling out to hundreds of routers that throttle Glue and Step
     # Functions. Lambda's SQS event sources accept 2 to 1000.
@@ -93,6 +95,9 @@ class LakelineConfig:
         routers = int(context.get("router_max_concurrency", cls.router_max_concurrency))
         if not 2 <= routers <= 1000:
             raise ConfigError(f"context router_max_concurrency={routers} must be between 2 and 1000")
+        settle = int(context.get("trace_settle_seconds", cls.trace_settle_seconds))
+        if not 0 <= settle <= 24 * 3600:
+            raise ConfigError(f"context trace_settle_seconds={settle} must be between 0 and 86400")
         return cls(
             environment=environment,
             engine=engine,
@@ -104,6 +109,7 @@ class LakelineConfig:
             glue_workers=int(context.get("glue_workers", cls.glue_workers)),
             alarm_email=context.get("alarm_email") or None,
             trace_schedule=str(context.get("trace_schedule", cls.trace_schedule)),
+            trace_settle_seconds=settle,
             router_max_concurrency=routers,
             openlineage_environment=openlineage_environment(context.get("openlineage_environment", {})),
         )

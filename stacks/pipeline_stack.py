@@ -56,6 +56,7 @@ class PipelineStack(Stack):
             alarm_topic=self.alarm_topic,
             ttl_hours=config.lineage_ttl_hours,
             trace_schedule=config.trace_schedule,
+            trace_settle_seconds=config.trace_settle_seconds,
         )
         # The stages' post-update and failure functions emit OpenLineage events into the archive bucket.
         self.stage_events = StageEvents(self, config=config, storage=refs, statements=self.statements)

@@ -10,21 +10,42 @@ import typer
 from rich.markup import escape
 
 from lakeline.cli.shared import ProjectOption, progress_console
-from lakeline.console import fail
+from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError
 from lakeline.errors import LakelineError
 
 
 def demo(
     workspace: Annotated[Path, typer.Option(help="where the sample lake and the results go")] = Path(".lakeline-demo"),
+    embedded: Annotated[
+        bool,
+        typer.Option(
+            "--embedded",
+            help="run the pipeline's code in-process on embedded PySpark (the runtime of `lakeline run`) instead "
+            "of the synthesized stacks deployed on a local AWS endpoint",
+        ),
+    ] = False,
 ) -> None:
-    """Run the pipeline locally on generated sample data (embedded PySpark, no AWS account)."""
-    from lakeline.local.demo import run_demo
-
+    """Run the pipeline on generated sample data, with no AWS account: by default the system users deploy
+    (the CDK app synthesized and deployed on a local AWS endpoint, IAM enforced, Athena on embedded PySpark);
+    exits 1 if any execution failed or anything was parked."""
     try:
-        run_demo(workspace, progress_console())
+        if embedded:
+            from lakeline.local.demo import run_demo
+
+            run_demo(workspace, progress_console())
+            return
+        from lakeline.local.deployed_demo import run_demo as run_deployed_demo
+
+        run = run_deployed_demo(workspace, progress_console())
     except LakelineError as error:
         fail(str(error))
+    if not run.clean:
+        fail(
+            f"{len(run.failed)} executions failed and {sum(map(len, run.parked.values()))} messages were parked "
+            f"(listed above; {workspace / 'summary.json'})",
+            code=EXIT_FAILED,
+        )
 
 
 def run_project(

@@ -36,6 +36,7 @@ class Lineage(Construct):
         alarm_topic: sns.ITopic,
         ttl_hours: int,
         trace_schedule: str,
+        trace_settle_seconds: int = 120,
     ) -> None:
         super().__init__(scope, construct_id)
         table = storage.table("Lineage")
@@ -86,7 +87,10 @@ class Lineage(Construct):
             handler_package="lineage_schedule",
             description="Nightly: queue every root recorded since the last trace (no table scan)",
             environment=environment(
-                LineageScheduleEnvironment, table_name=table_name, trace_queue_url=self.trace_queue.queue.queue_url
+                LineageScheduleEnvironment,
+                table_name=table_name,
+                trace_queue_url=self.trace_queue.queue.queue_url,
+                settle_seconds=str(trace_settle_seconds),
             ),
             timeout=Duration.minutes(5),
         )

@@ -1,5 +1,7 @@
-"""``lakeline demo`` run as a user runs it (a separate process, real Spark, the local AWS endpoint),
-checked against figures computed here, independently, from the sample files' definition."""
+"""``lakeline demo --embedded`` (the runtime ``lakeline run`` uses: the pipeline's code in-process on embedded
+Spark) run as a user runs it (a separate process, real Spark, the local AWS endpoint), checked against
+figures computed here, independently, from the sample files' definition. The default ``lakeline demo``, on
+the deployed system, is checked against the same figures in ``test_deployed_demo.py``."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]:
     workspace = tmp_path_factory.mktemp("demo")
-    result = run(["demo", "--workspace", str(workspace)], cwd=workspace)
+    result = run(["demo", "--embedded", "--workspace", str(workspace)], cwd=workspace)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return workspace, json.loads((workspace / "summary.json").read_text()), result
 
@@ -180,7 +182,7 @@ def test_a_column_is_followed_back_to_raw_columns_from_the_stored_events(
 def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, dict[str, Any], Any]) -> None:
     workspace, first, _ = demo
     events = (workspace / "lineage/openlineage.jsonl").read_text().splitlines()
-    again = run(["demo", "--workspace", str(workspace)], cwd=workspace)
+    again = run(["demo", "--embedded", "--workspace", str(workspace)], cwd=workspace)
     assert again.returncode == 0, again.stderr[-3000:]
     second = json.loads((workspace / "summary.json").read_text())
     # The lineage outputs keep the first run's events (the second run appends its own, if any).

@@ -61,3 +61,31 @@ def test_every_variable_the_stack_sets_is_reserved() -> None:
     for name in STACK_OPENLINEAGE_VARIABLES:
         with pytest.raises(ConfigError, match=name):
             LakelineConfig.from_context({"openlineage_environment": {name: "x"}})
+
+
+def test_the_trace_settle_time_defaults_to_two_minutes_and_is_bounded() -> None:
+    assert LakelineConfig.from_context({}).trace_settle_seconds == 120
+    assert LakelineConfig.from_context({"trace_settle_seconds": "0"}).trace_settle_seconds == 0
+    for value in (-1, 86_401):
+        with pytest.raises(ConfigError, match="trace_settle_seconds"):
+            LakelineConfig.from_context({"trace_settle_seconds": value})
+
+
+def test_the_schedule_function_waits_the_settle_time_the_context_gives() -> None:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Match, Template
+
+    from stacks.app import build_app
+
+    app = cdk.App(context={"environment": "dev", "trace_settle_seconds": "0"})
+    build_app(app)
+    pipeline = next(
+        stack for stack in app.node.children if isinstance(stack, cdk.Stack) and "Pipeline" in stack.stack_name
+    )
+    Template.from_stack(pipeline).has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": Match.string_like_regexp("lineage_schedule"),
+            "Environment": {"Variables": Match.object_like({"TRACE_SETTLE_SECONDS": "0"})},
+        },
+    )

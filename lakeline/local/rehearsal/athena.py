@@ -29,8 +29,11 @@ Gaps against real Athena, said plainly:
   is NULL here, an empty string with OpenCSVSerde in Athena), result types (inferred from Spark's).
 - A column read through ``"$path"`` is named ``input_file_name()``; its values are mapped back to s3://.
 - Formats: Parquet, ORC, JSON and CSV (OpenCSVSerde, LazySimpleSerDe, ``skip.header.line.count`` of 0
-  or 1) only; views, Iceberg, partition projection, workgroup settings other than the output location
+  or 1) only; views, Iceberg, workgroup settings other than the output location
   and ``DataScannedInBytes`` are not emulated. A table whose Glue entry changed is rebuilt in Spark.
+- Partition projection: ``date`` projections with a ``storage.location.template`` only; the partitions are
+  the template's folders that hold objects, within the projection's range (Athena computes every value of
+  the range and reads the folders that exist, which comes to the same rows).
 - A query is cancelled only while queued; one that runs finishes (its effects stay) and reports CANCELLED.
 - A three-part column reference (``db.table.column``) is not rewritten; ``ExecutionParameters`` are refused.
 - ``default`` always exists, as in Athena's catalog; any other database must be in Glue.
@@ -355,6 +358,7 @@ class Statement:
     locations: list[str] = field(default_factory=list)  # the s3:// URIs it names
     is_query: bool = False
     defines: bool = False  # CREATE TABLE without AS: Spark made a Hive table of it, not the reader we make
+    declared: dict[str, str] = field(default_factory=dict)  # a CREATE TABLE's column → type, as written
 
 
 def _unquoted(name: str) -> str:
@@ -429,6 +433,12 @@ class Rewriter:
         statement.sql = tree.sql("athena")
         statement.is_query = isinstance(tree, exp.Query)
         statement.defines = isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None
+        if statement.defines and isinstance(tree.this, exp.Schema):
+            statement.declared = {
+                column.name.lower(): column.args["kind"].sql("hive").lower()
+                for column in tree.this.expressions
+                if isinstance(column, exp.ColumnDef) and column.args.get("kind") is not None
+            }
         return statement
 
     def _database_statement(self, tree: exp.Create | exp.Drop, kind: str) -> Statement:
@@ -566,6 +576,7 @@ class LocalAthena:
         buckets |= {bucket for bucket in (_bucket(uri) for uri in statement.locations) if bucket}
         for bucket in sorted(buckets):
             self._pull(s3, bucket)
+        self._project_partitions(glue, statement)
         self.executed.append((execution.query, statement.sql))
         ready = time.monotonic()
         failure: LakelineError | None = None
@@ -633,6 +644,60 @@ class LocalAthena:
             self._rebuild(database, table, entry)
             self._catalog[key] = fingerprint
         return buckets
+
+    def _project_partitions(self, glue: Any, statement: Statement) -> None:
+        """The partitions of each projected table the statement reads, found in the mirror (Glue holds none)."""
+        for database, table in sorted(statement.tables - statement.changes):
+            found = glue.databases.get(database)
+            entry = found.tables.get(table) if found is not None else None
+            if entry is None:
+                continue
+            parameters = entry.get_version(str(entry._current_version)).get("Parameters", {})
+            if str(parameters.get("projection.enabled", "")).lower() != "true":
+                continue
+            specs = [
+                f"PARTITION ({ddl_name(key)} = {string_literal(value)}) "
+                f"LOCATION {string_literal(self.names.local_uri(uri))}"
+                for key, value, uri in self._projected(f"{database}.{table}", parameters)
+            ]
+            name = ddl_name(self.names.spark_database(database), table)
+            for start in range(0, len(specs), PARTITIONS_PER_STATEMENT):
+                self.engine.session.sql(
+                    f"ALTER TABLE {name} ADD IF NOT EXISTS {' '.join(specs[start : start + PARTITIONS_PER_STATEMENT])}"
+                )
+            if specs:
+                self.engine.session.catalog.refreshTable(name)
+
+    def _projected(self, name: str, parameters: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+        """(key, value, s3:// location) of each folder of a ``date`` projection's template in the mirror."""
+        keys = {key.split(".")[1] for key in parameters if key.startswith("projection.") and key.count(".") >= 2}
+        template = str(parameters.get("storage.location.template", ""))
+        if len(keys) != 1 or not template:
+            raise LocalAthenaError(
+                f"table {name}: only one date projection with a location template is supported locally"
+            )
+        (key,) = keys
+        kind = parameters.get(f"projection.{key}.type")
+        date_format = str(parameters.get(f"projection.{key}.format", ""))
+        if kind != "date" or date_format != "yyyy-MM-dd":
+            raise LocalAthenaError(
+                f"table {name}: projection {key} of type {kind} ({date_format}) is not supported locally"
+            )
+        first = str(parameters.get(f"projection.{key}.range", "")).split(",")[0].strip()
+        placeholder = "${" + key + "}"
+        found = S3_URI.match(template)
+        if found is None or placeholder not in template:
+            raise LocalAthenaError(f"table {name}: storage.location.template {template!r} is not an s3:// template")
+        before, after = template.split(placeholder, 1)
+        if after.strip("/"):
+            raise LocalAthenaError(f"table {name}: {template!r}: only a template ending in its folder is supported")
+        today = datetime.datetime.now(datetime.UTC).date().isoformat()
+        parent_uri, _, stem = before.rpartition("/")
+        parent = Path(self.names.local_uri(parent_uri + "/").removeprefix("file://"))
+        for folder in sorted(parent.glob(f"{stem}*")) if parent.is_dir() else []:
+            value = folder.name.removeprefix(stem)
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and first <= value <= today and any(_visible_files(folder)):
+                yield key, value, f"{before}{value}/"
 
     def _rebuild(self, database: str, table: str, entry: Any) -> None:
         """The Spark table made anew from the Glue table ``entry`` (dropped if ``entry`` is None)."""
@@ -723,6 +788,10 @@ class LocalAthena:
             if not self._external_catalog().tableExists(spark_database, table):
                 self.engine.describe_table(spark_database, table)  # registers a CTAS the engine only wrote
             table_input, partitions = self._spark_table(spark_database, table, statement.locations)
+            # Glue keeps the types a CREATE TABLE declares; Spark's Hive table of an OpenCSVSerde one has
+            # every column a string (the SerDe's own reader), which is not what Athena reads it as.
+            for column in [*table_input["StorageDescriptor"]["Columns"], *table_input["PartitionKeys"]]:
+                column["Type"] = statement.declared.get(column["Name"].lower(), column["Type"])
             if entry is None:
                 if database not in glue.databases:
                     glue.create_database(database, {"Name": database})

@@ -1,0 +1,122 @@
+"""The deployed system on one machine, stood up whole: ``cdk synth`` of the app, its cloud assembly
+deployed on a moto server in this process (``deploy``), IAM enforced from then on (``iam``), the bundled
+functions (``functions``), the local Athena on embedded Spark (``athena``) and the state machines' executions
+(``executions``). ``lakeline demo`` runs on it; the rehearsal tier's fixtures stand up the same parts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakeline.errors import LakelineError
+from lakeline.local.rehearsal import iam
+from lakeline.local.rehearsal.deploy import Deployment, deploy
+from lakeline.local.rehearsal.executions import ExecutionHost
+from lakeline.local.rehearsal.functions import FunctionHost
+
+if TYPE_CHECKING:
+    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.rehearsal.athena import LocalAthena
+
+
+REPOSITORY = Path(__file__).resolve().parents[3]
+
+
+class SynthError(LakelineError):
+    """The CDK app could not be synthesized (the ``cdk`` extra is missing, or the app refused its context)."""
+
+
+def synthesize(outdir: Path, context: dict[str, Any]) -> Path:
+    """``cdk synth`` of the app as users deploy it, with ``context`` (as ``-c`` gives it), into the cloud
+    assembly folder ``outdir``."""
+    # The CDK's Node runtime warns at length when Node 20 runs it; the Makefile silences it the same way.
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    # The app lives beside the package in the repository (``cdk synth`` runs it from there: cdk.json's app).
+    if (REPOSITORY / "stacks" / "app.py").is_file() and str(REPOSITORY) not in sys.path:
+        sys.path.append(str(REPOSITORY))
+    try:
+        import aws_cdk as cdk
+
+        from stacks.app import build_app
+    except ImportError as error:
+        raise SynthError(
+            f"synthesizing the CDK app needs the repository's stacks and aws-cdk-lib ({error}): "
+            "install Lakeline from a clone of its repository (`make demo` does: `pip install -e '.[local]'`), "
+            "or run `lakeline demo --embedded`"
+        ) from error
+    app = cdk.App(outdir=str(outdir), context=context)
+    build_app(app)
+    app.synth()
+    return outdir
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class DeployedSystem:
+    deployment: Deployment
+    functions: FunctionHost
+    athena: LocalAthena
+    executions: ExecutionHost
+
+
+@contextmanager
+def stood_up(
+    assembly: Path, engine: SparkEngine, work: Path, *, database_prefix: str = "athena_rehearsal__"
+) -> Iterator[DeployedSystem]:
+    """The cloud assembly at ``assembly`` deployed on a new moto server, with IAM enforced, its functions,
+    Athena on ``engine`` (its S3 mirror and the functions' logs under ``work``) and its executions running;
+    all of it stopped and uninstalled on leaving."""
+    from moto.server import ThreadedMotoServer
+
+    from lakeline.local.rehearsal.athena import install_local_athena
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+    # moto warns of each resource type its CloudFormation does not create: deploy.SKIPPED_TYPES says which.
+    logging.getLogger("moto").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
+    with ExitStack() as stack:
+        port = free_port()
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        stack.callback(server.stop)
+        deployment = deploy(assembly, f"http://127.0.0.1:{port}")
+        deployment.credentials = iam.operator_credentials(deployment.account)
+        iam.enforce()  # from here on, every request is authorized as in AWS
+        stack.callback(iam.relax)
+        functions = FunctionHost(
+            assembly,
+            deployment.endpoint,
+            deployment.region,
+            deployment.client("lambda"),
+            logs=work / "logs",
+            role_credentials=lambda role, session: iam.role_credentials(
+                deployment.account, deployment.region, role, session
+            ),
+        )
+        functions.install()
+        stack.callback(functions.uninstall)
+        athena = install_local_athena(engine, work / "s3", database_prefix=database_prefix)
+        stack.callback(athena.stop)
+        executions = ExecutionHost(
+            deployment,
+            role_credentials=lambda role: iam.role_credentials(
+                deployment.account, deployment.region, role, "execution"
+            ),
+        )
+        executions.install()
+        stack.callback(executions.uninstall)
+        yield DeployedSystem(deployment, functions, athena, executions)

@@ -1,0 +1,106 @@
+"""``lakeline demo`` (what ``make demo`` runs) as a user runs it: the CDK app synthesized and deployed on a
+local AWS endpoint with IAM enforced, the sample files uploaded into its raw bucket, the state machines run
+by the ASL interpreter, Athena on embedded Spark (#20). Its results are checked against the figures
+``test_demo.py`` computes independently from the sample files' definition."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_demo import DAYS, ORDERS_PER_DAY, customers, expected_daily_sales, run
+
+pytestmark = pytest.mark.spark
+
+Demo = tuple[Path, dict[str, Any], Any]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    workspace = tmp_path_factory.mktemp("deployed-demo")
+    result = run(["demo", "--workspace", str(workspace)], cwd=workspace)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return workspace, json.loads((workspace / "summary.json").read_text()), result
+
+
+def test_it_runs_the_synthesized_stacks_and_the_bundled_functions(demo: Demo) -> None:
+    workspace, summary, result = demo
+    assert "the deployed system" in result.stdout
+    manifest = json.loads((workspace / "cdk.out" / "manifest.json").read_text())
+    assert {"Lakeline-dev-Storage", "Lakeline-dev-Pipeline"} <= set(manifest["artifacts"])
+    # Each function ran from its asset in its own environment, with its log in the workspace.
+    logs = [path.name for path in (workspace / "deployed" / "logs").glob("*.log")]
+    for function in ("StageARouterFunction", "StageAPostUpdateFunction", "StageBRouterFunction", "LineageTrace"):
+        assert any(function in name for name in logs), (function, logs)
+    assert summary["failed_executions"] == [] and summary["parked"] == {}
+    assert summary["stage_a_runs"] == 9, "eight arrivals and the repeated delivery of the last one"
+    assert summary["stage_a_runs_with_nothing_new"] == 1, "the repeated delivery writes nothing"
+    assert summary["seconds"] < 180, "the demo must finish in under 3 minutes"
+
+
+def test_stage_a_wrote_every_partition_with_its_bucket_count(demo: Demo) -> None:
+    _, summary, _ = demo
+    tables = {(t["table"], t["partition"]): (t["rows"], t["files"]) for t in summary["tables"]}
+    for day in DAYS:
+        assert tables[("engineering_mysql_dev.customers", f"date={day}")] == (500, 1)
+        assert tables[("engineering_sales_dev.orders", f"date={day}")] == (ORDERS_PER_DAY, 2)
+
+
+def test_stage_b_results_match_the_raw_files(demo: Demo) -> None:
+    workspace, summary, _ = demo
+    contents = summary["contents"]
+    for day in DAYS:
+        expected: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        for country, value in customers(workspace, day).values():
+            expected[country][0] += 1
+            expected[country][1] += value
+        got = {
+            row[0]: (row[1], row[2])
+            for row in contents["engineering_analytics_dev.customers_by_country"]
+            if row[3] == day
+        }
+        assert got == {c: (int(n), round(v, 2)) for c, (n, v) in expected.items()}, day
+        daily = {
+            row[0]: (row[1], round(row[2], 2))
+            for row in contents["engineering_analytics_dev.daily_sales"]
+            if row[3] == day
+        }
+        assert daily == expected_daily_sales(workspace, day), day
+    weekly: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for day in DAYS:
+        for country, (count, amount) in expected_daily_sales(workspace, day).items():
+            weekly[country][0] += count
+            weekly[country][1] += amount
+    got_weekly = {
+        row[0]: (row[1], round(row[2], 2), row[3], row[4]) for row in contents["engineering_analytics_dev.weekly_sales"]
+    }
+    assert got_weekly == {c: (int(n), round(v, 2), 4, "2022-01-22") for c, (n, v) in weekly.items()}
+    # The seed's example: the Saturday before, whose window holds no sample data.
+    tables = {(t["table"], t["partition"]): t["rows"] for t in summary["tables"]}
+    assert tables[("engineering_analytics_dev.destination_table", "date=20220115")] == 0
+    assert contents["engineering_analytics_dev.destination_table"] == []
+
+
+def test_lineage_is_archived_by_the_trace_and_queried_with_athena(demo: Demo) -> None:
+    workspace, summary, _ = demo
+    lines = [
+        json.loads(line)
+        for path in sorted((workspace / "lineage-archive").rglob("*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+    assert len({line["root_id"] for line in lines}) == 8, "one tree per arrival; the redelivery is the same tree"
+    assert summary["archive_objects"] == 8
+    actions = {node["action_taken"] for line in lines for node in line["lineage"]}
+    assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
+    assert summary["archived_lineage_rows"] > 0, "the archive table's projected partitions are read"
+    events = [json.loads(e) for e in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
+    assert len(events) == summary["openlineage_events"] > 0
+    started = sorted(e["run"]["runId"] for e in events if e["eventType"] == "START")
+    assert started == sorted(e["run"]["runId"] for e in events if e["eventType"] == "COMPLETE")
+    html = (workspace / "lineage.html").read_text()
+    for dataset in ("engineering_analytics_dev.weekly_sales", "engineering_sales_dev.orders"):
+        assert dataset in html
