@@ -35,7 +35,7 @@ def demo(
 
             run_demo(workspace, progress_console())
             return
-        from lakeline.local.deployed_demo import run_demo as run_deployed_demo
+        from lakeline.operations.deployed_demo import run_demo as run_deployed_demo
 
         run = run_deployed_demo(workspace, progress_console())
     except LakelineError as error:
