@@ -4,7 +4,7 @@ project's own folders (once, or as files land)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,9 @@ from lakeline.cli.shared import ProjectOption, progress_console
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError
 from lakeline.errors import LakelineError
+
+if TYPE_CHECKING:
+    from lakeline.operations.deployed_run import DeployedRun
 
 
 def demo(
@@ -40,12 +43,51 @@ def demo(
         run = run_deployed_demo(workspace, progress_console())
     except LakelineError as error:
         fail(str(error))
+    _fail_unless_clean(run)
+
+
+DeployedOption = Annotated[
+    bool,
+    typer.Option(
+        "--deployed",
+        help="run on the system users deploy: the CDK app synthesized and deployed on a local AWS endpoint "
+        "(IAM enforced, Athena on embedded PySpark), anew for this command; needs a clone of the repository and Node",
+    ),
+]
+
+
+def _fail_unless_clean(run: DeployedRun) -> None:
     if not run.clean:
         fail(
             f"{len(run.failed)} executions failed and {sum(map(len, run.parked.values()))} messages were parked "
-            f"(listed above; {workspace / 'summary.json'})",
+            "(listed above, and in summary.json)",
             code=EXIT_FAILED,
         )
+
+
+def _run_deployed(config: Path, *, watching: bool = False, poll: float = 2.0, duration: float | None = None) -> None:
+    """``run --deployed`` and ``watch --deployed``: exits 1 if an execution failed or anything was parked."""
+    import time
+
+    from lakeline.local.project import ProjectConfig, watch
+    from lakeline.operations.deployed_run import DeployedProject
+
+    console = progress_console()
+    try:
+        started = time.monotonic()
+        with DeployedProject(ProjectConfig.load(config), console) as project:
+            project.prepare()
+            if watching:
+                try:
+                    watch(project, poll_seconds=poll, max_seconds=duration)
+                except KeyboardInterrupt:
+                    console.print("stopped")
+            else:
+                project.process(project.raw_keys())
+            run = project.finish(started)
+    except (LakelineError, QueryError) as error:
+        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+    _fail_unless_clean(run)
 
 
 def run_project(
@@ -53,10 +95,15 @@ def run_project(
     full: Annotated[
         bool, typer.Option("--full", help="send every raw file through the pipeline, even if nothing changed")
     ] = False,
+    deployed: DeployedOption = False,
 ) -> None:
     """Run the pipeline locally over a project's own folders: every file in its raw folder arrives.
     When nothing changed since the last clean run (no new or changed raw file, the same settings, items,
-    DDL and queries), it says so without starting Spark."""
+    DDL and queries), it says so without starting Spark. With --deployed, every file arrives at a
+    deployment of the synthesized stacks stood up for this run."""
+    if deployed:
+        _run_deployed(config)
+        return
     import time
 
     from lakeline.local.project import LocalProject, ProjectConfig
@@ -100,8 +147,13 @@ def watch_project(
     config: ProjectOption = Path("lakeline.yml"),
     poll: Annotated[float, typer.Option(help="seconds between looks at the raw folder")] = 2.0,
     duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
+    deployed: DeployedOption = False,
 ) -> None:
-    """Process files as they land in the project's raw folder, until Ctrl-C (or --duration)."""
+    """Process files as they land in the project's raw folder, until Ctrl-C (or --duration); with
+    --deployed, each is uploaded to a deployment of the synthesized stacks stood up while it watches."""
+    if deployed:
+        _run_deployed(config, watching=True, poll=poll, duration=duration)
+        return
     import time
 
     from lakeline.local.project import LocalProject, ProjectConfig, watch

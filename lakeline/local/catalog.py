@@ -66,6 +66,26 @@ def _column_list(schema_columns: list[tuple[str, str]]) -> str:
     return ", ".join(f"{ddl_name(name)} {kind}" for name, kind in schema_columns)
 
 
+def inferred_columns(
+    engine: SparkEngine, raw: RawObject, raw_file: Path, settings: PipelineSettings
+) -> list[tuple[str, str]]:
+    """The data columns (name, DDL type) of a raw table made from its first file: the file's schema, its
+    partition columns left out. Every name is checked before it reaches DDL."""
+    # The first file makes the table: one in another format than its name says would make a table that
+    # refuses every good file after it.
+    check_file_format(LocalRawFile(raw_file))
+    reader = raw_format(raw.file_name)
+    encoding = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table).encoding
+    options = {**CSV_OPTIONS, "encoding": encoding, "inferSchema": "true"} if reader == "csv" else {}
+    inferred = engine.session.read.format(reader).options(**options).load(str(raw_file))
+    partition_columns = [column for column, _ in raw.partition]
+    return [
+        (name, field_type_sql(field.dataType, name, raw.key))
+        for field in inferred.schema.fields
+        if (name := check_identifier(field.name.lower(), f"raw file {raw.key}: column")) not in partition_columns
+    ]
+
+
 def ensure_tables(
     engine: SparkEngine, raw: RawObject, raw_file: Path, settings: PipelineSettings
 ) -> tuple[TableSchema, TableSchema]:
@@ -78,20 +98,9 @@ def ensure_tables(
         if not session.catalog.databaseExists(database):
             session.sql(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
     if not engine.table_exists(raw_db, raw.table):
-        # The first file makes the table: one in another format than its name says would make a table
-        # that refuses every good file after it.
-        check_file_format(LocalRawFile(raw_file))
+        columns = inferred_columns(engine, raw, raw_file, settings)
         reader = raw_format(raw.file_name)
-        encoding = settings.table_settings(stage_db, raw.table).encoding
-        csv_options = {**CSV_OPTIONS, "encoding": encoding}
-        options = {**csv_options, "inferSchema": "true"} if reader == "csv" else {}
-        inferred = session.read.format(reader).options(**options).load(str(raw_file))
-        # A name that is not an identifier, at any depth, stops here, before any DDL.
-        columns = [
-            (name, field_type_sql(field.dataType, name, raw.key))
-            for field in inferred.schema.fields
-            if (name := check_identifier(field.name.lower(), f"raw file {raw.key}: column")) not in partition_columns
-        ]
+        csv_options = {**CSV_OPTIONS, "encoding": settings.table_settings(stage_db, raw.table).encoding}
         all_columns = columns + [(column, "string") for column in partition_columns]
         listed = ", ".join(f"{key} {string_literal(value)}" for key, value in csv_options.items())
         option_sql = f" OPTIONS ({listed})" if reader == "csv" else ""

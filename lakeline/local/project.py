@@ -24,7 +24,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import pydantic
@@ -203,6 +203,10 @@ class LocalProject:
         return self
 
     @property
+    def raw_dir(self) -> Path:
+        return self.workspace.raw_dir
+
+    @property
     def state_file(self) -> Path:
         return self.workspace.pipeline_state_file
 
@@ -280,18 +284,7 @@ class LocalProject:
 
     def raw_keys(self) -> list[str]:
         """Every file under the raw folder that is an arrival (others are reported and left alone)."""
-        keys = []
-        for path in sorted(self.workspace.raw_dir.rglob("*")):
-            if not path.is_file() or any(part.startswith((".", "_")) for part in path.parts):
-                continue
-            key = path.relative_to(self.workspace.raw_dir).as_posix()
-            try:
-                parse_raw_key(key)
-            except InvalidKey as error:
-                self.console.print(f"[yellow]skipped[/] {error}")
-                continue
-            keys.append(key)
-        return keys
+        return raw_keys(self.workspace.raw_dir, self.console)
 
     def process(self, keys: list[str], digests: Mapping[str, str] | None = None) -> FlowReport:
         """Every file of ``keys`` arrives (``digests``: their contents' SHA-256, if read already), then
@@ -438,29 +431,56 @@ def print_summary(run: ProjectRun, console: Console) -> None:
     console.print(f"done in {run.seconds:.0f}s")
 
 
+def raw_keys(raw_dir: Path, console: Console) -> list[str]:
+    """Every file under ``raw_dir`` that is an arrival (others are reported and left alone)."""
+    keys = []
+    for path in sorted(raw_dir.rglob("*")):
+        if not path.is_file() or any(part.startswith((".", "_")) for part in path.parts):
+            continue
+        key = path.relative_to(raw_dir).as_posix()
+        try:
+            parse_raw_key(key)
+        except InvalidKey as error:
+            console.print(f"[yellow]skipped[/] {error}")
+            continue
+        keys.append(key)
+    return keys
+
+
+class Watched(Protocol):
+    """What ``watch`` runs: a project whose raw folder it looks at and which processes the new files."""
+
+    console: Console
+
+    def raw_keys(self) -> list[str]: ...
+
+    @property
+    def raw_dir(self) -> Path: ...
+
+    def process(self, keys: list[str]) -> object: ...
+
+
 def watch(
-    project: LocalProject,
+    project: Watched,
     *,
     poll_seconds: float = 2.0,
     max_seconds: float | None = None,
     settle_seconds: float = 1.0,
     stop: Callable[[], bool] = lambda: False,
-) -> FlowReport:
+) -> None:
     """Process files as they land in the raw folder (each key and modification time once)."""
     seen: dict[str, float] = {}
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
-    report = project.started_flow.report
-    project.console.print(f"watching {project.workspace.raw_dir} (Ctrl-C to stop)")
+    project.console.print(f"watching {project.raw_dir} (Ctrl-C to stop)")
     while not stop() and (deadline is None or time.monotonic() < deadline):
         fresh = []
         for key in project.raw_keys():
-            mtime = (project.workspace.raw_dir / key).stat().st_mtime
+            mtime = (project.raw_dir / key).stat().st_mtime
             if time.time() - mtime < settle_seconds:
                 continue  # still being written
             if seen.get(key) != mtime:
                 seen[key] = mtime
                 fresh.append(key)
         if fresh:
-            report = project.process(fresh)
+            project.process(fresh)
         time.sleep(poll_seconds)
-    return report

@@ -1,0 +1,521 @@
+"""A project run on the system users deploy, stood up on this machine (``lakeline run --deployed`` and
+``lakeline demo``): the CDK app synthesized with the project's settings and deployed on a local AWS endpoint
+with IAM enforced (``lakeline.local.rehearsal.system``), then operated as a team operates a deployment:
+
+1. the tables: each raw table folder's raw and stage tables, unless the project's DDL creates them, are
+   created with Athena DDL inferred from its first file (written to ``deployed/sources.sql`` in the
+   workspace: what to run in Athena before the first arrival in AWS); then the project's own DDL
+   (``$analytics_root``, ``$stage_root``, ``$raw_root`` are the buckets);
+2. the project's queries folder uploaded where stage B reads step SQL files, the dependency items put
+   into the dependencies table;
+3. the raw files uploaded into the raw bucket: S3's events go through the EventBridge rule, queue A and
+   the routers to the state machines; each execution is printed as it ends;
+4. the nightly lineage schedule invoked; the archive bucket copied into the workspace and queried with
+   Athena; every stage and target table's partitions counted; ``summary.json`` and ``lineage.html``.
+
+Each run deploys anew: the endpoint lives as long as the command, so every file arrives again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlglot
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from lakeline.console import print_whole
+from lakeline.dependencies.files import load_items
+from lakeline.dependencies.model import DependencyItem
+from lakeline.dependencies.store import DependencyStore
+from lakeline.engines.spark import SparkEngine
+from lakeline.errors import LakelineError
+from lakeline.lineage.records.archive_table import DEFAULT_TABLE
+from lakeline.lineage.records.query import bind_archive_table, load_query
+from lakeline.lineage.viewer.html import write_lineage_html
+from lakeline.local.project import ProjectConfig, raw_keys
+from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.local.rehearsal.executions import ExecutionRecord
+from lakeline.local.rehearsal.system import DeployedSystem, stood_up, synthesize
+from lakeline.local.relocation import open_engine
+from lakeline.local.workspace import Workspace
+from lakeline.names import ddl_name
+from lakeline.operations.dead_letters import read_dead_letters
+from lakeline.operations.source_ddl import source_tables_ddl
+from stage_a.keys import parse_raw_key
+from stage_b.artifacts import ARTIFACTS_PREFIX
+
+DATABASE_PREFIX = "deployed__"  # the local Athena's Spark databases, apart from `lakeline run`'s own
+ARCHIVE_PREFIX = "archive/"  # the traced trees in the lineage archive bucket (stacks/storage_stack.py)
+
+
+def synth_context(config: ProjectConfig) -> dict[str, Any]:
+    """The CDK context of the project's deployment: its environment and table settings; the trace takes
+    the runs at once (nothing else writes to them)."""
+    return {
+        "environment": config.environment or "dev",
+        "engine": "athena",
+        "trace_settle_seconds": "0",
+        "default_table_settings": config.default_table.model_dump(mode="json"),
+        "table_settings": {name: value.model_dump(mode="json") for name, value in config.tables_settings.items()},
+    }
+
+
+class OperationFailed(LakelineError):
+    """A step of operating the deployment could not be done (a statement, a function call): the run stops."""
+
+
+@dataclass
+class DeployedRun:
+    workspace: Path
+    uploads: int = 0
+    stage_a: list[ExecutionRecord] = field(default_factory=list)
+    stage_b: list[ExecutionRecord] = field(default_factory=list)
+    parked: dict[str, list[str]] = field(default_factory=dict)
+    """Each dead-letter queue with messages → their reasons."""
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    contents: dict[str, list[list[Any]]] = field(default_factory=dict)
+    """Each dependency item's table, all of its rows (read with Athena)."""
+    lineage_records: int = 0
+    archive_objects: int = 0
+    archived_lineage_rows: int = 0
+    events: int = 0
+    html: Path | None = None
+    seconds: float = 0.0
+
+    @property
+    def nothing_new(self) -> list[ExecutionRecord]:
+        """Stage A executions that wrote nothing: a repeated delivery of an arrival already loaded."""
+        return [record for record in self.stage_a if not any(":athena:" in task.resource for task in record.tasks)]
+
+    @property
+    def failed(self) -> list[ExecutionRecord]:
+        return [record for record in (*self.stage_a, *self.stage_b) if record.status != "SUCCEEDED"]
+
+    @property
+    def clean(self) -> bool:
+        return not self.failed and not any(self.parked.values())
+
+
+class Operator:
+    """What a team does with its deployment, through the endpoint's APIs as the operator."""
+
+    def __init__(self, deployment: Deployment, environment: str) -> None:
+        self.deployment = deployment
+        self.outputs = deployment.outputs[f"Lakeline-{environment}-Pipeline"]
+        self.workgroup = f"lakeline-{environment}"
+        self.lineage_database = f"lakeline_lineage_{environment}"  # stacks/storage_stack.py
+        names = [entry["Name"] for entry in deployment.client("s3").list_buckets()["Buckets"]]
+        self.buckets = {
+            kind: next(name for name in names if f"{kind}bucket" in name.lower() and "accesslogs" not in name.lower())
+            for kind in ("raw", "stage", "analytics", "artifacts", "lineagearchive")
+        }
+
+    def athena(self, sql: str) -> list[tuple[Any, ...]]:
+        """A statement through Athena with pyathena, as users query; its rows, with their types."""
+        import pyathena
+        from pyathena.error import DatabaseError
+
+        if self.deployment.credentials is None:
+            raise OperationFailed("the deployment has no operator credentials (IAM is not enforced)")
+        options: dict[str, Any] = {
+            "work_group": self.workgroup,
+            "region_name": self.deployment.region,
+            "endpoint_url": self.deployment.endpoint,
+            "poll_interval": 0.05,
+            **self.deployment.credentials.client_arguments(),
+        }
+        connection = pyathena.connect(**options)
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            return list(cursor.fetchall()) if cursor.description else []
+        except DatabaseError as error:
+            raise OperationFailed(f"Athena statement failed: {error}\n{sql.strip()}") from error
+        finally:
+            connection.close()
+
+    def run_ddl(self, text: str) -> int:
+        """Athena DDL, ``$raw_root``, ``$stage_root`` and ``$analytics_root`` standing for the buckets."""
+        for name, kind in (("$raw_root", "raw"), ("$stage_root", "stage"), ("$analytics_root", "analytics")):
+            text = text.replace(name, f"s3://{self.buckets[kind]}")
+        statements = [statement for statement in sqlglot.parse(text, read="athena") if statement is not None]
+        for statement in statements:
+            self.athena(statement.sql("athena"))
+        return len(statements)
+
+    def table_exists(self, database: str, table: str) -> bool:
+        glue = self.deployment.client("glue")
+        try:
+            glue.get_table(DatabaseName=database, Name=table)
+        except glue.exceptions.EntityNotFoundException:
+            return False
+        return True
+
+    def upload_queries(self, folder: Path) -> int:
+        """The step SQL files, where stage B reads them (``aws s3 sync`` of the queries folder)."""
+        files = sorted(path for path in folder.rglob("*.sql") if path.is_file()) if folder.is_dir() else []
+        for path in files:
+            key = f"{ARTIFACTS_PREFIX}/{path.relative_to(folder).as_posix()}"
+            self.deployment.client("s3").upload_file(str(path), self.buckets["artifacts"], key)
+        return len(files)
+
+    def put_items(self, items: list[DependencyItem]) -> None:
+        tables = self.outputs["DependenciesTable"], self.outputs["DependenciesByTableTable"]
+        DependencyStore(self.deployment.client("dynamodb"), *tables).put_items(items)
+
+    def upload(self, raw_dir: Path, key: str) -> None:
+        self.deployment.client("s3").upload_file(str(raw_dir / key), self.buckets["raw"], key)
+
+    def parked(self) -> dict[str, list[str]]:
+        """Every dead-letter queue with messages (left in them) → the reason each was parked, as
+        ``lakeline dlq list`` reads them."""
+        sqs = self.deployment.client("sqs")
+        found: dict[str, list[str]] = {}
+        for name, url in self.outputs.items():
+            if name.endswith("DeadLetterQueueUrl"):
+                letters = read_dead_letters(sqs, url)
+                if letters:
+                    found[name.removesuffix("DeadLetterQueueUrl")] = [letter.reason for letter in letters]
+        return found
+
+    def invoke(self, function: str) -> Any:
+        """Invoke the deployed function whose name contains ``function`` (as ``aws lambda invoke``)."""
+        client = self.deployment.client("lambda")
+        names = [entry["FunctionName"] for entry in client.list_functions()["Functions"]]
+        (name,) = [candidate for candidate in names if function in candidate]
+        response = client.invoke(FunctionName=name, Payload=b"{}")
+        payload = json.loads(response["Payload"].read() or b"null")
+        if "FunctionError" in response:
+            raise OperationFailed(f"{name} failed: {payload}")
+        return payload
+
+
+class DeployedProject:
+    """A project's deployment, stood up on this machine while the context is entered."""
+
+    def __init__(self, config: ProjectConfig, console: Console) -> None:
+        self.config = config
+        self.console = console
+        self.environment = config.environment or "dev"
+        self.workspace = Workspace.at(config.workspace, config.raw)
+        self.settings = self.workspace.settings(
+            environment=config.environment, default_table=config.default_table, tables=config.tables_settings
+        )
+        self.items: list[DependencyItem] = []
+        self._stack = ExitStack()
+        self._system: DeployedSystem | None = None
+        self._engine: SparkEngine | None = None
+        self._uploads = 0
+
+    def __enter__(self) -> DeployedProject:
+        root = self.workspace.root
+        with self.console.status("cdk synth: the CDK app as users deploy it"):
+            assembly = root / "cdk.out"
+            shutil.rmtree(assembly, ignore_errors=True)
+            synthesize(assembly, synth_context(self.config))
+        with self.console.status("starting embedded Spark"):
+            engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
+            # Each run deploys anew: what an earlier run's deployment had (its S3 mirror, its tables) goes.
+            shutil.rmtree(root / "deployed", ignore_errors=True)
+            for database in engine.session.catalog.listDatabases():
+                if database.name.startswith(DATABASE_PREFIX):
+                    engine.execute(f"DROP DATABASE IF EXISTS {ddl_name(database.name)} CASCADE")
+        with self.console.status("deploying the cloud assembly on a local AWS endpoint (moto), IAM enforced"):
+            self._system = self._stack.enter_context(
+                stood_up(assembly, engine, root / "deployed", database_prefix=DATABASE_PREFIX)
+            )
+        self._engine = engine
+        self.operator = Operator(self._system.deployment, self.environment)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        with self.console.status("stopping the deployment"):
+            self._stack.close()
+
+    @property
+    def system(self) -> DeployedSystem:
+        if self._system is None:
+            raise RuntimeError("use DeployedProject as a context manager")
+        return self._system
+
+    @property
+    def engine(self) -> SparkEngine:
+        if self._engine is None:
+            raise RuntimeError("use DeployedProject as a context manager")
+        return self._engine
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.workspace.raw_dir
+
+    def raw_keys(self) -> list[str]:
+        """Every file under the raw folder that is an arrival (others are reported and left alone)."""
+        return raw_keys(self.workspace.raw_dir, self.console)
+
+    def prepare(self) -> None:
+        """The project's tables (its DDL), the step SQL files and the dependency items."""
+        operator = self.operator
+        with self.console.status("creating the tables with Athena DDL"):
+            for path in self.config.tables:
+                count = operator.run_ddl(path.read_text())
+                self.console.print(f"ran {count} Athena DDL statements of {path}")
+        uploaded = operator.upload_queries(self.config.queries)
+        if uploaded:
+            self.console.print(f"uploaded {uploaded} step SQL files of {self.config.queries}")
+        self.items = load_items(self.config.dependencies)
+        if self.items:
+            operator.put_items(self.items)
+            self.console.print(f"put {len(self.items)} dependency items into {operator.outputs['DependenciesTable']}")
+
+    def process(self, keys: list[str]) -> None:
+        """Upload each raw file of ``keys`` (in that order), its table's raw and stage tables made first if
+        Glue has neither; then wait until the deployment is at rest."""
+        self._create_source_tables(keys)
+        with _reporting(self.system, self.console):
+            for key in keys:
+                self.operator.upload(self.workspace.raw_dir, key)
+                self._uploads += 1
+                self.console.print(f"[dim]{datetime.now():%H:%M:%S}[/] uploaded {key}", highlight=False)
+            self.system.executions.wait(timeout=3600)
+
+    def _create_source_tables(self, keys: list[str]) -> None:
+        """The raw and stage tables Glue lacks of the table folders of ``keys``, inferred from their first
+        files; their DDL is kept in ``deployed/sources.sql`` (what to run in Athena before going to AWS)."""
+        settings = self.settings
+        wanted = set()
+        for key in keys:
+            raw = parse_raw_key(key)
+            for database in (
+                settings.raw_database(raw.team, raw.dataset),
+                settings.stage_database(raw.team, raw.dataset),
+            ):
+                wanted.add((database, raw.table))
+        existing = {f"{database}.{table}" for database, table in wanted if self.operator.table_exists(database, table)}
+        if len(existing) == len(wanted):
+            return
+        with self.console.status("creating the raw and stage tables from their first files"):
+            ddl = source_tables_ddl(self.engine, self.workspace.raw_dir, keys, settings, existing)
+            count = self.operator.run_ddl(ddl)
+        path = self.workspace.root / "deployed" / "sources.sql"
+        with path.open("a") as kept:
+            kept.write(ddl)
+        self.console.print(f"created raw and stage tables with {count} Athena statements (their DDL: {path})")
+
+    def finish(self, started: float) -> DeployedRun:
+        """The nightly trace, what came out (executions, DLQs, tables, lineage), ``summary.json``."""
+        operator, system = self.operator, self.system
+        run = DeployedRun(self.workspace.root, uploads=self._uploads)
+        records = list(system.executions.records.values())
+        machine_a, machine_b = operator.outputs["StageAStateMachineArn"], operator.outputs["StageBStateMachineArn"]
+        run.stage_a = [record for record in records if _machine(record.arn) == machine_a]
+        run.stage_b = [record for record in records if _machine(record.arn) == machine_b]
+        with self.console.status("nightly lineage trace: lineage table → archive"):
+            operator.invoke("LineageSchedule")
+            system.executions.wait(timeout=3600)
+        run.parked = operator.parked()
+        with self.console.status("reading the lineage and the tables"):
+            _lineage(operator, system, self.workspace, run)
+            run.tables = _tables(operator, self._datasets())
+            for item in self.items:
+                rows = operator.athena(f"SELECT * FROM {item.dataset} ORDER BY 1, 2")
+                run.contents[item.dataset] = [list(row) for row in rows]
+        run.seconds = time.monotonic() - started
+        _write_summary(run)
+        _print_summary(run, self.console)
+        return run
+
+    def _datasets(self) -> list[str]:
+        """The stage tables of the raw folder's table folders and the items' targets and sources."""
+        tables = set()
+        for folder in sorted(self.workspace.raw_dir.glob("*/*/*")):
+            team, dataset, table = folder.relative_to(self.workspace.raw_dir).parts
+            if folder.is_dir() and not any(part.startswith((".", "_")) for part in (team, dataset, table)):
+                tables.add(f"{self.settings.stage_database(team, dataset)}.{table}")
+        tables |= {item.dataset for item in self.items}
+        tables |= {source for item in self.items for source in item.source_tables}
+        return sorted(tables)
+
+
+@contextmanager
+def _reporting(system: DeployedSystem, console: Console) -> Iterator[None]:
+    """One line per execution as it ends, while the uploads' work runs."""
+    done = threading.Event()
+    reported: set[str] = set()
+
+    def report() -> None:
+        while True:
+            finished = done.is_set()
+            for record in list(system.executions.records.values()):
+                if record.status != "RUNNING" and record.arn not in reported:
+                    reported.add(record.arn)
+                    colour = "green" if record.status == "SUCCEEDED" else "red"
+                    what = f"[{colour}]{record.status.lower()}[/] {escape(record.arn.rsplit(':', 2)[-2])} "
+                    what += escape(record.arn.rsplit(":", 1)[-1])
+                    if record.error:
+                        what += f": {escape(record.error)} {escape((record.cause or '')[:300])}"
+                    console.print(f"[dim]{datetime.now():%H:%M:%S}[/] {what}", highlight=False, soft_wrap=True)
+            if finished:
+                return
+            time.sleep(0.2)
+
+    reporter = threading.Thread(target=report, name="demo-report", daemon=True)
+    reporter.start()
+    try:
+        with console.status("the deployment at work: stage A, routing, stage B, lineage"):
+            yield
+    finally:
+        done.set()
+        reporter.join()
+
+
+def _machine(execution_arn: str) -> str:
+    """The state machine ARN of an execution ARN."""
+    prefix, machine, _name = execution_arn.rsplit(":", 2)
+    return f"{prefix.replace(':execution', ':stateMachine')}:{machine}"
+
+
+def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, run: DeployedRun) -> None:
+    """The lineage table's records; the archive bucket copied into the workspace (its traced trees into
+    ``lineage-archive/``, its OpenLineage events into ``lineage/openlineage.jsonl``), as ``aws s3 sync``
+    would; the archive queried with Athena; the lineage picture."""
+    deployment = system.deployment
+    table = deployment.client("dynamodb").scan(TableName=_lineage_table(operator), Select="COUNT")
+    run.lineage_records = int(table["Count"])
+    s3 = deployment.client("s3")
+    archive = operator.buckets["lineagearchive"]
+    copies = workspace.root / "lineage-archive"
+    shutil.rmtree(copies, ignore_errors=True)
+    events: list[dict[str, Any]] = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=archive):
+        for entry in page.get("Contents", []):
+            body = s3.get_object(Bucket=archive, Key=entry["Key"])["Body"].read()
+            if entry["Key"].startswith("openlineage/"):
+                events.append(json.loads(body))
+            elif entry["Key"].startswith(ARCHIVE_PREFIX):
+                copy = copies / entry["Key"].removeprefix(ARCHIVE_PREFIX)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_bytes(body)
+                run.archive_objects += 1
+    events.sort(key=lambda event: (event["eventTime"], event["eventType"] != "START"))
+    run.events = len(events)
+    stored = workspace.root / "lineage" / "openlineage.jsonl"
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_text("".join(json.dumps(event, sort_keys=True) + "\n" for event in events))
+    query = bind_archive_table(load_query(), operator.lineage_database, DEFAULT_TABLE)
+    run.archived_lineage_rows = len(operator.athena(query))
+    run.html = write_lineage_html(events, workspace.root / "lineage.html")
+
+
+def _lineage_table(operator: Operator) -> str:
+    names = operator.deployment.client("dynamodb").list_tables()["TableNames"]
+    (name,) = [name for name in names if "lineage" in name.lower()]
+    return str(name)
+
+
+def _tables(operator: Operator, datasets: list[str]) -> list[dict[str, Any]]:
+    """Rows and data files of every partition Glue has of ``datasets``, counted through Athena and listed
+    in S3 (an unpartitioned table is one line)."""
+    glue = operator.deployment.client("glue")
+    s3 = operator.deployment.client("s3")
+    rows: list[dict[str, Any]] = []
+    for name in datasets:
+        database, table = name.split(".")
+        if not operator.table_exists(database, table):
+            continue
+        entry = glue.get_table(DatabaseName=database, Name=table)["Table"]
+        keys = [key["Name"] for key in entry.get("PartitionKeys", [])]
+        if not keys:
+            ((count,),) = operator.athena(f"SELECT count(*) FROM {name}")
+            location = entry["StorageDescriptor"].get("Location", "")
+            rows.append({"table": name, "partition": "", "rows": int(count), "files": _files(s3, location)})
+            continue
+        columns = ", ".join(f'"{key}"' for key in keys)
+        grouped = operator.athena(f"SELECT {columns}, count(*) FROM {name} GROUP BY {columns}")
+        counts = {tuple(str(value) for value in values): int(count) for *values, count in grouped}
+        pages = glue.get_paginator("get_partitions").paginate(DatabaseName=database, TableName=table)
+        for partition in sorted((p for page in pages for p in page["Partitions"]), key=lambda p: p["Values"]):
+            rows.append(
+                {
+                    "table": name,
+                    "partition": "/".join(f"{k}={v}" for k, v in zip(keys, partition["Values"], strict=True)),
+                    "rows": counts.get(tuple(partition["Values"]), 0),
+                    "files": _files(s3, partition["StorageDescriptor"]["Location"]),
+                }
+            )
+    return rows
+
+
+def _files(s3: Any, location: str) -> int:
+    """The data files under an s3:// location (not Spark's or Athena's hidden ones)."""
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    if not bucket:
+        return 0
+    listed = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix.rstrip("/") + "/")
+    return sum(
+        1
+        for page in listed
+        for item in page.get("Contents", [])
+        if not item["Key"].rsplit("/", 1)[-1].startswith(("_", "."))
+    )
+
+
+def _write_summary(run: DeployedRun) -> Path:
+    path = run.workspace / "summary.json"
+    path.write_text(
+        json.dumps(
+            {
+                "tables": run.tables,
+                "contents": run.contents,
+                "uploads": run.uploads,
+                "stage_a_runs": len(run.stage_a),
+                "stage_a_runs_with_nothing_new": len(run.nothing_new),
+                "stage_b_runs": len(run.stage_b),
+                "failed_executions": [
+                    {"execution": record.arn, "error": record.error, "cause": record.cause} for record in run.failed
+                ],
+                "parked": run.parked,
+                "lineage_records": run.lineage_records,
+                "archive_objects": run.archive_objects,
+                "archived_lineage_rows": run.archived_lineage_rows,
+                "openlineage_events": run.events,
+                "seconds": round(run.seconds, 1),
+            },
+            indent=1,
+            default=str,
+        )
+    )
+    return path
+
+
+def _print_summary(run: DeployedRun, console: Console) -> None:
+    summary = Table(title="tables")
+    for column in ("table", "partition", "rows", "files"):
+        summary.add_column(column, justify="right" if column in ("rows", "files") else "left")
+    for row in run.tables:
+        summary.add_row(row["table"], row["partition"], str(row["rows"]), str(row["files"]))
+    print_whole(console, summary)
+    console.print(
+        f"stage A executions: {len(run.stage_a)} ({len(run.nothing_new)} with nothing new), "
+        f"stage B executions: {len(run.stage_b)}, "
+        f"failed: {len(run.failed)}, parked: {sum(len(reasons) for reasons in run.parked.values())}, "
+        f"lineage records: {run.lineage_records}, archive objects: {run.archive_objects}, "
+        f"archived lineage rows: {run.archived_lineage_rows}, OpenLineage events: {run.events}"
+    )
+    for record in run.failed:
+        console.print(f"[red]failed[/] {escape(record.arn)}: {escape(record.error or '')} {escape(record.cause or '')}")
+    for queue, reasons in run.parked.items():
+        for reason in reasons:
+            console.print(f"[red]parked[/] in {queue}'s DLQ: {escape(reason)}", soft_wrap=True)
+    console.print(f"lineage picture: {run.html}")
+    console.print(f"done in {run.seconds:.0f}s")
