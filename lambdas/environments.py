@@ -37,14 +37,19 @@ class StageAPostUpdateEnvironment(PostUpdateEnvironment):
     stage_a_queue_url: str
 
 
-class StageAFailureEnvironment(SettleEnvironment):
+class FailureEnvironment(SettleEnvironment):
+    """Ending a failed run's lease, and its lineage records (a published run's, after a failed post-update)."""
+
+    lineage_queue_url: str
+
+
+class StageAFailureEnvironment(FailureEnvironment):
     stage_a_queue_url: str
     stage_a_dead_letter_queue_url: str
 
 
-class StageBFailureEnvironment(SettleEnvironment):
+class StageBFailureEnvironment(FailureEnvironment):
     stage_b_queue_url: str
-    lineage_queue_url: str
     dead_letter_queue_url: str
 
 

@@ -1,6 +1,6 @@
 """What both stages' failure functions are made of (their handlers differ in what a run took and where
-it is parked): the run's end after a failure, the objects it wrote, the DLQ client and the FAIL events,
-built from one environment."""
+it is parked): the run's end after a failure, the objects it wrote, the DLQ client, the FAIL events and
+the lineage writer, built from one environment."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from lakeline.aws.clients import AwsClients
 from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
-from lakeline.lambda_support import SettleEnvironment
+from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
+from lambdas.environments import FailureEnvironment
 from stage_lineage.steps import StepEvents
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-EnvironmentT = TypeVar("EnvironmentT", bound=SettleEnvironment)
+EnvironmentT = TypeVar("EnvironmentT", bound=FailureEnvironment)
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class FailureRuntime(Generic[EnvironmentT]):
     sqs: SQSClient
     events: StepEvents
     """The failed run's OpenLineage events; their column lineage is read from the Glue catalog."""
+    lineage: LineageWriter
 
 
 def failure_runtime(environment: EnvironmentT, stage_queue_url: str) -> FailureRuntime[EnvironmentT]:
@@ -46,4 +48,5 @@ def failure_runtime(environment: EnvironmentT, stage_queue_url: str) -> FailureR
         LeasedRunEnd(commits, store, aws.sqs, stage_queue_url, environment.superseded_grace_seconds),
         aws.sqs,
         StepEvents.in_lambda(os.environ, s3=aws.s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
+        LineageWriter(aws.sqs, environment.lineage_queue_url),
     )

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from lakeline.aws.clients import AwsClients
 from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
-from lakeline.storage import SchemeObjectStore
+from lakeline.storage import RUN_PREFIX, RUN_TOKEN_PATTERN, SchemeObjectStore
 from lambdas.environments import PostUpdateEnvironment
 from stage_b.onward import OnwardRouting
 from stage_lineage.steps import StepEvents
@@ -40,3 +41,19 @@ def post_update_runtime(environment: PostUpdateEnvironment, stage_queue_url: str
         LineageWriter(aws.sqs, environment.lineage_queue_url),
         StepEvents.in_lambda(os.environ, s3=aws.s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
     )
+
+
+def onward_run(run_token: str, wrote: bool, lease: dict[str, Any] | None) -> str | None:
+    """The run whose routing onwards a post-update sends: its own if it took anything new (``wrote``).
+    A run that took nothing new (a redelivery, or a redrive of input parked after its run's post-update
+    failed) sends again the routing of the run that published the version its lease found, under that
+    run's ids: what that run's post-update did not send goes now, and what it sent is a repeat that the
+    targets' runs recognise and do not apply again. ``None``: nothing is published."""
+    if wrote:
+        return run_token
+    published = (lease or {}).get("published")
+    if not published:
+        return None
+    name = str(published).rstrip("/").rsplit("/", 1)[-1]
+    token = name.removeprefix(RUN_PREFIX)
+    return token if name.startswith(RUN_PREFIX) and RUN_TOKEN_PATTERN.fullmatch(token) else None

@@ -6,6 +6,13 @@ A failure after the commit (while pointing the catalog at the new version) keeps
 the partition's committed version, and the next run points the catalog at them first. A run whose lease
 was lost parks nothing: its arrivals wait for the run that holds the partition now.
 The run's FAIL event (with its START) goes to the OpenLineage event archive and any configured transport.
+
+A failure of the post-update (``post_update``, after its retries) comes after the publish: nothing is
+deleted and nothing abandoned. The lease is ended as the post-update ends it (handed to a follow-up run
+for what arrived meanwhile), the run's lineage records and COMPLETE events are written (deterministic, as
+the post-update writes them) and every arrival the run took is parked with the reason. A redrive finds
+them published: its run writes nothing and repeats the post-update, routing the published version
+onwards under the run that published it (``lambdas.post_update.onward_run``).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -28,9 +35,7 @@ from lambdas.failure import FailureRuntime, failure_runtime
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
-
-if TYPE_CHECKING:
-    pass
+from stage_lineage.records import record_stage_a
 
 logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
@@ -40,7 +45,7 @@ class FailureInput(BaseModel):
     plan: dict[str, Any]
     arrival: dict[str, Any] | None = None
     error: StepError
-    failed_step: Literal["reconcile", "register", "ctas", "commit", "publish", "spark"] = "ctas"
+    failed_step: Literal["reconcile", "register", "ctas", "commit", "publish", "spark", "post_update"] = "ctas"
     execution_id: str = ""
 
 
@@ -60,6 +65,52 @@ def end_lease(plan: StageAPlan, failed_step: str) -> tuple[list[Arrival], int]:
     return [a for a in waiting if arrival_id(a.key, a.sequencer) in plan.applied], ended.deleted
 
 
+def park(arrivals: list[Arrival], reason: str) -> None:
+    """Park ``arrivals`` in queue A's DLQ with ``reason`` (``lakeline dlq`` lists them, a redrive sends them back)."""
+    run = runtime()
+    for arrival in arrivals:
+        queue = run.environment.stage_a_dead_letter_queue_url
+        dead_letter(run.sqs, queue, json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
+
+
+def park_published(plan: StageAPlan, request: FailureInput, reason: str) -> dict[str, Any]:
+    """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
+    post-update does (idempotent: it may have ended it already), park every arrival the run took, then
+    write its lineage records and COMPLETE events (the same nodes and events the post-update writes)."""
+    run = runtime()
+    follow_up = None
+    if plan.lease is not None:
+        settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
+        follow_up = settled.follow_up
+        parked = waiting_arrivals(Lease.from_dict(plan.lease))
+    else:
+        parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
+    park(parked, reason)
+    emitted: list[dict[str, Any]] = []
+    if plan.writes:
+        record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
+        emitted = run.events.stage_a(plan, "COMPLETE")
+    logger.error(
+        "stage A post-update failed after the publish; its arrivals are parked for a redrive",
+        extra={
+            "table": f"{plan.target_database}.{plan.table}",
+            "partition": plan.partition,
+            "error": request.error.Error,
+            "cause": request.error.Cause[:2000],
+            "parked": [arrival.key for arrival in parked],
+            "follow_up": follow_up.owner if follow_up else None,
+        },
+    )
+    return {
+        "failed_step": request.failed_step,
+        "error": request.error.Error,
+        "cause": request.error.Cause,
+        "partial_objects_deleted": 0,
+        "parked": [arrival.key for arrival in parked],
+        "openlineage_events": len(emitted),
+    }
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -67,6 +118,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageAPlan.from_dict(request.plan)
     run = runtime()
     reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    if request.failed_step == "post_update":
+        return park_published(plan, request, reason)
     if plan.lease is not None:
         parked, deleted = end_lease(plan, request.failed_step)
     else:
@@ -74,10 +127,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deleted = abandon_stage_a(plan, run.store) if request.failed_step == "ctas" else 0
         parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
     emitted = run.events.stage_a(plan, "FAIL", error=reason)
-    for arrival in parked:
-        # The run is over: park each arrival it took in queue A's DLQ with the reason; a redrive runs it again.
-        queue = run.environment.stage_a_dead_letter_queue_url
-        dead_letter(run.sqs, queue, json.dumps(arrival_event(arrival)), reason, "stage-a-failure")
+    # The run is over: park each arrival it took in queue A's DLQ with the reason; a redrive runs it again.
+    park(parked, reason)
     logger.error(
         "stage A failed",
         extra={

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageAPostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, post_update_runtime
+from lambdas.post_update import PostUpdateRuntime, onward_run, post_update_runtime
 from stage_a.finish import finish_stage_a
 from stage_a.plan import StageAPlan
 from stage_lineage.records import record_stage_a
@@ -48,9 +48,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
         superseded, follow_up = settled.swept, settled.follow_up
     table = f"{plan.target_database}.{plan.table}"
-    if not plan.writes:
-        # Every arrival of the run was already in the published version: nothing new to record or route.
-        logger.info("stage A: nothing new", extra={"table": table, "partition": plan.partition})
+    routed_run = onward_run(plan.run_token, plan.writes, plan.lease)
+    if routed_run is None:
+        logger.info("stage A: nothing published", extra={"table": table, "partition": plan.partition})
         return {
             "table": table,
             "partition": plan.partition,
@@ -59,9 +59,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "triggered": [],
             "follow_up": follow_up.owner if follow_up else None,
         }
-    parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
-    events = run.events.stage_a(plan, "COMPLETE")
-    onward = run.routing.route(table, plan.partition, run=plan.run_token, lineage=parents)
+    # A run that took nothing new routes the published version again, under the run that published it
+    # (``onward_run``); its lineage records are that run's when it is that run again (the same arrival's).
+    own = routed_run == plan.run_token
+    parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan)) if own else None
+    events = run.events.stage_a(plan, "COMPLETE") if plan.writes else []
+    onward = run.routing.route(table, plan.partition, run=routed_run, lineage=parents)
     for unrouted in onward.unrouted:
         logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})
     logger.info(
@@ -70,6 +73,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "table": table,
             "partition": plan.partition,
             "files": len(files),
+            "routed_run": routed_run,
             "triggered": [m.node for m in onward.messages],
             "openlineage_events": len(events),
             "follow_up": follow_up.owner if follow_up else None,
@@ -83,7 +87,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "superseded_deleted": superseded,
         "triggered": [m.node for m in onward.messages],
         "unrouted": [unrouted.describe() for unrouted in onward.unrouted],
-        "lineage": parents.model_dump(),
+        "lineage": parents.model_dump() if parents else None,
         "openlineage_events": len(events),
         "follow_up": follow_up.owner if follow_up else None,
     }

@@ -2,12 +2,17 @@
 wrote to its fresh prefix unless it was committed (the partition still points at its previous version),
 end its lease (handing it to a follow-up run for messages that came meanwhile), record the failure (a
 lineage record and FAIL events) and park the messages it took in the DLQ. A run whose lease was lost
-parks nothing: its messages wait for the run that holds the partition now."""
+parks nothing: its messages wait for the run that holds the partition now.
+
+A failure of the post-update (``post_update``, after its retries) comes after the publish: nothing is
+deleted and nothing abandoned. The lease is ended as the post-update ends it, the run's lineage record
+and COMPLETE events are written (as the post-update writes them) and the messages it took are parked with
+the reason. A redrive finds them applied: its run writes nothing and repeats the post-update, routing the
+published version onwards under the run that published it (``lambdas.post_update.onward_run``)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any, Literal
 
@@ -19,13 +24,12 @@ from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.errors import validated
 from lakeline.lambda_support import StepError, load_environment
-from lakeline.lineage.records.writer import LineageWriter
 from lambdas.environments import StageBFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
-from stage_lineage.records import record_stage_b_failure
+from stage_lineage.records import record_stage_b, record_stage_b_failure
 
 logger = Logger(service="stage-b-failure")
 tracer = Tracer(service="stage-b-failure")
@@ -34,21 +38,17 @@ tracer = Tracer(service="stage-b-failure")
 class FailureInput(BaseModel):
     plan: dict[str, Any]
     error: StepError
-    failed_step: Literal["reconcile", "steps", "commit", "publish", "spark"] = "steps"
+    failed_step: Literal["reconcile", "steps", "commit", "publish", "spark", "post_update"] = "steps"
     execution_id: str = ""
 
 
-@dataclass(frozen=True)
-class Runtime(FailureRuntime[StageBFailureEnvironment]):
-    lineage: LineageWriter
+Runtime = FailureRuntime[StageBFailureEnvironment]
 
 
 @cache
 def runtime() -> Runtime:
     environment = load_environment(StageBFailureEnvironment, os.environ)
-    shared = failure_runtime(environment, environment.stage_b_queue_url)
-    parts = {part.name: getattr(shared, part.name) for part in fields(shared)}
-    return Runtime(**parts, lineage=LineageWriter(shared.sqs, environment.lineage_queue_url))
+    return failure_runtime(environment, environment.stage_b_queue_url)
 
 
 def end_lease(run: Runtime, plan: StageBPlan, failed_step: str) -> tuple[list[StageBMessage], int]:
@@ -62,6 +62,45 @@ def end_lease(run: Runtime, plan: StageBPlan, failed_step: str) -> tuple[list[St
     )
 
 
+def park(run: Runtime, messages: list[StageBMessage], reason: str) -> None:
+    """Park ``messages`` in queue B's DLQ with ``reason`` (``lakeline dlq`` lists them, a redrive sends them back)."""
+    for taken in messages:
+        dead_letter(run.sqs, run.environment.dead_letter_queue_url, taken.model_dump_json(), reason, "stage-b-failure")
+
+
+def park_published(run: Runtime, plan: StageBPlan, message: StageBMessage, request: FailureInput) -> dict[str, Any]:
+    """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
+    post-update does (idempotent: it may have ended it already), park the messages the run took, then
+    write its lineage record and COMPLETE events (the same the post-update writes)."""
+    reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    parked = [message]
+    if plan.lease is not None:
+        run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.partition_root)
+        leased = leased_messages(Lease.from_dict(plan.lease))
+        # The messages it applied; a run that applied none (a repeat) parks what it took.
+        parked = [m for m in leased if m.deduplication_id() in plan.message_ids] or leased
+    park(run, parked, reason)
+    events: list[dict[str, Any]] = []
+    if plan.message_ids:
+        record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
+        events = run.events.stage_b(plan, message, "COMPLETE")
+    logger.error(
+        "stage B post-update failed after the publish; its messages are parked for a redrive",
+        extra={
+            "target": f"{plan.dataset} {plan.partition}",
+            "error": request.error.Error,
+            "cause": request.error.Cause[:2000],
+            "parked": len(parked),
+        },
+    )
+    return {
+        "failed_step": request.failed_step,
+        "error": request.error.Error,
+        "partial_objects_deleted": 0,
+        "openlineage_events": len(events),
+    }
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -69,6 +108,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageBPlan.from_dict(request.plan)
     run = runtime()
     message = validated(StageBMessage, plan.message, "stage B message")
+    if request.failed_step == "post_update":
+        return park_published(run, plan, message, request)
     parked = [message]
     if plan.lease is not None:
         parked, deleted = end_lease(run, plan, request.failed_step)
@@ -79,9 +120,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Every step of the run fails with it: none of their output was published.
     events = run.events.stage_b(plan, message, "FAIL", error=reason)
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.
-    for taken in parked:
-        queue = run.environment.dead_letter_queue_url
-        dead_letter(run.sqs, queue, taken.model_dump_json(), reason, "stage-b-failure")
+    park(run, parked, reason)
     logger.error(
         "stage B failed",
         extra={

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import PostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, post_update_runtime
+from lambdas.post_update import PostUpdateRuntime, onward_run, post_update_runtime
 from stage_b.finish import finish_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -50,10 +50,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if plan.lease is not None:
         settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.partition_root)
         superseded, follow_up = settled.swept, settled.follow_up
-    if not plan.message_ids:
-        # Every message of the run was already applied: nothing new to record or route (routing again
-        # would trigger the targets downstream a second time).
-        logger.info("stage B: nothing new", extra={"target": message.node})
+    routed_run = onward_run(plan.run_token, bool(plan.message_ids), plan.lease)
+    if routed_run is None:
+        logger.info("stage B: nothing published", extra={"target": message.node})
         return {
             "dataset": message.target_dataset,
             "partition": message.partition,
@@ -62,10 +61,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "triggered": [],
             "follow_up": follow_up.owner if follow_up else None,
         }
-    parents = record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
-    events = run.events.stage_b(plan, message, "COMPLETE")
+    # A run whose messages were all applied already (a redelivery, or a redrive of a message parked after
+    # its run's post-update failed) routes the published version again under the run that published it
+    # (``onward_run``): the targets recognise what was sent before as a repeat and do not apply it again.
+    own = routed_run == plan.run_token
+    execution = run.events.stage_b_execution(plan, message)
+    parents = record_stage_b(run.lineage, plan, message, execution=execution) if own else None
+    events = run.events.stage_b(plan, message, "COMPLETE") if plan.message_ids else []
     onward = run.routing.route(
-        message.target_dataset, message.partition, run=plan.run_token, path=message.path, lineage=parents
+        message.target_dataset, message.partition, run=routed_run, path=message.path, lineage=parents
     )
     for unrouted in onward.unrouted:
         logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})

@@ -155,8 +155,8 @@ class StageWorkflow:
 
     ``run_id``: the engine's writes of the plan at ``plan`` (``engine_fragment``), commit and publish,
     ``run_id + "Written"``; then ``PostUpdateTask`` (``post_update`` with ``post_update_payload``) and
-    ``<name>Done``. Any failure goes through ``<name>Record`` (``failure`` with ``failure_payload``) to
-    ``<name>Failed``.
+    ``<name>Done``. Any failure, the post-update's after its retries included, goes through
+    ``<name>Record`` (``failure`` with ``failure_payload``) to ``<name>Failed``.
     """
 
     def __init__(
@@ -197,6 +197,13 @@ class StageWorkflow:
         # The post-update handlers are idempotent (cleanup, deterministic lineage nodes, deduplicated
         # messages), so a failed invocation is retried before the execution fails.
         finish.add_retry(errors=["States.TaskFailed"], interval=Duration.seconds(10), max_attempts=2, backoff_rate=2.0)
+        # Still failing: the failure function, told the step was the post-update, deletes nothing (the
+        # run is published), ends the lease as the post-update would, records the run's lineage and parks
+        # the run's input with the reason; its redrive repeats the post-update (the published version's
+        # routing included) in a run that writes nothing. The execution still fails (alarmed).
+        finish.add_catch(
+            failure_marker(stage, "PostUpdateFailed", "post_update").next(on_failure), result_path="$.error"
+        )
         definition = sfn.Chain.custom(writes, [done], done).next(finish).next(sfn.Succeed(stage, f"{name}Done"))
         self.state_machine = logged_state_machine(stage, "StateMachine", definition, key=storage.key)
         statements.grants.grant_plan(self.state_machine.role)

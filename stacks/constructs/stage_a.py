@@ -70,10 +70,14 @@ class StageA(Construct):
             handler_package="stage_a_failure",
             description="Stage A failure: remove a failed run's output, end its lease, dead-letter its arrivals",
             environment=environment(
-                StageAFailureEnvironment, stage_a_dead_letter_queue_url=self.queue.dead_letter_queue.queue_url
+                StageAFailureEnvironment,
+                stage_a_dead_letter_queue_url=self.queue.dead_letter_queue.queue_url,
+                lineage_queue_url=lineage_queue.queue.queue_url,
             ),
         )
         self.queue.dead_letter_queue.grant_send_messages(failure.function)
+        # After a failed post-update, the published run's lineage records (lambdas/stage_a_failure).
+        lineage_queue.queue.grant_send_messages(failure.function)
         grant_partition_state(failure, storage, self.queue, variable(StageAFailureEnvironment, "stage_a_queue_url"))
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)

@@ -558,10 +558,117 @@ def test_failure_while_publishing_keeps_the_new_files(aws: dict[str, Any]) -> No
 SEED_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "dependencies" / "seed_item.json"
 
 
-def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any]) -> None:
+def with_seed_targets() -> None:
+    """The seed's dependency item (customers → destination_table), in both dependency tables."""
     store = DependencyStore(boto3.client("dynamodb", region_name=REGION))
     store.put_items([parse_dependency_item(json.loads(SEED_ITEM.read_text()))])
     backfill(store)
+
+
+def test_a_failed_post_update_parks_the_published_arrival_deletes_nothing_and_a_redrive_routes_it(
+    aws: dict[str, Any],
+) -> None:
+    """#20, defect 5: the post-update failed past its retries after the publish. The failure path (the
+    Catch marks it ``post_update``) deletes nothing, ends the lease, writes the run's lineage and parks the
+    arrival; its redrive plans a run that writes nothing and whose post-update routes the published
+    partition onwards under the run that published it (the same message ids: nothing is applied twice)."""
+    with_seed_targets()
+    plan = plan_for(aws)
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="stage-bucket")
+    written = plan["target_location"].removeprefix("s3://stage-bucket/") + "part-00000.parquet"
+    s3.put_object(Bucket="stage-bucket", Key=written, Body=b"x")
+    commit.handler({"plan": plan}, CONTEXT)
+    error = {"Error": "ClientError", "Cause": "not authorized to perform: sqs:SendMessage"}
+    result = failure.handler({"plan": plan, "error": error, "failed_step": "post_update"}, CONTEXT)
+    assert (result["partial_objects_deleted"], result["parked"]) == (0, [plan["raw_key"]])
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]] == [written]
+    state = partition_state(plan["lease"]["key"])
+    assert "lease_owner" not in state and state["version"]["N"] == "1"  # the partition is free, published
+    (letter,) = dead_letters(aws)
+    reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    assert reason == "post_update failed: ClientError: not authorized to perform: sqs:SendMessage"
+    lineage = aws["sqs"].receive_message(QueueUrl=aws["lineage"], MaxNumberOfMessages=10).get("Messages", [])
+    assert lineage  # the published run's records
+    assert queued(aws, "queue_b") == []  # not routed yet
+
+    (first,) = executions(aws)
+    aws["sfn"].stop_execution(executionArn=first["executionArn"], error="ClientError")
+    aws["sqs"].delete_message(QueueUrl=aws["dlq_url"], ReceiptHandle=letter["ReceiptHandle"])
+    router.handler(sqs_event(json.loads(letter["Body"])), CONTEXT)  # the redrive
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    again = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    assert (again["mode"], again["applied"], again["run_token"]) == ("none", [], plan["run_token"])
+    routed = post_update.handler({"plan": again}, CONTEXT)
+    assert routed["triggered"] == ["engineering_analytics_dev.destination_table/date=20220115"]
+    (body,) = queued(aws, "queue_b")
+    assert body["trigger"]["run"] == plan["run_token"]  # the publishing run's: the same message id
+    assert "lease_owner" not in partition_state(plan["lease"]["key"])
+    assert dead_letters(aws) == []
+
+
+def test_a_redrive_after_a_failed_post_update_while_another_run_holds_the_partition_waits_for_it(
+    aws: dict[str, Any],
+) -> None:
+    """Two runs at once: the parked arrival is redriven while a newer file's run holds the lease. It
+    waits in the partition's state; that run's post-update hands the lease to a follow-up that writes
+    nothing for it and routes under the newer run (whose own routing has the same ids), then frees it."""
+    with_seed_targets()
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    plan = plan_for(aws)
+    commit.handler({"plan": plan}, CONTEXT)
+    error = {"Error": "ClientError", "Cause": "not authorized to perform: sqs:SendMessage"}
+    failure.handler({"plan": plan, "error": error, "failed_step": "post_update"}, CONTEXT)
+    (letter,) = dead_letters(aws)
+    aws["sqs"].delete_message(QueueUrl=aws["dlq_url"], ReceiptHandle=letter["ReceiptHandle"])
+    (first,) = executions(aws)
+    aws["sfn"].stop_execution(executionArn=first["executionArn"], error="ClientError")
+
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv")), CONTEXT)
+    (newer,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    router.handler(sqs_event(json.loads(letter["Body"])), CONTEXT)  # the redrive, while it runs
+    assert len(executions(aws)) == 2  # it waits
+    newer_plan = json.loads(aws["sfn"].describe_execution(executionArn=newer["executionArn"])["input"])["plan"]
+    commit.handler({"plan": newer_plan}, CONTEXT)
+    assert post_update.handler({"plan": newer_plan}, CONTEXT)["follow_up"] is not None
+    (routed,) = queued(aws, "queue_b")
+    assert routed["trigger"]["run"] == newer_plan["run_token"]
+    (follow_up,) = queued(aws, "queue_a")
+    router.handler(sqs_event(follow_up), CONTEXT)
+    (third,) = [e for e in executions(aws) if e["executionArn"] not in {first["executionArn"], newer["executionArn"]}]
+    follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=third["executionArn"])["input"])["plan"]
+    assert (follow_plan["mode"], follow_plan["applied"]) == ("none", [])  # nothing loaded twice
+    assert post_update.handler({"plan": follow_plan}, CONTEXT)["follow_up"] is None
+    (repeat,) = queued(aws, "queue_b")
+    assert repeat["trigger"] == routed["trigger"]  # the same message id: the target applies it once
+    state = partition_state(plan["lease"]["key"])
+    assert "lease_owner" not in state and "pending" not in state and state["version"]["N"] == "2"
+
+
+def test_a_run_that_writes_nothing_routes_again_under_the_run_that_published(aws: dict[str, Any]) -> None:
+    """A redelivery after the run ended hands the lease to a run with a token of its own that writes
+    nothing: its post-update routes again under the publishing run (a repeat the targets recognise)."""
+    with_seed_targets()
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    event = eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")
+    router.handler(sqs_event(event), CONTEXT)
+    (first,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    post_update.handler({"plan": plan}, CONTEXT)
+    (sent,) = queued(aws, "queue_b")
+    succeeded(first["executionArn"])
+    router.handler(sqs_event(event), CONTEXT)  # redelivered
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    handed = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    assert handed["mode"] == "none" and handed["run_token"] != plan["run_token"]
+    result = post_update.handler({"plan": handed}, CONTEXT)
+    (repeat,) = queued(aws, "queue_b")
+    assert repeat["trigger"] == sent["trigger"] and result["lineage"] is None
+
+
+def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any]) -> None:
+    with_seed_targets()
     plan = plan_for(aws)
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket="stage-bucket")

@@ -261,6 +261,43 @@ def test_failure_parks_the_message_in_the_dlq_and_a_redrive_runs_again(aws: dict
     assert len(executions(aws)) == 2
 
 
+def test_a_failed_post_update_parks_the_applied_message_keeps_its_output_and_a_redrive_routes_the_chain(
+    aws: dict[str, Any],
+) -> None:
+    """#20, defect 5, in stage B: after the publish, the failure path (``post_update``) deletes nothing,
+    ends the lease, records the run's lineage and parks the message; its redrive applies nothing again
+    and its post-update routes the chain under the run that published."""
+    payload = planned(aws, message())
+    location = payload["plan"]["target_location"].removeprefix("s3://analytics-bucket/")
+    aws["s3"].put_object(Bucket="analytics-bucket", Key=f"{location}part-0.parquet", Body=b"x")
+    commit.handler({"plan": payload["plan"]}, CONTEXT)
+    error = {"Error": "ClientError", "Cause": "not authorized to perform: sqs:SendMessage"}
+    result = failure.handler({"plan": payload["plan"], "error": error, "failed_step": "post_update"}, CONTEXT)
+    assert result["partial_objects_deleted"] == 0
+    listed = aws["s3"].list_objects_v2(Bucket="analytics-bucket", Prefix=location)["Contents"]
+    assert [o["Key"] for o in listed] == [f"{location}part-0.parquet"]
+    state = aws["dynamodb"].get_item(
+        TableName="pipeline-state", Key={"target_partition": {"S": f"commit#{TARGET}/date=20220120"}}
+    )["Item"]
+    assert "lease_owner" not in state and state["applied"]["SS"] == [message().deduplication_id()]
+    letters = aws["sqs"].receive_message(QueueUrl=aws["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"])
+    (letter,) = letters["Messages"]
+    assert letter["MessageAttributes"]["lakeline_reason"]["StringValue"].startswith("post_update failed: ")
+    assert StageBMessage.model_validate_json(letter["Body"]) == message()
+    assert "Messages" not in aws["sqs"].receive_message(QueueUrl=aws["queue_b"])  # not routed yet
+
+    (first,) = executions(aws)
+    aws["sfn"].stop_execution(executionArn=first["executionArn"])
+    router.handler(sqs_event(letter["Body"]), CONTEXT)  # the redrive
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    again = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])
+    assert (again["plan"]["message_ids"], again["plan"]["steps"]) == ([], [])  # nothing applied twice
+    assert post_update.handler(again, CONTEXT)["triggered"] == [f"{CHAINED}/date=20220120"]
+    sent = aws["sqs"].receive_message(QueueUrl=aws["queue_b"], MaxNumberOfMessages=10)["Messages"]
+    (chained,) = [StageBMessage.model_validate_json(m["Body"]) for m in sent]
+    assert chained.trigger.run == payload["plan"]["run_token"]
+
+
 @pytest.mark.parametrize("odd", ["#v2", "?v=2"])
 def test_a_failure_under_a_table_location_with_a_hash_or_a_question_mark_deletes_only_its_run(
     aws: dict[str, Any], odd: str

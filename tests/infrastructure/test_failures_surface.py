@@ -1,8 +1,8 @@
 """A failure in AWS never disappears (#20, defects 5 and 6), asserted on the synthesized templates: every
-write task of a stage's state machine has a Catch into the failure path (which ends the lease, parks
-the input in the DLQ and records a FAIL), a timed-out query can be stopped, failed or timed-out
-executions and function errors raise alarms, and execution logs (which carry SQL and data values) are
-encrypted with the data key."""
+task of a stage's state machine, the post-update after the publish included, has a Catch into the failure
+path (which ends the lease, parks the input in the DLQ and records the failure), a timed-out query can be
+stopped, failed or timed-out executions and function errors raise alarms, and execution logs (which carry
+SQL and data values) are encrypted with the data key."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def pipeline(request: pytest.FixtureRequest) -> Template:
 
 
 @pytest.mark.parametrize("stage", ["StageA", "StageB"])
-def test_every_task_before_the_post_update_has_a_catch(pipeline: Template, stage: str) -> None:
+def test_every_task_has_a_catch(pipeline: Template, stage: str) -> None:
     states = state_machine_definition(pipeline, stage)["States"]
     uncaught = sorted(
         name
@@ -36,9 +36,41 @@ def test_every_task_before_the_post_update_has_a_catch(pipeline: Template, stage
         if state["Type"] in ("Task", "Map")
         and "Catch" not in state
         and not name.endswith("Record")  # the failure path's own record: it fails the execution (alarmed)
-        and name != "PostUpdateTask"  # after the publish: alarmed, see the README, "What a failure leaves"
     )
     assert uncaught == []
+
+
+@pytest.mark.parametrize("stage", ["StageA", "StageB"])
+def test_a_failed_post_update_is_caught_after_its_retries_into_the_failure_path_marked_post_update(
+    pipeline: Template, stage: str
+) -> None:
+    """#20, defect 5: the post-update runs after the publish and had no Catch, so a failure past its
+    retries parked nothing. Its Catch marks the step ``post_update`` (the failure functions then delete
+    nothing and park the input for a redrive, which repeats the post-update) and keeps the input (the
+    plan, the arrival or message) for the failure function beside the error; the execution still fails."""
+    states = state_machine_definition(pipeline, stage)["States"]
+    task = states["PostUpdateTask"]
+    assert ["States.TaskFailed"] in [retry["ErrorEquals"] for retry in task["Retry"]]  # retried first
+    (catch,) = task["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"] and catch["ResultPath"] == "$.error"
+    marker = states[catch["Next"]]
+    assert marker["Type"] == "Pass" and marker["Result"] == "post_update" and marker["ResultPath"] == "$.failed_step"
+    record = states[marker["Next"]]
+    assert marker["Next"] == f"{stage}Record"
+    assert record["Parameters"]["Payload"]["failed_step.$"] == "$.failed_step"
+    assert record["Parameters"]["Payload"]["plan.$"] == "$.plan"
+    assert states[record["Next"]]["Type"] == "Fail"  # alarmed as every failed execution
+    assert task["Next"] == f"{stage}Done"
+
+
+@pytest.mark.parametrize("stage", ["stage_a", "stage_b"])
+def test_the_failure_functions_take_post_update_as_a_failed_step(stage: str) -> None:
+    """What the Catch marks must be a step the failure handler accepts (an unknown one fails its input check)."""
+    import importlib
+    import typing
+
+    handler = importlib.import_module(f"lambdas.{stage}_failure.handler")
+    assert "post_update" in typing.get_args(handler.FailureInput.model_fields["failed_step"].annotation)
 
 
 def test_a_timed_out_query_can_be_stopped(pipeline: Template) -> None:

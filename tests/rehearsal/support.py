@@ -6,9 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.local.rehearsal.executions import ExecutionHost
+from lakeline.local.rehearsal.functions import FunctionHost
 
 PIPELINE = "Lakeline-dev-Pipeline"
 CSV_SERDE = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
@@ -112,3 +115,98 @@ def executions_named(deployment: Deployment, machine: str, prefix: str) -> list[
     sfn = deployment.client("stepfunctions")
     found = sfn.list_executions(stateMachineArn=output(deployment, machine))["executions"]
     return [execution for execution in found if execution["name"].startswith(prefix)]
+
+
+def without(document: dict[str, Any], action: str) -> dict[str, Any]:
+    """A policy document with ``action`` taken out of every statement."""
+    statements = []
+    for statement in document["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        kept = [a for a in actions if a.lower() != action.lower()]  # IAM actions are case-insensitive
+        if kept:
+            statements.append({**statement, "Action": kept})
+    return {**document, "Statement": statements}
+
+
+def function_role(functions: FunctionHost, name_part: str) -> str:
+    """The role name of the one deployed function whose name contains ``name_part`` (``-StageARouter``)."""
+    (function,) = [name for name in functions.functions if name_part in name]
+    return functions.functions[function].role.rsplit("/", 1)[-1]
+
+
+@contextlib.contextmanager
+def refused(deployment: Deployment, role: str, action: str) -> Iterator[None]:
+    """``role``'s inline policies without ``action`` (a broken grant) inside the block; restored after."""
+    iam = deployment.client("iam")
+    policies = {
+        name: iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+        for name in iam.list_role_policies(RoleName=role)["PolicyNames"]
+    }
+    try:
+        for name, document in policies.items():
+            iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(without(document, action)))
+        yield
+    finally:
+        for name, document in policies.items():
+            iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
+
+
+def put_item(deployment: Deployment, item: dict[str, object]) -> None:
+    """A dependency item put into the deployed table (its stream keeps dependencies-by-table in step)."""
+    from boto3.dynamodb.types import TypeSerializer
+
+    serializer = TypeSerializer()
+    deployment.client("dynamodb").put_item(
+        TableName=output(deployment, "DependenciesTable"),
+        Item={key: serializer.serialize(value) for key, value in item.items()},
+    )
+
+
+def create_report_table(deployment: Deployment, table: str, columns: str) -> None:
+    """A target of stage B, created with Athena DDL as a team creates its analytics tables."""
+    query(deployment, "CREATE DATABASE IF NOT EXISTS retail_reports_dev")
+    query(
+        deployment,
+        f"CREATE EXTERNAL TABLE retail_reports_dev.{table} ({columns}) PARTITIONED BY (`date` STRING) "
+        f"STORED AS PARQUET LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/{table}/'",
+    )
+
+
+def writing(executions: ExecutionHost, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs that ran their steps. SQS delivers at least once (here, moto's delivery inside a send and
+    the rehearsal's pollers may both take a message): a second delivery of a message already applied
+    starts a run that only repeats the post-update, which the others must be."""
+    ran = [run for run in runs if "RunStepsStep" in executions.records[str(run["executionArn"])].states()]
+    repeats = [executions.records[str(run["executionArn"])] for run in runs if run not in ran]
+    assert all(r.states() == ["PostUpdateTask"] and r.status == "SUCCEEDED" for r in repeats), repeats
+    return ran
+
+
+def stage_b_runs(deployment: Deployment, executions: ExecutionHost, table: str) -> list[dict[str, Any]]:
+    """The stage B executions of target table ``table``."""
+    found = deployment.client("stepfunctions").list_executions(
+        stateMachineArn=output(deployment, "StageBStateMachineArn")
+    )["executions"]
+    return [run for run in found if executions.records[run["executionArn"]].input["plan"]["target_table"] == table]
+
+
+def daily_item(
+    dataset: str, usage: str, steps: list[dict[str, str]], *, source: str = "retail_shop_dev.orders"
+) -> dict[str, Any]:
+    """A dependency item of ``dataset``, one partition a day, fed by ``source``'s same day."""
+    return {
+        "dataset": dataset,
+        "dependencies": [
+            {
+                "TableName": source,
+                "FieldColumn": "date",
+                "Usage": usage,
+                "DateExpression": "%Y%m%d",
+                "relativedelta_attributes": {"days": 0},
+            }
+        ],
+        "partitionColumn": "date",
+        "partitionPythonMask": "%Y%m%d",
+        "steps": steps,
+        "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
+    }

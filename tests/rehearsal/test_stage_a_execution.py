@@ -14,7 +14,16 @@ from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionError, FunctionHost
 from lakeline.operations.dead_letters import redrive
-from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query
+from tests.rehearsal.support import (
+    bucket,
+    create_table,
+    executions_named,
+    function_role,
+    output,
+    parked,
+    query,
+    refused,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -144,17 +153,8 @@ def test_defect_1_as_deployed_before_its_fix_fails_a_redelivery_with_access_deni
 ) -> None:
     """The routers' role without ``states:DescribeExecution`` (#20's first defect): a redelivery of an
     arrival whose run finished needs it, and is refused, as AWS refuses it."""
-    iam = deployment.client("iam")
     (router,) = [name for name in functions.functions if "-StageARouter" in name]
-    role = functions.functions[router].role.rsplit("/", 1)[-1]
-    policies = {
-        name: iam.get_role_policy(RoleName=role, PolicyName=name)
-        for name in iam.list_role_policies(RoleName=role)["PolicyNames"]
-    }
-    try:
-        for name, policy in policies.items():
-            stripped = without(policy["PolicyDocument"], "states:DescribeExecution")
-            iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(stripped))
+    with refused(deployment, function_role(functions, "-StageARouter"), "states:DescribeExecution"):
         (record, *_) = delivered_to_router(functions, SECOND_KEY)
         deployment.client("sqs").send_message(QueueUrl=output(deployment, "StageAQueueUrl"), MessageBody=record["body"])
         executions.wait()
@@ -164,9 +164,6 @@ def test_defect_1_as_deployed_before_its_fix_fails_a_redelivery_with_access_deni
         assert isinstance(result, FunctionError), result
         log = (functions.logs / f"{router}.log").read_text()
         assert "not authorized to perform: states:DescribeExecution" in log
-    finally:
-        for name, policy in policies.items():
-            iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(policy["PolicyDocument"]))
     # Not lost: received again until its receives ran out, then moved to the DLQ by the redrive policy,
     # where a redrive (next test) sends it back once the grant is there.
     assert parked(deployment)[SECOND_KEY] == "(moved by the redrive policy)"
@@ -180,28 +177,13 @@ def test_a_failing_register_step_takes_its_catch_and_parks_the_arrival_and_a_red
     ended the execution with no lineage FAIL and the arrival lost. Here the machine's role loses
     ``athena:StartQueryExecution`` (a broken grant), the step fails as AWS fails it, the Catch records the
     failure and parks the arrival; with the grant back, a redrive loads it."""
-    iam = deployment.client("iam")
     machine = deployment.client("stepfunctions").describe_state_machine(
         stateMachineArn=output(deployment, "StageAStateMachineArn")
     )
-    role = machine["roleArn"].rsplit("/", 1)[-1]
-    policies = {
-        name: iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
-        for name in iam.list_role_policies(RoleName=role)["PolicyNames"]
-    }
     key = "retail/shop/customers/date=20240303/customers.csv"
-    try:
-        for name, document in policies.items():
-            iam.put_role_policy(
-                RoleName=role,
-                PolicyName=name,
-                PolicyDocument=json.dumps(without(document, "athena:StartQueryExecution")),
-            )
+    with refused(deployment, machine["roleArn"].rsplit("/", 1)[-1], "athena:StartQueryExecution"):
         arrive(deployment, key, b"customer_id,name,email\nC4,edsger,e@example.com\n")
         executions.wait()
-    finally:
-        for name, document in policies.items():
-            iam.put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=json.dumps(document))
     (failed,) = [
         r
         for r in executions_named(deployment, "StageAStateMachineArn", "shop-customers")
@@ -221,14 +203,3 @@ def test_a_failing_register_step_takes_its_catch_and_parks_the_arrival_and_a_red
     assert key not in parked(deployment)
     rows = query(deployment, "SELECT customer_id FROM retail_shop_dev.customers WHERE date = '20240303'")
     assert rows == [["C4"]]
-
-
-def without(document: dict[str, Any], action: str) -> dict[str, Any]:
-    """A policy document with ``action`` taken out of every statement."""
-    statements = []
-    for statement in document["Statement"]:
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        kept = [a for a in actions if a.lower() != action.lower()]  # IAM actions are case-insensitive
-        if kept:
-            statements.append({**statement, "Action": kept})
-    return {**document, "Statement": statements}

@@ -6,40 +6,30 @@ table names, resolved in the step's ``db``), run on the local Athena (#20)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
-from boto3.dynamodb.types import TypeSerializer
 
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import redrive
-from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query
+from tests.rehearsal.support import (
+    bucket,
+    create_report_table,
+    create_table,
+    daily_item,
+    executions_named,
+    output,
+    parked,
+    put_item,
+    query,
+    stage_b_runs,
+    writing,
+)
 
 pytestmark = pytest.mark.spark
 
 ORDERS = [("order_id", "bigint"), ("amount", "double")]
-
-
-def daily_item(dataset: str, usage: str, steps: list[dict[str, str]]) -> dict[str, Any]:
-    """A dependency item of ``dataset``, one partition a day, fed by retail_shop_dev.orders's same day."""
-    return {
-        "dataset": dataset,
-        "dependencies": [
-            {
-                "TableName": "retail_shop_dev.orders",
-                "FieldColumn": "date",
-                "Usage": usage,
-                "DateExpression": "%Y%m%d",
-                "relativedelta_attributes": {"days": 0},
-            }
-        ],
-        "partitionColumn": "date",
-        "partitionPythonMask": "%Y%m%d",
-        "steps": steps,
-        "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
-    }
 
 
 ITEM = daily_item(
@@ -70,16 +60,7 @@ def reports(deployment: Deployment, executions: ExecutionHost) -> None:
     )
     query(deployment, "CREATE DATABASE IF NOT EXISTS retail_reports_dev")
     create_report_table(deployment, "orders_per_day", "orders BIGINT, revenue DOUBLE")
-    _put_item(deployment, ITEM)
-
-
-def create_report_table(deployment: Deployment, table: str, columns: str) -> None:
-    """A target of stage B, created with Athena DDL as a team creates its analytics tables."""
-    query(
-        deployment,
-        f"CREATE EXTERNAL TABLE retail_reports_dev.{table} ({columns}) PARTITIONED BY (`date` STRING) "
-        f"STORED AS PARQUET LOCATION 's3://{bucket(deployment, 'analytics')}/retail/reports/{table}/'",
-    )
+    put_item(deployment, ITEM)
 
 
 def test_a_finished_stage_a_partition_runs_the_stage_b_step_in_its_db(
@@ -93,7 +74,7 @@ def test_a_finished_stage_a_partition_runs_the_stage_b_step_in_its_db(
     executions.wait()
     (stage_a,) = executions_named(deployment, "StageAStateMachineArn", "shop-orders")
     assert stage_a["status"] == "SUCCEEDED", executions.records[stage_a["executionArn"]]
-    runs = _stage_b_runs(deployment, executions, "orders_per_day")
+    runs = stage_b_runs(deployment, executions, "orders_per_day")
     (stage_b,) = writing(executions, runs)
     record = executions.records[stage_b["executionArn"]]
     assert stage_b["status"] == "SUCCEEDED", record
@@ -123,43 +104,18 @@ SUMMARY = daily_item(
 )
 
 
-def writing(executions: ExecutionHost, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs that ran their steps. SQS delivers at least once (here, moto's delivery inside a send and
-    the rehearsal's pollers may both take a message): a second delivery of a message already applied
-    starts a run that only repeats the post-update, which the others must be."""
-    ran = [run for run in runs if "RunStepsStep" in executions.records[str(run["executionArn"])].states()]
-    repeats = [executions.records[str(run["executionArn"])] for run in runs if run not in ran]
-    assert all(r.states() == ["PostUpdateTask"] and r.status == "SUCCEEDED" for r in repeats), repeats
-    return ran
-
-
-def _stage_b_runs(deployment: Deployment, executions: ExecutionHost, table: str) -> list[dict[str, Any]]:
-    found = deployment.client("stepfunctions").list_executions(
-        stateMachineArn=output(deployment, "StageBStateMachineArn")
-    )["executions"]
-    return [run for run in found if executions.records[run["executionArn"]].input["plan"]["target_table"] == table]
-
-
-def _put_item(deployment: Deployment, item: dict[str, object]) -> None:
-    serializer = TypeSerializer()
-    deployment.client("dynamodb").put_item(
-        TableName=output(deployment, "DependenciesTable"),
-        Item={key: serializer.serialize(value) for key, value in item.items()},
-    )
-
-
 def test_a_failing_second_step_fails_the_run_publishes_nothing_and_parks_the_message(
     deployment: Deployment, executions: ExecutionHost, reports: None
 ) -> None:
     create_report_table(deployment, "order_summary", "measure STRING, amount DOUBLE")
-    _put_item(deployment, SUMMARY)
+    put_item(deployment, SUMMARY)
     deployment.client("s3").put_object(
         Bucket=bucket(deployment, "raw"),
         Key="retail/shop/orders/date=20240302/orders.csv",
         Body=b"order_id,amount\n7,1.5\n",
     )
     executions.wait()
-    (run,) = _stage_b_runs(deployment, executions, "order_summary")
+    (run,) = stage_b_runs(deployment, executions, "order_summary")
     record = executions.records[run["executionArn"]]
     assert run["status"] == "FAILED", record
     steps = [task for task in record.tasks if task.state == "RunStepsStep"]
@@ -175,7 +131,7 @@ def test_after_fixing_the_item_a_dlq_redrive_runs_both_steps(
 ) -> None:
     fixed = json.loads(json.dumps(SUMMARY))
     fixed["steps"][1]["sql"] = fixed["steps"][1]["sql"].replace("sum(price)", "sum(amount)")
-    _put_item(deployment, fixed)
+    put_item(deployment, fixed)
     waiting = parked(deployment, "StageBDeadLetterQueueUrl")  # with what other tests parked
     sent, kept = redrive(
         deployment.client("sqs"), output(deployment, "StageBDeadLetterQueueUrl"), output(deployment, "StageBQueueUrl")
@@ -183,7 +139,7 @@ def test_after_fixing_the_item_a_dlq_redrive_runs_both_steps(
     assert sent + len(kept) == len(waiting)
     assert not [letter for letter in kept if "order_summary" in letter.body]
     executions.wait()
-    runs = _stage_b_runs(deployment, executions, "order_summary")
+    runs = stage_b_runs(deployment, executions, "order_summary")
     statuses = [(run["status"], executions.records[str(run["executionArn"])].states()) for run in runs]
     assert len(writing(executions, runs)) == 2 and sorted(s for s, _ in statuses)[0] == "FAILED", statuses
     rows = query(deployment, "SELECT measure, amount FROM retail_reports_dev.order_summary ORDER BY 1")
@@ -212,7 +168,7 @@ def test_an_append_message_delivered_twice_appends_its_rows_once(
     from adding its rows again there is the partition's commit, which holds the ids of the messages its
     version applied. Here the same queue B message arrives twice, as SQS may deliver it."""
     create_report_table(deployment, "order_log", "order_id BIGINT, amount DOUBLE")
-    _put_item(deployment, ORDER_LOG)
+    put_item(deployment, ORDER_LOG)
     message = json.dumps(
         {
             "target_dataset": ORDER_LOG["dataset"],
@@ -237,7 +193,7 @@ def test_an_append_message_delivered_twice_appends_its_rows_once(
         if record["body"] == message
     ]
     assert len(delivered) == 2  # both deliveries reached the deployed router (and no other was needed)
-    runs = _stage_b_runs(deployment, executions, "order_log")
+    runs = stage_b_runs(deployment, executions, "order_log")
     assert runs and {run["status"] for run in runs} == {"SUCCEEDED"}, [
         executions.records[str(r["executionArn"])] for r in runs
     ]
