@@ -99,6 +99,7 @@ class Lease:
     seq: int
     catalog_version: int = 0  # the version the catalog is known to point at (0: unknown)
     contributions: frozenset[str] = frozenset()  # ``key|file`` of the published version (stage B append)
+    routed: str | None = None  # the published prefix whose post-update routed it onwards (``mark_routed``)
 
     def contribution_files(self, key: str) -> tuple[str, ...]:
         """The published version's files that hold contribution ``key``'s rows (sorted)."""
@@ -122,6 +123,7 @@ class Lease:
             # state machine's input is limited to 256 KiB).
             "seq": self.seq,
             "catalog_version": self.catalog_version,
+            "routed": self.routed,
             # ``contributions`` stays behind with ``applied``: the plan passes on the files it replaces.
         }
 
@@ -138,6 +140,7 @@ class Lease:
             applied=frozenset(data.get("applied", ())),
             seq=int(data.get("seq", 0)),
             catalog_version=int(data.get("catalog_version", 0)),
+            routed=data.get("routed"),
         )
 
 
@@ -329,6 +332,7 @@ class PartitionCommits:
             seq=int(_number(item, "lease_seq")),
             catalog_version=int(_number(item, "catalog_version")),
             contributions=state.contributions,
+            routed=_text(item, "routed"),
         )
 
     def commit(
@@ -411,6 +415,25 @@ class PartitionCommits:
                 f"version {current.version}, the run started from {lease.version}); not publishing"
             ) from error
         return _state(lease.key, dict(response.get("Attributes", {})))
+
+    def mark_routed(self, key: str, published: str) -> bool:
+        """Note that the post-update of the version published at ``published`` routed it onwards, so a
+        run that takes nothing new (a redelivery) need not route it again; a run that finds it unnoted (its
+        post-update failed before routing, and its input was parked) routes it. False if a newer version
+        is published already (its own post-update routes that one)."""
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=self._key(key),
+                UpdateExpression="SET routed = :published",
+                ConditionExpression="published = :published",
+                ExpressionAttributeValues={":published": {"S": published}},
+            )
+        except ClientError as error:
+            if not _conditional_failed(error):
+                raise
+            return False
+        return True
 
     def finish(
         self, lease: Lease, next_owner: str, next_location: str, *, catalog_version: int | None = None

@@ -47,13 +47,24 @@ def onward_run(run_token: str, wrote: bool, lease: dict[str, Any] | None) -> str
     """The run whose routing onwards a post-update sends: its own if it took anything new (``wrote``).
     A run that took nothing new (a redelivery, or a redrive of input parked after its run's post-update
     failed) sends again the routing of the run that published the version its lease found, under that
-    run's ids: what that run's post-update did not send goes now, and what it sent is a repeat that the
-    targets' runs recognise and do not apply again. ``None``: nothing is published."""
+    run's ids, unless that run's post-update noted it routed it (``mark_routed``): what that run did not
+    send goes now, and a repeat of what it sent is recognised by the targets' runs. ``None``: nothing
+    published, or nothing left to route."""
     if wrote:
         return run_token
     published = (lease or {}).get("published")
-    if not published:
+    if not published or (lease or {}).get("routed") == published:
         return None
     name = str(published).rstrip("/").rsplit("/", 1)[-1]
     token = name.removeprefix(RUN_PREFIX)
     return token if name.startswith(RUN_PREFIX) and RUN_TOKEN_PATTERN.fullmatch(token) else None
+
+
+def note_routed(commits: PartitionCommits, lease: dict[str, Any] | None, location: str, *, wrote: bool) -> None:
+    """After a leased run's routing onwards went out: the version it routed (its own, or the one its lease
+    found published) is noted as routed (``onward_run``)."""
+    if lease is None:
+        return
+    published = location if wrote else lease.get("published")
+    if published:
+        commits.mark_routed(str(lease["key"]), str(published))

@@ -16,12 +16,16 @@ from __future__ import annotations
 import time
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from lakeline.local.project import LocalProject, ProjectConfig, ProjectRun
 from lakeline.local.sample import SampleFile, daily_partitions, write_customers_csv, write_orders_parquet
 from lakeline.settings import TableSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEMO_DAYS = 4
 DEMO_LAST_DAY = date(2022, 1, 20)
@@ -39,19 +43,23 @@ def demo_config(workspace: Path) -> ProjectConfig:
     )
 
 
+def write_demo_sample(session: SparkSession, raw_dir: Path) -> list[str]:
+    """The sample lake's files under ``raw_dir`` (kept if there: the sample is deterministic); their keys."""
+    arrivals: list[SampleFile] = []
+    for day in daily_partitions(DEMO_LAST_DAY, DEMO_DAYS):
+        arrivals.append(write_customers_csv(raw_dir, day, rows=500))
+        arrivals.append(write_orders_parquet(session, raw_dir, day, rows=5_000))
+    return [arrival.key for arrival in arrivals]
+
+
 def run_demo(workspace_dir: Path, console: Console) -> ProjectRun:
     started = time.monotonic()
     config = demo_config(workspace_dir)
     console.print(f"[bold]Lakeline demo[/] in {config.workspace}")
     with LocalProject(config, console) as project:
         with console.status("writing the sample lake and the analytics tables"):
-            arrivals: list[SampleFile] = []
-            session = project.started_flow.engine.session
-            for day in daily_partitions(DEMO_LAST_DAY, DEMO_DAYS):
-                arrivals.append(write_customers_csv(project.workspace.raw_dir, day, rows=500))
-                arrivals.append(write_orders_parquet(session, project.workspace.raw_dir, day, rows=5_000))
+            keys = write_demo_sample(project.started_flow.engine.session, project.workspace.raw_dir)
         project.prepare()
-        keys = [arrival.key for arrival in arrivals]
         # The last arrival is delivered twice: the second delivery must change nothing.
         project.process([*keys, keys[-1]])
         return project.finish(started)

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lakeline.local.demo import DEMO_DAYS, DEMO_LAST_DAY, demo_config
-from lakeline.local.sample import SampleFile, daily_partitions, write_customers_csv, write_orders_parquet
+from lakeline.local.demo import demo_config, write_demo_sample
 from lakeline.operations.deployed_run import DeployedProject, DeployedRun
 
 
@@ -21,13 +20,7 @@ def run_demo(workspace_dir: Path, console: Console) -> DeployedRun:
     console.print(f"[bold]Lakeline demo[/] in {config.workspace}: the deployed system, on this machine")
     with DeployedProject(config, console) as project:
         with console.status("writing the sample lake"):
-            arrivals: list[SampleFile] = []
-            for day in daily_partitions(DEMO_LAST_DAY, DEMO_DAYS):
-                arrivals.append(write_customers_csv(project.workspace.raw_dir, day, rows=500))
-                arrivals.append(
-                    write_orders_parquet(project.engine.session, project.workspace.raw_dir, day, rows=5_000)
-                )
-        keys = [arrival.key for arrival in arrivals]
+            keys = write_demo_sample(project.engine.session, project.workspace.raw_dir)
         project.prepare()
         # The last arrival is delivered twice: the second delivery must change nothing.
         project.process([*keys, keys[-1]])

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageAPostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, onward_run, post_update_runtime
+from lambdas.post_update import PostUpdateRuntime, note_routed, onward_run, post_update_runtime
 from stage_a.finish import finish_stage_a
 from stage_a.plan import StageAPlan
 from stage_lineage.records import record_stage_a
@@ -50,7 +50,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     table = f"{plan.target_database}.{plan.table}"
     routed_run = onward_run(plan.run_token, plan.writes, plan.lease)
     if routed_run is None:
-        logger.info("stage A: nothing published", extra={"table": table, "partition": plan.partition})
+        logger.info(
+            "stage A: nothing published, or routed already", extra={"table": table, "partition": plan.partition}
+        )
         return {
             "table": table,
             "partition": plan.partition,
@@ -67,6 +69,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     onward = run.routing.route(table, plan.partition, run=routed_run, lineage=parents)
     for unrouted in onward.unrouted:
         logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})
+    note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=plan.writes)
     logger.info(
         "stage A published",
         extra={

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import PostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, onward_run, post_update_runtime
+from lambdas.post_update import PostUpdateRuntime, note_routed, onward_run, post_update_runtime
 from stage_b.finish import finish_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -52,7 +52,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         superseded, follow_up = settled.swept, settled.follow_up
     routed_run = onward_run(plan.run_token, bool(plan.message_ids), plan.lease)
     if routed_run is None:
-        logger.info("stage B: nothing published", extra={"target": message.node})
+        logger.info("stage B: nothing published, or routed already", extra={"target": message.node})
         return {
             "dataset": message.target_dataset,
             "partition": message.partition,
@@ -73,6 +73,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     for unrouted in onward.unrouted:
         logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})
+    note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=bool(plan.message_ids))
     logger.info(
         "stage B published",
         extra={

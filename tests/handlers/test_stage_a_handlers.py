@@ -611,8 +611,8 @@ def test_a_redrive_after_a_failed_post_update_while_another_run_holds_the_partit
     aws: dict[str, Any],
 ) -> None:
     """Two runs at once: the parked arrival is redriven while a newer file's run holds the lease. It
-    waits in the partition's state; that run's post-update hands the lease to a follow-up that writes
-    nothing for it and routes under the newer run (whose own routing has the same ids), then frees it."""
+    waits in the partition's state; that run's post-update routes its version and hands the lease to a
+    follow-up that writes nothing for it and routes nothing more (that version is routed), then frees it."""
     with_seed_targets()
     boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
     plan = plan_for(aws)
@@ -639,15 +639,15 @@ def test_a_redrive_after_a_failed_post_update_while_another_run_holds_the_partit
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=third["executionArn"])["input"])["plan"]
     assert (follow_plan["mode"], follow_plan["applied"]) == ("none", [])  # nothing loaded twice
     assert post_update.handler({"plan": follow_plan}, CONTEXT)["follow_up"] is None
-    (repeat,) = queued(aws, "queue_b")
-    assert repeat["trigger"] == routed["trigger"]  # the same message id: the target applies it once
+    assert queued(aws, "queue_b") == []  # the newer version, which holds the redriven file's rows, is routed
     state = partition_state(plan["lease"]["key"])
     assert "lease_owner" not in state and "pending" not in state and state["version"]["N"] == "2"
 
 
-def test_a_run_that_writes_nothing_routes_again_under_the_run_that_published(aws: dict[str, Any]) -> None:
+def test_a_redelivery_after_its_version_was_routed_routes_nothing_again(aws: dict[str, Any]) -> None:
     """A redelivery after the run ended hands the lease to a run with a token of its own that writes
-    nothing: its post-update routes again under the publishing run (a repeat the targets recognise)."""
+    nothing; the version it finds published was routed by its run's post-update (``mark_routed``), so
+    nothing is sent down the chain again (a failed post-update's redrive does route it: above)."""
     with_seed_targets()
     boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
     event = eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")
@@ -656,15 +656,16 @@ def test_a_run_that_writes_nothing_routes_again_under_the_run_that_published(aws
     plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
     commit.handler({"plan": plan}, CONTEXT)
     post_update.handler({"plan": plan}, CONTEXT)
-    (sent,) = queued(aws, "queue_b")
+    assert len(queued(aws, "queue_b")) == 1
+    assert partition_state(plan["lease"]["key"])["routed"]["S"] == plan["target_location"]
     succeeded(first["executionArn"])
     router.handler(sqs_event(event), CONTEXT)  # redelivered
     (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
     handed = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
     assert handed["mode"] == "none" and handed["run_token"] != plan["run_token"]
     result = post_update.handler({"plan": handed}, CONTEXT)
-    (repeat,) = queued(aws, "queue_b")
-    assert repeat["trigger"] == sent["trigger"] and result["lineage"] is None
+    assert queued(aws, "queue_b") == [] and result["triggered"] == [] and result["follow_up"] is None
+    assert "lease_owner" not in partition_state(plan["lease"]["key"])
 
 
 def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any]) -> None:
