@@ -132,6 +132,9 @@ def local_glue(
     )
     yield glue
     glue.stop()
+    from lakeline.local.rehearsal.executions import TASK_SERVERS
+
+    assert not TASK_SERVERS, "the local Glue left its task server installed"
 
 
 @pytest.fixture(scope="package")
