@@ -74,15 +74,20 @@ class Deployment:
 
 
 DEPLOYER = Credentials("lakeline-deployer", "lakeline-deployer")
-"""Who deploys: any key does, before IAM is enforced (``iam.enforce``)."""
+"""Who deploys when no credentials are given: any key does before IAM is enforced (``iam.enforce``), and
+one moto does not know is its default account's."""
 
 
-def deploy(assembly: Path, endpoint: str, *, region: str = "us-east-1") -> Deployment:
-    """Stand every stack of the cloud assembly at ``assembly`` (a ``cdk.out``) up on ``endpoint``."""
+def deploy(
+    assembly: Path, endpoint: str, *, region: str = "us-east-1", credentials: Credentials | None = None
+) -> Deployment:
+    """Stand every stack of the cloud assembly at ``assembly`` (a ``cdk.out``) up on ``endpoint``;
+    ``credentials``: whose the deploying requests are (their account is the deployment's), else
+    ``DEPLOYER`` (moto's default account)."""
     moto_fixes.install(
         {"Custom::S3BucketNotifications": _bucket_notifications, "Custom::CDKBucketDeployment": _bucket_deployment}
     )
-    deployment = Deployment(endpoint, "", region, credentials=DEPLOYER)
+    deployment = Deployment(endpoint, "", region, credentials=credentials or DEPLOYER)
     deployment.account = deployment.client("sts").get_caller_identity()["Account"]
     manifest = json.loads((assembly / "manifest.json").read_text())
     stacks = _stacks_in_order(manifest)

@@ -14,6 +14,8 @@ endpoint's API as Step Functions calls it:
 - ``arn:aws:states:::athena:startQueryExecution.sync``: Athena ``StartQueryExecution`` with the task's
   parameters, then ``GetQueryExecution`` until the query ends; the result is ``{"QueryExecution": …}``;
   a failed or cancelled query is ``States.TaskFailed`` with the query execution as its cause, as in AWS.
+- Another service's resource is served by what registered itself in ``TASK_SERVERS`` (the Glue job
+  runs: ``glue.py``, while it is installed).
 - Any other resource fails the task with ``States.Runtime`` naming it: a rehearsal that cannot do what
   a state asks says so instead of skipping it.
 
@@ -44,6 +46,11 @@ from lakeline.local.rehearsal.iam import Credentials
 RUNNER = Path(__file__).with_name("run_execution.mjs")
 QUERY_POLL_SECONDS = 0.05
 ENDED_QUERY_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+TASK_SERVERS: dict[str, Callable[[TaskHost, Any], Any]] = {}
+"""Servers of further task resources, by the resource's part after ``arn:aws:states:::`` (e.g.
+``glue:startJobRun.sync``): ``server(task host, the task's parameters)`` returns the task's result or
+raises ``TaskFailed``."""
 
 
 class TaskFailed(LakelineError):
@@ -229,6 +236,10 @@ class TaskHost:
         self.credentials = credentials
         self._clients: dict[str, Any] = {}
 
+    def client(self, service: str) -> Any:
+        """The service's client the tasks of this execution share, signed as the machine's role."""
+        return self._client(service)
+
     def _client(self, service: str) -> Any:
         """One client per service for the execution's tasks (making one costs more than a call)."""
         if service not in self._clients:
@@ -242,6 +253,9 @@ class TaskHost:
             return self._invoke(parameters)
         if service == "athena:startQueryExecution.sync":
             return self._query(parameters)
+        served = TASK_SERVERS.get(service)
+        if served is not None:
+            return served(self, parameters)
         raise TaskFailed("States.Runtime", f"the rehearsal serves no task resource {resource}")
 
     def _invoke(self, parameters: dict[str, Any]) -> dict[str, Any]:

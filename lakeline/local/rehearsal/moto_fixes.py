@@ -18,6 +18,8 @@ changes the code they patch.
   skips them ("No Moto CloudFormation support"), so every statement failed on a missing workgroup.
   They are created through moto's own Athena and Glue backends (``_CATALOG_MODELS``), with the
   properties CloudFormation resolved.
+- ``AWS::Glue::Job``, ``AWS::Glue::SecurityConfiguration`` (the Spark engine's): skipped likewise, so the
+  Glue job tasks found no job. Created the same way; a job without ``Name`` gets the generated name.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ class _CreatedByApi:
         raise NotImplementedError(f"the rehearsal gives no attribute {attribute_name} of this resource")
 
 
-def _work_group(account: str, region: str, properties: dict[str, Any]) -> str:
+def _work_group(account: str, region: str, properties: dict[str, Any], _generated: str) -> str:
     from moto.athena.models import athena_backends
 
     name = properties["Name"]
@@ -142,7 +144,7 @@ def _work_group(account: str, region: str, properties: dict[str, Any]) -> str:
     return str(name)
 
 
-def _glue_database(account: str, region: str, properties: dict[str, Any]) -> str:
+def _glue_database(account: str, region: str, properties: dict[str, Any], _generated: str) -> str:
     from moto.glue.models import glue_backends
 
     database = properties["DatabaseInput"]
@@ -150,7 +152,7 @@ def _glue_database(account: str, region: str, properties: dict[str, Any]) -> str
     return str(database["Name"])
 
 
-def _glue_table(account: str, region: str, properties: dict[str, Any]) -> str:
+def _glue_table(account: str, region: str, properties: dict[str, Any], _generated: str) -> str:
     from moto.glue.models import glue_backends
 
     table = properties["TableInput"]
@@ -158,10 +160,54 @@ def _glue_table(account: str, region: str, properties: dict[str, Any]) -> str:
     return f"{properties['DatabaseName']}|{table['Name']}"
 
 
-_CATALOG_MODELS: dict[str, Callable[[str, str, dict[str, Any]], str]] = {
+def _glue_job(account: str, region: str, properties: dict[str, Any], generated: str) -> str:
+    """A Glue job, named as CloudFormation names one without ``Name`` (the generated name is its Ref)."""
+    from moto.glue.models import glue_backends
+
+    name = str(properties.get("Name") or generated)
+    backend: Any = glue_backends[account][region]  # moto's signature wants values CloudFormation may leave out
+    backend.create_job(
+        name=name,
+        role=properties["Role"],
+        command=properties["Command"],
+        description=properties.get("Description", ""),
+        log_uri=properties.get("LogUri", ""),
+        execution_property=properties.get("ExecutionProperty", {}),
+        default_arguments=properties.get("DefaultArguments", {}),
+        non_overridable_arguments=properties.get("NonOverridableArguments", {}),
+        connections=properties.get("Connections", {}),
+        max_retries=properties.get("MaxRetries", 0),
+        allocated_capacity=properties.get("AllocatedCapacity"),
+        timeout=properties.get("Timeout"),
+        max_capacity=properties.get("MaxCapacity"),
+        security_configuration=properties.get("SecurityConfiguration"),
+        tags=properties.get("Tags", {}),
+        notification_property=properties.get("NotificationProperty"),
+        glue_version=properties.get("GlueVersion"),
+        number_of_workers=properties.get("NumberOfWorkers"),
+        worker_type=properties.get("WorkerType"),
+        code_gen_configuration_nodes=properties.get("CodeGenConfigurationNodes"),
+        execution_class=properties.get("ExecutionClass"),
+        source_control_details=properties.get("SourceControlDetails"),
+    )
+    return name
+
+
+def _glue_security_configuration(account: str, region: str, properties: dict[str, Any], _generated: str) -> str:
+    from moto.glue.models import glue_backends
+
+    glue_backends[account][region].create_security_configuration(
+        properties["Name"], properties.get("EncryptionConfiguration", {})
+    )
+    return str(properties["Name"])
+
+
+_CATALOG_MODELS: dict[str, Callable[[str, str, dict[str, Any], str], str]] = {
     "AWS::Athena::WorkGroup": _work_group,
     "AWS::Glue::Database": _glue_database,
     "AWS::Glue::Table": _glue_table,
+    "AWS::Glue::Job": _glue_job,
+    "AWS::Glue::SecurityConfiguration": _glue_security_configuration,
 }
 
 
@@ -170,7 +216,7 @@ def _create_catalog_and_workgroups() -> None:
 
     original = parsing.resource_class_from_type
 
-    def model_for(create: Callable[[str, str, dict[str, Any]], str]) -> Any:
+    def model_for(create: Callable[[str, str, dict[str, Any], str], str]) -> Any:
         class Model:
             @classmethod
             def create_from_cloudformation_json(
@@ -181,7 +227,7 @@ def _create_catalog_and_workgroups() -> None:
                 region_name: str,
                 **_: Any,
             ) -> _CreatedByApi:
-                return _CreatedByApi(create(account_id, region_name, cloudformation_json["Properties"]))
+                return _CreatedByApi(create(account_id, region_name, cloudformation_json["Properties"], resource_name))
 
         return Model
 

@@ -4,7 +4,11 @@
 //   in:  {"definition", "input", "context"}, then one {"id", "output"} or {"id", "error", "cause"} per task
 //   out: {"task": {"id", "state", "resource", "input"}} per Task state reached (the task host does the
 //        work the resource names), then {"done": {"status", "output" | "error", "cause"}}
+import { register } from "node:module";
 import { createInterface } from "node:readline";
+
+// Where the interpreter differs from Step Functions, corrected as it is loaded (interpreter_fixes.mjs).
+register("./interpreter_fixes.mjs", import.meta.url);
 
 // aws-local-stepfunctions 3 uses Promise.withResolvers (Node 22); Node 20 is what the project requires.
 if (typeof Promise.withResolvers !== "function") {

@@ -1,0 +1,150 @@
+"""The rehearsal of the ``-c engine=spark`` deployment: the same app synthesized with the Spark engine and
+stood up on a moto server of its own, in an account of its own (moto's backends are shared by every
+server of this process: the account keeps its stacks, buckets and tables apart from the Athena engine's
+deployment of ``tests/rehearsal/conftest.py``). Its stage state machines' Glue job tasks run the job's
+script from the cloud assembly on the session's Spark (``lakeline.local.rehearsal.glue``).
+
+The fixtures have the names of the parent tier's, which they replace here; the parent's are never active
+at the same time (``_alone``: their patches of moto would serve this deployment's executions too)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from lakeline.local.rehearsal import iam
+from lakeline.local.rehearsal.deploy import Deployment, deploy
+from lakeline.local.rehearsal.executions import ExecutionHost
+from lakeline.local.rehearsal.functions import FunctionHost
+from tests.rehearsal.conftest import _free_port
+
+if TYPE_CHECKING:
+    from lakeline.engines.spark import SparkEngine
+    from lakeline.local.rehearsal.athena import LocalAthena
+    from lakeline.local.rehearsal.glue import LocalGlue
+
+ACCOUNT = "210987654321"
+
+
+def _alone() -> None:
+    """Nothing else of the rehearsal is installed in this process (another tier's hosts or endpoints)."""
+    import moto.awslambda.models as lambda_models
+    import moto.stepfunctions.models as sfn_models
+
+    from lakeline.local.rehearsal import athena
+
+    patched = [
+        name
+        for name, function in (
+            ("ExecutionHost", sfn_models.StateMachine.start_execution),
+            ("FunctionHost", lambda_models.LambdaFunction.invoke),
+        )
+        if "<locals>" in function.__qualname__
+    ]
+    if athena._current is not None:
+        patched.append("LocalAthena")
+    assert not patched, f"another rehearsal's {patched} still installed: the tiers cannot run at once"
+
+
+@pytest.fixture(scope="package")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``cdk synth`` of the app with the Spark engine (``-c engine=spark``)."""
+    import aws_cdk as cdk
+
+    from stacks.app import build_app
+
+    outdir = tmp_path_factory.mktemp("cdk.out.spark")
+    app = cdk.App(outdir=str(outdir), context={"environment": "dev", "engine": "spark"})
+    build_app(app)
+    app.synth()
+    return outdir
+
+
+@pytest.fixture(scope="package")
+def deployment(assembly: Path) -> Iterator[Deployment]:
+    from moto.server import ThreadedMotoServer
+
+    _alone()
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        operator = iam.operator_credentials(ACCOUNT)  # its account is where the requests it signs act
+        deployment = deploy(assembly, f"http://127.0.0.1:{port}", credentials=operator)
+        assert deployment.account == ACCOUNT
+        iam.enforce()
+        yield deployment
+    finally:
+        iam.relax()
+        server.stop()
+
+
+@pytest.fixture(scope="package")
+def functions(
+    deployment: Deployment, assembly: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FunctionHost]:
+    host = FunctionHost(
+        assembly,
+        deployment.endpoint,
+        deployment.region,
+        deployment.client("lambda"),
+        logs=tmp_path_factory.mktemp("spark-logs"),
+        role_credentials=lambda role, session: iam.role_credentials(
+            deployment.account, deployment.region, role, session
+        ),
+    )
+    host.install()
+    yield host
+    host.uninstall()
+
+
+@pytest.fixture(scope="package")
+def local_athena(
+    deployment: Deployment, spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalAthena]:
+    from lakeline.local.rehearsal.athena import install_local_athena
+
+    athena = install_local_athena(
+        spark_engine, tmp_path_factory.mktemp("spark-athena-mirror"), database_prefix="spark_rehearsal_athena__"
+    )
+    yield athena
+    athena.stop()
+
+
+@pytest.fixture(scope="package")
+def local_glue(
+    deployment: Deployment, spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalGlue]:
+    """The endpoint's Glue runs each job run: the job's script from the assembly's asset, on the session's
+    Spark, as the job's role."""
+    from lakeline.local.rehearsal.glue import install_local_glue
+
+    glue = install_local_glue(
+        deployment,
+        spark_engine.session,
+        tmp_path_factory.mktemp("glue-mirror"),
+        role_credentials=lambda role, session: iam.role_credentials(
+            deployment.account, deployment.region, role, session
+        ),
+    )
+    yield glue
+    glue.stop()
+    from lakeline.local.rehearsal.executions import TASK_SERVERS
+
+    assert not TASK_SERVERS, "the local Glue left its task server installed"
+
+
+@pytest.fixture(scope="package")
+def executions(
+    deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena, local_glue: LocalGlue
+) -> Iterator[ExecutionHost]:
+    host = ExecutionHost(
+        deployment,
+        role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
+    )
+    host.install()
+    yield host
+    host.uninstall()
