@@ -79,3 +79,35 @@ class StepError(BaseModel):
 
     Error: str = "Unknown"
     Cause: str = ""
+
+    def described(self) -> str:
+        """``Error: why``: what made the task fail, said first. A ``.sync`` task's cause is the whole
+        query execution or job run (its query text or arguments, the plan, ahead of the reason), which a
+        parked reason cut at 1000 characters would lose; a function's is its error type and message."""
+        return f"{self.Error}: {task_failure_reason(self.Cause)}"
+
+
+def task_failure_reason(cause: str) -> str:
+    """The reason in a task's cause: an Athena query's state change reason, a Glue job run's error
+    message, a Lambda function's error; else the cause as it is."""
+    try:
+        found = json.loads(cause)
+    except ValueError:
+        return cause
+    if not isinstance(found, dict):
+        return cause
+    query = found.get("QueryExecution")
+    if isinstance(query, dict):
+        status = query.get("Status", {})
+        return (
+            f"Athena query {query.get('QueryExecutionId', '?')} {status.get('State', 'FAILED')}: "
+            f"{status.get('StateChangeReason', '(no reason given)')}"
+        )
+    if "JobRunState" in found:
+        return (
+            f"Glue job run {found.get('Id', '?')} of {found.get('JobName', '?')} {found['JobRunState']}: "
+            f"{found.get('ErrorMessage', '(no error message)')}"
+        )
+    if "errorMessage" in found:
+        return f"{found.get('errorType', 'Error')}: {found['errorMessage']}"
+    return cause

@@ -117,7 +117,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = validated(FailureInput, event, "failure input")
     plan = StageAPlan.from_dict(request.plan)
     run = runtime()
-    reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    reason = f"{request.failed_step} failed: {request.error.described()}"
     if request.failed_step == "post_update":
         return park_published(plan, request, reason)
     if plan.lease is not None:

@@ -72,7 +72,7 @@ def park_published(run: Runtime, plan: StageBPlan, message: StageBMessage, reque
     """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
     post-update does (idempotent: it may have ended it already), park the messages the run took, then
     write its lineage record and COMPLETE events (the same the post-update writes)."""
-    reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    reason = f"{request.failed_step} failed: {request.error.described()}"
     parked = [message]
     if plan.lease is not None:
         run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.partition_root)
@@ -116,7 +116,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     else:
         deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
     record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
-    reason = f"{request.failed_step} failed: {request.error.Error}: {request.error.Cause}"
+    reason = f"{request.failed_step} failed: {request.error.described()}"
     # Every step of the run fails with it: none of their output was published.
     events = run.events.stage_b(plan, message, "FAIL", error=reason)
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.

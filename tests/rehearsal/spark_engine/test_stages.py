@@ -170,10 +170,10 @@ def test_a_failing_job_takes_its_catch_publishes_nothing_and_parks_the_message(
     assert record.tasks[0].error == "States.TaskFailed" and failed["JobRunState"] == "FAILED"
     assert "price" in failed["ErrorMessage"], failed["ErrorMessage"]
     (reason,) = [r for body, r in parked(deployment, "StageBDeadLetterQueueUrl").items() if "order_summary" in body]
-    # The reason is the task's cause, the JobRun, cut at 1000 characters (lakeline.aws.sqs): its Arguments
-    # (the whole plan) come before its ErrorMessage, so the parked reason does not say why (a finding).
-    assert reason.startswith("spark failed: States.TaskFailed: ") and '"JobRunState": "FAILED"' in reason
-    assert "price" not in reason
+    # The reason says why first: the job run's error message, not the JobRun (whose Arguments, the whole
+    # plan, came before its ErrorMessage and pushed it past the 1000 characters a reason keeps).
+    assert reason.startswith("spark failed: States.TaskFailed: Glue job run ") and " FAILED: " in reason
+    assert "price" in reason
     assert query(deployment, "SELECT count(*) FROM sparkco_reports_dev.order_summary") == [["0"]]
 
 
