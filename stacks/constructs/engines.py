@@ -182,9 +182,10 @@ class SparkEngine(Engine):
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
         )
         # The job admits MaxConcurrentRuns runs at once and the routers start more executions than that:
-        # a run Glue refuses for concurrency waits and tries again (10 retries after the first attempt, waits up to 5 minutes each:
-        # at most about 30 minutes, about 15 on average with full jitter) instead of failing the run and
-        # parking what it took. Past that, under sustained overload, the run fails and its input is parked.
+        # a run Glue refuses for concurrency waits and tries again (10 retries after the first attempt, waits
+        # up to 5 minutes each: at most about 30 minutes, about 15 on average with full jitter) instead of
+        # failing the run and parking what it took. Past that, under sustained overload, the run fails and its
+        # input is parked.
         run.add_retry(
             errors=["Glue.ConcurrentRunsExceededException"],
             interval=Duration.seconds(30),

@@ -3,7 +3,6 @@ moto server in this process (``lakeline.local.rehearsal.deploy``)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from lakeline.local.rehearsal import iam
 from lakeline.local.rehearsal.deploy import Deployment, deploy
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.local.rehearsal.system import free_port
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -34,17 +34,11 @@ def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return outdir
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="package")
 def deployment(assembly: Path) -> Iterator[Deployment]:
     from moto.server import ThreadedMotoServer
 
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:

@@ -317,3 +317,43 @@ def test_a_table_created_with_athena_ddl_is_in_glue_with_its_serde_and_reads_its
         "varchar",
         "double",
     ]
+
+
+def test_a_date_projected_table_reads_the_folders_of_its_range_that_hold_objects(
+    deployment: Deployment, sales: str
+) -> None:
+    """Partition projection as the lineage archive table uses it (Glue holds no partitions): the query
+    reads each ``dt=`` folder of the template within the range; a folder before the range is not read."""
+    s3, glue = deployment.client("s3"), deployment.client("glue")
+    for day, body in (
+        ("2024-03-01", b'{"n": 1}\n'),
+        ("2024-03-02", b'{"n": 2}\n{"n": 3}\n'),
+        ("2019-12-31", b'{"n": 9}\n'),
+    ):
+        s3.put_object(Bucket=DATA, Key=f"events/dt={day}/part.json", Body=body)
+    glue.create_table(
+        DatabaseName=DATABASE,
+        TableInput={
+            "Name": "events",
+            "TableType": "EXTERNAL_TABLE",
+            "Parameters": {
+                "classification": "json",
+                "projection.enabled": "true",
+                "projection.dt.type": "date",
+                "projection.dt.format": "yyyy-MM-dd",
+                "projection.dt.range": "2020-01-01,NOW",
+                "storage.location.template": f"s3://{DATA}/events/dt=${{dt}}/",
+            },
+            "PartitionKeys": [{"Name": "dt", "Type": "string"}],
+            "StorageDescriptor": {
+                "Columns": [{"Name": "n", "Type": "int"}],
+                "Location": f"s3://{DATA}/events/",
+                "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
+                "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+                "SerdeInfo": {"SerializationLibrary": "org.openx.data.jsonserde.JsonSerDe"},
+            },
+        },
+    )
+    execution = succeeded(deployment, "SELECT dt, sum(n) FROM events GROUP BY dt ORDER BY dt", database=DATABASE)
+    assert rows(deployment, execution)[1:] == [["2024-03-01", "1"], ["2024-03-02", "5"]]
+    assert glue.get_partitions(DatabaseName=DATABASE, TableName="events")["Partitions"] == []

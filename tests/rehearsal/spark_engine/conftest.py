@@ -19,7 +19,7 @@ from lakeline.local.rehearsal import iam
 from lakeline.local.rehearsal.deploy import Deployment, deploy
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
-from tests.rehearsal.conftest import _free_port
+from lakeline.local.rehearsal.system import free_port
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -68,7 +68,7 @@ def deployment(assembly: Path) -> Iterator[Deployment]:
     from moto.server import ThreadedMotoServer
 
     _alone()
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:

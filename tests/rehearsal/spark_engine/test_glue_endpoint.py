@@ -9,7 +9,7 @@ from typing import Any
 
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.glue import LocalGlue
-from tests.rehearsal.test_stage_a_execution import without
+from tests.rehearsal.support import without
 
 
 def run_job(deployment: Deployment, arguments: dict[str, str]) -> dict[str, Any]:

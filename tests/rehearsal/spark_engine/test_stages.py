@@ -15,8 +15,7 @@ from boto3.dynamodb.types import TypeSerializer
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.glue import LocalGlue
-from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query
-from tests.rehearsal.test_stage_a_execution import without
+from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query, without
 
 pytestmark = pytest.mark.spark
 
