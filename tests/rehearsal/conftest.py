@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from lakeline.local.rehearsal import iam
-from lakeline.local.rehearsal.deploy import Deployment, deploy
+from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
-from lakeline.local.rehearsal.system import free_port
+from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -23,32 +22,13 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="package")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``cdk synth`` of the app as users deploy it (athena engine), into a cloud assembly folder."""
-    import aws_cdk as cdk
-
-    from stacks.app import build_app
-
-    outdir = tmp_path_factory.mktemp("cdk.out")
-    app = cdk.App(outdir=str(outdir), context={"environment": "dev", "engine": "athena"})
-    build_app(app)
-    app.synth()
-    return outdir
+    return synthesize(tmp_path_factory.mktemp("cdk.out"), {"environment": "dev", "engine": "athena"})
 
 
 @pytest.fixture(scope="package")
 def deployment(assembly: Path) -> Iterator[Deployment]:
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        deployment = deploy(assembly, f"http://127.0.0.1:{port}")
-        deployment.credentials = iam.operator_credentials(deployment.account)
-        iam.enforce()  # from here on, every request is authorized as in AWS
-        yield deployment
-    finally:
-        iam.relax()
-        server.stop()
+    with deployed(assembly) as stood:
+        yield stood
 
 
 @pytest.fixture(scope="package")
@@ -56,16 +36,7 @@ def functions(
     deployment: Deployment, assembly: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[FunctionHost]:
     """The deployed functions, run from their bundled assets whenever moto invokes one."""
-    host = FunctionHost(
-        assembly,
-        deployment.endpoint,
-        deployment.region,
-        deployment.client("lambda"),
-        logs=tmp_path_factory.mktemp("logs"),
-        role_credentials=lambda role, session: iam.role_credentials(
-            deployment.account, deployment.region, role, session
-        ),
-    )
+    host = function_host(deployment, assembly, tmp_path_factory.mktemp("logs"))
     host.install()
     yield host
     host.uninstall()
@@ -75,10 +46,7 @@ def functions(
 def executions(deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena) -> Iterator[ExecutionHost]:
     """Every execution started on the endpoint, run by the ASL interpreter over the synthesized definition
     (Athena tasks on the local Athena, Lambda tasks by the bundled functions)."""
-    host = ExecutionHost(
-        deployment,
-        role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
-    )
+    host = execution_host(deployment)
     host.install()
     yield host
     host.uninstall()

@@ -22,6 +22,7 @@ from lakeline.local.rehearsal import iam
 from lakeline.local.rehearsal.deploy import Deployment, deploy
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.local.rehearsal.iam import Credentials
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -74,49 +75,68 @@ class DeployedSystem:
 
 
 @contextmanager
-def stood_up(
-    assembly: Path, engine: SparkEngine, work: Path, *, database_prefix: str = "athena_rehearsal__"
-) -> Iterator[DeployedSystem]:
-    """The cloud assembly at ``assembly`` deployed on a new moto server, with IAM enforced, its functions,
-    Athena on ``engine`` (its S3 mirror and the functions' logs under ``work``) and its executions running;
-    all of it stopped and uninstalled on leaving."""
+def deployed(assembly: Path, *, credentials: Credentials | None = None) -> Iterator[Deployment]:
+    """The cloud assembly deployed on a new moto server in this process (``credentials``: whose account it
+    is deployed in; by default moto's), IAM enforced from then on and the operator signing the deployment's
+    clients; the server stopped and IAM relaxed on leaving."""
     from moto.server import ThreadedMotoServer
-
-    from lakeline.local.rehearsal.athena import install_local_athena
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
     # moto warns of each resource type its CloudFormation does not create: deploy.SKIPPED_TYPES says which.
     logging.getLogger("moto").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
-    with ExitStack() as stack:
-        port = free_port()
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        stack.callback(server.stop)
-        deployment = deploy(assembly, f"http://127.0.0.1:{port}")
-        deployment.credentials = iam.operator_credentials(deployment.account)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        deployment = deploy(assembly, f"http://127.0.0.1:{port}", credentials=credentials)
+        deployment.credentials = credentials or iam.operator_credentials(deployment.account)
         iam.enforce()  # from here on, every request is authorized as in AWS
-        stack.callback(iam.relax)
-        functions = FunctionHost(
-            assembly,
-            deployment.endpoint,
-            deployment.region,
-            deployment.client("lambda"),
-            logs=work / "logs",
-            role_credentials=lambda role, session: iam.role_credentials(
-                deployment.account, deployment.region, role, session
-            ),
-        )
+        yield deployment
+    finally:
+        iam.relax()
+        server.stop()
+
+
+def function_host(deployment: Deployment, assembly: Path, logs: Path) -> FunctionHost:
+    """The deployment's functions, each acting with its own role's credentials (not installed yet)."""
+    return FunctionHost(
+        assembly,
+        deployment.endpoint,
+        deployment.region,
+        deployment.client("lambda"),
+        logs=logs,
+        role_credentials=lambda role, session: iam.role_credentials(
+            deployment.account, deployment.region, role, session
+        ),
+    )
+
+
+def execution_host(deployment: Deployment) -> ExecutionHost:
+    """The deployment's executions, each machine's tasks acting with its role's credentials (not installed)."""
+    return ExecutionHost(
+        deployment,
+        role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
+    )
+
+
+@contextmanager
+def stood_up(
+    assembly: Path, engine: SparkEngine, work: Path, *, database_prefix: str = "athena_rehearsal__"
+) -> Iterator[DeployedSystem]:
+    """The cloud assembly at ``assembly`` deployed (``deployed``), its functions, Athena on ``engine`` (its S3
+    mirror and the functions' logs under ``work``) and its executions running; all of it stopped and
+    uninstalled on leaving."""
+    from lakeline.local.rehearsal.athena import install_local_athena
+
+    with ExitStack() as stack:
+        deployment = stack.enter_context(deployed(assembly))
+        functions = function_host(deployment, assembly, work / "logs")
         functions.install()
         stack.callback(functions.uninstall)
         athena = install_local_athena(engine, work / "s3", database_prefix=database_prefix)
         stack.callback(athena.stop)
-        executions = ExecutionHost(
-            deployment,
-            role_credentials=lambda role: iam.role_credentials(
-                deployment.account, deployment.region, role, "execution"
-            ),
-        )
+        executions = execution_host(deployment)
         executions.install()
         stack.callback(executions.uninstall)
         yield DeployedSystem(deployment, functions, athena, executions)

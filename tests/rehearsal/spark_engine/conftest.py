@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lakeline.local.rehearsal import iam
-from lakeline.local.rehearsal.deploy import Deployment, deploy
+from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
-from lakeline.local.rehearsal.system import free_port
+from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -52,50 +52,23 @@ def _alone() -> None:
 @pytest.fixture(scope="package")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``cdk synth`` of the app with the Spark engine (``-c engine=spark``)."""
-    import aws_cdk as cdk
-
-    from stacks.app import build_app
-
-    outdir = tmp_path_factory.mktemp("cdk.out.spark")
-    app = cdk.App(outdir=str(outdir), context={"environment": "dev", "engine": "spark"})
-    build_app(app)
-    app.synth()
-    return outdir
+    return synthesize(tmp_path_factory.mktemp("cdk.out.spark"), {"environment": "dev", "engine": "spark"})
 
 
 @pytest.fixture(scope="package")
 def deployment(assembly: Path) -> Iterator[Deployment]:
-    from moto.server import ThreadedMotoServer
-
     _alone()
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        operator = iam.operator_credentials(ACCOUNT)  # its account is where the requests it signs act
-        deployment = deploy(assembly, f"http://127.0.0.1:{port}", credentials=operator)
-        assert deployment.account == ACCOUNT
-        iam.enforce()
-        yield deployment
-    finally:
-        iam.relax()
-        server.stop()
+    # Its account is where the requests the operator signs act.
+    with deployed(assembly, credentials=iam.operator_credentials(ACCOUNT)) as stood:
+        assert stood.account == ACCOUNT
+        yield stood
 
 
 @pytest.fixture(scope="package")
 def functions(
     deployment: Deployment, assembly: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[FunctionHost]:
-    host = FunctionHost(
-        assembly,
-        deployment.endpoint,
-        deployment.region,
-        deployment.client("lambda"),
-        logs=tmp_path_factory.mktemp("spark-logs"),
-        role_credentials=lambda role, session: iam.role_credentials(
-            deployment.account, deployment.region, role, session
-        ),
-    )
+    host = function_host(deployment, assembly, tmp_path_factory.mktemp("spark-logs"))
     host.install()
     yield host
     host.uninstall()
@@ -141,10 +114,7 @@ def local_glue(
 def executions(
     deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena, local_glue: LocalGlue
 ) -> Iterator[ExecutionHost]:
-    host = ExecutionHost(
-        deployment,
-        role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
-    )
+    host = execution_host(deployment)
     host.install()
     yield host
     host.uninstall()
