@@ -77,7 +77,9 @@ class DeployedPath(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, DeployedPath())
-sys.path[1:1] = layers  # after the code folder, before the runtime's packages, like /opt/python
+# After the code folder, before the runtime's packages, like /opt/python. Lambda merges layers into /opt in
+# the order the function lists them, a later layer's file replacing an earlier one's: the last layer first.
+sys.path[1:1] = list(reversed(layers))
 
 
 class Context:
