@@ -195,6 +195,15 @@ class LeasedRunEnd:
             send_follow_up(self.sqs, self.queue_url, settled.follow_up)
         return settled
 
+    def after_failed_post_update(self, lease: dict[str, Any], *, wrote: bool, root: str) -> Settlement:
+        """End a published run's lease after its post-update failed, as the post-update would have, unless
+        that post-update ended it already: then it may be a follow-up run's lease now (handed over, even
+        committed), which an idempotent repeat of ``after_publish`` would end under it."""
+        taken = Lease.from_dict(lease)
+        if self.commits.read(taken.key).lease_owner != taken.owner:
+            return Settlement(None)
+        return self.after_publish(lease, wrote=wrote, root=root)
+
     def after_failure(self, lease: dict[str, Any], *, failed_step: str, root: str) -> Abandoned:
         """A failure after the commit (the catalog swap) keeps the committed version (the next run points
         the catalog at it); any other abandons the run's output. ``held`` says whether the run's arrivals

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeline.aws.clients import AwsClients
-from lakeline.commits import PartitionCommits
+from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
@@ -68,3 +68,14 @@ def note_routed(commits: PartitionCommits, lease: dict[str, Any] | None, locatio
     published = location if wrote else lease.get("published")
     if published:
         commits.mark_routed(str(lease["key"]), str(published))
+
+
+def end_lease(
+    run: PostUpdateRuntime, lease: dict[str, Any] | None, root: str, superseded: list[str], *, wrote: bool
+) -> tuple[list[str], Lease | None]:
+    """End a run's lease (released, or handed to a follow-up run, which is queued): what was swept (else
+    ``superseded``), and the follow-up's lease."""
+    if lease is None:
+        return superseded, None
+    settled = run.runs.after_publish(lease, wrote=wrote, root=root)
+    return settled.swept, settled.follow_up

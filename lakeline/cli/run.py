@@ -32,16 +32,26 @@ def demo(
     """Run the pipeline on generated sample data, with no AWS account: by default the system users deploy
     (the CDK app synthesized and deployed on a local AWS endpoint, IAM enforced, Athena on embedded PySpark);
     exits 1 if any execution failed or anything was parked."""
+    if embedded:
+        from lakeline.local.demo import run_demo
+
+        try:
+            report = run_demo(workspace, progress_console()).report
+        except LakelineError as error:
+            fail(str(error))
+        if report.failures or report.quarantined:
+            fail(
+                f"{len(report.failures)} runs failed and {len(report.quarantined)} files were quarantined "
+                "(listed above)",
+                code=EXIT_FAILED,
+            )
+        return
+    from lakeline.operations.deployed_demo import run_demo as run_deployed_demo
+    from lakeline.operations.deployed_run import operation_errors
+
     try:
-        if embedded:
-            from lakeline.local.demo import run_demo
-
-            run_demo(workspace, progress_console())
-            return
-        from lakeline.operations.deployed_demo import run_demo as run_deployed_demo
-
         run = run_deployed_demo(workspace, progress_console())
-    except LakelineError as error:
+    except operation_errors() as error:
         fail(str(error))
     _fail_unless_clean(run)
 
@@ -51,7 +61,8 @@ DeployedOption = Annotated[
     typer.Option(
         "--deployed",
         help="run on the system users deploy: the CDK app synthesized and deployed on a local AWS endpoint "
-        "(IAM enforced, Athena on embedded PySpark), anew for this command; needs a clone of the repository and Node",
+        "(IAM enforced, Athena on embedded PySpark), anew for this command; needs a clone of the repository, Node "
+        "and its packages (`npm ci`, as `make demo` runs it)",
     ),
 ]
 
@@ -70,7 +81,7 @@ def _run_deployed(config: Path, *, watching: bool = False, poll: float = 2.0, du
     import time
 
     from lakeline.local.project import ProjectConfig, watch
-    from lakeline.operations.deployed_run import DeployedProject
+    from lakeline.operations.deployed_run import DeployedProject, operation_errors
 
     console = progress_console()
     try:
@@ -85,8 +96,8 @@ def _run_deployed(config: Path, *, watching: bool = False, poll: float = 2.0, du
             else:
                 project.process(project.raw_keys())
             run = project.finish(started)
-    except (LakelineError, QueryError) as error:
-        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+    except operation_errors() as error:
+        fail(str(error))
     _fail_unless_clean(run)
 
 

@@ -13,6 +13,9 @@ with IAM enforced (``lakeline.local.rehearsal.system``), then operated as a team
 4. the nightly lineage schedule invoked; the archive bucket copied into the workspace and queried with
    Athena; every stage and target table's partitions counted; ``summary.json`` and ``lineage.html``.
 
+What a run leaves is under ``<workspace>/deployed/`` (its results, the S3 mirror, the functions' logs, the
+tables' DDL), apart from what the local runtime keeps in the same workspace.
+
 Each run deploys anew: the endpoint lives as long as the command, so every file arrives again.
 """
 
@@ -71,13 +74,21 @@ def synth_context(config: ProjectConfig) -> dict[str, Any]:
     }
 
 
+def operation_errors() -> tuple[type[Exception], ...]:
+    """What operating the local deployment can raise besides Lakeline's errors: a refused or failed AWS
+    call (the endpoint's, IAM enforced), said in one line by the command instead of a traceback."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return (LakelineError, BotoCoreError, ClientError)
+
+
 class OperationFailed(LakelineError):
     """A step of operating the deployment could not be done (a statement, a function call): the run stops."""
 
 
 @dataclass
 class DeployedRun:
-    workspace: Path
+    results: Path  # <workspace>/deployed
     uploads: int = 0
     stage_a: list[ExecutionRecord] = field(default_factory=list)
     stage_b: list[ExecutionRecord] = field(default_factory=list)
@@ -145,11 +156,15 @@ class Operator:
         finally:
             connection.close()
 
-    def run_ddl(self, text: str) -> int:
+    def run_ddl(self, text: str, what: str) -> int:
         """Athena DDL, ``$raw_root``, ``$stage_root`` and ``$analytics_root`` standing for the buckets."""
         for name, kind in (("$raw_root", "raw"), ("$stage_root", "stage"), ("$analytics_root", "analytics")):
             text = text.replace(name, f"s3://{self.buckets[kind]}")
-        statements = [statement for statement in sqlglot.parse(text, read="athena") if statement is not None]
+        try:
+            parsed = sqlglot.parse(text, read="athena")
+        except sqlglot.errors.ParseError as error:
+            raise OperationFailed(f"cannot parse the DDL {what}: {str(error).splitlines()[0]}") from error
+        statements = [statement for statement in parsed if statement is not None]
         for statement in statements:
             self.athena(statement.sql("athena"))
         return len(statements)
@@ -231,12 +246,16 @@ class DeployedProject:
             for database in engine.session.catalog.listDatabases():
                 if database.name.startswith(DATABASE_PREFIX):
                     engine.execute(f"DROP DATABASE IF EXISTS {ddl_name(database.name)} CASCADE")
-        with self.console.status("deploying the cloud assembly on a local AWS endpoint (moto), IAM enforced"):
-            self._system = self._stack.enter_context(
-                stood_up(assembly, engine, root / "deployed", database_prefix=DATABASE_PREFIX)
-            )
-        self._engine = engine
-        self.operator = Operator(self._system.deployment, self.environment)
+        try:
+            with self.console.status("deploying the cloud assembly on a local AWS endpoint (moto), IAM enforced"):
+                self._system = self._stack.enter_context(
+                    stood_up(assembly, engine, root / "deployed", database_prefix=DATABASE_PREFIX)
+                )
+            self._engine = engine
+            self.operator = Operator(self._system.deployment, self.environment)
+        except BaseException:
+            self._stack.close()  # the endpoint, IAM and the hosts' patches go with the failed start
+            raise
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -268,7 +287,7 @@ class DeployedProject:
         operator = self.operator
         with self.console.status("creating the tables with Athena DDL"):
             for path in self.config.tables:
-                count = operator.run_ddl(path.read_text())
+                count = operator.run_ddl(path.read_text(), str(path))
                 self.console.print(f"ran {count} Athena DDL statements of {path}")
         uploaded = operator.upload_queries(self.config.queries)
         if uploaded:
@@ -306,7 +325,7 @@ class DeployedProject:
             return
         with self.console.status("creating the raw and stage tables from their first files"):
             ddl = source_tables_ddl(self.engine, self.workspace.raw_dir, keys, settings, existing)
-            count = self.operator.run_ddl(ddl)
+            count = self.operator.run_ddl(ddl, "inferred from the raw files")
         path = self.workspace.root / "deployed" / "sources.sql"
         with path.open("a") as kept:
             kept.write(ddl)
@@ -315,7 +334,7 @@ class DeployedProject:
     def finish(self, started: float) -> DeployedRun:
         """The nightly trace, what came out (executions, DLQs, tables, lineage), ``summary.json``."""
         operator, system = self.operator, self.system
-        run = DeployedRun(self.workspace.root, uploads=self._uploads)
+        run = DeployedRun(self.workspace.root / "deployed", uploads=self._uploads)
         records = list(system.executions.records.values())
         machine_a, machine_b = operator.outputs["StageAStateMachineArn"], operator.outputs["StageBStateMachineArn"]
         run.stage_a = [record for record in records if _machine(record.arn) == machine_a]
@@ -328,7 +347,13 @@ class DeployedProject:
             _lineage(operator, system, self.workspace, run)
             run.tables = _tables(operator, self._datasets())
             for item in self.items:
-                rows = operator.athena(f"SELECT * FROM {item.dataset} ORDER BY 1, 2")
+                database, table = item.dataset.split(".")
+                if not operator.table_exists(database, table):
+                    continue  # a target no run could build: its failure is reported above
+                entry = operator.deployment.client("glue").get_table(DatabaseName=database, Name=table)["Table"]
+                width = len(entry["StorageDescriptor"].get("Columns", [])) + len(entry.get("PartitionKeys", []))
+                order = ", ".join(str(position) for position in range(1, min(width, 2) + 1))
+                rows = operator.athena(f"SELECT * FROM {item.dataset} ORDER BY {order}")
                 run.contents[item.dataset] = [list(row) for row in rows]
         run.seconds = time.monotonic() - started
         _write_summary(run)
@@ -387,14 +412,14 @@ def _machine(execution_arn: str) -> str:
 
 def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, run: DeployedRun) -> None:
     """The lineage table's records; the archive bucket copied into the workspace (its traced trees into
-    ``lineage-archive/``, its OpenLineage events into ``lineage/openlineage.jsonl``), as ``aws s3 sync``
-    would; the archive queried with Athena; the lineage picture."""
+    ``deployed/lineage-archive/``, its OpenLineage events into ``deployed/lineage/openlineage.jsonl``), as
+    ``aws s3 sync`` would; the archive queried with Athena; the lineage picture."""
     deployment = system.deployment
     table = deployment.client("dynamodb").scan(TableName=_lineage_table(operator), Select="COUNT")
     run.lineage_records = int(table["Count"])
     s3 = deployment.client("s3")
     archive = operator.buckets["lineagearchive"]
-    copies = workspace.root / "lineage-archive"
+    copies = workspace.root / "deployed" / "lineage-archive"
     shutil.rmtree(copies, ignore_errors=True)
     events: list[dict[str, Any]] = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=archive):
@@ -409,12 +434,12 @@ def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, r
                 run.archive_objects += 1
     events.sort(key=lambda event: (event["eventTime"], event["eventType"] != "START"))
     run.events = len(events)
-    stored = workspace.root / "lineage" / "openlineage.jsonl"
+    stored = workspace.root / "deployed" / "lineage" / "openlineage.jsonl"
     stored.parent.mkdir(parents=True, exist_ok=True)
     stored.write_text("".join(json.dumps(event, sort_keys=True) + "\n" for event in events))
     query = bind_archive_table(load_query(), operator.lineage_database, DEFAULT_TABLE)
     run.archived_lineage_rows = len(operator.athena(query))
-    run.html = write_lineage_html(events, workspace.root / "lineage.html")
+    run.html = write_lineage_html(events, workspace.root / "deployed" / "lineage.html")
 
 
 def _lineage_table(operator: Operator) -> str:
@@ -471,7 +496,7 @@ def _files(s3: Any, location: str) -> int:
 
 
 def _write_summary(run: DeployedRun) -> Path:
-    path = run.workspace / "summary.json"
+    path = run.results / "summary.json"
     path.write_text(
         json.dumps(
             {

@@ -75,12 +75,12 @@ def park(arrivals: list[Arrival], reason: str) -> None:
 
 def park_published(plan: StageAPlan, request: FailureInput, reason: str) -> dict[str, Any]:
     """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
-    post-update does (idempotent: it may have ended it already), park every arrival the run took, then
+    post-update does, unless it ended it already (``after_failed_post_update``), park every arrival the run took, then
     write its lineage records and COMPLETE events (the same nodes and events the post-update writes)."""
     run = runtime()
     follow_up = None
     if plan.lease is not None:
-        settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
+        settled = run.runs.after_failed_post_update(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
         follow_up = settled.follow_up
         parked = waiting_arrivals(Lease.from_dict(plan.lease))
     else:

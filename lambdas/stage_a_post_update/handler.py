@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageAPostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, note_routed, onward_run, post_update_runtime
+from lambdas.post_update import PostUpdateRuntime, end_lease, note_routed, onward_run, post_update_runtime
 from stage_a.finish import finish_stage_a
 from stage_a.plan import StageAPlan
 from stage_lineage.records import record_stage_a
@@ -43,13 +43,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageAPlan.from_dict(request.plan)
     run = runtime()
     files, superseded = finish_stage_a(plan, run.store)
-    follow_up = None
-    if plan.lease is not None:
-        settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
-        superseded, follow_up = settled.swept, settled.follow_up
     table = f"{plan.target_database}.{plan.table}"
     routed_run = onward_run(plan.run_token, plan.writes, plan.lease)
     if routed_run is None:
+        superseded, follow_up = end_lease(run, plan.lease, plan.stage_partition_root, superseded, wrote=plan.writes)
         logger.info(
             "stage A: nothing published, or routed already", extra={"table": table, "partition": plan.partition}
         )
@@ -70,6 +67,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for unrouted in onward.unrouted:
         logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})
     note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=plan.writes)
+    # The lease ends after the routing is sent and noted: a run that takes the partition next finds the
+    # version routed, and a routing that fails leaves the lease to the failure path (which ends it).
+    superseded, follow_up = end_lease(run, plan.lease, plan.stage_partition_root, superseded, wrote=plan.writes)
     logger.info(
         "stage A published",
         extra={

@@ -70,12 +70,12 @@ def park(run: Runtime, messages: list[StageBMessage], reason: str) -> None:
 
 def park_published(run: Runtime, plan: StageBPlan, message: StageBMessage, request: FailureInput) -> dict[str, Any]:
     """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
-    post-update does (idempotent: it may have ended it already), park the messages the run took, then
+    post-update does, unless it ended it already (``after_failed_post_update``), park the messages the run took, then
     write its lineage record and COMPLETE events (the same the post-update writes)."""
     reason = f"{request.failed_step} failed: {request.error.described()}"
     parked = [message]
     if plan.lease is not None:
-        run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.partition_root)
+        run.runs.after_failed_post_update(plan.lease, wrote=plan.writes, root=plan.partition_root)
         leased = leased_messages(Lease.from_dict(plan.lease))
         # The messages it applied; a run that applied none (a repeat) parks what it took.
         parked = [m for m in leased if m.deduplication_id() in plan.message_ids] or leased

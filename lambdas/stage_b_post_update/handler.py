@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import PostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, note_routed, onward_run, post_update_runtime
+from lambdas.post_update import PostUpdateRuntime, end_lease, note_routed, onward_run, post_update_runtime
 from stage_b.finish import finish_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -46,12 +46,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     plan = StageBPlan.from_dict(request.plan)
     run = runtime()
     files, superseded = finish_stage_b(plan, run.store)
-    follow_up = None
-    if plan.lease is not None:
-        settled = run.runs.after_publish(plan.lease, wrote=plan.writes, root=plan.partition_root)
-        superseded, follow_up = settled.swept, settled.follow_up
     routed_run = onward_run(plan.run_token, bool(plan.message_ids), plan.lease)
     if routed_run is None:
+        superseded, follow_up = end_lease(run, plan.lease, plan.partition_root, superseded, wrote=plan.writes)
         logger.info("stage B: nothing published, or routed already", extra={"target": message.node})
         return {
             "dataset": message.target_dataset,
@@ -74,6 +71,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for unrouted in onward.unrouted:
         logger.error("target not routed; parked in queue B's DLQ", extra={"reason": unrouted.describe()})
     note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=bool(plan.message_ids))
+    # The lease ends after the routing is sent and noted: a run that takes the partition next finds the
+    # version routed, and a routing that fails leaves the lease to the failure path (which ends it).
+    superseded, follow_up = end_lease(run, plan.lease, plan.partition_root, superseded, wrote=plan.writes)
     logger.info(
         "stage B published",
         extra={

@@ -25,7 +25,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     workspace = tmp_path_factory.mktemp("deployed-demo")
     result = run(["demo", "--workspace", str(workspace)], cwd=workspace)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return workspace, json.loads((workspace / "summary.json").read_text()), result
+    return workspace, json.loads((workspace / "deployed" / "summary.json").read_text()), result
 
 
 def test_it_runs_the_synthesized_stacks_and_the_bundled_functions(demo: Demo) -> None:
@@ -92,7 +92,7 @@ def test_lineage_is_archived_by_the_trace_and_queried_with_athena(demo: Demo) ->
     workspace, summary, _ = demo
     lines = [
         json.loads(line)
-        for path in sorted((workspace / "lineage-archive").rglob("*.jsonl"))
+        for path in sorted((workspace / "deployed" / "lineage-archive").rglob("*.jsonl"))
         for line in path.read_text().splitlines()
     ]
     assert len({line["root_id"] for line in lines}) == 8, "one tree per arrival; the redelivery is the same tree"
@@ -100,11 +100,11 @@ def test_lineage_is_archived_by_the_trace_and_queried_with_athena(demo: Demo) ->
     actions = {node["action_taken"] for line in lines for node in line["lineage"]}
     assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
     assert summary["archived_lineage_rows"] > 0, "the archive table's projected partitions are read"
-    events = [json.loads(e) for e in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
+    events = [json.loads(e) for e in (workspace / "deployed" / "lineage/openlineage.jsonl").read_text().splitlines()]
     assert len(events) == summary["openlineage_events"] > 0
     started = sorted(e["run"]["runId"] for e in events if e["eventType"] == "START")
     assert started == sorted(e["run"]["runId"] for e in events if e["eventType"] == "COMPLETE")
-    html = (workspace / "lineage.html").read_text()
+    html = (workspace / "deployed" / "lineage.html").read_text()
     for dataset in ("engineering_analytics_dev.weekly_sales", "engineering_sales_dev.orders"):
         assert dataset in html
 
@@ -118,7 +118,9 @@ def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_fil
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "shop", project)
     result = run(["run", "--deployed", "--config", str(project / "lakeline.yml")], cwd=project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    summary = json.loads((project / ".lakeline" / "summary.json").read_text())
+    summary = json.loads((project / ".lakeline" / "deployed" / "summary.json").read_text())
+    # The local runtime's results in the same workspace are not the deployed run's to write.
+    assert not (project / ".lakeline" / "summary.json").exists()
     tables = {(t["table"], t["partition"]): t["rows"] for t in summary["tables"]}
     assert tables == {
         ("shop_pos_dev.sales", "day=2024-03-01"): 6,

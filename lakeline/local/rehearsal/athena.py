@@ -361,6 +361,11 @@ class Statement:
     declared: dict[str, str] = field(default_factory=dict)  # a CREATE TABLE's column → type, as written
 
 
+def _glue_type(hive: str) -> str:
+    """A type as Glue spells it (``decimal(24,2)``, ``struct<x:int>``), from sqlglot's Hive SQL of it."""
+    return re.sub(r"\s*([,:<>()])\s*", r"\1", hive.replace("`", "")).lower()
+
+
 def _unquoted(name: str) -> str:
     return name.strip("`\"'").lower()
 
@@ -435,7 +440,7 @@ class Rewriter:
         statement.defines = isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None
         if statement.defines and isinstance(tree.this, exp.Schema):
             statement.declared = {
-                column.name.lower(): column.args["kind"].sql("hive").lower()
+                column.name.lower(): _glue_type(column.args["kind"].sql("hive"))
                 for column in tree.this.expressions
                 if isinstance(column, exp.ColumnDef) and column.args.get("kind") is not None
             }
@@ -683,7 +688,14 @@ class LocalAthena:
             raise LocalAthenaError(
                 f"table {name}: projection {key} of type {kind} ({date_format}) is not supported locally"
             )
-        first = str(parameters.get(f"projection.{key}.range", "")).split(",")[0].strip()
+        bounds = [bound.strip() for bound in str(parameters.get(f"projection.{key}.range", "")).split(",")]
+        today = datetime.datetime.now(datetime.UTC).date().isoformat()
+        ends = [today if bound.upper() == "NOW" else bound for bound in bounds]
+        if len(ends) != 2 or not all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", end) for end in ends):
+            raise LocalAthenaError(
+                f"table {name}: projection range {bounds} is not supported locally (two yyyy-MM-dd dates or NOW)"
+            )
+        first, last = ends
         placeholder = "${" + key + "}"
         found = S3_URI.match(template)
         if found is None or placeholder not in template:
@@ -691,12 +703,11 @@ class LocalAthena:
         before, after = template.split(placeholder, 1)
         if after.strip("/"):
             raise LocalAthenaError(f"table {name}: {template!r}: only a template ending in its folder is supported")
-        today = datetime.datetime.now(datetime.UTC).date().isoformat()
         parent_uri, _, stem = before.rpartition("/")
         parent = Path(self.names.local_uri(parent_uri + "/").removeprefix("file://"))
         for folder in sorted(parent.glob(f"{stem}*")) if parent.is_dir() else []:
             value = folder.name.removeprefix(stem)
-            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and first <= value <= today and any(_visible_files(folder)):
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and first <= value <= last and any(_visible_files(folder)):
                 yield key, value, f"{before}{value}/"
 
     def _rebuild(self, database: str, table: str, entry: Any) -> None:
