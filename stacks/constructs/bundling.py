@@ -29,6 +29,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from lakeline.aws.distributions import AWS_SDK, POWERTOOLS_LAYER
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CODE_PACKAGES = ("lambdas", "lakeline", "stage_a", "stage_b", "stage_lineage")
 VENDORED_PACKAGES = ("sqlglot",)
@@ -41,28 +43,10 @@ CODE_EXCLUDES = [
 
 OPENLINEAGE_DISTRIBUTION = "openlineage-python"
 # Distributions already on the function's path, left out of the OpenLineage layer so that one copy (theirs)
-# is imported: the Python 3.13 runtime's AWS SDK (boto3, botocore, s3transfer, jmespath, urllib3,
-# python-dateutil, six) and the public Powertools layer (Powertools itself, pydantic with pydantic-core,
-# annotated-types, aws-xray-sdk with wrapt). typing-extensions is shipped although Powertools has it:
+# is imported: the Python 3.13 runtime's AWS SDK and the public Powertools layer (lakeline.aws.distributions).
+# typing-extensions is shipped although Powertools has it:
 # anyio needs a recent one, and this layer comes after Powertools', so its (backward compatible) copy wins.
-PROVIDED_DISTRIBUTIONS = frozenset(
-    canonicalize_name(name)
-    for name in (
-        "boto3",
-        "botocore",
-        "s3transfer",
-        "jmespath",
-        "urllib3",
-        "python-dateutil",
-        "six",
-        "aws-lambda-powertools",
-        "pydantic",
-        "pydantic-core",
-        "annotated-types",
-        "aws-xray-sdk",
-        "wrapt",
-    )
-)
+PROVIDED_DISTRIBUTIONS = frozenset(canonicalize_name(name) for name in (*AWS_SDK, *POWERTOOLS_LAYER))
 # The runtime the requirement markers are evaluated for: functions.RUNTIME (Python 3.13) on x86_64
 # (the Powertools layer's architecture).
 RUNTIME_MARKERS = {

@@ -27,25 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lakeline.aws.distributions import AWS_SDK, POWERTOOLS_LAYER
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal.iam import Credentials
 
 # The distributions a function has in AWS besides its code: the runtime's AWS SDK and the public
 # Powertools layer (stacks.constructs.bundling.PROVIDED_DISTRIBUTIONS names the same).
 PROVIDED = [
-    "boto3",
-    "botocore",
-    "s3transfer",
-    "jmespath",
-    "urllib3",
-    "python-dateutil",
-    "six",
-    "aws-lambda-powertools",
-    "pydantic",
-    "pydantic-core",
-    "annotated-types",
-    "aws-xray-sdk",
-    "wrapt",
+    *AWS_SDK,
+    *POWERTOOLS_LAYER,
     "typing-extensions",
     "typing-inspection",
 ]

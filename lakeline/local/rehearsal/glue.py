@@ -72,6 +72,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakeline.aws.distributions import AWS_SDK
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal import athena, executions
@@ -93,13 +94,7 @@ GLUE_PROVIDED = frozenset(
     {
         "pyspark",
         "py4j",
-        "boto3",
-        "botocore",
-        "s3transfer",
-        "jmespath",
-        "urllib3",
-        "python-dateutil",
-        "six",
+        *AWS_SDK,
         "numpy",
         "pandas",
         "pyarrow",
