@@ -21,6 +21,7 @@ from constructs import Construct
 from lakeline.dependencies import tables as dependency_tables
 from lakeline.lineage.openlineage import table as events_table
 from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
+from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.archive_table import DEFAULT_TABLE, glue_table_input
 from lakeline.lineage.records.table import LINEAGE_TABLE, KeyAttribute
 from stacks.config import LakelineConfig
@@ -187,7 +188,7 @@ class StorageStack(Stack):
         archive_table.add_property_override(
             "TableInput",
             glue_table_input(
-                self.lineage_archive_table_name, f"s3://{self.lineage_archive_bucket.bucket_name}/archive/"
+                self.lineage_archive_table_name, f"s3://{self.lineage_archive_bucket.bucket_name}/{ARCHIVE_PREFIX}"
             ),
         )
         archive_table.node.add_dependency(self.lineage_database)

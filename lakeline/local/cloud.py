@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.table import LINEAGE_TABLE
 from lakeline.local.workspace import write_json
 
@@ -29,7 +30,6 @@ REGION = "us-east-1"
 QUEUES = ("queue-a", "queue-b", "lineage", "trace")
 MAX_RECEIVE_COUNT = 3  # receives before SQS moves a message to its DLQ, as the deployed queues do
 ARCHIVE_BUCKET = "lakeline-lineage-archive"
-ARCHIVE_PREFIX = "archive/"
 LINEAGE_TABLE_NAME = "lineage"
 LEASE_ATTRIBUTES = frozenset({"lease_owner", "lease_expires", "lease_location", "lease_seq", "lease_previous"})
 

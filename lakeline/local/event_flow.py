@@ -32,9 +32,9 @@ from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict
 from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
-from lakeline.lineage.records.archive import LocalArchiveStore
+from lakeline.lineage.records.archive import ARCHIVE_PREFIX, LocalArchiveStore
 from lakeline.local.catalog import ensure_tables
-from lakeline.local.cloud import ARCHIVE_BUCKET, ARCHIVE_PREFIX, MAX_RECEIVE_COUNT, LocalCloud
+from lakeline.local.cloud import ARCHIVE_BUCKET, MAX_RECEIVE_COUNT, LocalCloud
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.workspace import Workspace

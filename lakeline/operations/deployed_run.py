@@ -43,6 +43,8 @@ from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError
+from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
+from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.archive_table import DEFAULT_TABLE
 from lakeline.lineage.records.query import bind_archive_table, load_query
 from lakeline.lineage.viewer.html import write_lineage_html
@@ -59,7 +61,6 @@ from stage_a.keys import parse_raw_key
 from stage_b.artifacts import ARTIFACTS_PREFIX
 
 DATABASE_PREFIX = "deployed__"  # the local Athena's Spark databases, apart from `lakeline run`'s own
-ARCHIVE_PREFIX = "archive/"  # the traced trees in the lineage archive bucket (stacks/storage_stack.py)
 
 
 def synth_context(config: ProjectConfig) -> dict[str, Any]:
@@ -425,7 +426,7 @@ def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, r
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=archive):
         for entry in page.get("Contents", []):
             body = s3.get_object(Bucket=archive, Key=entry["Key"])["Body"].read()
-            if entry["Key"].startswith("openlineage/"):
+            if entry["Key"].startswith(EVENTS_FOLDER):
                 events.append(json.loads(body))
             elif entry["Key"].startswith(ARCHIVE_PREFIX):
                 copy = copies / entry["Key"].removeprefix(ARCHIVE_PREFIX)

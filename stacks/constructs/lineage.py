@@ -11,6 +11,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lambdas.environments import (
     LineageExpiredEnvironment,
     LineageInputEnvironment,
@@ -22,8 +23,6 @@ from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
 from stacks.contracts import environment
 from stacks.storage_refs import StorageImports
-
-ARCHIVE_PREFIX = "archive/"
 
 
 class Lineage(Construct):

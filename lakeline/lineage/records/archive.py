@@ -42,6 +42,8 @@ from lakeline.storage import S3Location
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+ARCHIVE_PREFIX = "archive/"
+"""Where the trace writes the traced trees in the lineage archive bucket (the archive table's location)."""
 DEFAULT_TRACE_ACTION = "DATA_COMPACTION"
 LOCAL_ARCHIVE_FOLDER = "lineage-archive"  # inside a local workspace: <workspace>/lineage-archive/dt=.../
 PARTITION_COLUMN = "dt"
