@@ -4,6 +4,7 @@ quarantine (a workspace), and why; parked messages sent back once fixed."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,12 +24,23 @@ DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to
 }
 
 
+DeployedOption = Annotated[
+    bool,
+    typer.Option(
+        "--deployed",
+        help="the dead-letter queues of the project's local deployment (`lakeline run --deployed`), as its last "
+        "run kept them, instead of the quarantine of its embedded runtime",
+    ),
+]
+
+
 @dlq_app.command("list")
 def dlq_list(
     stack: StackOption = None,
     queue: Annotated[list[str] | None, typer.Option(help=f"one of {', '.join(DLQ_QUEUES)} [default: all]")] = None,
     config: ConfigOption = None,
     workspace: WorkspaceOption = None,
+    deployed: DeployedOption = False,
 ) -> None:
     """Each parked message with the reason it was parked (deployed), or each quarantined file with its
     reason (a workspace). Nothing is taken off a queue. Exits 1 if anything is parked."""
@@ -36,7 +48,10 @@ def dlq_list(
 
     console = Console(soft_wrap=True)
     try:
-        if stack is None:
+        if deployed:
+            root, _ = existing_workspace(config, workspace)
+            parked = _list_kept_dead_letters(console, root, _dead_letter_queues(queue))
+        elif stack is None:
             from lakeline.local.quarantine import Quarantine
 
             root, _ = existing_workspace(config, workspace)
@@ -61,6 +76,29 @@ def _dead_letter_queues(named: list[str] | None) -> list[str]:
     if unknown:
         raise LakelineError(f"--queue {', '.join(unknown)}: not one of {', '.join(DLQ_QUEUES)}")
     return named or list(DLQ_QUEUES)
+
+
+def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> int:
+    """The parked messages the local deployment's last run kept (``lakeline.local.rehearsal.kept_state``)."""
+    from lakeline.local.rehearsal.kept_state import kept_messages
+    from lakeline.operations.dead_letters import REASON
+    from lakeline.operations.status import STACK_OUTPUTS
+
+    outputs, messages = kept_messages(root / "deployed" / "state")
+    if not outputs:
+        raise LakelineError(f"no local deployment is kept in {root / 'deployed'}: run `lakeline run --deployed` first")
+    pipeline = next(values for stack, values in outputs.items() if stack.endswith("-Pipeline"))
+    parked = 0
+    for name in queues:
+        letters = messages.get(pipeline[STACK_OUTPUTS[DLQ_QUEUES[name][0]]], [])
+        parked += len(letters)
+        console.print(f"[bold]{name}[/]: {len(letters)} parked")
+        for letter in letters:
+            console.print(f"  {escape(letter.attributes.get(REASON, {}).get('StringValue', '(no reason recorded)'))}")
+            console.print(f"    {escape(letter.body[:200])}", style="dim")
+    if parked:
+        console.print("fix the cause, then `lakeline dlq redrive --deployed --queue <queue>` sends them back")
+    return parked
 
 
 def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) -> int:
@@ -134,12 +172,30 @@ def dlq_show(
 @dlq_app.command("redrive")
 def dlq_redrive(
     queue: Annotated[str, typer.Option(help="stage-a or stage-b")],
-    stack: Annotated[str, typer.Option(help="a deployed pipeline stack, e.g. Lakeline-dev-Pipeline")],
+    stack: StackOption = None,
+    config: ConfigOption = None,
+    deployed: Annotated[
+        bool,
+        typer.Option(
+            "--deployed",
+            help="the project's local deployment (`lakeline run --deployed`): stood up with what its last run "
+            "kept, the messages sent back and run, its state kept again",
+        ),
+    ] = False,
 ) -> None:
     """Send a stage's parked messages back to its queue, once their cause is fixed (a file re-uploaded
     fixed is a new arrival already; this is for a fixed table, grant or item). Targets parked because
     they could not be routed stay: fix the item and use `lakeline reprocess`."""
     from botocore.exceptions import BotoCoreError, ClientError
+
+    dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
+    if target is None:
+        fail(f"--queue must be stage-a or stage-b, not {queue!r}")
+    if deployed:
+        _redrive_deployed(config or Path("lakeline.yml"), dead_letters, target)
+        return
+    if stack is None:
+        fail("say which deployment: --stack (in AWS) or --deployed (the project's local deployment)")
 
     from lakeline.aws.clients import AwsClients
     from lakeline.operations.dead_letters import redrive
@@ -148,9 +204,6 @@ def dlq_redrive(
     aws = AwsClients()
 
     try:
-        dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
-        if target is None:
-            raise LakelineError(f"--queue must be stage-a or stage-b, not {queue!r}")
         outputs = stack_outputs(aws.cloudformation, stack)
         sent, kept = redrive(aws.sqs, outputs[dead_letters], outputs[target])
     except LakelineError as error:
@@ -161,3 +214,31 @@ def dlq_redrive(
     console.print(f"{queue}: {sent} messages sent back to the queue")
     for letter in kept:
         console.print(f"[yellow]kept[/] {letter.message_id}: {escape(letter.reason)} (fix the item, then reprocess)")
+
+
+def _redrive_deployed(config: Path, dead_letters: str, target: str) -> None:
+    """``dlq redrive --deployed``: exits 1 if anything failed or was parked again."""
+    import time
+
+    from lakeline.cli.run import fail_unless_clean
+    from lakeline.cli.shared import progress_console
+    from lakeline.local.project import ProjectConfig
+    from lakeline.operations.deployed_run import DeployedProject, operation_errors
+
+    console = progress_console()
+    started = time.monotonic()
+    try:
+        project = DeployedProject(ProjectConfig.load(config), console)
+        if not project.kept():
+            raise LakelineError(
+                f"no local deployment is kept in {project.state_folder}: run `lakeline run --deployed` first"
+            )
+        with project:
+            project.prepare()
+            _sent, kept = project.redrive(dead_letters, target)
+            run = project.finish(started)
+    except operation_errors() as error:
+        fail(str(error))
+    if kept:
+        console.print(f"[yellow]kept[/] {kept} messages naming a target no item routes: fix the item, then reprocess")
+    fail_unless_clean(run)

@@ -53,7 +53,7 @@ def demo(
         run = run_deployed_demo(workspace, progress_console())
     except operation_errors() as error:
         fail(str(error))
-    _fail_unless_clean(run)
+    fail_unless_clean(run)
 
 
 DeployedOption = Annotated[
@@ -61,13 +61,14 @@ DeployedOption = Annotated[
     typer.Option(
         "--deployed",
         help="run on the system users deploy: the CDK app synthesized and deployed on a local AWS endpoint "
-        "(IAM enforced, Athena on embedded PySpark), anew for this command; needs a clone of the repository, Node "
-        "and its packages (`npm ci`, as `make demo` runs it)",
+        "(IAM enforced, Athena on embedded PySpark) for this command, with the state the last one kept in "
+        "<workspace>/deployed/state; needs a clone of the repository, Node and its packages (`npm ci`, as "
+        "`make demo` runs it)",
     ),
 ]
 
 
-def _fail_unless_clean(run: DeployedRun) -> None:
+def fail_unless_clean(run: DeployedRun) -> None:
     if not run.clean:
         fail(
             f"{len(run.failed)} executions failed and {sum(map(len, run.parked.values()))} messages were parked "
@@ -76,7 +77,9 @@ def _fail_unless_clean(run: DeployedRun) -> None:
         )
 
 
-def _run_deployed(config: Path, *, watching: bool = False, poll: float = 2.0, duration: float | None = None) -> None:
+def _run_deployed(
+    config: Path, *, watching: bool = False, full: bool = False, poll: float = 2.0, duration: float | None = None
+) -> None:
     """``run --deployed`` and ``watch --deployed``: exits 1 if an execution failed or anything was parked."""
     import time
 
@@ -86,7 +89,18 @@ def _run_deployed(config: Path, *, watching: bool = False, poll: float = 2.0, du
     console = progress_console()
     try:
         started = time.monotonic()
-        with DeployedProject(ProjectConfig.load(config), console) as project:
+        project = DeployedProject(ProjectConfig.load(config), console)
+        keys = [] if watching else project.raw_keys()
+        seen = project.snapshot(keys)
+        if not watching and not full and project.nothing_new(seen):
+            console.print(
+                f"nothing new since the last run: {len(keys)} raw files, all uploaded, and the project unchanged "
+                f"(checked in {time.monotonic() - started:.1f}s). Results: {project.workspace.root / 'deployed'}"
+                "/summary.json. --full uploads every file to the deployment again.",
+                soft_wrap=True,
+            )
+            return
+        with project:
             project.prepare()
             if watching:
                 try:
@@ -94,11 +108,13 @@ def _run_deployed(config: Path, *, watching: bool = False, poll: float = 2.0, du
                 except KeyboardInterrupt:
                     console.print("stopped")
             else:
-                project.process(project.raw_keys())
+                project.process(keys, again=full)
             run = project.finish(started)
+            if not watching:
+                project.settle(seen, run)
     except operation_errors() as error:
         fail(str(error))
-    _fail_unless_clean(run)
+    fail_unless_clean(run)
 
 
 def run_project(
@@ -110,10 +126,11 @@ def run_project(
 ) -> None:
     """Run the pipeline locally over a project's own folders: every file in its raw folder arrives.
     When nothing changed since the last clean run (no new or changed raw file, the same settings, items,
-    DDL and queries), it says so without starting Spark. With --deployed, every file arrives at a
-    deployment of the synthesized stacks stood up for this run."""
+    DDL and queries), it says so without starting Spark. With --deployed, the raw files new or changed since
+    the last run are uploaded to a deployment of the synthesized stacks stood up for this run with what the
+    last one kept."""
     if deployed:
-        _run_deployed(config)
+        _run_deployed(config, full=full)
         return
     import time
 

@@ -1,6 +1,7 @@
 """``lakeline demo``: the pipeline users deploy, run whole on one machine with no AWS account, on a sample
 lake (CSV customers and Parquet orders, four daily partitions) and ``examples/demo``'s dependency items
-and analytics tables; the last file is uploaded twice, as S3 and SQS may deliver it twice. How the
+and analytics tables; the last file is uploaded twice, as S3 and SQS may deliver it twice. Each demo
+starts afresh (nothing is kept from an earlier one). How the
 deployment is stood up and operated: ``lakeline.operations.deployed_run``."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def run_demo(workspace_dir: Path, console: Console) -> DeployedRun:
     started = time.monotonic()
     config = demo_config(workspace_dir)
     console.print(f"[bold]Lakeline demo[/] in {config.workspace}: the deployed system, on this machine")
-    with DeployedProject(config, console) as project:
+    with DeployedProject(config, console, keep_state=False) as project:
         with console.status("writing the sample lake"):
             keys = write_demo_sample(project.engine.session, project.workspace.raw_dir)
         project.prepare()

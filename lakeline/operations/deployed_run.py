@@ -16,7 +16,13 @@ with IAM enforced (``lakeline.local.rehearsal.system``), then operated as a team
 What a run leaves is under ``<workspace>/deployed/`` (its results, the S3 mirror, the functions' logs, the
 tables' DDL), apart from what the local runtime keeps in the same workspace.
 
-Each run deploys anew: the endpoint lives as long as the command, so every file arrives again.
+The endpoint lives as long as the command. A project's deployment (``run --deployed``, ``watch --deployed``)
+lives on in ``deployed/state/`` instead (``lakeline.local.rehearsal.kept_state``): what its buckets, tables,
+catalog and dead-letter queues hold is kept after each batch of uploads and at the end, and put back into
+the next command's deployment, so a rerun uploads only the raw files that are new or changed since they
+were uploaded (by content), as a team uploads its new files to the deployment in AWS. A run that fails
+midway keeps nothing: the next starts from the state before it and uploads its files again. ``lakeline
+demo`` starts afresh each time.
 """
 
 from __future__ import annotations
@@ -49,14 +55,17 @@ from lakeline.lineage.records.archive_table import DEFAULT_TABLE
 from lakeline.lineage.records.query import bind_archive_table, load_query
 from lakeline.lineage.viewer.html import write_lineage_html
 from lakeline.local.project import ProjectConfig, raw_keys
+from lakeline.local.rehearsal import kept_state
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionRecord
 from lakeline.local.rehearsal.system import DeployedSystem, stood_up, synthesize
 from lakeline.local.relocation import open_engine
+from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name
 from lakeline.operations.dead_letters import read_dead_letters
 from lakeline.operations.source_ddl import source_tables_ddl
+from lakeline.operations.status import STACK_OUTPUTS
 from stage_a.keys import parse_raw_key
 from stage_b.artifacts import ARTIFACTS_PREFIX
 
@@ -91,10 +100,14 @@ class OperationFailed(LakelineError):
 class DeployedRun:
     results: Path  # <workspace>/deployed
     uploads: int = 0
+    unchanged: int = 0
+    """Raw files not uploaded: uploaded with the same content by an earlier command."""
     stage_a: list[ExecutionRecord] = field(default_factory=list)
     stage_b: list[ExecutionRecord] = field(default_factory=list)
     parked: dict[str, list[str]] = field(default_factory=dict)
-    """Each dead-letter queue with messages → their reasons."""
+    """Each dead-letter queue with messages parked by this command → their reasons."""
+    parked_before: dict[str, list[str]] = field(default_factory=dict)
+    """Each dead-letter queue with messages an earlier command parked (kept) → their reasons."""
     tables: list[dict[str, Any]] = field(default_factory=list)
     contents: dict[str, list[list[Any]]] = field(default_factory=dict)
     """Each dependency item's table, all of its rows (read with Athena)."""
@@ -218,10 +231,12 @@ class Operator:
 
 
 class DeployedProject:
-    """A project's deployment, stood up on this machine while the context is entered."""
+    """A project's deployment, stood up on this machine while the context is entered; ``keep_state``: put
+    back what the last command's deployment held and keep what this one holds (``deployed/state/``)."""
 
-    def __init__(self, config: ProjectConfig, console: Console) -> None:
+    def __init__(self, config: ProjectConfig, console: Console, *, keep_state: bool = True) -> None:
         self.config = config
+        self.keep_state = keep_state
         self.console = console
         self.environment = config.environment or "dev"
         self.workspace = Workspace.at(config.workspace, config.raw)
@@ -233,27 +248,73 @@ class DeployedProject:
         self._system: DeployedSystem | None = None
         self._engine: SparkEngine | None = None
         self._uploads = 0
+        self._unchanged = 0
+        self.uploaded: dict[str, str] = {}
+        """Each raw key uploaded (by this or an earlier command) → its content's SHA-256."""
+        self._parked_before: dict[str, list[str]] = {}
+
+    @property
+    def state_folder(self) -> Path:
+        return self.workspace.root / "deployed" / "state"
+
+    def kept(self) -> bool:
+        """Whether an earlier command kept this project's deployment."""
+        return kept_state.exists(self.state_folder)
+
+    @property
+    def settled_file(self) -> Path:
+        return self.workspace.root / "deployed" / "settled.json"
+
+    def snapshot(self, keys: list[str]) -> Settled:
+        """The project's inputs and the raw files ``keys`` as they are now (``lakeline.local.settled``)."""
+        config = self.config
+        inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries])
+        return Settled(inputs, {key: file_digest(self.workspace.raw_dir / key) for key in keys})
+
+    def nothing_new(self, now: Settled) -> bool:
+        """Whether the last run, clean and kept, uploaded exactly these raw files, with these inputs."""
+        return kept_state.exists(self.state_folder) and Settled.load(self.settled_file) == now
+
+    def settle(self, seen: Settled, run: DeployedRun) -> None:
+        """Record ``seen`` as settled if ``run`` was clean and nothing earlier is parked."""
+        if run.clean and not run.parked_before:
+            seen.save(self.settled_file)
 
     def __enter__(self) -> DeployedProject:
         root = self.workspace.root
+        Settled.forget(self.settled_file)  # whatever this run does, the last clean run's record is past
         with self.console.status("cdk synth: the CDK app as users deploy it"):
             assembly = root / "cdk.out"
             shutil.rmtree(assembly, ignore_errors=True)
             synthesize(assembly, synth_context(self.config))
         with self.console.status("starting embedded Spark"):
             engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
-            # Each run deploys anew: what an earlier run's deployment had (its S3 mirror, its tables) goes.
-            shutil.rmtree(root / "deployed", ignore_errors=True)
-            for database in engine.session.catalog.listDatabases():
-                if database.name.startswith(DATABASE_PREFIX):
-                    engine.execute(f"DROP DATABASE IF EXISTS {ddl_name(database.name)} CASCADE")
+            # What an earlier run's deployment had goes (its S3 mirror, its logs, its results), apart from
+            # its kept state and the DDL of the tables in it, when this run takes that state up.
+            kept = ("state", "sources.sql") if self.keep_state and kept_state.exists(self.state_folder) else ()
+            for child in (root / "deployed").glob("*") if (root / "deployed").is_dir() else []:
+                if child.name not in kept:
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+            _drop_local_athena_databases(engine)
         try:
             with self.console.status("deploying the cloud assembly on a local AWS endpoint (moto), IAM enforced"):
                 self._system = self._stack.enter_context(
-                    stood_up(assembly, engine, root / "deployed", database_prefix=DATABASE_PREFIX)
+                    stood_up(
+                        assembly,
+                        engine,
+                        root / "deployed",
+                        database_prefix=DATABASE_PREFIX,
+                        stable_names=self.keep_state,
+                    )
                 )
             self._engine = engine
             self.operator = Operator(self._system.deployment, self.environment)
+            if self.keep_state and kept_state.exists(self.state_folder):
+                with self.console.status(f"putting back the deployment's state kept in {self.state_folder}"):
+                    restored = kept_state.restore(self._system.deployment, self.state_folder)
+                    self.uploaded = dict(kept_state.kept_extra(self.state_folder).get("uploads", {}))
+                    self._parked_before = self.operator.parked()
+                self.console.print(f"put back the state the last run kept: {restored.described()}")
         except BaseException:
             self._stack.close()  # the endpoint, IAM and the hosts' patches go with the failed start
             raise
@@ -262,6 +323,10 @@ class DeployedProject:
     def __exit__(self, *_: object) -> None:
         with self.console.status("stopping the deployment"):
             self._stack.close()
+            if self._engine is not None:
+                # The local Athena's tables are made from Glue at each query: none is worth keeping, and a
+                # workspace moved elsewhere would otherwise report them as left at the old place.
+                _drop_local_athena_databases(self._engine)
 
     @property
     def system(self) -> DeployedSystem:
@@ -298,16 +363,54 @@ class DeployedProject:
             operator.put_items(self.items)
             self.console.print(f"put {len(self.items)} dependency items into {operator.outputs['DependenciesTable']}")
 
-    def process(self, keys: list[str]) -> None:
+    def process(self, keys: list[str], *, again: bool = False) -> None:
         """Upload each raw file of ``keys`` (in that order), its table's raw and stage tables made first if
-        Glue has neither; then wait until the deployment is at rest."""
+        Glue has neither; then wait until the deployment is at rest, and keep its state. With a kept state,
+        a file uploaded before with the same content is not uploaded again, unless ``again``."""
+        digests = {key: file_digest(self.workspace.raw_dir / key) for key in keys} if self.keep_state else {}
+        if self.keep_state and not again:
+            fresh = [key for key in keys if self.uploaded.get(key) != digests[key]]
+            if len(fresh) < len(keys):
+                self._unchanged += len(keys) - len(fresh)
+                self.console.print(
+                    f"{len(keys) - len(fresh)} raw files are in the deployment as they are (uploaded by an earlier "
+                    "run); not uploaded again"
+                )
+            keys = fresh
+        if not keys:
+            return
         self._create_source_tables(keys)
         with _reporting(self.system, self.console):
             for key in keys:
                 self.operator.upload(self.workspace.raw_dir, key)
                 self._uploads += 1
+                if key in digests:
+                    self.uploaded[key] = digests[key]
                 self.console.print(f"[dim]{datetime.now():%H:%M:%S}[/] uploaded {key}", highlight=False)
             self.system.executions.wait(timeout=3600)
+        self.keep()
+
+    def redrive(self, dead_letters: str, target: str) -> tuple[int, int]:
+        """``lakeline dlq redrive`` on the deployment: the messages of the DLQ output ``dead_letters`` (a
+        ``status.STACK_OUTPUTS`` name) sent back to the queue ``target``, then the deployment at rest and its
+        state kept. How many were sent, and how many were kept (not redrivable)."""
+        from lakeline.operations.dead_letters import redrive
+
+        outputs = {name: self.operator.outputs[key] for name, key in STACK_OUTPUTS.items()}
+        with _reporting(self.system, self.console):
+            sent, kept = redrive(self.operator.deployment.client("sqs"), outputs[dead_letters], outputs[target])
+            self.console.print(f"sent {sent} parked messages back to their queue")
+            self.system.executions.wait(timeout=3600)
+        # What is parked from here on is this command's: a message that fails again is parked anew.
+        self._parked_before = self.operator.parked()
+        self.keep()
+        return sent, len(kept)
+
+    def keep(self) -> None:
+        """Keep what the deployment holds in ``deployed/state/`` (with the raw files' digests uploaded)."""
+        if self.keep_state:
+            with self.console.status(f"keeping the deployment's state in {self.state_folder}"):
+                kept_state.keep(self.system.deployment, self.state_folder, extra={"uploads": self.uploaded})
 
     def _create_source_tables(self, keys: list[str]) -> None:
         """The raw and stage tables Glue lacks of the table folders of ``keys``, inferred from their first
@@ -335,7 +438,7 @@ class DeployedProject:
     def finish(self, started: float) -> DeployedRun:
         """The nightly trace, what came out (executions, DLQs, tables, lineage), ``summary.json``."""
         operator, system = self.operator, self.system
-        run = DeployedRun(self.workspace.root / "deployed", uploads=self._uploads)
+        run = DeployedRun(self.workspace.root / "deployed", uploads=self._uploads, unchanged=self._unchanged)
         records = list(system.executions.records.values())
         machine_a, machine_b = operator.outputs["StageAStateMachineArn"], operator.outputs["StageBStateMachineArn"]
         run.stage_a = [record for record in records if _machine(record.arn) == machine_a]
@@ -343,7 +446,8 @@ class DeployedProject:
         with self.console.status("nightly lineage trace: lineage table → archive"):
             operator.invoke("LineageSchedule")
             system.executions.wait(timeout=3600)
-        run.parked = operator.parked()
+        run.parked_before = self._parked_before
+        run.parked = _parked_since(operator.parked(), self._parked_before)
         with self.console.status("reading the lineage and the tables"):
             _lineage(operator, system, self.workspace, run)
             run.tables = _tables(operator, self._datasets())
@@ -356,6 +460,7 @@ class DeployedProject:
                 order = ", ".join(str(position) for position in range(1, min(width, 2) + 1))
                 rows = operator.athena(f"SELECT * FROM {item.dataset} ORDER BY {order}")
                 run.contents[item.dataset] = [list(row) for row in rows]
+        self.keep()
         run.seconds = time.monotonic() - started
         _write_summary(run)
         _print_summary(run, self.console)
@@ -403,6 +508,25 @@ def _reporting(system: DeployedSystem, console: Console) -> Iterator[None]:
     finally:
         done.set()
         reporter.join()
+
+
+def _drop_local_athena_databases(engine: SparkEngine) -> None:
+    for database in engine.session.catalog.listDatabases():
+        if database.name.startswith(DATABASE_PREFIX):
+            engine.execute(f"DROP DATABASE IF EXISTS {ddl_name(database.name)} CASCADE")
+
+
+def _parked_since(parked: dict[str, list[str]], before: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The reasons in ``parked`` beyond those ``before`` (each DLQ's earlier messages taken out once)."""
+    since = {}
+    for queue, reasons in parked.items():
+        left = list(reasons)
+        for reason in before.get(queue, []):
+            if reason in left:
+                left.remove(reason)
+        if left:
+            since[queue] = left
+    return since
 
 
 def _machine(execution_arn: str) -> str:
@@ -504,6 +628,7 @@ def _write_summary(run: DeployedRun) -> Path:
                 "tables": run.tables,
                 "contents": run.contents,
                 "uploads": run.uploads,
+                "unchanged_raw_files": run.unchanged,
                 "stage_a_runs": len(run.stage_a),
                 "stage_a_runs_with_nothing_new": len(run.nothing_new),
                 "stage_b_runs": len(run.stage_b),
@@ -511,6 +636,7 @@ def _write_summary(run: DeployedRun) -> Path:
                     {"execution": record.arn, "error": record.error, "cause": record.cause} for record in run.failed
                 ],
                 "parked": run.parked,
+                "parked_by_earlier_runs": run.parked_before,
                 "lineage_records": run.lineage_records,
                 "archive_objects": run.archive_objects,
                 "archived_lineage_rows": run.archived_lineage_rows,
@@ -543,5 +669,16 @@ def _print_summary(run: DeployedRun, console: Console) -> None:
     for queue, reasons in run.parked.items():
         for reason in reasons:
             console.print(f"[red]parked[/] in {queue}'s DLQ: {escape(reason)}", soft_wrap=True)
+    for queue, reasons in run.parked_before.items():
+        for reason in reasons:
+            what = f"[yellow]still parked (an earlier run)[/] in {queue}'s DLQ: {escape(reason)}"
+            console.print(what, soft_wrap=True)
+    if run.parked or run.parked_before:
+        console.print(
+            "a file fixed and put back in the raw folder arrives again at the next run; for another cause (a table, "
+            "an item, a query), fix it, then `lakeline dlq redrive --deployed --queue stage-a` (or stage-b) sends "
+            "the parked messages back; `lakeline dlq list --deployed` lists them",
+            soft_wrap=True,
+        )
     console.print(f"lineage picture: {run.html}")
     console.print(f"done in {run.seconds:.0f}s")

@@ -109,29 +109,97 @@ def test_lineage_is_archived_by_the_trace_and_queried_with_athena(demo: Demo) ->
         assert dataset in html
 
 
-def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_files(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    """``lakeline run --deployed`` on ``examples/shop``: its own DDL, queries and items; the raw and stage
-    tables it has no DDL for made from the first file of each table folder (one unpartitioned)."""
+SHOP_TABLES = {
+    ("shop_pos_dev.sales", "day=2024-03-01"): 6,
+    ("shop_pos_dev.sales", "day=2024-03-02"): 3,
+    ("shop_pos_dev.sales", "day=2024-03-03"): 2,
+    ("shop_pos_dev.stores", ""): 4,
+    ("shop_reports_dev.sales_by_store", "day=2024-03-01"): 3,
+    ("shop_reports_dev.sales_by_store", "day=2024-03-02"): 2,
+    ("shop_reports_dev.sales_by_store", "day=2024-03-03"): 2,
+}
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """``lakeline run --deployed`` on a copy of ``examples/shop``."""
     project = tmp_path_factory.mktemp("shop") / "shop"
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "shop", project)
     result = run(["run", "--deployed", "--config", str(project / "lakeline.yml")], cwd=project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    summary = json.loads((project / ".lakeline" / "deployed" / "summary.json").read_text())
+    return project, result
+
+
+def _summary(project: Path) -> dict[str, Any]:
+    return dict(json.loads((project / ".lakeline" / "deployed" / "summary.json").read_text()))
+
+
+def _tables(summary: dict[str, Any]) -> dict[tuple[str, str], int]:
+    return {(t["table"], t["partition"]): t["rows"] for t in summary["tables"]}
+
+
+def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_files(shop: tuple[Path, Any]) -> None:
+    """``lakeline run --deployed`` on ``examples/shop``: its own DDL, queries and items; the raw and stage
+    tables it has no DDL for made from the first file of each table folder (one unpartitioned)."""
+    project, _ = shop
+    summary = _summary(project)
     # The local runtime's results in the same workspace are not the deployed run's to write.
     assert not (project / ".lakeline" / "summary.json").exists()
-    tables = {(t["table"], t["partition"]): t["rows"] for t in summary["tables"]}
-    assert tables == {
-        ("shop_pos_dev.sales", "day=2024-03-01"): 6,
-        ("shop_pos_dev.sales", "day=2024-03-02"): 3,
-        ("shop_pos_dev.sales", "day=2024-03-03"): 2,
-        ("shop_pos_dev.stores", ""): 4,
-        ("shop_reports_dev.sales_by_store", "day=2024-03-01"): 3,
-        ("shop_reports_dev.sales_by_store", "day=2024-03-02"): 2,
-        ("shop_reports_dev.sales_by_store", "day=2024-03-03"): 2,
-    }
+    assert _tables(summary) == SHOP_TABLES
     assert summary["failed_executions"] == [] and summary["parked"] == {}
     sources = (project / ".lakeline" / "deployed" / "sources.sql").read_text()
     assert "CREATE EXTERNAL TABLE IF NOT EXISTS `shop_pos_raw_dev`.`stores`" in sources
     assert "OpenCSVSerde" in sources and "'skip.header.line.count' = '1'" in sources
+
+
+def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
+    shop: tuple[Path, Any], tmp_path: Path
+) -> None:
+    """The deployment's state is kept in the workspace: a rerun with nothing new stands nothing up; the
+    project copied elsewhere with a late file and a bad one uploads only those two (the late rows reach the
+    partition and its target, the bad file is parked with its reason, exit 1); the bad file fixed loads at
+    the next run, its earlier parked message still listed; a redrive then finds the arrival loaded and
+    leaves the DLQ empty."""
+    project, _ = shop
+    again = run(["run", "--deployed"], cwd=project)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "nothing new since the last run: 5 raw files" in again.stdout
+    assert "cdk synth" not in again.stdout + again.stderr
+
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(project, moved)
+    sales = moved / "incoming" / "shop" / "pos" / "sales"
+    (sales / "day=2024-03-02" / "late.csv").write_text("order_id,store,amount\n2004,north,7.50\n")
+    (sales / "day=2024-03-03" / "bad.csv").write_text("order,store\n9,east\n")
+    late = run(["run", "--deployed"], cwd=moved)
+    assert late.returncode == 1, late.stdout[-3000:] + late.stderr[-3000:]
+    summary = _summary(moved)
+    assert summary["uploads"] == 2 and summary["unchanged_raw_files"] == 5
+    # The bad file is refused at the door (the router checks its header): no execution.
+    assert summary["stage_a_runs"] == 1 and summary["stage_b_runs"] == 1
+    assert _tables(summary) == {
+        **SHOP_TABLES,
+        ("shop_pos_dev.sales", "day=2024-03-02"): 4,
+        ("shop_reports_dev.sales_by_store", "day=2024-03-02"): 3,
+    }
+    (reason,) = summary["parked"]["StageA"]
+    assert "bad.csv: header lacks column order_id, amount of table shop_pos_raw_dev.sales" in reason
+    listed = run(["dlq", "list", "--deployed"], cwd=moved)
+    assert listed.returncode == 1 and "stage-a: 1 parked" in listed.stdout and "bad.csv" in listed.stdout
+
+    (sales / "day=2024-03-03" / "bad.csv").write_text("order_id,store,amount\n3009,east,9.00\n")
+    fixed = run(["run", "--deployed"], cwd=moved)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    summary = _summary(moved)
+    assert summary["uploads"] == 1 and summary["parked"] == {}
+    assert summary["parked_by_earlier_runs"] == {"StageA": [reason]}
+    assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
+    assert "still parked (an earlier run)" in fixed.stdout
+
+    redriven = run(["dlq", "redrive", "--deployed", "--queue", "stage-a"], cwd=moved)
+    assert redriven.returncode == 0, redriven.stdout[-3000:] + redriven.stderr[-3000:]
+    summary = _summary(moved)
+    assert summary["parked"] == {} and summary["parked_by_earlier_runs"] == {}
+    assert summary["stage_a_runs_with_nothing_new"] == 1
+    assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
+    assert run(["dlq", "list", "--deployed"], cwd=moved).returncode == 0

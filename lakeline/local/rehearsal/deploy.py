@@ -20,6 +20,7 @@ import datetime
 import io
 import json
 import zipfile
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,11 +80,18 @@ one moto does not know is its default account's."""
 
 
 def deploy(
-    assembly: Path, endpoint: str, *, region: str = "us-east-1", credentials: Credentials | None = None
+    assembly: Path,
+    endpoint: str,
+    *,
+    region: str = "us-east-1",
+    credentials: Credentials | None = None,
+    stable_names: bool = False,
 ) -> Deployment:
     """Stand every stack of the cloud assembly at ``assembly`` (a ``cdk.out``) up on ``endpoint``;
     ``credentials``: whose the deploying requests are (their account is the deployment's), else
-    ``DEPLOYER`` (moto's default account)."""
+    ``DEPLOYER`` (moto's default account); ``stable_names``: the names CloudFormation generates are the
+    same each time the assembly is deployed in the account (``moto_fixes.stable_resource_names``), not
+    random (two such deployments cannot live in one process's account then)."""
     moto_fixes.install(
         {"Custom::S3BucketNotifications": _bucket_notifications, "Custom::CDKBucketDeployment": _bucket_deployment}
     )
@@ -95,23 +103,28 @@ def deploy(
     for name in stacks:
         _seed_parameters(deployment, json.loads((assembly / f"{name}.template.json").read_text()))
         _upload_assets(deployment, assembly, manifest, name)
-    cloudformation = deployment.client("cloudformation")
-    for name in stacks:
-        cloudformation.create_stack(
-            StackName=name,
-            TemplateBody=(assembly / f"{name}.template.json").read_text(),
-            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
-        )
-        stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
-        if stack["StackStatus"] != "CREATE_COMPLETE":
-            failed = [
-                f"{r['LogicalResourceId']} ({r['ResourceType']}): {r['ResourceStatus']}"
-                for r in cloudformation.list_stack_resources(StackName=name)["StackResourceSummaries"]
-                if r["ResourceStatus"] != "CREATE_COMPLETE"
-            ]
-            raise DeployError(f"stack {name} is {stack['StackStatus']}: " + ("; ".join(failed) or "no resource failed"))
-        deployment.outputs[name] = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    with moto_fixes.stable_resource_names(deployment.account, region) if stable_names else nullcontext():
+        for name in stacks:
+            _create_stack(deployment, assembly, name)
     return deployment
+
+
+def _create_stack(deployment: Deployment, assembly: Path, name: str) -> None:
+    cloudformation = deployment.client("cloudformation")
+    cloudformation.create_stack(
+        StackName=name,
+        TemplateBody=(assembly / f"{name}.template.json").read_text(),
+        Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+    )
+    stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
+    if stack["StackStatus"] != "CREATE_COMPLETE":
+        failed = [
+            f"{r['LogicalResourceId']} ({r['ResourceType']}): {r['ResourceStatus']}"
+            for r in cloudformation.list_stack_resources(StackName=name)["StackResourceSummaries"]
+            if r["ResourceStatus"] != "CREATE_COMPLETE"
+        ]
+        raise DeployError(f"stack {name} is {stack['StackStatus']}: " + ("; ".join(failed) or "no resource failed"))
+    deployment.outputs[name] = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
 
 
 def _stacks_in_order(manifest: dict[str, Any]) -> list[str]:

@@ -20,12 +20,17 @@ changes the code they patch.
   properties CloudFormation resolved.
 - ``AWS::Glue::Job``, ``AWS::Glue::SecurityConfiguration`` (the Spark engine's): skipped likewise, so the
   Glue job tasks found no job. Created the same way; a job without ``Name`` gets the generated name.
+
+``stable_resource_names`` is not a fix but a choice for a deployment stood up again over a kept state
+(``lakeline.local.rehearsal.kept_state``): generated names that do not change from one deployment to the next.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 CustomResourceHandler = Callable[[str, str, dict[str, Any]], dict[str, Any]]
@@ -47,6 +52,29 @@ def install(custom_resources: dict[str, CustomResourceHandler]) -> None:
         _fix_lambda_function_layers()
         _create_catalog_and_workgroups()
         _done = True
+
+
+@contextmanager
+def stable_resource_names(account: str, region: str) -> Iterator[None]:
+    """While entered, the names CloudFormation makes up for resources without one end in a digest of the
+    account, region, stack and logical id instead of a random suffix: a deployment stood up again has the
+    names the earlier one had (its buckets, tables and queues, which a kept state names, are found again;
+    in AWS a stack keeps them by living on)."""
+    from moto.cloudformation import parsing
+
+    original = parsing.generate_resource_name
+    size = 12  # moto's random_suffix
+
+    def generate(resource_type: str, stack_name: str, logical_id: str) -> str:
+        name = original(resource_type, stack_name, logical_id)
+        digest = hashlib.sha256(f"{account}/{region}/{stack_name}/{logical_id}".encode()).hexdigest()[:size]
+        return name[:-size] + (digest if resource_type == "AWS::S3::Bucket" else digest.upper())
+
+    parsing.generate_resource_name = generate
+    try:
+        yield
+    finally:
+        parsing.generate_resource_name = original
 
 
 def _fix_kms_key_tags() -> None:

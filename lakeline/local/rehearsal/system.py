@@ -75,10 +75,12 @@ class DeployedSystem:
 
 
 @contextmanager
-def deployed(assembly: Path, *, credentials: Credentials | None = None) -> Iterator[Deployment]:
+def deployed(
+    assembly: Path, *, credentials: Credentials | None = None, stable_names: bool = False
+) -> Iterator[Deployment]:
     """The cloud assembly deployed on a new moto server in this process (``credentials``: whose account it
-    is deployed in; by default moto's), IAM enforced from then on and the operator signing the deployment's
-    clients; the server stopped and IAM relaxed on leaving."""
+    is deployed in; by default moto's; ``stable_names``: see ``deploy``), IAM enforced from then on and the
+    operator signing the deployment's clients; the server stopped and IAM relaxed on leaving."""
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
@@ -89,7 +91,7 @@ def deployed(assembly: Path, *, credentials: Credentials | None = None) -> Itera
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        deployment = deploy(assembly, f"http://127.0.0.1:{port}", credentials=credentials)
+        deployment = deploy(assembly, f"http://127.0.0.1:{port}", credentials=credentials, stable_names=stable_names)
         deployment.credentials = credentials or iam.operator_credentials(deployment.account)
         iam.enforce()  # from here on, every request is authorized as in AWS
         yield deployment
@@ -122,15 +124,20 @@ def execution_host(deployment: Deployment) -> ExecutionHost:
 
 @contextmanager
 def stood_up(
-    assembly: Path, engine: SparkEngine, work: Path, *, database_prefix: str = "athena_rehearsal__"
+    assembly: Path,
+    engine: SparkEngine,
+    work: Path,
+    *,
+    database_prefix: str = "athena_rehearsal__",
+    stable_names: bool = False,
 ) -> Iterator[DeployedSystem]:
-    """The cloud assembly at ``assembly`` deployed (``deployed``), its functions, Athena on ``engine`` (its S3
-    mirror and the functions' logs under ``work``) and its executions running; all of it stopped and
-    uninstalled on leaving."""
+    """The cloud assembly at ``assembly`` deployed (``deployed``; ``stable_names``: see ``deploy``), its
+    functions, Athena on ``engine`` (its S3 mirror and the functions' logs under ``work``) and its executions
+    running; all of it stopped and uninstalled on leaving."""
     from lakeline.local.rehearsal.athena import install_local_athena
 
     with ExitStack() as stack:
-        deployment = stack.enter_context(deployed(assembly))
+        deployment = stack.enter_context(deployed(assembly, stable_names=stable_names))
         functions = function_host(deployment, assembly, work / "logs")
         functions.install()
         stack.callback(functions.uninstall)

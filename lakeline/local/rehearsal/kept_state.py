@@ -1,0 +1,336 @@
+"""What a local deployment holds, kept in a folder between commands and put back into the next one.
+
+In AWS a deployment lives on between two uploads: its buckets, tables, Glue catalog and dead-letter queues
+keep what earlier arrivals left. A deployment stood up on this machine lives as long as the command that
+stood it up, so ``keep`` writes what it holds into a folder and ``restore`` puts it into the next deployment
+of the same stacks (deployed with stable names, ``moto_fixes.stable_resource_names``, so what the state
+names, an ``s3://`` location in a Glue partition or a pipeline-state item, is found again):
+
+- S3: every object of the stacks' buckets (content-addressed files and a manifest of keys, content types
+  and user metadata);
+- DynamoDB: every item of the stacks' tables (pipeline state, leases and what was routed, lineage records,
+  dependency items);
+- Glue: every database, table and partition of the account (a table the stacks made is left as the
+  stacks make it; its partitions are put back);
+- SQS: the messages waiting in the stacks' queues (the dead-letter queues' parked messages, with the reasons
+  they carry).
+
+Putting the state back is not an event: while ``restore`` runs, S3 sends no event notification (a raw
+object put back would otherwise arrive again) and DynamoDB streams deliver nothing (the dependencies
+stream would rebuild what is put back anyway). ``keep`` writes the whole state beside the folder and swaps
+it in, so a crash while keeping leaves the state before. What is not kept: Step Functions' execution
+history (a name used in an earlier command can be used again), CloudWatch, and Athena's query history.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lakeline.errors import LakelineError
+from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.local.workspace import write_json
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+BATCH_ITEMS = 25  # BatchWriteItem's limit
+BATCH_PARTITIONS = 100  # BatchCreatePartition's limit
+TABLE_INPUT = ("Name", "Description", "Owner", "Retention", "StorageDescriptor", "PartitionKeys", "TableType")
+TABLE_INPUT_MORE = ("Parameters", "ViewOriginalText", "ViewExpandedText")
+
+
+class KeptStateError(LakelineError):
+    """A kept state cannot be put into this deployment (another environment's, or another format's)."""
+
+
+@dataclass(frozen=True)
+class Restored:
+    objects: int = 0
+    items: int = 0
+    tables: int = 0
+    partitions: int = 0
+    messages: int = 0
+
+    def described(self) -> str:
+        return (
+            f"{self.objects} S3 objects, {self.items} DynamoDB items, {self.tables} Glue tables with "
+            f"{self.partitions} partitions, {self.messages} queued messages"
+        )
+
+
+def exists(folder: Path) -> bool:
+    return (folder / MANIFEST).is_file()
+
+
+def keep(deployment: Deployment, folder: Path, *, extra: dict[str, Any] | None = None) -> None:
+    """Write what ``deployment`` holds into ``folder`` (replacing what it had, whole or not at all), with
+    ``extra`` (what the caller wants kept with it, read back by ``kept_extra``)."""
+    staged = folder.with_name(folder.name + ".new")
+    shutil.rmtree(staged, ignore_errors=True)
+    staged.mkdir(parents=True)
+    resources = _resources(deployment)
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "stacks": sorted(deployment.outputs),
+        "outputs": deployment.outputs,
+        "extra": extra or {},
+    }
+    manifest["buckets"] = {
+        bucket: _keep_bucket(deployment, bucket, staged / "objects") for bucket in resources["AWS::S3::Bucket"]
+    }
+    manifest["tables"] = {table: _items(deployment, table) for table in resources["AWS::DynamoDB::Table"]}
+    manifest["catalog"] = _catalog(deployment)
+    manifest["queues"] = {url: _messages(deployment, url) for url in resources["AWS::SQS::Queue"]}
+    write_json(staged / MANIFEST, _encoded(manifest), sort_keys=True)
+    previous = folder.with_name(folder.name + ".old")
+    shutil.rmtree(previous, ignore_errors=True)
+    if folder.exists():
+        folder.rename(previous)
+    staged.rename(folder)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+def kept_extra(folder: Path) -> dict[str, Any]:
+    """What ``keep`` was given as ``extra`` (empty if nothing is kept)."""
+    return dict(_manifest(folder).get("extra", {})) if exists(folder) else {}
+
+
+@dataclass(frozen=True)
+class KeptMessage:
+    body: str
+    attributes: dict[str, dict[str, str]]
+
+
+def kept_messages(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, list[KeptMessage]]]:
+    """The kept stacks' outputs (by stack) and the messages kept of each queue (by URL), read from the folder
+    alone (nothing is stood up); both empty if nothing is kept."""
+    if not exists(folder):
+        return {}, {}
+    manifest = _manifest(folder)
+    queues = {
+        url: [KeptMessage(message["body"], message["attributes"]) for message in messages]
+        for url, messages in manifest.get("queues", {}).items()
+    }
+    return dict(manifest.get("outputs", {})), queues
+
+
+def restore(deployment: Deployment, folder: Path) -> Restored:
+    """Put what ``keep`` wrote into ``folder`` into ``deployment``, a deployment of the same stacks."""
+    manifest = _manifest(folder)
+    if manifest.get("format") != FORMAT:
+        raise KeptStateError(f"{folder} was kept by another version of Lakeline (format {manifest.get('format')})")
+    if manifest["stacks"] != sorted(deployment.outputs):
+        raise KeptStateError(
+            f"{folder} holds the state of the stacks {', '.join(manifest['stacks'])}, not of "
+            f"{', '.join(sorted(deployment.outputs))} (another environment?): move it away to start afresh"
+        )
+    resources = _resources(deployment)
+    kinds = {"buckets": "AWS::S3::Bucket", "tables": "AWS::DynamoDB::Table", "queues": "AWS::SQS::Queue"}
+    for kept, kind in kinds.items():
+        missing = sorted(set(manifest[kept]) - set(resources[kind]))
+        if missing:
+            raise KeptStateError(
+                f"{folder} holds {kind} {', '.join(missing)}, which this deployment does not have: "
+                "move the folder away to start afresh"
+            )
+    objects = items = messages = 0
+    with _quiet():
+        s3 = deployment.client("s3")
+        for bucket, entries in manifest["buckets"].items():
+            for entry in entries:
+                extra = {"ContentType": entry["content_type"]} if entry.get("content_type") else {}
+                body = (folder / "objects" / entry["sha256"]).read_bytes()
+                s3.put_object(Bucket=bucket, Key=entry["key"], Body=body, Metadata=entry["metadata"], **extra)
+                objects += 1
+        dynamodb = deployment.client("dynamodb")
+        for table, kept_items in manifest["tables"].items():
+            for start in range(0, len(kept_items), BATCH_ITEMS):
+                batch = [{"PutRequest": {"Item": _decoded(item)}} for item in kept_items[start : start + BATCH_ITEMS]]
+                _write_batch(dynamodb, table, batch)
+                items += len(batch)
+    tables, partitions = _restore_catalog(deployment, manifest["catalog"])
+    sqs = deployment.client("sqs")
+    for url, kept_messages in manifest["queues"].items():
+        for message in kept_messages:
+            sqs.send_message(QueueUrl=url, MessageBody=message["body"], MessageAttributes=message["attributes"])
+            messages += 1
+    return Restored(objects, items, tables, partitions, messages)
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads((folder / MANIFEST).read_text()))
+    except (OSError, ValueError) as error:
+        raise KeptStateError(f"cannot read the kept state {folder / MANIFEST}: {error}") from error
+
+
+def _resources(deployment: Deployment) -> dict[str, list[str]]:
+    """The physical ids of the stacks' resources, by type (a queue's is its URL)."""
+    cloudformation = deployment.client("cloudformation")
+    found: dict[str, list[str]] = {kind: [] for kind in ("AWS::S3::Bucket", "AWS::DynamoDB::Table", "AWS::SQS::Queue")}
+    for stack in sorted(deployment.outputs):
+        pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack)
+        for page in pages:
+            for resource in page["StackResourceSummaries"]:
+                if resource["ResourceType"] in found and resource.get("PhysicalResourceId"):
+                    found[resource["ResourceType"]].append(resource["PhysicalResourceId"])
+    return {kind: sorted(ids) for kind, ids in found.items()}
+
+
+def _keep_bucket(deployment: Deployment, bucket: str, objects: Path) -> list[dict[str, Any]]:
+    s3 = deployment.client("s3")
+    entries = []
+    objects.mkdir(parents=True, exist_ok=True)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for listed in page.get("Contents", []):
+            got = s3.get_object(Bucket=bucket, Key=listed["Key"])
+            body = got["Body"].read()
+            digest = hashlib.sha256(body).hexdigest()
+            path = objects / digest
+            if not path.exists():
+                path.write_bytes(body)
+            entries.append(
+                {
+                    "key": listed["Key"],
+                    "sha256": digest,
+                    "content_type": got.get("ContentType", ""),
+                    "metadata": got.get("Metadata", {}),
+                }
+            )
+    return entries
+
+
+def _items(deployment: Deployment, table: str) -> list[dict[str, Any]]:
+    dynamodb = deployment.client("dynamodb")
+    found: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        found.extend(page.get("Items", []))
+    return sorted(found, key=lambda item: json.dumps(_encoded(item), sort_keys=True))
+
+
+def _catalog(deployment: Deployment) -> list[dict[str, Any]]:
+    """Every Glue database with its tables, each table with its partitions."""
+    glue = deployment.client("glue")
+    databases = []
+    for page in glue.get_paginator("get_databases").paginate():
+        for database in page["DatabaseList"]:
+            name = database["Name"]
+            entry: dict[str, Any] = {"input": _subset(database, ("Name", "Description", "LocationUri", "Parameters"))}
+            entry["tables"] = []
+            for tables in glue.get_paginator("get_tables").paginate(DatabaseName=name):
+                for table in tables["TableList"]:
+                    pages = glue.get_paginator("get_partitions").paginate(DatabaseName=name, TableName=table["Name"])
+                    partitions = [
+                        _subset(partition, ("Values", "StorageDescriptor", "Parameters"))
+                        for partition_page in pages
+                        for partition in partition_page["Partitions"]
+                    ]
+                    entry["tables"].append(
+                        {"input": _subset(table, TABLE_INPUT + TABLE_INPUT_MORE), "partitions": partitions}
+                    )
+            databases.append(entry)
+    return databases
+
+
+def _restore_catalog(deployment: Deployment, catalog: list[dict[str, Any]]) -> tuple[int, int]:
+    """Databases and tables the deployment lacks are created; every table's partitions it lacks are added."""
+    glue = deployment.client("glue")
+    tables = partitions = 0
+    for database in catalog:
+        name = database["input"]["Name"]
+        with suppress(glue.exceptions.AlreadyExistsException):  # made by the stacks, or ``default``
+            glue.create_database(DatabaseInput=database["input"])
+        for table in database["tables"]:
+            try:
+                glue.create_table(DatabaseName=name, TableInput=table["input"])
+                tables += 1
+            except glue.exceptions.AlreadyExistsException:
+                pass  # the stacks' own table stays as the stacks make it
+            kept = table["partitions"]
+            for start in range(0, len(kept), BATCH_PARTITIONS):
+                batch = kept[start : start + BATCH_PARTITIONS]
+                answer = glue.batch_create_partition(
+                    DatabaseName=name, TableName=table["input"]["Name"], PartitionInputList=batch
+                )
+                errors = answer.get("Errors", [])
+                refused = [error for error in errors if error["ErrorDetail"]["ErrorCode"] != "AlreadyExistsException"]
+                if refused:
+                    detail = refused[0]["ErrorDetail"]
+                    raise KeptStateError(
+                        f"Glue refused a kept partition of {name}.{table['input']['Name']}: "
+                        f"{detail['ErrorCode']}: {detail.get('ErrorMessage', '')}"
+                    )
+                partitions += len(batch) - len(errors)
+    return tables, partitions
+
+
+def _messages(deployment: Deployment, url: str) -> list[dict[str, Any]]:
+    """The messages waiting in the queue at ``url``, read from moto's model: receiving them would count as
+    a receive, and move a source queue's message towards its DLQ."""
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends[deployment.account][deployment.region].get_queue(url.rsplit("/", 1)[-1])
+    kept = []
+    for message in queue._messages:  # every message, received or not: the command is over
+        attributes = {
+            name: {key: value for key, value in attribute.items() if key in ("DataType", "StringValue", "BinaryValue")}
+            for name, attribute in (message.message_attributes or {}).items()
+        }
+        kept.append({"body": message.body, "attributes": attributes})
+    return kept
+
+
+def _write_batch(dynamodb: Any, table: str, batch: list[dict[str, Any]]) -> None:
+    pending = {table: batch}
+    while pending:
+        pending = dynamodb.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+
+
+def _subset(entry: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: entry[name] for name in names if name in entry}
+
+
+def _encoded(value: Any) -> Any:
+    """JSON-ready: bytes (a DynamoDB ``B`` value, an SQS binary attribute) as ``{"__bytes__": base64}``."""
+    if isinstance(value, bytes | bytearray):
+        return {"__bytes__": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, dict):
+        return {key: _encoded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_encoded(item) for item in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"__bytes__"}:
+            return base64.b64decode(value["__bytes__"])
+        return {key: _decoded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_decoded(item) for item in value]
+    return value
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """No S3 event notification and no DynamoDB stream delivery while the state is put back."""
+    from moto.dynamodb.models.table import StreamShard
+    from moto.s3 import notifications
+
+    send_event, add = notifications.send_event, StreamShard.add
+    notifications.send_event = lambda *_args, **_kwargs: None
+    StreamShard.add = lambda *_args, **_kwargs: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        notifications.send_event = send_event
+        StreamShard.add = add  # type: ignore[method-assign]
