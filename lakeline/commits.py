@@ -100,6 +100,8 @@ class Lease:
     catalog_version: int = 0  # the version the catalog is known to point at (0: unknown)
     contributions: frozenset[str] = frozenset()  # ``key|file`` of the published version (stage B append)
     routed: str | None = None  # the published prefix whose post-update routed it onwards (``mark_routed``)
+    published_lineage: tuple[str, str] | None = None
+    """(root id, node id) of the published version's run in the lineage records (``mark_lineage``)."""
 
     def contribution_files(self, key: str) -> tuple[str, ...]:
         """The published version's files that hold contribution ``key``'s rows (sorted)."""
@@ -124,6 +126,7 @@ class Lease:
             "seq": self.seq,
             "catalog_version": self.catalog_version,
             "routed": self.routed,
+            "published_lineage": list(self.published_lineage) if self.published_lineage else None,
             # ``contributions`` stays behind with ``applied``: the plan passes on the files it replaces.
         }
 
@@ -141,7 +144,12 @@ class Lease:
             seq=int(data.get("seq", 0)),
             catalog_version=int(data.get("catalog_version", 0)),
             routed=data.get("routed"),
+            published_lineage=_pair(data.get("published_lineage")),
         )
+
+
+def _pair(value: Any) -> tuple[str, str] | None:
+    return (str(value[0]), str(value[1])) if value else None
 
 
 @dataclass(frozen=True)
@@ -192,6 +200,13 @@ def _state(key: str, item: dict[str, Any]) -> PartitionState:
         root=_text(item, "root"),
         contributions=_strings(item, "contributions"),
     )
+
+
+def _lineage_pair(item: dict[str, Any]) -> tuple[str, str] | None:
+    noted = item.get("published_lineage", {}).get("M")
+    if not noted:
+        return None
+    return str(noted["root_id"]["S"]), str(noted["node_id"]["S"])
 
 
 def _conditional_failed(error: ClientError) -> bool:
@@ -333,6 +348,7 @@ class PartitionCommits:
             catalog_version=int(_number(item, "catalog_version")),
             contributions=state.contributions,
             routed=_text(item, "routed"),
+            published_lineage=_lineage_pair(item),
         )
 
     def commit(
@@ -379,6 +395,7 @@ class PartitionCommits:
                 ":now": {"N": str(self.clock())},
             }
             sets += ["version = :next", "published = :location", "files = :files", "published_at = :now"]
+            removes.append("published_lineage")  # the new version's run notes its own (``mark_lineage``)
             if lease.published:
                 values[":retired"] = {"SS": [retired_entry(lease.published, self.clock())]}
                 adds.append("retired :retired")
@@ -428,6 +445,28 @@ class PartitionCommits:
                 UpdateExpression="SET routed = :published",
                 ConditionExpression="published = :published",
                 ExpressionAttributeValues={":published": {"S": published}},
+            )
+        except ClientError as error:
+            if not _conditional_failed(error):
+                raise
+            return False
+        return True
+
+    def mark_lineage(self, key: str, published: str, root_id: str, node_id: str) -> bool:
+        """Note where the run that published ``published`` sits in the lineage records (its tree's root and its
+        own node), before its post-update routes the version onwards: a run that routes it again later (its
+        post-update failed, its input was parked and redriven) hangs the targets' runs under that run, not
+        under roots of their own. False if a newer version is published already."""
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=self._key(key),
+                UpdateExpression="SET published_lineage = :lineage",
+                ConditionExpression="published = :published",
+                ExpressionAttributeValues={
+                    ":published": {"S": published},
+                    ":lineage": {"M": {"root_id": {"S": root_id}, "node_id": {"S": node_id}}},
+                },
             )
         except ClientError as error:
             if not _conditional_failed(error):

@@ -15,6 +15,7 @@ from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import RUN_PREFIX, RUN_TOKEN_PATTERN, SchemeObjectStore
 from lambdas.environments import PostUpdateEnvironment
+from stage_b.messages import LineageParents
 from stage_b.onward import OnwardRouting
 from stage_lineage.steps import StepEvents
 
@@ -68,6 +69,22 @@ def note_routed(commits: PartitionCommits, lease: dict[str, Any] | None, locatio
     published = location if wrote else lease.get("published")
     if published:
         commits.mark_routed(str(lease["key"]), str(published))
+
+
+def note_lineage(
+    commits: PartitionCommits, lease: dict[str, Any] | None, location: str, parents: LineageParents
+) -> None:
+    """Before a run that published routes onwards: where it sits in the lineage records, kept with the version
+    it published (``PartitionCommits.mark_lineage``), for a run that routes that version again later."""
+    if lease is not None and parents.root_id and parents.parent_id:
+        commits.mark_lineage(str(lease["key"]), location, parents.root_id, parents.parent_id)
+
+
+def published_parents(lease: dict[str, Any] | None) -> LineageParents | None:
+    """Where the run that published the version the lease found sits in the lineage records (noted by
+    ``note_lineage``): the parents of the targets' runs when a run that took nothing new routes it again."""
+    noted = Lease.from_dict(lease).published_lineage if lease else None
+    return LineageParents(root_id=noted[0], parent_id=noted[1]) if noted else None
 
 
 def end_lease(

@@ -57,7 +57,7 @@ from lakeline.lineage.viewer.html import write_lineage_html
 from lakeline.local.project import ProjectConfig, raw_keys
 from lakeline.local.rehearsal import kept_state
 from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionRecord
+from lakeline.local.rehearsal.executions import ExecutionRecord, check_interpreter
 from lakeline.local.rehearsal.system import DeployedSystem, stood_up, synthesize
 from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest, inputs_digest
@@ -283,6 +283,7 @@ class DeployedProject:
     def __enter__(self) -> DeployedProject:
         root = self.workspace.root
         Settled.forget(self.settled_file)  # whatever this run does, the last clean run's record is past
+        check_interpreter()  # before a minute goes into synth and deploy
         with self.console.status("cdk synth: the CDK app as users deploy it"):
             assembly = root / "cdk.out"
             shutil.rmtree(assembly, ignore_errors=True)

@@ -32,6 +32,7 @@ from lakeline.errors import validated
 from lakeline.lambda_support import StepError, load_environment
 from lambdas.environments import StageAFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
+from lambdas.post_update import note_lineage
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
@@ -75,10 +76,17 @@ def park(arrivals: list[Arrival], reason: str) -> None:
 
 def park_published(plan: StageAPlan, request: FailureInput, reason: str) -> dict[str, Any]:
     """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
-    post-update does, unless it ended it already (``after_failed_post_update``), park every arrival the run took, then
-    write its lineage records and COMPLETE events (the same nodes and events the post-update writes)."""
+    post-update does, unless it ended it already (``after_failed_post_update``), and park every arrival the run took,
+    once its lineage records and COMPLETE events are written (the same nodes and events the post-update writes) and
+    where it sits in them is noted (``note_lineage``)."""
     run = runtime()
     follow_up = None
+    emitted: list[dict[str, Any]] = []
+    if plan.writes:
+        # Noted before the lease ends: the run that routes the version again hangs its targets under this one.
+        parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
+        note_lineage(run.runs.commits, plan.lease, plan.target_location, parents)
+        emitted = run.events.stage_a(plan, "COMPLETE")
     if plan.lease is not None:
         settled = run.runs.after_failed_post_update(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
         follow_up = settled.follow_up
@@ -86,10 +94,6 @@ def park_published(plan: StageAPlan, request: FailureInput, reason: str) -> dict
     else:
         parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
     park(parked, reason)
-    emitted: list[dict[str, Any]] = []
-    if plan.writes:
-        record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
-        emitted = run.events.stage_a(plan, "COMPLETE")
     logger.error(
         "stage A post-update failed after the publish; its arrivals are parked for a redrive",
         extra={

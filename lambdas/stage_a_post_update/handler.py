@@ -16,9 +16,18 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageAPostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, end_lease, note_routed, onward_run, post_update_runtime
+from lambdas.post_update import (
+    PostUpdateRuntime,
+    end_lease,
+    note_lineage,
+    note_routed,
+    onward_run,
+    post_update_runtime,
+    published_parents,
+)
 from stage_a.finish import finish_stage_a
 from stage_a.plan import StageAPlan
+from stage_b.messages import LineageParents
 from stage_lineage.records import record_stage_a
 
 logger = Logger(service="stage-a-post-update")
@@ -60,8 +69,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         }
     # A run that took nothing new routes the published version again, under the run that published it
     # (``onward_run``); its lineage records are that run's when it is that run again (the same arrival's).
+    # A run routing again hangs the targets' runs under the publishing run's lineage (``note_lineage``).
     own = routed_run == plan.run_token
-    parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan)) if own else None
+    parents: LineageParents | None
+    if own:
+        parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
+        note_lineage(run.runs.commits, plan.lease, plan.target_location, parents)
+    else:
+        parents = published_parents(plan.lease)
     events = run.events.stage_a(plan, "COMPLETE") if plan.writes else []
     onward = run.routing.route(table, plan.partition, run=routed_run, lineage=parents)
     for unrouted in onward.unrouted:

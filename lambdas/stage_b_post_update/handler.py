@@ -16,9 +16,17 @@ from pydantic import BaseModel
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import PostUpdateEnvironment
-from lambdas.post_update import PostUpdateRuntime, end_lease, note_routed, onward_run, post_update_runtime
+from lambdas.post_update import (
+    PostUpdateRuntime,
+    end_lease,
+    note_lineage,
+    note_routed,
+    onward_run,
+    post_update_runtime,
+    published_parents,
+)
 from stage_b.finish import finish_stage_b
-from stage_b.messages import StageBMessage
+from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
 from stage_lineage.records import record_stage_b
 
@@ -63,7 +71,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # (``onward_run``): the targets recognise what was sent before as a repeat and do not apply it again.
     own = routed_run == plan.run_token
     execution = run.events.stage_b_execution(plan, message)
-    parents = record_stage_b(run.lineage, plan, message, execution=execution) if own else None
+    parents: LineageParents | None
+    if own:
+        parents = record_stage_b(run.lineage, plan, message, execution=execution)
+        note_lineage(run.runs.commits, plan.lease, plan.target_location, parents)
+    else:
+        parents = published_parents(plan.lease)  # where the publishing run sits (``note_lineage``)
     events = run.events.stage_b(plan, message, "COMPLETE") if plan.message_ids else []
     onward = run.routing.route(
         message.target_dataset, message.partition, run=routed_run, path=message.path, lineage=parents

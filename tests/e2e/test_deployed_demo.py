@@ -152,9 +152,7 @@ def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_fil
     assert "OpenCSVSerde" in sources and "'skip.header.line.count' = '1'" in sources
 
 
-def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
-    shop: tuple[Path, Any], tmp_path: Path
-) -> None:
+def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tuple[Path, Any], tmp_path: Path) -> None:
     """The deployment's state is kept in the workspace: a rerun with nothing new stands nothing up; the
     project copied elsewhere with a late file and a bad one uploads only those two (the late rows reach the
     partition and its target, the bad file is parked with its reason, exit 1); the bad file fixed loads at

@@ -17,11 +17,14 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.lineage.records.model import deterministic_node_id
 from lambdas.partition_commit import handler as commit
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
+from stage_a.plan import StageAPlan
 from stage_a.raw_files import S3RawFiles
+from stage_lineage.records import RAW_DATA_INPUT, STAGE_A_COMPLETE, raw_object_location, stage_a_root_id
 from tests.lambda_context import LambdaContextStub
 
 REGION = "us-east-1"
@@ -666,6 +669,48 @@ def test_a_redelivery_after_its_version_was_routed_routes_nothing_again(aws: dic
     result = post_update.handler({"plan": handed}, CONTEXT)
     assert queued(aws, "queue_b") == [] and result["triggered"] == [] and result["follow_up"] is None
     assert "lease_owner" not in partition_state(plan["lease"]["key"])
+
+
+def test_a_redelivery_that_routes_a_version_its_post_update_failed_to_route_hangs_it_under_that_run(
+    aws: dict[str, Any],
+) -> None:
+    """File a is loaded and routed. File b's run publishes the next version, and its post-update fails (the
+    failure path writes the run's lineage records and notes where the run sits in them: ``mark_lineage``).
+    File a is then delivered again: its run has a token of its own, takes nothing new and routes the
+    unrouted version under b's run. The target's message hangs under b's run in b's lineage tree (before:
+    it carried none, so the target's run started a tree of its own)."""
+    with_seed_targets()
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    first_event = eventbridge_arrival("engineering/mysql/customers/date=20220120/a.csv")
+    router.handler(sqs_event(first_event), CONTEXT)
+    (first,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    post_update.handler({"plan": plan}, CONTEXT)
+    succeeded(first["executionArn"])
+    assert len(queued(aws, "queue_b")) == 1
+
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/b.csv")), CONTEXT)
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    publishing = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    commit.handler({"plan": publishing}, CONTEXT)
+    error = {"Error": "ClientError", "Cause": "not authorized to perform: sqs:SendMessage"}
+    failure.handler({"plan": publishing, "error": error, "failed_step": "post_update"}, CONTEXT)
+    aws["sfn"].stop_execution(executionArn=second["executionArn"], error="ClientError")
+
+    router.handler(sqs_event(first_event), CONTEXT)  # a.csv delivered again
+    known = {first["executionArn"], second["executionArn"]}
+    (third,) = [e for e in executions(aws) if e["executionArn"] not in known]
+    again = json.loads(aws["sfn"].describe_execution(executionArn=third["executionArn"])["input"])["plan"]
+    assert again["mode"] == "none" and again["run_token"] not in (plan["run_token"], publishing["run_token"])
+    post_update.handler({"plan": again}, CONTEXT)
+    (body,) = queued(aws, "queue_b")
+    assert body["trigger"]["run"] == publishing["run_token"]
+    published = StageAPlan.from_dict(publishing)
+    root = stage_a_root_id(published)
+    raw = deterministic_node_id(root, root, RAW_DATA_INPUT, raw_object_location(published))
+    done = deterministic_node_id(root, raw, STAGE_A_COMPLETE, published.target_location)
+    assert body["lineage"] == {"root_id": root, "parent_id": done}
 
 
 def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any]) -> None:

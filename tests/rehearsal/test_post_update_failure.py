@@ -17,6 +17,8 @@ from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import redrive
+from stage_a.plan import StageAPlan
+from stage_lineage.records import STAGE_A_COMPLETE, STAGE_B_COMPLETE, stage_a_root_id
 from tests.rehearsal.support import (
     bucket,
     create_report_table,
@@ -93,6 +95,14 @@ def lease_owner(deployment: Deployment, table: str, day: str) -> str | None:
     return commits.read(commit_key(table, f"date={day}")).lease_owner
 
 
+def lineage_action(deployment: Deployment, root_id: str, node_id: str) -> str:
+    """The action of a node in the deployed lineage table."""
+    dynamodb = deployment.client("dynamodb")
+    (table,) = [name for name in dynamodb.list_tables()["TableNames"] if "Lineage" in name]
+    item = dynamodb.get_item(TableName=table, Key={"root_id": {"S": root_id}, "node_id": {"S": node_id}})["Item"]
+    return str(item["action_taken"]["S"])
+
+
 def test_a_stage_a_post_update_that_fails_parks_its_arrival_deletes_nothing_and_frees_the_partition(
     deployment: Deployment, functions: FunctionHost, executions: ExecutionHost, returns: None
 ) -> None:
@@ -137,6 +147,12 @@ def test_with_the_grant_back_a_redrive_routes_the_published_partition_onwards_on
     assert summary["status"] == "SUCCEEDED", executions.records[summary["executionArn"]]
     rows = query(deployment, "SELECT returns, refunded FROM retail_reports_dev.returns_per_day WHERE date = '20240310'")
     assert rows == [["2", "6.5"]]
+    # The target's run hangs under the run that published the partition, in that run's lineage tree (noted
+    # by the failure path), not under a root of its own.
+    (publishing,) = [r for r in redriven if r.status == "FAILED"]
+    lineage = executions.records[per_day["executionArn"]].input["message"]["lineage"]
+    assert lineage["root_id"] == stage_a_root_id(StageAPlan.from_dict(publishing.input["plan"]))
+    assert lineage_action(deployment, lineage["root_id"], lineage["parent_id"]) == STAGE_A_COMPLETE
     assert query(deployment, "SELECT refunded FROM retail_reports_dev.returns_summary") == [["6.5"]]
     # Nothing doubled, and the partitions are free.
     assert query(deployment, "SELECT count(*) FROM retail_returns_dev.refunds WHERE date = '20240310'") == [["2"]]
@@ -180,6 +196,10 @@ def test_a_stage_b_post_update_that_fails_parks_its_message_and_a_redrive_routes
     assert once["executionArn"] == failed["executionArn"]  # the redrive wrote nothing again
     (summary,) = ran_on(deployment, executions, "returns_summary", "20240311")
     assert summary["status"] == "SUCCEEDED", executions.records[summary["executionArn"]]
+    # Under the failed run's node in its tree (noted by the failure path), not under a root of its own.
+    lineage = executions.records[summary["executionArn"]].input["message"]["lineage"]
+    assert lineage["root_id"] == record.input["message"]["lineage"]["root_id"]
+    assert lineage_action(deployment, lineage["root_id"], lineage["parent_id"]) == STAGE_B_COMPLETE
     assert query(deployment, per_day) == [["1", "1.0"]]
     rows = query(deployment, "SELECT refunded FROM retail_reports_dev.returns_summary WHERE date = '20240311'")
     assert rows == [["1.0"]]

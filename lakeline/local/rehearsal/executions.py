@@ -44,6 +44,8 @@ from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.iam import Credentials
 
 RUNNER = Path(__file__).with_name("run_execution.mjs")
+INTERPRETER = "aws-local-stepfunctions"
+NODE_AT_LEAST = (20, 6)  # ``register`` of ``node:module``, which run_execution.mjs loads its fix with
 QUERY_POLL_SECONDS = 0.05
 ENDED_QUERY_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
@@ -51,6 +53,32 @@ TASK_SERVERS: dict[str, Callable[[TaskHost, Any], Any]] = {}
 """Servers of further task resources, by the resource's part after ``arn:aws:states:::`` (e.g.
 ``glue:startJobRun.sync``): ``server(task host, the task's parameters)`` returns the task's result or
 raises ``TaskFailed``."""
+
+
+class InterpreterMissing(LakelineError):
+    """Node, or the ASL interpreter's package, is not there to run the state machines."""
+
+
+def check_interpreter(node: str = "node") -> None:
+    """Fail at once, saying what to do, if Node is missing or too old, or ``npm ci`` has not been run."""
+    try:
+        answer = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise InterpreterMissing(
+            f"the state machines run on Node.js ({node!r} could not be run: {error}): install Node "
+            f"{'.'.join(map(str, NODE_AT_LEAST))} or newer"
+        ) from error
+    version = answer.stdout.strip()
+    parts = tuple(int(part) for part in version.lstrip("v").split(".")[:2] if part.isdigit())
+    if parts < NODE_AT_LEAST:
+        raise InterpreterMissing(
+            f"the state machines run on Node.js {'.'.join(map(str, NODE_AT_LEAST))} or newer; {node} is {version}"
+        )
+    if not any((folder / "node_modules" / INTERPRETER).is_dir() for folder in RUNNER.parents):
+        raise InterpreterMissing(
+            f"the ASL interpreter ({INTERPRETER}) is not installed: run `npm ci` in the repository "
+            f"({RUNNER.parents[3]}); `make demo` runs it"
+        )
 
 
 class TaskFailed(LakelineError):
@@ -109,6 +137,8 @@ class ExecutionHost:
 
     def install(self) -> None:
         import moto.stepfunctions.models as sfn_models
+
+        check_interpreter(self.node)
 
         original = sfn_models.StateMachine.start_execution
         host = self
