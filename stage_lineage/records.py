@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from lakeline.lineage.records.model import deterministic_node_id
 from lakeline.lineage.records.writer import LineageWriter
 from stage_a.plan import StageAPlan
 from stage_b.messages import LineageParents, StageBMessage
@@ -40,6 +41,24 @@ def _run_fields(execution: RunReference | None, default_job: str) -> dict[str, s
     if execution is None:
         return {"run_id": None, "job_name": default_job}
     return {"run_id": execution.run_id, "job_name": f"{execution.namespace}/{execution.name}"}
+
+
+def stage_a_parents(plan: StageAPlan) -> LineageParents:
+    """Where ``record_stage_a`` puts the run in the lineage records (its root, its STAGE_A_COMPLETE node),
+    known before anything is written: the node ids are deterministic (``deterministic_node_id``)."""
+    root = stage_a_root_id(plan)
+    raw = deterministic_node_id(root, root, RAW_DATA_INPUT, raw_object_location(plan))
+    return LineageParents(
+        root_id=root, parent_id=deterministic_node_id(root, raw, STAGE_A_COMPLETE, plan.target_location)
+    )
+
+
+def stage_b_parents(plan: StageBPlan, message: StageBMessage) -> LineageParents:
+    """Where ``record_stage_b`` puts the run in the lineage records, known before anything is written."""
+    root, parent = stage_b_lineage_ids(message)
+    return LineageParents(
+        root_id=root, parent_id=deterministic_node_id(root, parent, STAGE_B_COMPLETE, plan.target_location)
+    )
 
 
 def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, execution: RunReference | None = None) -> LineageParents:

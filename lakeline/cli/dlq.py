@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.markup import escape
 from lakeline.cli.shared import ConfigOption, StackOption, WorkspaceOption, existing_workspace, print_json
 from lakeline.console import fail
 from lakeline.errors import LakelineError
+
+if TYPE_CHECKING:
+    from lakeline.local.rehearsal.kept_state import KeptMessage
 
 dlq_app = typer.Typer(help="What waits in the dead-letter queues, and why; send it back once fixed.")
 DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to)
@@ -48,6 +51,8 @@ def dlq_list(
 
     console = Console(soft_wrap=True)
     try:
+        if deployed and stack is not None:
+            raise LakelineError("--deployed (the project's local deployment) and --stack (one in AWS): say one")
         if deployed:
             root, _ = existing_workspace(config, workspace)
             parked = _list_kept_dead_letters(console, root, _dead_letter_queues(queue))
@@ -78,19 +83,29 @@ def _dead_letter_queues(named: list[str] | None) -> list[str]:
     return named or list(DLQ_QUEUES)
 
 
-def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> int:
-    """The parked messages the local deployment's last run kept (``lakeline.local.rehearsal.kept_state``)."""
+def kept_dead_letters(root: Path) -> dict[str, list[KeptMessage]]:
+    """Each DLQ (by ``--queue`` name) → the messages the workspace's kept local deployment holds in it."""
     from lakeline.local.rehearsal.kept_state import kept_messages
-    from lakeline.operations.dead_letters import REASON
     from lakeline.operations.status import STACK_OUTPUTS
 
     outputs, messages = kept_messages(root / "deployed" / "state")
-    if not outputs:
+    pipelines = [values for stack, values in outputs.items() if stack.endswith("-Pipeline")]
+    if not pipelines:
         raise LakelineError(f"no local deployment is kept in {root / 'deployed'}: run `lakeline run --deployed` first")
-    pipeline = next(values for stack, values in outputs.items() if stack.endswith("-Pipeline"))
+    try:
+        return {name: messages.get(pipelines[0][STACK_OUTPUTS[dlq]], []) for name, (dlq, _) in DLQ_QUEUES.items()}
+    except KeyError as error:
+        raise LakelineError(f"the local deployment kept in {root / 'deployed'} has no output {error}") from error
+
+
+def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> int:
+    """The parked messages the local deployment's last run kept (``lakeline.local.rehearsal.kept_state``)."""
+    from lakeline.operations.dead_letters import REASON
+
+    kept = kept_dead_letters(root)
     parked = 0
     for name in queues:
-        letters = messages.get(pipeline[STACK_OUTPUTS[DLQ_QUEUES[name][0]]], [])
+        letters = kept[name]
         parked += len(letters)
         console.print(f"[bold]{name}[/]: {len(letters)} parked")
         for letter in letters:
@@ -191,8 +206,10 @@ def dlq_redrive(
     dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
     if target is None:
         fail(f"--queue must be stage-a or stage-b, not {queue!r}")
+    if deployed and stack is not None:
+        fail("--deployed (the project's local deployment) and --stack (one in AWS): say one")
     if deployed:
-        _redrive_deployed(config or Path("lakeline.yml"), dead_letters, target)
+        _redrive_deployed(config or Path("lakeline.yml"), queue, dead_letters, target)
         return
     if stack is None:
         fail("say which deployment: --stack (in AWS) or --deployed (the project's local deployment)")
@@ -216,7 +233,7 @@ def dlq_redrive(
         console.print(f"[yellow]kept[/] {letter.message_id}: {escape(letter.reason)} (fix the item, then reprocess)")
 
 
-def _redrive_deployed(config: Path, dead_letters: str, target: str) -> None:
+def _redrive_deployed(config: Path, queue: str, dead_letters: str, target: str) -> None:
     """``dlq redrive --deployed``: exits 1 if anything failed or was parked again."""
     import time
 
@@ -229,10 +246,9 @@ def _redrive_deployed(config: Path, dead_letters: str, target: str) -> None:
     started = time.monotonic()
     try:
         project = DeployedProject(ProjectConfig.load(config), console)
-        if not project.kept():
-            raise LakelineError(
-                f"no local deployment is kept in {project.state_folder}: run `lakeline run --deployed` first"
-            )
+        if not kept_dead_letters(project.workspace.root)[queue]:
+            console.print(f"{queue}: nothing is parked in the local deployment; nothing to send back")
+            return
         with project:
             project.prepare()
             _sent, kept = project.redrive(dead_letters, target)

@@ -215,10 +215,7 @@ class LocalProject:
         return self.workspace.root / "state" / "settled.json"
 
     def snapshot(self, keys: list[str]) -> Settled:
-        """The project's inputs and the raw files ``keys`` as they are now (``lakeline.local.settled``)."""
-        config = self.config
-        inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries])
-        return Settled(inputs, {key: file_digest(self.workspace.raw_dir / key) for key in keys})
+        return project_snapshot(self.config, self.workspace.raw_dir, keys)
 
     def nothing_new(self, now: Settled) -> bool:
         """Whether the last clean run processed exactly these raw files, with these inputs."""
@@ -342,6 +339,12 @@ class LocalProject:
         write_summary(run)
         print_summary(run, self.console)
         return run
+
+
+def project_snapshot(config: ProjectConfig, raw_dir: Path, keys: list[str]) -> Settled:
+    """The project's inputs and the raw files ``keys`` as they are now (``lakeline.local.settled``)."""
+    inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries])
+    return Settled(inputs, {key: file_digest(raw_dir / key) for key in keys})
 
 
 def stage_tables(report: FlowReport) -> list[str]:

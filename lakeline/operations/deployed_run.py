@@ -54,13 +54,13 @@ from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.archive_table import DEFAULT_TABLE
 from lakeline.lineage.records.query import bind_archive_table, load_query
 from lakeline.lineage.viewer.html import write_lineage_html
-from lakeline.local.project import ProjectConfig, raw_keys
+from lakeline.local.project import ProjectConfig, project_snapshot, raw_keys
 from lakeline.local.rehearsal import kept_state
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionRecord, check_interpreter
 from lakeline.local.rehearsal.system import DeployedSystem, stood_up, synthesize
 from lakeline.local.relocation import open_engine
-from lakeline.local.settled import Settled, file_digest, inputs_digest
+from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name
 from lakeline.operations.dead_letters import read_dead_letters
@@ -266,10 +266,7 @@ class DeployedProject:
         return self.workspace.root / "deployed" / "settled.json"
 
     def snapshot(self, keys: list[str]) -> Settled:
-        """The project's inputs and the raw files ``keys`` as they are now (``lakeline.local.settled``)."""
-        config = self.config
-        inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries])
-        return Settled(inputs, {key: file_digest(self.workspace.raw_dir / key) for key in keys})
+        return project_snapshot(self.config, self.workspace.raw_dir, keys)
 
     def nothing_new(self, now: Settled) -> bool:
         """Whether the last run, clean and kept, uploaded exactly these raw files, with these inputs."""
@@ -402,8 +399,14 @@ class DeployedProject:
             sent, kept = redrive(self.operator.deployment.client("sqs"), outputs[dead_letters], outputs[target])
             self.console.print(f"sent {sent} parked messages back to their queue")
             self.system.executions.wait(timeout=3600)
-        # What is parked from here on is this command's: a message that fails again is parked anew.
-        self._parked_before = self.operator.parked()
+        # What this command parks is what is parked now beyond what it left in the DLQs: the other DLQs' messages
+        # and the ones it did not send (unroutable); a message that fails again is parked by this command.
+        queue = STACK_OUTPUTS[dead_letters].removesuffix("DeadLetterQueueUrl")
+        left = {queue: [letter.reason for letter in kept]} if kept else {}
+        self._parked_before = {
+            **{name: reasons for name, reasons in self._parked_before.items() if name != queue},
+            **left,
+        }
         self.keep()
         return sent, len(kept)
 

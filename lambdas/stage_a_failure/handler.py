@@ -36,7 +36,7 @@ from lambdas.post_update import note_lineage
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
-from stage_lineage.records import record_stage_a
+from stage_lineage.records import record_stage_a, stage_a_parents
 
 logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
@@ -76,17 +76,15 @@ def park(arrivals: list[Arrival], reason: str) -> None:
 
 def park_published(plan: StageAPlan, request: FailureInput, reason: str) -> dict[str, Any]:
     """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
-    post-update does, unless it ended it already (``after_failed_post_update``), and park every arrival the run took,
-    once its lineage records and COMPLETE events are written (the same nodes and events the post-update writes) and
-    where it sits in them is noted (``note_lineage``)."""
+    post-update does, unless it ended it already (``after_failed_post_update``), once where the run sits in the lineage
+    records is noted (``note_lineage``); park every arrival the run took, then write its lineage records and
+    COMPLETE events (the same nodes and events the post-update writes)."""
     run = runtime()
     follow_up = None
-    emitted: list[dict[str, Any]] = []
     if plan.writes:
-        # Noted before the lease ends: the run that routes the version again hangs its targets under this one.
-        parents = record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
-        note_lineage(run.runs.commits, plan.lease, plan.target_location, parents)
-        emitted = run.events.stage_a(plan, "COMPLETE")
+        # Noted before the lease ends (the ids are known without writing anything): the run that routes the
+        # version again hangs its targets under this one.
+        note_lineage(run.runs.commits, plan.lease, plan.target_location, stage_a_parents(plan))
     if plan.lease is not None:
         settled = run.runs.after_failed_post_update(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
         follow_up = settled.follow_up
@@ -94,6 +92,10 @@ def park_published(plan: StageAPlan, request: FailureInput, reason: str) -> dict
     else:
         parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
     park(parked, reason)
+    emitted: list[dict[str, Any]] = []
+    if plan.writes:  # last: what made the post-update fail may be the lineage queue itself
+        record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
+        emitted = run.events.stage_a(plan, "COMPLETE")
     logger.error(
         "stage A post-update failed after the publish; its arrivals are parked for a redrive",
         extra={

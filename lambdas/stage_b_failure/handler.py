@@ -30,7 +30,7 @@ from lambdas.post_update import note_lineage
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
-from stage_lineage.records import record_stage_b, record_stage_b_failure
+from stage_lineage.records import record_stage_b, record_stage_b_failure, stage_b_parents
 
 logger = Logger(service="stage-b-failure")
 tracer = Tracer(service="stage-b-failure")
@@ -71,23 +71,25 @@ def park(run: Runtime, messages: list[StageBMessage], reason: str) -> None:
 
 def park_published(run: Runtime, plan: StageBPlan, message: StageBMessage, request: FailureInput) -> dict[str, Any]:
     """After a failed post-update: the run is published, so nothing is deleted. End its lease as the
-    post-update does, unless it ended it already (``after_failed_post_update``), and park the messages the run took,
-    once its lineage record and COMPLETE events are written (the same the post-update writes) and where it sits
-    in them is noted (``note_lineage``)."""
+    post-update does, unless it ended it already (``after_failed_post_update``), once where the run sits in the lineage
+    records is noted (``note_lineage``); park the messages the run took, then write its lineage record and
+    COMPLETE events (the same the post-update writes)."""
     reason = f"{request.failed_step} failed: {request.error.described()}"
     parked = [message]
-    events: list[dict[str, Any]] = []
     if plan.message_ids:
-        # Noted before the lease ends: the run that routes the version again hangs its targets under this one.
-        parents = record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
-        note_lineage(run.runs.commits, plan.lease, plan.target_location, parents)
-        events = run.events.stage_b(plan, message, "COMPLETE")
+        # Noted before the lease ends (the ids are known without writing anything): the run that routes the
+        # version again hangs its targets under this one.
+        note_lineage(run.runs.commits, plan.lease, plan.target_location, stage_b_parents(plan, message))
     if plan.lease is not None:
         run.runs.after_failed_post_update(plan.lease, wrote=plan.writes, root=plan.partition_root)
         leased = leased_messages(Lease.from_dict(plan.lease))
         # The messages it applied; a run that applied none (a repeat) parks what it took.
         parked = [m for m in leased if m.deduplication_id() in plan.message_ids] or leased
     park(run, parked, reason)
+    events: list[dict[str, Any]] = []
+    if plan.message_ids:  # last: what made the post-update fail may be the lineage queue itself
+        record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
+        events = run.events.stage_b(plan, message, "COMPLETE")
     logger.error(
         "stage B post-update failed after the publish; its messages are parked for a redrive",
         extra={

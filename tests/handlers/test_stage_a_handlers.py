@@ -711,6 +711,14 @@ def test_a_redelivery_that_routes_a_version_its_post_update_failed_to_route_hang
     raw = deterministic_node_id(root, root, RAW_DATA_INPUT, raw_object_location(published))
     done = deterministic_node_id(root, raw, STAGE_A_COMPLETE, published.target_location)
     assert body["lineage"] == {"root_id": root, "parent_id": done}
+    # The node the failure path noted is the one it wrote (``stage_a_parents`` is ``record_stage_a``'s).
+    received = aws["sqs"].receive_message(QueueUrl=aws["lineage"], MaxNumberOfMessages=10)["Messages"]
+    written = [json.loads(message["Body"]) for message in received]
+    assert {"root_id": root, "node_id": done} in [
+        {"root_id": record["root_id"], "node_id": record["node_id"]}
+        for record in written
+        if record.get("action_taken") == STAGE_A_COMPLETE
+    ], written
 
 
 def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any]) -> None:

@@ -40,6 +40,10 @@ from lakeline.local.workspace import write_json
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+TRANSIENT_BUCKETS = ("ArtifactsBucket", "AthenaResultsBucket")
+"""Buckets not kept, by logical id: the artifacts bucket is filled by the deployment itself (the stacks'
+query files) and by each command (the project's); Athena's results are read once, as the query ends (and
+expire after 30 days in AWS)."""
 BATCH_ITEMS = 25  # BatchWriteItem's limit
 BATCH_PARTITIONS = 100  # BatchCreatePartition's limit
 TABLE_INPUT = ("Name", "Description", "Owner", "Retention", "StorageDescriptor", "PartitionKeys", "TableType")
@@ -66,12 +70,26 @@ class Restored:
 
 
 def exists(folder: Path) -> bool:
-    return (folder / MANIFEST).is_file()
+    """Whether a state is kept in ``folder`` (or in the one ``keep`` set aside, had it stopped between its two
+    renames: ``recover`` puts it back)."""
+    return (folder / MANIFEST).is_file() or (_previous(folder) / MANIFEST).is_file()
+
+
+def recover(folder: Path) -> None:
+    """After a ``keep`` that stopped between setting the old state aside and putting the new one in place."""
+    if not (folder / MANIFEST).is_file() and (_previous(folder) / MANIFEST).is_file():
+        shutil.rmtree(folder, ignore_errors=True)
+        _previous(folder).rename(folder)
+
+
+def _previous(folder: Path) -> Path:
+    return folder.with_name(folder.name + ".old")
 
 
 def keep(deployment: Deployment, folder: Path, *, extra: dict[str, Any] | None = None) -> None:
     """Write what ``deployment`` holds into ``folder`` (replacing what it had, whole or not at all), with
     ``extra`` (what the caller wants kept with it, read back by ``kept_extra``)."""
+    recover(folder)
     staged = folder.with_name(folder.name + ".new")
     shutil.rmtree(staged, ignore_errors=True)
     staged.mkdir(parents=True)
@@ -89,7 +107,7 @@ def keep(deployment: Deployment, folder: Path, *, extra: dict[str, Any] | None =
     manifest["catalog"] = _catalog(deployment)
     manifest["queues"] = {url: _messages(deployment, url) for url in resources["AWS::SQS::Queue"]}
     write_json(staged / MANIFEST, _encoded(manifest), sort_keys=True)
-    previous = folder.with_name(folder.name + ".old")
+    previous = _previous(folder)
     shutil.rmtree(previous, ignore_errors=True)
     if folder.exists():
         folder.rename(previous)
@@ -99,6 +117,7 @@ def keep(deployment: Deployment, folder: Path, *, extra: dict[str, Any] | None =
 
 def kept_extra(folder: Path) -> dict[str, Any]:
     """What ``keep`` was given as ``extra`` (empty if nothing is kept)."""
+    recover(folder)
     return dict(_manifest(folder).get("extra", {})) if exists(folder) else {}
 
 
@@ -111,6 +130,7 @@ class KeptMessage:
 def kept_messages(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, list[KeptMessage]]]:
     """The kept stacks' outputs (by stack) and the messages kept of each queue (by URL), read from the folder
     alone (nothing is stood up); both empty if nothing is kept."""
+    recover(folder)
     if not exists(folder):
         return {}, {}
     manifest = _manifest(folder)
@@ -123,6 +143,7 @@ def kept_messages(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, li
 
 def restore(deployment: Deployment, folder: Path) -> Restored:
     """Put what ``keep`` wrote into ``folder`` into ``deployment``, a deployment of the same stacks."""
+    recover(folder)
     manifest = _manifest(folder)
     if manifest.get("format") != FORMAT:
         raise KeptStateError(f"{folder} was kept by another version of Lakeline (format {manifest.get('format')})")
@@ -159,7 +180,8 @@ def restore(deployment: Deployment, folder: Path) -> Restored:
     sqs = deployment.client("sqs")
     for url, kept_messages in manifest["queues"].items():
         for message in kept_messages:
-            sqs.send_message(QueueUrl=url, MessageBody=message["body"], MessageAttributes=message["attributes"])
+            attributes = _decoded(message["attributes"])
+            sqs.send_message(QueueUrl=url, MessageBody=message["body"], MessageAttributes=attributes)
             messages += 1
     return Restored(objects, items, tables, partitions, messages)
 
@@ -179,6 +201,8 @@ def _resources(deployment: Deployment) -> dict[str, list[str]]:
         pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack)
         for page in pages:
             for resource in page["StackResourceSummaries"]:
+                if resource["LogicalResourceId"].startswith(TRANSIENT_BUCKETS):
+                    continue
                 if resource["ResourceType"] in found and resource.get("PhysicalResourceId"):
                     found[resource["ResourceType"]].append(resource["PhysicalResourceId"])
     return {kind: sorted(ids) for kind, ids in found.items()}

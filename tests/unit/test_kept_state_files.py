@@ -1,0 +1,44 @@
+"""The kept state of a local deployment, as files (``lakeline.local.rehearsal.kept_state``): a ``keep`` that
+stopped between its two renames loses nothing, and parked messages are told apart by command (#20)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lakeline.local.rehearsal import kept_state
+from lakeline.operations.deployed_run import _parked_since
+
+
+def write_manifest(folder: Path, uploads: dict[str, str]) -> None:
+    folder.mkdir(parents=True)
+    (folder / kept_state.MANIFEST).write_text(json.dumps({"format": kept_state.FORMAT, "extra": {"uploads": uploads}}))
+
+
+def test_a_keep_stopped_between_its_renames_leaves_the_state_before(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    write_manifest(tmp_path / "state.old", {"a.csv": "1"})  # set aside; the new one never put in place
+    assert kept_state.exists(folder)
+    assert kept_state.kept_extra(folder) == {"uploads": {"a.csv": "1"}}
+    assert (folder / kept_state.MANIFEST).is_file() and not (tmp_path / "state.old").exists()
+
+
+def test_a_half_written_new_state_is_not_taken_for_the_kept_one(tmp_path: Path) -> None:
+    folder = tmp_path / "state"
+    write_manifest(folder, {"a.csv": "1"})
+    (tmp_path / "state.new").mkdir()  # a keep that stopped while writing
+    assert kept_state.kept_extra(folder) == {"uploads": {"a.csv": "1"}}
+
+
+def test_nothing_kept_is_nothing(tmp_path: Path) -> None:
+    assert not kept_state.exists(tmp_path / "state")
+    assert kept_state.kept_extra(tmp_path / "state") == {}
+    assert kept_state.kept_messages(tmp_path / "state") == ({}, {})
+
+
+def test_what_a_command_parked_is_what_is_parked_beyond_what_was_before() -> None:
+    before = {"StageA": ["bad.csv: header", "bad.csv: header"], "StageB": ["x"]}
+    now = {"StageA": ["bad.csv: header", "bad.csv: header", "bad.csv: header", "other.csv: y"], "StageB": ["x"]}
+    assert _parked_since(now, before) == {"StageA": ["bad.csv: header", "other.csv: y"]}
+    assert _parked_since(before, before) == {}
+    assert _parked_since({"Lineage": ["z"]}, {}) == {"Lineage": ["z"]}
