@@ -71,6 +71,14 @@ def run_sql(
         float, typer.Option(help="minutes the server stays without a query", min=0.1)
     ] = DEFAULT_KEEP_MINUTES,
     stop: Annotated[bool, typer.Option("--stop", help="stop the workspace's SQL server and exit")] = False,
+    deployed: Annotated[
+        bool,
+        typer.Option(
+            "--deployed",
+            help="through Athena (pyathena) on the project's local deployment (`lakeline run --deployed`), stood up "
+            "with what its last command kept (about half a minute), instead of the embedded runtime's Spark",
+        ),
+    ] = False,
 ) -> None:
     """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results).
     The first call starts a server that keeps Spark running for the next ones (--keep minutes without
@@ -94,6 +102,9 @@ def run_sql(
         statements = [s.sql("athena") for s in sqlglot.parse(text, read="athena") if s is not None]
     except sqlglot.errors.ParseError as error:
         fail(f"cannot parse the SQL: {error}")
+    if deployed:
+        _run_deployed_sql(config or Path("lakeline.yml"), statements, output)
+        return
     try:
         engine = _sql_engine(ws, server, keep)
     except LakelineError as error:
@@ -126,3 +137,29 @@ def _sql_engine(ws: Workspace, server: bool, keep: float) -> SparkEngine | SqlCl
         for note in client.record.notes:
             moved(note)
     return client
+
+
+def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat) -> None:
+    """``sql --deployed``: each statement through the deployment's Athena workgroup, as users query it in AWS;
+    what a statement changes (a table made, rows written) is kept for the next command."""
+    from lakeline.local.project import ProjectConfig
+    from lakeline.operations.deployed_run import DeployedProject, operation_errors
+
+    console = Console()
+    try:
+        project = DeployedProject(ProjectConfig.load(config), err_console)
+    except LakelineError as error:
+        fail(str(error))
+    if not project.kept():
+        fail(f"no local deployment is kept in {project.state_folder}: run `lakeline run --deployed` first")
+    try:
+        with project:
+            try:
+                for statement in statements:
+                    result = project.operator.athena_result(statement)
+                    if result.columns:
+                        print_result(result, output, console)
+            finally:
+                project.keep()
+    except operation_errors() as error:
+        fail(str(error), code=1)

@@ -25,6 +25,14 @@ def status(
         str | None, typer.Option(help="a deployed pipeline stack (e.g. Lakeline-dev-Pipeline) instead of a workspace")
     ] = None,
     since_hours: Annotated[float, typer.Option(help="deployed: failed executions of the last N hours")] = 24.0,
+    deployed: Annotated[
+        bool,
+        typer.Option(
+            "--deployed",
+            help="the project's local deployment (`lakeline run --deployed`) as its last command kept it, instead "
+            "of the embedded runtime's workspace (nothing is stood up)",
+        ),
+    ] = False,
     output: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
     """What the pipeline holds (partitions and their versions), what waits (arrivals behind a run,
@@ -34,13 +42,17 @@ def status(
 
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from lakeline.operations.status import StackClients, deployed_status, local_status
+    from lakeline.operations.status import StackClients, deployed_status, kept_deployment_status, local_status
 
     now = datetime.now(UTC)
     try:
         if output not in ("table", "json"):
             raise LakelineError(f"--format must be table or json, not {output!r}")
-        if stack is not None:
+        if deployed and stack is not None:
+            raise LakelineError("--deployed (the project's local deployment) and --stack (one in AWS): say one")
+        if deployed:
+            report: PipelineStatus = kept_deployment_status(existing_workspace(config, workspace)[0], now)
+        elif stack is not None:
             from lakeline.aws.clients import AwsClients
 
             aws = AwsClients()
@@ -51,7 +63,7 @@ def status(
                 aws.sqs,
                 aws.stepfunctions,
             )
-            report: PipelineStatus = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
+            report = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
         else:
             report = local_status(*existing_workspace(config, workspace), now)
     except (LakelineError, OSError, ValueError) as error:

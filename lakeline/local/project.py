@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -341,9 +341,10 @@ class LocalProject:
         return run
 
 
-def project_snapshot(config: ProjectConfig, raw_dir: Path, keys: list[str]) -> Settled:
-    """The project's inputs and the raw files ``keys`` as they are now (``lakeline.local.settled``)."""
-    inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries])
+def project_snapshot(config: ProjectConfig, raw_dir: Path, keys: list[str], *, also: Sequence[Path] = ()) -> Settled:
+    """The project's inputs (with the files or folders ``also``) and the raw files ``keys`` as they are now
+    (``lakeline.local.settled``)."""
+    inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries, *also])
     return Settled(inputs, {key: file_digest(raw_dir / key) for key in keys})
 
 

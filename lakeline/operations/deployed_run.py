@@ -47,6 +47,7 @@ from lakeline.console import print_whole
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
+from lakeline.engines.base import QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError
 from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
@@ -58,7 +59,7 @@ from lakeline.local.project import ProjectConfig, project_snapshot, raw_keys
 from lakeline.local.rehearsal import kept_state
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionRecord, check_interpreter
-from lakeline.local.rehearsal.system import DeployedSystem, stood_up, synthesize
+from lakeline.local.rehearsal.system import REPOSITORY, DeployedSystem, stood_up, synthesize
 from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
@@ -148,6 +149,10 @@ class Operator:
 
     def athena(self, sql: str) -> list[tuple[Any, ...]]:
         """A statement through Athena with pyathena, as users query; its rows, with their types."""
+        return self.athena_result(sql).rows
+
+    def athena_result(self, sql: str) -> QueryResult:
+        """A statement through Athena with pyathena: its columns and rows (none for DDL)."""
         import pyathena
         from pyathena.error import DatabaseError
 
@@ -164,7 +169,10 @@ class Operator:
         try:
             cursor = connection.cursor()
             cursor.execute(sql)
-            return list(cursor.fetchall()) if cursor.description else []
+            if not cursor.description:
+                return QueryResult(str(cursor.query_id))
+            columns = [str(column[0]) for column in cursor.description]
+            return QueryResult(str(cursor.query_id), columns, list(cursor.fetchall()))
         except DatabaseError as error:
             raise OperationFailed(f"Athena statement failed: {error}\n{sql.strip()}") from error
         finally:
@@ -266,7 +274,11 @@ class DeployedProject:
         return self.workspace.root / "deployed" / "settled.json"
 
     def snapshot(self, keys: list[str]) -> Settled:
-        return project_snapshot(self.config, self.workspace.raw_dir, keys)
+        """As the local runtime's, with what is deployed besides the code: the CDK app and the stacks' query files."""
+        deployed = [
+            REPOSITORY / name for name in ("stacks", "app.py", "cdk.json", "athena_queries", "package-lock.json")
+        ]
+        return project_snapshot(self.config, self.workspace.raw_dir, keys, also=[p for p in deployed if p.exists()])
 
     def nothing_new(self, now: Settled) -> bool:
         """Whether the last run, clean and kept, uploaded exactly these raw files, with these inputs."""

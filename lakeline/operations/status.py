@@ -161,6 +161,55 @@ def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now
     return status
 
 
+def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
+    """The status of a project's local deployment as its last command kept it (``run --deployed``; read from
+    ``deployed/state``, nothing stood up): its pipeline state, its dead-letter queues and its last run."""
+    from lakeline.errors import LakelineError
+    from lakeline.local.rehearsal import kept_state
+    from lakeline.operations.dead_letters import REASON
+
+    folder = workspace / "deployed" / "state"
+    tables = kept_state.kept_tables(folder)
+    outputs, queues = kept_state.kept_messages(folder)
+    pipelines = [values for stack, values in outputs.items() if stack.endswith("-Pipeline")]
+    if not pipelines:
+        raise LakelineError(f"no local deployment is kept in {workspace / 'deployed'}: run `lakeline run --deployed`")
+    (pipeline,) = pipelines
+    status = PipelineStatus(where=f"the local deployment kept in {folder}")
+    edges = [
+        (item["target_dataset"]["S"], item["source_table"]["S"])
+        for item in tables.get(pipeline[STACK_OUTPUTS["dependencies_by_table"]], [])
+        if "target_dataset" in item and "source_table" in item
+    ]
+
+    def required(target: str) -> frozenset[str]:
+        return frozenset(source for dataset, source in edges if dataset == target)
+
+    items = tables.get(pipeline[STACK_OUTPUTS["pipeline_state"]], [])
+    status.partitions, status.waiting_targets = read_items(items, required, now)
+    for name in ("stage_a_dlq", "stage_b_dlq", "lineage_dlq", "dependencies_stream_dlq"):
+        messages = queues.get(pipeline[STACK_OUTPUTS[name]], [])
+        status.dead_letters[name.removesuffix("_dlq").replace("_", " ")] = len(messages)
+        status.failures += [
+            f"parked in {name.removesuffix('_dlq').replace('_', ' ')}: "
+            + message.attributes.get(REASON, {}).get("StringValue", "(no reason recorded)")
+            for message in messages
+        ]
+    summary_file = workspace / "deployed" / "summary.json"
+    if summary_file.exists():
+        summary = json.loads(summary_file.read_text())
+        finished = f"{datetime.fromtimestamp(summary_file.stat().st_mtime, UTC):%Y-%m-%d %H:%M:%S} UTC"
+        status.last_run = (
+            f"{finished}: {summary.get('uploads', 0)} files uploaded, {summary.get('stage_a_runs', 0)} stage A and "
+            f"{summary.get('stage_b_runs', 0)} stage B executions in {summary.get('seconds', 0)}s"
+        )
+        status.failures += [
+            f"failed {failed['execution']}: {failed.get('error') or ''} {(failed.get('cause') or '')[:300]}".strip()
+            for failed in summary.get("failed_executions", [])
+        ]
+    return status
+
+
 @dataclass(frozen=True)
 class StackClients:
     cloudformation: Any  # botocore's CloudFormation client (no type stubs installed)

@@ -6,6 +6,7 @@ by the ASL interpreter, Athena on embedded Spark (#20). Its results are checked 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -184,6 +185,9 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tu
     assert "bad.csv: header lacks column order_id, amount of table shop_pos_raw_dev.sales" in reason
     listed = run(["dlq", "list", "--deployed"], cwd=moved)
     assert listed.returncode == 1 and "stage-a: 1 parked" in listed.stdout and "bad.csv" in listed.stdout
+    status = run(["status", "--deployed"], cwd=moved)  # read from the kept state: nothing stood up
+    assert status.returncode == 1 and "parked in stage a: " in status.stdout and "bad.csv" in status.stdout
+    assert re.search(r"shop_pos_dev\.sales\s+│ day=2024-03-02\s+│\s+3 │\s+3 │", status.stdout), status.stdout
 
     (sales / "day=2024-03-03" / "bad.csv").write_text("order_id,store,amount\n3009,east,9.00\n")
     fixed = run(["run", "--deployed"], cwd=moved)
@@ -201,3 +205,16 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tu
     assert summary["stage_a_runs_with_nothing_new"] == 1
     assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
     assert run(["dlq", "list", "--deployed"], cwd=moved).returncode == 0
+    assert run(["status", "--deployed"], cwd=moved).returncode == 0
+    # Queried with Athena on the deployment, as users query theirs.
+    day = [
+        "sql",
+        "--deployed",
+        "--format",
+        "json",
+        "-q",
+        "SELECT order_id FROM shop_pos_dev.sales WHERE day = '2024-03-03'",
+    ]
+    queried = run(day, cwd=moved)
+    assert queried.returncode == 0, queried.stderr[-3000:]
+    assert sorted(int(row["order_id"]) for row in json.loads(queried.stdout)) == [3001, 3002, 3009]

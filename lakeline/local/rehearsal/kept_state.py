@@ -141,6 +141,14 @@ def kept_messages(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, li
     return dict(manifest.get("outputs", {})), queues
 
 
+def kept_tables(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each kept DynamoDB table (by name) → its items (DynamoDB's typed JSON), read from the folder alone."""
+    recover(folder)
+    if not exists(folder):
+        return {}
+    return {name: [_decoded(item) for item in items] for name, items in _manifest(folder).get("tables", {}).items()}
+
+
 def restore(deployment: Deployment, folder: Path) -> Restored:
     """Put what ``keep`` wrote into ``folder`` into ``deployment``, a deployment of the same stacks."""
     recover(folder)
