@@ -156,8 +156,8 @@ def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_fil
 def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tuple[Path, Any], tmp_path: Path) -> None:
     """The deployment's state is kept in the workspace: a rerun with nothing new stands nothing up; the
     project copied elsewhere with a late file and a bad one uploads only those two (the late rows reach the
-    partition and its target, the bad file is parked with its reason, exit 1); the bad file fixed loads at
-    the next run, its earlier parked message still listed; a redrive then finds the arrival loaded and
+    partition and its target, the bad file is parked with its reason, exit 1); the bad file fixed is loaded
+    by ``watch``, its earlier parked message still listed; a redrive then finds the arrival loaded and
     leaves the DLQ empty."""
     project, _ = shop
     again = run(["run", "--deployed"], cwd=project)
@@ -189,11 +189,12 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tu
     assert status.returncode == 1 and "parked in stage a: " in status.stdout and "bad.csv" in status.stdout
     assert re.search(r"shop_pos_dev\.sales\s+│ day=2024-03-02\s+│\s+3 │\s+3 │", status.stdout), status.stdout
 
+    # Fixed, it is picked up by `watch` (its first look sees every file; only the changed one is uploaded).
     (sales / "day=2024-03-03" / "bad.csv").write_text("order_id,store,amount\n3009,east,9.00\n")
-    fixed = run(["run", "--deployed"], cwd=moved)
+    fixed = run(["watch", "--deployed", "--duration", "3", "--poll", "1"], cwd=moved)
     assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
     summary = _summary(moved)
-    assert summary["uploads"] == 1 and summary["parked"] == {}
+    assert summary["uploads"] == 1 and summary["unchanged_raw_files"] == 6 and summary["parked"] == {}
     assert summary["parked_by_earlier_runs"] == {"StageA": [reason]}
     assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
     assert "still parked (an earlier run)" in fixed.stdout

@@ -69,6 +69,15 @@ from lakeline.engines.base import QueryError, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.translate import translate_statement
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal.athena_caller import (
+    Needed,
+    authorize,
+    caller_of,
+    changing,
+    reading,
+    result_file,
+    writing,
+)
 from lakeline.names import ddl_name, string_literal
 
 logger = logging.getLogger(__name__)
@@ -168,6 +177,7 @@ def _local_execution_class() -> Any:
 
 
 _installed = threading.Lock()
+_callers = threading.local()  # who signs the StartQueryExecution being handled in this thread
 _patched = False
 _current: LocalAthena | None = None
 
@@ -195,6 +205,15 @@ def _patch_moto() -> None:
     from moto.athena.responses import AthenaResponse
 
     original_start = AthenaBackend.start_query_execution
+    original_response_start = AthenaResponse.start_query_execution
+
+    def response_start_query_execution(self: Any) -> Any:
+        _callers.current = caller_of(self.headers)  # the backend's call below runs in this thread
+        try:
+            return original_response_start(self)
+        finally:
+            _callers.current = None
+
     original_get = AthenaBackend.get_query_execution
     original_response = AthenaResponse.get_query_execution
     original_results = AthenaResponse.get_query_results
@@ -213,6 +232,7 @@ def _patch_moto() -> None:
         group = self.work_groups.get(workgroup or "primary")
         execution = _local_execution_class()(query, context or {}, dict(config or {}), group, execution_parameters)
         execution.config = _result_configuration(config, group, execution.id, query)
+        execution.caller = getattr(_callers, "current", None)
         self.executions[execution.id] = execution
         local.submit(self, execution)
         return str(execution.id)
@@ -263,6 +283,7 @@ def _patch_moto() -> None:
     # moto's response leaves out StateChangeReason, AthenaError and real statistics.
     setattr(AthenaResponse, "get_query_execution", response_get_query_execution)  # noqa: B010
     setattr(AthenaResponse, "get_query_results", response_get_query_results)  # noqa: B010
+    setattr(AthenaResponse, "start_query_execution", response_start_query_execution)  # noqa: B010
 
 
 def _result_configuration(config: Any, workgroup: Any, exec_id: str, query: str) -> dict[str, Any]:
@@ -359,6 +380,20 @@ class Statement:
     is_query: bool = False
     defines: bool = False  # CREATE TABLE without AS: Spark made a Hive table of it, not the reader we make
     declared: dict[str, str] = field(default_factory=dict)  # a CREATE TABLE's column → type, as written
+    kind: str = "query"  # query, ctas, create, insert, drop, alter, add_partition: what the caller must be allowed
+
+
+def _kind(tree: exp.Expr) -> str:
+    if isinstance(tree, exp.Create):
+        return "ctas" if isinstance(tree.expression, exp.Query) else "create"
+    if isinstance(tree, exp.Alter) and any(
+        isinstance(action, exp.AddPartition) for action in tree.args.get("actions") or []
+    ):
+        return "add_partition"
+    for kind, node in (("insert", exp.Insert), ("drop", exp.Drop), ("query", exp.Query)):
+        if isinstance(tree, node):
+            return kind
+    return "alter"  # anything else changes the table's definition
 
 
 def _glue_type(hive: str) -> str:
@@ -403,7 +438,8 @@ class Rewriter:
             database, table = (parts[0], parts[1]) if len(parts) == 2 else (default, parts[0])
             changes = {(database, table)} if command.group("verb").upper().startswith("MSCK") else set()
             rewritten = f"{command.group('verb')} {ddl_name(self.spark_database(database), table)}"
-            return Statement(rewritten, {(database, table)}, changes, {database})
+            kind = "add_partition" if changes else "query"  # MSCK REPAIR TABLE adds the partitions it finds
+            return Statement(rewritten, {(database, table)}, changes, {database}, kind=kind)
         try:
             parsed = sqlglot.parse(text, read="athena")
         except ParseError as error:
@@ -437,6 +473,7 @@ class Rewriter:
                 literal.replace(exp.Literal.string(self.local_uri(literal.this)))
         statement.sql = tree.sql("athena")
         statement.is_query = isinstance(tree, exp.Query)
+        statement.kind = _kind(tree)
         statement.defines = isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None
         if statement.defines and isinstance(tree.this, exp.Schema):
             statement.declared = {
@@ -577,6 +614,10 @@ class LocalAthena:
         root = output.rsplit("/", 1)[0]
         statement = self.names.statement(execution.query, context, ctas_root=f"{root}/tables/{execution.id}/")
         began = time.monotonic()
+        caller = getattr(execution, "caller", None)
+        if caller is not None and _iam_enforced():
+            needed = _needed(glue, statement, backend.region_name, backend.account_id, output)
+            authorize(backend.account_id, backend.region_name, caller, needed)
         buckets = self._sync_catalog(glue, statement)
         buckets |= {bucket for bucket in (_bucket(uri) for uri in statement.locations) if bucket}
         for bucket in sorted(buckets):
@@ -1035,6 +1076,40 @@ class LocalAthena:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
+
+def _iam_enforced() -> bool:
+    from moto import settings
+
+    return bool(settings.INITIAL_NO_AUTH_ACTION_COUNT == 0)
+
+
+def _needed(glue: Any, statement: Statement, region: str, account: str, output: str) -> list[Needed]:
+    """What the statement makes Athena do with its caller's credentials (``athena_caller``)."""
+    needed: list[Needed] = []
+    changes = {
+        "ctas": ("glue:CreateTable",),
+        "create": ("glue:CreateTable",),
+        "drop": ("glue:DeleteTable",),
+        "alter": ("glue:GetTable", "glue:UpdateTable"),
+        "add_partition": ("glue:GetTable", "glue:BatchCreatePartition"),
+        "insert": ("glue:GetTable", "glue:BatchCreatePartition"),
+    }.get(statement.kind, ())
+    for database, table in sorted(statement.tables):
+        found = glue.databases.get(database)
+        entry = found.tables.get(table) if found is not None else None
+        definition = entry.get_version(str(entry._current_version)) if entry is not None else {}
+        location = definition.get("StorageDescriptor", {}).get("Location")
+        if (database, table) in statement.changes:
+            needed += changing(region, account, database, table, changes)
+            if statement.kind == "insert" and location:
+                needed.append(writing(location))
+        elif entry is not None:
+            needed += reading(region, account, database, table, location, bool(definition.get("PartitionKeys")))
+    if statement.kind == "ctas":
+        needed += [writing(uri) for uri in statement.locations[:1]]
+    needed.append(result_file(output))
+    return needed
 
 
 def _bucket(uri: str | None) -> str | None:

@@ -1,0 +1,133 @@
+"""What Athena does with its caller's credentials, checked by the local Athena endpoint (#20).
+
+Athena reads and writes the Glue Data Catalog and S3 as the principal that started the query: a state
+machine whose role may start queries but not read a table's Glue entry, or not write where a CTAS or an
+INSERT puts its files, or not write the query's result file, has its query fail in AWS. moto authorizes the
+``StartQueryExecution`` call alone; ``required`` lists what the statement needs besides, and ``authorize``
+checks each against the caller's policies (evaluated by moto's IAM, with the rehearsal's fixes, ``iam``):
+
+- each table it names that Glue has: ``glue:GetTable`` (and ``GetPartitions`` for a partitioned one) on the
+  catalog, its database and the table; its data: ``s3:ListBucket`` on the bucket, ``s3:GetObject`` under
+  its location;
+- a table it creates: ``glue:CreateTable``; drops: ``glue:DeleteTable``; alters: ``glue:UpdateTable``, or
+  ``glue:BatchCreatePartition`` to add partitions (``ADD PARTITION``, ``MSCK REPAIR``, an INSERT);
+  writes (CTAS, INSERT): ``s3:PutObject`` under the location written;
+- its result file: ``s3:PutObject`` on ``<output>/<id>.csv`` (``.txt`` for DDL).
+
+A refusal fails the query with Athena's kind of reason (``Access denied when writing to location: ...``,
+``... is not authorized to perform: glue:GetTable on resource: ...``). Gaps: KMS (the data key's use) and
+Lake Formation are not checked, nor the caller's rights on databases it creates or drops.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lakeline.errors import LakelineError
+
+CREDENTIAL = re.compile(r"Credential=(?P<key>[^/,\s]+)/")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who started a query: the access key that signed ``StartQueryExecution`` (and its session token, if it
+    is temporary)."""
+
+    access_key_id: str
+    session_token: str | None
+
+
+@dataclass(frozen=True)
+class Needed:
+    action: str
+    resources: tuple[str, ...]
+    refusal: str  # the query's failure reason if refused
+
+
+class AccessDenied(LakelineError):
+    """Athena could not do what the query needs with the caller's credentials."""
+
+
+def caller_of(headers: Any) -> Caller | None:
+    """The signer of a request, from its headers (``None``: not signed, as before IAM is enforced)."""
+    found = CREDENTIAL.search(str(headers.get("Authorization", "")))
+    if found is None:
+        return None
+    token = headers.get("X-Amz-Security-Token")
+    return Caller(found.group("key"), str(token) if token else None)
+
+
+def s3_object(uri: str) -> str:
+    """``s3://bucket/key`` as an S3 object ARN (``*`` stands for every key under a folder)."""
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return f"arn:aws:s3:::{bucket}/{key}"
+
+
+def s3_bucket(uri: str) -> str:
+    return f"arn:aws:s3:::{uri.removeprefix('s3://').partition('/')[0]}"
+
+
+def glue_table(region: str, account: str, database: str, table: str) -> tuple[str, ...]:
+    prefix = f"arn:aws:glue:{region}:{account}"
+    return (f"{prefix}:catalog", f"{prefix}:database/{database}", f"{prefix}:table/{database}/{table}")
+
+
+def reading(
+    region: str, account: str, database: str, table: str, location: str | None, partitioned: bool
+) -> list[Needed]:
+    """What reading a table Glue has needs."""
+    arns = glue_table(region, account, database, table)
+    refusal = f"is not authorized to perform: {{action}} on resource: {arns[-1]}"
+    needed = [Needed("glue:GetTable", arns, refusal)]
+    if partitioned:
+        needed.append(Needed("glue:GetPartitions", arns, refusal))
+    if location:
+        folder = location.rstrip("/") + "/"
+        denied = f"Permission denied on S3 path: {folder}"
+        needed += [
+            Needed("s3:ListBucket", (s3_bucket(folder),), denied),
+            Needed("s3:GetObject", (s3_object(folder + "*"),), denied),
+        ]
+    return needed
+
+
+def changing(region: str, account: str, database: str, table: str, actions: tuple[str, ...]) -> list[Needed]:
+    """What creating, dropping or altering a table's Glue entry needs."""
+    arns = glue_table(region, account, database, table)
+    return [
+        Needed(action, arns, f"is not authorized to perform: {{action}} on resource: {arns[-1]}") for action in actions
+    ]
+
+
+def writing(location: str) -> Needed:
+    """What writing files under ``location`` needs (a CTAS's or an INSERT's)."""
+    folder = location.rstrip("/") + "/"
+    return Needed("s3:PutObject", (s3_object(folder + "*"),), f"Access denied when writing to location: {folder}")
+
+
+def result_file(uri: str) -> Needed:
+    return Needed(
+        "s3:PutObject",
+        (s3_object(uri),),
+        f"Access denied when writing output to url: {uri} . Please ensure you are allowed to run 's3:PutObject' "
+        "requests against the location",
+    )
+
+
+def authorize(account: str, region: str, caller: Caller, needed: list[Needed]) -> None:
+    """Raise ``AccessDenied`` with the first refusal's reason, if the caller's policies refuse anything."""
+    from moto.iam.access_control import IAMPolicy, PermissionResult, create_access_key
+
+    headers = {"X-Amz-Security-Token": caller.session_token} if caller.session_token else {}
+    key = create_access_key(account, "aws", caller.access_key_id, headers)
+    policies = key.collect_policies()
+    for need in needed:
+        for resource in need.resources:
+            results = [IAMPolicy(policy).is_action_permitted(need.action, resource) for policy in policies]
+            if PermissionResult.DENIED in results or PermissionResult.PERMITTED not in results:
+                reason = need.refusal.format(action=need.action)
+                if reason.startswith("is not authorized"):
+                    reason = f"User: {key.arn} {reason}"
+                raise AccessDenied(reason)
