@@ -157,6 +157,8 @@ class Abandoned:
     held: bool
     follow_up: Lease | None = None
     deleted: int = 0
+    left: str = ""
+    """Why the run's files could not be deleted (they stay; the run ends all the same), else empty."""
 
 
 def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, root: str) -> Abandoned:
@@ -164,16 +166,28 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
     through before the failure), take its arrivals out of the partition's queue (the caller parks them
     with the reason), and hand the lease to a follow-up for whatever else waits, or release it."""
     state = commits.read(lease.key)
-    deleted = 0
+    deleted, left = 0, ""
     if state.published is None or not same_prefix(state.published, lease.location):
-        deleted = store.delete_prefix(lease.location, table_root=commit_table_root(lease.key, root))
+        deleted, left = delete_run_files(store, lease.location, commit_table_root(lease.key, root))
     if state.lease_owner != lease.owner:
-        return Abandoned(False, None, deleted)
+        return Abandoned(False, None, deleted, left)
     try:
         commits.commit(lease, publish=False)
     except LeaseLost:
-        return Abandoned(False, None, deleted)
-    return Abandoned(True, finish_run(commits, lease, new_run_token, root).follow_up, deleted)
+        return Abandoned(False, None, deleted, left)
+    return Abandoned(True, finish_run(commits, lease, new_run_token, root).follow_up, deleted, left)
+
+
+def delete_run_files(store: ObjectStore, location: str, table_root: str) -> tuple[int, str]:
+    """Delete a failed run's files; how many, and why they could not be if they could not (a location the
+    function is not granted: the run must still end and its input be parked, so the refusal is reported
+    with it instead of failing the failure path)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return store.delete_prefix(location, table_root=table_root), ""
+    except (ClientError, BotoCoreError, OSError) as error:
+        return 0, f"its files under {location} were left: {' '.join(str(error).split())}"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.errors import validated
 from lakeline.lambda_support import StepError, load_environment
+from lakeline.partitions import Abandoned
 from lambdas.environments import StageAFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from lambdas.post_update import note_lineage
@@ -56,14 +57,14 @@ def runtime() -> FailureRuntime[StageAFailureEnvironment]:
     return failure_runtime(environment, environment.stage_a_queue_url)
 
 
-def end_lease(plan: StageAPlan, failed_step: str) -> tuple[list[Arrival], int]:
-    """End the failed run's lease; return the arrivals to park (those it added) and the objects deleted."""
+def end_lease(plan: StageAPlan, failed_step: str) -> tuple[list[Arrival], Abandoned]:
+    """End the failed run's lease; return the arrivals to park (those it added) and how it ended."""
     assert plan.lease is not None
     ended = runtime().runs.after_failure(plan.lease, failed_step=failed_step, root=plan.stage_partition_root)
     if not ended.held:
-        return [], ended.deleted
+        return [], ended
     waiting = waiting_arrivals(Lease.from_dict(plan.lease))
-    return [a for a in waiting if arrival_id(a.key, a.sequencer) in plan.applied], ended.deleted
+    return [a for a in waiting if arrival_id(a.key, a.sequencer) in plan.applied], ended
 
 
 def park(arrivals: list[Arrival], reason: str) -> None:
@@ -127,7 +128,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if request.failed_step == "post_update":
         return park_published(plan, request, reason)
     if plan.lease is not None:
-        parked, deleted = end_lease(plan, request.failed_step)
+        parked, ended = end_lease(plan, request.failed_step)
+        deleted = ended.deleted
+        reason += f"; {ended.left}" if ended.left else ""
     else:
         # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
         deleted = abandon_stage_a(plan, run.store) if request.failed_step == "ctas" else 0

@@ -24,6 +24,7 @@ from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.errors import validated
 from lakeline.lambda_support import StepError, load_environment
+from lakeline.partitions import Abandoned
 from lambdas.environments import StageBFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from lambdas.post_update import note_lineage
@@ -52,15 +53,13 @@ def runtime() -> Runtime:
     return failure_runtime(environment, environment.stage_b_queue_url)
 
 
-def end_lease(run: Runtime, plan: StageBPlan, failed_step: str) -> tuple[list[StageBMessage], int]:
-    """End the failed run's lease; return the messages to park (those it applied) and the objects deleted."""
+def end_lease(run: Runtime, plan: StageBPlan, failed_step: str) -> tuple[list[StageBMessage], Abandoned]:
+    """End the failed run's lease; return the messages to park (those it applied) and how it ended."""
     assert plan.lease is not None
     ended = run.runs.after_failure(plan.lease, failed_step=failed_step, root=plan.partition_root)
     if not ended.held:
-        return [], ended.deleted
-    return [m for m in leased_messages(Lease.from_dict(plan.lease)) if m.deduplication_id() in plan.message_ids], (
-        ended.deleted
-    )
+        return [], ended
+    return [m for m in leased_messages(Lease.from_dict(plan.lease)) if m.deduplication_id() in plan.message_ids], ended
 
 
 def park(run: Runtime, messages: list[StageBMessage], reason: str) -> None:
@@ -116,13 +115,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     message = validated(StageBMessage, plan.message, "stage B message")
     if request.failed_step == "post_update":
         return park_published(run, plan, message, request)
-    parked = [message]
+    parked, left = [message], ""
     if plan.lease is not None:
-        parked, deleted = end_lease(run, plan, request.failed_step)
+        parked, ended = end_lease(run, plan, request.failed_step)
+        deleted, left = ended.deleted, ended.left
     else:
         deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
     record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
-    reason = f"{request.failed_step} failed: {request.error.described()}"
+    reason = f"{request.failed_step} failed: {request.error.described()}" + (f"; {left}" if left else "")
     # Every step of the run fails with it: none of their output was published.
     events = run.events.stage_b(plan, message, "FAIL", error=reason)
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.

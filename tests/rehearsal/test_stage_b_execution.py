@@ -199,3 +199,48 @@ def test_an_append_message_delivered_twice_appends_its_rows_once(
     ]
     rows = query(deployment, "SELECT order_id FROM retail_reports_dev.order_log WHERE date = '20240301' ORDER BY 1")
     assert rows == [["1"], ["2"], ["3"]]
+
+
+SHARED = daily_item(
+    "retail_reports_dev.shared_orders",
+    "overwrite",
+    [
+        {
+            "db": "retail_shop_dev",
+            "info": "the day's orders, into a table in a bucket the stacks do not grant",
+            "sql": "INSERT INTO retail_reports_dev.shared_orders SELECT count(*), '$day' FROM orders "
+            "WHERE \"date\" = '$day'",
+        }
+    ],
+)
+
+
+def test_a_target_in_a_bucket_the_stacks_do_not_grant_fails_its_step_as_athena_would(
+    deployment: Deployment, executions: ExecutionHost, reports: None
+) -> None:
+    """Athena writes a step's rows with the state machine role's credentials (``athena_caller``): a target
+    table a team put in a bucket of its own, which the stacks grant nothing on, fails the step with Athena's
+    reason (before, the local Athena wrote there whatever the role). The failure function may not list that
+    bucket either: the run still ends and its message is parked, the files it could not delete named in the
+    reason (before, the failure function failed too and nothing was parked)."""
+    shared = "lakeline-rehearsal-team-shared"
+    deployment.client("s3").create_bucket(Bucket=shared)
+    query(
+        deployment,
+        "CREATE EXTERNAL TABLE retail_reports_dev.shared_orders (orders BIGINT) PARTITIONED BY (`date` STRING) "
+        f"STORED AS PARQUET LOCATION 's3://{shared}/orders/'",
+    )
+    put_item(deployment, SHARED)
+    deployment.client("s3").put_object(
+        Bucket=bucket(deployment, "raw"),
+        Key="retail/shop/orders/date=20240305/orders.csv",
+        Body=b"order_id,amount\n9,2.5\n",
+    )
+    executions.wait()
+    (run,) = stage_b_runs(deployment, executions, "shared_orders")
+    assert run["status"] == "FAILED", executions.records[run["executionArn"]]
+    letters = parked(deployment, "StageBDeadLetterQueueUrl")
+    (reason,) = [r for body, r in letters.items() if "shared_orders" in body] or [str(letters)]
+    assert f"Access denied when writing to location: s3://{shared}/orders/" in reason, reason
+    assert "its files under s3://" in reason and "were left: " in reason, reason
+    assert "Contents" not in deployment.client("s3").list_objects_v2(Bucket=shared)
