@@ -18,7 +18,8 @@ does not check, each a documented gap (``tests/rehearsal/test_iam.py``):
   ``Deny`` is left out);
 - key policies and the KMS use an encrypted bucket or queue implies; resource policies of buckets,
   queues and topics;
-- what AWS services do with the caller's credentials (Athena reading S3 and Glue as the caller).
+- what AWS services other than Athena do with the caller's credentials (Athena's reads and writes of Glue
+  and S3 as its caller are checked by ``athena_caller``).
 S3's multi-object delete is authorized per object, as S3 does (moto asks for the bucket).
 An operation is authorized by the IAM actions ``lakeline.aws.actions.iam_actions`` names for it (a
 DynamoDB transaction by each kind of item's action, an S3 or SQS call on the data key's buckets and
