@@ -36,6 +36,7 @@ from lakeline.settings import TableSettings
 from lakeline.storage import (
     RUN_PREFIX,
     RUN_TOKEN_PATTERN,
+    DeleteRefused,
     ObjectStore,
     join_location,
     parse_location,
@@ -186,7 +187,7 @@ def delete_run_files(store: ObjectStore, location: str, table_root: str) -> tupl
 
     try:
         return store.delete_prefix(location, table_root=table_root), ""
-    except (ClientError, BotoCoreError, OSError) as error:
+    except (ClientError, BotoCoreError, OSError, DeleteRefused) as error:
         return 0, f"its files under {location} were left: {' '.join(str(error).split())}"
 
 

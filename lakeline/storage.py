@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, final
 
-from lakeline.errors import InvalidInputError
+from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 
 if TYPE_CHECKING:
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 RUN_PREFIX = "lakeline_run="
 RUN_TOKEN_PATTERN = re.compile(r"^\d{8}t\d{12}_[0-9a-f]{10}$")
 BUCKET_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+
+
+class DeleteRefused(LakelineError):
+    """S3 answered a multi-object delete with objects it did not delete (refused, in AWS, per key)."""
 
 
 @dataclass(frozen=True)
@@ -304,7 +308,7 @@ class S3ObjectStore(ObjectStore):
                 response = self._s3.delete_objects(Bucket=where.bucket, Delete={"Objects": keys, "Quiet": True})
                 errors = response.get("Errors", [])
                 if errors:
-                    raise RuntimeError(f"could not delete {len(errors)} objects under {where.uri}: {errors[0]}")
+                    raise DeleteRefused(f"could not delete {len(errors)} objects under {where.uri}: {errors[0]}")
                 deleted += len(keys)
         return deleted
 

@@ -147,7 +147,7 @@ def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat)
 
     console = Console()
     try:
-        project = DeployedProject(ProjectConfig.load(config), err_console)
+        project = DeployedProject(ProjectConfig.load(config), err_console, keep_results=True)
     except LakelineError as error:
         fail(str(error))
     if not project.kept():
@@ -160,6 +160,8 @@ def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat)
                     if result.columns:
                         print_result(result, output, console)
             finally:
+                # What a statement set going (rows written into a raw table arrive) ends before the state is kept.
+                project.system.executions.wait(timeout=3600)
                 project.keep()
     except operation_errors() as error:
         fail(str(error), code=1)

@@ -242,9 +242,14 @@ class DeployedProject:
     """A project's deployment, stood up on this machine while the context is entered; ``keep_state``: put
     back what the last command's deployment held and keep what this one holds (``deployed/state/``)."""
 
-    def __init__(self, config: ProjectConfig, console: Console, *, keep_state: bool = True) -> None:
+    def __init__(
+        self, config: ProjectConfig, console: Console, *, keep_state: bool = True, keep_results: bool = False
+    ) -> None:
+        """``keep_results``: leave the last run's results, logs and mirror in ``deployed/`` (a command that
+        only looks, ``sql --deployed``, writes no results of its own)."""
         self.config = config
         self.keep_state = keep_state
+        self.keep_results = keep_results
         self.console = console
         self.environment = config.environment or "dev"
         self.workspace = Workspace.at(config.workspace, config.raw)
@@ -303,7 +308,7 @@ class DeployedProject:
             # its kept state and the DDL of the tables in it, when this run takes that state up.
             kept = ("state", "sources.sql") if self.keep_state and kept_state.exists(self.state_folder) else ()
             for child in (root / "deployed").glob("*") if (root / "deployed").is_dir() else []:
-                if child.name not in kept:
+                if child.name not in kept and not (self.keep_results and kept):
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
             _drop_local_athena_databases(engine)
         try:

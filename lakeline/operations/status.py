@@ -174,7 +174,13 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
     pipelines = [values for stack, values in outputs.items() if stack.endswith("-Pipeline")]
     if not pipelines:
         raise LakelineError(f"no local deployment is kept in {workspace / 'deployed'}: run `lakeline run --deployed`")
-    (pipeline,) = pipelines
+    pipeline = pipelines[0]
+    missing = [name for name in STACK_OUTPUTS.values() if name not in pipeline]
+    if missing:
+        raise LakelineError(
+            f"the local deployment kept in {folder} has no output {', '.join(missing)} (kept by another version): "
+            "run `lakeline run --deployed` again"
+        )
     status = PipelineStatus(where=f"the local deployment kept in {folder}")
     edges = [
         (item["target_dataset"]["S"], item["source_table"]["S"])

@@ -380,16 +380,30 @@ class Statement:
     is_query: bool = False
     defines: bool = False  # CREATE TABLE without AS: Spark made a Hive table of it, not the reader we make
     declared: dict[str, str] = field(default_factory=dict)  # a CREATE TABLE's column → type, as written
-    kind: str = "query"  # query, ctas, create, insert, drop, alter, add_partition: what the caller must be allowed
+    kind: str = "query"  # query, ctas, create, insert, drop, alter[_partition], add/drop_partition (``_needed``)
+    writes_to: str | None = None  # a CTAS's location (s3://)
+
+
+def _ctas_location(tree: exp.Create) -> str | None:
+    properties = tree.args.get("properties")
+    for prop in properties.expressions if properties else []:
+        if prop.name.lower() == "external_location" and isinstance(prop.args.get("value"), exp.Literal):
+            return str(prop.args["value"].this)
+    return None
 
 
 def _kind(tree: exp.Expr) -> str:
     if isinstance(tree, exp.Create):
+        if str(tree.args.get("kind") or "").upper() != "TABLE":
+            return "alter"  # a view: its definition is a Glue table
         return "ctas" if isinstance(tree.expression, exp.Query) else "create"
-    if isinstance(tree, exp.Alter) and any(
-        isinstance(action, exp.AddPartition) for action in tree.args.get("actions") or []
-    ):
-        return "add_partition"
+    if isinstance(tree, exp.Alter):
+        actions = tree.args.get("actions") or []
+        if any(isinstance(action, exp.AddPartition) for action in actions):
+            return "add_partition"
+        if any(isinstance(action, exp.DropPartition) for action in actions):
+            return "drop_partition"
+        return "alter_partition" if tree.find(exp.Partition) else "alter"
     for kind, node in (("insert", exp.Insert), ("drop", exp.Drop), ("query", exp.Query)):
         if isinstance(tree, node):
             return kind
@@ -467,6 +481,7 @@ class Rewriter:
             node.set("db", exp.to_identifier(self.spark_database(database), quoted=True))
         if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query) and kind == "TABLE":
             self._place_ctas(tree, ctas_root)
+            statement.writes_to = _ctas_location(tree)
         for literal in list(tree.find_all(exp.Literal)):
             if literal.is_string and S3_URI.match(literal.this):
                 statement.locations.append(literal.this)
@@ -1090,24 +1105,33 @@ def _needed(glue: Any, statement: Statement, region: str, account: str, output: 
     changes = {
         "ctas": ("glue:CreateTable",),
         "create": ("glue:CreateTable",),
-        "drop": ("glue:DeleteTable",),
+        "drop": ("glue:GetTable", "glue:DeleteTable"),
         "alter": ("glue:GetTable", "glue:UpdateTable"),
+        "alter_partition": ("glue:GetTable", "glue:UpdatePartition"),
         "add_partition": ("glue:GetTable", "glue:BatchCreatePartition"),
-        "insert": ("glue:GetTable", "glue:BatchCreatePartition"),
+        "drop_partition": ("glue:GetTable", "glue:BatchDeletePartition"),
+        "insert": ("glue:GetTable",),
     }.get(statement.kind, ())
     for database, table in sorted(statement.tables):
         found = glue.databases.get(database)
         entry = found.tables.get(table) if found is not None else None
         definition = entry.get_version(str(entry._current_version)) if entry is not None else {}
         location = definition.get("StorageDescriptor", {}).get("Location")
+        partitioned = bool(definition.get("PartitionKeys"))
         if (database, table) in statement.changes:
-            needed += changing(region, account, database, table, changes)
+            # A table that is not there is only looked up (DROP TABLE IF EXISTS of a missing one).
+            actions = changes if entry is not None or statement.kind in ("ctas", "create") else ("glue:GetTable",)
+            if statement.kind == "insert" and partitioned:
+                actions = (*actions, "glue:BatchCreatePartition")
+            needed += changing(region, account, database, table, actions)
             if statement.kind == "insert" and location:
                 needed.append(writing(location))
         elif entry is not None:
-            needed += reading(region, account, database, table, location, bool(definition.get("PartitionKeys")))
-    if statement.kind == "ctas":
-        needed += [writing(uri) for uri in statement.locations[:1]]
+            # A projected table's partitions are computed, not read from Glue.
+            projected = definition.get("Parameters", {}).get("projection.enabled") == "true"
+            needed += reading(region, account, database, table, location, partitioned and not projected)
+    if statement.kind == "ctas" and statement.writes_to:
+        needed.append(writing(statement.writes_to))
     needed.append(result_file(output))
     return needed
 

@@ -9,9 +9,11 @@ checks each against the caller's policies (evaluated by moto's IAM, with the reh
 - each table it names that Glue has: ``glue:GetTable`` (and ``GetPartitions`` for a partitioned one) on the
   catalog, its database and the table; its data: ``s3:ListBucket`` on the bucket, ``s3:GetObject`` under
   its location;
-- a table it creates: ``glue:CreateTable``; drops: ``glue:DeleteTable``; alters: ``glue:UpdateTable``, or
-  ``glue:BatchCreatePartition`` to add partitions (``ADD PARTITION``, ``MSCK REPAIR``, an INSERT);
-  writes (CTAS, INSERT): ``s3:PutObject`` under the location written;
+- a table it creates: ``glue:CreateTable``; drops: ``glue:DeleteTable``; alters: ``glue:UpdateTable``, a
+  partition's: ``glue:UpdatePartition``; adds partitions (``ADD PARTITION``, ``MSCK REPAIR``, an INSERT into
+  a partitioned table): ``glue:BatchCreatePartition``; drops them: ``glue:BatchDeletePartition``; with
+  ``glue:GetTable`` for each table it changes that exists; writes (CTAS, INSERT): ``s3:PutObject`` under
+  the location written;
 - its result file: ``s3:PutObject`` on ``<output>/<id>.csv`` (``.txt`` for DDL).
 
 A refusal fails the query with Athena's kind of reason (``Access denied when writing to location: ...``,
@@ -43,7 +45,7 @@ class Caller:
 class Needed:
     action: str
     resources: tuple[str, ...]
-    refusal: str  # the query's failure reason if refused
+    refusal: str  # the query's failure reason if refused ("is not authorized": AWS's, with the principal)
 
 
 class AccessDenied(LakelineError):
@@ -79,7 +81,7 @@ def reading(
 ) -> list[Needed]:
     """What reading a table Glue has needs."""
     arns = glue_table(region, account, database, table)
-    refusal = f"is not authorized to perform: {{action}} on resource: {arns[-1]}"
+    refusal = "is not authorized"  # completed by ``authorize`` with the action and resource refused
     needed = [Needed("glue:GetTable", arns, refusal)]
     if partitioned:
         needed.append(Needed("glue:GetPartitions", arns, refusal))
@@ -96,9 +98,7 @@ def reading(
 def changing(region: str, account: str, database: str, table: str, actions: tuple[str, ...]) -> list[Needed]:
     """What creating, dropping or altering a table's Glue entry needs."""
     arns = glue_table(region, account, database, table)
-    return [
-        Needed(action, arns, f"is not authorized to perform: {{action}} on resource: {arns[-1]}") for action in actions
-    ]
+    return [Needed(action, arns, "is not authorized") for action in actions]
 
 
 def writing(location: str) -> Needed:
@@ -118,16 +118,19 @@ def result_file(uri: str) -> Needed:
 
 def authorize(account: str, region: str, caller: Caller, needed: list[Needed]) -> None:
     """Raise ``AccessDenied`` with the first refusal's reason, if the caller's policies refuse anything."""
-    from moto.iam.access_control import IAMPolicy, PermissionResult, create_access_key
+    from moto.iam.access_control import CreateAccessKeyFailure, IAMPolicy, PermissionResult, create_access_key
 
     headers = {"X-Amz-Security-Token": caller.session_token} if caller.session_token else {}
-    key = create_access_key(account, "aws", caller.access_key_id, headers)
+    try:
+        key = create_access_key(account, "aws", caller.access_key_id, headers)
+    except CreateAccessKeyFailure as failure:
+        raise AccessDenied(f"the credentials that started the query are not valid ({failure.reason})") from failure
     policies = key.collect_policies()
     for need in needed:
         for resource in need.resources:
             results = [IAMPolicy(policy).is_action_permitted(need.action, resource) for policy in policies]
             if PermissionResult.DENIED in results or PermissionResult.PERMITTED not in results:
-                reason = need.refusal.format(action=need.action)
+                reason = need.refusal
                 if reason.startswith("is not authorized"):
-                    reason = f"User: {key.arn} {reason}"
+                    reason = f"User: {key.arn} is not authorized to perform: {need.action} on resource: {resource}"
                 raise AccessDenied(reason)
