@@ -85,17 +85,10 @@ def _dead_letter_queues(named: list[str] | None) -> list[str]:
 
 def kept_dead_letters(root: Path) -> dict[str, list[KeptMessage]]:
     """Each DLQ (by ``--queue`` name) → the messages the workspace's kept local deployment holds in it."""
-    from lakeline.local.rehearsal.kept_state import kept_messages
-    from lakeline.operations.status import STACK_OUTPUTS
+    from lakeline.operations.status import STACK_OUTPUTS, kept_pipeline
 
-    outputs, messages = kept_messages(root / "deployed" / "state")
-    pipelines = [values for stack, values in outputs.items() if stack.endswith("-Pipeline")]
-    if not pipelines:
-        raise LakelineError(f"no local deployment is kept in {root / 'deployed'}: run `lakeline run --deployed` first")
-    try:
-        return {name: messages.get(pipelines[0][STACK_OUTPUTS[dlq]], []) for name, (dlq, _) in DLQ_QUEUES.items()}
-    except KeyError as error:
-        raise LakelineError(f"the local deployment kept in {root / 'deployed'} has no output {error}") from error
+    pipeline, messages = kept_pipeline(root)
+    return {name: messages.get(pipeline[STACK_OUTPUTS[dlq]], []) for name, (dlq, _) in DLQ_QUEUES.items()}
 
 
 def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> int:

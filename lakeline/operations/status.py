@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
 
+    from lakeline.local.rehearsal.kept_state import KeptMessage
+
 MAX_EXECUTION = timedelta(hours=6)  # the state machines' timeout (stacks/constructs/workflow.py)
 
 # The pipeline stack's outputs that ``--stack`` reads (stacks/pipeline_stack.py writes them).
@@ -161,26 +163,35 @@ def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now
     return status
 
 
-def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
-    """The status of a project's local deployment as its last command kept it (``run --deployed``; read from
-    ``deployed/state``, nothing stood up): its pipeline state, its dead-letter queues and its last run."""
+def kept_pipeline(workspace: Path) -> tuple[dict[str, str], dict[str, list[KeptMessage]]]:
+    """The kept local deployment's pipeline stack outputs (every ``STACK_OUTPUTS`` one) and the messages kept
+    of each queue (by URL); a clear error if nothing is kept or it was kept by another version."""
     from lakeline.errors import LakelineError
-    from lakeline.local.rehearsal import kept_state
-    from lakeline.operations.dead_letters import REASON
+    from lakeline.local.rehearsal.kept_state import kept_messages
 
     folder = workspace / "deployed" / "state"
-    tables = kept_state.kept_tables(folder)
-    outputs, queues = kept_state.kept_messages(folder)
+    outputs, queues = kept_messages(folder)
     pipelines = [values for stack, values in outputs.items() if stack.endswith("-Pipeline")]
     if not pipelines:
         raise LakelineError(f"no local deployment is kept in {workspace / 'deployed'}: run `lakeline run --deployed`")
-    pipeline = pipelines[0]
-    missing = [name for name in STACK_OUTPUTS.values() if name not in pipeline]
+    missing = [name for name in STACK_OUTPUTS.values() if name not in pipelines[0]]
     if missing:
         raise LakelineError(
             f"the local deployment kept in {folder} has no output {', '.join(missing)} (kept by another version): "
             "run `lakeline run --deployed` again"
         )
+    return pipelines[0], queues
+
+
+def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
+    """The status of a project's local deployment as its last command kept it (``run --deployed``; read from
+    ``deployed/state``, nothing stood up): its pipeline state, its dead-letter queues and its last run."""
+    from lakeline.local.rehearsal import kept_state
+    from lakeline.operations.dead_letters import REASON
+
+    folder = workspace / "deployed" / "state"
+    tables = kept_state.kept_tables(folder)
+    pipeline, queues = kept_pipeline(workspace)
     status = PipelineStatus(where=f"the local deployment kept in {folder}")
     edges = [
         (item["target_dataset"]["S"], item["source_table"]["S"])
