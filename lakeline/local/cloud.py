@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,12 +154,34 @@ class LocalCloud:
         return AwsClients().s3
 
     def stop(self) -> None:
-        self.server.stop()
+        """Stop the endpoint, leaving none of this cloud's tables, queues and bucket in the process's moto
+        backends, which every endpoint of the process shares: the next ``start`` makes the same names."""
+        try:
+            self._remove_resources()
+        finally:
+            self.server.stop()
         for name, value in self._saved_environment.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+    def _remove_resources(self) -> None:
+        from botocore.exceptions import ClientError
+
+        aws = AwsClients()
+        tables = [self.names.dependencies, self.names.by_table, self.names.pipeline_state, LINEAGE_TABLE_NAME]
+        for table in tables:
+            with suppress(ClientError):
+                aws.dynamodb.delete_table(TableName=table)
+        for url in self.queue_urls.values():
+            with suppress(ClientError):
+                aws.sqs.delete_queue(QueueUrl=url)
+        with suppress(ClientError):
+            for page in aws.s3.get_paginator("list_objects_v2").paginate(Bucket=ARCHIVE_BUCKET):
+                for entry in page.get("Contents", []):
+                    aws.s3.delete_object(Bucket=ARCHIVE_BUCKET, Key=entry["Key"])
+            aws.s3.delete_bucket(Bucket=ARCHIVE_BUCKET)
 
 
 def _sdk_environment(endpoint: str) -> dict[str, str]:

@@ -257,24 +257,31 @@ class EventFlow:
         runs = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
         for event in [*runs.started(), runs.step_started(0)]:
             self.emitter.emit(event)
+        what = (", ".join(plan.arrival_keys), f"{plan.target_database}.{plan.table} {plan.partition}")
         try:
             execute_stage_a(plan, self.engine, self.services.store)
-        except QueryError as error:
+        except Exception as error:
             for event in [runs.step_finished(0, error=str(error)), *runs.finished(error=str(error))]:
                 self.emitter.emit(event)
-            failure = {"Error": type(error).__name__, "Cause": str(error)}
-            self._stage_a_failure(
-                {**context, "error": failure, "failed_step": "ctas"}, LambdaContext("stage-a-failure")
-            )
-            self.report.failures.append(f"{', '.join(plan.arrival_keys)}: {describe_failure(error)}")
-            self.notify("failed", f"{plan.target_database}.{plan.table} {plan.partition}: {error}")
+            self._caught(self._stage_a_failure, context, "ctas", error, what)
             return
-        self._partition_commit(context, LambdaContext("partition-commit"))
-        publish_stage_a(plan, self.engine)
+        failed_step = "commit"
+        try:
+            self._partition_commit(context, LambdaContext("partition-commit"))
+            failed_step = "publish"
+            publish_stage_a(plan, self.engine)
+        except Exception as error:
+            for event in [runs.step_finished(0), *runs.finished(error=str(error))]:
+                self.emitter.emit(event)
+            self._caught(self._stage_a_failure, context, failed_step, error, what)
+            return
         for event in [runs.step_finished(0), *runs.finished()]:
             self.emitter.emit(event)
-        self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
         self.report.stage_a.append(plan)
+        try:
+            self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
+        except Exception as error:
+            self._caught(self._stage_a_failure, context, "post_update", error, what)
 
     def _stage_b_record(self, record: SQSRecord) -> None:
         body = json.loads(record.body)
@@ -317,26 +324,30 @@ class EventFlow:
         runs = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
         for event in runs.started():
             self.emitter.emit(event)
+        what = (message.node, message.node)
+        failed = {"plan": plan.to_dict()}
+        failed_step = "steps"
         try:
             execute_stage_b(plan, self.engine, self.services.store, observer=LiveSteps(runs, self.emitter))
-        except StageBStepFailed as error:
+            if plan.writes:
+                failed_step = "commit"
+                self._partition_commit(context, LambdaContext("partition-commit"))
+                failed_step = "publish"
+                publish_stage_b(plan, self.engine)
+        except Exception as error:
+            if failed_step == "steps" and not isinstance(error, StageBStepFailed):
+                failed_step = "reconcile"  # before the first step, as the state machine's reconcile task
             for event in runs.finished(error=str(error)):  # the steps that never ran are ABORTed
                 self.emitter.emit(event)
-            error_payload = {"Error": "StageBStepFailed", "Cause": str(error)}
-            self._stage_b_failure(
-                {"plan": plan.to_dict(), "error": error_payload, "failed_step": "steps"},
-                LambdaContext("stage-b-failure"),
-            )
-            self.report.failures.append(f"{message.node}: {error}")
-            self.notify("failed", f"{message.node}: {error}")
+            self._caught(self._stage_b_failure, failed, failed_step, error, what)
             return
-        if plan.writes:
-            self._partition_commit(context, LambdaContext("partition-commit"))
-            publish_stage_b(plan, self.engine)
         for event in runs.finished():
             self.emitter.emit(event)
-        self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
         self.report.stage_b.append(plan)
+        try:
+            self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
+        except Exception as error:
+            self._caught(self._stage_b_failure, failed, "post_update", error, what)
 
     def _reported(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[SQSRecord], None]:
         """A record whose handling fails returns to its queue and is tried again; on its last try the
@@ -356,6 +367,22 @@ class EventFlow:
                 raise
 
         return handle
+
+    def _caught(
+        self,
+        failure: Callable[[dict[str, Any], Any], Any],
+        context: dict[str, Any],
+        failed_step: str,
+        error: Exception,
+        what: tuple[str, str],
+    ) -> None:
+        """As the state machine's Catch on every state after the router: the stage's failure function with
+        the step that failed (it ends the lease and parks the input with its reason), and the run reported.
+        ``what``: the input as the report names it, and as the progress line does."""
+        cause = {"Error": type(error).__name__, "Cause": str(error)}
+        failure({**context, "error": cause, "failed_step": failed_step}, LambdaContext(f"failure-{failed_step}"))
+        self.report.failures.append(f"{what[0]}: {describe_failure(error)}")
+        self.notify("failed", f"{what[1]}: {error}")
 
     def _post_update(self, handler: Callable[[dict[str, Any], Any], Any], context: dict[str, Any], name: str) -> None:
         """Run a post-update function; the targets it could not route (parked in queue B's DLQ) are failures."""
