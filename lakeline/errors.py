@@ -9,6 +9,7 @@ items, plans, queue messages, lineage records, a function's environment).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -31,6 +32,15 @@ class ConfigError(LakelineError):
 
 ProblemWording = Callable[[Mapping[str, Any]], "str | None"]
 """Words of one's own for one of pydantic's error details (``None``: the general wording)."""
+
+
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def plain(message: str) -> str:
+    """``message`` without terminal escape codes (sqlglot underlines the token it could not parse with
+    them): what a log, a pipe or a JSON report shows as garbage."""
+    return _TERMINAL_CODES.sub("", message)
 
 
 def field_path(location: Sequence[int | str]) -> str:

@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from lakeline.errors import LakelineError
+from lakeline.errors import LakelineError, plain
 
 SPARK_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "TEXTFILE": "csv"}
 COMPRESSION_PROPERTIES = ("write_compression", "parquet_compression", "orc_compression")
@@ -163,7 +163,7 @@ def translate_statement(sql: str) -> SparkStatement:
     try:
         statements = sqlglot.parse(text, read="athena")
     except ParseError as error:
-        raise TranslationError(f"cannot parse statement: {error}") from error
+        raise TranslationError(plain(f"cannot parse statement: {error}")) from error
     if len(statements) != 1 or statements[0] is None:
         raise TranslationError(f"expected exactly one statement, got {len(statements)}")
     statement = statements[0].transform(_athena_pseudo_columns)

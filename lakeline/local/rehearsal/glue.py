@@ -34,15 +34,17 @@ A run does what Glue does with the job's definition, as CloudFormation created i
   unchanged. After the run (also a failed one: what ran is done) what it changed in those databases is
   written back to Glue, and what it wrote and removed in the mirror to S3.
 
-Gaps, said plainly:
+Gaps, said plainly (the first three pinned by ``tests/rehearsal/spark_engine/test_glue_endpoint.py``'s
+``test_gap_*``):
 - One run at a time (Glue runs up to ``MaxConcurrentRuns`` at once); a queued run counts as running.
+  ``BatchStopJobRun`` is not served (moto has none): a run goes on to its end.
 - Spark's own reads and writes of S3 and the catalog are not authorized as the job's role (what the
   script does through the AWS SDK is); files Spark writes reach S3 when the run ends, so the script's
   ``ObjectStore`` sees S3 as it was plus its own changes, not Spark's files of the same run.
 - Third-party packages this process had imported before the run are used as they are, and the library's
   modules are imported into this process, not a fresh interpreter; Python is this machine's 3.11.
 - Glue databases the arguments do not name, a database the job creates, job bookmarks, the security
-  configuration's encryption, worker types, timeouts of the job and ``StopJobRun`` are not emulated.
+  configuration's encryption, worker types and timeouts of the job are not emulated.
 - The filesystem arrangement reaches into the embedded Hive metastore's configurations by reflection
   (``_hadoop_configurations``): made for Spark 4's built-in Hive 2.3.
 """
