@@ -11,7 +11,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from lakeline.cli.shared import ConfigOption, StackOption, WorkspaceOption, existing_workspace, print_json
+from lakeline.cli.shared import (
+    ConfigOption,
+    RuntimeOption,
+    StackOption,
+    WorkspaceOption,
+    existing_workspace,
+    print_json,
+    reads_deployment,
+)
 from lakeline.console import fail
 from lakeline.errors import LakelineError
 
@@ -27,23 +35,13 @@ DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to
 }
 
 
-DeployedOption = Annotated[
-    bool,
-    typer.Option(
-        "--deployed",
-        help="the dead-letter queues of the project's local deployment (`lakeline run --deployed`), as its last "
-        "run kept them, instead of the quarantine of its embedded runtime",
-    ),
-]
-
-
 @dlq_app.command("list")
 def dlq_list(
     stack: StackOption = None,
     queue: Annotated[list[str] | None, typer.Option(help=f"one of {', '.join(DLQ_QUEUES)} [default: all]")] = None,
     config: ConfigOption = None,
     workspace: WorkspaceOption = None,
-    deployed: DeployedOption = False,
+    deployed: RuntimeOption = None,
 ) -> None:
     """Each parked message with the reason it was parked (deployed), or each quarantined file with its
     reason (a workspace). Nothing is taken off a queue. Exits 1 if anything is parked."""
@@ -51,22 +49,22 @@ def dlq_list(
 
     console = Console(soft_wrap=True)
     try:
-        if deployed and stack is not None:
-            raise LakelineError("--deployed (the project's local deployment) and --stack (one in AWS): say one")
-        if deployed:
-            root, _ = existing_workspace(config, workspace)
-            parked = _list_kept_dead_letters(console, root, _dead_letter_queues(queue))
-        elif stack is None:
-            from lakeline.local.quarantine import Quarantine
-
-            root, _ = existing_workspace(config, workspace)
-            quarantined = Quarantine.of(root).parked()
-            for key, reason in quarantined:
-                console.print(f"quarantine  {escape(key)}  {escape(reason)}")
-            console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
-            parked = len(quarantined)
-        else:
+        if deployed is not None and stack is not None:
+            raise LakelineError("--deployed/--embedded (a local project) and --stack (one in AWS): say one")
+        if stack is not None:
             parked = _list_stack_dead_letters(console, stack, _dead_letter_queues(queue))
+        else:
+            root, _ = existing_workspace(config, workspace)
+            if reads_deployment(deployed, root):
+                parked = _list_kept_dead_letters(console, root, _dead_letter_queues(queue))
+            else:
+                from lakeline.local.quarantine import Quarantine
+
+                quarantined = Quarantine.of(root).parked()
+                for key, reason in quarantined:
+                    console.print(f"quarantine  {escape(key)}  {escape(reason)}")
+                console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
+                parked = len(quarantined)
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
     except (ClientError, BotoCoreError) as error:
@@ -105,7 +103,7 @@ def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> 
             console.print(f"  {escape(letter.attributes.get(REASON, {}).get('StringValue', '(no reason recorded)'))}")
             console.print(f"    {escape(letter.body[:200])}", style="dim")
     if parked:
-        console.print("fix the cause, then `lakeline dlq redrive --deployed --queue <queue>` sends them back")
+        console.print("fix the cause, then `lakeline dlq redrive --queue <queue>` sends them back")
     return parked
 
 
@@ -183,13 +181,15 @@ def dlq_redrive(
     stack: StackOption = None,
     config: ConfigOption = None,
     deployed: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--deployed",
-            help="the project's local deployment (`lakeline run --deployed`): stood up with what its last run "
-            "kept, the messages sent back and run, its state kept again",
+            "--deployed/--embedded",
+            help="--deployed: the project's local deployment (what `lakeline run` stands up), stood up with what "
+            "its last command kept, the messages sent back and run, its state kept again [default, without "
+            "--stack]",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
 ) -> None:
     """Send a stage's parked messages back to its queue, once their cause is fixed (a file re-uploaded
     fixed is a new arrival already; this is for a fixed table, grant or item). Targets parked because
@@ -199,13 +199,13 @@ def dlq_redrive(
     dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
     if target is None:
         fail(f"--queue must be stage-a or stage-b, not {queue!r}")
-    if deployed and stack is not None:
-        fail("--deployed (the project's local deployment) and --stack (one in AWS): say one")
-    if deployed:
+    if deployed is not None and stack is not None:
+        fail("--deployed/--embedded (a local project) and --stack (one in AWS): say one")
+    if deployed is False:
+        fail("the embedded runtime parks nothing in a queue: fix the quarantined file and run again to load it")
+    if stack is None:  # the project's local deployment
         _redrive_deployed(config or Path("lakeline.yml"), queue, dead_letters, target)
         return
-    if stack is None:
-        fail("say which deployment: --stack (in AWS) or --deployed (the project's local deployment)")
 
     from lakeline.aws.clients import AwsClients
     from lakeline.operations.dead_letters import redrive

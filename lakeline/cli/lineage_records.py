@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from lakeline.cli.shared import RuntimeOption, reads_deployment
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.errors import InvalidInputError, LakelineError
@@ -192,6 +193,7 @@ def show_command(
     root: RootOption,
     archive: ArchiveOption = None,
     workspace: WorkspaceOption = Path(".lakeline"),
+    deployed: RuntimeOption = None,
     trace_date: Annotated[str | None, typer.Option("--date", help="only this archive date YYYY-MM-DD")] = None,
     region: RegionOption = None,
     endpoint_url: EndpointOption = None,
@@ -203,7 +205,7 @@ def show_command(
 
     try:
         check_lineage_id(root, "--root")
-        destination = archive or str(workspace / LOCAL_ARCHIVE_FOLDER)
+        destination = archive or str(_archive_folder(workspace, deployed))
         store = open_archive(destination, lambda: _s3_client(region, endpoint_url))
         lines = read_root_lines(store, root, _parse_date(trace_date))
     except LakelineError as error:
@@ -218,6 +220,12 @@ def show_command(
         statuses[line.record_id] = line.status
     tree = build_tree(root, nodes.values(), DEFAULT_TERMINAL_ACTIONS)
     _print_tree(tree, statuses, as_json, limit)
+
+
+def _archive_folder(workspace: Path, deployed: bool | None) -> Path:
+    """The workspace's copy of the lineage archive: the local deployment's (its archive bucket, copied at
+    the end of each run) or the embedded runtime's, as ``--deployed``/``--embedded`` or the last run says."""
+    return (workspace / "deployed" if reads_deployment(deployed, workspace) else workspace) / LOCAL_ARCHIVE_FOLDER
 
 
 def _print_result(result: QueryResult, as_json: bool) -> None:
@@ -240,9 +248,14 @@ def query_command(
     ] = None,
     engine: Annotated[str, typer.Option(help="spark (local archive folder) or athena")] = "spark",
     archive: Annotated[
-        Path | None, typer.Option(help="local archive folder (spark; default WORKSPACE/lineage-archive)")
+        Path | None,
+        typer.Option(
+            help="local archive folder (spark; default WORKSPACE/lineage-archive, or WORKSPACE/deployed/"
+            "lineage-archive for the local deployment's)"
+        ),
     ] = None,
     workspace: WorkspaceOption = Path(".lakeline"),
+    deployed: RuntimeOption = None,
     database: Annotated[str, typer.Option(help="database of the archive table")] = DEFAULT_DATABASE,
     table: Annotated[str, typer.Option(help="archive table")] = DEFAULT_TABLE,
     s3_staging_dir: Annotated[str | None, typer.Option(help="Athena result location s3://...")] = None,
@@ -271,7 +284,7 @@ def query_command(
             from lakeline.local.workspace import Workspace
 
             ws = Workspace.at(workspace)
-            folder = archive or ws.root / LOCAL_ARCHIVE_FOLDER
+            folder = archive or _archive_folder(ws.root, deployed)
             with err_console.status("starting embedded Spark"):
                 spark = SparkEngine.local(ws.root)
             result = query_local_archive(spark, folder, text, database=database, table=table)

@@ -4,17 +4,27 @@ deployed stack."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from lakeline.cli.shared import ConfigOption, progress_console
+from lakeline.cli.shared import (
+    ConfigOption,
+    RuntimeOption,
+    progress_console,
+    project_of,
+    reads_deployment,
+    workspace_of,
+)
 from lakeline.console import fail
 from lakeline.engines.base import QueryError
 from lakeline.errors import LakelineError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from lakeline.operations.deployed_run import DeployedProject
     from lakeline.operations.reprocess import Reprocessing
 
 
@@ -27,6 +37,7 @@ def reprocess_command(
     ] = None,
     config: ConfigOption = None,
     stack: Annotated[str | None, typer.Option(help="a deployed pipeline stack: send to its queue B")] = None,
+    deployed: RuntimeOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be rebuilt; send nothing")] = False,
     raw: Annotated[
         bool,
@@ -40,8 +51,9 @@ def reprocess_command(
     """Rebuild what a range of a table's partitions feeds (backfills, a fixed target, a changed query):
     each partition is routed again as when it was finished, and its targets and their chains run again
     (an append target's run replaces the rows that partition appended before). With --raw, a stage
-    table's partitions are rebuilt from their raw files first. Locally (--config) it runs them; deployed
-    (--stack) it sends them to queue B (--raw: re-sends the raw objects)."""
+    table's partitions are rebuilt from their raw files first. On a deployment (--stack in AWS, or the
+    project's local deployment) it sends them to queue B (--raw: re-sends the raw objects), locally waiting
+    for what that sets going; on the embedded runtime it runs them."""
     import time
 
     from botocore.exceptions import BotoCoreError, ClientError
@@ -63,9 +75,15 @@ def reprocess_command(
         wanted = {normalise_table_name(target, "--target") for target in targets or []}
         if raw and wanted:
             raise LakelineError("--raw rebuilds the stage partitions and everything they feed: give no --target")
+        if stack is not None and deployed is not None:
+            raise LakelineError("--deployed/--embedded (a local project) and --stack (one in AWS): say one")
         if stack is not None:
             done = _reprocess_stack(stack, table, first, last, wanted, dry_run, raw)
             failed = False
+        elif reads_deployment(deployed, workspace_of(project_of(config or Path("lakeline.yml")), None).root):
+            done, failed = _reprocess_local_deployment(
+                config or Path("lakeline.yml"), console, started, table, first, last, wanted, dry_run, raw
+            )
         else:
             from lakeline.local.project import LocalProject, ProjectConfig
 
@@ -106,7 +124,7 @@ def reprocess_command(
     except (LakelineError, QueryError) as error:
         fail(str(error))
     except (ClientError, BotoCoreError) as error:
-        fail(f"cannot read stack {stack}: {error}")
+        fail(f"cannot read {f'stack {stack}' if stack else 'the local deployment'}: {error}")
     if raw:
         verb = "would send" if dry_run else "sent"
         console.print(
@@ -133,6 +151,77 @@ def _reprocess_stack(
     stack: str, table: str, first: str, last: str, wanted: set[str], dry_run: bool, raw: bool
 ) -> Reprocessing:
     from lakeline.aws.clients import AwsClients
+    from lakeline.operations.status import stack_outputs
+
+    aws = AwsClients()
+    outputs = stack_outputs(aws.cloudformation, stack)
+    return _reprocess_deployment(
+        outputs, aws.dynamodb, aws.s3, aws.sqs, f"stack {stack}", table, first, last, wanted, dry_run, raw
+    )
+
+
+def _reprocess_local_deployment(
+    config: Path,
+    console: Console,
+    started: float,
+    table: str,
+    first: str,
+    last: str,
+    wanted: set[str],
+    dry_run: bool,
+    raw: bool,
+) -> tuple[Reprocessing, bool]:
+    """As on a stack in AWS, on the project's local deployment stood up with what its last command kept; the
+    work it sets going run, the state kept. Whether anything failed or was parked."""
+    from lakeline.local.project import ProjectConfig
+    from lakeline.operations.deployed_run import DeployedProject
+
+    project = DeployedProject(ProjectConfig.load(config), console, keep_results=dry_run)
+    if not project.kept():
+        raise LakelineError(f"no local deployment is kept in {project.state_folder}: run `lakeline run` first")
+    with project:
+        if dry_run:
+            return _deployment_reprocessing(project, table, first, last, wanted, dry_run, raw), False
+        project.prepare()
+        with project.acting():
+            done = _deployment_reprocessing(project, table, first, last, wanted, dry_run, raw)
+        run = project.finish(started)
+    return done, not run.clean
+
+
+def _deployment_reprocessing(
+    project: DeployedProject, table: str, first: str, last: str, wanted: set[str], dry_run: bool, raw: bool
+) -> Reprocessing:
+    deployment = project.operator.deployment
+    return _reprocess_deployment(
+        project.operator.named_outputs,
+        deployment.client("dynamodb"),
+        deployment.client("s3"),
+        deployment.client("sqs"),
+        "the local deployment",
+        table,
+        first,
+        last,
+        wanted,
+        dry_run,
+        raw,
+    )
+
+
+def _reprocess_deployment(
+    outputs: dict[str, str],
+    dynamodb: Any,
+    s3: Any,
+    sqs: Any,
+    where: str,
+    table: str,
+    first: str,
+    last: str,
+    wanted: set[str],
+    dry_run: bool,
+    raw: bool,
+) -> Reprocessing:
+    """What a deployment with these stack ``outputs`` is sent (read through these clients)."""
     from lakeline.dependencies.arrivals import ArrivalTracker
     from lakeline.dependencies.store import DependencyStore
     from lakeline.operations.reprocess import (
@@ -143,16 +232,13 @@ def _reprocess_stack(
         scan_commit_items,
         scan_table_partitions,
     )
-    from lakeline.operations.status import stack_outputs
 
-    aws = AwsClients()
-    outputs = stack_outputs(aws.cloudformation, stack)
-    dynamodb, state, s3 = aws.dynamodb, outputs["pipeline_state"], aws.s3
+    state = outputs["pipeline_state"]
     store = DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
     if raw:
         done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
         if "raw_bucket" not in outputs:
-            raise LakelineError(f"stack {stack} has no output RawBucket: deploy this version of Lakeline for --raw")
+            raise LakelineError(f"{where} has no output RawBucket: deploy this version of Lakeline for --raw")
         if not dry_run:
             sent = resend_raw_files(s3, outputs["raw_bucket"], done.raw_files, reprocess_run(), done.skipped)
             done.raw_files = sent
@@ -162,7 +248,7 @@ def _reprocess_stack(
         scan_table_partitions(dynamodb, state, table, first, last),
         store,
         ArrivalTracker(dynamodb, state),
-        aws.sqs,
+        sqs,
         outputs["stage_b_queue"],
         targets=wanted,
         dry_run=dry_run,

@@ -59,11 +59,12 @@ def demo(
 DeployedOption = Annotated[
     bool,
     typer.Option(
-        "--deployed",
-        help="run on the system users deploy: the CDK app synthesized and deployed on a local AWS endpoint "
-        "(IAM enforced, Athena on embedded PySpark) for this command, with the state the last one kept in "
-        "<workspace>/deployed/state; needs a clone of the repository, Node and its packages (`npm ci`, as "
-        "`make demo` runs it)",
+        "--deployed/--embedded",
+        help="--deployed: the system users deploy, the CDK app synthesized and deployed on a local AWS endpoint "
+        "(IAM enforced, state machines on an ASL interpreter, Athena on embedded PySpark) for this command, with "
+        "the state the last one kept in <workspace>/deployed/state; needs a clone of the repository, Node and its "
+        "packages (`npm ci`, as `make demo` runs it). --embedded: the pipeline's code in-process on embedded "
+        "PySpark (faster; Python and Java only)",
     ),
 ]
 
@@ -80,15 +81,17 @@ def fail_unless_clean(run: DeployedRun) -> None:
 def _run_deployed(
     config: Path, *, watching: bool = False, full: bool = False, poll: float = 2.0, duration: float | None = None
 ) -> None:
-    """``run --deployed`` and ``watch --deployed``: exits 1 if an execution failed or anything was parked."""
+    """``run`` and ``watch`` on the local deployment: exits 1 if an execution failed or anything was parked."""
     import time
 
     from lakeline.local.project import ProjectConfig, watch
+    from lakeline.local.rehearsal.system import check_app
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
 
     console = progress_console()
     try:
         started = time.monotonic()
+        check_app()
         project = DeployedProject(ProjectConfig.load(config), console)
         keys = [] if watching else project.raw_keys()
         seen = project.snapshot(keys)
@@ -122,13 +125,14 @@ def run_project(
     full: Annotated[
         bool, typer.Option("--full", help="send every raw file through the pipeline, even if nothing changed")
     ] = False,
-    deployed: DeployedOption = False,
+    deployed: DeployedOption = True,
 ) -> None:
-    """Run the pipeline locally over a project's own folders: every file in its raw folder arrives.
+    """Run the pipeline locally over a project's own folders: every raw file new or changed since the last
+    run is uploaded to the project's deployment of the synthesized stacks, stood up on this machine for this
+    command with what the last one kept (--embedded: every file arrives at the pipeline's code run in-process).
     When nothing changed since the last clean run (no new or changed raw file, the same settings, items,
-    DDL and queries), it says so without starting Spark. With --deployed, the raw files new or changed since
-    the last run are uploaded to a deployment of the synthesized stacks stood up for this run with what the
-    last one kept."""
+    DDL, queries and stacks), it says so without standing anything up. Exits 1 if anything failed or was
+    parked or quarantined."""
     if deployed:
         _run_deployed(config, full=full)
         return
@@ -175,10 +179,11 @@ def watch_project(
     config: ProjectOption = Path("lakeline.yml"),
     poll: Annotated[float, typer.Option(help="seconds between looks at the raw folder")] = 2.0,
     duration: Annotated[float | None, typer.Option(help="stop after this many seconds")] = None,
-    deployed: DeployedOption = False,
+    deployed: DeployedOption = True,
 ) -> None:
-    """Process files as they land in the project's raw folder, until Ctrl-C (or --duration); with
-    --deployed, each is uploaded to a deployment of the synthesized stacks stood up while it watches."""
+    """Process files as they land in the project's raw folder, until Ctrl-C (or --duration): each is uploaded
+    to the project's deployment of the synthesized stacks, stood up while it watches (--embedded: each
+    arrives at the pipeline's code run in-process)."""
     if deployed:
         _run_deployed(config, watching=True, poll=poll, duration=duration)
         return

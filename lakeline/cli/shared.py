@@ -58,6 +58,30 @@ WorkspaceOption = Annotated[
 # --config of the commands that run a local project (run, watch): a lakeline.yml, not a settings file
 ProjectOption = Annotated[Path, typer.Option("--config", help="lakeline.yml of the local project")]
 StackOption = Annotated[str | None, typer.Option(help="a deployed pipeline stack, e.g. Lakeline-dev-Pipeline")]
+# --deployed/--embedded of the commands that read what a project's runs left (status, dlq, sql, reprocess)
+RuntimeOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--deployed/--embedded",
+        help="the project's local deployment (what `lakeline run` stands up and keeps) or the embedded runtime's "
+        "workspace (`lakeline run --embedded`) [default: the one the workspace's last run used]",
+        show_default=False,
+    ),
+]
+
+
+def reads_deployment(choice: bool | None, root: Path) -> bool:
+    """``--deployed`` or ``--embedded`` as given; else whichever runtime ran last on the workspace ``root``:
+    the local deployment if its kept state is newer than the embedded runtime's ``summary.json`` (or there
+    is no such summary), the embedded runtime if only it ran or nothing did."""
+    from lakeline.local.rehearsal.kept_state import kept_at
+
+    if choice is not None:
+        return choice
+    deployed, embedded = kept_at(root / "deployed" / "state"), root / "summary.json"
+    if deployed is None:
+        return False
+    return not embedded.is_file() or deployed >= embedded.stat().st_mtime
 
 
 def table_settings(bucket_count: int | None, table_format: str | None, compression: str | None) -> dict[str, Any]:

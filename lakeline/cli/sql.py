@@ -12,10 +12,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from lakeline.cli.shared import ConfigOption, WorkspaceOption, err_console, moved, project_of, workspace_of
+from lakeline.cli.shared import (
+    ConfigOption,
+    WorkspaceOption,
+    err_console,
+    moved,
+    project_of,
+    reads_deployment,
+    workspace_of,
+)
 from lakeline.console import fail
 from lakeline.engines.base import QueryError, QueryResult
-from lakeline.errors import LakelineError
+from lakeline.errors import LakelineError, plain
 from lakeline.local.sql_server import DEFAULT_KEEP_MINUTES
 
 if TYPE_CHECKING:
@@ -72,17 +80,20 @@ def run_sql(
     ] = DEFAULT_KEEP_MINUTES,
     stop: Annotated[bool, typer.Option("--stop", help="stop the workspace's SQL server and exit")] = False,
     deployed: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--deployed",
-            help="through Athena (pyathena) on the project's local deployment (`lakeline run --deployed`), stood up "
-            "with what its last command kept (about half a minute), instead of the embedded runtime's Spark",
+            "--deployed/--embedded",
+            help="--deployed: through Athena (pyathena) on the project's local deployment (what `lakeline run` "
+            "stands up), stood up with what its last command kept (about half a minute); --embedded: the embedded "
+            "runtime's Spark [default: the one the workspace's last run used]",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
 ) -> None:
-    """Run Athena-dialect SQL on the workspace's embedded Spark (create tables, look at results).
-    The first call starts a server that keeps Spark running for the next ones (--keep minutes without
-    a query); any other command on the workspace stops it first."""
+    """Run Athena-dialect SQL on what the project's last run left (create tables, look at results): through
+    the local deployment's Athena, or on the embedded runtime's Spark, where the first call starts a server
+    that keeps Spark running for the next ones (--keep minutes without a query; any other command on the
+    workspace stops it first)."""
     import sqlglot
 
     from lakeline.local import sql_server
@@ -101,12 +112,13 @@ def run_sql(
     try:
         statements = [s.sql("athena") for s in sqlglot.parse(text, read="athena") if s is not None]
     except sqlglot.errors.ParseError as error:
-        fail(f"cannot parse the SQL: {error}")
-    if deployed:
-        _run_deployed_sql(config or Path("lakeline.yml"), statements, output)
+        fail(plain(f"cannot parse the SQL: {error}"))
+    project = (config or Path("lakeline.yml")) if reads_deployment(deployed, ws.root) else None
+    if project is not None and not server:
+        _run_deployed_sql(project, statements, output)
         return
     try:
-        engine = _sql_engine(ws, server, keep)
+        engine = _sql_engine(ws, server, keep, project)
     except LakelineError as error:
         fail(str(error))
     console = Console()
@@ -119,18 +131,34 @@ def run_sql(
             print_result(result, output, console)
 
 
-def _sql_engine(ws: Workspace, server: bool, keep: float) -> SparkEngine | SqlClient:
-    """The workspace's server (started if none runs, and telling what opening the workspace said), or an
-    embedded Spark of this command's own."""
+def _sql_engine(ws: Workspace, server: bool, keep: float, deployed: Path | None) -> SparkEngine | SqlClient:
+    """The workspace's server (started if none runs, and telling what opening the workspace said): on the
+    embedded Spark, or on the local deployment of the project ``deployed``; or an embedded Spark of this
+    command's own."""
     from lakeline.local import sql_server
     from lakeline.local.relocation import open_engine
 
     if not server:
         with err_console.status("starting embedded Spark"):
             return open_engine(ws, moved)
-    status = err_console.status(f"starting embedded Spark in a SQL server (kept {keep:g} minutes without a query)")
+    if deployed is not None:
+        from lakeline.local.rehearsal.kept_state import kept_at
+        from lakeline.operations.deployed_sql_server import serving_arguments
+
+        if not deployed.is_file():
+            raise LakelineError(f"no project file {deployed}: name the project's lakeline.yml with --config")
+        if kept_at(ws.root / "deployed" / "state") is None:
+            raise LakelineError(
+                f"no local deployment is kept in {ws.root / 'deployed' / 'state'}: run `lakeline run` first"
+            )
+        what = f"standing the local deployment up in a SQL server (kept {keep:g} minutes without a query)"
+        mode, command = sql_server.DEPLOYED, serving_arguments(deployed)
+    else:
+        what = f"starting embedded Spark in a SQL server (kept {keep:g} minutes without a query)"
+        mode, command = sql_server.EMBEDDED, []
+    status = err_console.status(what)
     try:
-        client = sql_server.connect(ws, keep_minutes=keep, waiting=status.start)
+        client = sql_server.connect(ws, keep_minutes=keep, waiting=status.start, mode=mode, command=command)
     finally:
         status.stop()
     if client.started:
@@ -140,8 +168,8 @@ def _sql_engine(ws: Workspace, server: bool, keep: float) -> SparkEngine | SqlCl
 
 
 def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat) -> None:
-    """``sql --deployed``: each statement through the deployment's Athena workgroup, as users query it in AWS;
-    what a statement changes (a table made, rows written) is kept for the next command."""
+    """``sql --no-server`` on the deployment: each statement through its Athena workgroup, as users query it in
+    AWS; what a statement changes (a table made, rows written) is kept for the next command."""
     from lakeline.local.project import ProjectConfig
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
 
@@ -151,7 +179,7 @@ def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat)
     except LakelineError as error:
         fail(str(error))
     if not project.kept():
-        fail(f"no local deployment is kept in {project.state_folder}: run `lakeline run --deployed` first")
+        fail(f"no local deployment is kept in {project.state_folder}: run `lakeline run` first")
     try:
         with project:
             try:

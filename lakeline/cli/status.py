@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from lakeline.cli.shared import ConfigOption, WorkspaceOption, existing_workspace
+from lakeline.cli.shared import ConfigOption, RuntimeOption, WorkspaceOption, existing_workspace, reads_deployment
 from lakeline.console import fail
 from lakeline.errors import LakelineError
 
@@ -25,14 +25,7 @@ def status(
         str | None, typer.Option(help="a deployed pipeline stack (e.g. Lakeline-dev-Pipeline) instead of a workspace")
     ] = None,
     since_hours: Annotated[float, typer.Option(help="deployed: failed executions of the last N hours")] = 24.0,
-    deployed: Annotated[
-        bool,
-        typer.Option(
-            "--deployed",
-            help="the project's local deployment (`lakeline run --deployed`) as its last command kept it, instead "
-            "of the embedded runtime's workspace (nothing is stood up)",
-        ),
-    ] = False,
+    deployed: RuntimeOption = None,
     output: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
     """What the pipeline holds (partitions and their versions), what waits (arrivals behind a run,
@@ -48,24 +41,20 @@ def status(
     try:
         if output not in ("table", "json"):
             raise LakelineError(f"--format must be table or json, not {output!r}")
-        if deployed and stack is not None:
-            raise LakelineError("--deployed (the project's local deployment) and --stack (one in AWS): say one")
-        if deployed:
-            report: PipelineStatus = kept_deployment_status(existing_workspace(config, workspace)[0], now)
-        elif stack is not None:
+        if stack is not None and deployed is not None:
+            raise LakelineError("--deployed/--embedded (a local project) and --stack (one in AWS): say one")
+        if stack is not None:
             from lakeline.aws.clients import AwsClients
 
             aws = AwsClients()
-
-            clients = StackClients(
-                aws.cloudformation,
-                aws.dynamodb,
-                aws.sqs,
-                aws.stepfunctions,
-            )
-            report = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
+            clients = StackClients(aws.cloudformation, aws.dynamodb, aws.sqs, aws.stepfunctions)
+            report: PipelineStatus = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
         else:
-            report = local_status(*existing_workspace(config, workspace), now)
+            root, sources = existing_workspace(config, workspace)
+            if reads_deployment(deployed, root):
+                report = kept_deployment_status(root, now)
+            else:
+                report = local_status(root, sources, now)
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
     except (ClientError, BotoCoreError) as error:  # a stack that does not exist, no credentials, no region

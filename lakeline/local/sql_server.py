@@ -28,8 +28,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
@@ -86,11 +86,15 @@ class Reply:
     query_error: bool = False  # the statement failed (exit 1), not the request (exit 2)
 
 
+EMBEDDED, DEPLOYED = "embedded", "deployed"  # what a server answers on: the workspace's Spark, or its deployment
+
+
 @dataclass(frozen=True)
 class ServerRecord:
     pid: int
     address: str
     notes: list[str] = field(default_factory=list)  # what opening the workspace said (a move)
+    mode: str = EMBEDDED
 
 
 def _cmdline(pid: int) -> str:
@@ -112,7 +116,7 @@ def server_pid(workspace: Workspace) -> int | None:
     if record is None:
         return None
     command = _cmdline(record.pid)
-    if "lakeline.local.sql_server" in command and str(workspace.root) in command:
+    if "sql_server" in command and str(workspace.root) in command:  # this module, or a server built on it
         return record.pid
     record_file(workspace).unlink(missing_ok=True)  # it ended without a word (killed, a reboot)
     return None
@@ -121,7 +125,8 @@ def server_pid(workspace: Workspace) -> int | None:
 def read_record(workspace: Workspace) -> ServerRecord | None:
     try:
         record = json.loads(record_file(workspace).read_text())
-        return ServerRecord(int(record["pid"]), str(record["address"]), [str(note) for note in record["notes"]])
+        notes = [str(note) for note in record["notes"]]
+        return ServerRecord(int(record["pid"]), str(record["address"]), notes, str(record.get("mode", EMBEDDED)))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -181,27 +186,40 @@ def _reach(workspace: Workspace) -> tuple[Connection, ServerRecord] | None:
         return None
 
 
-def connect(workspace: Workspace, *, keep_minutes: float, waiting: Callable[[], None] = lambda: None) -> SqlClient:
-    """The workspace's SQL server, started first if none is running (``waiting`` is told)."""
+def connect(
+    workspace: Workspace,
+    *,
+    keep_minutes: float,
+    waiting: Callable[[], None] = lambda: None,
+    mode: str = EMBEDDED,
+    command: Sequence[str] = (),
+) -> SqlClient:
+    """The workspace's SQL server answering on ``mode``, started first if none is running (``waiting`` is
+    told); one answering on the other is stopped first. ``command``: the module and arguments that serve
+    ``mode`` (``python -m`` of this module, for the embedded Spark)."""
     reached = _reach(workspace)
-    if reached is not None:
+    if reached is not None and reached[1].mode == mode:
         return SqlClient(workspace, *reached, started=False)
     with _spawn_lock(workspace):
         reached = _reach(workspace)  # another call may have started it meanwhile
-        if reached is not None:
+        if reached is not None and reached[1].mode == mode:
             return SqlClient(workspace, *reached, started=False)
+        if reached is not None:
+            reached[0].close()
+            stop(workspace)
         waiting()
-        _start(workspace, keep_minutes)
+        _start(workspace, keep_minutes, command or ["lakeline.local.sql_server"])
         reached = _reach(workspace)
         if reached is None:
             raise ServerUnavailable(f"the SQL server of {workspace.root} started but cannot be reached")
         return SqlClient(workspace, *reached, started=True)
 
 
-def _start(workspace: Workspace, keep_minutes: float) -> None:
+def _start(workspace: Workspace, keep_minutes: float, serving: Sequence[str]) -> None:
     log = log_file(workspace)
     log.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "lakeline.local.sql_server", str(workspace.root), "--keep", str(keep_minutes)]
+    module, *arguments = serving
+    command = [sys.executable, "-m", module, str(workspace.root), "--keep", str(keep_minutes), *arguments]
     if workspace.raw is not None:
         command += ["--raw", str(workspace.raw)]
     with log.open("w") as output:
@@ -263,7 +281,7 @@ class _Server:
         self.stopping = False
         self.engine_lock = threading.Lock()
 
-    def serve(self, engine: Any, notes: list[str]) -> None:
+    def serve(self, engine: Any, notes: list[str], mode: str) -> None:
         address = _socket_address(self.workspace)
         Path(address).unlink(missing_ok=True)
         key = secrets.token_bytes(32)
@@ -283,7 +301,7 @@ class _Server:
         signal.signal(signal.SIGTERM, asked_to_stop)
         try:
             with listener:
-                _write_record(self.workspace, address, notes)
+                _write_record(self.workspace, address, notes, mode)
                 threading.Thread(target=self._stop_when_idle, daemon=True).start()
                 while True:
                     try:
@@ -331,9 +349,9 @@ class _Server:
                 return
 
 
-def _write_record(workspace: Workspace, address: str, notes: list[str]) -> None:
+def _write_record(workspace: Workspace, address: str, notes: list[str], mode: str) -> None:
     """``address`` "" while Spark starts (``stop`` finds it), the socket once it answers."""
-    write_json(record_file(workspace), {"pid": os.getpid(), "address": address, "notes": notes})
+    write_json(record_file(workspace), {"pid": os.getpid(), "address": address, "notes": notes, "mode": mode})
 
 
 def _run(engine: Any, statement: str) -> Reply:
@@ -348,31 +366,52 @@ def _run(engine: Any, statement: str) -> Reply:
         return Reply(error=f"{type(error).__name__}: {first}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    from lakeline.local.engine_owner import claim
-    from lakeline.local.relocation import open_engine
+Opening = Callable[[argparse.Namespace, Workspace, list[str]], AbstractContextManager[Any]]
+"""What a server answers with, opened on the workspace with the server's arguments (``notes`` told what
+opening it said): anything with ``execute(statement) -> QueryResult`` that raises ``QueryError`` for a
+failed statement."""
 
-    parser = argparse.ArgumentParser(prog="python -m lakeline.local.sql_server")
+
+def serve(argv: list[str] | None, mode: str, opening: Opening, prog: str) -> None:
+    """A server's process: its arguments (the workspace, ``--raw``, ``--keep`` and the ``mode``'s own), the
+    workspace claimed, what ``opening`` opens served until it is stopped or idle, then closed."""
+    from lakeline.local.engine_owner import claim
+
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("root", type=Path)
     parser.add_argument("--raw", type=Path)
     parser.add_argument("--keep", type=float, default=DEFAULT_KEEP_MINUTES, help="minutes to stay when idle")
+    parser.add_argument("--config", type=Path, help="the project's lakeline.yml (deployed)")
     arguments = parser.parse_args(argv)
     workspace = Workspace.at(arguments.root, arguments.raw)
     notes: list[str] = []
+    with ExitStack() as opened:
+        try:
+            claim(workspace, SQL_SERVER, stop_server=stop)  # one this call could not reach gives way
+            _write_record(workspace, "", [], mode)  # starting: `stop` and other commands can find it already
+            engine = opened.enter_context(opening(arguments, workspace, notes))
+        except LakelineError as error:
+            record_file(workspace).unlink(missing_ok=True)
+            print(f"error: {error}", flush=True)
+            raise SystemExit(2) from error
+        _Server(workspace, arguments.keep * 60).serve(engine, notes, mode)
+
+
+@contextmanager
+def _embedded_spark(_arguments: argparse.Namespace, workspace: Workspace, notes: list[str]) -> Iterator[Any]:
+    from lakeline.local.relocation import open_engine
+
+    engine = open_engine(workspace, notes.append)
     try:
-        claim(workspace, SQL_SERVER, stop_server=stop)  # one this call could not reach gives way
-        _write_record(workspace, "", [])  # starting: `stop` and other commands can find it already
-        engine = open_engine(workspace, notes.append)
-    except LakelineError as error:
-        record_file(workspace).unlink(missing_ok=True)
-        print(f"error: {error}", flush=True)
-        raise SystemExit(2) from error
-    try:
-        _Server(workspace, arguments.keep * 60).serve(engine, notes)
+        yield engine
     finally:
         # Spark's own shutdown; the JVM, and Derby with it, ends when this process does (PySpark's
         # gateway exits when its stdin closes), a moment after the workspace's lock is released.
         engine.session.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    serve(argv, EMBEDDED, _embedded_spark, "python -m lakeline.local.sql_server")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A project run on the system users deploy, stood up on this machine (``lakeline run --deployed`` and
+"""A project run on the system users deploy, stood up on this machine (``lakeline run``, ``watch`` and
 ``lakeline demo``): the CDK app synthesized with the project's settings and deployed on a local AWS endpoint
 with IAM enforced (``lakeline.local.rehearsal.system``), then operated as a team operates a deployment:
 
@@ -16,7 +16,7 @@ with IAM enforced (``lakeline.local.rehearsal.system``), then operated as a team
 What a run leaves is under ``<workspace>/deployed/`` (its results, the S3 mirror, the functions' logs, the
 tables' DDL), apart from what the local runtime keeps in the same workspace.
 
-The endpoint lives as long as the command. A project's deployment (``run --deployed``, ``watch --deployed``)
+The endpoint lives as long as the command. A project's deployment (``lakeline run``, ``watch``)
 lives on in ``deployed/state/`` instead (``lakeline.local.rehearsal.kept_state``): what its buckets, tables,
 catalog and dead-letter queues hold is kept after each batch of uploads and at the end, and put back into
 the next command's deployment, so a rerun uploads only the raw files that are new or changed since they
@@ -66,7 +66,7 @@ from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name
 from lakeline.operations.dead_letters import read_dead_letters
 from lakeline.operations.source_ddl import source_tables_ddl
-from lakeline.operations.status import STACK_OUTPUTS
+from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
 from stage_a.keys import parse_raw_key
 from stage_b.artifacts import ARTIFACTS_PREFIX
 
@@ -146,6 +146,13 @@ class Operator:
             kind: next(name for name in names if f"{kind}bucket" in name.lower() and "accesslogs" not in name.lower())
             for kind in ("raw", "stage", "analytics", "artifacts", "lineagearchive")
         }
+
+    @property
+    def named_outputs(self) -> dict[str, str]:
+        """The pipeline stack's outputs by their ``status.STACK_OUTPUTS`` names, as ``status.stack_outputs``
+        reads them from a stack in AWS."""
+        names = {**STACK_OUTPUTS, **LATER_OUTPUTS}
+        return {name: self.outputs[key] for name, key in names.items() if key in self.outputs}
 
     def athena(self, sql: str) -> list[tuple[Any, ...]]:
         """A statement through Athena with pyathena, as users query; its rows, with their types."""
@@ -246,7 +253,7 @@ class DeployedProject:
         self, config: ProjectConfig, console: Console, *, keep_state: bool = True, keep_results: bool = False
     ) -> None:
         """``keep_results``: leave the last run's results, logs and mirror in ``deployed/`` (a command that
-        only looks, ``sql --deployed``, writes no results of its own)."""
+        only looks, ``lakeline sql``, writes no results of its own)."""
         self.config = config
         self.keep_state = keep_state
         self.keep_results = keep_results
@@ -296,7 +303,6 @@ class DeployedProject:
 
     def __enter__(self) -> DeployedProject:
         root = self.workspace.root
-        Settled.forget(self.settled_file)  # whatever this run does, the last clean run's record is past
         check_interpreter()  # before a minute goes into synth and deploy
         with self.console.status("cdk synth: the CDK app as users deploy it"):
             assembly = root / "cdk.out"
@@ -411,11 +417,10 @@ class DeployedProject:
         state kept. How many were sent, and how many were kept (not redrivable)."""
         from lakeline.operations.dead_letters import redrive
 
-        outputs = {name: self.operator.outputs[key] for name, key in STACK_OUTPUTS.items()}
-        with _reporting(self.system, self.console):
+        outputs = self.operator.named_outputs
+        with self.acting(keep=False):
             sent, kept = redrive(self.operator.deployment.client("sqs"), outputs[dead_letters], outputs[target])
             self.console.print(f"sent {sent} parked messages back to their queue")
-            self.system.executions.wait(timeout=3600)
         # What this command parks is what is parked now beyond what it left in the DLQs: the other DLQs' messages
         # and the ones it did not send (unroutable); a message that fails again is parked by this command.
         queue = STACK_OUTPUTS[dead_letters].removesuffix("DeadLetterQueueUrl")
@@ -427,8 +432,19 @@ class DeployedProject:
         self.keep()
         return sent, len(kept)
 
+    @contextmanager
+    def acting(self, *, keep: bool = True) -> Iterator[Operator]:
+        """Around what a command does to the deployment as a team would in AWS (messages sent, objects put):
+        each execution it sets going printed as it ends; then the deployment at rest and (``keep``) kept."""
+        with _reporting(self.system, self.console):
+            yield self.operator
+            self.system.executions.wait(timeout=3600)
+        if keep:
+            self.keep()
+
     def keep(self) -> None:
         """Keep what the deployment holds in ``deployed/state/`` (with the raw files' digests uploaded)."""
+        Settled.forget(self.settled_file)  # what the last clean run left is no longer what is kept
         if self.keep_state:
             with self.console.status(f"keeping the deployment's state in {self.state_folder}"):
                 kept_state.keep(self.system.deployment, self.state_folder, extra={"uploads": self.uploaded})
@@ -697,8 +713,8 @@ def _print_summary(run: DeployedRun, console: Console) -> None:
     if run.parked or run.parked_before:
         console.print(
             "a file fixed and put back in the raw folder arrives again at the next run; for another cause (a table, "
-            "an item, a query), fix it, then `lakeline dlq redrive --deployed --queue stage-a` (or stage-b) sends "
-            "the parked messages back; `lakeline dlq list --deployed` lists them",
+            "an item, a query), fix it, then `lakeline dlq redrive --queue stage-a` (or stage-b) sends "
+            "the parked messages back; `lakeline dlq list` lists them",
             soft_wrap=True,
         )
     console.print(f"lineage picture: {run.html}")

@@ -68,6 +68,6 @@ def source_tables_ddl(
                 f"CREATE EXTERNAL TABLE IF NOT EXISTS {ddl_name(database, raw.table)} ({columns}){partitioned} "
                 f"{storage} LOCATION {string_literal(location.rstrip('/') + '/')}{header};"
             )
-    heading = "-- Raw and stage tables, from each table's first file (lakeline run --deployed).\n"
+    heading = "-- Raw and stage tables, from each table's first file (lakeline run).\n"
     created = [f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)};" for database in databases]
     return heading + "\n".join([*created, *statements]) + "\n" if statements else ""

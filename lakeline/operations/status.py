@@ -173,18 +173,18 @@ def kept_pipeline(workspace: Path) -> tuple[dict[str, str], dict[str, list[KeptM
     outputs, queues = kept_messages(folder)
     pipelines = [values for stack, values in outputs.items() if stack.endswith("-Pipeline")]
     if not pipelines:
-        raise LakelineError(f"no local deployment is kept in {workspace / 'deployed'}: run `lakeline run --deployed`")
+        raise LakelineError(f"no local deployment is kept in {workspace / 'deployed'}: run `lakeline run`")
     missing = [name for name in STACK_OUTPUTS.values() if name not in pipelines[0]]
     if missing:
         raise LakelineError(
             f"the local deployment kept in {folder} has no output {', '.join(missing)} (kept by another version): "
-            "run `lakeline run --deployed` again"
+            "run `lakeline run` again"
         )
     return pipelines[0], queues
 
 
 def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
-    """The status of a project's local deployment as its last command kept it (``run --deployed``; read from
+    """The status of a project's local deployment as its last command kept it (``lakeline run``; read from
     ``deployed/state``, nothing stood up): its pipeline state, its dead-letter queues and its last run."""
     from lakeline.local.rehearsal import kept_state
     from lakeline.operations.dead_letters import REASON

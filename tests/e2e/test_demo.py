@@ -212,7 +212,7 @@ def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(demo: tuple[P
         f"dependencies: ['{examples / 'dependencies.json'}']\ntables: ['{examples / 'tables.sql'}']\n"
         "tables_settings:\n  engineering_sales_dev.orders: {bucketed_by: [order_id], bucket_count: 2}\n"
     )
-    result = run(["run", "--config", str(workspace / "lakeline.yml")], cwd=workspace)
+    result = run(["run", "--embedded", "--config", str(workspace / "lakeline.yml")], cwd=workspace)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     # Re-adding the partitions the first runs made is no error, and says nothing.
     assert (

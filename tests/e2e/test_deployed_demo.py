@@ -9,12 +9,15 @@ import json
 import re
 import shutil
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.test_demo import DAYS, ORDERS_PER_DAY, customers, expected_daily_sales, run
+from tests.e2e.test_example_project import DEPLOYED_BLOCK, expected_sales_by_store, readme_block, table_rows
+from tests.e2e.test_example_project import run as example_run
 
 pytestmark = pytest.mark.spark
 
@@ -122,13 +125,34 @@ SHOP_TABLES = {
 
 
 @pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """``lakeline run --deployed`` on a copy of ``examples/shop``."""
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Any]]]:
+    """The README's commands on ``examples/shop`` (a copy): ``lakeline run`` (on the local deployment, by
+    default), ``status`` and ``sql`` (which follow the runtime the last run used), as shown."""
     project = tmp_path_factory.mktemp("shop") / "shop"
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "shop", project)
-    result = run(["run", "--deployed", "--config", str(project / "lakeline.yml")], cwd=project)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return project, result
+    (cd, where), *commands = readme_block(DEPLOYED_BLOCK)
+    assert (cd, where) == ("cd", "examples/shop")
+    results = []
+    for command in commands:
+        results.append(example_run(command, project))
+        assert results[-1].returncode == 0, results[-1].stdout[-3000:] + results[-1].stderr[-3000:]
+    yield project, results
+    run(["sql", "--stop"], cwd=project)  # the README's `sql` started the deployment's SQL server
+
+
+def test_the_readme_shop_commands_run_on_the_local_deployment(shop: tuple[Path, list[Any]]) -> None:
+    project, (ran, status, queried) = shop
+    assert "stage A executions: 5" in ran.stdout and "stage B executions: 4" in ran.stdout
+    assert status.stdout.startswith("the local deployment kept in"), status.stdout[:300]
+    rows = [(store, int(n), float(amount), day) for store, n, amount, day in table_rows(queried.stdout)]
+    assert rows == expected_sales_by_store(project)
+    # `sql` stood the deployment up in a server: the next statement is answered by it, without a stand-up.
+    record = json.loads((project / ".lakeline" / "state" / "sql-server.json").read_text())
+    assert record["mode"] == "deployed", record
+    count = ["sql", "--format", "csv", "-q", "SELECT count(*) AS n FROM shop_reports_dev.sales_by_store"]
+    again = run(count, cwd=project)
+    assert (again.returncode, again.stdout) == (0, "n\n7\n"), again.stderr[-3000:]
+    assert json.loads((project / ".lakeline" / "state" / "sql-server.json").read_text())["pid"] == record["pid"]
 
 
 def _summary(project: Path) -> dict[str, Any]:
@@ -139,8 +163,10 @@ def _tables(summary: dict[str, Any]) -> dict[tuple[str, str], int]:
     return {(t["table"], t["partition"]): t["rows"] for t in summary["tables"]}
 
 
-def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_files(shop: tuple[Path, Any]) -> None:
-    """``lakeline run --deployed`` on ``examples/shop``: its own DDL, queries and items; the raw and stage
+def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_files(
+    shop: tuple[Path, list[Any]],
+) -> None:
+    """``lakeline run`` on ``examples/shop``: its own DDL, queries and items; the raw and stage
     tables it has no DDL for made from the first file of each table folder (one unpartitioned)."""
     project, _ = shop
     summary = _summary(project)
@@ -153,24 +179,27 @@ def test_a_project_runs_on_the_deployed_system_with_its_tables_made_from_its_fil
     assert "OpenCSVSerde" in sources and "'skip.header.line.count' = '1'" in sources
 
 
-def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tuple[Path, Any], tmp_path: Path) -> None:
+def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
+    shop: tuple[Path, list[Any]], tmp_path: Path
+) -> None:
     """The deployment's state is kept in the workspace: a rerun with nothing new stands nothing up; the
     project copied elsewhere with a late file and a bad one uploads only those two (the late rows reach the
     partition and its target, the bad file is parked with its reason, exit 1); the bad file fixed is loaded
     by ``watch``, its earlier parked message still listed; a redrive then finds the arrival loaded and
     leaves the DLQ empty."""
     project, _ = shop
-    again = run(["run", "--deployed"], cwd=project)
+    again = run(["run"], cwd=project)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "nothing new since the last run: 5 raw files" in again.stdout
     assert "cdk synth" not in again.stdout + again.stderr
 
     moved = tmp_path / "elsewhere"
+    run(["sql", "--stop"], cwd=project)  # the README's `sql` server: a folder is copied at rest
     shutil.copytree(project, moved)
     sales = moved / "incoming" / "shop" / "pos" / "sales"
     (sales / "day=2024-03-02" / "late.csv").write_text("order_id,store,amount\n2004,north,7.50\n")
     (sales / "day=2024-03-03" / "bad.csv").write_text("order,store\n9,east\n")
-    late = run(["run", "--deployed"], cwd=moved)
+    late = run(["run"], cwd=moved)
     assert late.returncode == 1, late.stdout[-3000:] + late.stderr[-3000:]
     summary = _summary(moved)
     assert summary["uploads"] == 2 and summary["unchanged_raw_files"] == 5
@@ -183,16 +212,16 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tu
     }
     (reason,) = summary["parked"]["StageA"]
     assert "bad.csv: header lacks column order_id, amount of table shop_pos_raw_dev.sales" in reason
-    listed = run(["dlq", "list", "--deployed"], cwd=moved)
+    listed = run(["dlq", "list"], cwd=moved)
     assert listed.returncode == 1 and "stage-a: 1 parked" in listed.stdout and "bad.csv" in listed.stdout
-    status = run(["status", "--deployed"], cwd=moved)  # read from the kept state: nothing stood up
+    status = run(["status"], cwd=moved)  # read from the kept state: nothing stood up
     assert status.returncode == 1 and "parked in stage a: " in status.stdout and "bad.csv" in status.stdout
     # The late file's partition: its second version, of three files.
     assert re.search(r"shop_pos_dev\.sales\s+│ day=2024-03-02\s+│\s+2 │\s+3 │", status.stdout), status.stdout
 
     # Fixed, it is picked up by `watch` (its first look sees every file; only the changed one is uploaded).
     (sales / "day=2024-03-03" / "bad.csv").write_text("order_id,store,amount\n3009,east,9.00\n")
-    fixed = run(["watch", "--deployed", "--duration", "3", "--poll", "1"], cwd=moved)
+    fixed = run(["watch", "--duration", "3", "--poll", "1"], cwd=moved)
     assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
     summary = _summary(moved)
     assert summary["uploads"] == 1 and summary["unchanged_raw_files"] == 6 and summary["parked"] == {}
@@ -200,18 +229,26 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tu
     assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
     assert "still parked (an earlier run)" in fixed.stdout
 
-    redriven = run(["dlq", "redrive", "--deployed", "--queue", "stage-a"], cwd=moved)
+    redriven = run(["dlq", "redrive", "--queue", "stage-a"], cwd=moved)
     assert redriven.returncode == 0, redriven.stdout[-3000:] + redriven.stderr[-3000:]
     summary = _summary(moved)
     assert summary["parked"] == {} and summary["parked_by_earlier_runs"] == {}
     assert summary["stage_a_runs_with_nothing_new"] == 1
     assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
-    assert run(["dlq", "list", "--deployed"], cwd=moved).returncode == 0
-    assert run(["status", "--deployed"], cwd=moved).returncode == 0
-    # Queried with Athena on the deployment, as users query theirs.
+    assert run(["dlq", "list"], cwd=moved).returncode == 0
+    assert run(["status"], cwd=moved).returncode == 0
+    # A day rebuilt: sent to the deployment's queue B as `reprocess --stack` sends, its target run again.
+    rebuilt = run(
+        ["reprocess", "--table", "shop_pos_dev.sales", "--from", "2024-03-03", "--to", "2024-03-03"], cwd=moved
+    )
+    assert rebuilt.returncode == 0, rebuilt.stdout[-3000:] + rebuilt.stderr[-3000:]
+    assert "1 partitions routed again; rebuilt 1 targets" in rebuilt.stdout
+    summary = _summary(moved)
+    assert (summary["stage_a_runs"], summary["stage_b_runs"], summary["failed_executions"]) == (0, 1, [])
+    assert _tables(summary)[("shop_reports_dev.sales_by_store", "day=2024-03-03")] == 3
+    # Queried with Athena on the deployment, as users query theirs (the runtime the last run used).
     day = [
         "sql",
-        "--deployed",
         "--format",
         "json",
         "-q",
@@ -220,3 +257,6 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(shop: tu
     queried = run(day, cwd=moved)
     assert queried.returncode == 0, queried.stderr[-3000:]
     assert sorted(int(row["order_id"]) for row in json.loads(queried.stdout)) == [3001, 3002, 3009]
+    # Nothing of it went to the embedded runtime's results.
+    assert not (moved / ".lakeline" / "summary.json").exists()
+    assert run(["sql", "--stop"], cwd=moved).returncode == 0

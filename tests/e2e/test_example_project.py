@@ -1,5 +1,6 @@
-"""The README's "Your own folders" commands, run as shown on ``examples/shop`` (a copy of it), checked
-against figures computed here from the example's CSV files."""
+"""The README's "Your own folders" commands of the embedded runtime, run as shown on ``examples/shop`` (a copy
+of it), checked against figures computed here from the example's CSV files (its commands on the local
+deployment: ``test_deployed_demo.py``)."""
 
 from __future__ import annotations
 
@@ -21,14 +22,20 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "shop"
 
 
-def readme_commands() -> list[list[str]]:
-    """The ``lakeline`` lines of the README's bash block that starts with ``cd examples/shop``."""
+def readme_block(first: str) -> list[list[str]]:
+    """The lines of the README's bash block whose first line starts with ``first``, split as a shell would
+    (comments dropped); a ``cd`` line is kept."""
     readme = (ROOT / "README.md").read_text()
     for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.DOTALL):
         lines = [line.split("  #")[0].strip() for line in block.splitlines()]
-        if lines and lines[0] == "cd examples/shop":
-            return [shlex.split(line) for line in lines[1:] if line]
-    raise AssertionError("the README has no bash block starting with 'cd examples/shop'")
+        if lines and lines[0].startswith(first):
+            return [shlex.split(line) for line in lines if line]
+    raise AssertionError(f"the README has no bash block starting with {first!r}")
+
+
+# The shop's two blocks: on the local deployment (`tests/e2e/test_deployed_demo.py` runs it), and embedded.
+DEPLOYED_BLOCK = "cd examples/shop"
+EMBEDDED_BLOCK = "lakeline run --config lakeline.yml --embedded"
 
 
 def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -68,19 +75,23 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     run(["lakeline", "sql", "--config", "lakeline.yml", "--stop"], copy)  # the README's `sql` started one
 
 
-def test_the_readme_shows_run_watch_and_sql_on_the_example() -> None:
-    assert [command[:2] for command in readme_commands()] == [
+def test_the_readme_shows_run_status_and_sql_then_the_same_embedded() -> None:
+    assert [command[:2] for command in readme_block(DEPLOYED_BLOCK)] == [
+        ["cd", "examples/shop"],
         ["lakeline", "run"],
-        ["lakeline", "watch"],
+        ["lakeline", "status"],
         ["lakeline", "sql"],
     ]
+    embedded = readme_block(EMBEDDED_BLOCK)
+    assert [command[:2] for command in embedded] == [["lakeline", "run"], ["lakeline", "watch"], ["lakeline", "sql"]]
+    assert "--embedded" in embedded[0] and "--embedded" in embedded[1]
     # The configuration the README shows is the example's, word for word.
     readme = (ROOT / "README.md").read_text()
     assert (EXAMPLE / "lakeline.yml").read_text() in readme
 
 
-def test_the_readme_commands_work_as_shown_on_the_example(project: Path) -> None:
-    run_command, watch_command, sql_command = readme_commands()
+def test_the_readme_embedded_commands_work_as_shown_on_the_example(project: Path) -> None:
+    run_command, watch_command, sql_command = readme_block(EMBEDDED_BLOCK)
 
     result = run(run_command, project)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -138,6 +149,10 @@ def test_sql_keeps_spark_running_between_calls_until_another_command_needs_the_w
     # A failed statement is one line, and the server stays for the next.
     failed = run(["lakeline", "sql", "--config", "lakeline.yml", "-q", "SELECT nope FROM shop_pos_dev.sales"], project)
     assert failed.returncode == 1 and "UNRESOLVED_COLUMN" in failed.stderr and len(failed.stderr.splitlines()) == 1
+    assert alive(pid)
+    # The local deployment was never run here: said in one line, and the embedded server stays.
+    deployed = run([*count, "--deployed"], project)
+    assert deployed.returncode == 2 and "no local deployment is kept in" in deployed.stderr, deployed.stderr
     assert alive(pid)
 
     # Another command on the workspace (here one that opens its own Spark) stops the server and says so.

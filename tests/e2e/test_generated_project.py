@@ -574,7 +574,7 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
     flights = [f for files in data.flight_files.values() for file in files for f in file]
     raw_files = 1 + sum(len(files) for files in data.flight_files.values()) + len(data.weather)
 
-    first, first_seconds = lakeline(config, "run")
+    first, first_seconds = lakeline(config, "run", "--embedded")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     ran = summary(tmp_path)
     assert (ran["stage_a_runs"], ran["duplicates"], ran["failures"], ran["quarantined"]) == (raw_files, [], [], [])
@@ -593,7 +593,7 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
     snapshot = workspace_files(tmp_path)
 
     # Nothing new: said so, exit 0, and not one byte of the workspace changes.
-    again, again_seconds = lakeline(config, "run")
+    again, again_seconds = lakeline(config, "run", "--embedded")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"nothing new since the last run: {raw_files} raw files, all loaded" in again.stdout, again.stdout
     assert "Spark" not in again.stdout + again.stderr
@@ -602,7 +602,7 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
     # The held-back file lands in a day already built: its day, its week and its three windows are
     # rebuilt with it, and no other partition is written.
     write_flights(raw_folder(tmp_path, "flights", data.late_day) / "flights-late.csv", data.late)
-    late, late_seconds = lakeline(config, "run")
+    late, late_seconds = lakeline(config, "run", "--embedded")
     print(f"first run {first_seconds:.1f}s, no-op rerun {again_seconds:.1f}s, late-file rerun {late_seconds:.1f}s")
     assert late.returncode == 0, late.stdout[-3000:] + late.stderr[-3000:]
     flights += data.late

@@ -61,7 +61,7 @@ def drop(root: Path, day: str, rows: list[tuple[str, float]]) -> None:
 
 def lakeline_run(config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*LAKELINE, "run", "--config", str(config)],
+        [*LAKELINE, "run", "--embedded", "--config", str(config)],
         cwd=config.parent,
         env={**os.environ, "COLUMNS": "400"},
         capture_output=True,
@@ -228,7 +228,7 @@ def test_watch_processes_files_as_they_land(tmp_path: Path) -> None:
     config = project(tmp_path)
     (tmp_path / "incoming").mkdir()
     watcher = subprocess.Popen(
-        [*LAKELINE, "watch", "--config", str(config), "--poll", "0.5", "--duration", "60"],
+        [*LAKELINE, "watch", "--embedded", "--config", str(config), "--poll", "0.5", "--duration", "60"],
         cwd=tmp_path,
         env={**os.environ, "COLUMNS": "200"},
         stdout=subprocess.PIPE,

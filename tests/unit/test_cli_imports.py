@@ -204,7 +204,7 @@ def test_every_module_reachable_from_the_cli_imports_with_only_the_local_extra()
     allowed = closure_with_extras("lakeline", {"local"})
     # The closure is the local extra's, not dev's: what only dev brings is not in it.
     assert {"pyspark", "moto", "aws-lambda-powertools", "flask", "pyathena"} <= allowed
-    # The CDK is in it: `lakeline demo` and `run --deployed` synthesize the app.
+    # The CDK is in it: `lakeline demo` and `run` synthesize the app.
     assert {"aws-cdk-lib", "cdk-nag"} <= allowed
     assert not {"pytest", "mypy", "hypothesis", "boto3-stubs", "sqllineage"} & allowed
     config = {"allowed": sorted(allowed), "modules": [*packages, *modules]}

@@ -36,8 +36,8 @@ class StandIn:
         return QueryResult(query_id="q", columns=["said"], rows=[(statement,)])
 
 workspace = Workspace.at(Path(sys.argv[2]))
-_write_record(workspace, "", [])
-_Server(workspace, float(sys.argv[3])).serve(StandIn(), ["a note"])
+_write_record(workspace, "", [], "embedded")
+_Server(workspace, float(sys.argv[3])).serve(StandIn(), ["a note"], "embedded")
 """
 
 

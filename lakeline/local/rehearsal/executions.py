@@ -58,6 +58,9 @@ raises ``TaskFailed``."""
 class InterpreterMissing(LakelineError):
     """Node, or the ASL interpreter's package, is not there to run the state machines."""
 
+    def __str__(self) -> str:
+        return f"{super().__str__()} (or run the pipeline's code in-process with --embedded)"
+
 
 def check_interpreter(node: str = "node") -> None:
     """Fail at once, saying what to do, if Node is missing or too old, or ``npm ci`` has not been run."""

@@ -75,6 +75,14 @@ def exists(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() or (_previous(folder) / MANIFEST).is_file()
 
 
+def kept_at(folder: Path) -> float | None:
+    """When the state in ``folder`` was kept (its manifest's modification time), or None if none is."""
+    for manifest in (folder / MANIFEST, _previous(folder) / MANIFEST):
+        if manifest.is_file():
+            return manifest.stat().st_mtime
+    return None
+
+
 def recover(folder: Path) -> None:
     """After a ``keep`` that stopped between setting the old state aside and putting the new one in place."""
     if not (folder / MANIFEST).is_file() and (_previous(folder) / MANIFEST).is_file():

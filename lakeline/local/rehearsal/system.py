@@ -36,6 +36,17 @@ class SynthError(LakelineError):
     """The CDK app could not be synthesized (the ``cdk`` extra is missing, or the app refused its context)."""
 
 
+def check_app() -> None:
+    """Fail at once if this installation has no CDK app to synthesize (Lakeline installed from PyPI rather
+    than from a clone of its repository, where the app lives beside the package)."""
+    if not (REPOSITORY / "stacks" / "app.py").is_file() or not (REPOSITORY / "cdk.json").is_file():
+        raise SynthError(
+            f"the local deployment is the repository's CDK app synthesized and stood up here, and this installation "
+            f"has none ({REPOSITORY} has no stacks/app.py and cdk.json): run from a clone of the repository "
+            "(`make demo` sets it up), or run the pipeline's code in-process with --embedded"
+        )
+
+
 def synthesize(outdir: Path, context: dict[str, Any]) -> Path:
     """``cdk synth`` of the app as users deploy it, with ``context`` (as ``-c`` gives it), into the cloud
     assembly folder ``outdir``."""
@@ -52,7 +63,7 @@ def synthesize(outdir: Path, context: dict[str, Any]) -> Path:
         raise SynthError(
             f"synthesizing the CDK app needs the repository's stacks and aws-cdk-lib ({error}): "
             "install Lakeline from a clone of its repository (`make demo` does: `pip install -e '.[local]'`), "
-            "or run `lakeline demo --embedded`"
+            "or run the pipeline's code in-process with --embedded"
         ) from error
     app = cdk.App(outdir=str(outdir), context=context)
     build_app(app)
