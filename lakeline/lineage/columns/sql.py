@@ -195,18 +195,25 @@ def _struct_path(node: exp.Dot) -> tuple[exp.Expr, str]:
 
 
 def _join_tree(source: exp.Expr) -> tuple[list[exp.Expr], list[exp.Join]]:
-    """A parenthesized join ``((a JOIN b ON ...))`` as its relations and joins; anything else as itself."""
+    """A parenthesized join ``((a JOIN b ON ...) JOIN c ON ...)`` as its relations and joins; anything else
+    as itself. sqlglot hangs each level's joins on the node of that level (the unaliased parentheses, or
+    the first table inside them), so every level is collected, innermost first."""
+    levels: list[exp.Expr] = []
     inner = source
     while isinstance(inner, exp.Subquery) and not inner.alias and isinstance(inner.this, exp.Subquery | exp.Table):
+        levels.append(inner)
         inner = inner.this
-    joins = list(inner.args.get("joins") or []) if inner is not source else []
-    if not joins:
+    if not levels:
         return [source], []
+    levels.append(inner)
     sources, nested = [inner], []
-    for join in joins:
-        more, more_joins = _join_tree(join.this)
-        sources += more
-        nested += [*more_joins, join]
+    for level in reversed(levels):
+        for join in level.args.get("joins") or []:
+            more, more_joins = _join_tree(join.this)
+            sources += more
+            nested += [*more_joins, join]
+    if not nested and not isinstance(inner, exp.Table):
+        return [source], []  # parentheses around a query, not a join
     return sources, nested
 
 
