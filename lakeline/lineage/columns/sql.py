@@ -68,10 +68,18 @@ MASKING_FUNCTIONS: tuple[type[exp.Expr], ...] = (
 )
 # Generators whose first output column is the element's position, not a value of the array.
 POSITION_GENERATORS: tuple[type[exp.Expr], ...] = (exp.Posexplode, exp.PosexplodeOuter)
+# A position (posexplode's pos, WITH ORDINALITY, WITH OFFSET) is computed from the array, its length and
+# order, but holds none of its elements: DIRECT TRANSFORMATION of the array column, never IDENTITY. It is
+# what OpenLineage's Spark integration reports for every output of a generator (its GenerateVisitor), so
+# events from SQL text and from Spark plans agree. INDIRECT would say the array only picks rows or
+# branches, and no INDIRECT subtype (JOIN, FILTER, ...) is what a position is.
+POSITION = Subtype.TRANSFORMATION
 
 # Marks left on a SELECT before ``qualify`` rewrites its USING joins: which side a USING column's value
 # comes from. Inner and LEFT joins keep the left value, RIGHT the right one, FULL a COALESCE of all.
 _USING_META = "lakeline_using"
+# Mark on a generator in a SELECT list without aliases of its own, which Spark names pos, col, key, value.
+_UNALIASED_META = "lakeline_unaliased"
 # A recursive CTE's lineage grows with each pass over its recursive part; it stops growing within a
 # few passes (each pass can only add inputs the CTE already has), this bounds it regardless.
 _RECURSION_PASSES = 16
@@ -132,6 +140,14 @@ def _mark_using_joins(query: exp.Expr) -> None:
                     rules.setdefault(name, "first")
         if rules:
             select.meta[_USING_META] = rules
+
+
+def _mark_unaliased_generators(query: exp.Expr) -> None:
+    # Before qualify, which names such a projection _col_N like any other.
+    for select in query.find_all(exp.Select):
+        for projection in select.expressions:
+            if isinstance(projection, exp.Explode):
+                projection.meta[_UNALIASED_META] = True
 
 
 def _all_columns(schema: TableSchema) -> list[Column]:
@@ -380,7 +396,7 @@ class _Walker:
         refs: list[ExpressionNode] = []
         parts = [as_value(self.expr(item, scope, ctes, refs), Subtype.TRANSFORMATION) for item in expressions]
         generator = expressions[0] if len(expressions) == 1 else None
-        # The element's position (WITH ORDINALITY, WITH OFFSET, posexplode) is no value of the array.
+        # The element's position (WITH ORDINALITY, WITH OFFSET, posexplode): see POSITION.
         position: str | None = None
         if isinstance(generator, POSITION_GENERATORS) and len(names) > 1:
             position = names[0]
@@ -397,8 +413,8 @@ class _Walker:
         columns = []
         for name in names:
             if name == position:
-                node = ExpressionNode(_label(label, name), f"position in {text}")
-                columns.append(OutputColumn(name, NO_DEPENDENCIES, None, node))
+                node = ExpressionNode(_label(label, name), f"position in {text}", children=children)
+                columns.append(OutputColumn(name, as_value(union(*parts), POSITION), None, node))
             else:
                 node = ExpressionNode(_label(label, name), text, children=children)
                 columns.append(OutputColumn(name, values[name], None, node))
@@ -453,23 +469,45 @@ class _Walker:
     ) -> list[OutputColumn]:
         refs: list[ExpressionNode] = []
         text = projection.sql(copy=False)  # the generic generator does not change the tree
+        generator = projection.this if isinstance(projection, exp.Alias | exp.Aliases) else None
+        names: list[str] = []
         if isinstance(projection, exp.Aliases):
             # posexplode(a) AS (pos, value), explode(map) AS (k, v): one generator, several columns.
             names = [identifier.name.lower() for identifier in projection.expressions]
-            value = as_value(self.expr(projection.this, scope, ctes, refs), Subtype.TRANSFORMATION)
-            position = names[0] if isinstance(projection.this, POSITION_GENERATORS) and len(names) > 1 else None
+        elif isinstance(generator, exp.Explode) and generator.meta.get(_UNALIASED_META):
+            names = self._generator_names(generator, scope)
+        if generator is not None and names:
+            value = as_value(self.expr(generator, scope, ctes, refs), Subtype.TRANSFORMATION)
+            position = names[0] if isinstance(generator, POSITION_GENERATORS) and len(names) > 1 else None
             return [
                 OutputColumn(
                     name,
-                    NO_DEPENDENCIES if name == position else value,
+                    as_value(value, POSITION) if name == position else value,
                     text,
-                    ExpressionNode(_label(label, name), text, children=() if name == position else _unique(refs)),
+                    ExpressionNode(
+                        _label(label, name), f"position in {text}" if name == position else text, None, _unique(refs)
+                    ),
                 )
                 for name in names
             ]
         dependencies = self.expr(projection, scope, ctes, refs)
         name = projection.alias_or_name.lower()
         return [OutputColumn(name, dependencies, text, ExpressionNode(_label(label, name), text, None, _unique(refs)))]
+
+    def _generator_names(self, generator: exp.Explode, scope: _Scope) -> list[str]:
+        """Spark's names for the columns of an unaliased explode or posexplode: [pos,] col for an array,
+        [pos,] key, value for a map (known from the catalog type of the column it explodes)."""
+        names = ["pos"] if isinstance(generator, POSITION_GENERATORS) else []
+        argument = generator.this
+        source = scope.resolve(argument, self.sql).node if isinstance(argument, exp.Column) else None
+        field = source.source if source is not None else None
+        glue_type = ""
+        if field is not None:
+            database, table = field.dataset.split(".", 1)
+            schema = self.schemas.get((database, table))
+            types = {column.name: column.type for column in _all_columns(schema)} if schema else {}
+            glue_type = types.get(field.field, "")
+        return [*names, *(["key", "value"] if glue_type.lower().startswith("map<") else ["col"])]
 
     # Expressions ---------------------------------------------------------------------------------
 
@@ -655,6 +693,7 @@ class SqlColumnLineage:
                 raise statement_error(f"table {database}.{table} has no columns in the catalog", text)
             schemas[(database, table)] = schema
         _mark_using_joins(query)
+        _mark_unaliased_generators(query)
         try:
             mapping = MappingSchema(self._nested(schemas), dialect=self.read)
             qualified = qualify(
