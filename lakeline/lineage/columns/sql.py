@@ -16,15 +16,17 @@ that cannot be followed is refused with a one-line reason.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, SqlglotError
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -84,6 +86,24 @@ _UNALIASED_META = "lakeline_unaliased"
 # few passes (each pass can only add inputs the CTE already has), this bounds it regardless.
 _RECURSION_PASSES = 16
 _ESCAPES = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _DropAll(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextmanager
+def _sqlglot_silenced() -> Iterator[None]:
+    """sqlglot logs a multi-line warning for each statement it keeps as a Command ('... contains
+    unsupported syntax'); this analysis says itself, on one line, what it does with such a statement."""
+    logger = logging.getLogger("sqlglot")
+    quiet = _DropAll()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 class TableDescriber(Protocol):
@@ -666,7 +686,8 @@ class SqlColumnLineage:
     def statements(self, sql: str) -> list[StatementLineage]:
         """Lineage of each statement in ``sql`` that reads or writes rows, in order."""
         try:
-            parsed = sqlglot.parse(sql, read=self.read)
+            with _sqlglot_silenced():
+                parsed = sqlglot.parse(sql, read=self.read)
         except ParseError as error:
             raise InvalidInputError(parse_error_message(error, self.dialect)) from None
         results = []
@@ -679,7 +700,9 @@ class SqlColumnLineage:
         return results
 
     def statement(self, statement: exp.Expr) -> StatementLineage | None:
-        text = statement.sql(self.read)
+        # The statement as its own dialect writes it, for messages and the event's SQL facet; what the
+        # dialect cannot write (Hive's WITH RECURSIVE) is written as it is instead of logged.
+        text = statement.sql(self.read, unsupported_level=ErrorLevel.IGNORE)
         if isinstance(statement, exp.Create) and isinstance(statement.this, exp.Schema):
             self._remember_definition(statement.this, text)
         write = plan_write(statement, default_database=self.default_database, describe=self.describe, sql=text)
@@ -760,6 +783,8 @@ class SqlColumnLineage:
             names = write.column_list
         else:
             schema = self.describe(*write.target)
+            if not _all_columns(schema):
+                raise statement_error(f"table {'.'.join(write.target)} has no columns in the catalog", sql)
             partitions = schema.partition_names
             if write.dynamic_partitions is not None:
                 partitions = [name for name in schema.partition_names if name not in static]
