@@ -781,14 +781,24 @@ class SqlColumnLineage:
         static = write.static_partitions
         if write.column_list is not None:
             names = write.column_list
+            order = [*names, *static]
         else:
             schema = self.describe(*write.target)
             if not _all_columns(schema):
                 raise statement_error(f"table {'.'.join(write.target)} has no columns in the catalog", sql)
             partitions = schema.partition_names
             if write.dynamic_partitions is not None:
-                partitions = [name for name in schema.partition_names if name not in static]
+                named = [*static, *write.dynamic_partitions]
+                unknown = [name for name in named if name not in partitions]
+                if unknown:
+                    raise statement_error(
+                        f"{'.'.join(write.target)} has no partition column {unknown[0]!r} "
+                        f"(its partitions: {', '.join(partitions) or 'none'})",
+                        sql,
+                    )
+                partitions = [name for name in partitions if name not in static]
             names = [*schema.column_names, *partitions]
+            order = [*schema.column_names, *schema.partition_names]
         if len(names) != len(relation.columns):
             raise statement_error(
                 f"{'.'.join(write.target)} takes {len(names)} columns ({', '.join(names)}) "
@@ -801,7 +811,9 @@ class SqlColumnLineage:
         ]
         for name, value in static.items():
             columns.append(OutputColumn(name, NO_DEPENDENCIES, value, ExpressionNode(name, f"PARTITION {value}")))
-        return tuple(columns), relation.dataset
+        # In the table's order: a static partition ahead of a dynamic one (dt = '...', country) is still first.
+        position = {name: index for index, name in enumerate(order)}
+        return tuple(sorted(columns, key=lambda column: position[column.name])), relation.dataset
 
 
 def _assigned_columns(write: WritePlan, relation: RelationLineage) -> tuple[tuple[OutputColumn, ...], Dependencies]:
