@@ -1,7 +1,7 @@
 """Column lineage from SQL: milliseconds per statement, and agreement with sqllineage and openlineage-sql.
 
-Runs the statements of ``tests/unit/data/column_lineage_cases.yaml`` (Athena and Spark dialects) through
-Lakeline's ``lineage.columns.sql``, sqllineage (given the same table schemas through its
+Runs the statements of ``tests/unit/data/column_lineage_cases.yaml`` (Athena, Spark, Hive, Trino and ANSI
+dialects) through Lakeline's ``lineage.columns.sql``, sqllineage (given the same table schemas through its
 ``DummyMetaDataProvider``) and openlineage-sql (``openlineage_sql.parse([...]).column_lineage``).
 
 Agreement is on column-level DIRECT edges, ``(output column, database.table.column)``: the only kind the

@@ -143,6 +143,10 @@ def test_a_created_table_is_visible_to_later_statements(catalog: CatalogFile) ->
             "MERGE INSERT lists 1 columns but 2 values",
         ),
         ("UPDATE mart.customer_flags SET nope = 1", "mart.customer_flags has no column 'nope'"),
+        (
+            "INSERT OVERWRITE TABLE mart.region_daily PARTITION (day = '1', region) SELECT 1, 2.0, 'eu'",
+            "mart.region_daily has no partition column 'day' (its partitions: dt, region)",
+        ),
         ("WITH RECURSIVE r AS (SELECT 1 AS n) SELECT n FROM r", None),
         ("SELECT a FROM (SELECT 1 AS a) x UNION ALL SELECT 1, 2", "sides have 1 and 2 columns"),
     ],

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from typer.testing import CliRunner
 from lakeline.cli import app
 
 CATALOG = Path(__file__).parent / "data" / "column_lineage_catalog.json"
+ROOT = Path(__file__).parents[2]
 STAGE_A_SQL = (
     "INSERT INTO sales.orders SELECT CAST(order_id AS bigint), CAST(customer_id AS bigint),"
     ' CAST(amount AS double), status, CAST("date" AS date), dt FROM raw.orders'
@@ -204,6 +208,8 @@ def test_tree_goes_through_subqueries_to_table_columns_and_stored_events(tmp_pat
         ("SELECT FROM WHERE (", "cannot parse SQL as athena: line 1, column 17"),
         ("DROP TABLE sales.orders", "has no statement that reads or writes rows"),
         ("CALL system.expire_snapshots('sales.orders')", "CALL statements are not supported"),
+        ("INSERT INTO sales.empty SELECT name FROM sales.customers", "table sales.empty has no columns in the catalog"),
+        ("UNLOAD (SELECT name FROM sales.customers) TO 's3://b/x/'", "UNLOAD statements are not supported"),
     ],
 )
 def test_unsupported_sql_is_one_clean_line(tmp_path: Path, sql: str, message: str) -> None:
@@ -235,3 +241,32 @@ def test_merge_gives_an_event_with_inputs_outputs_and_column_lineage(tmp_path: P
     (output,) = event["outputs"]
     fields = output["facets"]["columnLineage"]["fields"]
     assert {f["field"] for f in fields["flag"]["inputFields"]} == {"region", "name"}
+
+
+def test_the_installed_command_says_why_on_one_line(tmp_path: Path) -> None:
+    """As a user runs it: sqlglot's own warnings (a statement kept as a Command, a construct the dialect
+    cannot write) reach a terminal through logging's last-resort handler, which CliRunner does not show."""
+    refused = _write(tmp_path, "unload.sql", "UNLOAD (SELECT name FROM sales.customers) TO 's3://b/x/'")
+    recursive = _write(
+        tmp_path,
+        "recursive.sql",
+        "WITH RECURSIVE r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "lakeline", "lineage", "sql", str(path), "--catalog", str(CATALOG), *options],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        for path, options in ((refused, []), (recursive, ["--dialect", "hive"]))
+    ]
+    assert runs[0].returncode == 1
+    assert runs[0].stderr.splitlines() == [
+        "error: UNLOAD statements are not supported for column lineage "
+        "(in: UNLOAD (SELECT name FROM sales.customers) TO 's3://b/x/')"
+    ]
+    assert runs[1].returncode == 0, runs[1].stderr
+    assert runs[1].stderr == ""

@@ -328,13 +328,12 @@ class _PlanWalker:
             generated_outputs: list[Attribute] = []
             for index, attribute in enumerate(produced):
                 name, expr_id = str(attribute.fields.get("name")), _expr_id(attribute)
-                # posexplode's first column is the element's position, not a value of the array.
-                if index == 0 and generator.kind in POSITION_GENERATORS and len(produced) > 1:
-                    position = _node(f"{name}#{expr_id}", f"position in {render(generator)}", [])
-                    generated_outputs.append(Attribute(name, expr_id, NO_DEPENDENCIES, None, position))
-                else:
-                    value = _node(f"{name}#{expr_id}", render(generator), refs)
-                    generated_outputs.append(Attribute(name, expr_id, generated, None, value))
+                # posexplode's first column is the element's position: computed from the array, like its
+                # values (see lineage.columns.sql.POSITION), but no value of it, as its expression says.
+                is_position = index == 0 and generator.kind in POSITION_GENERATORS and len(produced) > 1
+                what = f"position in {render(generator)}" if is_position else render(generator)
+                chain = _node(f"{name}#{expr_id}", what, refs)
+                generated_outputs.append(Attribute(name, expr_id, generated, None, chain))
             return PlanRelation((*child.outputs, *generated_outputs), child.dataset)
         raise PlanLineageError(f"plan node {kind} is not supported for column lineage")
 

@@ -16,15 +16,17 @@ that cannot be followed is refused with a one-line reason.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, SqlglotError
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -68,14 +70,40 @@ MASKING_FUNCTIONS: tuple[type[exp.Expr], ...] = (
 )
 # Generators whose first output column is the element's position, not a value of the array.
 POSITION_GENERATORS: tuple[type[exp.Expr], ...] = (exp.Posexplode, exp.PosexplodeOuter)
+# A position (posexplode's pos, WITH ORDINALITY, WITH OFFSET) is computed from the array, its length and
+# order, but holds none of its elements: DIRECT TRANSFORMATION of the array column, never IDENTITY. It is
+# what OpenLineage's Spark integration reports for every output of a generator (its GenerateVisitor), so
+# events from SQL text and from Spark plans agree. INDIRECT would say the array only picks rows or
+# branches, and no INDIRECT subtype (JOIN, FILTER, ...) is what a position is.
+POSITION = Subtype.TRANSFORMATION
 
 # Marks left on a SELECT before ``qualify`` rewrites its USING joins: which side a USING column's value
 # comes from. Inner and LEFT joins keep the left value, RIGHT the right one, FULL a COALESCE of all.
 _USING_META = "lakeline_using"
+# Mark on a generator in a SELECT list without aliases of its own, which Spark names pos, col, key, value.
+_UNALIASED_META = "lakeline_unaliased"
 # A recursive CTE's lineage grows with each pass over its recursive part; it stops growing within a
 # few passes (each pass can only add inputs the CTE already has), this bounds it regardless.
 _RECURSION_PASSES = 16
 _ESCAPES = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class _DropAll(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextmanager
+def _sqlglot_silenced() -> Iterator[None]:
+    """sqlglot logs a multi-line warning for each statement it keeps as a Command ('... contains
+    unsupported syntax'); this analysis says itself, on one line, what it does with such a statement."""
+    logger = logging.getLogger("sqlglot")
+    quiet = _DropAll()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 class TableDescriber(Protocol):
@@ -132,6 +160,14 @@ def _mark_using_joins(query: exp.Expr) -> None:
                     rules.setdefault(name, "first")
         if rules:
             select.meta[_USING_META] = rules
+
+
+def _mark_unaliased_generators(query: exp.Expr) -> None:
+    # Before qualify, which names such a projection _col_N like any other.
+    for select in query.find_all(exp.Select):
+        for projection in select.expressions:
+            if isinstance(projection, exp.Explode):
+                projection.meta[_UNALIASED_META] = True
 
 
 def _all_columns(schema: TableSchema) -> list[Column]:
@@ -195,18 +231,25 @@ def _struct_path(node: exp.Dot) -> tuple[exp.Expr, str]:
 
 
 def _join_tree(source: exp.Expr) -> tuple[list[exp.Expr], list[exp.Join]]:
-    """A parenthesized join ``((a JOIN b ON ...))`` as its relations and joins; anything else as itself."""
+    """A parenthesized join ``((a JOIN b ON ...) JOIN c ON ...)`` as its relations and joins; anything else
+    as itself. sqlglot hangs each level's joins on the node of that level (the unaliased parentheses, or
+    the first table inside them), so every level is collected, innermost first."""
+    levels: list[exp.Expr] = []
     inner = source
     while isinstance(inner, exp.Subquery) and not inner.alias and isinstance(inner.this, exp.Subquery | exp.Table):
+        levels.append(inner)
         inner = inner.this
-    joins = list(inner.args.get("joins") or []) if inner is not source else []
-    if not joins:
+    if not levels:
         return [source], []
+    levels.append(inner)
     sources, nested = [inner], []
-    for join in joins:
-        more, more_joins = _join_tree(join.this)
-        sources += more
-        nested += [*more_joins, join]
+    for level in reversed(levels):
+        for join in level.args.get("joins") or []:
+            more, more_joins = _join_tree(join.this)
+            sources += more
+            nested += [*more_joins, join]
+    if not nested and not isinstance(inner, exp.Table):
+        return [source], []  # parentheses around a query, not a join
     return sources, nested
 
 
@@ -373,7 +416,7 @@ class _Walker:
         refs: list[ExpressionNode] = []
         parts = [as_value(self.expr(item, scope, ctes, refs), Subtype.TRANSFORMATION) for item in expressions]
         generator = expressions[0] if len(expressions) == 1 else None
-        # The element's position (WITH ORDINALITY, WITH OFFSET, posexplode) is no value of the array.
+        # The element's position (WITH ORDINALITY, WITH OFFSET, posexplode): see POSITION.
         position: str | None = None
         if isinstance(generator, POSITION_GENERATORS) and len(names) > 1:
             position = names[0]
@@ -390,8 +433,8 @@ class _Walker:
         columns = []
         for name in names:
             if name == position:
-                node = ExpressionNode(_label(label, name), f"position in {text}")
-                columns.append(OutputColumn(name, NO_DEPENDENCIES, None, node))
+                node = ExpressionNode(_label(label, name), f"position in {text}", children=children)
+                columns.append(OutputColumn(name, as_value(union(*parts), POSITION), None, node))
             else:
                 node = ExpressionNode(_label(label, name), text, children=children)
                 columns.append(OutputColumn(name, values[name], None, node))
@@ -446,23 +489,45 @@ class _Walker:
     ) -> list[OutputColumn]:
         refs: list[ExpressionNode] = []
         text = projection.sql(copy=False)  # the generic generator does not change the tree
+        generator = projection.this if isinstance(projection, exp.Alias | exp.Aliases) else None
+        names: list[str] = []
         if isinstance(projection, exp.Aliases):
             # posexplode(a) AS (pos, value), explode(map) AS (k, v): one generator, several columns.
             names = [identifier.name.lower() for identifier in projection.expressions]
-            value = as_value(self.expr(projection.this, scope, ctes, refs), Subtype.TRANSFORMATION)
-            position = names[0] if isinstance(projection.this, POSITION_GENERATORS) and len(names) > 1 else None
+        elif isinstance(generator, exp.Explode) and generator.meta.get(_UNALIASED_META):
+            names = self._generator_names(generator, scope)
+        if generator is not None and names:
+            value = as_value(self.expr(generator, scope, ctes, refs), Subtype.TRANSFORMATION)
+            position = names[0] if isinstance(generator, POSITION_GENERATORS) and len(names) > 1 else None
             return [
                 OutputColumn(
                     name,
-                    NO_DEPENDENCIES if name == position else value,
+                    as_value(value, POSITION) if name == position else value,
                     text,
-                    ExpressionNode(_label(label, name), text, children=() if name == position else _unique(refs)),
+                    ExpressionNode(
+                        _label(label, name), f"position in {text}" if name == position else text, None, _unique(refs)
+                    ),
                 )
                 for name in names
             ]
         dependencies = self.expr(projection, scope, ctes, refs)
         name = projection.alias_or_name.lower()
         return [OutputColumn(name, dependencies, text, ExpressionNode(_label(label, name), text, None, _unique(refs)))]
+
+    def _generator_names(self, generator: exp.Explode, scope: _Scope) -> list[str]:
+        """Spark's names for the columns of an unaliased explode or posexplode: [pos,] col for an array,
+        [pos,] key, value for a map (known from the catalog type of the column it explodes)."""
+        names = ["pos"] if isinstance(generator, POSITION_GENERATORS) else []
+        argument = generator.this
+        source = scope.resolve(argument, self.sql).node if isinstance(argument, exp.Column) else None
+        field = source.source if source is not None else None
+        glue_type = ""
+        if field is not None:
+            database, table = field.dataset.split(".", 1)
+            schema = self.schemas.get((database, table))
+            types = {column.name: column.type for column in _all_columns(schema)} if schema else {}
+            glue_type = types.get(field.field, "")
+        return [*names, *(["key", "value"] if glue_type.lower().startswith("map<") else ["col"])]
 
     # Expressions ---------------------------------------------------------------------------------
 
@@ -621,7 +686,8 @@ class SqlColumnLineage:
     def statements(self, sql: str) -> list[StatementLineage]:
         """Lineage of each statement in ``sql`` that reads or writes rows, in order."""
         try:
-            parsed = sqlglot.parse(sql, read=self.read)
+            with _sqlglot_silenced():
+                parsed = sqlglot.parse(sql, read=self.read)
         except ParseError as error:
             raise InvalidInputError(parse_error_message(error, self.dialect)) from None
         results = []
@@ -634,7 +700,9 @@ class SqlColumnLineage:
         return results
 
     def statement(self, statement: exp.Expr) -> StatementLineage | None:
-        text = statement.sql(self.read)
+        # The statement as its own dialect writes it, for messages and the event's SQL facet; what the
+        # dialect cannot write (Hive's WITH RECURSIVE) is written as it is instead of logged.
+        text = statement.sql(self.read, unsupported_level=ErrorLevel.IGNORE)
         if isinstance(statement, exp.Create) and isinstance(statement.this, exp.Schema):
             self._remember_definition(statement.this, text)
         write = plan_write(statement, default_database=self.default_database, describe=self.describe, sql=text)
@@ -648,6 +716,7 @@ class SqlColumnLineage:
                 raise statement_error(f"table {database}.{table} has no columns in the catalog", text)
             schemas[(database, table)] = schema
         _mark_using_joins(query)
+        _mark_unaliased_generators(query)
         try:
             mapping = MappingSchema(self._nested(schemas), dialect=self.read)
             qualified = qualify(
@@ -712,12 +781,24 @@ class SqlColumnLineage:
         static = write.static_partitions
         if write.column_list is not None:
             names = write.column_list
+            order = [*names, *static]
         else:
             schema = self.describe(*write.target)
+            if not _all_columns(schema):
+                raise statement_error(f"table {'.'.join(write.target)} has no columns in the catalog", sql)
             partitions = schema.partition_names
             if write.dynamic_partitions is not None:
-                partitions = [name for name in schema.partition_names if name not in static]
+                named = [*static, *write.dynamic_partitions]
+                unknown = [name for name in named if name not in partitions]
+                if unknown:
+                    raise statement_error(
+                        f"{'.'.join(write.target)} has no partition column {unknown[0]!r} "
+                        f"(its partitions: {', '.join(partitions) or 'none'})",
+                        sql,
+                    )
+                partitions = [name for name in partitions if name not in static]
             names = [*schema.column_names, *partitions]
+            order = [*schema.column_names, *schema.partition_names]
         if len(names) != len(relation.columns):
             raise statement_error(
                 f"{'.'.join(write.target)} takes {len(names)} columns ({', '.join(names)}) "
@@ -730,7 +811,9 @@ class SqlColumnLineage:
         ]
         for name, value in static.items():
             columns.append(OutputColumn(name, NO_DEPENDENCIES, value, ExpressionNode(name, f"PARTITION {value}")))
-        return tuple(columns), relation.dataset
+        # In the table's order: a static partition ahead of a dynamic one (dt = '...', country) is still first.
+        position = {name: index for index, name in enumerate(order)}
+        return tuple(sorted(columns, key=lambda column: position[column.name])), relation.dataset
 
 
 def _assigned_columns(write: WritePlan, relation: RelationLineage) -> tuple[tuple[OutputColumn, ...], Dependencies]:
