@@ -46,7 +46,8 @@ def _validator(schema_url: str) -> Draft202012Validator:
     )
 
 
-def _facets(event: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def facets_of(event: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every facet of ``event`` (run, job, dataset, input, output), with where it is."""
     for where in ("run", "job"):
         for name, facet in ((event.get(where) or {}).get("facets") or {}).items():
             yield f"{where}.facets.{name}", facet
@@ -60,7 +61,7 @@ def _facets(event: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]
 def validate_event(event: Mapping[str, Any]) -> None:
     """Raise ``EventSchemaError`` naming the first place where ``event`` breaks its schemas."""
     checks = [("event", event.get("schemaURL"), event)]
-    checks += [(where, facet.get("_schemaURL"), facet) for where, facet in _facets(event)]
+    checks += [(where, facet.get("_schemaURL"), facet) for where, facet in facets_of(event)]
     for where, schema_url, document in checks:
         if not isinstance(schema_url, str):
             raise EventSchemaError(f"{where} has no schema URL")
