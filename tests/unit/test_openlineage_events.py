@@ -14,6 +14,7 @@ import pytest
 from openlineage.client.event_v2 import RunState
 from openlineage.client.transport import AmazonDataZoneTransport
 
+import lakeline
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ConfigError
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, load_openlineage_settings
@@ -251,7 +252,33 @@ def test_the_engine_version_is_the_engines_own() -> None:
     engine = event_to_dict(run_event(step, RunState.START, at=AT))["run"]["facets"]["processing_engine"]
     assert engine["name"] == "spark"
     assert engine["version"] == metadata.version("pyspark")
-    assert engine["openlineageAdapterVersion"] == metadata.version("lakeline")
+    assert engine["openlineageAdapterVersion"] == lakeline.__version__
+
+
+def test_the_producer_version_needs_no_installed_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Lambda bundle is Lakeline's code without its dist-info: the version must still be Lakeline's own.
+    import importlib
+    from importlib import metadata
+
+    from lakeline.lineage.openlineage import producer
+
+    def no_distribution(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(metadata, "version", no_distribution)
+        bundled = importlib.reload(producer)
+        version, url = bundled.LAKELINE_VERSION, bundled.PRODUCER
+    importlib.reload(producer)
+    assert version == lakeline.__version__
+    assert url == f"https://github.com/lakeline/lakeline/tree/v{lakeline.__version__}"
+
+
+@pytest.mark.parametrize(("glue", "spark"), [("5.0", "3.5.4"), ("4.0", "3.3.0"), ("3.0", "3.1.1"), ("9.9", None)])
+def test_a_glue_version_runs_the_spark_aws_documents(glue: str, spark: str | None) -> None:
+    from lakeline.lineage.openlineage.producer import glue_spark_version
+
+    assert glue_spark_version(glue) == spark
 
 
 def test_a_configured_client_never_changes_kept_events_and_sends_only_lakeline_facets(
