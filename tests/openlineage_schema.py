@@ -95,3 +95,15 @@ def validate_event(event: Mapping[str, Any]) -> None:
         except ValidationError as error:
             path = "/".join(str(part) for part in error.absolute_path)
             raise EventSchemaError(f"{where} ({schema_url}) at '{path}': {error.message}") from None
+
+
+def validate_events_file(path: Path) -> int:
+    """Validate each event of a JSON Lines file (what a subprocess wrote: the autouse check in
+    ``tests/conftest.py`` sees only events made in the test process); return how many there are."""
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines, start=1):
+        try:
+            validate_event(json.loads(line))
+        except EventSchemaError as error:
+            raise EventSchemaError(f"{path}, line {number}: {error}") from None
+    return len(lines)
