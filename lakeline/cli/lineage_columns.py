@@ -221,7 +221,9 @@ def register(app: typer.Typer) -> None:
         events: Annotated[
             list[Path], typer.Option("--events", help="stored RunEvents: JSON lines, a JSON array, or a folder")
         ],
-        dataset_namespace: NamespaceOption = None,
+        dataset_namespace: Annotated[
+            str | None, typer.Option(help="follow only the column of this dataset namespace (default: any)")
+        ] = None,
         direct_only: Annotated[bool, typer.Option(help="leave out INDIRECT inputs")] = False,
     ) -> None:
         """Print the tree of one column from stored events: every job that wrote it, back to raw columns."""
