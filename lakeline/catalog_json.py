@@ -25,8 +25,10 @@ def _tables(document: Any) -> list[dict[str, Any]]:
 
 
 class CatalogFile:
-    def __init__(self, schemas: dict[tuple[str, str], TableSchema]) -> None:
+    def __init__(self, schemas: dict[tuple[str, str], TableSchema], catalog_ids: frozenset[str] = frozenset()) -> None:
         self._schemas = schemas
+        self.catalog_ids = catalog_ids
+        """The ``CatalogId`` (the account) of the dump's tables: with the region, their Glue catalog."""
 
     @classmethod
     def load(cls, path: Path) -> CatalogFile:
@@ -35,7 +37,10 @@ class CatalogFile:
         except (OSError, json.JSONDecodeError) as error:
             raise InvalidInputError(f"cannot read catalog {path}: {error}") from error
         schemas: dict[tuple[str, str], TableSchema] = {}
+        catalog_ids: set[str] = set()
         for entry in _tables(document):
+            if isinstance(entry, dict) and entry.get("CatalogId"):
+                catalog_ids.add(str(entry["CatalogId"]))
             try:
                 database = str(entry["DatabaseName"]).lower()
                 name = str(entry["Name"]).lower()
@@ -49,7 +54,7 @@ class CatalogFile:
             except (KeyError, TypeError, AttributeError) as error:
                 raise InvalidInputError(f"catalog {path}: table entry {entry!r:.80} is missing {error}") from error
             schemas[(database, name)] = TableSchema(database, name, columns, partitions, descriptor.get("Location"))
-        return cls(schemas)
+        return cls(schemas, frozenset(catalog_ids))
 
     def describe_table(self, database: str, table: str) -> TableSchema:
         try:

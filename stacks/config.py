@@ -8,18 +8,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from lakeline.errors import ConfigError
+from lakeline.lineage.openlineage.producer import ATHENA_ENGINE_VERSION, GLUE_SPARK_VERSIONS, glue_spark_version
 from lakeline.names import check_identifier
 
 Engine = Literal["athena", "spark"]
 
 # What the stages' OpenLineage functions are told by the stack itself (stacks/constructs/openlineage.py):
 # where events are stored, the job namespace, the datasets' namespace, the Glue catalog the tables' symlinks
-# name, and the engine that ran the SQL.
+# name, the engine that ran the SQL and its version (the functions run neither Athena nor the Glue job's Spark).
 OPENLINEAGE_EVENTS_LOCATION = "OPENLINEAGE_EVENTS_LOCATION"
 OPENLINEAGE_NAMESPACE = "OPENLINEAGE_NAMESPACE"
 OPENLINEAGE_DATASET_NAMESPACE = "OPENLINEAGE_DATASET_NAMESPACE"
 OPENLINEAGE_GLUE_CATALOG = "OPENLINEAGE_GLUE_CATALOG"
 PIPELINE_ENGINE = "PIPELINE_ENGINE"
+PIPELINE_ENGINE_VERSION = "PIPELINE_ENGINE_VERSION"
 STACK_OPENLINEAGE_VARIABLES = frozenset(
     {
         OPENLINEAGE_EVENTS_LOCATION,
@@ -27,6 +29,7 @@ STACK_OPENLINEAGE_VARIABLES = frozenset(
         OPENLINEAGE_DATASET_NAMESPACE,
         OPENLINEAGE_GLUE_CATALOG,
         PIPELINE_ENGINE,
+        PIPELINE_ENGINE_VERSION,
     }
 )
 # openlineage-python's own variables (OPENLINEAGE_URL, OPENLINEAGE__TRANSPORT__TYPE, ...), as Lambda accepts names.
@@ -82,6 +85,16 @@ class LakelineConfig:
     # Empty: the events are only kept in the lineage archive bucket.
     openlineage_environment: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def engine_version(self) -> str:
+        """The version of the engine the deployed steps run on: the Glue job's Spark, or Athena's engine."""
+        if self.engine == "athena":
+            return ATHENA_ENGINE_VERSION
+        spark = glue_spark_version(self.glue_version)
+        if spark is None:  # from_context refuses it; a config built by hand may still name one
+            raise ConfigError(f"glue_version={self.glue_version!r} is not a Glue version Lakeline knows")
+        return spark
+
     @classmethod
     def from_context(cls, context: dict[str, Any]) -> LakelineConfig:
         requested = str(context.get("engine", "athena"))
@@ -98,6 +111,10 @@ class LakelineConfig:
         settle = int(context.get("trace_settle_seconds", cls.trace_settle_seconds))
         if not 0 <= settle <= 24 * 3600:
             raise ConfigError(f"context trace_settle_seconds={settle} must be between 0 and 86400")
+        glue_version = str(context.get("glue_version", cls.glue_version))
+        if glue_spark_version(glue_version) is None:
+            known = ", ".join(GLUE_SPARK_VERSIONS)
+            raise ConfigError(f"context glue_version={glue_version!r} must be a Glue version with Spark: {known}")
         return cls(
             environment=environment,
             engine=engine,
@@ -105,7 +122,7 @@ class LakelineConfig:
             table_settings=dict(context.get("table_settings", {})),
             default_table_settings=dict(context.get("default_table_settings", {})),
             powertools_layer_parameter=str(context.get("powertools_layer_parameter", cls.powertools_layer_parameter)),
-            glue_version=str(context.get("glue_version", cls.glue_version)),
+            glue_version=glue_version,
             glue_workers=int(context.get("glue_workers", cls.glue_workers)),
             alarm_email=context.get("alarm_email") or None,
             trace_schedule=str(context.get("trace_schedule", cls.trace_schedule)),

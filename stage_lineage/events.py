@@ -109,6 +109,8 @@ class StepContext:
     catalog: TableDescriber
     settings: OpenLineageSettings
     engine: str
+    engine_version: str | None = None
+    """The engine's version where it is not this process's own (a deployed function: the Glue job's Spark)."""
     created: dict[tuple[str, str], TableSchema] = field(default_factory=dict)
     """Tables the execution's steps create, as each step's SQL is read: later steps resolve against them."""
 
@@ -123,6 +125,7 @@ class StepContext:
             parent=self.pipeline.execution,
             root=self.pipeline.root,
             engine=self.engine,
+            engine_version=self.engine_version,
             **facts,
         )
 
@@ -142,6 +145,7 @@ class StepContext:
                 run_id=self.pipeline.step_run_id(job_name),
                 settings=scoped,
                 engine=self.engine,
+                engine_version=self.engine_version,
                 default_database=default_database,
                 created=self.created,
             )
@@ -151,10 +155,15 @@ class StepContext:
 
 
 def stage_a_steps(
-    plan: StageAPlan, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+    plan: StageAPlan,
+    *,
+    catalog: TableDescriber,
+    settings: OpenLineageSettings,
+    engine: str,
+    engine_version: str | None = None,
 ) -> list[StepRun]:
     """Stage A's one step: the raw partition into the stage table."""
-    context = StepContext(stage_a_run(plan, settings), catalog, settings, engine)
+    context = StepContext(stage_a_run(plan, settings), catalog, settings, engine, engine_version)
     job_name = f"{STAGE_A_JOB}.{plan.target_database}.{plan.table}"
     try:
         sql = stage_a_lineage_sql(plan, catalog)
@@ -167,10 +176,16 @@ def stage_a_steps(
 
 
 def stage_b_steps(
-    plan: StageBPlan, message: StageBMessage, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+    plan: StageBPlan,
+    message: StageBMessage,
+    *,
+    catalog: TableDescriber,
+    settings: OpenLineageSettings,
+    engine: str,
+    engine_version: str | None = None,
 ) -> list[StepRun]:
     """One run per step of the stage B run, from the step's SQL as the user wrote it (tokens resolved)."""
-    context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine)
+    context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine, engine_version)
     return [
         # Unqualified tables resolve against the step's database, as the engine runs it.
         context.from_sql(f"{STAGE_B_JOB}.{plan.dataset}.step{index}", sql, plan.steps[index].db)
@@ -184,23 +199,48 @@ def _owns_root(settings: OpenLineageSettings, opens_tree: bool) -> bool:
 
 
 def stage_a_lifecycle(
-    plan: StageAPlan, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+    plan: StageAPlan,
+    *,
+    catalog: TableDescriber,
+    settings: OpenLineageSettings,
+    engine: str,
+    engine_version: str | None = None,
 ) -> ExecutionLifecycle:
     """The runs of one stage A execution: the arrival's root (stage A opens every tree), the execution, its step."""
     pipeline = stage_a_run(plan, settings)
-    steps = stage_a_steps(plan, catalog=catalog, settings=settings, engine=engine)
+    steps = stage_a_steps(plan, catalog=catalog, settings=settings, engine=engine, engine_version=engine_version)
     return ExecutionLifecycle(
-        steps, pipeline.execution, pipeline.root, _owns_root(settings, True), settings.dataset_namespace, engine
+        steps,
+        pipeline.execution,
+        pipeline.root,
+        _owns_root(settings, True),
+        settings.dataset_namespace,
+        engine,
+        engine_version,
     )
 
 
 def stage_b_lifecycle(
-    plan: StageBPlan, message: StageBMessage, *, catalog: TableDescriber, settings: OpenLineageSettings, engine: str
+    plan: StageBPlan,
+    message: StageBMessage,
+    *,
+    catalog: TableDescriber,
+    settings: OpenLineageSettings,
+    engine: str,
+    engine_version: str | None = None,
 ) -> ExecutionLifecycle:
     """The runs of one stage B execution; it owns the root only when nothing upstream triggered it."""
     pipeline = stage_b_run(plan, message, settings)
-    steps = stage_b_steps(plan, message, catalog=catalog, settings=settings, engine=engine)
+    steps = stage_b_steps(
+        plan, message, catalog=catalog, settings=settings, engine=engine, engine_version=engine_version
+    )
     opens_tree = message.lineage.root_id is None
     return ExecutionLifecycle(
-        steps, pipeline.execution, pipeline.root, _owns_root(settings, opens_tree), settings.dataset_namespace, engine
+        steps,
+        pipeline.execution,
+        pipeline.root,
+        _owns_root(settings, opens_tree),
+        settings.dataset_namespace,
+        engine,
+        engine_version,
     )

@@ -56,6 +56,8 @@ class StepEventsEnvironment(BaseModel):
 
     openlineage_events_location: str | None = None
     pipeline_engine: Literal["athena", "spark"] = "athena"
+    pipeline_engine_version: str | None = None
+    """What the engine really is (the Glue job's Spark, Athena's engine version): this function runs neither."""
 
 
 @dataclass
@@ -66,6 +68,7 @@ class StepEvents:
     engine: str
     catalog: TableDescriber
     """Where the steps' tables are described, for column lineage (the Glue catalog)."""
+    engine_version: str | None = None
 
     @classmethod
     def from_environment(
@@ -75,7 +78,9 @@ class StepEvents:
         settings = load_openlineage_settings(environ, cwd=cwd, home=home)
         location = own.openlineage_events_location
         archive = EventArchive(S3ArchiveStore.at(s3, location)) if location else None
-        return cls(settings, LineageEmitter(settings), archive, own.pipeline_engine, catalog)
+        return cls(
+            settings, LineageEmitter(settings), archive, own.pipeline_engine, catalog, own.pipeline_engine_version
+        )
 
     @classmethod
     def in_lambda(cls, environ: Mapping[str, str], *, s3: S3Client, catalog: TableDescriber) -> StepEvents:
@@ -122,7 +127,9 @@ class StepEvents:
     def stage_a(self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None) -> list[dict[str, Any]]:
         if not self.enabled:
             return []
-        lifecycle = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.settings, engine=self.engine)
+        lifecycle = stage_a_lifecycle(
+            plan, catalog=self.catalog, settings=self.settings, engine=self.engine, engine_version=self.engine_version
+        )
         # Stage A has one step: a failed run failed in it.
         return self._replay(lifecycle, plan.run_token, outcome, error, 0 if outcome == "FAIL" else None)
 
@@ -138,7 +145,14 @@ class StepEvents:
         """``failed_step``: the index of the step that failed, when the caller knows it."""
         if not self.enabled:
             return []
-        lifecycle = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.settings, engine=self.engine)
+        lifecycle = stage_b_lifecycle(
+            plan,
+            message,
+            catalog=self.catalog,
+            settings=self.settings,
+            engine=self.engine,
+            engine_version=self.engine_version,
+        )
         if outcome == "FAIL" and failed_step is None and len(lifecycle.steps) == 1:
             failed_step = 0  # a run of one step failed in it
         return self._replay(lifecycle, plan.run_token, outcome, error, failed_step)

@@ -9,16 +9,43 @@ an error, so nothing goes unchecked.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 
 SPEC = Path(__file__).parent / "openlineage_spec"
+
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
+"""RFC 3986's ``scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )``."""
+
+
+def is_absolute_uri(text: object) -> bool:
+    """Whether ``text`` is an absolute URI (RFC 3986 ``absolute-URI``), as producers and schema URLs must be.
+
+    jsonschema checks the ``uri`` format only with ``rfc3987`` installed, and it is not: without a checker
+    any string passed. This is a small check by ``urllib.parse``: a scheme, then an authority or a path,
+    and none of the characters a URI never holds unescaped (spaces, controls, quotes, angle brackets).
+    """
+    if not isinstance(text, str):
+        return True  # formats apply to strings only; the schema's "type" judges the rest
+    if any(character.isspace() or not character.isprintable() or character in '"<>\\^`{|}' for character in text):
+        return False
+    parts = urlsplit(text)
+    return bool(SCHEME.match(parts.scheme)) and bool(parts.netloc or parts.path)
+
+
+def _format_checker() -> FormatChecker:
+    # The draft's own checks (uuid, date-time, ...) in a new checker, not the shared one, plus "uri".
+    checker = FormatChecker(Draft202012Validator.FORMAT_CHECKER.checkers)
+    checker.checks("uri")(is_absolute_uri)
+    return checker
 
 
 class EventSchemaError(AssertionError):
@@ -40,13 +67,12 @@ def _validator(schema_url: str) -> Draft202012Validator:
     registry = _registry()
     if document not in registry:
         raise EventSchemaError(f"no vendored OpenLineage schema for {schema_url} (add it to {SPEC.name}/)")
-    # Formats too: run ids are "uuid", event times "date-time".
-    return Draft202012Validator(
-        {"$ref": schema_url}, registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER
-    )
+    # Formats too: run ids are "uuid", event times "date-time", producers and schema URLs "uri".
+    return Draft202012Validator({"$ref": schema_url}, registry=registry, format_checker=_format_checker())
 
 
-def _facets(event: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def facets_of(event: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every facet of ``event`` (run, job, dataset, input, output), with where it is."""
     for where in ("run", "job"):
         for name, facet in ((event.get(where) or {}).get("facets") or {}).items():
             yield f"{where}.facets.{name}", facet
@@ -60,7 +86,7 @@ def _facets(event: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]
 def validate_event(event: Mapping[str, Any]) -> None:
     """Raise ``EventSchemaError`` naming the first place where ``event`` breaks its schemas."""
     checks = [("event", event.get("schemaURL"), event)]
-    checks += [(where, facet.get("_schemaURL"), facet) for where, facet in _facets(event)]
+    checks += [(where, facet.get("_schemaURL"), facet) for where, facet in facets_of(event)]
     for where, schema_url, document in checks:
         if not isinstance(schema_url, str):
             raise EventSchemaError(f"{where} has no schema URL")
@@ -69,3 +95,15 @@ def validate_event(event: Mapping[str, Any]) -> None:
         except ValidationError as error:
             path = "/".join(str(part) for part in error.absolute_path)
             raise EventSchemaError(f"{where} ({schema_url}) at '{path}': {error.message}") from None
+
+
+def validate_events_file(path: Path) -> int:
+    """Validate each event of a JSON Lines file (what a subprocess wrote: the autouse check in
+    ``tests/conftest.py`` sees only events made in the test process); return how many there are."""
+    lines = path.read_text().splitlines()
+    for number, line in enumerate(lines, start=1):
+        try:
+            validate_event(json.loads(line))
+        except EventSchemaError as error:
+            raise EventSchemaError(f"{path}, line {number}: {error}") from None
+    return len(lines)

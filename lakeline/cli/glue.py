@@ -36,13 +36,9 @@ from lakeline.glue_scanner.lineage import (
     load_run_arguments,
     store_events,
 )
-from lakeline.lineage.openlineage.config import (
-    LOCAL_DATASET_NAMESPACE,
-    athena_dataset_namespace,
-    load_openlineage_settings,
-)
+from lakeline.lineage.openlineage.config import load_openlineage_settings
 from lakeline.lineage.openlineage.events import event_to_dict
-from lakeline.lineage.openlineage.naming import DatasetNaming
+from lakeline.lineage.openlineage.naming import glue_dump_naming
 
 glue_app = typer.Typer(
     help="Glue scanner: extract catalog and jobs, derive lineage from job scripts.", no_args_is_help=True
@@ -155,15 +151,20 @@ def lineage_command(
             overrides={"namespace": job_namespace, "datasetNamespace": dataset_namespace},
         )
         glue_folder = load_folder(folder)
-        namespace = settings.dataset_namespace
-        if dataset_namespace is None and namespace == LOCAL_DATASET_NAMESPACE and glue_folder.region:
-            # Nothing configured: the tables are those of the extracted region's Glue catalog.
-            namespace = athena_dataset_namespace(glue_folder.region)
+        # The tables are those of the folder's Glue catalog: named as every command names a dump's tables.
+        accounts = frozenset({glue_folder.account}) if glue_folder.account else glue_folder.catalog.catalog_ids
+        naming = glue_dump_naming(
+            settings.dataset_namespace,
+            settings.glue_catalog,
+            region=glue_folder.region,
+            catalog_ids=accounts,
+            namespace_given=dataset_namespace is not None,
+        )
         run_arguments = load_run_arguments(arguments) if arguments else {}
         results = analyse_folder(
             glue_folder,
             settings=settings,
-            naming=DatasetNaming(namespace, settings.glue_catalog),
+            naming=naming,
             run_arguments=run_arguments,
             jobs_pattern=jobs,
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -31,7 +32,7 @@ from lakeline.lineage.columns.sql import DIALECTS
 from lakeline.lineage.openlineage.config import OpenLineageSettings, load_openlineage_settings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import StepRun, event_to_dict, new_run_id, now, run_event, sql_step_run
-from lakeline.lineage.openlineage.naming import table_of
+from lakeline.lineage.openlineage.naming import glue_dump_naming, table_of
 from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, load_events, render_tree
 from lakeline.lineage.viewer.column_tree import column_tree
 
@@ -42,7 +43,11 @@ DialectOption = Annotated[str, typer.Option(help=f"SQL dialect: {' or '.join(DIA
 CatalogOption = Annotated[Path, typer.Option(help="'aws glue get-tables' JSON with the tables the SQL reads")]
 DatabaseOption = Annotated[str | None, typer.Option(help="database of tables the SQL names without one")]
 NamespaceOption = Annotated[
-    str | None, typer.Option(help="dataset namespace (default: from config, else 'lakeline-local://spark')")
+    str | None,
+    typer.Option(
+        help="dataset namespace (default: from config, else Athena's of AWS_REGION / AWS_DEFAULT_REGION, "
+        "else 'lakeline-local://spark')"
+    ),
 ]
 EventsOption = Annotated[
     list[Path] | None,
@@ -50,15 +55,26 @@ EventsOption = Annotated[
 ]
 
 
-def _settings(overrides: dict[str, str | None]) -> OpenLineageSettings:
-    return load_openlineage_settings(os.environ, cwd=Path.cwd(), home=Path.home(), overrides=overrides)
+def _settings(overrides: dict[str, str | None], catalog: CatalogFile) -> OpenLineageSettings:
+    """The configured settings, with the catalog dump's tables named as ``glue lineage`` names them
+    (``naming.glue_dump_naming``): the dump's region is the AWS CLI's, from the environment."""
+    settings = load_openlineage_settings(os.environ, cwd=Path.cwd(), home=Path.home(), overrides=overrides)
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    naming = glue_dump_naming(
+        settings.dataset_namespace,
+        settings.glue_catalog,
+        region=region,
+        catalog_ids=catalog.catalog_ids,
+        namespace_given=overrides.get("datasetNamespace") is not None,
+    )
+    return replace(settings, dataset_namespace=naming.namespace, glue_catalog=naming.glue_catalog)
 
 
 def _step(
     file: Path,
     *,
     dialect: str,
-    catalog: Path,
+    catalog: CatalogFile,
     database: str | None,
     settings: OpenLineageSettings,
     job_name: str | None,
@@ -72,7 +88,7 @@ def _step(
         fail(f"cannot read {file}: {error.strerror}")
     step = sql_step_run(
         sql,
-        catalog=CatalogFile.load(catalog),
+        catalog=catalog,
         job_name=job_name or file.stem,
         run_id=run_id or new_run_id(),
         settings=settings,
@@ -112,18 +128,20 @@ def register(app: typer.Typer) -> None:
         except ValueError:
             fail(f"--event-type {event_type!r} must be START, COMPLETE or FAIL")
         try:
+            tables = CatalogFile.load(catalog)
             settings = _settings(
                 {
                     "namespace": job_namespace,
                     "datasetNamespace": dataset_namespace,
                     "parentJobName": parent_job_name,
                     "parentRunId": parent_run_id,
-                }
+                },
+                tables,
             )
             step = _step(
                 file,
                 dialect=dialect,
-                catalog=catalog,
+                catalog=tables,
                 database=database,
                 settings=settings,
                 job_name=job_name,
@@ -160,11 +178,12 @@ def register(app: typer.Typer) -> None:
         if engine not in ("sql", "spark"):
             fail(f"--engine {engine!r} must be sql or spark")
         try:
-            settings = _settings({"datasetNamespace": dataset_namespace})
+            tables = CatalogFile.load(catalog)
+            settings = _settings({"datasetNamespace": dataset_namespace}, tables)
             step = _step(
                 file,
                 dialect=dialect,
-                catalog=catalog,
+                catalog=tables,
                 database=database,
                 settings=settings,
                 job_name=None,
@@ -175,9 +194,7 @@ def register(app: typer.Typer) -> None:
                 from lakeline.lineage.columns.spark_catalog import spark_statements
 
                 sql = file.read_text(encoding="utf-8")
-                statements = tuple(
-                    spark_statements(sql, CatalogFile.load(catalog), dialect=dialect, default_database=database)
-                )
+                statements = tuple(spark_statements(sql, tables, dialect=dialect, default_database=database))
             stored = [event for path in events or [] for event in load_events(path)]
             this_run = event_to_dict(run_event(step, RunState.COMPLETE, at=now()))
             graph = ColumnGraph.from_events([*stored, this_run])
@@ -204,7 +221,9 @@ def register(app: typer.Typer) -> None:
         events: Annotated[
             list[Path], typer.Option("--events", help="stored RunEvents: JSON lines, a JSON array, or a folder")
         ],
-        dataset_namespace: NamespaceOption = None,
+        dataset_namespace: Annotated[
+            str | None, typer.Option(help="follow only the column of this dataset namespace (default: any)")
+        ] = None,
         direct_only: Annotated[bool, typer.Option(help="leave out INDIRECT inputs")] = False,
     ) -> None:
         """Print the tree of one column from stored events: every job that wrote it, back to raw columns."""

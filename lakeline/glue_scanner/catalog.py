@@ -71,6 +71,11 @@ class GlueCatalog:
         for entry in entries or []:
             self.tables[(str(entry["DatabaseName"]).lower(), str(entry["Name"]).lower())] = entry
 
+    @property
+    def catalog_ids(self) -> frozenset[str]:
+        """The accounts (``CatalogId``) of the tables, as the dumps give them."""
+        return frozenset(account for catalog_file in self.files for account in catalog_file.catalog_ids)
+
     @classmethod
     def load_files(cls, paths: Iterable[Path]) -> GlueCatalog:
         documents = []

@@ -36,7 +36,7 @@ from lakeline.glue_scanner.script import ScriptAnalysis
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.events import column_lineage_facet
 from lakeline.lineage.openlineage.naming import DatasetNaming
-from lakeline.lineage.openlineage.producer import LAKELINE_VERSION, PRODUCER, owned
+from lakeline.lineage.openlineage.producer import LAKELINE_VERSION, PRODUCER, glue_spark_version, owned
 
 INTEGRATION = "GLUE"
 
@@ -129,9 +129,14 @@ def job_event(
                     fields=[schema_dataset.SchemaDatasetFacetFields(name=n) for n in names]
                 )
         outputs.append(OutputDataset(namespace=namespace, name=name, facets=out_facets))
+    # A Glue for Spark job runs the Spark of its Glue version (what OpenLineage's Spark integration reports
+    # on Glue); a Glue version Lakeline does not know stays named as Glue's.
+    spark = glue_spark_version(run.glue_version)
     run_facets: dict[str, Any] = {
         "processing_engine": processing_engine_run.ProcessingEngineRunFacet(
-            version=run.glue_version or "unknown", name="glue", openlineageAdapterVersion=LAKELINE_VERSION
+            version=spark or run.glue_version or "unknown",
+            name="spark" if spark else "glue",
+            openlineageAdapterVersion=LAKELINE_VERSION,
         )
     }
     if settings.parent is not None:

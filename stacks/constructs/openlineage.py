@@ -7,7 +7,8 @@ layer from ``LakelineFunction`` and, from ``StageEvents.attach``:
   (the Glue table ``openlineage_events`` reads it), with ``s3:PutObject`` on that folder only;
 - ``OPENLINEAGE_NAMESPACE`` (``lakeline-<environment>``), ``OPENLINEAGE_DATASET_NAMESPACE`` (Athena's, for the
   region), ``OPENLINEAGE_GLUE_CATALOG`` (``arn:aws:glue:<region>:<account>``: the tables' ``symlinks``) and
-  ``PIPELINE_ENGINE`` (``athena`` or ``spark``);
+  ``PIPELINE_ENGINE`` (``athena`` or ``spark``) with ``PIPELINE_ENGINE_VERSION`` (the Spark of the Glue job's
+  Glue version, or Athena's engine version: the functions run neither engine, so cannot ask it);
 - the deployment's ``openlineage_environment`` (a transport configured the standard OpenLineage way);
 - ``glue:GetTable`` on the pipeline's catalog databases and tables, for the schemas behind column lineage.
 """
@@ -26,6 +27,7 @@ from stacks.config import (
     OPENLINEAGE_GLUE_CATALOG,
     OPENLINEAGE_NAMESPACE,
     PIPELINE_ENGINE,
+    PIPELINE_ENGINE_VERSION,
     LakelineConfig,
 )
 from stacks.constructs.functions import OPENLINEAGE_HANDLERS, LakelineFunction
@@ -56,6 +58,7 @@ class StageEvents:
             OPENLINEAGE_GLUE_CATALOG: f"arn:{Stack.of(scope).partition}:glue:{Stack.of(scope).region}:"
             f"{Stack.of(scope).account}",
             PIPELINE_ENGINE: config.engine,
+            PIPELINE_ENGINE_VERSION: config.engine_version,
         }
 
     def attach(self, function: LakelineFunction) -> None:

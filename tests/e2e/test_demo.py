@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.openlineage_schema import validate_events_file
+
 LAKELINE = [sys.executable, "-m", "lakeline"]
 DAYS = ["20220117", "20220118", "20220119", "20220120"]
 ORDERS_PER_DAY = 5_000
@@ -237,3 +239,10 @@ def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(demo: tuple[P
         row[0]: (row[1], round(row[2], 2)) for row in summary["contents"]["engineering_analytics_dev.weekly_sales"]
     }
     assert got_weekly == {c: (int(n), round(v, 2)) for c, (n, v) in weekly.items()}
+
+
+def test_every_stored_event_follows_the_openlineage_schemas(demo: tuple[Path, dict[str, Any], Any]) -> None:
+    # Last in the module: the runs above add their events to the same file. They are made in a subprocess,
+    # out of reach of the check every in-process event goes through (tests/conftest.py).
+    workspace, _, _ = demo
+    assert validate_events_file(workspace / "lineage/openlineage.jsonl") > 0

@@ -18,6 +18,7 @@ import pytest
 from tests.e2e.test_demo import DAYS, ORDERS_PER_DAY, customers, expected_daily_sales, run
 from tests.e2e.test_example_project import DEPLOYED_BLOCK, expected_sales_by_store, readme_block, table_rows
 from tests.e2e.test_example_project import run as example_run
+from tests.openlineage_schema import validate_events_file
 
 pytestmark = pytest.mark.spark
 
@@ -104,8 +105,11 @@ def test_lineage_is_archived_by_the_trace_and_queried_with_athena(demo: Demo) ->
     actions = {node["action_taken"] for line in lines for node in line["lineage"]}
     assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
     assert summary["archived_lineage_rows"] > 0, "the archive table's projected partitions are read"
-    events = [json.loads(e) for e in (workspace / "deployed" / "lineage/openlineage.jsonl").read_text().splitlines()]
+    stored = workspace / "deployed" / "lineage/openlineage.jsonl"
+    events = [json.loads(e) for e in stored.read_text().splitlines()]
     assert len(events) == summary["openlineage_events"] > 0
+    # The deployed functions made them in subprocess workers, out of reach of tests/conftest.py's check.
+    assert validate_events_file(stored) == len(events)
     started = sorted(e["run"]["runId"] for e in events if e["eventType"] == "START")
     assert started == sorted(e["run"]["runId"] for e in events if e["eventType"] == "COMPLETE")
     html = (workspace / "deployed" / "lineage.html").read_text()

@@ -89,3 +89,20 @@ def test_the_schedule_function_waits_the_settle_time_the_context_gives() -> None
             "Environment": {"Variables": Match.object_like({"TRACE_SETTLE_SECONDS": "0"})},
         },
     )
+
+
+@pytest.mark.parametrize(
+    ("context", "version"),
+    [
+        ({}, "Athena engine version 3"),
+        ({"engine": "spark"}, "3.5.4"),
+        ({"engine": "spark", "glue_version": "4.0"}, "3.3.0"),
+    ],
+)
+def test_the_deployed_engine_version_is_the_one_the_steps_run_on(context: dict[str, Any], version: str) -> None:
+    assert LakelineConfig.from_context(context).engine_version == version
+
+
+def test_a_glue_version_without_a_known_spark_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"glue_version='9\.9' must be a Glue version with Spark"):
+        LakelineConfig.from_context({"engine": "spark", "glue_version": "9.9"})

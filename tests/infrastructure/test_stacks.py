@@ -425,7 +425,7 @@ def test_the_stage_functions_are_told_where_events_go(
     for handler, function in functions.items():
         variables = function["Environment"]["Variables"]
         if handler not in OPENLINEAGE_HANDLERS:
-            assert not [key for key in variables if key.startswith("OPENLINEAGE") or key == "PIPELINE_ENGINE"], handler
+            assert not [key for key in variables if key.startswith(("OPENLINEAGE", "PIPELINE_ENGINE"))], handler
             continue
         assert variables["OPENLINEAGE_EVENTS_LOCATION"] == {
             "Fn::Join": [
@@ -444,8 +444,11 @@ def test_the_stage_functions_are_told_where_events_go(
             ]
         }
         assert variables["PIPELINE_ENGINE"] == engine
+        # The functions run neither engine: the stack names the Glue job's Spark (Glue 5.0), or Athena's.
+        assert variables["PIPELINE_ENGINE_VERSION"] == {"athena": "Athena engine version 3", "spark": "3.5.4"}[engine]
         openlineage = {key: value for key, value in variables.items() if key.startswith("OPENLINEAGE")}
-        assert set(openlineage) == (STACK_OPENLINEAGE_VARIABLES - {"PIPELINE_ENGINE"}) | set(extra), handler
+        pipeline = {"PIPELINE_ENGINE", "PIPELINE_ENGINE_VERSION"}
+        assert set(openlineage) == (STACK_OPENLINEAGE_VARIABLES - pipeline) | set(extra), handler
         assert {key: variables[key] for key in extra} == extra
 
 

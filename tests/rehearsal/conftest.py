@@ -3,16 +3,20 @@ moto server in this process (``lakeline.local.rehearsal.deploy``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize
+from tests.openlineage_schema import EventSchemaError, validate_event
+from tests.rehearsal.support import bucket
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -65,3 +69,35 @@ def local_athena(
     )
     yield athena
     athena.stop()
+
+
+@pytest.fixture(scope="package")
+def checked_events() -> dict[str, str]:
+    """The archived events already checked against the schemas: each object's key, with its ETag."""
+    return {}
+
+
+@pytest.fixture(autouse=True)
+def archived_events_follow_the_openlineage_schemas(
+    request: pytest.FixtureRequest, checked_events: dict[str, str]
+) -> Iterator[None]:
+    """The deployed functions run in subprocess workers, out of reach of the check every in-process event
+    goes through (``tests/conftest.py``): after each test that stood the deployment up, every event they
+    archived since (the archive bucket's events folder) is checked, so a bad event fails the test that made it."""
+    deployment = request.getfixturevalue("deployment") if "deployment" in request.fixturenames else None
+    yield
+    if deployment is None:
+        return
+    s3 = deployment.client("s3")
+    archive = bucket(deployment, "lineagearchive")
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=archive, Prefix=EVENTS_FOLDER):
+        for listed in page.get("Contents", []):
+            key, etag = listed["Key"], listed["ETag"]
+            if checked_events.get(key) == etag:
+                continue  # a retried step rewrites its events onto the same keys: checked again only if changed
+            body = s3.get_object(Bucket=archive, Key=key)["Body"].read()
+            try:
+                validate_event(json.loads(body))
+            except EventSchemaError as error:
+                raise EventSchemaError(f"s3://{archive}/{key}: {error}") from None
+            checked_events[key] = etag

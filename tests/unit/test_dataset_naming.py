@@ -91,3 +91,28 @@ def test_events_name_inputs_outputs_and_column_inputs_the_same_way() -> None:
     assert target["facets"]["symlinks"]["_producer"] == PRODUCER
     (field,) = target["facets"]["columnLineage"]["fields"]["id"]["inputFields"]
     assert (field["namespace"], field["name"], field["field"]) == (ATHENA, "AwsDataCatalog.sales.orders", "id")
+
+
+def test_a_dumps_glue_catalog_needs_its_region_and_one_account() -> None:
+    from lakeline.lineage.openlineage.naming import glue_catalog_of
+
+    account = frozenset({"123456789012"})
+    assert glue_catalog_of("eu-west-1", account) == "arn:aws:glue:eu-west-1:123456789012"
+    assert glue_catalog_of("cn-north-1", account) == "arn:aws-cn:glue:cn-north-1:123456789012"
+    assert glue_catalog_of("us-gov-west-1", account) == "arn:aws-us-gov:glue:us-gov-west-1:123456789012"
+    assert glue_catalog_of(None, account) is None
+    assert glue_catalog_of("eu-west-1", frozenset()) is None
+    assert glue_catalog_of("eu-west-1", account | {"210987654321"}) is None  # no one catalog to name
+
+
+def test_a_namespace_given_or_configured_wins_over_the_dumps_region() -> None:
+    from lakeline.lineage.openlineage.naming import LOCAL_DATASET_NAMESPACE, glue_dump_naming
+
+    account = frozenset({"123456789012"})
+    assert glue_dump_naming("mine", None, region="eu-west-1", catalog_ids=account).namespace == "mine"
+    given = glue_dump_naming(
+        LOCAL_DATASET_NAMESPACE, None, region="eu-west-1", catalog_ids=account, namespace_given=True
+    )
+    assert given.namespace == LOCAL_DATASET_NAMESPACE
+    configured = "arn:aws:glue:eu-west-1:210987654321"
+    assert glue_dump_naming("mine", configured, region="eu-west-1", catalog_ids=account).glue_catalog == configured

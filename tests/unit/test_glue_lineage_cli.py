@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,9 @@ def test_lineage_of_a_hand_written_folder(folder: Path) -> None:
     }
     assert curated["job"]["facets"]["sourceCodeLocation"]["url"] == "s3://lake-code/scripts/orders_to_curated.py"
     assert curated["job"]["facets"]["jobType"]["integration"] == "GLUE"
-    assert curated["run"]["facets"]["processing_engine"]["version"] == "4.0"
+    # A Glue 4.0 job runs Spark 3.3.0 (AWS's table of Glue versions).
+    engine = curated["run"]["facets"]["processing_engine"]
+    assert (engine["name"], engine["version"]) == ("spark", "3.3.0")
     assert "extractionError" not in curated["run"]["facets"]
 
     metrics = events["customer_metrics"]
@@ -196,3 +199,51 @@ def test_namespaces_follow_the_region_and_the_configured_transport_gets_the_even
 
     result = lineage(str(folder), "--jobs", "orders_*", "--dataset-namespace", "glue", "--json")
     assert json.loads(result.stdout)[0]["inputs"][0]["namespace"] == "glue"
+
+
+def test_a_glue_dumps_tables_have_one_identity_whatever_command_reads_them(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The dumps carry each table's account (CatalogId); the region is the connection's for `glue lineage`
+    # and the AWS CLI's (AWS_REGION) for `lineage sql`. Nothing is configured.
+    for key in list(os.environ):
+        if key.startswith("OPENLINEAGE"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for path in folder.glob("tables.*.json"):
+        document = json.loads(path.read_text())
+        for table in document["TableList"]:
+            table["CatalogId"] = "123456789012"
+        path.write_text(json.dumps(document))
+    (folder / "connection.json").write_text(json.dumps({"Region": "eu-west-1"}))
+    scanned = lineage(str(folder), "--jobs", "orders_*", "--json")
+    assert scanned.exit_code == 0, scanned.output
+    (by_glue,) = json.loads(scanned.stdout)[1]["outputs"]
+
+    sql = tmp_path / "curated.sql"
+    sql.write_text(
+        "INSERT INTO curated.orders SELECT order_id, customer_id, CAST(amount AS decimal(10, 2)), 'n/a', status, "
+        "order_ts, dt FROM sales_raw.orders"
+    )
+    # Both dumps in one file (a list of get-tables outputs), as --catalog reads them.
+    merged = tmp_path / "tables.json"
+    merged.write_text(json.dumps([json.loads(p.read_text()) for p in sorted(folder.glob("tables.*.json"))]))
+    command = ["lineage", "sql", str(sql), "--catalog", str(merged)]
+    printed = runner.invoke(app, command, env={"AWS_REGION": "eu-west-1"})
+    assert printed.exit_code == 0, printed.output
+    (by_sql,) = json.loads(printed.stdout)["outputs"]
+
+    athena = "awsathena://athena.eu-west-1.amazonaws.com"
+    for output in (by_glue, by_sql):
+        assert (output["namespace"], output["name"]) == (athena, "AwsDataCatalog.curated.orders")
+        assert output["facets"]["symlinks"]["identifiers"] == [
+            {"namespace": athena, "name": "AwsDataCatalog.curated.orders", "type": "TABLE"},
+            {"namespace": "arn:aws:glue:eu-west-1:123456789012", "name": "table/curated/orders", "type": "TABLE"},
+        ]
+    # No region known: the local namespace, and no Glue catalog to name.
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    printed = runner.invoke(app, command)
+    (local,) = json.loads(printed.stdout)["outputs"]
+    assert local["namespace"] == LOCAL and "symlinks" not in local["facets"]

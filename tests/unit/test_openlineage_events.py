@@ -14,6 +14,7 @@ import pytest
 from openlineage.client.event_v2 import RunState
 from openlineage.client.transport import AmazonDataZoneTransport
 
+import lakeline
 from lakeline.catalog_json import CatalogFile
 from lakeline.errors import ConfigError
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, load_openlineage_settings
@@ -28,6 +29,7 @@ from lakeline.lineage.openlineage.events import (
     stable_run_id,
 )
 from lakeline.lineage.openlineage.naming import table_of
+from tests.openlineage_schema import facets_of, validate_event
 
 DATA = Path(__file__).parent / "data"
 AT = datetime(2024, 1, 20, 6, 30, tzinfo=UTC)
@@ -196,7 +198,10 @@ def test_http_transport_from_openlineage_variables(
     assert [r["path"] for r in requests] == ["/api/v1/lineage?code=abc"] * 2
     assert requests[0]["headers"]["Authorization"] == "Bearer secret"
     assert [r["body"]["eventType"] for r in requests] == ["START", "COMPLETE"]
-    assert requests[1]["body"] == event_to_dict(emitter.drain()[1])
+    # What is sent is what is kept, plus the client's tags (in Lakeline's facet).
+    sent = requests[1]["body"]
+    assert sent["run"]["facets"].pop("tags")["_producer"] == PRODUCER
+    assert sent == event_to_dict(emitter.drain()[1])
 
 
 def test_amazon_datazone_transport(step: StepRun, lineage_server: tuple[str, list[dict[str, Any]]]) -> None:
@@ -247,4 +252,58 @@ def test_the_engine_version_is_the_engines_own() -> None:
     engine = event_to_dict(run_event(step, RunState.START, at=AT))["run"]["facets"]["processing_engine"]
     assert engine["name"] == "spark"
     assert engine["version"] == metadata.version("pyspark")
-    assert engine["openlineageAdapterVersion"] == metadata.version("lakeline")
+    assert engine["openlineageAdapterVersion"] == lakeline.__version__
+
+
+def test_the_producer_version_needs_no_installed_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Lambda bundle is Lakeline's code without its dist-info: the version must still be Lakeline's own.
+    import importlib
+    from importlib import metadata
+
+    from lakeline.lineage.openlineage import producer
+
+    def no_distribution(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(metadata, "version", no_distribution)
+        bundled = importlib.reload(producer)
+        version, url = bundled.LAKELINE_VERSION, bundled.PRODUCER
+    importlib.reload(producer)
+    assert version == lakeline.__version__
+    assert url == f"https://github.com/lakeline/lakeline/tree/v{lakeline.__version__}"
+
+
+@pytest.mark.parametrize(("glue", "spark"), [("5.0", "3.5.4"), ("4.0", "3.3.0"), ("3.0", "3.1.1"), ("9.9", None)])
+def test_a_glue_version_runs_the_spark_aws_documents(glue: str, spark: str | None) -> None:
+    from lakeline.lineage.openlineage.producer import glue_spark_version
+
+    assert glue_spark_version(glue) == spark
+
+
+def test_a_configured_client_never_changes_kept_events_and_sends_only_lakeline_facets(
+    step: StepRun, tmp_path: Path
+) -> None:
+    # openlineage-python's client adds a tags run facet (its default tag, and tags from the config) to
+    # the event it is given, in place: the events Lakeline keeps must not change, and what is sent must
+    # name Lakeline as the producer of every facet.
+    path = tmp_path / "events.jsonl"
+    settings = OpenLineageSettings(
+        transport={"type": "file", "log_file_path": str(path), "append": True},
+        client_config={"tags": {"run": {"team": "sales"}, "job": {"owner": "data"}}},
+    )
+    emitter = LineageEmitter(settings, clock=lambda: AT)
+    event = run_event(step, RunState.START, at=AT)
+    made = event_to_dict(event)
+    emitter.emit(event)
+    assert event_to_dict(event) == made
+    assert [event_to_dict(kept) for kept in emitter.drain()] == [made]
+    sent = json.loads(path.read_text())
+    # No official 1-0-0 TagsJobFacet schema is vendored (tests/openlineage_spec/README.md): the rest is checked.
+    job_facets = {name: facet for name, facet in sent["job"]["facets"].items() if name != "tags"}
+    validate_event({**sent, "job": {**sent["job"], "facets": job_facets}})
+    run_tags = {tag["key"]: tag["source"] for tag in sent["run"]["facets"]["tags"]["tags"]}
+    assert run_tags == {"team": "USER", "openlineage_client_version": "OPENLINEAGE_CLIENT"}
+    assert [tag["key"] for tag in sent["job"]["facets"]["tags"]["tags"]] == ["owner"]
+    producers = {sent["producer"]} | {facet["_producer"] for _, facet in facets_of(sent)}
+    assert producers == {PRODUCER}

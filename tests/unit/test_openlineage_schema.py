@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from openlineage.client.event_v2 import RunState
 from lakeline.catalog_json import CatalogFile
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run
-from tests.openlineage_schema import EventSchemaError, validate_event
+from tests.openlineage_schema import EventSchemaError, is_absolute_uri, validate_event, validate_events_file
 
 CATALOG = CatalogFile.load(Path(__file__).parent / "data" / "column_lineage_catalog.json")
 PARENT = RunReference("lakeline", "stage_b.mart.daily_sales", "01930000-0000-7000-8000-000000000001")
@@ -63,6 +64,12 @@ def _broken(event: dict[str, Any], change: str) -> dict[str, Any]:
         facets["schema"]["_schemaURL"] = "https://openlineage.io/spec/facets/9-9-9/SchemaDatasetFacet.json#/$defs/X"
     elif change == "event time":
         broken["eventTime"] = "yesterday"
+    elif change == "producer not a URI":
+        broken["producer"] = "not a uri at all"
+    elif change == "facet producer not a URI":
+        facets["schema"]["_producer"] = "lakeline"
+    elif change == "relative producer":
+        broken["run"]["facets"]["parent"]["_producer"] = "//github.com/lakeline/lakeline"
     return broken
 
 
@@ -76,8 +83,37 @@ def _broken(event: dict[str, Any], change: str) -> dict[str, Any]:
         "parent run id",
         "unknown facet schema",
         "event time",
+        "producer not a URI",
+        "facet producer not a URI",
+        "relative producer",
     ],
 )
 def test_a_malformed_event_or_facet_fails(event: dict[str, Any], change: str) -> None:
     with pytest.raises(EventSchemaError):
         validate_event(_broken(event, change))
+
+
+@pytest.mark.parametrize(
+    ("text", "absolute"),
+    [
+        ("https://github.com/lakeline/lakeline/tree/v0.1.0", True),
+        ("urn:lakeline:producer", True),
+        ("awsathena://athena.eu-west-1.amazonaws.com", True),
+        ("not a uri at all", False),
+        ("lakeline", False),
+        ("https://github.com/lake line", False),
+        ("1http://x", False),
+        ("https://", False),
+    ],
+)
+def test_a_uri_is_absolute_with_a_scheme(text: str, absolute: bool) -> None:
+    assert is_absolute_uri(text) is absolute
+
+
+def test_every_event_of_a_file_is_checked(event: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "openlineage.jsonl"
+    path.write_text(json.dumps(event) + "\n")
+    assert validate_events_file(path) == 1
+    path.write_text(json.dumps(event) + "\n" + json.dumps(_broken(event, "producer not a URI")) + "\n")
+    with pytest.raises(EventSchemaError, match=r"openlineage\.jsonl, line 2: event .* at 'producer'"):
+        validate_events_file(path)

@@ -133,3 +133,32 @@ def test_stored_events_load_from_a_synced_folder(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match=r"broken\.json"):
         load_events(tmp_path / "openlineage")
     assert json.loads((tmp_path / "openlineage" / event_object_key(_event())).read_text()) == _event()
+
+
+class RecordingS3:
+    """The one S3 call the event archive makes."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def put_object(self, **request: object) -> None:
+        self.keys.append(str(request["Key"]))
+
+
+def test_deployed_functions_report_the_engine_the_stack_runs(tmp_path: Path) -> None:
+    # A function runs no Spark (or whatever PySpark this process has): the stack names the Glue job's Spark.
+    from stage_lineage.steps import StepEvents
+
+    environ = {
+        "OPENLINEAGE_EVENTS_LOCATION": "s3://archive/openlineage/",
+        "OPENLINEAGE_DATASET_NAMESPACE": SETTINGS.dataset_namespace,
+        "PIPELINE_ENGINE": "spark",
+        "PIPELINE_ENGINE_VERSION": "3.5.4",
+    }
+    s3 = RecordingS3()
+    events = StepEvents.from_environment(environ, s3=s3, catalog=CATALOG, cwd=tmp_path, home=tmp_path)  # type: ignore[arg-type]
+    emitted = events.stage_a(plan(), "COMPLETE")
+    engines = {json.dumps(event["run"]["facets"]["processing_engine"], sort_keys=True) for event in emitted}
+    assert [json.loads(engine)["version"] for engine in engines] == ["3.5.4"]
+    assert {json.loads(engine)["name"] for engine in engines} == {"spark"}
+    assert len(s3.keys) == len(emitted)

@@ -5,10 +5,17 @@ pipeline drains it and stores the events with its lineage records. A configured 
 console, http to Marquez, Amazon DataZone, composite, ...) is built by openlineage-python's own factory
 and driven through an ``OpenLineageClient``. A transport that fails (Marquez down) is logged and
 counted, and never fails the step it describes.
+
+The client adds a ``tags`` run facet (its own version, the config's run tags) and, with job tags
+configured, a ``tags`` job facet to the event it is given, in place. So the client gets a copy, and
+the copy already carries Lakeline's tags facets: the client fills an existing tags facet and keeps it
+(``OpenLineageClient.update_event_tags_facets``), so every facet sent names Lakeline as its producer,
+and the events kept (and archived) are the events Lakeline made.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import traceback
@@ -20,12 +27,14 @@ from typing import Any
 from openlineage.client import OpenLineageClient
 from openlineage.client.client import Event
 from openlineage.client.event_v2 import RunEvent, RunState
+from openlineage.client.facet_v2 import tags_job, tags_run
 from openlineage.client.transport import Transport, get_default_factory
 from openlineage.client.transport.transport import Config
 
 from lakeline.errors import ConfigError
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.events import StepRun, now, run_event
+from lakeline.lineage.openlineage.producer import owned
 
 logger = logging.getLogger(__name__)
 
@@ -100,10 +109,22 @@ class LineageEmitter:
         if self._client is None:
             return
         try:
-            self._client.emit(event)
+            self._client.emit(self._for_client(self._client, event))
         except Exception as error:
             self.failures += 1
             logger.warning("OpenLineage transport failed to emit %s event: %s", event.eventType, error)
+
+    @staticmethod
+    def _for_client(client: OpenLineageClient, event: RunEvent) -> RunEvent:
+        """A copy of ``event`` for ``client`` to change, with Lakeline's tags facets for it to fill."""
+        sent = copy.deepcopy(event)
+        sent.run.facets = dict(sent.run.facets or {})
+        # The client always tags the run (openlineage_client_version); the job only with configured tags.
+        sent.run.facets.setdefault("tags", tags_run.TagsRunFacet(tags=[]))
+        if client.config.tags.job:
+            sent.job.facets = dict(sent.job.facets or {})
+            sent.job.facets.setdefault("tags", tags_job.TagsJobFacet(tags=[]))
+        return owned(sent)
 
     def drain(self) -> list[RunEvent]:
         """The events emitted so far (and not yet drained), in order."""

@@ -13,6 +13,12 @@ and name ``table/{db}/{table}`` (what the OpenLineage Spark listener on Glue and
 The embedded local runtime keeps the same names under its own namespace, ``lakeline-local://spark``
 (tables of its own metastore, not Athena's); configure ``datasetNamespace`` with the deployed
 namespace (and ``glueCatalog``) to give a local run the dataset identity of the deployed one.
+
+Tables read from a Glue catalog dump (``aws glue get-tables`` output: ``lakeline lineage sql/tree
+--catalog``, ``lakeline glue lineage``) are Glue's tables, so every command names them alike
+(``glue_dump_naming``): a namespace given or configured wins, else Athena's of the dump's region when it
+is known, else the local one; their symlinks name the configured Glue catalog, else the dump's own
+(its region and its tables' ``CatalogId``).
 S3 locations are ``s3://{bucket}`` / ``{key}``.
 """
 
@@ -42,6 +48,24 @@ def check_glue_catalog(value: str) -> str:
     if not _GLUE_CATALOG.fullmatch(value):
         raise ConfigError(f"glue catalog {value!r} must be written arn:aws:glue:REGION:ACCOUNT (12 digits)")
     return value
+
+
+def aws_partition(region: str) -> str:
+    """The AWS partition of a region, the second field of its ARNs."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def glue_catalog_of(region: str | None, catalog_ids: frozenset[str]) -> str | None:
+    """``arn:{partition}:glue:{region}:{account}`` of a dump's tables: known only with the region and one account."""
+    if not region or len(catalog_ids) != 1:
+        return None  # several accounts' tables: no one catalog to name
+    (account,) = catalog_ids
+    candidate = f"arn:{aws_partition(region)}:glue:{region}:{account}"
+    return candidate if _GLUE_CATALOG.fullmatch(candidate) else None
 
 
 @dataclass(frozen=True)
@@ -105,3 +129,21 @@ def table_of(name: str) -> str:
     """``db.table`` from a dataset name, with or without the ``AwsDataCatalog.`` prefix."""
     prefix = f"{ATHENA_CATALOG}."
     return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def glue_dump_naming(
+    namespace: str,
+    glue_catalog: str | None,
+    *,
+    region: str | None,
+    catalog_ids: frozenset[str],
+    namespace_given: bool = False,
+) -> DatasetNaming:
+    """The naming of a Glue catalog dump's tables; see the module docstring.
+
+    ``namespace``/``glue_catalog``: the configured ones (``LOCAL_DATASET_NAMESPACE`` when nothing is);
+    ``namespace_given``: the namespace was given on the command line, even the local one.
+    """
+    if not namespace_given and namespace == LOCAL_DATASET_NAMESPACE and region:
+        namespace = athena_dataset_namespace(region)
+    return DatasetNaming(namespace, glue_catalog or glue_catalog_of(region, catalog_ids))

@@ -47,6 +47,7 @@ class ExecutionLifecycle:
     emits_root: bool
     dataset_namespace: str
     engine: str | None = None
+    engine_version: str | None = None
     states: list[StepState] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -60,6 +61,7 @@ class ExecutionLifecycle:
             dataset_namespace=self.dataset_namespace,
             parent=parent,
             engine=self.engine,
+            engine_version=self.engine_version,
         )
 
     def _outer(self, state: RunState, at: datetime, error: str | None) -> list[RunEvent]:
