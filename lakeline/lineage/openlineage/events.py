@@ -181,7 +181,8 @@ def column_lineage_facet(
 def _schema_fields(step: StepRun, dataset: str) -> list[tuple[str, str | None]] | None:
     schema = step.schemas.get(dataset)
     if schema is not None:
-        return [(c.name, c.type) for c in (*schema.columns, *schema.partition_columns)]
+        # A created table's column whose type is not known ("") has none in the facet, where it is optional.
+        return [(c.name, c.type or None) for c in (*schema.columns, *schema.partition_columns)]
     for statement in step.statements:
         if statement.target == dataset:
             return [(column.name, None) for column in statement.columns]
