@@ -181,7 +181,8 @@ def _label(relation: str | None, name: str) -> str:
 
 def _source_column(dataset: str, name: str) -> OutputColumn:
     source = SourceField(dataset, name)
-    return OutputColumn(name, identity_of(dataset, name), None, ExpressionNode(str(source), source=source))
+    dependencies = identity_of(dataset, name)
+    return OutputColumn(name, dependencies, None, ExpressionNode(str(source), source=source, dependencies=dependencies))
 
 
 def _unique(nodes: Sequence[ExpressionNode]) -> tuple[ExpressionNode, ...]:
@@ -310,16 +311,13 @@ class _Walker:
         return current
 
     def _combine(self, left: RelationLineage, right: RelationLineage, label: str | None, how: str) -> RelationLineage:
-        columns = tuple(
-            OutputColumn(
-                a.name,
-                union(a.dependencies, b.dependencies),
-                a.expression,
-                ExpressionNode(_label(label, a.name), how, children=_unique([n for n in (a.node, b.node) if n])),
-            )
-            for a, b in zip(left.columns, right.columns, strict=True)
-        )
-        return RelationLineage(columns, union(left.dataset, right.dataset))
+        columns = []
+        for a, b in zip(left.columns, right.columns, strict=True):
+            dependencies = union(a.dependencies, b.dependencies)
+            children = _unique([n for n in (a.node, b.node) if n])
+            node = ExpressionNode(_label(label, a.name), how, children=children, dependencies=dependencies)
+            columns.append(OutputColumn(a.name, dependencies, a.expression, node))
+        return RelationLineage(tuple(columns), union(left.dataset, right.dataset))
 
     def _renamed(self, relation: RelationLineage, alias: exp.Expr | None) -> RelationLineage:
         names = [column.name.lower() for column in alias.columns] if isinstance(alias, exp.TableAlias) else []
@@ -434,11 +432,12 @@ class _Walker:
         columns = []
         for name in names:
             if name == position:
-                node = ExpressionNode(_label(label, name), f"position in {text}", children=children)
-                columns.append(OutputColumn(name, as_value(union(*parts), POSITION), None, node))
+                dependencies = as_value(union(*parts), POSITION)
+                node = ExpressionNode(_label(label, name), f"position in {text}", None, children, dependencies)
             else:
-                node = ExpressionNode(_label(label, name), text, children=children)
-                columns.append(OutputColumn(name, values[name], None, node))
+                dependencies = values[name]
+                node = ExpressionNode(_label(label, name), text, None, children, dependencies)
+            columns.append(OutputColumn(name, dependencies, None, node))
         return RelationLineage(tuple(columns))
 
     def _select(
@@ -500,20 +499,17 @@ class _Walker:
         if generator is not None and names:
             value = as_value(self.expr(generator, scope, ctes, refs), Subtype.TRANSFORMATION)
             position = names[0] if isinstance(generator, POSITION_GENERATORS) and len(names) > 1 else None
-            return [
-                OutputColumn(
-                    name,
-                    as_value(value, POSITION) if name == position else value,
-                    text,
-                    ExpressionNode(
-                        _label(label, name), f"position in {text}" if name == position else text, None, _unique(refs)
-                    ),
-                )
-                for name in names
-            ]
+            columns = []
+            for name in names:
+                dependencies = as_value(value, POSITION) if name == position else value
+                what = f"position in {text}" if name == position else text
+                node = ExpressionNode(_label(label, name), what, None, _unique(refs), dependencies)
+                columns.append(OutputColumn(name, dependencies, text, node))
+            return columns
         dependencies = self.expr(projection, scope, ctes, refs)
         name = projection.alias_or_name.lower()
-        return [OutputColumn(name, dependencies, text, ExpressionNode(_label(label, name), text, None, _unique(refs)))]
+        node = ExpressionNode(_label(label, name), text, None, _unique(refs), dependencies)
+        return [OutputColumn(name, dependencies, text, node)]
 
     def _generator_names(self, generator: exp.Explode, scope: _Scope) -> list[str]:
         """Spark's names for the columns of an unaliased explode or posexplode: [pos,] col for an array,
@@ -942,7 +938,9 @@ def _assigned_columns(write: WritePlan, relation: RelationLineage) -> tuple[tupl
             dependencies = union(dependencies, as_indirect(condition.dependencies, Subtype.CONDITIONAL))
             children += condition.node.children if condition.node else ()
         expression = (value.expression or "").rsplit(f" AS {GENERATED}", 1)[0]
-        node = ExpressionNode(assignment.branch, f"{assignment.column} = {expression}", None, _unique(children))
+        node = ExpressionNode(
+            assignment.branch, f"{assignment.column} = {expression}", None, _unique(children), dependencies
+        )
         per_column.setdefault(assignment.column, []).append((dependencies, node))
     columns = tuple(
         OutputColumn(
