@@ -290,3 +290,14 @@ def test_the_installed_command_says_why_on_one_line(tmp_path: Path) -> None:
     ]
     assert runs[1].returncode == 0, runs[1].stderr
     assert runs[1].stderr == ""
+
+
+def test_sql_gives_a_created_table_the_types_it_has(tmp_path: Path) -> None:
+    sql = _write(
+        tmp_path, "ctas.sql", "CREATE TABLE mart.tmp3 AS SELECT customer_id, NULL AS nothing FROM sales.orders"
+    )
+    result = CliRunner().invoke(app, ["lineage", "sql", str(sql), "--catalog", str(CATALOG)])
+    assert result.exit_code == 0, result.output
+    (output,) = json.loads(result.stdout)["outputs"]
+    fields = [(f["name"], f.get("type")) for f in output["facets"]["schema"]["fields"]]
+    assert fields == [("customer_id", "bigint"), ("nothing", None)]  # an unknown type is left out

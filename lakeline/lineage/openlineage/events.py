@@ -302,6 +302,8 @@ def sql_step_run(
 
     ``created``: tables earlier steps of the same run made (shared with them; see ``SqlColumnLineage``).
     """
+    # Its own when none is shared: the schema facets of the tables this step creates come from it.
+    created = created if created is not None else {}
     analyser = SqlColumnLineage(catalog, dialect=dialect, default_database=default_database, created=created)
     statements = tuple(analyser.statements(sql))
     names = {name for statement in statements for name in (*statement.inputs, statement.target) if name}
@@ -312,7 +314,7 @@ def sql_step_run(
             schemas[name] = catalog.describe_table(database, table)
         except TableNotFound:
             # Made by this step or an earlier one of the run: its columns come from the lineage.
-            if created and (database, table) in created:
+            if (database, table) in created:
                 schemas[name] = created[(database, table)]
     return StepRun(
         job_name=job_name,
