@@ -25,7 +25,7 @@ from typing import Any
 
 from lakeline.engines.base import TableSchema
 from lakeline.errors import LakelineError
-from lakeline.lineage.columns.sql import TableDescriber
+from lakeline.lineage.columns.sql import SqlColumnLineage, TableDescriber
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import StepRun, sql_step_run, stable_run_id
 from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
@@ -133,8 +133,9 @@ class StepContext:
         """The step's run, with column lineage when its SQL resolves against the catalog.
 
         Column lineage is a facet: a step whose SQL does not resolve (a column that is not in the
-        catalog, SQL the analyser cannot read) still gets its events, with the SQL and without the
-        facet; the engine decides whether the SQL itself is good.
+        catalog, SQL the analyser cannot read) still gets its events with the SQL and the tables it reads
+        and writes, without the facet; the engine decides whether the SQL itself is good. Only SQL that
+        cannot be parsed at all gives a run without datasets.
         """
         scoped = replace(self.settings, parent=self.pipeline.execution, root=self.pipeline.root)
         try:
@@ -151,7 +152,35 @@ class StepContext:
             )
         except Exception as error:  # lineage is a facet: it never fails the step it describes
             logger.warning("%s: no column lineage (%s: %s)", job_name, type(error).__name__, error)
+        analyser = SqlColumnLineage(self.catalog, default_database=default_database, created=self.created)
+        try:
+            tables = analyser.tables(sql)
+        except Exception as error:  # as above
+            logger.warning("%s: no lineage at all (%s: %s)", job_name, type(error).__name__, error)
             return self.bare(job_name, sql=sql, dialect="athena")
+        return self.bare(
+            job_name,
+            sql=sql,
+            dialect="athena",
+            extra_inputs=tables.inputs,
+            extra_outputs=tables.outputs,
+            schemas=self._known_schemas([*tables.inputs, *tables.outputs]),
+        )
+
+    def _known_schemas(self, names: list[str]) -> dict[str, TableSchema]:
+        """Schemas of the catalog's tables and of created ones whose columns are known, for the schema facets."""
+        schemas = {}
+        for name in names:
+            database, table = name.split(".", 1)
+            schema = self.created.get((database, table))
+            if schema is None:
+                try:
+                    schema = self.catalog.describe_table(database, table)
+                except LakelineError:  # not in the catalog (any more): no schema facet
+                    continue
+            if schema.columns or schema.partition_columns:
+                schemas[name] = schema
+        return schemas
 
 
 def stage_a_steps(

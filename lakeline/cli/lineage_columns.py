@@ -28,6 +28,7 @@ from rich.console import Console
 from lakeline.catalog_json import CatalogFile
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.errors import ConfigError, LakelineError
+from lakeline.lineage.columns.model import StatementLineage
 from lakeline.lineage.columns.sql import DIALECTS
 from lakeline.lineage.openlineage.config import OpenLineageSettings, load_openlineage_settings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
@@ -189,12 +190,15 @@ def register(app: typer.Typer) -> None:
                 job_name=None,
                 run_id=None,
             )
-            statements = step.statements
+            statements: list[StatementLineage] = list(step.statements)
+            refused: list[str] = []
             if engine == "spark":
-                from lakeline.lineage.columns.spark_catalog import spark_statements
+                from lakeline.lineage.columns.spark_catalog import Refused, spark_statements
 
                 sql = file.read_text(encoding="utf-8")
-                statements = tuple(spark_statements(sql, tables, dialect=dialect, default_database=database))
+                read = spark_statements(sql, tables, dialect=dialect, default_database=database)
+                statements = [item for item in read if not isinstance(item, Refused)]
+                refused = [f"statement {r.position}: {r.reason}" for r in read if isinstance(r, Refused)]
             stored = [event for path in events or [] for event in load_events(path)]
             this_run = event_to_dict(run_event(step, RunState.COMPLETE, at=now()))
             graph = ColumnGraph.from_events([*stored, this_run])
@@ -214,6 +218,10 @@ def register(app: typer.Typer) -> None:
                 title = f"{ref}" + (f" = {column.expression}" if column.expression else "")
                 blocks.append(render_tree(tree, title=title))
         sys.stdout.write("\n\n".join(blocks) + ("\n" if blocks else ""))
+        if refused:
+            # The trees Spark's plans give are printed; each statement they leave out says why, on one line.
+            sys.stdout.flush()
+            fail(f"{len(refused)} statement(s) without lineage from Spark's plan", code=EXIT_FAILED, problems=refused)
 
     @app.command("column")
     def column_command(

@@ -46,3 +46,32 @@ def test_tree_from_the_analyzed_plan(tmp_path: Path) -> None:
     position = next(block for block in blocks if block.startswith("query_2.pos"))
     # The position is computed from the array (DIRECT TRANSFORMATION), as the SQL source says too.
     assert "position in" in position and "sales.profiles.visits  DIRECT TRANSFORMATION" in position
+
+
+def test_statements_the_plan_walker_cannot_read_are_refused_one_by_one(tmp_path: Path) -> None:
+    sql = tmp_path / "mixed.sql"
+    sql.write_text(
+        "INSERT INTO mart.customer_flags SELECT customer_id, name FROM sales.customers;\n"
+        "INSERT INTO mart.customer_flags WITH RECURSIVE r (customer_id, n) AS (SELECT customer_id, 1 FROM"
+        " sales.customers UNION ALL SELECT customer_id, n + 1 FROM r WHERE n < 3)"
+        " SELECT customer_id, CAST(n AS string) FROM r;\n"
+        "MERGE INTO mart.customer_flags t USING sales.customers s ON t.customer_id = s.customer_id"
+        " WHEN MATCHED THEN UPDATE SET flag = s.name;\n"
+        "INSERT INTO mart.customer_flags SELECT customer_id, upper(name) FROM sales.customers"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "lakeline", "lineage", "tree", str(sql), "--catalog", str(CATALOG), "--engine", "spark",
+         "--dialect", "spark"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    # The first and the last statement's trees are printed; the two between are refused, each on its line.
+    titles = [block.splitlines()[0] for block in result.stdout.split("\n\n")]
+    assert [re.sub(r"#\d+", "#N", title) for title in titles] == [
+        "mart.customer_flags.customer_id = customer_id#N AS customer_id#N",
+        "mart.customer_flags.flag = name#N AS flag#N",
+        "mart.customer_flags.customer_id = customer_id#N AS customer_id#N",
+        "mart.customer_flags.flag = upper(name)#N AS flag#N",
+    ]
+    assert "statement 2: plan node UnionLoop is not supported for column lineage" in result.stderr
+    assert "statement 3: plan node MergeIntoTable is not supported for column lineage" in result.stderr

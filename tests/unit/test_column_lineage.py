@@ -149,6 +149,17 @@ def test_a_created_table_is_visible_to_later_statements(catalog: CatalogFile) ->
         ),
         ("WITH RECURSIVE r AS (SELECT 1 AS n) SELECT n FROM r", None),
         ("SELECT a FROM (SELECT 1 AS a) x UNION ALL SELECT 1, 2", "sides have 1 and 2 columns"),
+        (
+            "SELECT * FROM (SELECT customer_id, status, amount FROM sales.orders) "
+            "PIVOT (sum(amount) FOR status IN ('open' AS o, 'done' AS d))",
+            "PIVOT is not supported for column lineage",
+        ),
+        (
+            "INSERT INTO mart.customer_flags SELECT customer_id, flag FROM "
+            "(SELECT customer_id, name, email FROM sales.customers) UNPIVOT (flag FOR kind IN (name, email))",
+            "UNPIVOT is not supported for column lineage",
+        ),
+        ("CACHE TABLE c AS SELECT customer_id FROM sales.orders", "CACHE TABLE ... AS SELECT is not supported"),
     ],
 )
 def test_bad_statements_are_refused_with_a_reason(sql: str, message: str | None, catalog: CatalogFile) -> None:

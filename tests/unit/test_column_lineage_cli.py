@@ -181,6 +181,26 @@ def test_tree_shows_the_whole_expression_chain_of_the_ushas_example(tmp_path: Pa
     ]
 
 
+def test_each_leaf_of_the_tree_shows_the_transformation_of_its_own_path(tmp_path: Path) -> None:
+    sql = _write(
+        tmp_path,
+        "paths.sql",
+        "INSERT INTO mart.customer_flags SELECT customer_id, f FROM (SELECT customer_id, name AS f FROM "
+        "sales.customers UNION ALL SELECT customer_id, upper(name) FROM sales.customers WHERE name <> '')",
+    )
+    result = CliRunner().invoke(app, ["lineage", "tree", str(sql), "--catalog", str(CATALOG)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split("\n\n")[1].splitlines() == [
+        "mart.customer_flags.flag = _0.f AS f",
+        "+- _0.f = UNION ALL",
+        "   +- _0.f = customers.name AS f",
+        "      +- sales.customers.name  DIRECT IDENTITY",
+        "   +- _0._col_1 = UPPER(customers.name) AS _col_1",
+        "      +- sales.customers.name  DIRECT TRANSFORMATION",
+        "+- sales.customers.name  INDIRECT FILTER  [dataset]",
+    ]
+
+
 def test_tree_goes_through_subqueries_to_table_columns_and_stored_events(tmp_path: Path) -> None:
     events = _stage_a_events(tmp_path)
     sql = _write(
@@ -270,3 +290,14 @@ def test_the_installed_command_says_why_on_one_line(tmp_path: Path) -> None:
     ]
     assert runs[1].returncode == 0, runs[1].stderr
     assert runs[1].stderr == ""
+
+
+def test_sql_gives_a_created_table_the_types_it_has(tmp_path: Path) -> None:
+    sql = _write(
+        tmp_path, "ctas.sql", "CREATE TABLE mart.tmp3 AS SELECT customer_id, NULL AS nothing FROM sales.orders"
+    )
+    result = CliRunner().invoke(app, ["lineage", "sql", str(sql), "--catalog", str(CATALOG)])
+    assert result.exit_code == 0, result.output
+    (output,) = json.loads(result.stdout)["outputs"]
+    fields = [(f["name"], f.get("type")) for f in output["facets"]["schema"]["fields"]]
+    assert fields == [("customer_id", "bigint"), ("nothing", None)]  # an unknown type is left out

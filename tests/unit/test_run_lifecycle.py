@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openlineage.client.event_v2 import RunEvent, RunState
@@ -97,3 +98,91 @@ def test_a_replay_after_the_fact_tells_the_same_story() -> None:
     assert [state for _, state in story(success)].count("COMPLETE") == 3 + 2
     with pytest.raises(ValueError, match="has no step 7"):
         lifecycle().replay(started_at=AT, ended_at=end, failed_step=7, error="x")
+
+
+def _context() -> StepContext:
+    return StepContext(PipelineRun(EXECUTION, ROOT, AT), CATALOG, SETTINGS, "athena")
+
+
+def _fields(event: dict[str, Any], side: str, dataset: str) -> list[dict[str, Any]]:
+    """The schema facet's fields, name and type (the type only where the facet has one)."""
+    (found,) = [d for d in event[side] if d["name"].endswith(f".{dataset}")]
+    return [{k: v for k, v in f.items() if k in ("name", "type")} for f in found["facets"]["schema"]["fields"]]
+
+
+PIVOT_STEP = (
+    "CREATE TABLE mart.pivoted AS SELECT * FROM (SELECT customer_id, status, amount FROM sales.orders) "
+    "PIVOT (sum(amount) FOR status IN ('open' AS o, 'done' AS d))"
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "inputs", "outputs"),
+    [
+        (PIVOT_STEP, ["sales.orders"], ["mart.pivoted"]),
+        (
+            "INSERT INTO mart.customer_flags SELECT customer_id FROM sales.orders",
+            ["sales.orders"],
+            ["mart.customer_flags"],
+        ),
+        (  # the temp table is written, then read back: not an input of the step
+            "CREATE TABLE mart.t AS SELECT 1 AS a; INSERT INTO mart.t SELECT a FROM mart.t PIVOT (sum(a) FOR a IN (1))",
+            [],
+            ["mart.t"],
+        ),
+    ],
+)
+def test_a_step_without_column_lineage_keeps_its_tables(sql: str, inputs: list[str], outputs: list[str]) -> None:
+    step = _context().from_sql("step0", sql, "sales")
+    assert (step.input_names, step.output_names) == (inputs, outputs)
+    event = event_to_dict(run_event(step, RunState.COMPLETE, at=AT))
+    assert all("columnLineage" not in output["facets"] for output in event["outputs"])
+
+
+def test_a_step_reading_what_a_refused_step_created_keeps_its_tables(caplog: pytest.LogCaptureFixture) -> None:
+    context = _context()
+    context.from_sql("step0", PIVOT_STEP, "sales")
+    step = context.from_sql("step1", "INSERT INTO mart.customer_flags SELECT customer_id, o FROM mart.pivoted", "sales")
+    assert (step.input_names, step.output_names) == (["mart.pivoted"], ["mart.customer_flags"])
+    # Its columns are not known, and not made up: no schema facet for it.
+    event = event_to_dict(run_event(step, RunState.COMPLETE, at=AT))
+    assert "schema" not in event["inputs"][0]["facets"]
+    assert "the columns of mart.pivoted are not known" in caplog.text
+
+
+def test_only_sql_that_cannot_be_parsed_gives_a_run_without_tables(caplog: pytest.LogCaptureFixture) -> None:
+    step = _context().from_sql("step0", "INSERT INTO mart.x SELEC FROM (", "sales")
+    assert (step.input_names, step.output_names) == ([], [])
+    assert "step0: no lineage at all" in caplog.text and "cannot parse SQL" in caplog.text
+
+
+def test_created_tables_keep_their_declared_and_derived_types() -> None:
+    context = _context()
+    steps = [
+        context.from_sql(f"step{index}", sql, "sales")
+        for index, sql in enumerate(
+            [
+                "CREATE TABLE mart.tmp2 (customer_id bigint, total double) PARTITIONED BY (dt date)",
+                "INSERT INTO mart.customer_flags SELECT customer_id, CAST(total AS varchar) FROM mart.tmp2",
+                "CREATE TABLE mart.tmp3 AS SELECT p.customer_id, p.info, SUM(o.amount) AS total, NULL AS nothing "
+                "FROM sales.profiles p JOIN sales.orders o ON o.customer_id = p.customer_id GROUP BY 1, 2",
+                "INSERT INTO mart.customer_flags SELECT customer_id, info.city FROM mart.tmp3",
+            ]
+        )
+    ]
+    declared = event_to_dict(run_event(steps[1], RunState.COMPLETE, at=AT))
+    assert _fields(declared, "inputs", "mart.tmp2") == [
+        {"name": "customer_id", "type": "bigint"},
+        {"name": "total", "type": "double"},
+        {"name": "dt", "type": "date"},
+    ]
+    derived = event_to_dict(run_event(steps[2], RunState.COMPLETE, at=AT))
+    assert _fields(derived, "outputs", "mart.tmp3") == [
+        {"name": "customer_id", "type": "bigint"},
+        {"name": "info", "type": "struct<city:string,geo:struct<lat:double,lon:double>>"},
+        {"name": "total", "type": "double"},
+        {"name": "nothing"},  # not known: left out, never made up
+    ]
+    # The struct's type lets a later step read one of its fields.
+    (statement,) = steps[3].statements
+    assert statement.edges()["flag"] == {("mart.tmp3.info.city", "DIRECT", "IDENTITY")}

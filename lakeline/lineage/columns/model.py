@@ -18,7 +18,7 @@ column) that the SQL text does not show, and an explicit cast changes a type, no
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -151,13 +151,16 @@ class ExpressionNode:
     ``label`` names the column where it is computed (``_q_0.a`` in SQL, ``a#0`` in a Spark plan);
     ``expression`` is that computation (``None`` for a column read as it is from a table); ``source`` is
     set on a catalog table's column, where the chain ends; ``children`` are the columns the expression
-    reads. An expression that reads no column (a literal) ends the chain too.
+    reads. An expression that reads no column (a literal) ends the chain too. ``dependencies`` are the
+    column's own, where the source records them: ``lineage tree`` narrows each path's transformation
+    with them (see ``path_transformations``).
     """
 
     label: str
     expression: str | None = None
     source: SourceField | None = None
     children: tuple[ExpressionNode, ...] = ()
+    dependencies: Dependencies | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -219,3 +222,38 @@ def group_by_source(dependencies: Iterable[Edge]) -> dict[SourceField, list[Tran
     for edge in sorted(dependencies):
         grouped.setdefault(edge.source, []).append(edge.transformation)
     return grouped
+
+
+def _reachable(inner: Transformation, result: Transformation) -> bool:
+    """Whether some step after ``inner`` can give ``result`` (see ``compose``)."""
+    if result.type is TransformationType.INDIRECT:
+        return True
+    return (
+        inner.type is TransformationType.DIRECT
+        and _DIRECT_RANK[result.subtype] >= _DIRECT_RANK[inner.subtype]
+        and (result.masking or not inner.masking)
+    )
+
+
+def path_transformations(source: SourceField, chain: Sequence[Dependencies | None]) -> list[Transformation]:
+    """How ``source`` reaches the top of one path of an expression chain: ``chain`` holds the dependencies of
+    the path's columns, output first (``None`` where not recorded).
+
+    The column nearest the source says how it reads the source; each column above either passes that on
+    (a UNION, a plain reference, a cast: its dependencies hold the same transformations) or changes it, and
+    then only those of its transformations are kept that a step after the ones below can give. An output
+    column reading one source on two paths (``name`` and ``upper(name)`` under a UNION) thus shows
+    IDENTITY on one path and TRANSFORMATION on the other, not both on each.
+    """
+    current: set[Transformation] = set()
+    for dependencies in reversed(chain):
+        if dependencies is None:
+            continue
+        here = {edge.transformation for edge in dependencies if edge.source == source}
+        if not here:
+            continue
+        if not current:
+            current = here
+        elif not current <= here:
+            current = {r for r in here if any(_reachable(t, r) for t in current)} or here
+    return sorted(current)

@@ -181,11 +181,13 @@ def _env(relations: list[PlanRelation], outer: _Env | None) -> _Env:
     return _Env({a.expr_id: a for r in relations for a in r.outputs}, outer)
 
 
-def _node(label: str, expression: str | None, refs: list[ExpressionNode]) -> ExpressionNode:
+def _node(
+    label: str, expression: str | None, refs: list[ExpressionNode], dependencies: Dependencies | None = None
+) -> ExpressionNode:
     unique: dict[int, ExpressionNode] = {}
     for ref in refs:
         unique.setdefault(id(ref), ref)
-    return ExpressionNode(label, expression, None, tuple(unique.values()))
+    return ExpressionNode(label, expression, None, tuple(unique.values()), dependencies)
 
 
 # Operators Spark prints between their operands (``(a#0 + 1)``), as in its own plan strings.
@@ -332,7 +334,7 @@ class _PlanWalker:
                 # values (see lineage.columns.sql.POSITION), but no value of it, as its expression says.
                 is_position = index == 0 and generator.kind in POSITION_GENERATORS and len(produced) > 1
                 what = f"position in {render(generator)}" if is_position else render(generator)
-                chain = _node(f"{name}#{expr_id}", what, refs)
+                chain = _node(f"{name}#{expr_id}", what, refs, generated)
                 generated_outputs.append(Attribute(name, expr_id, generated, None, chain))
             return PlanRelation((*child.outputs, *generated_outputs), child.dataset)
         raise PlanLineageError(f"plan node {kind} is not supported for column lineage")
@@ -370,8 +372,9 @@ class _PlanWalker:
                 passed = env.lookup(expr_id, name)
                 outputs.append(Attribute(name, expr_id, passed.dependencies, render(expression), passed.node))
                 continue
-            node = _node(f"{name}#{expr_id}", render(expression), self._referenced(expression, env))
-            outputs.append(Attribute(name, expr_id, self.expr(expression, env), render(expression), node))
+            dependencies = self.expr(expression, env)
+            node = _node(f"{name}#{expr_id}", render(expression), self._referenced(expression, env), dependencies)
+            outputs.append(Attribute(name, expr_id, dependencies, render(expression), node))
         return tuple(outputs)
 
     def _referenced(self, node: PlanNode, env: _Env) -> list[ExpressionNode]:

@@ -3,12 +3,15 @@
 ``lakeline lineage tree --engine spark`` starts an embedded session in a throw-away workspace, creates
 the catalog's tables the SQL names (empty, with their Glue columns and partition keys), and reads each
 statement's analyzed plan (``lineage.columns.spark``). A CTAS is also run, on those empty tables, so that the
-statements after it see the table it creates, as they would in a stage B item.
+statements after it see the table it creates, as they would in a stage B item. A statement whose plan cannot
+be followed (a node the walker does not know, such as a recursive CTE's ``UnionLoop`` or ``MergeIntoTable``)
+is refused on its own, with its reason; the others still get their lineage.
 """
 
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +22,7 @@ from sqlglot.errors import ParseError
 from lakeline.catalog_json import CatalogFile
 from lakeline.engines.base import TableSchema
 from lakeline.engines.translate import athena_to_spark
-from lakeline.errors import InvalidInputError
+from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.lineage.columns.model import StatementLineage
 from lakeline.lineage.columns.sql import parse_error_message, sqlglot_dialect
 from lakeline.lineage.columns.writes import NO_ROW_STATEMENTS
@@ -27,6 +30,14 @@ from lakeline.names import ddl_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A statement whose lineage Spark's plan does not give: its position in the file (from 1) and why."""
+
+    position: int
+    reason: str
 
 
 def _create_sql(schema: TableSchema) -> str:
@@ -47,8 +58,8 @@ def _run(session: SparkSession, sql: str) -> None:
 
 def spark_statements(
     sql: str, catalog: CatalogFile, *, dialect: str = "athena", default_database: str | None = None
-) -> list[StatementLineage]:
-    """Lineage of every row-moving statement of ``sql`` from Spark's analyzed plans."""
+) -> list[StatementLineage | Refused]:
+    """Lineage of every row-moving statement of ``sql`` from Spark's analyzed plans, or why it is refused."""
     from lakeline.engines.spark import local_spark_session
     from lakeline.lineage.columns.spark import spark_column_lineage
 
@@ -67,15 +78,22 @@ def spark_statements(
                 _run(session, _create_sql(schema))
             if default_database:
                 session.catalog.setCurrentDatabase(default_database)
-            results = []
-            for statement in parsed:
+            results: list[StatementLineage | Refused] = []
+            for position, statement in enumerate(parsed, start=1):
                 if isinstance(statement, (*NO_ROW_STATEMENTS, exp.Command)):
                     continue
                 text = statement.sql(sqlglot_dialect(dialect))
                 spark_sql = athena_to_spark(text) if dialect == "athena" else statement.sql("spark")
-                results.append(spark_column_lineage(session, spark_sql, dialect="spark"))
+                try:
+                    results.append(spark_column_lineage(session, spark_sql, dialect="spark"))
+                except LakelineError as error:  # this statement's plan only: the others are read on
+                    results.append(Refused(position, str(error)))
                 if isinstance(statement, exp.Create):
-                    _run(session, spark_sql)
+                    # Even when its plan is refused: the statements after it read the table it creates.
+                    try:
+                        _run(session, spark_sql)
+                    except InvalidInputError as error:
+                        results.append(Refused(position, str(error)))
             return results
         finally:
             session.stop()

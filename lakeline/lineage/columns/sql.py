@@ -27,6 +27,7 @@ from typing import Protocol
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -180,7 +181,8 @@ def _label(relation: str | None, name: str) -> str:
 
 def _source_column(dataset: str, name: str) -> OutputColumn:
     source = SourceField(dataset, name)
-    return OutputColumn(name, identity_of(dataset, name), None, ExpressionNode(str(source), source=source))
+    dependencies = identity_of(dataset, name)
+    return OutputColumn(name, dependencies, None, ExpressionNode(str(source), source=source, dependencies=dependencies))
 
 
 def _unique(nodes: Sequence[ExpressionNode]) -> tuple[ExpressionNode, ...]:
@@ -309,16 +311,13 @@ class _Walker:
         return current
 
     def _combine(self, left: RelationLineage, right: RelationLineage, label: str | None, how: str) -> RelationLineage:
-        columns = tuple(
-            OutputColumn(
-                a.name,
-                union(a.dependencies, b.dependencies),
-                a.expression,
-                ExpressionNode(_label(label, a.name), how, children=_unique([n for n in (a.node, b.node) if n])),
-            )
-            for a, b in zip(left.columns, right.columns, strict=True)
-        )
-        return RelationLineage(columns, union(left.dataset, right.dataset))
+        columns = []
+        for a, b in zip(left.columns, right.columns, strict=True):
+            dependencies = union(a.dependencies, b.dependencies)
+            children = _unique([n for n in (a.node, b.node) if n])
+            node = ExpressionNode(_label(label, a.name), how, children=children, dependencies=dependencies)
+            columns.append(OutputColumn(a.name, dependencies, a.expression, node))
+        return RelationLineage(tuple(columns), union(left.dataset, right.dataset))
 
     def _renamed(self, relation: RelationLineage, alias: exp.Expr | None) -> RelationLineage:
         names = [column.name.lower() for column in alias.columns] if isinstance(alias, exp.TableAlias) else []
@@ -433,11 +432,12 @@ class _Walker:
         columns = []
         for name in names:
             if name == position:
-                node = ExpressionNode(_label(label, name), f"position in {text}", children=children)
-                columns.append(OutputColumn(name, as_value(union(*parts), POSITION), None, node))
+                dependencies = as_value(union(*parts), POSITION)
+                node = ExpressionNode(_label(label, name), f"position in {text}", None, children, dependencies)
             else:
-                node = ExpressionNode(_label(label, name), text, children=children)
-                columns.append(OutputColumn(name, values[name], None, node))
+                dependencies = values[name]
+                node = ExpressionNode(_label(label, name), text, None, children, dependencies)
+            columns.append(OutputColumn(name, dependencies, None, node))
         return RelationLineage(tuple(columns))
 
     def _select(
@@ -499,20 +499,17 @@ class _Walker:
         if generator is not None and names:
             value = as_value(self.expr(generator, scope, ctes, refs), Subtype.TRANSFORMATION)
             position = names[0] if isinstance(generator, POSITION_GENERATORS) and len(names) > 1 else None
-            return [
-                OutputColumn(
-                    name,
-                    as_value(value, POSITION) if name == position else value,
-                    text,
-                    ExpressionNode(
-                        _label(label, name), f"position in {text}" if name == position else text, None, _unique(refs)
-                    ),
-                )
-                for name in names
-            ]
+            columns = []
+            for name in names:
+                dependencies = as_value(value, POSITION) if name == position else value
+                what = f"position in {text}" if name == position else text
+                node = ExpressionNode(_label(label, name), what, None, _unique(refs), dependencies)
+                columns.append(OutputColumn(name, dependencies, text, node))
+            return columns
         dependencies = self.expr(projection, scope, ctes, refs)
         name = projection.alias_or_name.lower()
-        return [OutputColumn(name, dependencies, text, ExpressionNode(_label(label, name), text, None, _unique(refs)))]
+        node = ExpressionNode(_label(label, name), text, None, _unique(refs), dependencies)
+        return [OutputColumn(name, dependencies, text, node)]
 
     def _generator_names(self, generator: exp.Explode, scope: _Scope) -> list[str]:
         """Spark's names for the columns of an unaliased explode or posexplode: [pos,] col for an array,
@@ -650,6 +647,56 @@ def _lineage_type(glue_type: str, dialect: str) -> str:
         return "string"
 
 
+def glue_type(data_type: exp.DataType | None) -> str:
+    """A type as Glue writes it (``bigint``, ``struct<city:string>``); ``""`` when it is not known."""
+    if data_type is None or data_type.is_type(exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL):
+        return ""
+    return data_type.sql("hive").lower().replace(": ", ":").replace(", ", ",")
+
+
+def _parsed_type(glue_type: str) -> exp.DataType:
+    if glue_type:
+        try:
+            return exp.DataType.build(glue_type, dialect="hive")
+        except SqlglotError:
+            pass
+    return exp.DataType.build("unknown")
+
+
+def _result_types(query: exp.Query, schemas: dict[tuple[str, str], TableSchema], dialect: str) -> list[str]:
+    """The types of ``query``'s (qualified) columns as far as the catalog's types tell them; ``""`` where not.
+
+    Only for the tables a statement creates: their schema facets and later statements read these types.
+    """
+    nested: dict[str, dict[str, dict[str, exp.DataType]]] = {}
+    for (database, table), schema in schemas.items():
+        nested.setdefault(database, {})[table] = {c.name: _parsed_type(c.type) for c in _all_columns(schema)}
+    try:
+        annotate_types(query, schema=MappingSchema(dict(nested), dialect=dialect), dialect=dialect)
+    except (SqlglotError, ValueError, KeyError):  # types are a detail of the schema facet: unknown, not a failure
+        return ["" for _ in query.selects]
+    return [glue_type(projection.type) for projection in query.selects]
+
+
+@dataclass(frozen=True)
+class TableLevel:
+    """What a statement set reads and writes at table level alone, ``database.table``, in order."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
+def _write_target(statement: exp.Expr) -> exp.Table | None:
+    target = statement.this if isinstance(statement, exp.Insert | exp.Merge | exp.Update | exp.Delete) else None
+    if isinstance(statement, exp.Create) and str(statement.args.get("kind") or "").upper() in ("TABLE", "VIEW"):
+        target = statement.this
+    if isinstance(statement, exp.TruncateTable) and len(statement.expressions) == 1:
+        target = statement.expressions[0]
+    if isinstance(target, exp.Schema):
+        target = target.this
+    return target if isinstance(target, exp.Table) and not isinstance(target.this, exp.Func) else None
+
+
 class SqlColumnLineage:
     """Column lineage of SQL statements against one catalog.
 
@@ -705,6 +752,11 @@ class SqlColumnLineage:
         text = statement.sql(self.read, unsupported_level=ErrorLevel.IGNORE)
         if isinstance(statement, exp.Create) and isinstance(statement.this, exp.Schema):
             self._remember_definition(statement.this, text)
+        for pivot in statement.find_all(exp.Pivot):
+            # Its output columns are named after values in the data: refused before the walk, which would
+            # only say that some column cannot be resolved.
+            keyword = "UNPIVOT" if pivot.args.get("unpivot") else "PIVOT"
+            raise statement_error(f"{keyword} is not supported for column lineage", text)
         write = plan_write(statement, default_database=self.default_database, describe=self.describe, sql=text)
         if write is None:
             return None
@@ -712,6 +764,12 @@ class SqlColumnLineage:
         schemas = {}
         for database, table in sorted(_referenced_tables(query, self.default_database, text)):
             schema = self.describe(database, table)
+            if not _all_columns(schema) and (database, table) in self._created:
+                raise statement_error(
+                    f"the columns of {database}.{table} are not known: the statement that creates it has no "
+                    "column lineage",
+                    text,
+                )
             if not _all_columns(schema):
                 raise statement_error(f"table {database}.{table} has no columns in the catalog", text)
             schemas[(database, table)] = schema
@@ -739,23 +797,65 @@ class SqlColumnLineage:
         if write.kind == "rewrite" and target is not None and not _reads(target, columns, dataset):
             inputs.discard(target)  # UPDATE/DELETE/MERGE name their target; it is an input only if read
         if write.kind == "create" and write.target:
+            types = _result_types(qualified, schemas, self.read) if isinstance(qualified, exp.Query) else []
+            if len(types) != len(columns):  # a generator's several columns come from one projection
+                types = ["" for _ in columns]
             self._created[write.target] = TableSchema(
-                write.target[0], write.target[1], tuple(Column(c.name, "string") for c in columns)
+                write.target[0],
+                write.target[1],
+                tuple(Column(c.name, kind) for c, kind in zip(columns, types, strict=True)),
             )
         return StatementLineage(target, columns, dataset, tuple(sorted(inputs)), text)
+
+    def tables(self, sql: str) -> TableLevel:
+        """The tables ``sql`` reads and writes, from its parse alone: for a step whose column lineage is refused.
+
+        The tables its CREATE statements make are remembered for later statements and steps, with their
+        declared columns, or with none (not known) when they come from a query.
+        """
+        try:
+            with _sqlglot_silenced():
+                parsed = [statement for statement in sqlglot.parse(sql, read=self.read) if statement is not None]
+        except ParseError as error:
+            raise InvalidInputError(parse_error_message(error, self.dialect)) from None
+        inputs: dict[str, None] = {}
+        outputs: dict[str, None] = {}
+        for statement in parsed:
+            text = statement.sql(self.read, unsupported_level=ErrorLevel.IGNORE)
+            target = _write_target(statement)
+            ctes = _cte_names(statement)
+            for table in statement.find_all(exp.Table):
+                if table is target or not table.name or isinstance(table.this, exp.Func):
+                    continue
+                if table.db or table.name.lower() not in ctes:
+                    name = ".".join(table_parts(table, self.default_database, text))
+                    if name not in outputs:  # a table this step wrote before reading it back is no input
+                        inputs.setdefault(name)
+            if target is None:
+                continue
+            database, table_name = table_parts(target, self.default_database, text)
+            outputs.setdefault(f"{database}.{table_name}")
+            if isinstance(statement, exp.Create):
+                if isinstance(statement.this, exp.Schema) and not isinstance(statement.expression, exp.Query):
+                    self._remember_definition(statement.this, text)
+                else:
+                    # A CTAS whose query was not followed (or one that was, earlier in this step): its
+                    # columns are not made up; later statements reading it are refused, saying so.
+                    self._created.setdefault((database, table_name), TableSchema(database, table_name, ()))
+        return TableLevel(tuple(inputs), tuple(outputs))
 
     def _remember_definition(self, schema: exp.Schema, sql: str) -> None:
         """``CREATE TABLE t (a int, ...) [PARTITIONED BY (dt string)]``: t's columns for later statements."""
         if not isinstance(schema.this, exp.Table):
             return
         database, table = table_parts(schema.this, self.default_database, sql)
-        columns = tuple(Column(d.name.lower(), "string") for d in schema.expressions if isinstance(d, exp.ColumnDef))
+        columns = tuple(_declared(d) for d in schema.expressions if isinstance(d, exp.ColumnDef))
         partitions: tuple[Column, ...] = ()
         statement = schema.parent
         partitioned = statement.find(exp.PartitionedByProperty) if statement is not None else None
         if partitioned is not None and isinstance(partitioned.this, exp.Schema):
             definitions = partitioned.this.expressions
-            partitions = tuple(Column(d.name.lower(), "string") for d in definitions if isinstance(d, exp.ColumnDef))
+            partitions = tuple(_declared(d) for d in definitions if isinstance(d, exp.ColumnDef))
         if columns:
             self._created[(database, table)] = TableSchema(database, table, columns, partitions)
 
@@ -816,6 +916,12 @@ class SqlColumnLineage:
         return tuple(sorted(columns, key=lambda column: position[column.name])), relation.dataset
 
 
+def _declared(definition: exp.ColumnDef) -> Column:
+    """A column of ``CREATE TABLE t (...)`` with the type it is declared with."""
+    kind = definition.args.get("kind")
+    return Column(definition.name.lower(), glue_type(kind if isinstance(kind, exp.DataType) else None))
+
+
 def _assigned_columns(write: WritePlan, relation: RelationLineage) -> tuple[tuple[OutputColumn, ...], Dependencies]:
     """A rewritten MERGE/UPDATE/DELETE: each target column from every branch that assigns it."""
     by_alias = {column.name: column for column in relation.columns}
@@ -832,7 +938,9 @@ def _assigned_columns(write: WritePlan, relation: RelationLineage) -> tuple[tupl
             dependencies = union(dependencies, as_indirect(condition.dependencies, Subtype.CONDITIONAL))
             children += condition.node.children if condition.node else ()
         expression = (value.expression or "").rsplit(f" AS {GENERATED}", 1)[0]
-        node = ExpressionNode(assignment.branch, f"{assignment.column} = {expression}", None, _unique(children))
+        node = ExpressionNode(
+            assignment.branch, f"{assignment.column} = {expression}", None, _unique(children), dependencies
+        )
         per_column.setdefault(assignment.column, []).append((dependencies, node))
     columns = tuple(
         OutputColumn(

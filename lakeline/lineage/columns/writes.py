@@ -299,6 +299,9 @@ def plan_write(statement: exp.Expr, *, default_database: str | None, describe: D
         return _delete(statement, default_database, sql)
     if isinstance(statement, exp.Query):
         return WritePlan(None, statement, "query")
+    if isinstance(statement, exp.Cache) and statement.expression is not None:
+        # Spark's session-scoped view of a query's rows: no table of the catalog, and no dataset to name.
+        raise statement_error("CACHE TABLE ... AS SELECT is not supported for column lineage", sql)
     if isinstance(statement, NO_ROW_STATEMENTS):
         return None
     if isinstance(statement, exp.Command) and str(statement.this).upper() in NO_ROW_COMMANDS:

@@ -181,7 +181,8 @@ def column_lineage_facet(
 def _schema_fields(step: StepRun, dataset: str) -> list[tuple[str, str | None]] | None:
     schema = step.schemas.get(dataset)
     if schema is not None:
-        return [(c.name, c.type) for c in (*schema.columns, *schema.partition_columns)]
+        # A created table's column whose type is not known ("") has none in the facet, where it is optional.
+        return [(c.name, c.type or None) for c in (*schema.columns, *schema.partition_columns)]
     for statement in step.statements:
         if statement.target == dataset:
             return [(column.name, None) for column in statement.columns]
@@ -301,6 +302,8 @@ def sql_step_run(
 
     ``created``: tables earlier steps of the same run made (shared with them; see ``SqlColumnLineage``).
     """
+    # Its own when none is shared: the schema facets of the tables this step creates come from it.
+    created = created if created is not None else {}
     analyser = SqlColumnLineage(catalog, dialect=dialect, default_database=default_database, created=created)
     statements = tuple(analyser.statements(sql))
     names = {name for statement in statements for name in (*statement.inputs, statement.target) if name}
@@ -311,7 +314,7 @@ def sql_step_run(
             schemas[name] = catalog.describe_table(database, table)
         except TableNotFound:
             # Made by this step or an earlier one of the run: its columns come from the lineage.
-            if created and (database, table) in created:
+            if (database, table) in created:
                 schemas[name] = created[(database, table)]
     return StepRun(
         job_name=job_name,

@@ -17,7 +17,7 @@ from lakeline.lineage.columns.model import (
     SourceField,
     Transformation,
     TransformationType,
-    group_by_source,
+    path_transformations,
 )
 from lakeline.lineage.openlineage.naming import DatasetNaming
 from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, LineageTree
@@ -35,25 +35,25 @@ def column_tree(
     """``ref``'s tree: its expression chain (when the source recorded one), then its dataset-wide inputs."""
     if column.node is None:
         return graph.tree_from(ref, column.dependencies, naming, indirect=indirect, dataset=dataset)
-    how = group_by_source(column.dependencies)
     root = LineageTree(ref)
+    top = (column.dependencies, column.node.dependencies)
     for child in column.node.children:
-        root.children += _steps(child, how, graph, naming, indirect)
+        root.children += _steps(child, top, graph, naming, indirect)
     shaping = graph.tree_from(ref, NO_DEPENDENCIES, naming, indirect=indirect, dataset=dataset)
     root.children += shaping.children
     return root
 
 
+Chain = tuple[Dependencies | None, ...]
+"""The dependencies of the columns on one path of a chain, output first."""
+
+
 def _steps(
-    node: ExpressionNode,
-    how: dict[SourceField, list[Transformation]],
-    graph: ColumnGraph,
-    naming: DatasetNaming,
-    indirect: bool,
+    node: ExpressionNode, chain: Chain, graph: ColumnGraph, naming: DatasetNaming, indirect: bool
 ) -> list[LineageTree]:
     namespace = naming.namespace
     if node.source is not None:
-        sources = _source(node.source, how, graph, naming, indirect)
+        sources = _source(node.source, chain, graph, naming, indirect)
         if node.label == str(node.source):
             return sources
         # A Spark attribute of a table: its ``name#id`` first, as Ushas prints it, then the table column.
@@ -61,7 +61,8 @@ def _steps(
     if not node.children:
         text = f"{node.label} = {node.expression}  [literal]" if node.expression else f"{node.label}  [literal]"
         return [LineageTree(FieldRef(namespace, "", node.label), step=text)]
-    children = [tree for child in node.children for tree in _steps(child, how, graph, naming, indirect)]
+    below = (*chain, node.dependencies)
+    children = [tree for child in node.children for tree in _steps(child, below, graph, naming, indirect)]
     if not children:
         return []  # only INDIRECT inputs below, and they are left out
     text = f"{node.label} = {node.expression}" if node.expression else node.label
@@ -69,14 +70,11 @@ def _steps(
 
 
 def _source(
-    source: SourceField,
-    how: dict[SourceField, list[Transformation]],
-    graph: ColumnGraph,
-    naming: DatasetNaming,
-    indirect: bool,
+    source: SourceField, chain: Chain, graph: ColumnGraph, naming: DatasetNaming, indirect: bool
 ) -> list[LineageTree]:
     ref = FieldRef(*naming.of(source.dataset), source.field)
-    transformations: list[Transformation | None] = [*how.get(source, [])] or [None]
+    # The transformations of this path alone, not every one the output has from this source.
+    transformations: list[Transformation | None] = [*path_transformations(source, chain)] or [None]
     trees = []
     for transformation in transformations:
         if not indirect and transformation is not None and transformation.type is TransformationType.INDIRECT:
