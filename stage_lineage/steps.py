@@ -4,7 +4,9 @@ A stage's state machine ends in its post-update function (the run succeeded) or 
 (a step failed). That function replays the execution's life cycle (``run_lifecycle``): the root's and
 the execution's START (dated when the run was planned), each step's START and COMPLETE, or for a failed
 run the steps before the failed one COMPLETE, that one FAIL, the later ones ABORT (a failure whose step
-is not known gets the execution's FAIL and no step events), then the execution's and root's end:
+is not known gets the execution's FAIL and no step events), then the execution's and root's end. The
+steps are dated with their queries' times when the state machine kept them (stage B on Athena, a run
+that succeeded: ``stage_b.failures``); otherwise at the run's planning time, in the order they ran:
 
 - always into the event archive (``OPENLINEAGE_EVENTS_LOCATION``, the archive bucket's ``openlineage/``
   folder, next to the lineage records), which is the default and writes nothing elsewhere;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -110,12 +113,14 @@ class StepEvents:
         outcome: Outcome,
         error: str | None,
         failed_step: int | None,
+        step_times: Sequence[tuple[datetime, datetime]] | None = None,
     ) -> list[dict[str, Any]]:
         events = lifecycle.replay(
             started_at=run_started_at(run_token),
             ended_at=now(),
             failed_step=failed_step,
             error=(error or "failed") if outcome == "FAIL" else None,
+            step_times=step_times,
         )
         return self.publish(events)
 
@@ -134,11 +139,15 @@ class StepEvents:
         *,
         error: str | None = None,
         failed_step: int | None = None,
+        step_times: Sequence[tuple[datetime, datetime]] | None = None,
     ) -> list[dict[str, Any]]:
-        """``failed_step``: the index of the step that failed, when the caller knows it."""
+        """``failed_step``: the index of the step that failed, when the caller knows it; ``step_times``:
+        each step's (start, end) when the state machine kept them (``stage_b.failures.step_times``)."""
         if not self.enabled:
             return []
         lifecycle = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.settings, engine=self.engine)
         if outcome == "FAIL" and failed_step is None and len(lifecycle.steps) == 1:
             failed_step = 0  # a run of one step failed in it
-        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step)
+        if step_times is not None and len(step_times) != len(lifecycle.steps):
+            step_times = None  # not one per step: the replay dates them itself rather than misdate one
+        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step, step_times)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
@@ -28,6 +28,7 @@ from lakeline.partitions import Abandoned
 from lambdas.environments import StageBFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from lambdas.post_update import note_lineage
+from stage_b.failures import failed_step_index
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
@@ -42,6 +43,15 @@ class FailureInput(BaseModel):
     error: StepError
     failed_step: Literal["reconcile", "steps", "commit", "publish", "spark", "post_update"] = "steps"
     execution_id: str = ""
+    failed_index: int | None = Field(default=None, ge=0)
+    """Which of the plan's steps failed, when the error says (``stage_b.failures``); ``error`` is then the
+    step's task's own."""
+
+    @model_validator(mode="after")
+    def _failed_index(self) -> FailureInput:
+        if self.failed_index is None:
+            self.failed_index, self.error = failed_step_index(self.error, self.failed_step)
+        return self
 
 
 Runtime = FailureRuntime[StageBFailureEnvironment]
@@ -123,8 +133,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
     record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
     reason = f"{request.failed_step} failed: {request.error.described()}" + (f"; {left}" if left else "")
-    # Every step of the run fails with it: none of their output was published.
-    events = run.events.stage_b(plan, message, "FAIL", error=reason)
+    # The steps before the failed one COMPLETE, it FAILs, the later ones ABORT (never ran); the run FAILs.
+    failed_index = request.failed_index
+    if failed_index is not None and failed_index >= len(plan.steps):
+        logger.warning("the failed step's index is not one of the plan's steps", extra={"index": failed_index})
+        failed_index = None  # then no step events, rather than a FAIL for a step that may not have run
+    events = run.events.stage_b(plan, message, "FAIL", error=reason, failed_step=failed_index)
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.
     park(run, parked, reason)
     logger.error(
