@@ -110,7 +110,9 @@ class AthenaWorkgroup(Construct):
                 output_location=s3.Location(bucket_name=self.results_bucket.bucket_name, object_key="athena")
             ),
             result_selector=result_selector,
-            result_path="$" if result_selector else sfn.JsonPath.DISCARD,
+            # No ResultPath is "$": the selected result is the state's output (the interpreter of the
+            # rehearsal, aws-local-stepfunctions 3.0.0, mishandles an explicit "$").
+            result_path=None if result_selector else sfn.JsonPath.DISCARD,
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
         )
         task.add_retry(

@@ -325,7 +325,7 @@ def test_stage_b_steps_tell_the_failure_function_which_failed_and_the_post_updat
         "started.$": "$.QueryExecution.Status.SubmissionDateTime",
         "ended.$": "$.QueryExecution.Status.CompletionDateTime",
     }
-    assert steps["ResultPath"] == "$.step_times"
+    assert "ResultPath" not in step and steps["ResultPath"] == "$.step_times"
     assert step["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "RunStepsStepFailedAt"}]
     failed_at = iteration["RunStepsStepFailedAt"]
     assert failed_at["Parameters"] == {
