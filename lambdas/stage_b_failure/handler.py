@@ -1,8 +1,9 @@
 """Stage B state machine Catch: a step failed; its temp table is already dropped. Remove what the run
 wrote to its fresh prefix unless it was committed (the partition still points at its previous version),
 end its lease (handing it to a follow-up run for messages that came meanwhile), record the failure (a
-lineage record and FAIL events) and park the messages it took in the DLQ. A run whose lease was lost
-parks nothing: its messages wait for the run that holds the partition now.
+lineage record, and OpenLineage events: the steps before the failed one COMPLETE, it FAIL, the later ones
+ABORT, when the error names the step, ``stage_b.failures``) and park the messages it took in the DLQ.
+A run whose lease was lost parks nothing: its messages wait for the run that holds the partition now.
 
 A failure of the post-update (``post_update``, after its retries) comes after the publish: nothing is
 deleted and nothing abandoned. The lease is ended as the post-update ends it, the run's lineage record
