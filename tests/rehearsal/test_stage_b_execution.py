@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from lakeline.lineage.openlineage.archive import EVENTS_FOLDER, EventArchive
-from lakeline.lineage.records.archive import S3ArchiveStore
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import redrive
 from tests.rehearsal.support import (
+    archived_events,
     bucket,
     create_report_table,
     create_table,
     daily_item,
     executions_named,
+    life_cycles,
     output,
     parked,
     put_item,
@@ -268,23 +268,6 @@ def three_steps(table: str, middle: str) -> dict[str, Any]:
     for step in steps:
         step["sql"] = step["sql"].format(table=table)
     return daily_item(f"retail_reports_dev.{table}", "overwrite", steps)
-
-
-def archived_events(deployment: Deployment, job: str) -> list[dict[str, Any]]:
-    """The OpenLineage events the deployed functions kept in the lineage archive bucket for ``job`` and its steps."""
-    s3 = deployment.client("s3")
-    (archive,) = [b["Name"] for b in s3.list_buckets()["Buckets"] if "lineagearchive" in b["Name"].lower()]
-    events = EventArchive(S3ArchiveStore(s3, archive, EVENTS_FOLDER)).events()
-    return [e for e in events if e["job"]["name"] == job or e["job"]["name"].startswith(f"{job}.step")]
-
-
-def life_cycles(events: list[dict[str, Any]], job: str) -> dict[str, list[tuple[str, datetime]]]:
-    """Each run's (eventType, eventTime), the execution's as ``run``, its steps' as ``.step<N>``."""
-    told: dict[str, list[tuple[str, datetime]]] = {}
-    for event in sorted(events, key=lambda e: (e["eventTime"], e["eventType"] != "START")):
-        run = event["job"]["name"].removeprefix(job) or "run"
-        told.setdefault(run, []).append((event["eventType"], datetime.fromisoformat(event["eventTime"])))
-    return told
 
 
 def test_a_three_step_run_failing_in_its_middle_step_tells_each_step_s_life_cycle(
