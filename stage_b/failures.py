@@ -5,7 +5,8 @@ Athena engine: each step is one iteration of the steps ``Map``; a Map's Catch re
 Cause of the iteration that failed, so the iteration, which knows its index (``$$.Map.Item.Index``), fails
 itself with the task's Error and ``STEP_CAUSE_FORMAT`` (``steps[<index>] failed: <the task's cause>``) as
 its Cause. Each step's task keeps its query's ``SubmissionDateTime`` and ``CompletionDateTime``
-(``StepTime``), the Map's output the list of them.
+(``StepTime``), the Map's output the list of them; a failed Map's output is lost, but the failed step's
+cause holds its ``QueryExecution``, with its times.
 
 Spark engine: one Glue job run runs every step; a failed step ends it with ``StageBStepFailed``, whose
 message (``... steps[<index>] (<info>) failed: ...``) Glue reports as the run's ``ErrorMessage``, in the
@@ -55,6 +56,17 @@ def failed_step_index(error: StepError, failed_step: str) -> tuple[int | None, S
         found = _STEP_FAILED.search(message) if isinstance(message, str) else None
         return (int(found.group(1)) if found else None), error
     return None, error
+
+
+def failed_query_times(error: StepError) -> tuple[datetime, datetime] | None:
+    """When the failed step's query ran: an Athena task's cause is its ``QueryExecution``."""
+    try:
+        cause = json.loads(error.Cause)
+        status = cause["QueryExecution"]["Status"]
+        times = StepTime(started=status["SubmissionDateTime"], ended=status["CompletionDateTime"])
+    except (ValueError, KeyError, TypeError):  # not a query's cause, or one without both times
+        return None
+    return (times.started, times.ended) if times.started <= times.ended else None
 
 
 def step_times(times: list[StepTime] | None) -> list[tuple[datetime, datetime]] | None:

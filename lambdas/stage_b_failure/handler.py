@@ -14,6 +14,7 @@ published version onwards under the run that published it (``lambdas.post_update
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from functools import cache
 from typing import Any, Literal
 
@@ -29,7 +30,7 @@ from lakeline.partitions import Abandoned
 from lambdas.environments import StageBFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from lambdas.post_update import note_lineage
-from stage_b.failures import failed_step_index
+from stage_b.failures import failed_query_times, failed_step_index
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
@@ -139,7 +140,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if failed_index is not None and failed_index >= len(plan.steps):
         logger.warning("the failed step's index is not one of the plan's steps", extra={"index": failed_index})
         failed_index = None  # then no step events, rather than a FAIL for a step that may not have run
-    events = run.events.stage_b(plan, message, "FAIL", error=reason, failed_step=failed_index)
+    # Of the steps only the failed one's times are known (its query's, in the cause); the others are
+    # dated by the replay, in order.
+    times: list[tuple[datetime, datetime] | None] | None = None
+    if failed_index is not None and (failed_times := failed_query_times(request.error)) is not None:
+        times = [None] * failed_index + [failed_times]
+    events = run.events.stage_b(plan, message, "FAIL", error=reason, failed_step=failed_index, step_times=times)
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.
     park(run, parked, reason)
     logger.error(

@@ -362,7 +362,12 @@ def athena_step_failure(index: int) -> dict[str, str]:
     query = {
         "QueryExecutionId": "q-2",
         "Query": STEP_SQL,
-        "Status": {"State": "FAILED", "StateChangeReason": "COLUMN_NOT_FOUND: price"},
+        "Status": {
+            "State": "FAILED",
+            "StateChangeReason": "COLUMN_NOT_FOUND: price",
+            "SubmissionDateTime": "2022-01-20T10:16:00Z",
+            "CompletionDateTime": "2022-01-20T10:16:02Z",
+        },
     }
     return {"Error": "States.TaskFailed", "Cause": f"steps[{index}] failed: " + json.dumps({"QueryExecution": query})}
 
@@ -387,6 +392,11 @@ def test_a_stage_b_run_failing_in_its_middle_step_replays_each_step_s_life_cycle
     assert failed["run"]["facets"]["errorMessage"]["message"] == (
         "steps failed: States.TaskFailed: Athena query q-2 FAILED: COLUMN_NOT_FOUND: price"
     )
+    # The failed step is dated by its query (in the cause); the step before it, whose times the failed Map
+    # lost, when the run was planned.
+    dated = {(e["job"]["name"].rsplit(".", 1)[-1], e["eventType"]): e["eventTime"][:19] for e in events}
+    assert dated[("step1", "START")] == "2022-01-20T10:16:00" and dated[("step1", "FAIL")] == "2022-01-20T10:16:02"
+    assert dated[("step0", "COMPLETE")] == dated[("step0", "START")] <= dated[("step1", "START")]
 
 
 def test_a_spark_job_run_failing_in_its_middle_step_names_it_in_its_error_message(aws: dict[str, Any]) -> None:

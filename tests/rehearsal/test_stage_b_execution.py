@@ -302,6 +302,8 @@ def test_a_three_step_run_failing_in_its_middle_step_tells_each_step_s_life_cycl
     # and every step's events lie within the execution's START and FAIL.
     (_, started), (_, ended) = told["run"]
     assert all(started <= at <= ended for events in told.values() for _, at in events), told
+    # The failed step is dated by its query (its cause holds the QueryExecution): within the execution.
+    assert failed_run["startDate"] <= told[".step1"][0][1] < ended, (failed_run["startDate"], told)
     (fail,) = [
         e for e in archived_events(deployment, job) if e["job"]["name"] == f"{job}.step1" and e["eventType"] == "FAIL"
     ]

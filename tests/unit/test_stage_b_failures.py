@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from lakeline.lambda_support import StepError
 from lambdas.stage_b_failure.handler import FailureInput
-from stage_b.failures import STEP_CAUSE_FORMAT, failed_step_index
+from stage_b.failures import STEP_CAUSE_FORMAT, failed_query_times, failed_step_index
 
 QUERY = json.dumps({"QueryExecution": {"QueryExecutionId": "q", "Status": {"StateChangeReason": "steps[7] ( no"}}})
 
@@ -52,3 +53,13 @@ def test_the_failure_input_carries_the_index_as_a_typed_field() -> None:
     assert given.failed_index == 3
     with pytest.raises(ValueError):
         FailureInput.model_validate({"plan": {}, "error": {}, "failed_index": -1})
+
+
+def test_the_failed_step_s_times_are_its_query_s() -> None:
+    status = {"SubmissionDateTime": 1705730400000, "CompletionDateTime": "2024-01-20T06:01:00Z"}
+    cause = json.dumps({"QueryExecution": {"Status": status}})
+    started, ended = failed_query_times(StepError(Cause=cause)) or (None, None)
+    assert (started, ended) == (datetime(2024, 1, 20, 6, 0, tzinfo=UTC), datetime(2024, 1, 20, 6, 1, tzinfo=UTC))
+    backwards = json.dumps({"QueryExecution": {"Status": {**status, "CompletionDateTime": "2024-01-20T05:00:00Z"}}})
+    for other in ("", "{}", json.dumps({"QueryExecution": {"Status": {"State": "FAILED"}}}), backwards):
+        assert failed_query_times(StepError(Cause=other)) is None
