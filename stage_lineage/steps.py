@@ -4,7 +4,10 @@ A stage's state machine ends in its post-update function (the run succeeded) or 
 (a step failed). That function replays the execution's life cycle (``run_lifecycle``): the root's and
 the execution's START (dated when the run was planned), each step's START and COMPLETE, or for a failed
 run the steps before the failed one COMPLETE, that one FAIL, the later ones ABORT (a failure whose step
-is not known gets the execution's FAIL and no step events), then the execution's and root's end:
+is not known gets the execution's FAIL and no step events), then the execution's and root's end. The
+steps are dated with their queries' times when the state machine kept them (stage B on Athena: every
+step of a run that succeeded, the failed step of one that failed, ``stage_b.failures``); a step without
+times is dated when the one before it ended (the run's planning time for the first):
 
 - always into the event archive (``OPENLINEAGE_EVENTS_LOCATION``, the archive bucket's ``openlineage/``
   folder, next to the lineage records), which is the default and writes nothing elsewhere;
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -115,12 +119,14 @@ class StepEvents:
         outcome: Outcome,
         error: str | None,
         failed_step: int | None,
+        step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
     ) -> list[dict[str, Any]]:
         events = lifecycle.replay(
             started_at=run_started_at(run_token),
             ended_at=now(),
             failed_step=failed_step,
             error=(error or "failed") if outcome == "FAIL" else None,
+            step_times=step_times,
         )
         return self.publish(events)
 
@@ -141,8 +147,10 @@ class StepEvents:
         *,
         error: str | None = None,
         failed_step: int | None = None,
+        step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
     ) -> list[dict[str, Any]]:
-        """``failed_step``: the index of the step that failed, when the caller knows it."""
+        """``failed_step``: the index of the step that failed, when the caller knows it; ``step_times``:
+        each step's (start, end), None where not known (``stage_b.failures``)."""
         if not self.enabled:
             return []
         lifecycle = stage_b_lifecycle(
@@ -155,4 +163,6 @@ class StepEvents:
         )
         if outcome == "FAIL" and failed_step is None and len(lifecycle.steps) == 1:
             failed_step = 0  # a run of one step failed in it
-        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step)
+        if step_times is not None and len(step_times) > len(lifecycle.steps):
+            step_times = None  # more times than steps: the replay dates them itself rather than misdate one
+        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step, step_times)

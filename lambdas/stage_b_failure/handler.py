@@ -1,8 +1,9 @@
 """Stage B state machine Catch: a step failed; its temp table is already dropped. Remove what the run
 wrote to its fresh prefix unless it was committed (the partition still points at its previous version),
 end its lease (handing it to a follow-up run for messages that came meanwhile), record the failure (a
-lineage record and FAIL events) and park the messages it took in the DLQ. A run whose lease was lost
-parks nothing: its messages wait for the run that holds the partition now.
+lineage record, and OpenLineage events: the steps before the failed one COMPLETE, it FAIL, the later ones
+ABORT, when the error names the step, ``stage_b.failures``) and park the messages it took in the DLQ.
+A run whose lease was lost parks nothing: its messages wait for the run that holds the partition now.
 
 A failure of the post-update (``post_update``, after its retries) comes after the publish: nothing is
 deleted and nothing abandoned. The lease is ended as the post-update ends it, the run's lineage record
@@ -13,12 +14,13 @@ published version onwards under the run that published it (``lambdas.post_update
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from functools import cache
 from typing import Any, Literal
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
@@ -28,6 +30,7 @@ from lakeline.partitions import Abandoned
 from lambdas.environments import StageBFailureEnvironment
 from lambdas.failure import FailureRuntime, failure_runtime
 from lambdas.post_update import note_lineage
+from stage_b.failures import failed_query_times, failed_step_index
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
@@ -42,6 +45,15 @@ class FailureInput(BaseModel):
     error: StepError
     failed_step: Literal["reconcile", "steps", "commit", "publish", "spark", "post_update"] = "steps"
     execution_id: str = ""
+    failed_index: int | None = Field(default=None, ge=0)
+    """Which of the plan's steps failed, when the error says (``stage_b.failures``); ``error`` is then the
+    step's task's own."""
+
+    @model_validator(mode="after")
+    def _failed_index(self) -> FailureInput:
+        if self.failed_index is None:
+            self.failed_index, self.error = failed_step_index(self.error, self.failed_step)
+        return self
 
 
 Runtime = FailureRuntime[StageBFailureEnvironment]
@@ -123,8 +135,17 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
     record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
     reason = f"{request.failed_step} failed: {request.error.described()}" + (f"; {left}" if left else "")
-    # Every step of the run fails with it: none of their output was published.
-    events = run.events.stage_b(plan, message, "FAIL", error=reason)
+    # The steps before the failed one COMPLETE, it FAILs, the later ones ABORT (never ran); the run FAILs.
+    failed_index = request.failed_index
+    if failed_index is not None and failed_index >= len(plan.steps):
+        logger.warning("the failed step's index is not one of the plan's steps", extra={"index": failed_index})
+        failed_index = None  # then no step events, rather than a FAIL for a step that may not have run
+    # Of the steps only the failed one's times are known (its query's, in the cause); the others are
+    # dated by the replay, in order.
+    times: list[tuple[datetime, datetime] | None] | None = None
+    if failed_index is not None and (failed_times := failed_query_times(request.error)) is not None:
+        times = [None] * failed_index + [failed_times]
+    events = run.events.stage_b(plan, message, "FAIL", error=reason, failed_step=failed_index, step_times=times)
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.
     park(run, parked, reason)
     logger.error(

@@ -25,6 +25,7 @@ from lambdas.post_update import (
     post_update_runtime,
     published_parents,
 )
+from stage_b.failures import StepTime, step_times
 from stage_b.finish import finish_stage_b
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
@@ -38,6 +39,8 @@ class PostUpdateInput(BaseModel):
     message: dict[str, Any]
     plan: dict[str, Any]
     execution_id: str = ""
+    step_times: list[StepTime] | None = None
+    """When each step's query ran (the Athena engine's Map keeps them; a Glue job run does not)."""
 
 
 @cache
@@ -77,7 +80,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         note_lineage(run.runs.commits, plan.lease, plan.target_location, parents)
     else:
         parents = published_parents(plan.lease)  # where the publishing run sits (``note_lineage``)
-    events = run.events.stage_b(plan, message, "COMPLETE") if plan.message_ids else []
+    times = step_times(request.step_times)
+    events = run.events.stage_b(plan, message, "COMPLETE", step_times=times) if plan.message_ids else []
     onward = run.routing.route(
         message.target_dataset, message.partition, run=routed_run, path=message.path, lineage=parents
     )

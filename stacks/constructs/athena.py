@@ -77,14 +77,21 @@ class AthenaWorkgroup(Construct):
         )
 
     def statement(
-        self, scope: Construct, construct_id: str, sql_path: str, *, database_path: str | None = None
+        self,
+        scope: Construct,
+        construct_id: str,
+        sql_path: str,
+        *,
+        database_path: str | None = None,
+        result_selector: dict[str, str] | None = None,
     ) -> tasks.AthenaStartQueryExecution:
         """One statement from the state at ``sql_path``; the workgroup enforces the result location.
 
         The statements Lakeline writes name their tables in full (``db.table``) and need no query context.
         A statement a user writes (a stage B step) runs in the database at ``database_path``, as the local
         runner runs it (``engine.execute(step.sql, database=step.db)``): its unqualified table names
-        resolve in its ``db``, not in Athena's ``default``."""
+        resolve in its ``db``, not in Athena's ``default``. ``result_selector``: what of the finished query
+        execution becomes the task's output (else it is discarded and the state passes its input on)."""
         context = (
             tasks.QueryExecutionContext(database_name=sfn.JsonPath.string_at(database_path))
             if database_path is not None
@@ -102,7 +109,10 @@ class AthenaWorkgroup(Construct):
             result_configuration=tasks.ResultConfiguration(
                 output_location=s3.Location(bucket_name=self.results_bucket.bucket_name, object_key="athena")
             ),
-            result_path=sfn.JsonPath.DISCARD,
+            result_selector=result_selector,
+            # No ResultPath is "$": the selected result is the state's output (the interpreter of the
+            # rehearsal, aws-local-stepfunctions 3.0.0, mishandles an explicit "$").
+            result_path=None if result_selector else sfn.JsonPath.DISCARD,
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
         )
         task.add_retry(

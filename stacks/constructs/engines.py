@@ -23,10 +23,17 @@ from stacks.constructs.athena import AthenaWorkgroup
 from stacks.constructs.glue_job import SparkJob
 from stacks.constructs.workflow import SQL_TIMEOUT, failure_marker
 from stacks.contracts import STAGE_A_PLAN, STAGE_B_PLAN, STAGE_B_STEP, InputPath
+from stage_b.failures import STEP_CAUSE_FORMAT
+
+STEP_TIMES = "$.step_times"
+"""Where the Athena engine keeps a stage B run's step times (``stage_b.failures.StepTime``, one per step)."""
 
 
 class Engine(ABC):
     """The Step Functions fragments that run a stage A plan and a stage B plan."""
+
+    stage_b_step_times: str | None = None
+    """The path of the stage B steps' times in the state, when the engine's fragment keeps them."""
 
     @abstractmethod
     def stage_a(
@@ -75,6 +82,8 @@ class Engine(ABC):
 
 class AthenaEngine(Engine):
     """Each statement of the plan as its own Athena task."""
+
+    stage_b_step_times = STEP_TIMES
 
     def __init__(self, workgroup: AthenaWorkgroup) -> None:
         self.workgroup = workgroup
@@ -131,14 +140,44 @@ class AthenaEngine(Engine):
     ) -> sfn.State:
         plan, statement = STAGE_B_PLAN, self.workgroup.statement
         reconcile = self._reconcile(scope, construct_id, plan, on_failure)
-        step = statement(scope, f"{construct_id}Step", "$.sql", database_path="$.db")  # in its db, as locally
+        # In its db, as locally; its output is when its query ran (stage_b.failures.StepTime), for the events.
+        step = statement(
+            scope,
+            f"{construct_id}Step",
+            "$.sql",
+            database_path="$.db",
+            result_selector={
+                "started.$": "$.QueryExecution.Status.SubmissionDateTime",
+                "ended.$": "$.QueryExecution.Status.CompletionDateTime",
+            },
+        )
+        # The Map's Catch gets only the failed iteration's Error and Cause: the iteration puts its index
+        # before the task's cause, so the failure function knows which step failed (stage_b.failures).
+        step_failed = sfn.Pass(
+            scope,
+            f"{construct_id}StepFailedAt",
+            parameters={
+                "Error": sfn.JsonPath.string_at("$.error.Error"),
+                "Cause": sfn.JsonPath.format(
+                    STEP_CAUSE_FORMAT, sfn.JsonPath.string_at("$.index"), sfn.JsonPath.string_at("$.error.Cause")
+                ),
+            },
+        )
+        step_failed.next(
+            sfn.Fail(scope, f"{construct_id}StepIterationFailed", error_path="$.Error", cause_path="$.Cause")
+        )
+        step.add_catch(step_failed, result_path="$.error")
         steps = sfn.Map(
             scope,
             f"{construct_id}Steps",
             items_path=plan("steps"),
             max_concurrency=1,
-            item_selector={"sql.$": STAGE_B_STEP("sql"), "db.$": STAGE_B_STEP("db")},
-            result_path=sfn.JsonPath.DISCARD,
+            item_selector={
+                "sql.$": STAGE_B_STEP("sql"),
+                "db.$": STAGE_B_STEP("db"),
+                "index.$": "$$.Map.Item.Index",
+            },
+            result_path=STEP_TIMES,
         )
         steps.item_processor(step)
         steps_failed = failure_marker(scope, f"{construct_id}StepFailed", "steps")

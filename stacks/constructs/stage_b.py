@@ -76,6 +76,10 @@ class StageB(Construct):
         stage_events.attach(post_update)
 
         plan = STAGE_B_PLAN
+        post_update_payload = {"message.$": str(STAGE_B_MESSAGE), "plan.$": str(plan)}
+        step_times = statements.engine.stage_b_step_times
+        if step_times is not None:  # a Glue job run keeps no step's times: there the replay dates the steps
+            post_update_payload["step_times.$"] = step_times
         workflow = StageWorkflow(
             self,
             name="StageB",
@@ -88,7 +92,7 @@ class StageB(Construct):
             failure=failure,
             failure_payload={"plan.$": str(plan)},
             post_update=post_update,
-            post_update_payload={"message.$": str(STAGE_B_MESSAGE), "plan.$": str(plan)},
+            post_update_payload=post_update_payload,
         )
         self.state_machine = workflow.state_machine
 

@@ -128,7 +128,7 @@ def clear_caches() -> None:
         module.runtime.cache_clear()
 
 
-def dependency_item(sql: str) -> dict[str, Any]:
+def dependency_item(*sqls: str) -> dict[str, Any]:
     return {
         "dataset": TARGET,
         "dependencies": [
@@ -142,7 +142,7 @@ def dependency_item(sql: str) -> dict[str, Any]:
         ],
         "partitionColumn": "date",
         "partitionPythonMask": "%Y%m%d",
-        "steps": [{"db": ANALYTICS, "sql": sql, "info": "daily"}],
+        "steps": [{"db": ANALYTICS, "sql": sql, "info": f"daily {index}"} for index, sql in enumerate(sqls)],
         "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
     }
 
@@ -335,3 +335,120 @@ def test_a_configured_http_transport_receives_the_archived_events(aws: dict[str,
     assert [(path, auth) for path, auth, _ in _Collector.received] == [("/api/v1/lineage", "Bearer secret-key")] * 6
     sent = sorted((body["run"]["runId"], body["eventType"]) for _, _, body in _Collector.received)
     assert sent == sorted((e["run"]["runId"], e["eventType"]) for e in events)
+
+
+STEP_SQL = f"INSERT INTO {TARGET} SELECT customer_id, '$day' FROM {STAGE}.customers WHERE \"date\" = '$day'"
+
+
+def three_steps() -> None:
+    """The target's item with three steps (each writes the target, as a failing middle step needs)."""
+    store = DependencyStore(boto3.client("dynamodb", region_name=REGION))
+    store.put_items([parse_dependency_item(dependency_item(STEP_SQL, STEP_SQL, STEP_SQL))])
+    backfill(store)
+
+
+def stage_b_story(events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each stage B run's event types, in time order (a tie keeps START first)."""
+    ranked = sorted(events, key=lambda e: (e["eventTime"], e["eventType"] != "START"))
+    story: dict[str, list[str]] = {}
+    for event in ranked:
+        if event["job"]["name"].startswith("stage_b"):
+            story.setdefault(event["job"]["name"].removeprefix(f"stage_b.{TARGET}"), []).append(event["eventType"])
+    return story
+
+
+def athena_step_failure(index: int) -> dict[str, str]:
+    """What the Map's Catch hands on when step ``index``'s query fails (``stage_b.failures``)."""
+    query = {
+        "QueryExecutionId": "q-2",
+        "Query": STEP_SQL,
+        "Status": {
+            "State": "FAILED",
+            "StateChangeReason": "COLUMN_NOT_FOUND: price",
+            "SubmissionDateTime": "2022-01-20T10:16:00Z",
+            "CompletionDateTime": "2022-01-20T10:16:02Z",
+        },
+    }
+    return {"Error": "States.TaskFailed", "Cause": f"steps[{index}] failed: " + json.dumps({"QueryExecution": query})}
+
+
+def test_a_stage_b_run_failing_in_its_middle_step_replays_each_step_s_life_cycle(aws: dict[str, Any]) -> None:
+    """#21: before, the failure function never knew the failed step: the run's FAIL alone, no step events."""
+    three_steps()
+    run_stage_a(aws)
+    stage_b = plan_stage_b(aws)
+    request = {"plan": stage_b["plan"], "error": athena_step_failure(1), "failed_step": "steps"}
+    result = stage_b_failure.handler(request, CONTEXT)
+    assert result["openlineage_events"] == 7
+    _, events = archived(aws)
+    assert stage_b_story(events) == {
+        "": ["START", "FAIL"],
+        ".step0": ["START", "COMPLETE"],
+        ".step1": ["START", "FAIL"],
+        ".step2": ["ABORT"],
+    }
+    (failed,) = [e for e in events if e["job"]["name"].endswith(".step1") and e["eventType"] == "FAIL"]
+    # The reason is the query's own, said first: the iteration's index was taken off the cause.
+    assert failed["run"]["facets"]["errorMessage"]["message"] == (
+        "steps failed: States.TaskFailed: Athena query q-2 FAILED: COLUMN_NOT_FOUND: price"
+    )
+    # The failed step is dated by its query (in the cause); the step before it, whose times the failed Map
+    # lost, when the run was planned.
+    dated = {(e["job"]["name"].rsplit(".", 1)[-1], e["eventType"]): e["eventTime"][:19] for e in events}
+    assert dated[("step1", "START")] == "2022-01-20T10:16:00" and dated[("step1", "FAIL")] == "2022-01-20T10:16:02"
+    assert dated[("step0", "COMPLETE")] == dated[("step0", "START")] <= dated[("step1", "START")]
+
+
+def test_a_spark_job_run_failing_in_its_middle_step_names_it_in_its_error_message(aws: dict[str, Any]) -> None:
+    three_steps()
+    run_stage_a(aws)
+    stage_b = plan_stage_b(aws)
+    message = (
+        f"StageBStepFailed: stage B {TARGET} {{'date': '20220120'}}: steps[1] (daily 1) failed: "
+        "[UNRESOLVED_COLUMN] price"
+    )
+    run = {"Id": "jr_1", "JobName": "stage", "JobRunState": "FAILED", "ErrorMessage": message}
+    error = {"Error": "States.TaskFailed", "Cause": json.dumps(run)}
+    stage_b_failure.handler({"plan": stage_b["plan"], "error": error, "failed_step": "spark"}, CONTEXT)
+    _, events = archived(aws)
+    assert stage_b_story(events)[".step1"] == ["START", "FAIL"]
+    assert stage_b_story(events)[".step2"] == ["ABORT"]
+
+
+def test_a_failure_that_names_no_step_reports_the_run_s_fail_alone(aws: dict[str, Any]) -> None:
+    """The DROP of the temp table after the steps (also ``steps``), or a reconcile: no step is blamed."""
+    three_steps()
+    run_stage_a(aws)
+    stage_b = plan_stage_b(aws)
+    error = {"Error": "States.TaskFailed", "Cause": "{}"}
+    stage_b_failure.handler({"plan": stage_b["plan"], "error": error, "failed_step": "steps"}, CONTEXT)
+    _, events = archived(aws)
+    assert stage_b_story(events) == {"": ["START", "FAIL"]}
+
+
+def test_a_finished_run_dates_its_steps_with_their_queries_times(aws: dict[str, Any]) -> None:
+    """#21: before, every step's START and COMPLETE carried the run's planning time."""
+    three_steps()
+    run_stage_a(aws)
+    stage_b = plan_stage_b(aws)
+    times = [  # as the Athena task's result has them: epoch milliseconds, or ISO strings
+        {"started": 1642673700000, "ended": 1642673760000},
+        {"started": "2022-01-20T10:16:05Z", "ended": "2022-01-20T10:17:00Z"},
+        {"started": "2022-01-20T10:17:01+00:00", "ended": "2022-01-20T10:18:30+00:00"},
+    ]
+    request = {"message": stage_b["message"], "plan": stage_b["plan"], "step_times": times}
+    stage_b_post_update.handler(request, CONTEXT)
+    _, events = archived(aws)
+    dated = {
+        (e["job"]["name"].rsplit(".", 1)[-1], e["eventType"]): e["eventTime"][:19]
+        for e in events
+        if ".step" in e["job"]["name"]
+    }
+    assert dated == {
+        ("step0", "START"): "2022-01-20T10:15:00",
+        ("step0", "COMPLETE"): "2022-01-20T10:16:00",
+        ("step1", "START"): "2022-01-20T10:16:05",
+        ("step1", "COMPLETE"): "2022-01-20T10:17:00",
+        ("step2", "START"): "2022-01-20T10:17:01",
+        ("step2", "COMPLETE"): "2022-01-20T10:18:30",
+    }

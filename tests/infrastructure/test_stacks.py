@@ -310,6 +310,36 @@ def test_stage_b_runs_steps_in_order_drops_the_temp_table_on_failure_and_swaps(
     assert states["PostUpdateTask"]["Next"] == "StageBDone"
 
 
+def test_stage_b_steps_tell_the_failure_function_which_failed_and_the_post_update_when_they_ran(
+    athena_templates: tuple[Template, Template], spark_templates: tuple[Template, Template]
+) -> None:
+    """#21: the Map's Catch gets only the failed iteration's Error and Cause, so the iteration puts its
+    index before the task's cause (``stage_b.failures``); the Map keeps each query's times for the replay."""
+    _, pipeline = athena_templates
+    states = state_machine_definition(pipeline, "StageB")["States"]
+    steps = states["RunStepsSteps"]
+    assert steps["ItemSelector"]["index.$"] == "$$.Map.Item.Index"
+    iteration = steps["ItemProcessor"]["States"]
+    step = iteration["RunStepsStep"]
+    assert step["ResultSelector"] == {
+        "started.$": "$.QueryExecution.Status.SubmissionDateTime",
+        "ended.$": "$.QueryExecution.Status.CompletionDateTime",
+    }
+    assert "ResultPath" not in step and steps["ResultPath"] == "$.step_times"
+    assert step["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "RunStepsStepFailedAt"}]
+    failed_at = iteration["RunStepsStepFailedAt"]
+    assert failed_at["Parameters"] == {
+        "Error.$": "$.error.Error",
+        "Cause.$": "States.Format('steps[{}] failed: {}', $.index, $.error.Cause)",
+    }
+    assert iteration[failed_at["Next"]] == {"Type": "Fail", "ErrorPath": "$.Error", "CausePath": "$.Cause"}
+    assert states["PostUpdateTask"]["Parameters"]["Payload"]["step_times.$"] == "$.step_times"
+    # A Glue job run keeps no step's times: the post-update is not asked for any.
+    _, spark = spark_templates
+    spark_payload = state_machine_definition(spark, "StageB")["States"]["PostUpdateTask"]["Parameters"]["Payload"]
+    assert "step_times.$" not in spark_payload
+
+
 def test_lineage_load_trace_schedule_and_ttl_catcher(athena_templates: tuple[Template, Template]) -> None:
     _, pipeline = athena_templates
     functions = resources(pipeline, "AWS::Lambda::Function")

@@ -7,8 +7,11 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
+from lakeline.lineage.openlineage.archive import EVENTS_FOLDER, EventArchive
+from lakeline.lineage.records.archive import S3ArchiveStore
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
@@ -210,3 +213,20 @@ def daily_item(
         "steps": steps,
         "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
     }
+
+
+def archived_events(deployment: Deployment, job: str) -> list[dict[str, Any]]:
+    """The OpenLineage events the deployed functions kept in the lineage archive bucket for ``job`` and its steps."""
+    s3 = deployment.client("s3")
+    (archive,) = [b["Name"] for b in s3.list_buckets()["Buckets"] if "lineagearchive" in b["Name"].lower()]
+    events = EventArchive(S3ArchiveStore(s3, archive, EVENTS_FOLDER)).events()
+    return [e for e in events if e["job"]["name"] == job or e["job"]["name"].startswith(f"{job}.step")]
+
+
+def life_cycles(events: list[dict[str, Any]], job: str) -> dict[str, list[tuple[str, datetime]]]:
+    """Each run's (eventType, eventTime), the execution's as ``run``, its steps' as ``.step<N>``."""
+    told: dict[str, list[tuple[str, datetime]]] = {}
+    for event in sorted(events, key=lambda e: (e["eventTime"], e["eventType"] != "START")):
+        run = event["job"]["name"].removeprefix(job) or "run"
+        told.setdefault(run, []).append((event["eventType"], datetime.fromisoformat(event["eventTime"])))
+    return told

@@ -6,6 +6,8 @@ table names, resolved in the step's ``db``), run on the local Athena (#20)."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -14,11 +16,13 @@ from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import redrive
 from tests.rehearsal.support import (
+    archived_events,
     bucket,
     create_report_table,
     create_table,
     daily_item,
     executions_named,
+    life_cycles,
     output,
     parked,
     put_item,
@@ -244,3 +248,84 @@ def test_a_target_in_a_bucket_the_stacks_do_not_grant_fails_its_step_as_athena_w
     assert f"Access denied when writing to location: s3://{shared}/orders/" in reason, reason
     assert "its files under s3://" in reason and "were left: " in reason, reason
     assert "Contents" not in deployment.client("s3").list_objects_v2(Bucket=shared)
+
+
+def order_step(measure: str, value: str, info: str) -> dict[str, str]:
+    return {
+        "db": "retail_shop_dev",
+        "info": info,
+        "sql": f"INSERT INTO retail_reports_dev.{{table}} SELECT '{measure}', {value}, '$day' FROM orders "
+        "WHERE \"date\" = '$day'",
+    }
+
+
+def three_steps(table: str, middle: str) -> dict[str, Any]:
+    steps = [
+        order_step("orders", "count(*)", "the day's orders"),
+        order_step("revenue", middle, "the day's revenue"),
+        order_step("largest", "max(amount)", "the day's largest order"),
+    ]
+    for step in steps:
+        step["sql"] = step["sql"].format(table=table)
+    return daily_item(f"retail_reports_dev.{table}", "overwrite", steps)
+
+
+def test_a_three_step_run_failing_in_its_middle_step_tells_each_step_s_life_cycle(
+    deployment: Deployment, executions: ExecutionHost, reports: None
+) -> None:
+    """#21, as deployed: the synthesized stage B machine on the ASL interpreter runs three steps, the second
+    failing, and another item's three steps that succeed. Before, the failure function got no step index:
+    the failed run's events were its START and FAIL alone; and every step of the run that succeeded was
+    dated at the run's planning time, before the execution had started."""
+    create_report_table(deployment, "order_steps", "measure STRING, amount DOUBLE")
+    create_report_table(deployment, "order_totals", "measure STRING, amount DOUBLE")
+    put_item(deployment, three_steps("order_steps", "sum(price)"))  # no such column: the second step fails
+    put_item(deployment, three_steps("order_totals", "sum(amount)"))
+    deployment.client("s3").put_object(
+        Bucket=bucket(deployment, "raw"),
+        Key="retail/shop/orders/date=20240306/orders.csv",
+        Body=b"order_id,amount\n11,3.5\n12,6.5\n",
+    )
+    executions.wait()
+
+    (failed_run,) = stage_b_runs(deployment, executions, "order_steps")
+    assert failed_run["status"] == "FAILED", executions.records[failed_run["executionArn"]]
+    job = "stage_b.retail_reports_dev.order_steps"
+    told = life_cycles(archived_events(deployment, job), job)
+    assert {run: [state for state, _ in events] for run, events in told.items()} == {
+        "run": ["START", "FAIL"],
+        ".step0": ["START", "COMPLETE"],
+        ".step1": ["START", "FAIL"],
+        ".step2": ["ABORT"],
+    }, told
+    # A valid order: in time order each run's events are as above (a step ends no earlier than it starts),
+    # and every step's events lie within the execution's START and FAIL.
+    (_, started), (_, ended) = told["run"]
+    assert all(started <= at <= ended for events in told.values() for _, at in events), told
+    # The failed step is dated by its query (its cause holds the QueryExecution): within the execution.
+    assert failed_run["startDate"] <= told[".step1"][0][1] < ended, (failed_run["startDate"], told)
+    (fail,) = [
+        e for e in archived_events(deployment, job) if e["job"]["name"] == f"{job}.step1" and e["eventType"] == "FAIL"
+    ]
+    reason = fail["run"]["facets"]["errorMessage"]["message"]
+    assert reason.startswith("steps failed: States.TaskFailed: Athena query ") and "price" in reason, reason
+
+    runs = writing(executions, stage_b_runs(deployment, executions, "order_totals"))
+    (done,) = runs
+    assert done["status"] == "SUCCEEDED", executions.records[done["executionArn"]]
+    stopped = deployment.client("stepfunctions").describe_execution(executionArn=done["executionArn"])["stopDate"]
+    job = "stage_b.retail_reports_dev.order_totals"
+    events = archived_events(deployment, job)
+    steps = {
+        (e["job"]["name"].removeprefix(job), e["eventType"]): datetime.fromisoformat(e["eventTime"]) for e in events
+    }
+    assert sorted(steps) == sorted(
+        [("", "START"), ("", "COMPLETE")] + [(f".step{i}", t) for i in range(3) for t in ("START", "COMPLETE")]
+    )
+    planned = steps[("", "START")]
+    times = [steps[(f".step{i}", t)] for i in range(3) for t in ("START", "COMPLETE")]
+    # Each step's START and COMPLETE are its query's submission and completion: within the execution, in
+    # the order the steps ran, none at the planning time.
+    assert done["startDate"] <= times[0] and times[-1] <= stopped, (done["startDate"], times, stopped)
+    assert times == sorted(times) and planned < times[0], (planned, times)
+    assert times[-1] <= steps[("", "COMPLETE")]

@@ -45,3 +45,56 @@ def test_a_string_literal_is_unescaped_as_step_functions_does() -> None:
     }
     done = run(definition, {"name": "ada"})
     assert done == {"status": "SUCCEEDED", "output": {"text": "{ ada } it's"}}, done
+
+
+def test_a_failed_map_iteration_hands_its_index_to_the_map_s_catch_in_its_cause() -> None:
+    """The shape of the stage B steps Map (#21): the Map's Catch gets the failed iteration's Error and a
+    Cause that starts with its index, and no later iteration runs (``MaxConcurrency`` 1)."""
+    failing = {
+        "Type": "Pass",
+        "Parameters": {
+            "Error": "States.TaskFailed",
+            "Cause.$": "States.Format('steps[{}] failed: {}', $.index, $.value)",
+        },
+        "Next": "Failed",
+    }
+    iteration = {
+        "ProcessorConfig": {"Mode": "INLINE"},
+        "StartAt": "Step",
+        "States": {
+            "Step": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.value", "StringEquals": "bad", "Next": "FailedAt"}],
+                "Default": "Ran",
+            },
+            "Ran": {"Type": "Pass", "Parameters": {"ran.$": "$.index"}, "End": True},
+            "FailedAt": failing,
+            "Failed": {"Type": "Fail", "ErrorPath": "$.Error", "CausePath": "$.Cause"},
+        },
+    }
+    steps = {
+        "Type": "Map",
+        "ItemsPath": "$.items",
+        "MaxConcurrency": 1,
+        "ItemSelector": {"value.$": "$$.Map.Item.Value", "index.$": "$$.Map.Item.Index"},
+        "ItemProcessor": iteration,
+        "ResultPath": "$.ran",
+        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Caught"}],
+        "End": True,
+    }
+    definition = {"StartAt": "Steps", "States": {"Steps": steps, "Caught": {"Type": "Pass", "End": True}}}
+    done = run(definition, {"items": ["a", "bad", "c"]})
+    assert done["status"] == "SUCCEEDED", done
+    assert done["output"]["error"] == {"Error": "States.TaskFailed", "Cause": "steps[1] failed: bad"}
+    assert run(definition, {"items": ["a", "b"]})["output"]["ran"] == [{"ran": 0}, {"ran": 1}]
+
+
+def test_gap_an_explicit_result_path_of_the_whole_state_nests_the_result() -> None:
+    """Step Functions: ``"ResultPath": "$"`` makes the result the state's output. aws-local-stepfunctions
+    3.0.0 puts it under a key ``$`` instead, so the definitions leave ResultPath out to mean the same
+    (a stage B step's task, ``stacks.constructs.athena``). An upgrade that fixes this fails here."""
+    definition = {
+        "StartAt": "P",
+        "States": {"P": {"Type": "Pass", "Parameters": {"a": 1}, "ResultPath": "$", "End": True}},
+    }
+    assert run(definition, {"x": 2})["output"] == {"x": 2, "$": {"a": 1}}

@@ -186,3 +186,26 @@ def test_created_tables_keep_their_declared_and_derived_types() -> None:
     # The struct's type lets a later step read one of its fields.
     (statement,) = steps[3].statements
     assert statement.edges()["flag"] == {("mart.tmp3.info.city", "DIRECT", "IDENTITY")}
+
+
+def test_a_replay_dates_the_steps_whose_times_are_known_and_keeps_the_order_for_the_others() -> None:
+    """#21: before, ``step_times`` was all or nothing, so a failed run (whose Map output is lost) could not
+    date its failed step by its query; a step without times is dated when the one before it ended."""
+    end = AT + timedelta(minutes=9)
+    at = [AT + timedelta(minutes=m) for m in range(8)]
+    failed = lifecycle(emits_root=False).replay(
+        started_at=AT, ended_at=end, failed_step=1, error="boom", step_times=[None, (at[2], at[3])]
+    )
+    dated = [(name, state, event.eventTime) for (name, state), event in zip(story(failed), failed, strict=True)]
+    assert dated == [
+        (EXECUTION.name, "START", AT.isoformat()),
+        ("step0", "START", AT.isoformat()),
+        ("step0", "COMPLETE", AT.isoformat()),
+        ("step1", "START", at[2].isoformat()),
+        ("step1", "FAIL", at[3].isoformat()),
+        ("step2", "ABORT", end.isoformat()),
+        (EXECUTION.name, "FAIL", end.isoformat()),
+    ]
+    success = lifecycle(emits_root=False).replay(started_at=AT, ended_at=end, step_times=[(at[1], at[4])])
+    times = [event.eventTime for event in success]
+    assert times == [AT.isoformat(), at[1].isoformat()] + [at[4].isoformat()] * 5 + [end.isoformat()]

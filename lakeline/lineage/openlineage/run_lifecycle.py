@@ -107,22 +107,25 @@ class ExecutionLifecycle:
         ended_at: datetime,
         failed_step: int | None = None,
         error: str | None = None,
-        step_times: Sequence[tuple[datetime, datetime]] | None = None,
+        step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
     ) -> list[RunEvent]:
         """The whole life cycle after the fact, in order.
 
         Success (``error`` is None): every step ran. Failure: the steps before ``failed_step`` completed,
         it failed, the ones after it never ran. A failure whose step is unknown reports the parent's
         FAIL and no step events, rather than claiming a step failed that may have completed.
-        ``step_times``: each step's (start, end) when known; else the steps are dated at the run's start
-        (their order in the stream is still the order they ran in).
+        ``step_times``: each step's (start, end), or None for a step whose times are not known (also
+        past the sequence's end); such a step is dated when the step before it ended (the run's start
+        for the first), so that the events' times keep the order the steps ran in.
         """
         if failed_step is not None and not 0 <= failed_step < len(self.steps):
             raise ValueError(f"{self.execution.name} has no step {failed_step}")
         events = self.started(started_at)
         ran = len(self.steps) if error is None else (failed_step + 1 if failed_step is not None else 0)
+        end = started_at
         for index in range(ran):
-            begin, end = step_times[index] if step_times else (started_at, started_at)
+            known = step_times[index] if step_times is not None and index < len(step_times) else None
+            begin, end = known or (end, end)
             events.append(self.step_started(index, begin))
             failing = error is not None and index == failed_step
             events.append(self.step_finished(index, end, error=error if failing else None))

@@ -15,7 +15,17 @@ from boto3.dynamodb.types import TypeSerializer
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.glue import LocalGlue
-from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query, without
+from tests.rehearsal.support import (
+    archived_events,
+    bucket,
+    create_table,
+    executions_named,
+    life_cycles,
+    output,
+    parked,
+    query,
+    without,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -174,6 +184,15 @@ def test_a_failing_job_takes_its_catch_publishes_nothing_and_parks_the_message(
     assert reason.startswith("spark failed: States.TaskFailed: Glue job run ") and " FAILED: " in reason
     assert "price" in reason
     assert query(deployment, "SELECT count(*) FROM sparkco_reports_dev.order_summary") == [["0"]]
+    # #21: the failure function reads the failed step from the job run's ErrorMessage (StageBStepFailed's
+    # message names it); before, the run's START and FAIL were its only OpenLineage events.
+    job = "stage_b.sparkco_reports_dev.order_summary"
+    told = life_cycles(archived_events(deployment, job), job)
+    assert {run: [state for state, _ in events] for run, events in told.items()} == {
+        "run": ["START", "FAIL"],
+        ".step0": ["START", "COMPLETE"],
+        ".step1": ["START", "FAIL"],
+    }, told
 
 
 def stage_b_message(deployment: Deployment, item: dict[str, Any], day: str) -> None:
