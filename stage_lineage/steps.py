@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 Outcome = Literal["COMPLETE", "FAIL"]
+# The failure functions' failed_step values that come after every step ran: the steps completed, the run failed.
+AFTER_STEPS = frozenset({"commit", "publish"})
 
 
 class StepEventsEnvironment(BaseModel):
@@ -120,6 +122,7 @@ class StepEvents:
         error: str | None,
         failed_step: int | None,
         step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
+        after_steps: bool = False,
     ) -> list[dict[str, Any]]:
         events = lifecycle.replay(
             started_at=run_started_at(run_token),
@@ -127,17 +130,23 @@ class StepEvents:
             failed_step=failed_step,
             error=(error or "failed") if outcome == "FAIL" else None,
             step_times=step_times,
+            after_steps=after_steps,
         )
         return self.publish(events)
 
-    def stage_a(self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None) -> list[dict[str, Any]]:
+    def stage_a(
+        self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None, failed: str = "ctas"
+    ) -> list[dict[str, Any]]:
+        """``failed``: the failure function's ``failed_step``: the one step (the CTAS, or the Spark job) failed;
+        after it (the commit, the publish); or before it (register, reconcile: no step events)."""
         if not self.enabled:
             return []
         lifecycle = stage_a_lifecycle(
             plan, catalog=self.catalog, settings=self.settings, engine=self.engine, engine_version=self.engine_version
         )
-        # Stage A has one step: a failed run failed in it.
-        return self._replay(lifecycle, plan.run_token, outcome, error, 0 if outcome == "FAIL" else None)
+        in_step = outcome == "FAIL" and failed in ("ctas", "spark")
+        after = outcome == "FAIL" and failed in AFTER_STEPS
+        return self._replay(lifecycle, plan.run_token, outcome, error, 0 if in_step else None, after_steps=after)
 
     def stage_b(
         self,
@@ -148,9 +157,11 @@ class StepEvents:
         error: str | None = None,
         failed_step: int | None = None,
         step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
+        failed: str = "steps",
     ) -> list[dict[str, Any]]:
         """``failed_step``: the index of the step that failed, when the caller knows it; ``step_times``:
-        each step's (start, end), None where not known (``stage_b.failures``)."""
+        each step's (start, end), None where not known (``stage_b.failures``); ``failed``: the failure
+        function's ``failed_step`` (after the steps: the commit, the publish)."""
         if not self.enabled:
             return []
         lifecycle = stage_b_lifecycle(
@@ -161,8 +172,9 @@ class StepEvents:
             engine=self.engine,
             engine_version=self.engine_version,
         )
-        if outcome == "FAIL" and failed_step is None and len(lifecycle.steps) == 1:
+        after = outcome == "FAIL" and failed in AFTER_STEPS
+        if outcome == "FAIL" and failed == "steps" and failed_step is None and len(lifecycle.steps) == 1:
             failed_step = 0  # a run of one step failed in it
         if step_times is not None and len(step_times) > len(lifecycle.steps):
             step_times = None  # more times than steps: the replay dates them itself rather than misdate one
-        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step, step_times)
+        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step, step_times, after_steps=after)

@@ -35,7 +35,11 @@ err_console = Console(stderr=True)
 
 RootOption = Annotated[str, typer.Option("--root", help="the root_id to trace")]
 ArchiveOption = Annotated[
-    str | None, typer.Option(help="archive folder or s3://bucket/prefix/ (default: WORKSPACE/lineage-archive)")
+    str | None,
+    typer.Option(
+        help="archive folder or s3://bucket/prefix/ (default: WORKSPACE/lineage-archive, or WORKSPACE/deployed/"
+        "lineage-archive for the local deployment's)"
+    ),
 ]
 DateOption = Annotated[str | None, typer.Option("--date", help="archive date YYYY-MM-DD (default: today, UTC)")]
 RegionOption = Annotated[str | None, typer.Option(help="AWS region")]

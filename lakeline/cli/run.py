@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from lakeline.cli.shared import ProjectOption, progress_console
+from lakeline.cli.shared import ProjectOption, note_runtime, progress_console
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError
 from lakeline.errors import LakelineError
@@ -93,6 +93,7 @@ def _run_deployed(
         started = time.monotonic()
         check_app()
         project = DeployedProject(ProjectConfig.load(config), console)
+        note_runtime(project.workspace.root, deployed=True)
         keys = [] if watching else project.raw_keys()
         seen = project.snapshot(keys)
         if not watching and not full and project.nothing_new(seen):
@@ -145,6 +146,7 @@ def run_project(
     try:
         started = time.monotonic()
         project = LocalProject(ProjectConfig.load(config), console)
+        note_runtime(project.workspace.root, deployed=False)
         keys = project.raw_keys()
         seen = project.snapshot(keys)
         if not full and project.nothing_new(seen):
@@ -195,6 +197,7 @@ def watch_project(
     try:
         started = time.monotonic()
         with LocalProject(ProjectConfig.load(config), console) as project:
+            note_runtime(project.workspace.root, deployed=False)
             project.prepare()
             try:
                 watch(project, poll_seconds=poll, max_seconds=duration)

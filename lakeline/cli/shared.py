@@ -70,14 +70,32 @@ RuntimeOption = Annotated[
 ]
 
 
+def runtime_file(root: Path) -> Path:
+    return root / "state" / "runtime"
+
+
+def note_runtime(root: Path, deployed: bool) -> None:
+    """Say which runtime ``lakeline run`` or ``watch`` used last on the workspace ``root`` (also when it found
+    nothing new), for the commands that follow it (``reads_deployment``)."""
+    runtime_file(root).parent.mkdir(parents=True, exist_ok=True)
+    runtime_file(root).write_text("deployed\n" if deployed else "embedded\n")
+
+
 def reads_deployment(choice: bool | None, root: Path) -> bool:
-    """``--deployed`` or ``--embedded`` as given; else whichever runtime ran last on the workspace ``root``:
-    the local deployment if its kept state is newer than the embedded runtime's ``summary.json`` (or there
-    is no such summary), the embedded runtime if only it ran or nothing did."""
+    """``--deployed`` or ``--embedded`` as given; else the runtime ``lakeline run`` or ``watch`` used last on
+    the workspace ``root`` (``note_runtime``); for a workspace of an earlier version, which says nothing, the
+    local deployment if its kept state is newer than the embedded runtime's ``summary.json`` (or there is no
+    such summary), the embedded runtime if only it ran or nothing did."""
     from lakeline.local.rehearsal.kept_state import kept_at
 
     if choice is not None:
         return choice
+    try:
+        noted = runtime_file(root).read_text().strip()
+    except OSError:
+        noted = ""
+    if noted in ("deployed", "embedded"):
+        return noted == "deployed"
     deployed, embedded = kept_at(root / "deployed" / "state"), root / "summary.json"
     if deployed is None:
         return False

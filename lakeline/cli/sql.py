@@ -114,6 +114,13 @@ def run_sql(
     except sqlglot.errors.ParseError as error:
         fail(plain(f"cannot parse the SQL: {error}"))
     project = (config or Path("lakeline.yml")) if reads_deployment(deployed, ws.root) else None
+    if project is not None and workspace is not None:
+        try:
+            theirs = workspace_of(project_of(project), None).root
+        except LakelineError as error:
+            fail(str(error))
+        if theirs != ws.root:
+            fail(f"--workspace {ws.root} is not the workspace of the project {project} ({theirs}): name the project")
     if project is not None and not server:
         _run_deployed_sql(project, statements, output)
         return
@@ -172,6 +179,7 @@ def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat)
     AWS; what a statement changes (a table made, rows written) is kept for the next command."""
     from lakeline.local.project import ProjectConfig
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
+    from lakeline.operations.deployed_sql_server import DeployedStatements
 
     console = Console()
     try:
@@ -182,14 +190,10 @@ def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat)
         fail(f"no local deployment is kept in {project.state_folder}: run `lakeline run` first")
     try:
         with project:
-            try:
-                for statement in statements:
-                    result = project.operator.athena_result(statement)
-                    if result.columns:
-                        print_result(result, output, console)
-            finally:
-                # What a statement set going (rows written into a raw table arrive) ends before the state is kept.
-                project.system.executions.wait(timeout=3600)
-                project.keep()
+            runner = DeployedStatements(project)  # keeps what a statement may change, as the server does
+            for statement in statements:
+                result = runner.execute(statement)
+                if result.columns:
+                    print_result(result, output, console)
     except operation_errors() as error:
         fail(str(error), code=1)

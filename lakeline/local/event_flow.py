@@ -31,7 +31,7 @@ from lakeline.errors import InvalidInputError, LakelineError, validated
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict
-from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
+from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle, StepState
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX, LocalArchiveStore
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, MAX_RECEIVE_COUNT, LocalCloud
@@ -249,9 +249,13 @@ class EventFlow:
         self.report.settled += len(plan.arrival_keys)
         if not plan.writes:
             self.report.duplicates.extend(plan.arrival_keys)
-            self.notify("duplicate", f"{plan.target_database}.{plan.table} {plan.partition}: nothing new")
+            what = (", ".join(plan.arrival_keys), f"{plan.target_database}.{plan.table} {plan.partition}")
+            self.notify("duplicate", f"{what[1]}: nothing new")
             execute_stage_a(plan, self.engine, self.services.store)
-            self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
+            try:  # it routes a version whose post-update failed before, as the state machine's does
+                self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
+            except Exception as error:
+                self._caught(self._stage_a_failure, context, "post_update", error, what)
             return
         self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
         runs = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
@@ -318,7 +322,10 @@ class EventFlow:
             self.report.duplicates.append(message.node)
             self.notify("duplicate", message.node)
             execute_stage_b(plan, self.engine, self.services.store)
-            self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
+            try:  # it routes a version whose post-update failed before, as the state machine's does
+                self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
+            except Exception as error:
+                self._caught(self._stage_b_failure, {"plan": plan.to_dict()}, "post_update", error, (message.node,) * 2)
             return
         self.notify("stage B", message.node)
         runs = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
@@ -335,8 +342,8 @@ class EventFlow:
                 failed_step = "publish"
                 publish_stage_b(plan, self.engine)
         except Exception as error:
-            if failed_step == "steps" and not isinstance(error, StageBStepFailed):
-                failed_step = "reconcile"  # before the first step, as the state machine's reconcile task
+            if failed_step == "steps" and all(state is StepState.WAITING for state in runs.states):
+                failed_step = "reconcile"  # before the first step: the state machine's reconcile task
             for event in runs.finished(error=str(error)):  # the steps that never ran are ABORTed
                 self.emitter.emit(event)
             self._caught(self._stage_b_failure, failed, failed_step, error, what)

@@ -44,6 +44,7 @@ from lakeline.local.workspace import Workspace, write_json
 DEFAULT_KEEP_MINUTES = 15.0
 START_TIMEOUT = 300.0  # seconds for a cold Spark on a slow machine
 STOP_TIMEOUT = 60.0
+DEPLOYED_STOP_TIMEOUT = 3600.0
 
 
 class ServerUnavailable(LakelineError):
@@ -116,7 +117,8 @@ def server_pid(workspace: Workspace) -> int | None:
     if record is None:
         return None
     command = _cmdline(record.pid)
-    if "sql_server" in command and str(workspace.root) in command:  # this module, or a server built on it
+    # This module or a server built on it, for this workspace exactly (not one whose path begins with it).
+    if "sql_server" in command and f" {workspace.root} " in f" {command} ":
         return record.pid
     record_file(workspace).unlink(missing_ok=True)  # it ended without a word (killed, a reboot)
     return None
@@ -255,12 +257,16 @@ def stop(workspace: Workspace) -> bool:
     pid = server_pid(workspace)
     if pid is None:
         return False
+    record = read_record(workspace)
+    # A statement on the deployment waits for what it set going (stage A and B runs) and keeps the state
+    # after: it is given as long as the deployment's own commands give their work.
+    patience = DEPLOYED_STOP_TIMEOUT if record is not None and record.mode == DEPLOYED else STOP_TIMEOUT
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT
+    deadline = time.monotonic() + patience
     while _cmdline(pid):  # gone (or a zombie, whose command line is empty)
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)  # its JVM ends with it (PySpark's gateway exits when its stdin closes)
-            deadline = time.monotonic() + STOP_TIMEOUT
+            deadline = time.monotonic() + patience
         time.sleep(0.1)
     return True
 

@@ -310,6 +310,8 @@ class DeployedProject:
             synthesize(assembly, synth_context(self.config))
         with self.console.status("starting embedded Spark"):
             engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
+            if self.keep_state:  # the workspace is this command's now: a keep caught between its renames is undone
+                kept_state.recover(self.state_folder)
             # What an earlier run's deployment had goes (its S3 mirror, its logs, its results), apart from
             # its kept state and the DDL of the tables in it, when this run takes that state up.
             kept = ("state", "sources.sql") if self.keep_state and kept_state.exists(self.state_folder) else ()

@@ -145,7 +145,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     times: list[tuple[datetime, datetime] | None] | None = None
     if failed_index is not None and (failed_times := failed_query_times(request.error)) is not None:
         times = [None] * failed_index + [failed_times]
-    events = run.events.stage_b(plan, message, "FAIL", error=reason, failed_step=failed_index, step_times=times)
+    events = run.events.stage_b(
+        plan, message, "FAIL", error=reason, failed_step=failed_index, step_times=times, failed=request.failed_step
+    )
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.
     park(run, parked, reason)
     logger.error(

@@ -163,10 +163,26 @@ class AthenaEngine(Engine):
                 ),
             },
         )
-        step_failed.next(
-            sfn.Fail(scope, f"{construct_id}StepIterationFailed", error_path="$.Error", cause_path="$.Cause")
+        # An error without a Cause (a task's States.Timeout may come so) would make States.Format fail with
+        # States.Runtime, which no Catch takes: the error's name stands for its cause then.
+        step_failed_uncaused = sfn.Pass(
+            scope,
+            f"{construct_id}StepFailedAtUncaused",
+            parameters={
+                "Error": sfn.JsonPath.string_at("$.error.Error"),
+                "Cause": sfn.JsonPath.format(
+                    STEP_CAUSE_FORMAT, sfn.JsonPath.string_at("$.index"), sfn.JsonPath.string_at("$.error.Error")
+                ),
+            },
         )
-        step.add_catch(step_failed, result_path="$.error")
+        iteration_failed = sfn.Fail(
+            scope, f"{construct_id}StepIterationFailed", error_path="$.Error", cause_path="$.Cause"
+        )
+        step_failed.next(iteration_failed)
+        step_failed_uncaused.next(iteration_failed)
+        has_cause = sfn.Choice(scope, f"{construct_id}StepFailureHasCause")
+        has_cause.when(sfn.Condition.is_present("$.error.Cause"), step_failed).otherwise(step_failed_uncaused)
+        step.add_catch(has_cause, result_path="$.error")
         steps = sfn.Map(
             scope,
             f"{construct_id}Steps",

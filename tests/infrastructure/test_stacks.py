@@ -326,13 +326,22 @@ def test_stage_b_steps_tell_the_failure_function_which_failed_and_the_post_updat
         "ended.$": "$.QueryExecution.Status.CompletionDateTime",
     }
     assert "ResultPath" not in step and steps["ResultPath"] == "$.step_times"
-    assert step["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "RunStepsStepFailedAt"}]
+    assert step["Catch"] == [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "RunStepsStepFailureHasCause"}
+    ]
+    # An error without a Cause must not make States.Format fail (States.Runtime, which no Catch takes).
+    has_cause = iteration["RunStepsStepFailureHasCause"]
+    assert has_cause["Choices"] == [{"Variable": "$.error.Cause", "IsPresent": True, "Next": "RunStepsStepFailedAt"}]
+    assert has_cause["Default"] == "RunStepsStepFailedAtUncaused"
     failed_at = iteration["RunStepsStepFailedAt"]
     assert failed_at["Parameters"] == {
         "Error.$": "$.error.Error",
         "Cause.$": "States.Format('steps[{}] failed: {}', $.index, $.error.Cause)",
     }
-    assert iteration[failed_at["Next"]] == {"Type": "Fail", "ErrorPath": "$.Error", "CausePath": "$.Cause"}
+    uncaused = iteration["RunStepsStepFailedAtUncaused"]
+    assert uncaused["Parameters"]["Cause.$"] == "States.Format('steps[{}] failed: {}', $.index, $.error.Error)"
+    fail = {"Type": "Fail", "ErrorPath": "$.Error", "CausePath": "$.Cause"}
+    assert iteration[failed_at["Next"]] == iteration[uncaused["Next"]] == fail
     assert states["PostUpdateTask"]["Parameters"]["Payload"]["step_times.$"] == "$.step_times"
     # A Glue job run keeps no step's times: the post-update is not asked for any.
     _, spark = spark_templates

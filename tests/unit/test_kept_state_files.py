@@ -20,6 +20,9 @@ def test_a_keep_stopped_between_its_renames_leaves_the_state_before(tmp_path: Pa
     write_manifest(tmp_path / "state.old", {"a.csv": "1"})  # set aside; the new one never put in place
     assert kept_state.exists(folder)
     assert kept_state.kept_extra(folder) == {"uploads": {"a.csv": "1"}}
+    # Reading moves nothing (a keep may be running); the next writer puts the state back in place.
+    assert (tmp_path / "state.old" / kept_state.MANIFEST).is_file() and not folder.exists()
+    kept_state.recover(folder)
     assert (folder / kept_state.MANIFEST).is_file() and not (tmp_path / "state.old").exists()
 
 

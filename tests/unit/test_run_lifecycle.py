@@ -209,3 +209,20 @@ def test_a_replay_dates_the_steps_whose_times_are_known_and_keeps_the_order_for_
     success = lifecycle(emits_root=False).replay(started_at=AT, ended_at=end, step_times=[(at[1], at[4])])
     times = [event.eventTime for event in success]
     assert times == [AT.isoformat(), at[1].isoformat()] + [at[4].isoformat()] * 5 + [end.isoformat()]
+
+
+def test_a_run_that_failed_after_its_steps_reports_them_complete_and_itself_failed() -> None:
+    """The commit or the publish failed: every step ran and completed (as the embedded runtime emits them
+    live); the execution failed. Not a step FAIL for a step that completed."""
+    end = AT + timedelta(minutes=5)
+    replayed = lifecycle(emits_root=False).replay(started_at=AT, ended_at=end, error="publish broke", after_steps=True)
+    assert story(replayed) == [
+        (EXECUTION.name, "START"),
+        ("step0", "START"),
+        ("step0", "COMPLETE"),
+        ("step1", "START"),
+        ("step1", "COMPLETE"),
+        ("step2", "START"),
+        ("step2", "COMPLETE"),
+        (EXECUTION.name, "FAIL"),
+    ]

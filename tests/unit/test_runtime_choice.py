@@ -89,3 +89,16 @@ def test_a_parse_error_is_said_without_terminal_codes(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["sql", "--workspace", str(tmp_path), "--embedded", "-q", "SELECT * FROM t WHERE"])
     assert result.exit_code == 2 and "cannot parse the SQL" in result.output
     assert "\x1b[" not in result.output
+
+
+def test_the_runtime_run_used_last_wins_also_when_it_found_nothing_new(tmp_path: Path) -> None:
+    """run (deployed), run --embedded, run (deployed, nothing new: writes nothing else): the deployment."""
+    from lakeline.cli.shared import note_runtime
+
+    _kept(tmp_path, 100)
+    _embedded(tmp_path, 200)
+    assert reads_deployment(None, tmp_path) is False
+    note_runtime(tmp_path, deployed=True)
+    assert reads_deployment(None, tmp_path) is True
+    note_runtime(tmp_path, deployed=False)
+    assert reads_deployment(None, tmp_path) is False and reads_deployment(True, tmp_path) is True

@@ -108,11 +108,13 @@ class ExecutionLifecycle:
         failed_step: int | None = None,
         error: str | None = None,
         step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
+        after_steps: bool = False,
     ) -> list[RunEvent]:
         """The whole life cycle after the fact, in order.
 
         Success (``error`` is None): every step ran. Failure: the steps before ``failed_step`` completed,
-        it failed, the ones after it never ran. A failure whose step is unknown reports the parent's
+        it failed, the ones after it never ran; ``after_steps``: every step completed and what came after
+        them failed (the commit, the publish). A failure whose step is unknown reports the parent's
         FAIL and no step events, rather than claiming a step failed that may have completed.
         ``step_times``: each step's (start, end), or None for a step whose times are not known (also
         past the sequence's end); such a step is dated when the step before it ended (the run's start
@@ -121,7 +123,9 @@ class ExecutionLifecycle:
         if failed_step is not None and not 0 <= failed_step < len(self.steps):
             raise ValueError(f"{self.execution.name} has no step {failed_step}")
         events = self.started(started_at)
-        ran = len(self.steps) if error is None else (failed_step + 1 if failed_step is not None else 0)
+        if after_steps:
+            failed_step = None
+        ran = len(self.steps) if error is None or after_steps else (failed_step + 1 if failed_step is not None else 0)
         end = started_at
         for index in range(ran):
             known = step_times[index] if step_times is not None and index < len(step_times) else None
@@ -129,6 +133,6 @@ class ExecutionLifecycle:
             events.append(self.step_started(index, begin))
             failing = error is not None and index == failed_step
             events.append(self.step_finished(index, end, error=error if failing else None))
-        if error is not None and failed_step is None:
+        if error is not None and failed_step is None and not after_steps:
             self.states = [StepState.DONE] * len(self.steps)  # unknown: no step events at all
         return events + self.finished(ended_at, error=error)

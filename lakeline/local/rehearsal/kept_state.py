@@ -123,10 +123,19 @@ def keep(deployment: Deployment, folder: Path, *, extra: dict[str, Any] | None =
     shutil.rmtree(previous, ignore_errors=True)
 
 
+def _readable(folder: Path) -> Path | None:
+    """Where the kept state is to be read: ``folder``, or the state ``keep`` set aside if it is caught between
+    its two renames. Readers never ``recover``: a rename of theirs could meet a ``keep`` running meanwhile."""
+    for where in (folder, _previous(folder)):
+        if (where / MANIFEST).is_file():
+            return where
+    return None
+
+
 def kept_extra(folder: Path) -> dict[str, Any]:
     """What ``keep`` was given as ``extra`` (empty if nothing is kept)."""
-    recover(folder)
-    return dict(_manifest(folder).get("extra", {})) if exists(folder) else {}
+    where = _readable(folder)
+    return dict(_manifest(where).get("extra", {})) if where else {}
 
 
 @dataclass(frozen=True)
@@ -138,10 +147,10 @@ class KeptMessage:
 def kept_messages(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, list[KeptMessage]]]:
     """The kept stacks' outputs (by stack) and the messages kept of each queue (by URL), read from the folder
     alone (nothing is stood up); both empty if nothing is kept."""
-    recover(folder)
-    if not exists(folder):
+    where = _readable(folder)
+    if where is None:
         return {}, {}
-    manifest = _manifest(folder)
+    manifest = _manifest(where)
     queues = {
         url: [KeptMessage(message["body"], message["attributes"]) for message in messages]
         for url, messages in manifest.get("queues", {}).items()
@@ -151,10 +160,10 @@ def kept_messages(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, li
 
 def kept_tables(folder: Path) -> dict[str, list[dict[str, Any]]]:
     """Each kept DynamoDB table (by name) → its items (DynamoDB's typed JSON), read from the folder alone."""
-    recover(folder)
-    if not exists(folder):
+    where = _readable(folder)
+    if where is None:
         return {}
-    return {name: [_decoded(item) for item in items] for name, items in _manifest(folder).get("tables", {}).items()}
+    return {name: [_decoded(item) for item in items] for name, items in _manifest(where).get("tables", {}).items()}
 
 
 def restore(deployment: Deployment, folder: Path) -> Restored:
