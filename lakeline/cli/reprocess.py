@@ -3,6 +3,7 @@ deployed stack."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -78,11 +79,11 @@ def reprocess_command(
         if stack is not None and deployed is not None:
             raise LakelineError("--deployed/--embedded (a local project) and --stack (one in AWS): say one")
         if stack is not None:
-            done = _reprocess_stack(stack, table, first, last, wanted, dry_run, raw)
+            done = _reprocess_stack(stack, Asked(table, first, last, wanted, dry_run, raw))
             failed = False
         elif reads_deployment(deployed, workspace_of(project_of(config or Path("lakeline.yml")), None).root):
             done, failed = _reprocess_local_deployment(
-                config or Path("lakeline.yml"), console, started, table, first, last, wanted, dry_run, raw
+                config or Path("lakeline.yml"), console, started, Asked(table, first, last, wanted, dry_run, raw)
             )
         else:
             from lakeline.local.project import LocalProject, ProjectConfig
@@ -147,79 +148,57 @@ def reprocess_command(
         raise typer.Exit(1)
 
 
-def _reprocess_stack(
-    stack: str, table: str, first: str, last: str, wanted: set[str], dry_run: bool, raw: bool
-) -> Reprocessing:
+@dataclass(frozen=True)
+class Asked:
+    """What ``reprocess`` is asked to rebuild, as its options say."""
+
+    table: str
+    first: str
+    last: str
+    targets: set[str]
+    dry_run: bool
+    raw: bool
+
+
+def _reprocess_stack(stack: str, asked: Asked) -> Reprocessing:
     from lakeline.aws.clients import AwsClients
     from lakeline.operations.status import stack_outputs
 
     aws = AwsClients()
     outputs = stack_outputs(aws.cloudformation, stack)
-    return _reprocess_deployment(
-        outputs, aws.dynamodb, aws.s3, aws.sqs, f"stack {stack}", table, first, last, wanted, dry_run, raw
-    )
+    return _reprocess_deployment(outputs, aws.dynamodb, aws.s3, aws.sqs, f"stack {stack}", asked)
 
 
 def _reprocess_local_deployment(
-    config: Path,
-    console: Console,
-    started: float,
-    table: str,
-    first: str,
-    last: str,
-    wanted: set[str],
-    dry_run: bool,
-    raw: bool,
+    config: Path, console: Console, started: float, asked: Asked
 ) -> tuple[Reprocessing, bool]:
     """As on a stack in AWS, on the project's local deployment stood up with what its last command kept; the
     work it sets going run, the state kept. Whether anything failed or was parked."""
     from lakeline.local.project import ProjectConfig
     from lakeline.operations.deployed_run import DeployedProject
 
-    project = DeployedProject(ProjectConfig.load(config), console, keep_results=dry_run)
+    project = DeployedProject(ProjectConfig.load(config), console, keep_results=asked.dry_run)
     if not project.kept():
         raise LakelineError(f"no local deployment is kept in {project.state_folder}: run `lakeline run` first")
     with project:
-        if dry_run:
-            return _deployment_reprocessing(project, table, first, last, wanted, dry_run, raw), False
+        if asked.dry_run:
+            return _deployment_reprocessing(project, asked), False
         project.prepare()
         with project.acting():
-            done = _deployment_reprocessing(project, table, first, last, wanted, dry_run, raw)
+            done = _deployment_reprocessing(project, asked)
         run = project.finish(started)
     return done, not run.clean
 
 
-def _deployment_reprocessing(
-    project: DeployedProject, table: str, first: str, last: str, wanted: set[str], dry_run: bool, raw: bool
-) -> Reprocessing:
-    deployment = project.operator.deployment
+def _deployment_reprocessing(project: DeployedProject, asked: Asked) -> Reprocessing:
+    client, outputs = project.operator.deployment.client, project.operator.named_outputs
     return _reprocess_deployment(
-        project.operator.named_outputs,
-        deployment.client("dynamodb"),
-        deployment.client("s3"),
-        deployment.client("sqs"),
-        "the local deployment",
-        table,
-        first,
-        last,
-        wanted,
-        dry_run,
-        raw,
+        outputs, client("dynamodb"), client("s3"), client("sqs"), "the local deployment", asked
     )
 
 
 def _reprocess_deployment(
-    outputs: dict[str, str],
-    dynamodb: Any,
-    s3: Any,
-    sqs: Any,
-    where: str,
-    table: str,
-    first: str,
-    last: str,
-    wanted: set[str],
-    dry_run: bool,
-    raw: bool,
+    outputs: dict[str, str], dynamodb: Any, s3: Any, sqs: Any, where: str, asked: Asked
 ) -> Reprocessing:
     """What a deployment with these stack ``outputs`` is sent (read through these clients)."""
     from lakeline.dependencies.arrivals import ArrivalTracker
@@ -233,9 +212,10 @@ def _reprocess_deployment(
         scan_table_partitions,
     )
 
+    table, first, last, dry_run = asked.table, asked.first, asked.last, asked.dry_run
     state = outputs["pipeline_state"]
     store = DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
-    if raw:
+    if asked.raw:
         done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
         if "raw_bucket" not in outputs:
             raise LakelineError(f"{where} has no output RawBucket: deploy this version of Lakeline for --raw")
@@ -250,6 +230,6 @@ def _reprocess_deployment(
         ArrivalTracker(dynamodb, state),
         sqs,
         outputs["stage_b_queue"],
-        targets=wanted,
+        targets=asked.targets,
         dry_run=dry_run,
     )

@@ -151,30 +151,19 @@ class AthenaEngine(Engine):
                 "ended.$": "$.QueryExecution.Status.CompletionDateTime",
             },
         )
+
         # The Map's Catch gets only the failed iteration's Error and Cause: the iteration puts its index
         # before the task's cause, so the failure function knows which step failed (stage_b.failures).
-        step_failed = sfn.Pass(
-            scope,
-            f"{construct_id}StepFailedAt",
-            parameters={
-                "Error": sfn.JsonPath.string_at("$.error.Error"),
-                "Cause": sfn.JsonPath.format(
-                    STEP_CAUSE_FORMAT, sfn.JsonPath.string_at("$.index"), sfn.JsonPath.string_at("$.error.Cause")
-                ),
-            },
-        )
+        def failed_at(name: str, cause: str) -> sfn.Pass:
+            """The iteration's error, its cause after the step's index (``stage_b.failures``)."""
+            at_index = sfn.JsonPath.format(STEP_CAUSE_FORMAT, sfn.JsonPath.string_at("$.index"), cause)
+            parameters = {"Error": sfn.JsonPath.string_at("$.error.Error"), "Cause": at_index}
+            return sfn.Pass(scope, f"{construct_id}{name}", parameters=parameters)
+
+        step_failed = failed_at("StepFailedAt", sfn.JsonPath.string_at("$.error.Cause"))
         # An error without a Cause (a task's States.Timeout may come so) would make States.Format fail with
         # States.Runtime, which no Catch takes: the error's name stands for its cause then.
-        step_failed_uncaused = sfn.Pass(
-            scope,
-            f"{construct_id}StepFailedAtUncaused",
-            parameters={
-                "Error": sfn.JsonPath.string_at("$.error.Error"),
-                "Cause": sfn.JsonPath.format(
-                    STEP_CAUSE_FORMAT, sfn.JsonPath.string_at("$.index"), sfn.JsonPath.string_at("$.error.Error")
-                ),
-            },
-        )
+        step_failed_uncaused = failed_at("StepFailedAtUncaused", sfn.JsonPath.string_at("$.error.Error"))
         iteration_failed = sfn.Fail(
             scope, f"{construct_id}StepIterationFailed", error_path="$.Error", cause_path="$.Cause"
         )
