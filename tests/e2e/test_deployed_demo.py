@@ -250,17 +250,5 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     summary = _summary(moved)
     assert (summary["stage_a_runs"], summary["stage_b_runs"], summary["failed_executions"]) == (0, 1, [])
     assert _tables(summary)[("shop_reports_dev.sales_by_store", "day=2024-03-03")] == 3
-    # Queried with Athena on the deployment, as users query theirs (the runtime the last run used).
-    day = [
-        "sql",
-        "--format",
-        "json",
-        "-q",
-        "SELECT order_id FROM shop_pos_dev.sales WHERE day = '2024-03-03'",
-    ]
-    queried = run(day, cwd=moved)
-    assert queried.returncode == 0, queried.stderr[-3000:]
-    assert sorted(int(row["order_id"]) for row in json.loads(queried.stdout)) == [3001, 3002, 3009]
     # Nothing of it went to the embedded runtime's results.
     assert not (moved / ".lakeline" / "summary.json").exists()
-    assert run(["sql", "--stop"], cwd=moved).returncode == 0
