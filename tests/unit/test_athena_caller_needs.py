@@ -113,3 +113,20 @@ def test_what_a_change_asks_of_glue(sql: str, actions: set[str]) -> None:
 
 def test_an_insert_writes_under_its_table() -> None:
     assert ("s3:PutObject", "arn:aws:s3:::stage/orders/*") in needs("INSERT INTO orders SELECT * FROM orders")
+
+
+# -- Gaps, pinned (README "Gaps, said plainly"; athena_caller's docstring): Athena asks these of its caller in
+#    AWS, the local Athena does not check them. A test that fails means a gap closed: say so there too.
+
+
+def test_gap_msck_repair_lists_no_s3_as_its_caller() -> None:
+    """MSCK REPAIR TABLE lists the table's location in S3 (s3:ListBucket) to find partitions."""
+    asked = needs("MSCK REPAIR TABLE orders")
+    assert ("glue:BatchCreatePartition", f"{TABLE}/orders") in asked
+    assert not any(action.startswith("s3:") and action != "s3:PutObject" for action, _ in asked)
+
+
+def test_gap_no_kms_or_lake_formation_action_is_asked() -> None:
+    """Reading SSE-KMS data asks kms:Decrypt; a Lake Formation table asks lakeformation:GetDataAccess."""
+    asked = {action for action, _ in needs("SELECT * FROM orders")}
+    assert asked and not any(action.startswith(("kms:", "lakeformation:")) for action in asked)
