@@ -192,7 +192,11 @@ def stage_a_steps(
     engine_version: str | None = None,
 ) -> list[StepRun]:
     """Stage A's one step: the raw partition into the stage table."""
-    context = StepContext(stage_a_run(plan, settings), catalog, settings, engine, engine_version)
+    return _stage_a_steps(plan, StepContext(stage_a_run(plan, settings), catalog, settings, engine, engine_version))
+
+
+def _stage_a_steps(plan: StageAPlan, context: StepContext) -> list[StepRun]:
+    catalog = context.catalog
     job_name = f"{STAGE_A_JOB}.{plan.target_database}.{plan.table}"
     try:
         sql = stage_a_lineage_sql(plan, catalog)
@@ -215,6 +219,10 @@ def stage_b_steps(
 ) -> list[StepRun]:
     """One run per step of the stage B run, from the step's SQL as the user wrote it (tokens resolved)."""
     context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine, engine_version)
+    return _stage_b_steps(plan, context)
+
+
+def _stage_b_steps(plan: StageBPlan, context: StepContext) -> list[StepRun]:
     return [
         # Unqualified tables resolve against the step's database, as the engine runs it.
         context.from_sql(f"{STAGE_B_JOB}.{plan.dataset}.step{index}", sql, plan.steps[index].db)
@@ -236,17 +244,8 @@ def stage_a_lifecycle(
     engine_version: str | None = None,
 ) -> ExecutionLifecycle:
     """The runs of one stage A execution: the arrival's root (stage A opens every tree), the execution, its step."""
-    pipeline = stage_a_run(plan, settings)
-    steps = stage_a_steps(plan, catalog=catalog, settings=settings, engine=engine, engine_version=engine_version)
-    return ExecutionLifecycle(
-        steps,
-        pipeline.execution,
-        pipeline.root,
-        _owns_root(settings, True),
-        settings.dataset_namespace,
-        engine,
-        engine_version,
-    )
+    context = StepContext(stage_a_run(plan, settings), catalog, settings, engine, engine_version)
+    return _lifecycle(context, _stage_a_steps(plan, context), opens_tree=True)
 
 
 def stage_b_lifecycle(
@@ -259,17 +258,18 @@ def stage_b_lifecycle(
     engine_version: str | None = None,
 ) -> ExecutionLifecycle:
     """The runs of one stage B execution; it owns the root only when nothing upstream triggered it."""
-    pipeline = stage_b_run(plan, message, settings)
-    steps = stage_b_steps(
-        plan, message, catalog=catalog, settings=settings, engine=engine, engine_version=engine_version
-    )
-    opens_tree = message.lineage.root_id is None
+    context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine, engine_version)
+    return _lifecycle(context, _stage_b_steps(plan, context), opens_tree=message.lineage.root_id is None)
+
+
+def _lifecycle(context: StepContext, steps: list[StepRun], *, opens_tree: bool) -> ExecutionLifecycle:
+    pipeline, settings = context.pipeline, context.settings
     return ExecutionLifecycle(
         steps,
         pipeline.execution,
         pipeline.root,
         _owns_root(settings, opens_tree),
         settings.dataset_namespace,
-        engine,
-        engine_version,
+        context.engine,
+        context.engine_version,
     )

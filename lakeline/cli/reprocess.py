@@ -178,8 +178,7 @@ def _reprocess_local_deployment(
     from lakeline.operations.deployed_run import DeployedProject
 
     project = DeployedProject(ProjectConfig.load(config), console, keep_results=asked.dry_run)
-    if not project.kept():
-        raise LakelineError(f"no local deployment is kept in {project.state_folder}: run `lakeline run` first")
+    project.require_kept()
     with project:
         if asked.dry_run:
             return _deployment_reprocessing(project, asked), False

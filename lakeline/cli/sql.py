@@ -149,15 +149,12 @@ def _sql_engine(ws: Workspace, server: bool, keep: float, deployed: Path | None)
         with err_console.status("starting embedded Spark"):
             return open_engine(ws, moved)
     if deployed is not None:
-        from lakeline.local.rehearsal.kept_state import kept_at
+        from lakeline.local.rehearsal import kept_state
         from lakeline.operations.deployed_sql_server import serving_arguments
 
         if not deployed.is_file():
             raise LakelineError(f"no project file {deployed}: name the project's lakeline.yml with --config")
-        if kept_at(ws.root / "deployed" / "state") is None:
-            raise LakelineError(
-                f"no local deployment is kept in {ws.root / 'deployed' / 'state'}: run `lakeline run` first"
-            )
+        kept_state.require(ws.root / "deployed" / "state")  # before the embedded server is stopped for nothing
         what = f"standing the local deployment up in a SQL server (kept {keep:g} minutes without a query)"
         mode, command = sql_server.DEPLOYED, serving_arguments(deployed)
     else:
@@ -184,10 +181,9 @@ def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat)
     console = Console()
     try:
         project = DeployedProject(ProjectConfig.load(config), err_console, keep_results=True)
+        project.require_kept()
     except LakelineError as error:
         fail(str(error))
-    if not project.kept():
-        fail(f"no local deployment is kept in {project.state_folder}: run `lakeline run` first")
     try:
         with project:
             runner = DeployedStatements(project)  # keeps what a statement may change, as the server does

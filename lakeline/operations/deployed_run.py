@@ -277,9 +277,9 @@ class DeployedProject:
     def state_folder(self) -> Path:
         return self.workspace.root / "deployed" / "state"
 
-    def kept(self) -> bool:
-        """Whether an earlier command kept this project's deployment."""
-        return kept_state.exists(self.state_folder)
+    def require_kept(self) -> None:
+        """Fail, saying what to run, unless an earlier command kept this project's deployment."""
+        kept_state.require(self.state_folder)
 
     @property
     def settled_file(self) -> Path:

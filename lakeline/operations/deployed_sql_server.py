@@ -74,8 +74,7 @@ def _deployment(arguments: argparse.Namespace, workspace: Workspace, notes: list
     project = DeployedProject(ProjectConfig.load(arguments.config), Console(file=sys.stdout), keep_results=True)
     if project.workspace.root != workspace.root:
         raise LakelineError(f"{workspace.root} is not the workspace of the project {arguments.config}")
-    if not project.kept():
-        raise LakelineError(f"no local deployment is kept in {project.state_folder}: run `lakeline run` first")
+    project.require_kept()
     try:
         with project:
             yield DeployedStatements(project)

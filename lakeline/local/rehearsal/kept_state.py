@@ -75,6 +75,12 @@ def exists(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() or (_previous(folder) / MANIFEST).is_file()
 
 
+def require(folder: Path) -> None:
+    """Fail, saying what to run, unless a state is kept in ``folder``."""
+    if not exists(folder):
+        raise KeptStateError(f"no local deployment is kept in {folder}: run `lakeline run` first")
+
+
 def kept_at(folder: Path) -> float | None:
     """When the state in ``folder`` was kept (its manifest's modification time), or None if none is."""
     for manifest in (folder / MANIFEST, _previous(folder) / MANIFEST):
