@@ -79,7 +79,7 @@ def in_table_order(contract: RawContract, raw: RawFile) -> IO[bytes]:
     compressed = raw.name.lower().endswith(".gz")
     with raw.open() as binary:
         source = cast(IO[bytes], gzip.GzipFile(fileobj=binary)) if compressed else binary
-        text = io.TextIOWrapper(source, encoding=contract.encoding, errors="strict", newline="")
+        text = io.TextIOWrapper(source, encoding=contract.reading_encoding, errors="strict", newline="")
         reader = csv.reader(text, strict=True, **_dialect(contract))  # type: ignore[arg-type]
         header = next(reader)
         names = [name.strip().lower() for name in header]

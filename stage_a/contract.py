@@ -97,6 +97,12 @@ class RawContract:
     case_sensitive_keys: bool = False
     evolution: SchemaEvolution = "reject"
 
+    @property
+    def reading_encoding(self) -> str:
+        """The codec a file of this contract is decoded with: UTF-8 skips a leading byte-order mark, as
+        Excel's "CSV UTF-8" writes one before the header and Athena's and Spark's readers skip it."""
+        return "utf-8-sig" if self.encoding == "utf-8" else self.encoding
+
     @classmethod
     def of(cls, schema: TableSchema, *, encoding: str = "utf-8", evolution: SchemaEvolution = "reject") -> RawContract:
         fmt = schema.format or "csv"
@@ -149,7 +155,7 @@ def check_raw_file(contract: RawContract, raw: RawFile) -> tuple[Column, ...]:
         return _check_parquet(contract, raw, size)
     with raw.open() as binary:
         stream = cast(IO[bytes], gzip.GzipFile(fileobj=binary)) if raw.name.lower().endswith(".gz") else binary
-        text = io.TextIOWrapper(stream, encoding=contract.encoding, errors="strict", newline="")
+        text = io.TextIOWrapper(stream, encoding=contract.reading_encoding, errors="strict", newline="")
         try:
             if found == "csv":
                 return _check_csv(contract, raw.name, text)

@@ -155,3 +155,19 @@ def test_nested_json_is_checked_to_the_leaf_before_spark_would_read_it_as_null(
     table = f"{events.settings.stage_database('shop', 'web')}.orders"
     loaded = spark_engine.execute(f"SELECT id, ship.city, lines[1].sku FROM {table} ORDER BY id").rows
     assert [tuple(row) for row in loaded] == [(1, "Oslo", "a"), (4, None, "c")]
+
+
+def test_a_utf8_csv_with_a_byte_order_mark_loads_as_written(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path
+) -> None:
+    """Excel's "CSV UTF-8": a byte-order mark before the header, first file of the table and a later one."""
+    events = flow(spark_engine, cloud, tmp_path, "reject")
+    for key, body in (("day=1/a.csv", "store,amount\nnorth,1.5\n"), ("day=1/b.csv", "store,amount\ncafé,2\n")):
+        path = events.workspace.raw_dir / "shop/pos/sales" / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+        events.arrive(f"shop/pos/sales/{key}")
+        events.run_until_idle()
+
+    assert (events.report.quarantined, events.report.failures) == ([], [])
+    assert rows(spark_engine, events) == [("café", 2.0, "1"), ("north", 1.5, "1")]

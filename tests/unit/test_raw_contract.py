@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from lakeline.engines.base import Column, TableSchema
+from stage_a.by_name import in_table_order
 from stage_a.contract import ColumnsByName, ContractViolation, RawContract, check_raw_file
 from stage_a.raw_files import LocalRawFile
 
@@ -213,3 +215,21 @@ def test_json_numbers_are_checked_as_written_not_as_doubles(tmp_path: Path) -> N
     path.write_bytes(b'{"big": 1234567890123456.781}\n')
     with pytest.raises(ContractViolation, match=r"column big: '1234567890123456\.781' is not decimal"):
         check_raw_file(RawContract.of(table), LocalRawFile(path))
+
+
+BOM = b"\xef\xbb\xbf"  # what Excel's "CSV UTF-8" writes before the header
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_column_name(tmp_path: Path) -> None:
+    assert check(tmp_path, "s.csv", BOM + b"sale_id,name,amount\n1,ann,2.50\n") == ()
+    assert check(tmp_path, "s.csv.gz", gzip.compress(BOM + b"sale_id,name,amount\n1,ann,2.50\n")) == ()
+    # Read by name: the copy in the table's order is written without the mark.
+    path = tmp_path / "moved.csv"
+    path.write_bytes(BOM + b"amount,name,sale_id\n2.50,ann,1\n")
+    contract = RawContract.of(TABLE)
+    with pytest.raises(ColumnsByName):
+        check_raw_file(contract, LocalRawFile(path))  # type: ignore[arg-type]
+    with in_table_order(contract, LocalRawFile(path)) as copy:  # type: ignore[arg-type]
+        assert copy.read() == b"sale_id,name,amount\r\n1,ann,2.50\r\n"
+    # Only at the start of the file and only for UTF-8: elsewhere the mark is a character of the value.
+    assert "header lacks column sale_id" in refused(tmp_path, "s.csv", BOM + b"sale_id,name,amount\n", encoding="latin-1")
