@@ -125,13 +125,11 @@ class LocalCloud:
         write_json(path, sorted(items, key=lambda item: json.dumps(item, sort_keys=True)))
         return len(items)
 
-    def restore_pipeline_state(self, path: Path) -> int:
-        """Load what ``save_pipeline_state`` kept. A local runtime that starts has no run in flight, so
-        the leases of an earlier run that was stopped (Ctrl-C, a crash) are dropped: the arrivals they
-        held wait in ``pending`` for the next arrival of their partition, instead of for hours."""
-        if not path.exists():
-            return 0
-        items = json.loads(path.read_text())
+    def restore_pipeline_state(self, items: list[dict[str, Any]]) -> int:
+        """Load what ``save_pipeline_state`` kept (``Workspace.read_pipeline_state``, checked). A local
+        runtime that starts has no run in flight, so the leases of an earlier run that was stopped (Ctrl-C,
+        a crash) are dropped: the arrivals they held wait in ``pending`` for the next arrival of their
+        partition, instead of for hours."""
         for item in items:
             kept = {name: value for name, value in item.items() if name not in LEASE_ATTRIBUTES}
             self.dynamodb.put_item(TableName=self.names.pipeline_state, Item=kept)

@@ -51,7 +51,7 @@ from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.unresolved import carry_unresolved
-from lakeline.local.workspace import Workspace
+from lakeline.local.workspace import Workspace, write_json
 from lakeline.names import check_identifier, ddl_name, dml_name
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore
@@ -185,10 +185,16 @@ class LocalProject:
         # The standard OpenLineage configuration (openlineage.yml, OPENLINEAGE_*), read before anything
         # starts so that a bad one fails at once; the functions of the flow read the same sources.
         openlineage = load_openlineage_settings(os.environ, cwd=Path.cwd(), home=Path.home())
+        # A damaged or missing state is found before anything starts, let alone writes.
+        kept = self.workspace.read_pipeline_state()
+        if not self.state_file.exists():
+            # Kept from the start, so that a missing state means a deleted one, never a first run stopped
+            # before its first save.
+            write_json(self.state_file, kept)
         with self.console.status("starting embedded Spark and a local AWS endpoint (moto server on 127.0.0.1)"):
             self.engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
             self.cloud = LocalCloud.start()
-            self.cloud.restore_pipeline_state(self.state_file)
+            self.cloud.restore_pipeline_state(kept)
         # Whatever this run does, the last clean run's record no longer describes the workspace.
         Settled.forget(self.settled_file)
         self.flow = EventFlow(
@@ -218,8 +224,13 @@ class LocalProject:
         return project_snapshot(self.config, self.workspace.raw_dir, keys)
 
     def nothing_new(self, now: Settled) -> bool:
-        """Whether the last clean run processed exactly these raw files, with these inputs."""
-        return Settled.load(self.settled_file) == now
+        """Whether the last clean run processed exactly these raw files, with these inputs, and the
+        pipeline state it left reads back whole (``WorkspaceDamaged`` if not: never "nothing new" over a
+        state that a run could not start from)."""
+        if Settled.load(self.settled_file) != now:
+            return False
+        self.workspace.read_pipeline_state()
+        return True
 
     def carry_failures(self, report: FlowReport) -> list[str]:
         """Keep this run's failures and the earlier ones it did not resolve (``lakeline.local.unresolved``);

@@ -139,8 +139,7 @@ def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now
     if pid is not None:
         status.sql_server = f"running as pid {pid} (`lakeline sql --stop` ends it, as does any command that runs"
         status.sql_server += " the pipeline here)"
-    state = Workspace(workspace).pipeline_state_file
-    items = json.loads(state.read_text()) if state.exists() else []
+    items = Workspace(workspace).read_pipeline_state()
     status.partitions, status.waiting_targets = read_items(items, required, now)
     summary_file = workspace / "summary.json"
     if summary_file.exists():

@@ -41,7 +41,7 @@ def test_partition_states_survive_a_restart_but_a_stopped_runs_lease_does_not(
         cloud.dynamodb.delete_item(
             TableName=cloud.names.pipeline_state, Key={"target_partition": item["target_partition"]}
         )
-    assert cloud.restore_pipeline_state(state_file) == 1
+    assert cloud.restore_pipeline_state(json.loads(state_file.read_text())) == 1
     restored = commits.read(key)
     assert (restored.version, restored.published, restored.applied) == (
         1,
