@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -83,6 +84,7 @@ def local_spark_session(
     workspace = workspace.resolve()
     metastore = workspace / "metastore"
     metastore.mkdir(parents=True, exist_ok=True)
+    set_aside_half_made_metastore(metastore)
     log_config = Path(__file__).with_name("log4j2.properties")
     java_options = f"-Dderby.system.home={metastore} -Dlog4j.configurationFile=file:{log_config}"
     # Without it Spark warns that the hostname resolves to a loopback address on every start.
@@ -119,6 +121,22 @@ def local_spark_session(
 
 
 MAX_JVM_LOG_BYTES = 10 * 1024**2
+
+
+def set_aside_half_made_metastore(metastore: Path) -> Path | None:
+    """A Derby database folder without its ``service.properties`` is one whose creation was stopped (a
+    kill while the first command of a workspace started Spark): Derby refuses to boot or re-create it
+    (XBM0A), so every later command would fail. Such a folder never held a table (Derby writes the file
+    before anything else can be stored), so it is moved aside (``metastore_db.half-made``, for a look)
+    and the next start creates the metastore anew. Returns where it went, if it was."""
+    database = metastore / "metastore_db"
+    if not database.is_dir() or (database / "service.properties").exists():
+        return None
+    aside = metastore / "metastore_db.half-made"
+    shutil.rmtree(aside, ignore_errors=True)
+    database.replace(aside)
+    logging.getLogger(__name__).warning("moved a half-made metastore aside to %s; a new one is created", aside)
+    return aside
 
 
 @contextmanager

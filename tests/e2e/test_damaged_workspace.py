@@ -1,7 +1,8 @@
 """A workspace whose pipeline state was deleted or damaged is refused before anything runs (#37): the state
 vouches for what each published partition holds and what was applied, so a run without it would write
 new versions holding only its own arrivals over the published ones, and its failure path would delete
-them. One ``error:`` line says what to do; doing it loads every table exactly."""
+them. One ``error:`` line says what to do; doing it loads every table exactly, even when that run's
+first start is killed while the embedded metastore is being created."""
 
 from __future__ import annotations
 
@@ -78,7 +79,14 @@ def test_a_deleted_or_damaged_pipeline_state_is_refused_and_nothing_published_ch
 
     # Doing what the line says: every table loaded again from the raw files, the late row included.
     shutil.move(tmp_path / "ws", tmp_path / "ws.aside")
+    # ... and that run's first start killed while Derby created the metastore (what it leaves: the folder
+    # without its service.properties, which Derby refuses to boot or create again).
+    half_made = tmp_path / "ws" / "metastore" / "metastore_db"
+    for folder in ("log", "seg0"):
+        (half_made / folder).mkdir(parents=True)
+    (half_made / "log" / "log.ctrl").write_bytes(b"\0" * 48)
     again = lakeline(config, "run", "--embedded")
     assert again.returncode == 0, line + again.stdout[-2000:] + again.stderr[-2000:]
     expected = [["north", 14.0, "2024-03-01"], ["south", 5.5, "2024-03-01"], ["south", 1.0, "2024-03-02"]]
     assert sorted(totals(tmp_path)["shop_reports_dev.sales_by_store"], key=str) == sorted(expected, key=str)
+    assert (tmp_path / "ws" / "metastore" / "metastore_db.half-made").is_dir()
