@@ -329,7 +329,10 @@ def ctas_sql(
 ) -> str:
     """Athena CTAS of ``select`` into ``location``: format, compression and exactly-N-files bucketing
     (none when ``bucketed_by`` is empty)."""
-    properties = [f"format = {string_literal(table_settings.format)}", f"external_location = {string_literal(location)}"]
+    properties = [
+        f"format = {string_literal(table_settings.format)}",
+        f"external_location = {string_literal(location)}",
+    ]
     if bucketed_by:
         columns = ", ".join(string_literal(check_identifier(c, "bucket column")) for c in bucketed_by)
         properties += [f"bucketed_by = ARRAY[{columns}]", f"bucket_count = {table_settings.bucket_count}"]
