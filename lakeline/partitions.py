@@ -327,13 +327,15 @@ def swap_statements(
 def ctas_sql(
     database: str, temp_table: str, location: str, table_settings: TableSettings, bucketed_by: list[str], select: str
 ) -> str:
-    """Athena CTAS of ``select`` into ``location``: format, compression and exactly-N-files bucketing."""
+    """Athena CTAS of ``select`` into ``location``: format, compression and exactly-N-files bucketing
+    (none when ``bucketed_by`` is empty)."""
     properties = [
         f"format = {string_literal(table_settings.format)}",
         f"external_location = {string_literal(location)}",
-        f"bucketed_by = ARRAY[{', '.join(string_literal(check_identifier(c, 'bucket column')) for c in bucketed_by)}]",
-        f"bucket_count = {table_settings.bucket_count}",
     ]
+    if bucketed_by:
+        columns = ", ".join(string_literal(check_identifier(c, "bucket column")) for c in bucketed_by)
+        properties += [f"bucketed_by = ARRAY[{columns}]", f"bucket_count = {table_settings.bucket_count}"]
     if table_settings.compression != "NONE":
         properties.append(f"write_compression = {string_literal(table_settings.compression)}")
     return f"CREATE TABLE {dml_name(database, temp_table)} WITH ({', '.join(properties)}) AS {select}"

@@ -8,7 +8,9 @@ half-written while readers look:
 - ``overwrite``: the first insert becomes a CTAS into a fresh prefix (exactly ``bucket_count`` files);
 - ``append``: the same CTAS, of the new rows, next to the files the partition keeps (below);
 
-further inserts into the target in the same run add to the fresh prefix; at the end the partition is
+further inserts into the target in the same run add to the fresh prefix (Athena inserts into no bucketed
+table, so when more than one step writes, the first one's CTAS is not bucketed and the partition gets the
+files its statements write rather than ``bucket_count``); at the end the partition is
 pointed at the fresh prefix. Rows written by a step land in the destination partition. Other statements
 (a scratch table, a DELETE elsewhere) run as written.
 
@@ -165,6 +167,18 @@ def _rows_sql(query: exp.Expr, target_columns: list[Column], data_columns: list[
     return f"SELECT {', '.join(projections)} FROM ({query.sql('athena')}) AS lakeline_step({aliases})"
 
 
+def _step_statement(index: int, sql: str, what: str) -> exp.Expr:
+    """The one statement of step ``index`` (``what``: its info or db, for the error)."""
+    label = f"steps[{index}] ({what})"
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="athena") if s is not None]
+    except ParseError as error:
+        raise InvalidInputError(f"{label}: SQL does not parse: {error}") from error
+    if len(statements) != 1:
+        raise InvalidInputError(f"{label}: a step holds exactly one statement, found {len(statements)}")
+    return statements[0]
+
+
 def leased_messages(lease: Lease) -> list[StageBMessage]:
     """The messages waiting in a lease, oldest trigger first."""
     messages = [StageBMessage.model_validate_json(body) for body in lease.pending]
@@ -235,18 +249,17 @@ def plan_stage_b(
         item.dataset, item.partition_column, message.partition.get(item.partition_column), settings.environment or ""
     )
     resolved = resolve_steps(item, message.partition, read_sql_file, extra_values=builtins)
+    planned = resolved.steps if taken else ()
+    parsed = [_step_statement(index, step.sql, step.info or step.db) for index, step in enumerate(planned)]
+    inserts = [_insert_target(statement, step.db) for statement, step in zip(parsed, planned, strict=True)]
+    writers = sum(1 for insert in inserts if insert is not None and insert[0] == message.target_dataset)
+    # Athena refuses INSERT INTO a bucketed table: when several steps write, the first one's CTAS is not
+    # bucketed, so that the later ones can insert into it (in step order, as written).
+    bucketing = bucketed_by if writers == 1 else []
     steps: list[PlannedStep] = []
     wrote = False
-    for index, step in enumerate(resolved.steps if taken else ()):
-        label = f"steps[{index}] ({step.info or step.db})"
-        try:
-            statements = [s for s in sqlglot.parse(step.sql, read="athena") if s is not None]
-        except ParseError as error:
-            raise InvalidInputError(f"{label}: SQL does not parse: {error}") from error
-        if len(statements) != 1:
-            raise InvalidInputError(f"{label}: a step holds exactly one statement, found {len(statements)}")
-        statement = statements[0]
-        insert = _insert_target(statement, step.db)
+    for index, step in enumerate(planned):
+        statement, insert = parsed[index], inserts[index]
         if insert is None or insert[0] != message.target_dataset:
             steps.append(PlannedStep(index, step.info, step.db, step.sql, writes_target=False))
             continue
@@ -263,7 +276,7 @@ def plan_stage_b(
                 current = f"SELECT {', '.join(dml_name(c) for c in data_names)} FROM {dml_name(database, table)}"
                 where = partition_filter(partition)
                 rows = f"{current}{f' WHERE {where}' if where else ''} UNION ALL {rows}"
-            sql = ctas_sql(database, temp, location, table_cfg, bucketed_by, rows)
+            sql = ctas_sql(database, temp, location, table_cfg, bucketing, rows)
             wrote = True
         steps.append(PlannedStep(index, step.info, step.db, sql, writes_target=True))
 

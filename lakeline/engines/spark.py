@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
 from lakeline.engines.spark_partitions import PartitionStatements
+from lakeline.engines.spark_semantics import DEPLOYED_SPARK, SESSION_SETTINGS, SqlSemantics, applied
 from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, SparkCtas, translate_statement
 from lakeline.errors import LakelineError
 from lakeline.names import ddl_name, string_literal
@@ -243,12 +244,15 @@ class Relocated:
 
 
 class SparkEngine:
-    """Runs Athena-dialect statements on a SparkSession, translating them first."""
+    """Runs Athena-dialect statements on a SparkSession, translating them first, with ``semantics``:
+    the settings of the deployed engine it stands for (``spark_semantics``; the Glue job's Spark)."""
 
     name = "spark"
 
-    def __init__(self, session: SparkSession) -> None:
+    def __init__(self, session: SparkSession, semantics: SqlSemantics = DEPLOYED_SPARK) -> None:
         self.session = session
+        self.semantics = semantics
+        self._imposed: SqlSemantics | None = None  # set by ``imposed``, under SESSION_SETTINGS
         # What this engine has read or done to the catalog, until a statement may have changed it: table
         # schemas, and the ``ADD IF NOT EXISTS PARTITION`` statements that succeeded (running one again
         # changes nothing, but costs a metastore round trip on every arrival).
@@ -262,7 +266,22 @@ class SparkEngine:
     def local(cls, workspace: Path, **session_options: Any) -> SparkEngine:
         return cls(local_spark_session(workspace, **session_options))
 
+    @contextmanager
+    def imposed(self, semantics: SqlSemantics) -> Iterator[None]:
+        """Run this engine's statements, and whatever else the block does on the session, with
+        ``semantics`` (the local Athena runs a query as Athena's on the engine it was given)."""
+        with SESSION_SETTINGS, applied(self.session, semantics):
+            before, self._imposed = self._imposed, semantics
+            try:
+                yield
+            finally:
+                self._imposed = before
+
     def execute(self, sql: str, *, database: str | None = None) -> QueryResult:
+        with SESSION_SETTINGS, applied(self.session, self._imposed or self.semantics):
+            return self._execute(sql, database=database)
+
+    def _execute(self, sql: str, *, database: str | None = None) -> QueryResult:
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 

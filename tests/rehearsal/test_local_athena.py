@@ -357,3 +357,108 @@ def test_a_date_projected_table_reads_the_folders_of_its_range_that_hold_objects
     execution = succeeded(deployment, "SELECT dt, sum(n) FROM events GROUP BY dt ORDER BY dt", database=DATABASE)
     assert rows(deployment, execution)[1:] == [["2024-03-01", "1"], ["2024-03-02", "5"]]
     assert glue.get_partitions(DatabaseName=DATABASE, TableName="events")["Partitions"] == []
+
+
+# --- what Athena refuses and Spark would run, and Athena's semantics where Spark's differ (#36) ---------
+
+
+def test_an_insert_into_a_bucketed_table_is_refused_and_writes_nothing(deployment: Deployment, sales: str) -> None:
+    location = f"s3://{DATA}/bucketed/run=1/"
+    succeeded(
+        deployment,
+        f"CREATE TABLE bucketed WITH (format = 'PARQUET', external_location = '{location}', "
+        "bucketed_by = ARRAY['id'], bucket_count = 2) AS SELECT id, item FROM sales",
+        database=DATABASE,
+    )
+    files = keys(deployment, DATA, "bucketed/")
+    failed = run(deployment, "INSERT INTO bucketed SELECT 9, 'jam'", database=DATABASE)
+    assert failed["Status"]["State"] == "FAILED"
+    reason = failed["Status"]["StateChangeReason"]
+    assert reason.startswith("NOT_SUPPORTED: Inserting into a bucketed table is not supported"), reason
+    assert keys(deployment, DATA, "bucketed/") == files
+    found = rows(deployment, succeeded(deployment, f"SELECT count(*) FROM {DATABASE}.bucketed"))
+    assert found[1:] == [["2"]]
+
+
+def test_a_ctas_into_a_location_that_holds_an_object_is_refused_as_athena_refuses_it(
+    deployment: Deployment, sales: str
+) -> None:
+    s3 = deployment.client("s3")
+    s3.put_object(Bucket=DATA, Key="occupied/left-over.parquet", Body=b"not ours")
+    location = f"s3://{DATA}/occupied/"
+    failed = run(
+        deployment,
+        f"CREATE TABLE occupied WITH (format = 'PARQUET', external_location = '{location}') AS SELECT id FROM sales",
+        database=DATABASE,
+    )
+    assert failed["Status"]["State"] == "FAILED"
+    assert failed["Status"]["StateChangeReason"] == (
+        f"HIVE_PATH_ALREADY_EXISTS: Target directory for table '{DATABASE}.occupied' already exists: {location}. "
+        f"You may need to manually clean the data at location '{location}' before retrying. "
+        "Athena will not delete data in your account."
+    )
+    assert keys(deployment, DATA, "occupied/") == ["occupied/left-over.parquet"]
+    with pytest.raises(deployment.client("glue").exceptions.EntityNotFoundException):
+        deployment.client("glue").get_table(DatabaseName=DATABASE, Name="occupied")
+
+
+def test_a_statement_writing_more_than_100_partitions_is_refused_and_writes_nothing(
+    deployment: Deployment, sales: str
+) -> None:
+    numbers = "FROM UNNEST(sequence(1, {last})) AS t(n)"
+    location = f"s3://{DATA}/many/"
+    ctas = (
+        f"CREATE TABLE many WITH (format = 'PARQUET', external_location = '{location}', "
+        "partitioned_by = ARRAY['part']) AS SELECT n, CAST(n AS VARCHAR) AS part "
+    )
+    too_many = "HIVE_TOO_MANY_OPEN_PARTITIONS: Exceeded limit of 100 open writers for partitions/buckets"
+    failed = run(deployment, ctas + numbers.format(last=101), database=DATABASE)
+    assert failed["Status"]["State"] == "FAILED"
+    assert failed["Status"]["StateChangeReason"] == too_many
+    assert keys(deployment, DATA, "many/") == []
+
+    succeeded(deployment, ctas + numbers.format(last=2), database=DATABASE)
+    written = keys(deployment, DATA, "many/")
+    insert = "INSERT INTO many SELECT n, CAST(n + 200 AS VARCHAR) " + numbers.format(last=101)
+    failed = run(deployment, insert, database=DATABASE)
+    assert failed["Status"]["State"] == "FAILED"
+    assert failed["Status"]["StateChangeReason"] == too_many
+    assert keys(deployment, DATA, "many/") == written
+    assert len(deployment.client("glue").get_partitions(DatabaseName=DATABASE, TableName="many")["Partitions"]) == 2
+
+
+CAST = "SELECT CAST('abc' AS INTEGER) AS n"
+DIVISION = "SELECT 7 / 0 AS q"
+
+
+def test_an_invalid_cast_and_a_division_by_zero_fail_on_athena_and_give_null_on_the_spark_engine(
+    deployment: Deployment, local_athena: LocalAthena
+) -> None:
+    """The same statements: Athena (Trino) fails them; the spark engine, as Glue 5.0's Spark 3.5 with ANSI
+    mode off, gives NULL; PySpark 4's own default (ANSI on) would fail them on both."""
+    for sql, athena_error in ((CAST, "CAST_INVALID_INPUT"), (DIVISION, "DIVIDE_BY_ZERO")):
+        failed = run(deployment, sql)
+        assert failed["Status"]["State"] == "FAILED", sql
+        assert athena_error in failed["Status"]["StateChangeReason"]
+        assert local_athena.engine.execute(sql).rows == [(None,)]
+
+
+def test_engines_with_different_semantics_on_one_session_at_once_each_keep_their_own(
+    deployment: Deployment, local_athena: LocalAthena
+) -> None:
+    """The local Athena's worker and another thread share the SparkSession: each statement runs with its
+    own engine's settings, never the other's."""
+    import threading
+
+    spark_results: list[Any] = []
+
+    def spark_side() -> None:
+        for _ in range(15):
+            spark_results.append(local_athena.engine.execute(CAST).rows)
+
+    thread = threading.Thread(target=spark_side)
+    thread.start()
+    states = [run(deployment, CAST)["Status"]["State"] for _ in range(5)]
+    thread.join()
+    assert states == ["FAILED"] * 5
+    assert spark_results == [[(None,)]] * 15

@@ -6,11 +6,14 @@ table names, resolved in the step's ``db``), run on the local Athena (#20)."""
 from __future__ import annotations
 
 import json
+import re
+import time
 from datetime import datetime
 from typing import Any
 
 import pytest
 
+from lakeline.local.rehearsal.athena import LocalAthena
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
@@ -149,6 +152,41 @@ def test_after_fixing_the_item_a_dlq_redrive_runs_both_steps(
     rows = query(deployment, "SELECT measure, amount FROM retail_reports_dev.order_summary ORDER BY 1")
     assert rows == [["orders", "1.0"], ["revenue", "1.5"]]
     assert not [body for body in parked(deployment, "StageBDeadLetterQueueUrl") if "order_summary" in body]
+
+
+def test_the_steps_writing_the_target_ran_as_athena_runs_them_where_the_plan_before_36_is_refused(
+    deployment: Deployment, executions: ExecutionHost, local_athena: LocalAthena, reports: None
+) -> None:
+    """The two-step item above ran on the local Athena, which refuses INSERT INTO a bucketed table as
+    Athena does: its first step's CTAS is not bucketed, the second inserts into it. The plan before #36
+    (the same CTAS bucketed, then the same INSERT) fails there, as it failed on every run in AWS."""
+    ran = [query for query, _ in local_athena.executed if "lakeline_tmp_order_summary_" in query]
+    ctas = [q for q in ran if q.startswith("CREATE TABLE")][-1]
+    insert = [q for q in ran if q.startswith("INSERT INTO") and q.split()[2] in ctas][-1]
+    assert "bucket" not in ctas and "revenue" in insert
+    temp = insert.split()[2]  # "retail_reports_dev"."lakeline_tmp_order_summary_<run>"
+    before = temp.replace("lakeline_tmp_", "lakeline_before_36_")
+    location = f"s3://{bucket(deployment, 'analytics')}/before-36/order_summary/"
+    old_ctas = re.sub(r"external_location = '[^']*'", f"external_location = '{location}'", ctas)
+    bucketed = ", bucketed_by = ARRAY['measure'], bucket_count = 1) AS SELECT"
+    old_ctas = old_ctas.replace(temp, before).replace(") AS SELECT", bucketed, 1)
+    assert final_state(deployment, old_ctas, "retail_shop_dev")["State"] == "SUCCEEDED", old_ctas
+    refused = final_state(deployment, insert.replace(temp, before), "retail_shop_dev")
+    assert refused["State"] == "FAILED"
+    assert refused["StateChangeReason"].startswith("NOT_SUPPORTED: Inserting into a bucketed table is not supported")
+    query(deployment, f"DROP TABLE {before}")
+
+
+def final_state(deployment: Deployment, sql: str, database: str) -> dict[str, Any]:
+    athena = deployment.client("athena")
+    query_id = athena.start_query_execution(
+        QueryString=sql, WorkGroup="lakeline-dev", QueryExecutionContext={"Database": database}
+    )["QueryExecutionId"]
+    while True:
+        status: dict[str, Any] = athena.get_query_execution(QueryExecutionId=query_id)["QueryExecution"]["Status"]
+        if status["State"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return status
+        time.sleep(0.05)
 
 
 ORDER_LOG = daily_item(

@@ -25,8 +25,12 @@ against the Glue Data Catalog and S3:
   ``StopQueryExecution`` cancels a query that has not finished.
 
 Gaps against real Athena, said plainly:
-- Spark semantics, not Trino's: functions, casts, integer division, NULL handling of CSV (an empty field
-  is NULL here, an empty string with OpenCSVSerde in Athena), result types (inferred from Spark's).
+- Spark semantics, not Trino's: functions, integer division (``7 / 2`` is 3.5 here), NULL handling of CSV
+  (an empty field is NULL here, an empty string with OpenCSVSerde in Athena), result types (inferred from
+  Spark's). Spark runs in ANSI mode (``spark_semantics.ATHENA``): an invalid cast, an overflow and a
+  division by zero fail, as in Trino (a double divided by zero too, which is Infinity in Trino).
+- Refused as Athena refuses them (``athena_refusals``): INSERT INTO a bucketed table, a CTAS into a
+  location that holds objects, more than 100 partitions written by one statement.
 - A column read through ``"$path"`` is named ``input_file_name()``; its values are mapped back to s3://.
 - Formats: Parquet, ORC, JSON and CSV (OpenCSVSerde, LazySimpleSerDe, ``skip.header.line.count`` of 0
   or 1) only; views, Iceberg, workgroup settings other than the output location
@@ -67,6 +71,7 @@ from sqlglot.errors import ParseError
 from lakeline.engines.athena import glue_delimiter, glue_format, glue_quote
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.engines.spark import SparkEngine
+from lakeline.engines.spark_semantics import ATHENA
 from lakeline.engines.translate import translate_statement
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal.athena_caller import (
@@ -78,6 +83,7 @@ from lakeline.local.rehearsal.athena_caller import (
     result_file,
     writing,
 )
+from lakeline.local.rehearsal.athena_refusals import refusal
 from lakeline.names import ddl_name, string_literal
 
 logger = logging.getLogger(__name__)
@@ -602,7 +608,8 @@ class LocalAthena:
             execution.outcome.queued_ms = int((started - execution.submitted) * 1000)
             execution.status = RUNNING
             try:
-                outcome = self._run(backend, execution)
+                with self.engine.imposed(ATHENA):  # Trino's semantics, where Spark's differ (#36)
+                    outcome = self._run(backend, execution)
             except (QueryError, LakelineError) as error:
                 reason = getattr(error, "reason", "") or str(error)
                 execution.outcome.reason = self.names.s3_text(reason.splitlines()[0] if reason else "failed")
@@ -638,6 +645,9 @@ class LocalAthena:
         for bucket in sorted(buckets):
             self._pull(s3, bucket)
         self._project_partitions(glue, statement)
+        refused = refusal(statement.kind, statement.sql, statement.changes, statement.writes_to, glue, s3, self.engine)
+        if refused:
+            raise LocalAthenaError(refused)
         self.executed.append((execution.query, statement.sql))
         ready = time.monotonic()
         failure: LakelineError | None = None
