@@ -28,9 +28,11 @@ Gaps against real Athena, said plainly:
 - Spark semantics, not Trino's: functions, casts, integer division, NULL handling of CSV (an empty field
   is NULL here, an empty string with OpenCSVSerde in Athena), result types (inferred from Spark's).
 - A column read through ``"$path"`` is named ``input_file_name()``; its values are mapped back to s3://.
-- Formats: Parquet, ORC, JSON and CSV (OpenCSVSerde, LazySimpleSerDe, ``skip.header.line.count`` of 0
-  or 1) only; views, Iceberg, workgroup settings other than the output location
-  and ``DataScannedInBytes`` are not emulated. A table whose Glue entry changed is rebuilt in Spark.
+- Formats: Parquet, ORC, JSON (OpenX and Hive JSON SerDes, not OpenX's ``mapping.*``) and CSV (OpenCSVSerde,
+  LazySimpleSerDe, ``skip.header.line.count`` of 0 or 1) only, text gzip-compressed by its ``.gz`` name. A
+  ``CREATE TABLE`` is written into Glue as Athena writes it (any SerDe: Athena checks none) and read as
+  above. Views, Iceberg, workgroup settings other than the output location and ``DataScannedInBytes`` are
+  not emulated. A table whose Glue entry changed is rebuilt in Spark.
 - Partition projection: ``date`` projections with a ``storage.location.template`` only; the partitions are
   the template's folders that hold objects, within the projection's range (Athena computes every value of
   the range and reads the folders that exist, which comes to the same rows).
@@ -495,9 +497,7 @@ def _defined_table(tree: exp.Create, name: str) -> dict[str, Any]:
         elif isinstance(prop, exp.Property) and isinstance(prop.this, exp.Literal):
             parameters[prop.name] = _literal(prop.args.get("value"), f"TBLPROPERTIES {prop.name!r}")
         else:
-            raise LocalAthenaError(
-                f"table {name}: {prop.sql('athena')} is not supported by the local Athena endpoint"
-            )
+            raise LocalAthenaError(f"table {name}: {prop.sql('athena')} is not supported by the local Athena endpoint")
     descriptor.update(json.loads(json.dumps(stored)))
     if serde is not None:
         descriptor["SerdeInfo"] = serde
