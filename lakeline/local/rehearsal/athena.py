@@ -32,9 +32,11 @@ Gaps against real Athena, said plainly:
 - Refused as Athena refuses them (``athena_refusals``): INSERT INTO a bucketed table, a CTAS into a
   location that holds objects, more than 100 partitions written by one statement.
 - A column read through ``"$path"`` is named ``input_file_name()``; its values are mapped back to s3://.
-- Formats: Parquet, ORC, JSON and CSV (OpenCSVSerde, LazySimpleSerDe, ``skip.header.line.count`` of 0
-  or 1) only; views, Iceberg, workgroup settings other than the output location
-  and ``DataScannedInBytes`` are not emulated. A table whose Glue entry changed is rebuilt in Spark.
+- Formats: Parquet, ORC, JSON (OpenX and Hive JSON SerDes, not OpenX's ``mapping.*``) and CSV (OpenCSVSerde,
+  LazySimpleSerDe, ``skip.header.line.count`` of 0 or 1) only, text gzip-compressed by its ``.gz`` name. A
+  ``CREATE TABLE`` is written into Glue as Athena writes it (any SerDe: Athena checks none) and read as
+  above. Views, Iceberg, workgroup settings other than the output location and ``DataScannedInBytes`` are
+  not emulated. A table whose Glue entry changed is rebuilt in Spark.
 - Partition projection: ``date`` projections with a ``storage.location.template`` only; the partitions are
   the template's folders that hold objects, within the projection's range (Athena computes every value of
   the range and reads the folders that exist, which comes to the same rows).
@@ -384,8 +386,8 @@ class Statement:
     drops_database: str | None = None
     locations: list[str] = field(default_factory=list)  # the s3:// URIs it names
     is_query: bool = False
-    defines: bool = False  # CREATE TABLE without AS: Spark made a Hive table of it, not the reader we make
-    declared: dict[str, str] = field(default_factory=dict)  # a CREATE TABLE's column → type, as written
+    defines: dict[str, Any] | None = None  # CREATE TABLE without AS: the Glue TableInput Athena makes of it
+    if_not_exists: bool = False
     kind: str = "query"  # query, ctas, create, insert, drop, alter[_partition], add/drop_partition (``_needed``)
     writes_to: str | None = None  # a CTAS's location (s3://)
 
@@ -414,6 +416,104 @@ def _kind(tree: exp.Expr) -> str:
         if isinstance(tree, node):
             return kind
     return "alter"  # anything else changes the table's definition
+
+
+STORED_AS: dict[str, dict[str, Any]] = {
+    "PARQUET": PARQUET,
+    "ORC": ORC,
+    "TEXTFILE": {**TEXT_FORMATS, "SerdeInfo": {"SerializationLibrary": LAZY_SIMPLE, "Parameters": {}}},
+}
+# ROW FORMAT DELIMITED's clauses → LazySimpleSerDe's parameters, as Athena writes them into Glue.
+DELIMITED = {
+    "fields": ("field.delim", "serialization.format"),
+    "escaped": ("escape.delim",),
+    "collection_items": ("collection.delim",),
+    "map_keys": ("mapkey.delim",),
+    "lines": ("line.delim",),
+    "null": ("serialization.null.format",),
+}
+
+
+def _literal(node: Any, what: str) -> str:
+    if not isinstance(node, exp.Literal):
+        raise LocalAthenaError(f"{what} must be a string literal, got {node.sql('athena') if node else None}")
+    return str(node.this)
+
+
+def _glue_columns(schema: Any) -> list[dict[str, str]]:
+    return [
+        {"Name": column.name.lower(), "Type": _glue_type(column.args["kind"].sql("hive"))}
+        for column in (schema.expressions if isinstance(schema, exp.Schema) else [])
+        if isinstance(column, exp.ColumnDef) and column.args.get("kind") is not None
+    ]
+
+
+def _defined_table(tree: exp.Create, name: str) -> dict[str, Any]:
+    """The Glue ``TableInput`` Athena makes of ``CREATE [EXTERNAL] TABLE ... (columns) [PARTITIONED BY]
+    [CLUSTERED BY] [ROW FORMAT ...] [STORED AS ...] [LOCATION] [TBLPROPERTIES]``: Athena's DDL only
+    writes the catalog, so any SerDe is accepted here, as there, and read as ``_using`` reads it."""
+    stored: dict[str, Any] = STORED_AS["TEXTFILE"]
+    serde: dict[str, Any] | None = None
+    parameters: dict[str, str] = {}
+    descriptor: dict[str, Any] = {"Columns": _glue_columns(tree.this), "Compressed": False}
+    partition_keys: list[dict[str, str]] = []
+    properties = tree.args.get("properties")
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.ExternalProperty):
+            parameters["EXTERNAL"] = "TRUE"
+        elif isinstance(prop, exp.PartitionedByProperty):
+            partition_keys = _glue_columns(prop.this)
+        elif isinstance(prop, exp.RowFormatSerdeProperty):
+            listed = prop.args.get("serde_properties")
+            serde = {
+                "SerializationLibrary": _literal(prop.this, "ROW FORMAT SERDE"),
+                "Parameters": {
+                    _literal(item.this, "a SerDe property"): _literal(item.args.get("value"), "a SerDe property")
+                    for item in (listed.expressions if listed else [])
+                },
+            }
+        elif isinstance(prop, exp.RowFormatDelimitedProperty):
+            delimited: dict[str, str] = {}
+            for clause, keys in DELIMITED.items():
+                if prop.args.get(clause) is not None:
+                    value = _literal(prop.args[clause], f"ROW FORMAT DELIMITED {clause}")
+                    delimited.update(dict.fromkeys(keys, value))
+            serde = {"SerializationLibrary": LAZY_SIMPLE, "Parameters": delimited}
+        elif isinstance(prop, exp.FileFormatProperty) and isinstance(prop.this, exp.InputOutputFormat):
+            stored = {
+                "InputFormat": _literal(prop.this.args.get("input_format"), "INPUTFORMAT"),
+                "OutputFormat": _literal(prop.this.args.get("output_format"), "OUTPUTFORMAT"),
+                "SerdeInfo": STORED_AS["TEXTFILE"]["SerdeInfo"],
+            }
+        elif isinstance(prop, exp.FileFormatProperty):
+            kind = prop.this.name.upper()
+            if kind not in STORED_AS:
+                raise LocalAthenaError(
+                    f"table {name}: STORED AS {kind} is not supported by the local Athena endpoint "
+                    f"(use one of {', '.join(sorted(STORED_AS))})"
+                )
+            stored = STORED_AS[kind]
+        elif isinstance(prop, exp.LocationProperty):
+            descriptor["Location"] = _literal(prop.this, "LOCATION")
+        elif isinstance(prop, exp.ClusteredByProperty):
+            descriptor["BucketColumns"] = [column.name.lower() for column in prop.expressions]
+            descriptor["NumberOfBuckets"] = int(_literal(prop.args.get("buckets"), "INTO ... BUCKETS"))
+        elif isinstance(prop, exp.SchemaCommentProperty):
+            parameters["comment"] = _literal(prop.this, "COMMENT")
+        elif isinstance(prop, exp.Property) and isinstance(prop.this, exp.Literal):
+            parameters[prop.name] = _literal(prop.args.get("value"), f"TBLPROPERTIES {prop.name!r}")
+        else:
+            raise LocalAthenaError(f"table {name}: {prop.sql('athena')} is not supported by the local Athena endpoint")
+    descriptor.update(json.loads(json.dumps(stored)))
+    if serde is not None:
+        descriptor["SerdeInfo"] = serde
+    return {
+        "Name": name.split(".")[-1],
+        "TableType": "EXTERNAL_TABLE",
+        "Parameters": parameters,
+        "PartitionKeys": partition_keys,
+        "StorageDescriptor": descriptor,
+    }
 
 
 def _glue_type(hive: str) -> str:
@@ -488,6 +588,10 @@ class Rewriter:
         if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query) and kind == "TABLE":
             self._place_ctas(tree, ctas_root)
             statement.writes_to = _ctas_location(tree)
+        if isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None:
+            ((database, table),) = statement.changes
+            statement.defines = _defined_table(tree, f"{database}.{table}")  # before the URIs become local
+            statement.if_not_exists = bool(tree.args.get("exists"))
         for literal in list(tree.find_all(exp.Literal)):
             if literal.is_string and S3_URI.match(literal.this):
                 statement.locations.append(literal.this)
@@ -495,13 +599,6 @@ class Rewriter:
         statement.sql = tree.sql("athena")
         statement.is_query = isinstance(tree, exp.Query)
         statement.kind = _kind(tree)
-        statement.defines = isinstance(tree, exp.Create) and kind == "TABLE" and tree.expression is None
-        if statement.defines and isinstance(tree.this, exp.Schema):
-            statement.declared = {
-                column.name.lower(): _glue_type(column.args["kind"].sql("hive"))
-                for column in tree.this.expressions
-                if isinstance(column, exp.ColumnDef) and column.args.get("kind") is not None
-            }
         return statement
 
     def _database_statement(self, tree: exp.Create | exp.Drop, kind: str) -> Statement:
@@ -641,6 +738,13 @@ class LocalAthena:
             needed = _needed(glue, statement, backend.region_name, backend.account_id, output)
             authorize(backend.account_id, backend.region_name, caller, needed)
         buckets = self._sync_catalog(glue, statement)
+        if statement.defines is not None:
+            # As Athena's, a table's DDL only writes the catalog (Spark's Hive DDL would need the SerDe's
+            # class): the table is made in Spark from Glue before the next query that names it.
+            self._define(glue, statement, statement.defines)
+            outcome = Outcome(statement_type=_statement_type(execution.query))
+            self._put_results(s3, output, outcome)
+            return outcome
         buckets |= {bucket for bucket in (_bucket(uri) for uri in statement.locations) if bucket}
         for bucket in sorted(buckets):
             self._pull(s3, bucket)
@@ -776,6 +880,18 @@ class LocalAthena:
             if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) and first <= value <= last and any(_visible_files(folder)):
                 yield key, value, f"{before}{value}/"
 
+    def _define(self, glue: Any, statement: Statement, table_input: dict[str, Any]) -> None:
+        """The table of a ``CREATE TABLE`` in Glue, as Athena registers it."""
+        ((database, table),) = statement.changes
+        if database not in glue.databases:  # ``default``: Athena's catalog always has it
+            glue.create_database(database, {"Name": database})
+        if table in glue.databases[database].tables:
+            if statement.if_not_exists:
+                return
+            raise LocalAthenaError(f"AlreadyExistsException: Table {database}.{table} already exists")
+        glue.create_table(database, table, table_input)
+        self._catalog.pop((database, table), None)
+
     def _rebuild(self, database: str, table: str, entry: Any) -> None:
         """The Spark table made anew from the Glue table ``entry`` (dropped if ``entry`` is None)."""
         spark_database = self.names.spark_database(database)
@@ -819,7 +935,14 @@ class LocalAthena:
         if kind in {"parquet", "orc"}:
             return f"USING {kind}"
         if kind == "json":
-            return "USING json"
+            parameters = serde.get("Parameters", {})
+            renamed = sorted(key for key in parameters if key.startswith("mapping."))
+            if renamed:
+                raise LocalAthenaError(f"table {name}: SerDe properties {renamed} are not supported locally")
+            # Both JSON SerDes fail a query on a line they cannot read (HIVE_CURSOR_ERROR), unless OpenX's
+            # ignore.malformed.json makes such a line a row of NULLs, as Spark's PERMISSIVE mode does.
+            ignored = str(parameters.get("ignore.malformed.json", "false")).lower() == "true"
+            return f"USING json OPTIONS (mode '{'PERMISSIVE' if ignored else 'FAILFAST'}')"
         if kind != "csv":
             raise LocalAthenaError(
                 f"table {name}: SerDe {library or descriptor.get('InputFormat')} is not supported locally"
@@ -865,10 +988,6 @@ class LocalAthena:
             if not self._external_catalog().tableExists(spark_database, table):
                 self.engine.describe_table(spark_database, table)  # registers a CTAS the engine only wrote
             table_input, partitions = self._spark_table(spark_database, table, statement.locations)
-            # Glue keeps the types a CREATE TABLE declares; Spark's Hive table of an OpenCSVSerde one has
-            # every column a string (the SerDe's own reader), which is not what Athena reads it as.
-            for column in [*table_input["StorageDescriptor"]["Columns"], *table_input["PartitionKeys"]]:
-                column["Type"] = statement.declared.get(column["Name"].lower(), column["Type"])
             if entry is None:
                 if database not in glue.databases:
                     glue.create_database(database, {"Name": database})
@@ -881,12 +1000,7 @@ class LocalAthena:
                     glue.update_table(database, table, merged)
             self._write_partitions(glue, database, table, entry, table_input, partitions)
             buckets |= _table_buckets(entry)
-            if statement.defines:
-                # Made again from Glue before the next query: Spark's Hive SerDe reader of a table made
-                # by DDL differs from Athena's (it reads an OpenCSVSerde header line as a row).
-                self._catalog.pop((database, table), None)
-            else:
-                self._catalog[(database, table)] = _fingerprint(entry)
+            self._catalog[(database, table)] = _fingerprint(entry)
         return buckets
 
     def _write_partitions(
