@@ -98,7 +98,7 @@ def test_the_runtime_run_used_last_wins_also_when_it_found_nothing_new(tmp_path:
     _kept(tmp_path, 100)
     _embedded(tmp_path, 200)
     assert reads_deployment(None, tmp_path) is False
-    note_runtime(tmp_path, deployed=True)
+    note_runtime(tmp_path, deployed=True, config=tmp_path / "lakeline.yml")
     assert reads_deployment(None, tmp_path) is True
-    note_runtime(tmp_path, deployed=False)
+    note_runtime(tmp_path, deployed=False, config=tmp_path / "lakeline.yml")
     assert reads_deployment(None, tmp_path) is False and reads_deployment(True, tmp_path) is True
