@@ -22,13 +22,16 @@ from pathlib import Path
 
 LOG_NAME = "lakeline.log"
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# What Python prints when nothing is configured (its last-resort handler): a library's logger set to INFO
+# for its own handlers adds no INFO lines here.
+LEVEL = logging.WARNING
 
 
 class _Held(logging.Handler):
     """The records of a command that has not named its log file yet."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(LEVEL)
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -83,6 +86,7 @@ def to_folder(folder: Path) -> None:
         return  # a folder that cannot be written: held, and written at exit where it can be
     handler = _LazyFile(folder / LOG_NAME, encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setLevel(LEVEL)
     for record in _held.records:
         handler.handle(record)
     _held.records.clear()
