@@ -1,5 +1,5 @@
 """``python -m lakeline`` runs the command line."""
 
-from lakeline.cli import app
+from lakeline.cli.main import main
 
-app(prog_name="lakeline")
+main()

@@ -18,12 +18,14 @@ from lakeline.cli.shared import (
     WorkspaceOption,
     existing_workspace,
     print_json,
+    project_file,
     reads_deployment,
 )
 from lakeline.console import fail
 from lakeline.errors import LakelineError
 
 if TYPE_CHECKING:
+    from lakeline.local.quarantine import Quarantine
     from lakeline.local.rehearsal.kept_state import KeptMessage
 
 dlq_app = typer.Typer(help="What waits in the dead-letter queues, and why; send it back once fixed.")
@@ -54,23 +56,32 @@ def dlq_list(
         if stack is not None:
             parked = _list_stack_dead_letters(console, stack, _dead_letter_queues(queue))
         else:
+            from lakeline.local.quarantine import Quarantine
+
             root, _ = existing_workspace(config, workspace)
             if reads_deployment(deployed, root):
                 parked = _list_kept_dead_letters(console, root, _dead_letter_queues(queue))
+                if queue is None or "stage-a" in queue:  # files of a table no run could make: never uploaded
+                    parked += _list_quarantine(console, Quarantine.of_deployment(root), only_parked=True)
             else:
-                from lakeline.local.quarantine import Quarantine
-
-                quarantined = Quarantine.of(root).parked()
-                for key, reason in quarantined:
-                    console.print(f"quarantine  {escape(key)}  {escape(reason)}")
-                console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
-                parked = len(quarantined)
+                parked = _list_quarantine(console, Quarantine.of(root))
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
     except (ClientError, BotoCoreError) as error:
         fail(f"cannot read stack {stack}: {error}")
     if parked:
         raise typer.Exit(1)
+
+
+def _list_quarantine(console: Console, quarantine: Quarantine, *, only_parked: bool = False) -> int:
+    """Each quarantined file with its reason, and how many (``only_parked``: nothing if none)."""
+    quarantined = quarantine.parked()
+    if only_parked and not quarantined:
+        return 0
+    for key, reason in quarantined:
+        console.print(f"quarantine  {escape(key)}  {escape(reason)}")
+    console.print(f"{len(quarantined)} quarantined; fix a file and run again to load it")
+    return len(quarantined)
 
 
 def _dead_letter_queues(named: list[str] | None) -> list[str]:
@@ -149,7 +160,7 @@ def dlq_show(
             from lakeline.local.quarantine import Quarantine
 
             root, _ = existing_workspace(config, workspace)
-            parked = Quarantine.of(root).parked_record(message)
+            parked = Quarantine.of(root).parked_record(message) or Quarantine.of_deployment(root).parked_record(message)
             if parked is None:
                 raise LakelineError(f"no quarantined file {message!r} in {root} (`lakeline dlq list` names them)")
             console.print(f"quarantined {escape(message)} at {parked.get('at', '?')}")
@@ -180,6 +191,7 @@ def dlq_redrive(
     queue: Annotated[str, typer.Option(help="stage-a or stage-b")],
     stack: StackOption = None,
     config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
     deployed: Annotated[
         bool | None,
         typer.Option(
@@ -204,7 +216,11 @@ def dlq_redrive(
     if deployed is False:
         fail("the embedded runtime parks nothing in a queue: fix the quarantined file and run again to load it")
     if stack is None:  # the project's local deployment
-        _redrive_deployed(config or Path("lakeline.yml"), queue, dead_letters, target)
+        try:
+            project = project_file(config, workspace)
+        except LakelineError as error:
+            fail(str(error))
+        _redrive_deployed(project, queue, dead_letters, target)
         return
 
     from lakeline.aws.clients import AwsClients

@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 from rich.text import Text
 
+from lakeline import logs
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.errors import ConfigError, LakelineError
 from lakeline.glue_scanner.extract import extract
@@ -170,6 +171,7 @@ def lineage_command(
         )
         events = [event for result in results for event in result.events]
         path = events_file or default_events_path(glue_folder)
+        logs.to_folder(folder / "lineage")  # the SQL parser's warnings on the scripts' statements, kept there
         emitter = store_events(events, path, settings)
     except ConfigError as error:
         fail(str(error))

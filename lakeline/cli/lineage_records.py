@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from lakeline import logs
 from lakeline.cli.shared import RuntimeOption, reads_deployment
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError, QueryResult
@@ -229,6 +230,8 @@ def show_command(
 def _archive_folder(workspace: Path, deployed: bool | None) -> Path:
     """The workspace's copy of the lineage archive: the local deployment's (its archive bucket, copied at
     the end of each run) or the embedded runtime's, as ``--deployed``/``--embedded`` or the last run says."""
+    if workspace.is_dir():
+        logs.to_workspace(workspace.resolve())
     return (workspace / "deployed" if reads_deployment(deployed, workspace) else workspace) / LOCAL_ARCHIVE_FOLDER
 
 

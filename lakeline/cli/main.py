@@ -9,6 +9,7 @@ from lakeline.cli import dlq, reprocess, run, sql, stages, status
 from lakeline.cli.deps import deps_app
 from lakeline.cli.glue import glue_app
 from lakeline.cli.lineage import lineage_app
+from lakeline.logs import capture
 
 app = typer.Typer(
     help="Lakeline: an event-driven data lake pipeline with lineage.",
@@ -33,5 +34,8 @@ app.add_typer(stages.stage_b_app, name="stage-b")
 app.add_typer(dlq.dlq_app, name="dlq")
 
 
-def main() -> None:  # pragma: no cover - console script entry
-    app()
+def main() -> None:
+    """The ``lakeline`` command (its console script and ``python -m lakeline``): log lines go to the workspace's
+    log file, not the terminal (``lakeline.logs``)."""
+    capture()
+    app(prog_name="lakeline")

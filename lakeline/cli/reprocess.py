@@ -13,7 +13,9 @@ from rich.markup import escape
 from lakeline.cli.shared import (
     ConfigOption,
     RuntimeOption,
+    WorkspaceOption,
     progress_console,
+    project_file,
     project_of,
     reads_deployment,
     workspace_of,
@@ -37,6 +39,7 @@ def reprocess_command(
         list[str] | None, typer.Option("--target", help="rebuild only this target, database.table (repeatable)")
     ] = None,
     config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
     stack: Annotated[str | None, typer.Option(help="a deployed pipeline stack: send to its queue B")] = None,
     deployed: RuntimeOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be rebuilt; send nothing")] = False,
@@ -81,14 +84,14 @@ def reprocess_command(
         if stack is not None:
             done = _reprocess_stack(stack, Asked(table, first, last, wanted, dry_run, raw))
             failed = False
-        elif reads_deployment(deployed, workspace_of(project_of(config or Path("lakeline.yml")), None).root):
+        elif reads_deployment(deployed, workspace_of(project_of(project_file(config, workspace)), None).root):
             done, failed = _reprocess_local_deployment(
-                config or Path("lakeline.yml"), console, started, Asked(table, first, last, wanted, dry_run, raw)
+                project_file(config, workspace), console, started, Asked(table, first, last, wanted, dry_run, raw)
             )
         else:
             from lakeline.local.project import LocalProject, ProjectConfig
 
-            with LocalProject(ProjectConfig.load(config or Path("lakeline.yml")), console) as project:
+            with LocalProject(ProjectConfig.load(project_file(config, workspace)), console) as project:
                 project.prepare()
                 flow, cloud = project.started_flow, project.started_cloud
                 state = cloud.names.pipeline_state

@@ -70,11 +70,13 @@ DeployedOption = Annotated[
 
 
 def fail_unless_clean(run: DeployedRun) -> None:
+    """Exit 1 unless ``run`` was clean, with what went wrong: the counts, and each table it could not make."""
     if not run.clean:
         fail(
-            f"{len(run.failed)} executions failed and {sum(map(len, run.parked.values()))} messages were parked "
-            "(listed above, and in summary.json)",
+            f"{len(run.failed)} executions failed, {sum(map(len, run.parked.values()))} messages were parked and "
+            f"{len(run.quarantined)} files were quarantined (listed above, and in summary.json)",
             code=EXIT_FAILED,
+            problems=run.refused_tables,
         )
 
 
@@ -93,7 +95,7 @@ def _run_deployed(
         started = time.monotonic()
         check_app()
         project = DeployedProject(ProjectConfig.load(config), console)
-        note_runtime(project.workspace.root, deployed=True)
+        note_runtime(project.workspace.root, deployed=True, config=config)
         keys = [] if watching else project.raw_keys()
         seen = project.snapshot(keys)
         if not watching and not full and project.nothing_new(seen):
@@ -146,7 +148,7 @@ def run_project(
     try:
         started = time.monotonic()
         project = LocalProject(ProjectConfig.load(config), console)
-        note_runtime(project.workspace.root, deployed=False)
+        note_runtime(project.workspace.root, deployed=False, config=config)
         keys = project.raw_keys()
         seen = project.snapshot(keys)
         if not full and project.nothing_new(seen):
@@ -173,8 +175,14 @@ def run_project(
             f"{unresolved_file(project.workspace.root)} lists what is open (delete it to dismiss)",
             soft_wrap=True,
         )
-    if run.report.failures or run.report.quarantined or earlier:
-        raise typer.Exit(1)
+    report = run.report
+    if report.failures or report.quarantined or earlier:
+        fail(
+            f"{len(report.failures)} runs failed and {len(report.quarantined)} files were quarantined (listed above, "
+            "and in summary.json)" + (f"; {len(earlier)} failures of earlier runs remain" if earlier else ""),
+            code=EXIT_FAILED,
+            problems=report.refused_tables,
+        )
 
 
 def watch_project(
@@ -197,7 +205,7 @@ def watch_project(
     try:
         started = time.monotonic()
         with LocalProject(ProjectConfig.load(config), console) as project:
-            note_runtime(project.workspace.root, deployed=False)
+            note_runtime(project.workspace.root, deployed=False, config=config)
             project.prepare()
             try:
                 watch(project, poll_seconds=poll, max_seconds=duration)

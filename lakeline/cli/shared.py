@@ -5,8 +5,10 @@ options are turned into: the ``--config`` project, the pipeline settings, the wo
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from lakeline import logs
 from lakeline.errors import ConfigError, LakelineError, validated
 from lakeline.settings import PipelineSettings
 
@@ -74,11 +77,65 @@ def runtime_file(root: Path) -> Path:
     return root / "state" / "runtime"
 
 
-def note_runtime(root: Path, deployed: bool) -> None:
+def project_record(root: Path) -> Path:
+    return root / "state" / "project.json"
+
+
+def note_runtime(root: Path, deployed: bool, config: Path) -> None:
     """Say which runtime ``lakeline run`` or ``watch`` used last on the workspace ``root`` (also when it found
-    nothing new), for the commands that follow it (``reads_deployment``)."""
+    nothing new), for the commands that follow it (``reads_deployment``), and which project file ``config``
+    it ran, for the commands given only ``--workspace`` (``project_file``)."""
     runtime_file(root).parent.mkdir(parents=True, exist_ok=True)
     runtime_file(root).write_text("deployed\n" if deployed else "embedded\n")
+    where = config.resolve()
+    # Both: the project folder moved or copied whole keeps its relative path, a workspace kept apart its absolute one.
+    record = {"config": str(where), "from_workspace": os.path.relpath(where, root)}
+    project_record(root).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def recorded_project(root: Path) -> Path | None:
+    """The project file the last ``run`` or ``watch`` on the workspace ``root`` ran (``note_runtime``), if it
+    is still there and still names this workspace; ``None`` if the workspace records none."""
+    from lakeline.local.project import ProjectConfig
+
+    try:
+        record = json.loads(project_record(root).read_text())
+    except (OSError, ValueError):
+        return None
+    candidates = [root / str(record.get("from_workspace", "")), Path(str(record.get("config", "")))]
+    for candidate in candidates:
+        if candidate.is_file():
+            try:
+                if ProjectConfig.load(candidate).workspace == root.resolve():
+                    return candidate.resolve()
+            except ConfigError:
+                continue
+    raise ConfigError(
+        f"the workspace {root} was made for the project {record.get('config')}, which is not there (or names another "
+        "workspace now): pass the project's lakeline.yml with --config"
+    )
+
+
+def project_file(config: Path | None, workspace: Path | None) -> Path:
+    """The project file (lakeline.yml) a command reads: ``--config``; else, given ``--workspace``, the one the
+    workspace's last ``run`` ran (``recorded_project``); else ``lakeline.yml`` here."""
+    if config is not None:
+        return config
+    if workspace is not None:
+        found = recorded_project(workspace.resolve())
+        if found is None:
+            raise ConfigError(
+                f"the workspace {workspace.resolve()} does not record its project (no `lakeline run` of this version "
+                "ran on it): pass the project's lakeline.yml with --config"
+            )
+        return found
+    here = Path("lakeline.yml")
+    if not here.is_file():
+        raise ConfigError(
+            f"no lakeline.yml in {Path.cwd()}: run this in the project's folder, or pass --config (the project's "
+            "lakeline.yml) or --workspace (its workspace)"
+        )
+    return here
 
 
 def reads_deployment(choice: bool | None, root: Path) -> bool:
@@ -166,11 +223,17 @@ def existing_workspace(config: Path | None, workspace: Path | None) -> tuple[Pat
     """The workspace folder (which must exist: status and dlq create nothing) and each target's sources, from
     the project's dependency items if ``--config`` names them."""
     from lakeline.dependencies.files import load_items
+    from lakeline.local.project import ProjectConfig
 
     project = project_of(config)
     root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()
     if not (root / "state").is_dir() and not (root / "summary.json").exists():
         raise LakelineError(f"no Lakeline workspace at {root}: run `lakeline run` first, or name it with --workspace")
+    logs.to_workspace(root)
+    if project is None:
+        with suppress(ConfigError):  # without it, the targets' sources are only not known
+            recorded = recorded_project(root)
+            project = ProjectConfig.load(recorded) if recorded else None
     sources = (
         {item.dataset: frozenset(item.source_tables) for item in load_items(project.dependencies)} if project else {}
     )

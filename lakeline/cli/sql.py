@@ -17,6 +17,7 @@ from lakeline.cli.shared import (
     WorkspaceOption,
     err_console,
     moved,
+    project_file,
     project_of,
     reads_deployment,
     workspace_of,
@@ -113,14 +114,13 @@ def run_sql(
         statements = [s.sql("athena") for s in sqlglot.parse(text, read="athena") if s is not None]
     except sqlglot.errors.ParseError as error:
         fail(plain(f"cannot parse the SQL: {error}"))
-    project = (config or Path("lakeline.yml")) if reads_deployment(deployed, ws.root) else None
-    if project is not None and workspace is not None:
-        try:
-            theirs = workspace_of(project_of(project), None).root
-        except LakelineError as error:
-            fail(str(error))
-        if theirs != ws.root:
-            fail(f"--workspace {ws.root} is not the workspace of the project {project} ({theirs}): name the project")
+    try:
+        project = project_file(config, workspace) if reads_deployment(deployed, ws.root) else None
+        theirs = workspace_of(project_of(project), None).root if project is not None and workspace else None
+    except LakelineError as error:
+        fail(str(error))
+    if project is not None and theirs is not None and theirs != ws.root:
+        fail(f"--workspace {ws.root} is not the workspace of the project {project} ({theirs}): name the project")
     if project is not None and not server:
         _run_deployed_sql(project, statements, output)
         return

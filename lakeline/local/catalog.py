@@ -13,17 +13,18 @@ are written quoted all the same.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakeline.engines.base import TableSchema
-from lakeline.engines.spark import SparkEngine
-from lakeline.errors import InvalidInputError
+from lakeline.engines.spark import SparkEngine, failure_reason
+from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.names import check_field_name, check_identifier, ddl_name, string_literal
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
 from stage_a.contract import check_file_format
-from stage_a.keys import RawObject
+from stage_a.keys import RawObject, parse_raw_key
 from stage_a.raw_files import LocalRawFile
 
 if TYPE_CHECKING:
@@ -84,6 +85,32 @@ def inferred_columns(
         for field in inferred.schema.fields
         if (name := check_identifier(field.name.lower(), f"raw file {raw.key}: column")) not in partition_columns
     ]
+
+
+def first_files(keys: Iterable[str]) -> dict[str, RawObject]:
+    """Each table folder (``team/dataset/table``) of ``keys`` → its first file in their order: the file its
+    raw and stage tables are made from."""
+    first: dict[str, RawObject] = {}
+    for key in keys:
+        raw = parse_raw_key(key)
+        first.setdefault(raw.table_prefix.rstrip("/"), raw)
+    return first
+
+
+def table_errors() -> tuple[type[BaseException], ...]:
+    """What making one table from its first file can raise that is that table's (its file cannot be read or
+    typed, its DDL is refused), not the run's: the table's files are parked and the other tables go on."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return (LakelineError, PySparkException, Py4JJavaError)
+
+
+def table_refusal(database: str, first: RawObject, error: BaseException) -> str:
+    """Why the raw table ``database``.<table> could not be made from ``first``, in one line."""
+    reason = str(error) if isinstance(error, LakelineError) else failure_reason(error)
+    reason = reason.removeprefix(f"raw file {first.key}: ")  # said once
+    return f"table {database}.{first.table} cannot be made from its first file {first.key}: {' '.join(reason.split())}"
 
 
 def ensure_tables(

@@ -83,6 +83,7 @@ class FlowReport:
     stage_b: list[StageBPlan] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)  # arrivals refused at the door, with the reason
+    refused_tables: list[str] = field(default_factory=list)  # why each table not made from its first file was not
     read_by_name: list[str] = field(default_factory=list)  # CSV arrivals loaded through a copy in table order
     copies: list[str] = field(default_factory=list)  # the keys of those copies
     lineage_records: int = 0

@@ -44,6 +44,7 @@ from lakeline.errors import ConfigError, InvalidInputError, validation_problems
 from lakeline.lineage.openlineage.config import load_openlineage_settings
 from lakeline.lineage.records.query import load_query, query_local_archive
 from lakeline.lineage.viewer.html import write_lineage_html
+from lakeline.local.catalog import ensure_tables, first_files, table_errors, table_refusal
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
 from lakeline.local.quarantine import Quarantine
@@ -299,13 +300,36 @@ class LocalProject:
         the flow runs until nothing is left to do."""
         flow = self.started_flow
         before = ProgressMark.of(flow.report)
-        for key in keys:
+        for key in self._make_tables(keys):
             flow.arrive(key, (digests or {}).get(key))
         with self._showing_progress(flow.report, before):
             report = flow.run_until_idle()
         if self.cloud is not None:
             self.cloud.save_pipeline_state(self.state_file)
         return report
+
+    def _make_tables(self, keys: list[str]) -> list[str]:
+        """The raw and stage tables of the table folders of ``keys`` made from their first files before any
+        arrives, as the local deployment's runs make them: a table whose first file cannot be typed or whose
+        DDL fails is that table's failure, its files quarantined with the reason (not sent; the next run tries
+        them again). Returns the keys whose tables are there."""
+        flow, refused = self.started_flow, {}
+        for folder, raw in first_files(keys).items():
+            try:
+                ensure_tables(flow.engine, raw, self.workspace.raw_dir / raw.key, self.settings)
+            except table_errors() as error:
+                refused[folder] = table_refusal(self.settings.raw_database(raw.team, raw.dataset), raw, error)
+                flow.report.refused_tables.append(refused[folder])
+        taken = []
+        for key in keys:
+            reason = refused.get(parse_raw_key(key).table_prefix.rstrip("/"))
+            if reason is None:
+                taken.append(key)
+                continue
+            flow.quarantine.park(key, reason)
+            flow.report.quarantined.append(f"{key}: {reason}")
+            self._progress("quarantined", f"{key}: {reason}")
+        return taken
 
     def resend(self, keys: list[str], run: str) -> FlowReport:
         """Send raw files through stage A again as new versions of themselves (the local counterpart of
@@ -404,6 +428,7 @@ def write_summary(run: ProjectRun) -> Path:
                 "duplicates": report.duplicates,
                 "failures": report.failures,
                 "quarantined": report.quarantined,
+                "refused_tables": report.refused_tables,
                 "read_by_name": report.read_by_name,
                 "lineage_records": report.lineage_records,
                 "archive_objects": run.archive_objects,

@@ -1,6 +1,7 @@
 """Where a local run parks the arrivals refused at the door (the local stand-in for queue A's DLQ):
 ``<workspace>/quarantine/<key>.json`` with the reason, kept until the same key is accepted (fixed and
-sent again), read by ``lakeline status`` and ``lakeline dlq list``."""
+sent again), read by ``lakeline status`` and ``lakeline dlq list``. The local deployment's runs park in
+``<workspace>/deployed/quarantine/`` the files of a table they could not make, which they never upload."""
 
 from __future__ import annotations
 
@@ -17,6 +18,11 @@ class Quarantine:
     @classmethod
     def of(cls, workspace_root: Path) -> Quarantine:
         return cls(workspace_root / "quarantine")
+
+    @classmethod
+    def of_deployment(cls, workspace_root: Path) -> Quarantine:
+        """The local deployment's, apart from the embedded runtime's in the same workspace."""
+        return cls(workspace_root / "deployed" / "quarantine")
 
     def record(self, key: str) -> Path:
         return self.root / f"{key}.json"

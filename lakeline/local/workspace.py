@@ -4,7 +4,7 @@
 <workspace>/stage/...                                      stage tables
 <workspace>/analytics/...                                  stage B targets
 <workspace>/metastore/, warehouse/                         embedded Spark's catalog
-<workspace>/state/                                         pipeline state, where the workspace is
+<workspace>/state/                                         pipeline state, where the workspace is; logs
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lakeline import logs
 from lakeline.errors import LakelineError, validated
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import RUN_PREFIX, local_root
@@ -35,6 +36,7 @@ class Workspace:
         workspace = cls(root.resolve(), raw.resolve() if raw else None)
         for zone in (workspace.raw_dir, workspace.stage_dir, workspace.analytics_dir):
             zone.mkdir(parents=True, exist_ok=True)
+        logs.to_workspace(workspace.root)  # the command's log lines are kept here (if it keeps them)
         return workspace
 
     @property

@@ -55,7 +55,9 @@ from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.archive_table import DEFAULT_TABLE
 from lakeline.lineage.records.query import bind_archive_table, load_query
 from lakeline.lineage.viewer.html import write_lineage_html
+from lakeline.local.catalog import first_files, table_errors, table_refusal
 from lakeline.local.project import ProjectConfig, project_snapshot, raw_keys
+from lakeline.local.quarantine import Quarantine
 from lakeline.local.rehearsal import kept_state
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionRecord, check_interpreter
@@ -65,7 +67,7 @@ from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name
 from lakeline.operations.dead_letters import read_dead_letters
-from lakeline.operations.source_ddl import source_tables_ddl
+from lakeline.operations.source_ddl import source_table_ddl
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
 from stage_a.keys import parse_raw_key
 from stage_b.artifacts import ARTIFACTS_PREFIX
@@ -109,6 +111,10 @@ class DeployedRun:
     """Each dead-letter queue with messages parked by this command → their reasons."""
     parked_before: dict[str, list[str]] = field(default_factory=dict)
     """Each dead-letter queue with messages an earlier command parked (kept) → their reasons."""
+    quarantined: list[str] = field(default_factory=list)
+    """``key: reason`` of each raw file not uploaded: its table could not be made (``Quarantine.of_deployment``)."""
+    refused_tables: list[str] = field(default_factory=list)
+    """Why each table this command could not make was not made (one line each, naming the table)."""
     tables: list[dict[str, Any]] = field(default_factory=list)
     contents: dict[str, list[list[Any]]] = field(default_factory=dict)
     """Each dependency item's table, all of its rows (read with Athena)."""
@@ -130,7 +136,7 @@ class DeployedRun:
 
     @property
     def clean(self) -> bool:
-        return not self.failed and not any(self.parked.values())
+        return not self.failed and not any(self.parked.values()) and not self.quarantined
 
 
 class Operator:
@@ -272,6 +278,9 @@ class DeployedProject:
         self.uploaded: dict[str, str] = {}
         """Each raw key uploaded (by this or an earlier command) → its content's SHA-256."""
         self._parked_before: dict[str, list[str]] = {}
+        self.quarantine = Quarantine.of_deployment(self.workspace.root)
+        self._quarantined: list[str] = []
+        self._refused_tables: list[str] = []
 
     @property
     def state_folder(self) -> Path:
@@ -316,8 +325,10 @@ class DeployedProject:
             # its kept state and the DDL of the tables in it, when this run takes that state up.
             kept = ("state", "sources.sql") if self.keep_state and kept_state.exists(self.state_folder) else ()
             for child in (root / "deployed").glob("*") if (root / "deployed").is_dir() else []:
-                if child.name not in kept and not (self.keep_results and kept):
+                # The quarantine stays: its files were never uploaded, so no kept state holds them.
+                if child != self.quarantine.root and child.name not in kept and not (self.keep_results and kept):
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
+            self.quarantine.prune(self.workspace.raw_dir)
             _drop_local_athena_databases(engine)
         try:
             with self.console.status("deploying the cloud assembly on a local AWS endpoint (moto), IAM enforced"):
@@ -400,12 +411,13 @@ class DeployedProject:
                     "run); not uploaded again"
                 )
             keys = fresh
+        keys = self._create_source_tables(keys)
         if not keys:
             return
-        self._create_source_tables(keys)
         with _reporting(self.system, self.console):
             for key in keys:
                 self.operator.upload(self.workspace.raw_dir, key)
+                self.quarantine.release(key)
                 self._uploads += 1
                 if key in digests:
                     self.uploaded[key] = digests[key]
@@ -451,28 +463,40 @@ class DeployedProject:
             with self.console.status(f"keeping the deployment's state in {self.state_folder}"):
                 kept_state.keep(self.system.deployment, self.state_folder, extra={"uploads": self.uploaded})
 
-    def _create_source_tables(self, keys: list[str]) -> None:
+    def _create_source_tables(self, keys: list[str]) -> list[str]:
         """The raw and stage tables Glue lacks of the table folders of ``keys``, inferred from their first
-        files; their DDL is kept in ``deployed/sources.sql`` (what to run in Athena before going to AWS)."""
-        settings = self.settings
-        wanted = set()
+        files; their DDL is kept in ``deployed/sources.sql`` (what to run in Athena before going to AWS).
+        A table whose first file cannot be typed or whose DDL fails is that table's failure: its files are
+        quarantined with the reason and not uploaded (the next run tries them again). Returns the keys
+        whose tables are there."""
+        settings, refused = self.settings, {}
+        for folder, raw in first_files(keys).items():
+            databases = settings.raw_database(raw.team, raw.dataset), settings.stage_database(raw.team, raw.dataset)
+            existing = {f"{db}.{raw.table}" for db in databases if self.operator.table_exists(db, raw.table)}
+            if len(existing) == 2:
+                continue
+            with self.console.status(f"creating the raw and stage tables of {folder} from its first file"):
+                try:
+                    ddl = source_table_ddl(self.engine, self.workspace.raw_dir, raw, settings, existing)
+                    count = self.operator.run_ddl(ddl, f"of {folder}, inferred from {raw.key}")
+                except table_errors() as error:
+                    refused[folder] = table_refusal(settings.raw_database(raw.team, raw.dataset), raw, error)
+                    self._refused_tables.append(refused[folder])
+                    continue
+            path = self.workspace.root / "deployed" / "sources.sql"
+            with path.open("a") as kept:
+                kept.write(ddl)
+            self.console.print(f"created the tables of {folder} with {count} Athena statements (their DDL: {path})")
+        taken = []
         for key in keys:
-            raw = parse_raw_key(key)
-            for database in (
-                settings.raw_database(raw.team, raw.dataset),
-                settings.stage_database(raw.team, raw.dataset),
-            ):
-                wanted.add((database, raw.table))
-        existing = {f"{database}.{table}" for database, table in wanted if self.operator.table_exists(database, table)}
-        if len(existing) == len(wanted):
-            return
-        with self.console.status("creating the raw and stage tables from their first files"):
-            ddl = source_tables_ddl(self.engine, self.workspace.raw_dir, keys, settings, existing)
-            count = self.operator.run_ddl(ddl, "inferred from the raw files")
-        path = self.workspace.root / "deployed" / "sources.sql"
-        with path.open("a") as kept:
-            kept.write(ddl)
-        self.console.print(f"created raw and stage tables with {count} Athena statements (their DDL: {path})")
+            reason = refused.get(parse_raw_key(key).table_prefix.rstrip("/"))
+            if reason is None:
+                taken.append(key)
+                continue
+            self.quarantine.park(key, reason)
+            self._quarantined.append(f"{key}: {reason}")
+            self.console.print(f"[red]quarantined[/] {escape(key)}: {escape(reason)}", soft_wrap=True)
+        return taken
 
     def finish(self, started: float) -> DeployedRun:
         """The nightly trace, what came out (executions, DLQs, tables, lineage), ``summary.json``."""
@@ -487,6 +511,7 @@ class DeployedProject:
             system.executions.wait(timeout=3600)
         run.parked_before = self._parked_before
         run.parked = _parked_since(operator.parked(), self._parked_before)
+        run.quarantined, run.refused_tables = self._quarantined, self._refused_tables
         with self.console.status("reading the lineage and the tables"):
             _lineage(operator, system, self.workspace, run)
             run.tables = _tables(operator, self._datasets())
@@ -676,6 +701,8 @@ def _write_summary(run: DeployedRun) -> Path:
                 ],
                 "parked": run.parked,
                 "parked_by_earlier_runs": run.parked_before,
+                "quarantined": run.quarantined,
+                "refused_tables": run.refused_tables,
                 "lineage_records": run.lineage_records,
                 "archive_objects": run.archive_objects,
                 "archived_lineage_rows": run.archived_lineage_rows,
@@ -700,6 +727,7 @@ def _print_summary(run: DeployedRun, console: Console) -> None:
         f"stage A executions: {len(run.stage_a)} ({len(run.nothing_new)} with nothing new), "
         f"stage B executions: {len(run.stage_b)}, "
         f"failed: {len(run.failed)}, parked: {sum(len(reasons) for reasons in run.parked.values())}, "
+        f"quarantined: {len(run.quarantined)}, "
         f"lineage records: {run.lineage_records}, archive objects: {run.archive_objects}, "
         f"archived lineage rows: {run.archived_lineage_rows}, OpenLineage events: {run.events}"
     )
@@ -712,6 +740,14 @@ def _print_summary(run: DeployedRun, console: Console) -> None:
         for reason in reasons:
             what = f"[yellow]still parked (an earlier run)[/] in {queue}'s DLQ: {escape(reason)}"
             console.print(what, soft_wrap=True)
+    for refused in run.quarantined:
+        console.print(f"[red]quarantined[/] {escape(refused)}", soft_wrap=True)
+    if run.quarantined:
+        console.print(
+            f"not uploaded: the reasons are also in {Quarantine.of_deployment(run.results.parent).root}; fix the "
+            "file (or write the table's DDL in the project's tables files) and run again to load them",
+            soft_wrap=True,
+        )
     if run.parked or run.parked_before:
         console.print(
             "a file fixed and put back in the raw folder arrives again at the next run; for another cause (a table, "

@@ -1,7 +1,8 @@
 """The Athena DDL of a project's raw and stage tables, as a team writes it before the first arrival: each
 table folder's columns from its first file (``lakeline.local.catalog.inferred_columns``, as the local
 runtime makes its tables), the raw table over the raw bucket in the file's format, the stage table over
-the stage bucket in the table's settings' format, both partitioned by the key's ``k=v`` folders."""
+the stage bucket in the table's settings' format, both partitioned by the key's ``k=v`` folders. One
+table's at a time: a table whose file cannot be typed, or whose DDL fails, is that table's failure."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.local.catalog import inferred_columns, raw_format
 from lakeline.names import ddl_name, string_literal
 from lakeline.settings import PipelineSettings
-from stage_a.keys import RawObject, parse_raw_key
+from stage_a.keys import RawObject
 
 OPEN_CSV = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
 JSON_SERDE = "org.openx.data.jsonserde.JsonSerDe"
@@ -30,44 +31,34 @@ STAGE_STORAGE = {
 }
 
 
-def source_tables_ddl(
-    engine: SparkEngine, raw_dir: Path, keys: list[str], settings: PipelineSettings, existing: set[str]
+def source_table_ddl(
+    engine: SparkEngine, raw_dir: Path, raw: RawObject, settings: PipelineSettings, existing: set[str]
 ) -> str:
-    """The statements that create the raw and stage tables of the table folders of ``keys`` (files under
-    ``raw_dir``) that are not in ``existing``; ``$raw_root`` and ``$stage_root`` stand for the buckets."""
-    first: dict[tuple[str, str, str], RawObject] = {}
-    for key in keys:
-        raw = parse_raw_key(key)
-        first.setdefault((raw.team, raw.dataset, raw.table), raw)
-    statements: list[str] = []
-    databases: list[str] = []
-    for raw in first.values():
-        raw_db, stage_db = settings.raw_database(raw.team, raw.dataset), settings.stage_database(raw.team, raw.dataset)
-        missing = [
-            (db, kind) for db, kind in ((raw_db, "raw"), (stage_db, "stage")) if f"{db}.{raw.table}" not in existing
-        ]
-        if not missing:
-            continue
-        columns = ", ".join(
-            f"{ddl_name(name)} {kind}" for name, kind in inferred_columns(engine, raw, raw_dir / raw.key, settings)
+    """The statements that create the raw and stage tables of ``raw``'s table folder from that file (under
+    ``raw_dir``), those not in ``existing`` (none if both are); ``$raw_root`` and ``$stage_root`` stand for
+    the buckets. Raises what ``lakeline.local.catalog.table_errors`` names if the file cannot be typed."""
+    raw_db, stage_db = settings.raw_database(raw.team, raw.dataset), settings.stage_database(raw.team, raw.dataset)
+    missing = [(db, kind) for db, kind in ((raw_db, "raw"), (stage_db, "stage")) if f"{db}.{raw.table}" not in existing]
+    if not missing:
+        return ""
+    columns = ", ".join(
+        f"{ddl_name(name)} {kind}" for name, kind in inferred_columns(engine, raw, raw_dir / raw.key, settings)
+    )
+    keys_ddl = ", ".join(f"{ddl_name(column)} STRING" for column, _ in raw.partition)
+    partitioned = f" PARTITIONED BY ({keys_ddl})" if keys_ddl else ""
+    statements = [f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)};" for database, _ in missing]
+    for database, kind in missing:
+        if kind == "raw":
+            storage = RAW_STORAGE[raw_format(raw.file_name)]
+            header = " TBLPROPERTIES ('skip.header.line.count' = '1')" if raw_format(raw.file_name) == "csv" else ""
+            location = f"$raw_root/{raw.table_prefix}"
+        else:
+            storage = STAGE_STORAGE[settings.table_settings(stage_db, raw.table).format]
+            header = ""
+            location = f"$stage_root/{raw.table_prefix}"
+        statements.append(
+            f"CREATE EXTERNAL TABLE IF NOT EXISTS {ddl_name(database, raw.table)} ({columns}){partitioned} "
+            f"{storage} LOCATION {string_literal(location.rstrip('/') + '/')}{header};"
         )
-        keys_ddl = ", ".join(f"{ddl_name(column)} STRING" for column, _ in raw.partition)
-        partitioned = f" PARTITIONED BY ({keys_ddl})" if keys_ddl else ""
-        for database, kind in missing:
-            if database not in databases:
-                databases.append(database)
-            if kind == "raw":
-                storage = RAW_STORAGE[raw_format(raw.file_name)]
-                header = " TBLPROPERTIES ('skip.header.line.count' = '1')" if raw_format(raw.file_name) == "csv" else ""
-                location = f"$raw_root/{raw.table_prefix}"
-            else:
-                storage = STAGE_STORAGE[settings.table_settings(stage_db, raw.table).format]
-                header = ""
-                location = f"$stage_root/{raw.table_prefix}"
-            statements.append(
-                f"CREATE EXTERNAL TABLE IF NOT EXISTS {ddl_name(database, raw.table)} ({columns}){partitioned} "
-                f"{storage} LOCATION {string_literal(location.rstrip('/') + '/')}{header};"
-            )
-    heading = "-- Raw and stage tables, from each table's first file (lakeline run).\n"
-    created = [f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)};" for database in databases]
-    return heading + "\n".join([*created, *statements]) + "\n" if statements else ""
+    heading = f"-- The raw and stage tables of {raw.table_prefix}, from its first file {raw.key} (lakeline run).\n"
+    return heading + "\n".join(statements) + "\n"

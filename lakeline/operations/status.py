@@ -211,6 +211,10 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
             + message.attributes.get(REASON, {}).get("StringValue", "(no reason recorded)")
             for message in messages
         ]
+    # The files of a table the runs could not make: never uploaded, so in no queue.
+    parked = Quarantine.of_deployment(workspace).parked()
+    status.dead_letters["quarantine"] = len(parked)
+    status.failures += [f"quarantined {key}: {reason}" for key, reason in parked]
     summary_file = workspace / "deployed" / "summary.json"
     if summary_file.exists():
         summary = json.loads(summary_file.read_text())

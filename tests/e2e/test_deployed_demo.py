@@ -157,6 +157,14 @@ def test_the_readme_shop_commands_run_on_the_local_deployment(shop: tuple[Path, 
     again = run(count, cwd=project)
     assert (again.returncode, again.stdout) == (0, "n\n7\n"), again.stderr[-3000:]
     assert json.loads((project / ".lakeline" / "state" / "sql-server.json").read_text())["pid"] == record["pid"]
+    # From another folder, naming only the workspace: the project is the one its run ran (answered by the same
+    # server); the SQL parser's warning on a statement it does not model is in the workspace's log, not on stderr.
+    shown = run(["sql", "--workspace", str(project / ".lakeline"), "-q", "SHOW DATABASES"], cwd=project.parent)
+    assert (shown.returncode, shown.stderr) == (0, ""), shown.stderr[-3000:]
+    assert "shop_pos_dev" in shown.stdout
+    log = (project / ".lakeline" / "state" / "lakeline.log").read_text()
+    assert "WARNING sqlglot: 'SHOW DATABASES' contains unsupported syntax" in log
+    assert json.loads((project / ".lakeline" / "state" / "sql-server.json").read_text())["pid"] == record["pid"]
 
 
 def _summary(project: Path) -> dict[str, Any]:
@@ -203,10 +211,24 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     sales = moved / "incoming" / "shop" / "pos" / "sales"
     (sales / "day=2024-03-02" / "late.csv").write_text("order_id,store,amount\n2004,north,7.50\n")
     (sales / "day=2024-03-03" / "bad.csv").write_text("order,store\n9,east\n")
+    # A new table whose first file cannot be typed (a column name no table can have): its files are parked
+    # with the reason and not uploaded; the rest of the project loads.
+    prices = moved / "incoming" / "shop" / "pos" / "prices"
+    prices.mkdir()
+    (prices / "a.csv").write_text("store,unit price\nnorth,2\n")
+    (prices / "b.csv").write_text("store,price\nnorth,3\n")
     late = run(["run"], cwd=moved)
     assert late.returncode == 1, late.stdout[-3000:] + late.stderr[-3000:]
     summary = _summary(moved)
     assert summary["uploads"] == 2 and summary["unchanged_raw_files"] == 5
+    refused = (
+        "table shop_pos_raw_dev.prices cannot be made from its first file shop/pos/prices/a.csv: column 'unit price' "
+        "is not a valid name"
+    )
+    parked_files = [line.split(": ", 1)[0] for line in summary["quarantined"]]
+    assert parked_files == ["shop/pos/prices/a.csv", "shop/pos/prices/b.csv"]
+    assert all(refused in line for line in summary["quarantined"]) and summary["refused_tables"][0].startswith(refused)
+    assert f"  - {refused}" in late.stderr and "2 files were quarantined" in late.stderr, late.stderr[-3000:]
     # The bad file is refused at the door (the router checks its header): no execution.
     assert summary["stage_a_runs"] == 1 and summary["stage_b_runs"] == 1
     assert _tables(summary) == {
@@ -216,15 +238,21 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     }
     (reason,) = summary["parked"]["StageA"]
     assert "bad.csv: header lacks column order_id, amount of table shop_pos_raw_dev.sales" in reason
-    listed = run(["dlq", "list"], cwd=moved)
+    # From another folder, naming only the workspace: they find the project the workspace's run ran.
+    workspace = ["--workspace", str(moved / ".lakeline")]
+    listed = run(["dlq", "list", *workspace], cwd=tmp_path)
     assert listed.returncode == 1 and "stage-a: 1 parked" in listed.stdout and "bad.csv" in listed.stdout
-    status = run(["status"], cwd=moved)  # read from the kept state: nothing stood up
+    assert f"quarantine  shop/pos/prices/b.csv  {refused}" in listed.stdout, listed.stdout
+    status = run(["status", *workspace], cwd=tmp_path)  # read from the kept state: nothing stood up
     assert status.returncode == 1 and "parked in stage a: " in status.stdout and "bad.csv" in status.stdout
+    assert f"quarantined shop/pos/prices/a.csv: {refused}" in status.stdout, status.stdout
     # The late file's partition: its second version, of three files.
     assert re.search(r"shop_pos_dev\.sales\s+│ day=2024-03-02\s+│\s+2 │\s+3 │", status.stdout), status.stdout
 
-    # Fixed, it is picked up by `watch` (its first look sees every file; only the changed one is uploaded).
+    # Fixed, it is picked up by `watch` (its first look sees every file; only the changed one is uploaded); the
+    # table removed, its files are no longer quarantined.
     (sales / "day=2024-03-03" / "bad.csv").write_text("order_id,store,amount\n3009,east,9.00\n")
+    shutil.rmtree(prices)
     fixed = run(["watch", "--duration", "3", "--poll", "1"], cwd=moved)
     assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
     summary = _summary(moved)
@@ -233,7 +261,7 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
     assert "still parked (an earlier run)" in fixed.stdout
 
-    redriven = run(["dlq", "redrive", "--queue", "stage-a"], cwd=moved)
+    redriven = run(["dlq", "redrive", "--queue", "stage-a", *workspace], cwd=tmp_path)
     assert redriven.returncode == 0, redriven.stdout[-3000:] + redriven.stderr[-3000:]
     summary = _summary(moved)
     assert summary["parked"] == {} and summary["parked_by_earlier_runs"] == {}
@@ -243,7 +271,8 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     assert run(["status"], cwd=moved).returncode == 0
     # A day rebuilt: sent to the deployment's queue B as `reprocess --stack` sends, its target run again.
     rebuilt = run(
-        ["reprocess", "--table", "shop_pos_dev.sales", "--from", "2024-03-03", "--to", "2024-03-03"], cwd=moved
+        ["reprocess", *workspace, "--table", "shop_pos_dev.sales", "--from", "2024-03-03", "--to", "2024-03-03"],
+        cwd=tmp_path,
     )
     assert rebuilt.returncode == 0, rebuilt.stdout[-3000:] + rebuilt.stderr[-3000:]
     assert "1 partitions routed again; rebuilt 1 targets" in rebuilt.stdout

@@ -143,6 +143,15 @@ def test_sql_keeps_spark_running_between_calls_until_another_command_needs_the_w
     # The next call is answered by the same server: Spark does not start again.
     second = run([*count, "--format", "json"], project)
     assert (second.returncode, json.loads(second.stdout), server_pid(project)) == (0, [{"n": 7}], pid)
+    # From another folder, naming only the workspace; the SQL parser's warning on a statement it does not model
+    # goes to the workspace's log, not the terminal.
+    elsewhere = project.parent / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    shown = run(["lakeline", "sql", "--workspace", str(project / ".lakeline"), "-q", "SHOW DATABASES"], elsewhere)
+    assert (shown.returncode, shown.stderr, server_pid(project)) == (0, "", pid), shown.stderr
+    assert "shop_pos_dev" in shown.stdout
+    log = (project / ".lakeline" / "state" / "lakeline.log").read_text()
+    assert "WARNING sqlglot: 'SHOW DATABASES' contains unsupported syntax" in log
     # `lakeline status` says it runs, and how it ends.
     shown = run(["lakeline", "status", "--config", "lakeline.yml", "--format", "json"], project)
     assert f"running as pid {pid}" in json.loads(shown.stdout)["sql_server"], shown.stdout[-2000:]

@@ -70,12 +70,16 @@ def lakeline_run(config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def reprocess_sales(config: Path, first: str, last: str, *options: str) -> subprocess.CompletedProcess[str]:
-    """``lakeline reprocess`` of the project's sales table over ``[first, last]``."""
+def reprocess_sales(
+    config: Path, first: str, last: str, *options: str, elsewhere: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``lakeline reprocess`` of the project's sales table over ``[first, last]``; ``elsewhere``: run in that
+    folder, naming only the project's workspace."""
     table = ("--table", "shop_pos_dev.sales", "--from", first, "--to", last)
+    project = ("--workspace", str(config.parent / "ws")) if elsewhere else ("--config", str(config))
     return subprocess.run(
-        [*LAKELINE, "reprocess", "--config", str(config), *table, *options],
-        cwd=config.parent,
+        [*LAKELINE, "reprocess", *project, *table, *options],
+        cwd=elsewhere or config.parent,
         env={**os.environ, "COLUMNS": "400"},
         capture_output=True,
         text=True,
@@ -141,8 +145,11 @@ def test_run_processes_every_file_of_the_raw_folder(tmp_path: Path) -> None:
 
     # A no-op rerun and a late file are in tests/e2e/test_generated_project.py.
 
-    # A backfill of one target over one day: routed again, rebuilt with the same figures.
-    rebuilt = reprocess_sales(config, "2024-03-01", "2024-03-01", "--target", "shop_reports_dev.sales_by_store")
+    # A backfill of one target over one day: routed again, rebuilt with the same figures. Run from another
+    # folder with the workspace alone, it finds the project the workspace's run ran.
+    (tmp_path / "elsewhere").mkdir()
+    target = ("--target", "shop_reports_dev.sales_by_store")
+    rebuilt = reprocess_sales(config, "2024-03-01", "2024-03-01", *target, elsewhere=tmp_path / "elsewhere")
     assert rebuilt.returncode == 0, rebuilt.stdout[-2000:] + rebuilt.stderr[-2000:]
     assert "1 partitions routed again; rebuilt 1 targets" in rebuilt.stdout
     assert "stage B: shop_reports_dev.sales_by_store/day=2024-03-01" in rebuilt.stdout
@@ -179,16 +186,31 @@ def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fix
     returns = tmp_path / "incoming" / "shop" / "pos" / "returns" / "day=2024-03-01"
     returns.mkdir(parents=True)
     (returns / "returns.csv").write_bytes(b"PAR1" + b"\0" * 16 + b"PAR1")  # a new table's first file
+    # A new table whose first file cannot be typed (a column name no table can have): the whole table is
+    # parked, its good second file too, as the local deployment parks it; the rest of the project loads.
+    prices = tmp_path / "incoming" / "shop" / "pos" / "prices"
+    prices.mkdir(parents=True)
+    (prices / "a.csv").write_text("store,unit price\nnorth,2\n")
+    (prices / "b.csv").write_text("store,price\nnorth,3\n")
 
     result = lakeline_run(config)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     summary = json.loads((tmp_path / "ws" / "summary.json").read_text())
     reasons = "\n".join(summary["quarantined"])
-    assert len(summary["quarantined"]) == 3, reasons
+    assert len(summary["quarantined"]) == 5, reasons
     assert "typo.csv: line 2 has 3 fields, the header 2" in reasons
     assert "notes.txt: cannot tell its format from its name" in reasons
     assert "returns.csv: is a parquet file named as csv" in reasons
+    refused = (
+        "table shop_pos_raw_dev.prices cannot be made from its first file shop/pos/prices/a.csv: column 'unit price' "
+        "is not a valid name"
+    )
+    assert f"shop/pos/prices/a.csv: {refused}" in reasons and f"shop/pos/prices/b.csv: {refused}" in reasons
+    assert next(reason for reason in summary["refused_tables"] if "prices" in reason).startswith(refused)
     assert "quarantined" in result.stdout and "typo.csv" in result.stdout
+    # The command's last word names each table it could not make, and why.
+    assert "error: 0 runs failed and 5 files were quarantined" in result.stderr
+    assert f"  - {refused}" in result.stderr, result.stderr
     assert summary["failures"] == []
     # The moved columns are read by name, through a copy in the table's order next to the file.
     copy = day / "late.lakeline-by-name.csv"
@@ -205,15 +227,19 @@ def test_files_that_break_their_table_contract_are_quarantined_and_load_once_fix
         ["south", 5.5, "2024-03-01"],
     ]
     records = sorted(p.name for p in (tmp_path / "ws" / "quarantine").rglob("*.json"))
-    assert records == ["notes.txt.json", "returns.csv.json", "typo.csv.json"]
+    assert records == ["a.csv.json", "b.csv.json", "notes.txt.json", "returns.csv.json", "typo.csv.json"]
 
     # Fixed and re-sent: the late file, now in the table's order, replaces its rows through its copy.
     (day / "late.csv").write_text("store,amount\nnorth,8\n")
     (day / "typo.csv").write_text("store,amount\nnorth,12.5\n")
-    for removed in (day / "notes.txt", returns / "returns.csv"):
+    for removed in (day / "notes.txt", returns / "returns.csv", prices / "a.csv"):
         removed.unlink()
     result = lakeline_run(config)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # Its bad first file gone, the table is made from the next one, which loads.
+    assert {"table": "shop_pos_dev.prices", "partition": "", "rows": 1, "files": 1} in json.loads(
+        (tmp_path / "ws" / "summary.json").read_text()
+    )["tables"]
     assert totals(tmp_path)["shop_reports_dev.sales_by_store"] == [
         ["north", 10.0, "2024-03-01"],
         ["north", 20.5, "2024-03-02"],

@@ -98,7 +98,39 @@ def test_the_runtime_run_used_last_wins_also_when_it_found_nothing_new(tmp_path:
     _kept(tmp_path, 100)
     _embedded(tmp_path, 200)
     assert reads_deployment(None, tmp_path) is False
-    note_runtime(tmp_path, deployed=True)
+    note_runtime(tmp_path, deployed=True, config=tmp_path / "lakeline.yml")
     assert reads_deployment(None, tmp_path) is True
-    note_runtime(tmp_path, deployed=False)
+    note_runtime(tmp_path, deployed=False, config=tmp_path / "lakeline.yml")
     assert reads_deployment(None, tmp_path) is False and reads_deployment(True, tmp_path) is True
+
+
+def test_commands_given_only_the_workspace_find_the_project_its_run_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run`` records its lakeline.yml in the workspace; a command given ``--workspace`` alone reads it, also
+    after the project folder moved whole; when it cannot, it says to pass ``--config``."""
+    from lakeline.cli.shared import note_runtime, project_file
+    from lakeline.errors import ConfigError
+
+    project = tmp_path / "shop"
+    project.mkdir()
+    (project / "lakeline.yml").write_text("workspace: .lakeline\nraw: incoming\n")
+    workspace = project / ".lakeline"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(ConfigError, match=r"does not record its project .*with --config"):
+        project_file(None, workspace)
+    with pytest.raises(ConfigError, match=r"no lakeline.yml in .*elsewhere.*pass --config"):
+        project_file(None, None)
+
+    note_runtime(workspace, deployed=True, config=project / "lakeline.yml")
+    assert project_file(None, workspace) == project / "lakeline.yml"
+    assert project_file(Path("other.yml"), workspace) == Path("other.yml")  # --config wins
+
+    moved = tmp_path / "moved"
+    project.rename(moved)
+    assert project_file(None, moved / ".lakeline") == moved / "lakeline.yml"
+    (moved / "lakeline.yml").write_text("workspace: /somewhere/else\n")  # no longer this workspace's project
+    with pytest.raises(ConfigError, match=r"made for the project .*shop/lakeline.yml, which is not there"):
+        project_file(None, moved / ".lakeline")
