@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,13 @@ QUEUES = ("queue-a", "queue-b", "lineage", "trace")
 MAX_RECEIVE_COUNT = 3  # receives before SQS moves a message to its DLQ, as the deployed queues do
 ARCHIVE_BUCKET = "lakeline-lineage-archive"
 LINEAGE_TABLE_NAME = "lineage"
+
+
+def lineage_records_file(pipeline_state_file: Path) -> Path:
+    """Where the lineage table is kept between runs: beside the pipeline-state table."""
+    return pipeline_state_file.with_name("lineage-records.json")
+
+
 LEASE_ATTRIBUTES = frozenset({"lease_owner", "lease_expires", "lease_location", "lease_seq", "lease_previous"})
 
 
@@ -118,9 +126,14 @@ class LocalCloud:
 
     def save_pipeline_state(self, path: Path) -> int:
         """Keep the pipeline-state table (partition versions, leases, what was applied, trigger mode
-        ``all``'s arrivals) in the workspace, so the next run starts where this one ended."""
+        ``all``'s arrivals) in the workspace, so the next run starts where this one ended; and the lineage
+        table beside it (``lineage_records_file``), as a deployment keeps it."""
+        self._save_table(LINEAGE_TABLE_NAME, lineage_records_file(path))
+        return self._save_table(self.names.pipeline_state, path)
+
+    def _save_table(self, table: str, path: Path) -> int:
         items = []
-        for page in self.dynamodb.get_paginator("scan").paginate(TableName=self.names.pipeline_state):
+        for page in self.dynamodb.get_paginator("scan").paginate(TableName=table):
             items.extend(page.get("Items", []))
         write_json(path, sorted(items, key=lambda item: json.dumps(item, sort_keys=True)))
         return len(items)
@@ -129,6 +142,14 @@ class LocalCloud:
         """Load what ``save_pipeline_state`` kept. A local runtime that starts has no run in flight, so
         the leases of an earlier run that was stopped (Ctrl-C, a crash) are dropped: the arrivals they
         held wait in ``pending`` for the next arrival of their partition, instead of for hours."""
+        # A later run records under the trees of earlier runs (a late file's targets under the other
+        # sources' arrivals, the routing of a version published before): without their nodes its trace
+        # archived those trees cut short, over the whole ones (#36).
+        records = lineage_records_file(path)
+        now = time.time()
+        for item in json.loads(records.read_text()) if records.exists() else []:
+            if float(item.get("ttl_expiry", {}).get("N", now)) >= now:  # DynamoDB's TTL would have removed it
+                self.dynamodb.put_item(TableName=LINEAGE_TABLE_NAME, Item=item)
         if not path.exists():
             return 0
         items = json.loads(path.read_text())

@@ -20,6 +20,12 @@ changes the code they patch.
   properties CloudFormation resolved.
 - ``AWS::Glue::Job``, ``AWS::Glue::SecurityConfiguration`` (the Spark engine's): skipped likewise, so the
   Glue job tasks found no job. Created the same way; a job without ``Name`` gets the generated name.
+- DynamoDB: moto checks a write's condition, then applies it, with nothing between the two, while the
+  server answers requests on many threads: two writers could both pass one condition. The partition
+  commits rest on conditional writes being atomic, as they are in DynamoDB; here a run's release of its
+  lease met a message queuing behind that lease, and the message was left waiting with no run to take
+  it (a trailing window never rebuilt once its last day was published, #36). Requests are served one at
+  a time (``_serialize_dynamodb``).
 
 ``stable_resource_names`` is not a fix but a choice for a deployment stood up again over a kept state
 (``lakeline.local.rehearsal.kept_state``): generated names that do not change from one deployment to the next.
@@ -51,6 +57,7 @@ def install(custom_resources: dict[str, CustomResourceHandler]) -> None:
         _carry_out_custom_resources(custom_resources)
         _fix_lambda_function_layers()
         _create_catalog_and_workgroups()
+        _serialize_dynamodb()
         _done = True
 
 
@@ -75,6 +82,22 @@ def stable_resource_names(account: str, region: str) -> Iterator[None]:
         yield
     finally:
         parsing.generate_resource_name = original
+
+
+DYNAMODB_REQUESTS = threading.RLock()
+"""Held while moto serves a DynamoDB request (``_serialize_dynamodb``)."""
+
+
+def _serialize_dynamodb() -> None:
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with DYNAMODB_REQUESTS:
+            return original(self)
+
+    setattr(DynamoHandler, "call_action", call_action)  # noqa: B010
 
 
 def _fix_kms_key_tags() -> None:
