@@ -496,7 +496,7 @@ def expected_tables(data: DataSet, flights: list[Flight]) -> dict[str, list[list
 # --- running lakeline ----------------------------------------------------------------------------------
 
 
-def lakeline(config: Path, *args: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess[str], float]:
+def lakeline(config: Path, *args: str, timeout: float = 1500) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
     result = subprocess.run(
         [*LAKELINE, *args, "--config", str(config)],
@@ -680,7 +680,7 @@ def test_the_same_project_gives_the_same_figures_and_lineage_on_the_default_runt
     flights = [f for files in data.flight_files.values() for file in files for f in file]
 
     def deployed_run() -> dict[str, Any]:
-        result, seconds = lakeline(config, "run", timeout=1500)
+        result, seconds = lakeline(config, "run")
         print(f"lakeline run: {seconds:.1f}s")
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         ran = dict(json.loads((tmp_path / "ws" / "deployed" / "summary.json").read_text()))

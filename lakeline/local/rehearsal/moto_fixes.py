@@ -86,18 +86,65 @@ def stable_resource_names(account: str, region: str) -> Iterator[None]:
 
 DYNAMODB_REQUESTS = threading.RLock()
 """Held while moto serves a DynamoDB request (``_serialize_dynamodb``)."""
+_deliveries = threading.local()
 
 
 def _serialize_dynamodb() -> None:
+    """One DynamoDB request at a time. A write to a table with a stream mapped to a function makes moto
+    invoke that function before it answers, and the function's own requests would wait for the lock:
+    the records are delivered once the request is served, outside the lock."""
+    from moto.dynamodb.models.table import StreamShard
     from moto.dynamodb.responses import DynamoHandler
 
     original = DynamoHandler.call_action
+    original_add = StreamShard.add
 
     def call_action(self: Any) -> Any:
-        with DYNAMODB_REQUESTS:
-            return original(self)
+        shards: list[Any] = []
+        _deliveries.shards = shards
+        try:
+            with DYNAMODB_REQUESTS:
+                return original(self)
+        finally:
+            _deliveries.shards = None
+            for shard in {id(shard): shard for shard in shards}.values():
+                _deliver(shard)
+
+    def add(self: Any, old: Any, new: Any) -> None:
+        shards = getattr(_deliveries, "shards", None)
+        mappings = self.table.lambda_event_source_mappings
+        if shards is None or not mappings:
+            original_add(self, old, new)
+            return
+        self.table.lambda_event_source_mappings = {}  # the record is kept; its delivery waits
+        try:
+            original_add(self, old, new)
+        finally:
+            self.table.lambda_event_source_mappings = mappings
+        shards.append(self)
 
     setattr(DynamoHandler, "call_action", call_action)  # noqa: B010
+    setattr(StreamShard, "add", add)  # noqa: B010
+
+
+def _deliver(shard: Any) -> None:
+    """What moto's ``StreamShard.add`` does after keeping a record: send the shard's records to the mapped
+    functions, and drop those sent if a function took them."""
+    from moto.awslambda.utils import get_backend
+
+    with DYNAMODB_REQUESTS:
+        records = list(shard.items)
+        mappings = list(shard.table.lambda_event_source_mappings.items())
+    if not records:
+        return
+    result = None
+    for arn, mapping in mappings:
+        result = get_backend(shard.account_id, arn.split(":")[3]).send_dynamodb_items(
+            arn, records, mapping.event_source_arn
+        )
+    if result:
+        with DYNAMODB_REQUESTS:
+            shard.items = [record for record in shard.items if all(record is not sent for sent in records)]
 
 
 def _fix_kms_key_tags() -> None:
