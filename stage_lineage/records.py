@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from lakeline.lineage.records.model import deterministic_node_id
 from lakeline.lineage.records.writer import LineageWriter
-from stage_a.plan import StageAPlan
+from stage_a.arrivals import Arrival
+from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
 
@@ -28,12 +29,29 @@ STEP_FAILED = "STEP_FAILED"
 ROOT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "lakeline:lineage-root")
 
 
+def raw_root_id(raw_key: str, run_token: str) -> str:
+    """The root of the tree of a raw file taken by a run."""
+    return str(uuid.uuid5(ROOT_NAMESPACE, f"{raw_key}@{run_token}"))
+
+
 def stage_a_root_id(plan: StageAPlan) -> str:
-    return str(uuid.uuid5(ROOT_NAMESPACE, f"{plan.raw_key}@{plan.run_token}"))
+    return raw_root_id(plan.raw_key, plan.run_token)
 
 
-def raw_object_location(plan: StageAPlan) -> str:
-    return plan.raw_partition_location.rstrip("/") + "/" + plan.raw_key.rsplit("/", 1)[-1]
+def raw_object_location(plan: StageAPlan, raw_key: str | None = None) -> str:
+    return plan.raw_partition_location.rstrip("/") + "/" + (raw_key or plan.raw_key).rsplit("/", 1)[-1]
+
+
+def taken_raw_keys(plan: StageAPlan) -> list[str]:
+    """The raw files whose rows the run adds: its own arrival's, then (under a lease) every other new
+    arrival it took, e.g. the files that came while the partition's last run was in flight."""
+    keys = [plan.raw_key]
+    applied = set(plan.applied)
+    for body in plan.arrivals:
+        arrival = Arrival.model_validate_json(body)
+        if arrival_id(arrival.key, arrival.sequencer) in applied and arrival.key not in keys:
+            keys.append(arrival.key)
+    return keys
 
 
 def _run_fields(execution: RunReference | None, default_job: str) -> dict[str, str | None]:
@@ -62,23 +80,28 @@ def stage_b_parents(plan: StageBPlan, message: StageBMessage) -> LineageParents:
 
 
 def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, execution: RunReference | None = None) -> LineageParents:
-    root = stage_a_root_id(plan)
-    (raw,) = writer.step(
-        root_id=root,
-        parent_id=root,
-        action_taken=RAW_DATA_INPUT,
-        storage_locations=[raw_object_location(plan)],
-        dataset=f"{plan.source_database}.{plan.table}",
-    )
-    (done,) = writer.step(
-        root_id=root,
-        parent_id=raw.node_id,
-        action_taken=STAGE_A_COMPLETE,
-        storage_locations=[plan.target_location],
-        **_run_fields(execution, "lakeline/stage_a"),
-        dataset=f"{plan.target_database}.{plan.table}",
-    )
-    return LineageParents(root_id=root, parent_id=done.node_id)
+    """A tree per raw file the run took (``taken_raw_keys``), each reaching the version the run wrote;
+    the first is the run's own, under which the stage B runs it triggers are recorded."""
+    trees = []
+    for key in taken_raw_keys(plan):
+        root = raw_root_id(key, plan.run_token)
+        (raw,) = writer.step(
+            root_id=root,
+            parent_id=root,
+            action_taken=RAW_DATA_INPUT,
+            storage_locations=[raw_object_location(plan, key)],
+            dataset=f"{plan.source_database}.{plan.table}",
+        )
+        (done,) = writer.step(
+            root_id=root,
+            parent_id=raw.node_id,
+            action_taken=STAGE_A_COMPLETE,
+            storage_locations=[plan.target_location],
+            **_run_fields(execution, "lakeline/stage_a"),
+            dataset=f"{plan.target_database}.{plan.table}",
+        )
+        trees.append(LineageParents(root_id=root, parent_id=done.node_id))
+    return trees[0]
 
 
 def stage_b_lineage_ids(message: StageBMessage) -> tuple[str, str]:

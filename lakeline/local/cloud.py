@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.table import LINEAGE_TABLE
-from lakeline.local.workspace import write_json
+from lakeline.local.workspace import WorkspaceDamaged, write_json
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -32,6 +33,13 @@ QUEUES = ("queue-a", "queue-b", "lineage", "trace")
 MAX_RECEIVE_COUNT = 3  # receives before SQS moves a message to its DLQ, as the deployed queues do
 ARCHIVE_BUCKET = "lakeline-lineage-archive"
 LINEAGE_TABLE_NAME = "lineage"
+
+
+def lineage_records_file(pipeline_state_file: Path) -> Path:
+    """Where the lineage table is kept between runs: beside the pipeline-state table."""
+    return pipeline_state_file.with_name("lineage-records.json")
+
+
 LEASE_ATTRIBUTES = frozenset({"lease_owner", "lease_expires", "lease_location", "lease_seq", "lease_previous"})
 
 
@@ -118,18 +126,38 @@ class LocalCloud:
 
     def save_pipeline_state(self, path: Path) -> int:
         """Keep the pipeline-state table (partition versions, leases, what was applied, trigger mode
-        ``all``'s arrivals) in the workspace, so the next run starts where this one ended."""
+        ``all``'s arrivals) in the workspace, so the next run starts where this one ended; and the lineage
+        table beside it (``lineage_records_file``), as a deployment keeps it."""
+        self._save_table(LINEAGE_TABLE_NAME, lineage_records_file(path))
+        return self._save_table(self.names.pipeline_state, path)
+
+    def _save_table(self, table: str, path: Path) -> int:
         items = []
-        for page in self.dynamodb.get_paginator("scan").paginate(TableName=self.names.pipeline_state):
+        for page in self.dynamodb.get_paginator("scan").paginate(TableName=table):
             items.extend(page.get("Items", []))
         write_json(path, sorted(items, key=lambda item: json.dumps(item, sort_keys=True)))
         return len(items)
 
-    def restore_pipeline_state(self, items: list[dict[str, Any]]) -> int:
-        """Load what ``save_pipeline_state`` kept (``Workspace.read_pipeline_state``, checked). A local
-        runtime that starts has no run in flight, so the leases of an earlier run that was stopped (Ctrl-C,
-        a crash) are dropped: the arrivals they held wait in ``pending`` for the next arrival of their
-        partition, instead of for hours."""
+    def restore_pipeline_state(self, path: Path, items: list[dict[str, Any]]) -> int:
+        """Load what ``save_pipeline_state`` kept at ``path``: its ``items`` (``Workspace.read_pipeline_state``,
+        checked) and the lineage table beside it. A local runtime that starts has no run in flight, so the
+        leases of an earlier run that was stopped (Ctrl-C, a crash) are dropped: the arrivals they held wait
+        in ``pending`` for the next arrival of their partition, instead of for hours."""
+        # A later run records under the trees of earlier runs (a late file's targets under the other
+        # sources' arrivals, the routing of a version published before): without their nodes its trace
+        # archived those trees cut short, over the whole ones (#36).
+        records = lineage_records_file(path)
+        try:
+            kept_records = json.loads(records.read_text()) if records.exists() else []
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise WorkspaceDamaged(
+                f"the lineage records {records} cannot be read ({error}); restore the file from a copy, or delete "
+                "it: the lineage of earlier runs is then in the archive only"
+            ) from None
+        now = time.time()
+        for item in kept_records:
+            if float(item.get("ttl_expiry", {}).get("N", now)) >= now:  # DynamoDB's TTL would have removed it
+                self.dynamodb.put_item(TableName=LINEAGE_TABLE_NAME, Item=item)
         for item in items:
             kept = {name: value for name, value in item.items() if name not in LEASE_ATTRIBUTES}
             self.dynamodb.put_item(TableName=self.names.pipeline_state, Item=kept)

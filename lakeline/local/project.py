@@ -195,7 +195,7 @@ class LocalProject:
         with self.console.status("starting embedded Spark and a local AWS endpoint (moto server on 127.0.0.1)"):
             self.engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
             self.cloud = LocalCloud.start()
-            self.cloud.restore_pipeline_state(kept)
+            self.cloud.restore_pipeline_state(self.state_file, kept)
         # Whatever this run does, the last clean run's record no longer describes the workspace.
         Settled.forget(self.settled_file)
         self.flow = EventFlow(

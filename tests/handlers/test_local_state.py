@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
-from lakeline.local.cloud import LocalCloud
+from lakeline.local.cloud import LINEAGE_TABLE_NAME, LocalCloud
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_partition_states_survive_a_restart_but_a_stopped_runs_lease_does_not(
         cloud.dynamodb.delete_item(
             TableName=cloud.names.pipeline_state, Key={"target_partition": item["target_partition"]}
         )
-    assert cloud.restore_pipeline_state(json.loads(state_file.read_text())) == 1
+    assert cloud.restore_pipeline_state(state_file, json.loads(state_file.read_text())) == 1
     restored = commits.read(key)
     assert (restored.version, restored.published, restored.applied) == (
         1,
@@ -52,3 +53,26 @@ def test_partition_states_survive_a_restart_but_a_stopped_runs_lease_does_not(
     # The next arrival of the partition takes it at once, with what waited.
     lease = commits.begin(key, "r4", "file:///ws/t/date=1/lakeline_run=r4/", "file:///ws/t/date=1/", ["d"])
     assert lease is not None and lease.pending == ("b", "c", "d")
+
+
+def test_the_lineage_table_survives_a_restart_and_what_its_ttl_removed_does_not(
+    cloud: LocalCloud, tmp_path: Path
+) -> None:
+    """Before (#36): each run started with an empty lineage table, so the trace of a tree a later run added
+    to (a late file's target under another source's arrival) archived it without its earlier nodes."""
+    now = int(time.time())
+    for node, expiry in (("kept", now + 3600), ("expired", now - 1)):
+        record = {"root_id": "root", "node_id": node, "parent_id": "root", "action_taken": "RAW_DATA_INPUT"}
+        item = {name: {"S": value} for name, value in record.items()}
+        item |= {"storage_location": {"S": f"s3://raw/{node}.csv"}, "ttl_expiry": {"N": str(expiry)}}
+        cloud.dynamodb.put_item(TableName=LINEAGE_TABLE_NAME, Item=item)
+    state_file = tmp_path / "state" / "pipeline-state.json"
+    cloud.save_pipeline_state(state_file)
+    for item in cloud.dynamodb.scan(TableName=LINEAGE_TABLE_NAME)["Items"]:
+        cloud.dynamodb.delete_item(
+            TableName=LINEAGE_TABLE_NAME, Key={"root_id": item["root_id"], "node_id": item["node_id"]}
+        )
+
+    cloud.restore_pipeline_state(state_file, json.loads(state_file.read_text()))
+    restored = cloud.dynamodb.scan(TableName=LINEAGE_TABLE_NAME)["Items"]
+    assert [item["node_id"]["S"] for item in restored] == ["kept"]

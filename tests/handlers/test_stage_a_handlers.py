@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,13 @@ from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import S3RawFiles
-from stage_lineage.records import RAW_DATA_INPUT, STAGE_A_COMPLETE, raw_object_location, stage_a_root_id
+from stage_lineage.records import (
+    RAW_DATA_INPUT,
+    ROOT_NAMESPACE,
+    STAGE_A_COMPLETE,
+    raw_object_location,
+    stage_a_root_id,
+)
 from tests.lambda_context import LambdaContextStub
 
 REGION = "us-east-1"
@@ -766,3 +773,44 @@ def test_post_update_parks_a_target_it_cannot_route_and_routes_the_others(aws: d
     ]
     assert letter["MessageAttributes"]["lakeline_reason"]["StringValue"] == unrouted
     assert json.loads(letter["Body"])["unrouted"]["target_dataset"] == "engineering_analytics_dev.broken"
+
+
+def lineage_records(aws: dict[str, Any]) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    while messages := aws["sqs"].receive_message(QueueUrl=aws["lineage"], MaxNumberOfMessages=10).get("Messages"):
+        for message in messages:
+            records.append(json.loads(message["Body"]))
+            aws["sqs"].delete_message(QueueUrl=aws["lineage"], ReceiptHandle=message["ReceiptHandle"])
+    return records
+
+
+def test_every_file_a_follow_up_run_takes_has_its_raw_input_and_reaches_the_new_version(aws: dict[str, Any]) -> None:
+    """Before: a follow-up run that took several files recorded the first one's RAW_DATA_INPUT only;
+    the others had no tree in the lineage archive, and nothing led from them to the rows they hold."""
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    folder = "engineering/mysql/customers/date=20220120"
+    router.handler(sqs_event(eventbridge_arrival(f"{folder}/file.csv")), CONTEXT)
+    router.handler(sqs_event(*(eventbridge_arrival(f"{folder}/{name}") for name in ("b.csv", "c.csv"))), CONTEXT)
+    (execution,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    post_update.handler({"plan": plan}, CONTEXT)
+    lineage_records(aws)  # the first run's
+    (follow_up,) = queued(aws, "queue_a")
+    router.handler(sqs_event(follow_up), CONTEXT)
+    (second,) = [e for e in executions(aws) if e["executionArn"] != execution["executionArn"]]
+    follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    assert len(follow_plan["applied"]) == 2
+    commit.handler({"plan": follow_plan}, CONTEXT)
+    post_update.handler({"plan": follow_plan}, CONTEXT)
+
+    records = lineage_records(aws)
+    raw = {r["storage_location"]: r for r in records if r["action_taken"] == RAW_DATA_INPUT}
+    assert sorted(raw) == [f"s3://raw-bucket/{folder}/{name}" for name in ("b.csv", "c.csv")]
+    for location, record in raw.items():
+        # Its own tree, rooted at the file, whose next node is the version the follow-up wrote.
+        assert record["parent_id"] == record["root_id"]
+        key = location.removeprefix("s3://raw-bucket/")
+        assert record["root_id"] == str(uuid.uuid5(ROOT_NAMESPACE, f"{key}@{follow_plan['run_token']}"))
+        (done,) = [r for r in records if r["action_taken"] == STAGE_A_COMPLETE and r["parent_id"] == record["node_id"]]
+        assert done["storage_location"] == follow_plan["target_location"]

@@ -20,6 +20,12 @@ changes the code they patch.
   properties CloudFormation resolved.
 - ``AWS::Glue::Job``, ``AWS::Glue::SecurityConfiguration`` (the Spark engine's): skipped likewise, so the
   Glue job tasks found no job. Created the same way; a job without ``Name`` gets the generated name.
+- DynamoDB: moto checks a write's condition, then applies it, with nothing between the two, while the
+  server answers requests on many threads: two writers could both pass one condition. The partition
+  commits rest on conditional writes being atomic, as they are in DynamoDB; here a run's release of its
+  lease met a message queuing behind that lease, and the message was left waiting with no run to take
+  it (a trailing window never rebuilt once its last day was published, #36). Requests are served one at
+  a time (``_serialize_dynamodb``).
 
 ``stable_resource_names`` is not a fix but a choice for a deployment stood up again over a kept state
 (``lakeline.local.rehearsal.kept_state``): generated names that do not change from one deployment to the next.
@@ -51,6 +57,7 @@ def install(custom_resources: dict[str, CustomResourceHandler]) -> None:
         _carry_out_custom_resources(custom_resources)
         _fix_lambda_function_layers()
         _create_catalog_and_workgroups()
+        _serialize_dynamodb()
         _done = True
 
 
@@ -75,6 +82,69 @@ def stable_resource_names(account: str, region: str) -> Iterator[None]:
         yield
     finally:
         parsing.generate_resource_name = original
+
+
+DYNAMODB_REQUESTS = threading.RLock()
+"""Held while moto serves a DynamoDB request (``_serialize_dynamodb``)."""
+_deliveries = threading.local()
+
+
+def _serialize_dynamodb() -> None:
+    """One DynamoDB request at a time. A write to a table with a stream mapped to a function makes moto
+    invoke that function before it answers, and the function's own requests would wait for the lock:
+    the records are delivered once the request is served, outside the lock."""
+    from moto.dynamodb.models.table import StreamShard
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+    original_add = StreamShard.add
+
+    def call_action(self: Any) -> Any:
+        shards: list[Any] = []
+        _deliveries.shards = shards
+        try:
+            with DYNAMODB_REQUESTS:
+                return original(self)
+        finally:
+            _deliveries.shards = None
+            for shard in {id(shard): shard for shard in shards}.values():
+                _deliver(shard)
+
+    def add(self: Any, old: Any, new: Any) -> None:
+        shards = getattr(_deliveries, "shards", None)
+        mappings = self.table.lambda_event_source_mappings
+        if shards is None or not mappings:
+            original_add(self, old, new)
+            return
+        self.table.lambda_event_source_mappings = {}  # the record is kept; its delivery waits
+        try:
+            original_add(self, old, new)
+        finally:
+            self.table.lambda_event_source_mappings = mappings
+        shards.append(self)
+
+    setattr(DynamoHandler, "call_action", call_action)  # noqa: B010
+    setattr(StreamShard, "add", add)  # noqa: B010
+
+
+def _deliver(shard: Any) -> None:
+    """What moto's ``StreamShard.add`` does after keeping a record: send the shard's records to the mapped
+    functions, and drop those sent if a function took them."""
+    from moto.awslambda.utils import get_backend
+
+    with DYNAMODB_REQUESTS:
+        records = list(shard.items)
+        mappings = list(shard.table.lambda_event_source_mappings.items())
+    if not records:
+        return
+    result = None
+    for arn, mapping in mappings:
+        result = get_backend(shard.account_id, arn.split(":")[3]).send_dynamodb_items(
+            arn, records, mapping.event_source_arn
+        )
+    if result:
+        with DYNAMODB_REQUESTS:
+            shard.items = [record for record in shard.items if all(record is not sent for sent in records)]
 
 
 def _fix_kms_key_tags() -> None:
