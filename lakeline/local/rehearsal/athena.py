@@ -69,6 +69,7 @@ from lakeline.engines.base import QueryError, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.translate import translate_statement
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal import timings
 from lakeline.local.rehearsal.athena_caller import (
     Needed,
     authorize,
@@ -600,6 +601,7 @@ class LocalAthena:
         with self._lock:
             started = time.time()
             execution.outcome.queued_ms = int((started - execution.submitted) * 1000)
+            timings.record("athena: queued", started - execution.submitted, execution.id)
             execution.status = RUNNING
             try:
                 outcome = self._run(backend, execution)
@@ -655,6 +657,8 @@ class LocalAthena:
         written = self._write_back(glue, statement, succeeded=failure is None)
         for bucket in sorted(buckets | written):
             self._push(s3, bucket)
+        timings.record("athena: catalog and mirror in", ready - began, execution.id)
+        timings.record("athena: Spark SQL", ran - ready, execution.id)
         logger.debug(
             "local Athena %s: %.3fs catalog and mirror in, %.3fs Spark, %.3fs back: %s",
             execution.id,
@@ -672,6 +676,7 @@ class LocalAthena:
             outcome.rows = [list(result.columns)]
         outcome.rows += [[self._text(value) for value in row] for row in result.rows]
         self._put_results(s3, output, outcome)
+        timings.record("athena: write back, mirror out, results", time.monotonic() - ran, execution.id)
         return outcome
 
     # -- catalog: Glue → Spark before, Spark → Glue after
