@@ -16,14 +16,21 @@ Executions run concurrently and share one query worker, so per-execution figures
 up to more than the phase that holds them. On a machine shared with other work, compare proportions and
 repeated runs (``--repeat``), not single figures.
 
+Each run is a process of its own (as each command is: its own endpoint, its own Spark); the synth cache
+(``LAKELINE_SYNTH_CACHE``) is the user's, so a run after the app's code changed includes a synth.
+
     .venv/bin/python -m benchmarks.runtime [--only demo|shop] [--repeat N]     # about 2-6 minutes
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -148,24 +155,37 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--only", choices=sorted(RUNS), help="one of the runs (default: both)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each (the medians are printed at the end)")
+    parser.add_argument("--child", choices=sorted(RUNS), help=argparse.SUPPRESS)
+    parser.add_argument("--summary", type=Path, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     console = Console()
+    if arguments.child:  # one run in this process: its figures printed, its totals written for the parent
+        measured = measure(arguments.child)
+        print_run(console, measured)
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        console.print(f"{measured.name}: CPU of this process (Python: moto, hosts, Athena worker) {cpu.ru_utime:.1f} s")
+        if arguments.summary:
+            figures = {"seconds": measured.seconds, "sql": measured.sql, "executions": len(measured.executions)}
+            arguments.summary.write_text(json.dumps(figures))
+        return
     names = [arguments.only] if arguments.only else ["demo", "shop"]
-    summary: dict[str, list[Measured]] = {name: [] for name in names}
-    for _ in range(arguments.repeat):
-        for name in names:
-            measured = measure(name)
-            summary[name].append(measured)
-            print_run(console, measured)
+    summary: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    with tempfile.TemporaryDirectory(prefix="lakeline-runtime-") as folder:
+        for attempt in range(arguments.repeat):
+            for name in names:
+                # Each run in its own process, as each command is: its own moto backends and Spark session.
+                written = Path(folder) / f"{name}-{attempt}.json"
+                command = [sys.executable, "-m", "benchmarks.runtime", "--child", name, "--summary", str(written)]
+                subprocess.run(command, check=True, cwd=REPOSITORY)
+                summary[name].append(json.loads(written.read_text()))
     overview = Table(title="the whole against the SQL itself (medians)")
     for column in ("run", "whole s", "SQL s", "rest s", "whole / SQL", "executions"):
         overview.add_column(column, justify="left" if column == "run" else "right")
     for name, runs in summary.items():
-        whole = statistics.median(m.seconds for m in runs)
-        sql = statistics.median(m.sql for m in runs)
-        overview.add_row(
-            name, f"{whole:.1f}", f"{sql:.1f}", f"{whole - sql:.1f}", f"{whole / sql:.1f}", str(len(runs[0].executions))
-        )
+        whole = statistics.median(run["seconds"] for run in runs)
+        sql = statistics.median(run["sql"] for run in runs)
+        executions = str(int(runs[0]["executions"]))
+        overview.add_row(name, f"{whole:.1f}", f"{sql:.1f}", f"{whole - sql:.1f}", f"{whole / sql:.1f}", executions)
     console.print(overview)
 
 
