@@ -79,6 +79,7 @@ from lakeline.local.rehearsal.athena_caller import (
     result_file,
     writing,
 )
+from lakeline.local.rehearsal.executions import query_ended
 from lakeline.names import ddl_name, string_literal
 
 logger = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def _local_execution_class() -> Any:
                     self.outcome.reason = "Query was cancelled by the user"
                 if value in FINAL:
                     self.end_time = time.time()
+                    query_ended()  # the Athena tasks waiting on it ask now
 
         _execution_class = LocalExecution
     return _execution_class

@@ -48,8 +48,29 @@ from lakeline.local.rehearsal.iam import Credentials
 RUNNER = Path(__file__).with_name("run_execution.mjs")
 INTERPRETER = "aws-local-stepfunctions"
 NODE_AT_LEAST = (20, 6)  # ``register`` of ``node:module``, which run_execution.mjs loads its fix with
-QUERY_POLL_SECONDS = 0.05
+QUERY_POLL_SECONDS = 1.0
+"""The longest an Athena task waits between two ``GetQueryExecution`` calls: the local Athena wakes it as
+soon as any query ends (``query_ended``), so it asks again when there is news, not 20 times a second
+(each call signed, authorized and served in this process, beside the query worker)."""
 ENDED_QUERY_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+_queries = threading.Condition()
+_queries_ended = 0  # how many queries have ended: an Athena task waits for it to change
+
+
+def query_ended() -> None:
+    """Wake the Athena tasks waiting on their queries (the local Athena calls it as each query ends)."""
+    global _queries_ended
+    with _queries:
+        _queries_ended += 1
+        _queries.notify_all()
+
+
+def _wait_for_a_query_end(seen: int) -> None:
+    """Until a query ends after ``seen`` had ended, or ``QUERY_POLL_SECONDS``."""
+    with _queries:
+        _queries.wait_for(lambda: _queries_ended != seen, QUERY_POLL_SECONDS)
+
 
 TASK_SERVERS: dict[str, Callable[[TaskHost, Any], Any]] = {}
 """Servers of further task resources, by the resource's part after ``arn:aws:states:::`` (e.g.
@@ -404,10 +425,11 @@ class TaskHost:
             if self.execution is not None:
                 timings.link(query_id, self.execution)
             while True:
+                seen = _queries_ended
                 described = athena.get_query_execution(QueryExecutionId=query_id)
                 if described["QueryExecution"]["Status"]["State"] in ENDED_QUERY_STATES:
                     break
-                time.sleep(QUERY_POLL_SECONDS)
+                _wait_for_a_query_end(seen)
         except ClientError as error:
             raise TaskFailed(f"Athena.{error.response['Error']['Code']}", str(error)) from error
         described.pop("ResponseMetadata", None)
