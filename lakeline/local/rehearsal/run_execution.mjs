@@ -119,6 +119,11 @@ lines.on("line", (line) => {
     waiting.resolve(message.output);
   }
 });
-// No more input: the executions under way end (those waiting for a task's reply never will: the host
-// closes stdin only when it stops), then the process.
-lines.on("close", () => Promise.allSettled([...running]).then(() => process.exit(0)));
+// No more input (the host stopped, or died): an execution waiting for a task's reply would wait forever, so
+// the process ends at once then; else once the executions under way have ended.
+lines.on("close", () => {
+  if (pending.size > 0) {
+    process.exit(0);
+  }
+  Promise.allSettled([...running]).then(() => process.exit(0));
+});
