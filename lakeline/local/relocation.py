@@ -131,9 +131,9 @@ def relocate(engine: SparkEngine, workspace: Workspace, pipeline_state: Path, no
         write_json(roots_file(workspace), {"workspace": str(workspace.root), "raw": str(raw) if raw else None})
 
 
-def open_engine(workspace: Workspace, notify: Notify, **session_options: Any) -> SparkEngine:
-    """The workspace's embedded Spark, owned by this process (a ``lakeline sql`` server holding it is
-    stopped; another command holding it is named in ``WorkspaceBusy``), relocated if the workspace moved."""
+def claim_workspace(workspace: Workspace, notify: Notify) -> None:
+    """Own the workspace (its embedded Spark) for the rest of this process: a ``lakeline sql`` server
+    holding it is stopped; another command holding it is named in ``WorkspaceBusy``."""
     from lakeline.local import sql_server
     from lakeline.local.engine_owner import claim
 
@@ -142,6 +142,12 @@ def open_engine(workspace: Workspace, notify: Notify, **session_options: Any) ->
             notify("stopped the workspace's SQL server (`lakeline sql` starts it again)")
 
     claim(workspace, stop_server=stop_server)
+
+
+def open_engine(workspace: Workspace, notify: Notify, **session_options: Any) -> SparkEngine:
+    """The workspace's embedded Spark, owned by this process (``claim_workspace``), relocated if the
+    workspace moved."""
+    claim_workspace(workspace, notify)
     engine = SparkEngine.local(workspace.root, **session_options)
     relocate(engine, workspace, workspace.pipeline_state_file, notify)
     return engine

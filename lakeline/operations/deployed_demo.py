@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 
 from lakeline.local.demo import demo_config, write_demo_sample
+from lakeline.local.rehearsal import timings
 from lakeline.operations.deployed_run import DeployedProject, DeployedRun
 
 
@@ -20,7 +21,7 @@ def run_demo(workspace_dir: Path, console: Console) -> DeployedRun:
     config = demo_config(workspace_dir)
     console.print(f"[bold]Lakeline demo[/] in {config.workspace}: the deployed system, on this machine")
     with DeployedProject(config, console, keep_state=False) as project:
-        with console.status("writing the sample lake"):
+        with console.status("writing the sample lake"), timings.phase("sample lake"):
             keys = write_demo_sample(project.engine.session, project.workspace.raw_dir)
         project.prepare()
         # The last arrival is delivered twice: the second delivery must change nothing.

@@ -31,7 +31,8 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -58,11 +59,11 @@ from lakeline.lineage.viewer.html import write_lineage_html
 from lakeline.local.catalog import first_files, table_errors, table_refusal
 from lakeline.local.project import ProjectConfig, project_snapshot, raw_keys
 from lakeline.local.quarantine import Quarantine
-from lakeline.local.rehearsal import kept_state
+from lakeline.local.rehearsal import kept_state, timings
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionRecord, check_interpreter
-from lakeline.local.rehearsal.system import REPOSITORY, DeployedSystem, stood_up, synthesize
-from lakeline.local.relocation import open_engine
+from lakeline.local.rehearsal.system import REPOSITORY, DeployedSystem, stood_up, synthesize_cached
+from lakeline.local.relocation import claim_workspace, open_engine
 from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name
@@ -313,49 +314,75 @@ class DeployedProject:
     def __enter__(self) -> DeployedProject:
         root = self.workspace.root
         check_interpreter()  # before a minute goes into synth and deploy
-        with self.console.status("cdk synth: the CDK app as users deploy it"):
-            assembly = root / "cdk.out"
-            shutil.rmtree(assembly, ignore_errors=True)
-            synthesize(assembly, synth_context(self.config))
-        with self.console.status("starting embedded Spark"):
-            engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
-            if self.keep_state:  # the workspace is this command's now: a keep caught between its renames is undone
-                kept_state.recover(self.state_folder)
-            # What an earlier run's deployment had goes (its S3 mirror, its logs, its results), apart from
-            # its kept state and the DDL of the tables in it, when this run takes that state up.
-            kept = ("state", "sources.sql") if self.keep_state and kept_state.exists(self.state_folder) else ()
-            for child in (root / "deployed").glob("*") if (root / "deployed").is_dir() else []:
-                # The quarantine stays: its files were never uploaded, so no kept state holds them.
-                if child != self.quarantine.root and child.name not in kept and not (self.keep_results and kept):
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
-            self.quarantine.prune(self.workspace.raw_dir)
-            _drop_local_athena_databases(engine)
+
+        def notify(moved: str) -> None:
+            self.console.print(escape(moved), soft_wrap=True)
+
+        claim_workspace(self.workspace, notify)  # before anything in the workspace is touched
+        if self.keep_state:  # the workspace is this command's now: a keep caught between its renames is undone
+            kept_state.recover(self.state_folder)
+        # What an earlier run's deployment had goes (its S3 mirror, its logs, its results), apart from
+        # its kept state and the DDL of the tables in it, when this run takes that state up.
+        kept = ("state", "sources.sql") if self.keep_state and kept_state.exists(self.state_folder) else ()
+        for child in (root / "deployed").glob("*") if (root / "deployed").is_dir() else []:
+            # The quarantine stays: its files were never uploaded, so no kept state holds them.
+            if child != self.quarantine.root and child.name not in kept and not (self.keep_results and kept):
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        self.quarantine.prune(self.workspace.raw_dir)
+        # Spark's start (a JVM) and synth and deploy (Node, and moto in this process) take their own while
+        # the other runs: Spark starts on a thread, and the local Athena takes it once the stacks are up.
+        starting = ThreadPoolExecutor(1, thread_name_prefix="spark-start")
+        spark = starting.submit(self._start_engine, notify)
+        starting.shutdown(wait=False)
+
+        def started_engine() -> SparkEngine:
+            with timings.phase("waiting for Spark's start"):
+                return spark.result()
+
         try:
-            with self.console.status("deploying the cloud assembly on a local AWS endpoint (moto), IAM enforced"):
+            with self.console.status("cdk synth: the CDK app as users deploy it"), timings.phase("synth"):
+                assembly = synthesize_cached(root / "cdk.out", synth_context(self.config))
+            with (
+                self.console.status("deploying the cloud assembly on a local AWS endpoint (moto), IAM enforced"),
+                timings.phase("stand-up (deploy, hosts)"),
+            ):
                 self._system = self._stack.enter_context(
                     stood_up(
                         assembly,
-                        engine,
+                        started_engine,
                         root / "deployed",
                         database_prefix=DATABASE_PREFIX,
                         stable_names=self.keep_state,
                     )
                 )
+            engine = spark.result()
             self._engine = engine
             self.operator = Operator(self._system.deployment, self.environment)
             if self.keep_state and kept_state.exists(self.state_folder):
-                with self.console.status(f"putting back the deployment's state kept in {self.state_folder}"):
+                with (
+                    self.console.status(f"putting back the deployment's state kept in {self.state_folder}"),
+                    timings.phase("state put back"),
+                ):
                     restored = kept_state.restore(self._system.deployment, self.state_folder)
                     self.uploaded = dict(kept_state.kept_extra(self.state_folder).get("uploads", {}))
                     self._parked_before = self.operator.parked()
                 self.console.print(f"put back the state the last run kept: {restored.described()}")
         except BaseException:
             self._stack.close()  # the endpoint, IAM and the hosts' patches go with the failed start
+            if spark.exception() is None:
+                spark.result().stop()
             raise
         return self
 
+    def _start_engine(self, notify: Callable[[str], None]) -> SparkEngine:
+        """The workspace's Spark, with no local Athena database left by an earlier command."""
+        with timings.phase("Spark start"):
+            engine = open_engine(self.workspace, notify)
+            _drop_local_athena_databases(engine)
+            return engine
+
     def __exit__(self, *_: object) -> None:
-        with self.console.status("stopping the deployment"):
+        with self.console.status("stopping the deployment"), timings.phase("stop"):
             self._stack.close()
             if self._engine is not None:
                 # The local Athena's tables are made from Glue at each query: none is worth keeping, and a
@@ -385,7 +412,7 @@ class DeployedProject:
     def prepare(self) -> None:
         """The project's tables (its DDL), the step SQL files and the dependency items."""
         operator = self.operator
-        with self.console.status("creating the tables with Athena DDL"):
+        with self.console.status("creating the tables with Athena DDL"), timings.phase("tables, queries, items"):
             for path in self.config.tables:
                 count = operator.run_ddl(path.read_text(), str(path))
                 self.console.print(f"ran {count} Athena DDL statements of {path}")
@@ -411,10 +438,11 @@ class DeployedProject:
                     "run); not uploaded again"
                 )
             keys = fresh
-        keys = self._create_source_tables(keys)
+        with timings.phase("source tables"):
+            keys = self._create_source_tables(keys)
         if not keys:
             return
-        with _reporting(self.system, self.console):
+        with _reporting(self.system, self.console), timings.phase("uploads until at rest"):
             for key in keys:
                 self.operator.upload(self.workspace.raw_dir, key)
                 self.quarantine.release(key)
@@ -460,7 +488,10 @@ class DeployedProject:
         """Keep what the deployment holds in ``deployed/state/`` (with the raw files' digests uploaded)."""
         Settled.forget(self.settled_file)  # what the last clean run left is no longer what is kept
         if self.keep_state:
-            with self.console.status(f"keeping the deployment's state in {self.state_folder}"):
+            with (
+                self.console.status(f"keeping the deployment's state in {self.state_folder}"),
+                timings.phase("keep state"),
+            ):
                 kept_state.keep(self.system.deployment, self.state_folder, extra={"uploads": self.uploaded})
 
     def _create_source_tables(self, keys: list[str]) -> list[str]:
@@ -506,13 +537,13 @@ class DeployedProject:
         machine_a, machine_b = operator.outputs["StageAStateMachineArn"], operator.outputs["StageBStateMachineArn"]
         run.stage_a = [record for record in records if _machine(record.arn) == machine_a]
         run.stage_b = [record for record in records if _machine(record.arn) == machine_b]
-        with self.console.status("nightly lineage trace: lineage table → archive"):
+        with self.console.status("nightly lineage trace: lineage table → archive"), timings.phase("lineage trace"):
             operator.invoke("LineageSchedule")
             system.executions.wait(timeout=3600)
         run.parked_before = self._parked_before
         run.parked = _parked_since(operator.parked(), self._parked_before)
         run.quarantined, run.refused_tables = self._quarantined, self._refused_tables
-        with self.console.status("reading the lineage and the tables"):
+        with self.console.status("reading the lineage and the tables"), timings.phase("reading lineage and tables"):
             _lineage(operator, system, self.workspace, run)
             run.tables = _tables(operator, self._datasets())
             for item in self.items:

@@ -14,7 +14,7 @@ from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
-from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize
+from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize_cached
 from tests.openlineage_schema import EventSchemaError, validate_event
 from tests.rehearsal.support import bucket
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="package")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``cdk synth`` of the app as users deploy it (athena engine), into a cloud assembly folder."""
-    return synthesize(tmp_path_factory.mktemp("cdk.out"), {"environment": "dev", "engine": "athena"})
+    return synthesize_cached(tmp_path_factory.mktemp("cdk.out"), {"environment": "dev", "engine": "athena"})
 
 
 @pytest.fixture(scope="package")

@@ -11,12 +11,14 @@ from lakeline.local.rehearsal.executions import RUNNER
 
 
 def run(definition: dict[str, Any], input: Any) -> dict[str, Any]:
-    request = {"definition": definition, "input": input, "context": {}}
+    request = {"start": "execution", "definition": definition, "input": input, "context": {}}
     done = subprocess.run(
         ["node", str(RUNNER)], input=json.dumps(request) + "\n", capture_output=True, text=True, cwd=RUNNER.parent
     )
     (line,) = done.stdout.splitlines()
-    return dict(json.loads(line)["done"])
+    message = json.loads(line)
+    assert message["execution"] == "execution"
+    return dict(message["done"])
 
 
 def test_json_to_string_keeps_the_escapes_of_strings_with_quotes_and_backslashes() -> None:
@@ -98,3 +100,29 @@ def test_gap_an_explicit_result_path_of_the_whole_state_nests_the_result() -> No
         "States": {"P": {"Type": "Pass", "Parameters": {"a": 1}, "ResultPath": "$", "End": True}},
     }
     assert run(definition, {"x": 2})["output"] == {"x": 2, "$": {"a": 1}}
+
+
+def test_one_node_process_runs_many_executions_side_by_side() -> None:
+    """Node's start and the interpreter's load are paid once per deployment, not once per execution (#36):
+    two executions run at once in one process, each task's reply reaching its own execution."""
+    from lakeline.local.rehearsal.executions import Interpreter
+
+    definition = {
+        "StartAt": "Work",
+        "States": {"Work": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": True}},
+    }
+    interpreter = Interpreter("node")
+    try:
+        first = interpreter.start("first", {"definition": definition, "input": {"n": 1}, "context": {}})
+        second = interpreter.start("second", {"definition": definition, "input": {"n": 2}, "context": {}})
+        process = interpreter._process
+        first_task, second_task = first.get(timeout=60), second.get(timeout=60)
+        assert first_task is not None and second_task is not None
+        assert (first_task["task"]["input"], second_task["task"]["input"]) == ({"n": 1}, {"n": 2})
+        interpreter.send("second", {"id": second_task["task"]["id"], "output": "two"})
+        interpreter.send("first", {"id": first_task["task"]["id"], "error": "Boom", "cause": "failed"})
+        assert second.get(timeout=60) == {"done": {"status": "SUCCEEDED", "output": "two"}}
+        assert first.get(timeout=60) == {"done": {"status": "FAILED", "error": "Boom", "cause": "failed"}}
+        assert interpreter._process is process and process is not None and process.poll() is None
+    finally:
+        interpreter.stop()

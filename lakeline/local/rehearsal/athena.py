@@ -76,6 +76,7 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.engines.spark_semantics import ATHENA
 from lakeline.engines.translate import translate_statement
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal import timings
 from lakeline.local.rehearsal.athena_caller import (
     Needed,
     authorize,
@@ -86,6 +87,7 @@ from lakeline.local.rehearsal.athena_caller import (
     writing,
 )
 from lakeline.local.rehearsal.athena_refusals import refusal
+from lakeline.local.rehearsal.executions import query_ended
 from lakeline.names import ddl_name, string_literal
 
 logger = logging.getLogger(__name__)
@@ -179,6 +181,7 @@ def _local_execution_class() -> Any:
                     self.outcome.reason = "Query was cancelled by the user"
                 if value in FINAL:
                     self.end_time = time.time()
+                    query_ended()  # the Athena tasks waiting on it ask now
 
         _execution_class = LocalExecution
     return _execution_class
@@ -703,6 +706,7 @@ class LocalAthena:
         with self._lock:
             started = time.time()
             execution.outcome.queued_ms = int((started - execution.submitted) * 1000)
+            timings.record("athena: queued", started - execution.submitted, execution.id)
             execution.status = RUNNING
             try:
                 with self.engine.imposed(ATHENA):  # Trino's semantics, where Spark's differ (#36)
@@ -769,6 +773,8 @@ class LocalAthena:
         written = self._write_back(glue, statement, succeeded=failure is None)
         for bucket in sorted(buckets | written):
             self._push(s3, bucket)
+        timings.record("athena: catalog and mirror in", ready - began, execution.id)
+        timings.record("athena: Spark SQL", ran - ready, execution.id)
         logger.debug(
             "local Athena %s: %.3fs catalog and mirror in, %.3fs Spark, %.3fs back: %s",
             execution.id,
@@ -786,6 +792,7 @@ class LocalAthena:
             outcome.rows = [list(result.columns)]
         outcome.rows += [[self._text(value) for value in row] for row in result.rows]
         self._put_results(s3, output, outcome)
+        timings.record("athena: write back, mirror out, results", time.monotonic() - ran, execution.id)
         return outcome
 
     # -- catalog: Glue → Spark before, Spark → Glue after

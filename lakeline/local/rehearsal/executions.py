@@ -28,8 +28,10 @@ task's input and result for tests instead).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import json
+import queue
 import subprocess
 import threading
 import time
@@ -39,15 +41,36 @@ from pathlib import Path
 from typing import Any
 
 from lakeline.errors import LakelineError
-from lakeline.local.rehearsal import pollers
+from lakeline.local.rehearsal import pollers, timings
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.iam import Credentials
 
 RUNNER = Path(__file__).with_name("run_execution.mjs")
 INTERPRETER = "aws-local-stepfunctions"
 NODE_AT_LEAST = (20, 6)  # ``register`` of ``node:module``, which run_execution.mjs loads its fix with
-QUERY_POLL_SECONDS = 0.05
+QUERY_POLL_SECONDS = 1.0
+"""The longest an Athena task waits between two ``GetQueryExecution`` calls: the local Athena wakes it as
+soon as any query ends (``query_ended``), so it asks again when there is news, not 20 times a second
+(each call signed, authorized and served in this process, beside the query worker)."""
 ENDED_QUERY_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+_queries = threading.Condition()
+_queries_ended = 0  # how many queries have ended: an Athena task waits for it to change
+
+
+def query_ended() -> None:
+    """Wake the Athena tasks waiting on their queries (the local Athena calls it as each query ends)."""
+    global _queries_ended
+    with _queries:
+        _queries_ended += 1
+        _queries.notify_all()
+
+
+def _wait_for_a_query_end(seen: int) -> None:
+    """Until a query ends after ``seen`` had ended, or ``QUERY_POLL_SECONDS``."""
+    with _queries:
+        _queries.wait_for(lambda: _queries_ended != seen, QUERY_POLL_SECONDS)
+
 
 TASK_SERVERS: dict[str, Callable[[TaskHost, Any], Any]] = {}
 """Servers of further task resources, by the resource's part after ``arn:aws:states:::`` (e.g.
@@ -134,6 +157,7 @@ class ExecutionHost:
         self.node = node
         self.role_credentials = role_credentials
         self.records: dict[str, ExecutionRecord] = {}
+        self._interpreter = Interpreter(node)
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._uninstall: Callable[[], None] = lambda: None
@@ -159,6 +183,7 @@ class ExecutionHost:
         def uninstall() -> None:
             setattr(sfn_models.StateMachine, "start_execution", original)  # noqa: B010
             receiving_alone()
+            self._interpreter.stop()
 
         self._uninstall = uninstall
 
@@ -200,8 +225,10 @@ class ExecutionHost:
             "StateMachine": {"Id": machine.arn, "Name": machine.name},
         }
         tasks = TaskHost(self.deployment, self.role_credentials(machine.roleArn) if self.role_credentials else None)
+        tasks.execution = record.arn
         try:
-            ended = self._interpret(json.loads(machine.definition), record.input, context, record, tasks)
+            with timings.phase("execution", record.arn):
+                ended = self._interpret(json.loads(machine.definition), record.input, context, record, tasks)
         except Exception as error:  # the interpreter itself broke: the execution fails, saying so
             ended = {"status": "FAILED", "error": "States.Runtime", "cause": f"rehearsal interpreter: {error}"}
         record.output = ended.get("output")
@@ -218,19 +245,17 @@ class ExecutionHost:
     def _interpret(
         self, definition: Any, input: Any, context: Any, record: ExecutionRecord, tasks: TaskHost
     ) -> dict[str, Any]:
-        process = subprocess.Popen(
-            [self.node, str(RUNNER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=RUNNER.parent,
-        )
-        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        started = time.perf_counter()
+        key = record.arn
+        messages = self._interpreter.start(key, {"definition": definition, "input": input, "context": context})
         try:
-            self._send(process, {"definition": definition, "input": input, "context": context})
-            for line in process.stdout:
-                message = json.loads(line)
+            while True:
+                message = messages.get()
+                if started:  # the machine's first state reached (its first task, or its end)
+                    timings.record("interpreter: start to first task", time.perf_counter() - started, key)
+                    started = 0.0
+                if message is None:
+                    raise LakelineError(f"the interpreter stopped without an end: {self._interpreter.errors()}")
                 if "done" in message:
                     return dict(message["done"])
                 task = message["task"]
@@ -245,20 +270,98 @@ class ExecutionHost:
                 except Exception as error:  # the task host broke: a task error, which Retry and Catch see
                     done.error, done.cause = "States.TaskFailed", f"rehearsal task host: {error!r}"
                     reply = {"id": task["id"], "error": done.error, "cause": done.cause}
-                try:
-                    self._send(process, reply)
-                except BrokenPipeError:  # the interpreter ended meanwhile (a state timeout): read its end
-                    continue
-            raise LakelineError(f"the interpreter stopped without an end: {process.stderr.read()[-2000:]}")
+                self._interpreter.send(key, reply)
         finally:
+            self._interpreter.forget(key)
+
+
+class Interpreter:
+    """One Node process running ``run_execution.mjs``, which runs every execution started on it side by side
+    (Node's start and the interpreter's load paid once, not once per execution): started on the first
+    execution, again if it died; each execution's messages are handed to its own queue (``None``: the
+    process ended)."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self._process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()  # the process and the queues (never held while writing to it)
+        self._writing = threading.Lock()  # one message at a time on its stdin
+        self._queues: dict[str, tuple[subprocess.Popen[str], queue.Queue[dict[str, Any] | None]]] = {}
+        self._errors: collections.deque[str] = collections.deque(maxlen=50)
+
+    def start(self, key: str, request: dict[str, Any]) -> queue.Queue[dict[str, Any] | None]:
+        """Start execution ``key`` (its definition, input and context); the queue its messages arrive on."""
+        messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = self._spawn()
+            process = self._process
+            self._queues[key] = (process, messages)
+        self._write(process, {"start": key, **request})
+        return messages
+
+    def send(self, key: str, message: dict[str, Any]) -> None:
+        """A task's reply to execution ``key``."""
+        with self._lock:
+            found = self._queues.get(key)
+        if found is not None:
+            self._write(found[0], {"execution": key, **message})
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._queues.pop(key, None)
+
+    def errors(self) -> str:
+        """The end of what the process wrote to stderr."""
+        return "".join(self._errors)[-2000:]
+
+    def stop(self) -> None:
+        with self._lock:
+            process, self._process = self._process, None
+        if process is not None:
             process.kill()
             process.wait()
 
-    @staticmethod
-    def _send(process: subprocess.Popen[str], message: Any) -> None:
+    def _write(self, process: subprocess.Popen[str], message: dict[str, Any]) -> None:
         assert process.stdin is not None
-        process.stdin.write(json.dumps(message, default=str) + "\n")
-        process.stdin.flush()
+        with self._writing:
+            try:
+                process.stdin.write(json.dumps(message, default=str) + "\n")
+                process.stdin.flush()
+            except (BrokenPipeError, ValueError):  # it ended: its reader tells every execution waiting on it
+                pass
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [self.node, str(RUNNER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=RUNNER.parent,
+        )
+        threading.Thread(target=self._read, args=(process,), name="interpreter-out", daemon=True).start()
+        threading.Thread(target=self._drain, args=(process,), name="interpreter-err", daemon=True).start()
+        return process
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            message = json.loads(line)
+            with self._lock:
+                found = self._queues.get(message.pop("execution"))
+            if found is not None:
+                found[1].put(message)
+        process.wait()
+        with self._lock:  # the process ended: whoever still waits on it is told
+            waiting = [messages for owner, messages in self._queues.values() if owner is process]
+        for messages in waiting:
+            messages.put(None)
+
+    def _drain(self, process: subprocess.Popen[str]) -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            self._errors.append(line)
 
 
 class TaskHost:
@@ -267,6 +370,8 @@ class TaskHost:
     def __init__(self, deployment: Deployment, credentials: Credentials | None) -> None:
         self.deployment = deployment
         self.credentials = credentials
+        self.execution: str | None = None
+        """The ARN of the execution whose tasks these are (what ``timings`` files them under)."""
         self._clients: dict[str, Any] = {}
 
     def client(self, service: str) -> Any:
@@ -282,13 +387,14 @@ class TaskHost:
     def run(self, resource: str, parameters: Any) -> Any:
         """Do the work of one Task state whose resource is ``resource``, with its effective input."""
         service = resource.split(":states:::", 1)[-1]
-        if service == "lambda:invoke":
-            return self._invoke(parameters)
-        if service == "athena:startQueryExecution.sync":
-            return self._query(parameters)
-        served = TASK_SERVERS.get(service)
-        if served is not None:
-            return served(self, parameters)
+        with timings.phase(f"task: {service}", self.execution):
+            if service == "lambda:invoke":
+                return self._invoke(parameters)
+            if service == "athena:startQueryExecution.sync":
+                return self._query(parameters)
+            served = TASK_SERVERS.get(service)
+            if served is not None:
+                return served(self, parameters)
         raise TaskFailed("States.Runtime", f"the rehearsal serves no task resource {resource}")
 
     def _invoke(self, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -316,11 +422,14 @@ class TaskHost:
         athena = self._client("athena")
         try:
             query_id = athena.start_query_execution(**parameters)["QueryExecutionId"]
+            if self.execution is not None:
+                timings.link(query_id, self.execution)
             while True:
+                seen = _queries_ended
                 described = athena.get_query_execution(QueryExecutionId=query_id)
                 if described["QueryExecution"]["Status"]["State"] in ENDED_QUERY_STATES:
                     break
-                time.sleep(QUERY_POLL_SECONDS)
+                _wait_for_a_query_end(seen)
         except ClientError as error:
             raise TaskFailed(f"Athena.{error.response['Error']['Code']}", str(error)) from error
         described.pop("ResponseMetadata", None)

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 
 from lakeline.aws.distributions import AWS_SDK, POWERTOOLS_LAYER
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal import timings
 from lakeline.local.rehearsal.iam import Credentials
 
 # The distributions a function has in AWS besides its code: the runtime's AWS SDK and the public
@@ -182,6 +184,8 @@ class WarmFunction:
     def invoke(self, event: Any) -> Any:
         """Run the handler on ``event``; its result, or ``FunctionError``."""
         with self._lock:
+            warm = self._process is not None and self._process.poll() is None
+            began = time.perf_counter()
             process = self._process if self._process and self._process.poll() is None else self._start()
             assert process.stdin is not None
             try:
@@ -209,6 +213,8 @@ class WarmFunction:
                     error_type="Runtime.ExitError",
                 )
             reply = json.loads(line)
+            what = "function: warm invocation" if warm else "function: first invocation (process, imports)"
+            timings.record(what, time.perf_counter() - began, self.function.name)
         if "result" in reply:
             return reply["result"]
         raise FunctionError(

@@ -1,9 +1,13 @@
-// Runs one Step Functions execution of a synthesized state machine definition with aws-local-stepfunctions
+// Runs Step Functions executions of synthesized state machine definitions with aws-local-stepfunctions
 // (an Amazon States Language interpreter: paths, Parameters, ResultSelector, Map, Choice, Retry, Catch),
-// for lakeline/local/rehearsal/executions.py, which drives it over stdin/stdout, one JSON document a line:
-//   in:  {"definition", "input", "context"}, then one {"id", "output"} or {"id", "error", "cause"} per task
-//   out: {"task": {"id", "state", "resource", "input"}} per Task state reached (the task host does the
-//        work the resource names), then {"done": {"status", "output" | "error", "cause"}}
+// for lakeline/local/rehearsal/executions.py, which drives it over stdin/stdout, one JSON document a line.
+// One process runs every execution of a deployment, side by side (Node's start and the interpreter's load
+// are paid once, not per execution); each message names its execution:
+//   in:  {"start": execution, "definition", "input", "context"} starts one; then one
+//        {"execution", "id", "output"} or {"execution", "id", "error", "cause"} per task it reached
+//   out: {"execution", "task": {"id", "state", "resource", "input"}} per Task state reached (the task host
+//        does the work the resource names), then {"execution", "done": {"status", "output" | "error", "cause"}}
+// The process ends when its stdin closes and the executions under way have ended.
 import { register } from "node:module";
 import { createInterface } from "node:readline";
 
@@ -26,8 +30,8 @@ if (typeof Promise.withResolvers !== "function") {
 const { StateMachine, ExecutionError } = await import("aws-local-stepfunctions");
 
 const lines = createInterface({ input: process.stdin });
-const pending = new Map();
-let started = null;
+const pending = new Map(); // task id → its promise's resolve and reject
+const running = new Set(); // the executions' promises, until each has sent its end
 let counter = 0;
 
 function send(message) {
@@ -48,24 +52,24 @@ function* allStates(states) {
   }
 }
 
-function taskHandler(state, resource) {
+function taskHandler(execution, state, resource) {
   return (input) =>
     new Promise((resolve, reject) => {
       counter += 1;
       const id = counter;
       pending.set(id, { resolve, reject });
-      send({ task: { id, state, resource, input } });
+      send({ execution, task: { id, state, resource, input } });
     });
 }
 
-async function run(request) {
+async function run(execution, request) {
   const definition = request.definition;
   const handlers = {};
   // A retrier's wait: none, so that a rehearsed retry costs no time (the attempts still count).
   const retryWaits = {};
   for (const [name, state] of allStates(definition.States)) {
     if (state.Type === "Task") {
-      handlers[name] = taskHandler(name, state.Resource);
+      handlers[name] = taskHandler(execution, name, state.Resource);
       // Step Functions lets a task without a timeout run for a year; the interpreter would stop it at 60 s.
       // The longest a Node timer can wait instead (2^31 - 1 ms, about 24 days; a longer one fires at once).
       if (state.TimeoutSeconds === undefined && state.TimeoutSecondsPath === undefined) {
@@ -76,32 +80,36 @@ async function run(request) {
       retryWaits[name] = 0;
     }
   }
-  const machine = new StateMachine(definition);
-  const execution = machine.run(request.input, {
-    overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryWaits },
-    context: request.context,
-  });
   try {
-    const output = await execution.result;
-    send({ done: { status: "SUCCEEDED", output } });
+    const machine = new StateMachine(definition);
+    const running = machine.run(request.input, {
+      overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryWaits },
+      context: request.context,
+    });
+    const output = await running.result;
+    send({ execution, done: { status: "SUCCEEDED", output } });
   } catch (error) {
     if (error instanceof ExecutionError) {
       const cause = error.cause ?? error; // the error the execution failed with (a Fail state's, or a task's)
-      send({ done: { status: "FAILED", error: cause.name, cause: cause.message } });
+      send({ execution, done: { status: "FAILED", error: cause.name, cause: cause.message } });
     } else {
-      send({ done: { status: "FAILED", error: "States.Runtime", cause: String(error?.stack ?? error) } });
+      send({ execution, done: { status: "FAILED", error: "States.Runtime", cause: String(error?.stack ?? error) } });
     }
   }
-  process.exit(0);
 }
 
 lines.on("line", (line) => {
   const message = JSON.parse(line);
-  if (started === null) {
-    started = run(message);
+  if ("start" in message) {
+    const execution = run(message.start, message);
+    running.add(execution);
+    execution.finally(() => running.delete(execution));
     return;
   }
   const waiting = pending.get(message.id);
+  if (waiting === undefined) {
+    return; // a task of an execution that ended meanwhile (a state timeout): nothing waits for it
+  }
   pending.delete(message.id);
   if ("error" in message) {
     const failure = new Error(message.cause ?? "");
@@ -110,4 +118,12 @@ lines.on("line", (line) => {
   } else {
     waiting.resolve(message.output);
   }
+});
+// No more input (the host stopped, or died): an execution waiting for a task's reply would wait forever, so
+// the process ends at once then; else once the executions under way have ended.
+lines.on("close", () => {
+  if (pending.size > 0) {
+    process.exit(0);
+  }
+  Promise.allSettled([...running]).then(() => process.exit(0));
 });

@@ -6,12 +6,17 @@ functions (``functions``), the local Athena on embedded Spark (``athena``) and t
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +74,83 @@ def synthesize(outdir: Path, context: dict[str, Any]) -> Path:
     build_app(app)
     app.synth()
     return outdir
+
+
+SYNTH_INPUTS = (
+    "app.py",
+    "cdk.json",
+    "stacks",
+    "lambdas",
+    "lakeline",
+    "stage_a",
+    "stage_b",
+    "stage_lineage",
+    "athena_queries",
+)
+"""What ``cdk synth`` reads of the repository: the app, and the code and query files its assets bundle."""
+SYNTHS_KEPT = 4  # assemblies kept in the cache (each a few MB): the last few apps and contexts used
+
+
+def synth_cache() -> Path:
+    """Where synthesized assemblies are kept by their inputs' digest (``LAKELINE_SYNTH_CACHE``, else the
+    user's cache folder)."""
+    configured = os.environ.get("LAKELINE_SYNTH_CACHE")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakeline" / "synth"
+
+
+def synth_digest(context: dict[str, Any], root: Path = REPOSITORY) -> str:
+    """A digest of everything a synth of the app under ``root`` depends on: ``context``, the files it reads
+    and bundles (``SYNTH_INPUTS``), the installed distributions' versions (aws-cdk-lib, and what the assets
+    vendor) and Python's version."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps(context, sort_keys=True, default=str).encode())
+    digest.update(sys.version.encode())
+    versions = sorted(f"{dist.metadata['Name']}=={dist.version}" for dist in importlib.metadata.distributions())
+    digest.update("\n".join(versions).encode())
+    for name in SYNTH_INPUTS:
+        path = root / name
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+        for file in files:
+            if "__pycache__" in file.parts or file.suffix == ".pyc":
+                continue
+            digest.update(file.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(file.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def synthesize_cached(outdir: Path, context: dict[str, Any], *, cache: Path | None = None) -> Path:
+    """The cloud assembly ``synthesize`` gives for ``context`` in ``outdir`` (replaced): synthesized once per
+    digest of its inputs (``synth_digest``) into ``cache`` and copied from there after, since a synth is
+    deterministic (the same app, code and context give the same templates and assets)."""
+    cache = cache or synth_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    cached = cache / synth_digest(context)
+    if not (cached / "manifest.json").is_file():
+        staged = Path(tempfile.mkdtemp(prefix=f"{cached.name}.", dir=cache))
+        try:
+            synthesize(staged, context)
+            staged.rename(cached)  # whole or not at all
+        except OSError:  # another command put the same assembly there meanwhile: theirs is as good
+            if not (cached / "manifest.json").is_file():
+                raise
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+    os.utime(cached)  # most recently used: kept longest
+    for old in sorted((p for p in cache.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)[:-SYNTHS_KEPT]:
+        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(outdir, ignore_errors=True)
+    shutil.copytree(cached, outdir, copy_function=_link_or_copy)
+    return outdir
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    """A hard link (the cached assembly is never written in place), else a copy (another file system)."""
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
 
 
 def free_port() -> int:
@@ -136,15 +218,16 @@ def execution_host(deployment: Deployment) -> ExecutionHost:
 @contextmanager
 def stood_up(
     assembly: Path,
-    engine: SparkEngine,
+    engine: SparkEngine | Callable[[], SparkEngine],
     work: Path,
     *,
     database_prefix: str = "athena_rehearsal__",
     stable_names: bool = False,
 ) -> Iterator[DeployedSystem]:
     """The cloud assembly at ``assembly`` deployed (``deployed``; ``stable_names``: see ``deploy``), its
-    functions, Athena on ``engine`` (its S3 mirror and the functions' logs under ``work``) and its executions
-    running; all of it stopped and uninstalled on leaving."""
+    functions, Athena on ``engine`` (its S3 mirror and the functions' logs under ``work``; a callable is
+    asked for it once the stacks are up, so that it can start meanwhile) and its executions running; all of
+    it stopped and uninstalled on leaving."""
     from lakeline.local.rehearsal.athena import install_local_athena
 
     with ExitStack() as stack:
@@ -152,7 +235,8 @@ def stood_up(
         functions = function_host(deployment, assembly, work / "logs")
         functions.install()
         stack.callback(functions.uninstall)
-        athena = install_local_athena(engine, work / "s3", database_prefix=database_prefix)
+        spark = engine() if callable(engine) else engine
+        athena = install_local_athena(spark, work / "s3", database_prefix=database_prefix)
         stack.callback(athena.stop)
         executions = execution_host(deployment)
         executions.install()
