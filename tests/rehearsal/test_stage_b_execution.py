@@ -163,7 +163,7 @@ def test_the_steps_writing_the_target_ran_as_athena_runs_them_where_the_plan_bef
     ran = [query for query, _ in local_athena.executed if "lakeline_tmp_order_summary_" in query]
     ctas = [q for q in ran if q.startswith("CREATE TABLE")][-1]
     insert = [q for q in ran if q.startswith("INSERT INTO") and q.split()[2] in ctas][-1]
-    assert "bucket" not in ctas and "revenue" in insert
+    assert "bucketed_by" not in ctas and "revenue" in insert
     temp = insert.split()[2]  # "retail_reports_dev"."lakeline_tmp_order_summary_<run>"
     before = temp.replace("lakeline_tmp_", "lakeline_before_36_")
     location = f"s3://{bucket(deployment, 'analytics')}/before-36/order_summary/"
