@@ -255,7 +255,7 @@ class ExecutionHost:
                     timings.record("interpreter: start to first task", time.perf_counter() - started, key)
                     started = 0.0
                 if message is None:
-                    raise LakelineError(f"the interpreter stopped without an end: {self._interpreter.errors()}")
+                    raise LakelineError(f"the interpreter stopped without an end: {self._interpreter.stderr_tail()}")
                 if "done" in message:
                     return dict(message["done"])
                 task = message["task"]
@@ -311,7 +311,7 @@ class Interpreter:
         with self._lock:
             self._queues.pop(key, None)
 
-    def errors(self) -> str:
+    def stderr_tail(self) -> str:
         """The end of what the process wrote to stderr."""
         return "".join(self._errors)[-2000:]
 
