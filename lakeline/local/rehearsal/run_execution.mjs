@@ -82,11 +82,11 @@ async function run(execution, request) {
   }
   try {
     const machine = new StateMachine(definition);
-    const running = machine.run(request.input, {
+    const run = machine.run(request.input, {
       overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryWaits },
       context: request.context,
     });
-    const output = await running.result;
+    const output = await run.result;
     send({ execution, done: { status: "SUCCEEDED", output } });
   } catch (error) {
     if (error instanceof ExecutionError) {
