@@ -82,11 +82,11 @@ async function run(execution, request) {
   }
   try {
     const machine = new StateMachine(definition);
-    const run = machine.run(request.input, {
+    const started = machine.run(request.input, {
       overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryWaits },
       context: request.context,
     });
-    const output = await run.result;
+    const output = await started.result;
     send({ execution, done: { status: "SUCCEEDED", output } });
   } catch (error) {
     if (error instanceof ExecutionError) {
