@@ -83,11 +83,16 @@ def test_json_files_whose_nested_keys_are_not_names_are_refused_naming_the_file_
     failures = sorted(summary(workspace)["quarantined"])
     assert len(failures) == 2, failures
     evil, odd = failures
-    assert evil.startswith("shop/pos/evil/e.json: raw file shop/pos/evil/e.json: field under payload ")
+    # Each file is its table's first: the table cannot be made, and the reason says which and why.
+    assert evil.startswith(
+        "shop/pos/evil/e.json: table shop_pos_raw.evil cannot be made from its first file shop/pos/evil/e.json: "
+        "field under payload "
+    )
     assert repr(hostile) in evil and "is not a valid name" in evil and "\n" not in evil
     assert odd == (
-        "shop/pos/odd/day=1/o.json: raw file shop/pos/odd/day=1/o.json: field under info.tags[] 'first name' is not a "
-        "valid name: use letters, digits and '_', starting with a letter, at most 128 characters"
+        "shop/pos/odd/day=1/o.json: table shop_pos_raw.odd cannot be made from its first file "
+        "shop/pos/odd/day=1/o.json: field under info.tags[] 'first name' is not a valid name: use letters, digits "
+        "and '_', starting with a letter, at most 128 characters"
     )
     assert f"quarantined {odd}" in result.stdout.splitlines(), "the reason is printed on one line"
     # The good table loads, nested names kept as the data spells them; the refused ones have no table.
