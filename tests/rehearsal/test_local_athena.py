@@ -118,6 +118,17 @@ def test_a_glue_table_over_a_csv_in_s3_answers_a_select_with_its_results_where_a
     assert execution["Statistics"]["EngineExecutionTimeInMillis"] > 0
 
 
+def test_show_databases_lists_glues_and_a_like_pattern_filters_them(deployment: Deployment, sales: str) -> None:
+    """Athena's SHOW DATABASES / SCHEMAS [LIKE 'regex']: the catalog's databases, never Spark's own."""
+    listed = [row[0] for row in rows(deployment, succeeded(deployment, "SHOW DATABASES"))]
+    assert DATABASE in listed and "default" in listed
+    assert not any(name.startswith("athena_local__") for name in listed)
+    filtered = succeeded(deployment, "show schemas like 'local_athena_.*';")
+    assert rows(deployment, filtered) == [[DATABASE]]
+    bad = run(deployment, "SHOW DATABASES LIKE '('")
+    assert bad["Status"]["State"] == "FAILED" and "is not a regular expression" in bad["Status"]["StateChangeReason"]
+
+
 def test_pyathena_reads_a_select_s_rows_with_their_types(deployment: Deployment, sales: str) -> None:
     import pyathena
 

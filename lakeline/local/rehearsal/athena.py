@@ -101,6 +101,9 @@ COMMAND_TABLE = re.compile(
     r"\s+(?P<name>[`\"]?[A-Za-z0-9_]+[`\"]?(?:\.[`\"]?[A-Za-z0-9_]+[`\"]?)?)\s*$",
     re.IGNORECASE,
 )
+# Athena's ``SHOW DATABASES | SCHEMAS [LIKE 'regular expression']``: answered from Glue (Spark's databases
+# here are prefixed, and the catalog is Glue's).
+SHOW_DATABASES = re.compile(r"^SHOW\s+(?:DATABASES|SCHEMAS)(?:\s+LIKE\s+'(?P<pattern>[^']*)')?$", re.IGNORECASE)
 S3_URI = re.compile(r"^s3a?://(?P<bucket>[^/]+)/?(?P<key>.*)$")
 NO_OUTPUT = (
     "No output location provided. An output location is required either through the Workgroup result "
@@ -733,6 +736,9 @@ class LocalAthena:
             raise LocalAthenaError(NO_OUTPUT)
         if execution.execution_parameters:
             raise LocalAthenaError("ExecutionParameters are not supported by the local Athena endpoint")
+        shown = SHOW_DATABASES.match(execution.query.strip().rstrip(";").strip())
+        if shown is not None:
+            return self._show_databases(glue, s3, backend, execution, output, shown.group("pattern"))
         context = (execution.context or {}).get("Database")
         root = output.rsplit("/", 1)[0]
         statement = self.names.statement(execution.query, context, ctas_root=f"{root}/tables/{execution.id}/")
@@ -793,6 +799,26 @@ class LocalAthena:
         outcome.rows += [[self._text(value) for value in row] for row in result.rows]
         self._put_results(s3, output, outcome)
         timings.record("athena: write back, mirror out, results", time.monotonic() - ran, execution.id)
+        return outcome
+
+    def _show_databases(
+        self, glue: Any, s3: Any, backend: Any, execution: Any, output: str, pattern: str | None
+    ) -> Outcome:
+        """``SHOW DATABASES``: Glue's databases (and ``default``, which Athena's catalog always has), those
+        whose whole name matches ``pattern`` (a regular expression, as Athena's) if one is given."""
+        caller = getattr(execution, "caller", None)
+        if caller is not None and _iam_enforced():
+            catalog = f"arn:aws:glue:{backend.region_name}:{backend.account_id}:catalog"
+            needed = [Needed("glue:GetDatabases", (catalog,), "is not authorized"), result_file(output)]
+            authorize(backend.account_id, backend.region_name, caller, needed)
+        try:
+            matches = re.compile(pattern or ".*", re.IGNORECASE)
+        except re.error as error:
+            raise LocalAthenaError(f"SHOW DATABASES: LIKE '{pattern}' is not a regular expression: {error}") from None
+        names = sorted({DEFAULT_DATABASE, *glue.databases})
+        outcome = Outcome(statement_type="UTILITY", columns=[("database_name", "string")])
+        outcome.rows = [[name] for name in names if matches.fullmatch(name)]
+        self._put_results(s3, output, outcome)
         return outcome
 
     # -- catalog: Glue → Spark before, Spark → Glue after
