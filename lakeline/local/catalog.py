@@ -13,7 +13,7 @@ are written quoted all the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,6 +95,20 @@ def first_files(keys: Iterable[str]) -> dict[str, RawObject]:
         raw = parse_raw_key(key)
         first.setdefault(raw.table_prefix.rstrip("/"), raw)
     return first
+
+
+def split_by_table(keys: Iterable[str], refused: Mapping[str, str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """``keys`` in their order: those whose table folder ``refused`` does not name (their tables are there),
+    and (key, reason) of each whose table folder it names (the caller parks them)."""
+    taken: list[str] = []
+    parked: list[tuple[str, str]] = []
+    for key in keys:
+        reason = refused.get(parse_raw_key(key).table_prefix.rstrip("/"))
+        if reason is None:
+            taken.append(key)
+        else:
+            parked.append((key, reason))
+    return taken, parked
 
 
 def table_errors() -> tuple[type[BaseException], ...]:

@@ -44,7 +44,7 @@ from lakeline.errors import ConfigError, InvalidInputError, validation_problems
 from lakeline.lineage.openlineage.config import load_openlineage_settings
 from lakeline.lineage.records.query import load_query, query_local_archive
 from lakeline.lineage.viewer.html import write_lineage_html
-from lakeline.local.catalog import ensure_tables, first_files, table_errors, table_refusal
+from lakeline.local.catalog import ensure_tables, first_files, split_by_table, table_errors, table_refusal
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
 from lakeline.local.quarantine import Quarantine
@@ -320,12 +320,8 @@ class LocalProject:
             except table_errors() as error:
                 refused[folder] = table_refusal(self.settings.raw_database(raw.team, raw.dataset), raw, error)
                 flow.report.refused_tables.append(refused[folder])
-        taken = []
-        for key in keys:
-            reason = refused.get(parse_raw_key(key).table_prefix.rstrip("/"))
-            if reason is None:
-                taken.append(key)
-                continue
+        taken, parked = split_by_table(keys, refused)
+        for key, reason in parked:
             flow.quarantine.park(key, reason)
             flow.report.quarantined.append(f"{key}: {reason}")
             self._progress("quarantined", f"{key}: {reason}")

@@ -56,7 +56,7 @@ from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.archive_table import DEFAULT_TABLE
 from lakeline.lineage.records.query import bind_archive_table, load_query
 from lakeline.lineage.viewer.html import write_lineage_html
-from lakeline.local.catalog import first_files, table_errors, table_refusal
+from lakeline.local.catalog import first_files, split_by_table, table_errors, table_refusal
 from lakeline.local.project import ProjectConfig, project_snapshot, raw_keys
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.rehearsal import kept_state, timings
@@ -70,7 +70,6 @@ from lakeline.names import ddl_name
 from lakeline.operations.dead_letters import read_dead_letters
 from lakeline.operations.source_ddl import source_table_ddl
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
-from stage_a.keys import parse_raw_key
 from stage_b.artifacts import ARTIFACTS_PREFIX
 
 DATABASE_PREFIX = "deployed__"  # the local Athena's Spark databases, apart from `lakeline run`'s own
@@ -518,12 +517,8 @@ class DeployedProject:
             with path.open("a") as kept:
                 kept.write(ddl)
             self.console.print(f"created the tables of {folder} with {count} Athena statements (their DDL: {path})")
-        taken = []
-        for key in keys:
-            reason = refused.get(parse_raw_key(key).table_prefix.rstrip("/"))
-            if reason is None:
-                taken.append(key)
-                continue
+        taken, parked = split_by_table(keys, refused)
+        for key, reason in parked:
             self.quarantine.park(key, reason)
             self._quarantined.append(f"{key}: {reason}")
             self.console.print(f"[red]quarantined[/] {escape(key)}: {escape(reason)}", soft_wrap=True)
