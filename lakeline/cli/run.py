@@ -4,7 +4,7 @@ project's own folders (once, or as files land)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -165,8 +165,8 @@ def run_project(
             project.process(keys, seen.files)  # the snapshot read every file already
             run = project.finish(started)
             earlier = project.conclude(seen, run.report)
-    except (LakelineError, QueryError) as error:
-        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+    except (LakelineError, QueryError, OSError) as error:
+        _stopped(error, config)
     for failure in earlier:
         console.print(f"[red]still failed (an earlier run)[/] {escape(failure)}", soft_wrap=True)
     if earlier:
@@ -212,5 +212,20 @@ def watch_project(
             except KeyboardInterrupt:
                 console.print("stopped")
             project.finish(started)
-    except (LakelineError, QueryError) as error:
-        fail(str(error), code=1 if isinstance(error, QueryError) else 2)
+    except (LakelineError, QueryError, OSError) as error:
+        _stopped(error, config)
+
+
+def _stopped(error: LakelineError | QueryError | OSError, config: Path) -> NoReturn:
+    """Exit with one ``error:`` line for an error that stopped ``run`` or ``watch --embedded``: a full disk
+    wherever it struck (``lakeline.local.full_disk``; exit 2, as for a workspace the command cannot run on),
+    the error's own words otherwise (exit 1 for a query that failed, else 2). Any other ``OSError`` is a
+    fault of Lakeline's, raised as it is."""
+    from lakeline.local.full_disk import full_disk
+
+    full = full_disk(error, config.resolve().parent)
+    if full is not None:
+        fail(str(full))
+    if isinstance(error, OSError):
+        raise error
+    fail(str(error), code=1 if isinstance(error, QueryError) else 2)

@@ -234,6 +234,26 @@ def failure_reason(error: BaseException) -> str:
 
 
 @dataclass(frozen=True)
+class CatalogLocation:
+    """Where a table (``partition`` None) or one of its partitions is, as a ``file:`` or ``s3:`` URI
+    ending with '/'; ``table_root`` is the table's own location."""
+
+    database: str
+    table: str
+    table_root: str
+    partition: dict[str, str] | None
+    location: str
+
+
+def _scala_keys(mapping: Any) -> list[Any]:
+    """The keys of a Scala map, in its order."""
+    keys, iterator = [], mapping.keysIterator()
+    while iterator.hasNext():
+        keys.append(iterator.next())
+    return keys
+
+
+@dataclass(frozen=True)
 class Relocated:
     """What ``SparkEngine.relocate`` moved, and the databases it could not (they keep their old place,
     where a table created in them without a location would go)."""
@@ -540,6 +560,36 @@ class SparkEngine:
         self._schemas.clear()
         self._partitions.forget(None)
         return Relocated(tables, partitions, tuple(stuck))
+
+    def locations(self) -> Iterator[CatalogLocation]:
+        """Every table's location in the catalog, and every partition's (what a stopped run may have left
+        the catalog pointing at: ``lakeline.local.interrupted``)."""
+        catalog = self._external_catalog()
+        jvm: Any = self.session.sparkContext._jvm
+        databases = catalog.listDatabases()
+        for d in range(databases.size()):
+            database = str(databases.apply(d))
+            names = catalog.listTables(database)
+            for t in range(names.size()):
+                table = catalog.getTable(database, names.apply(t))
+                name = str(table.identifier().table())
+                where = table.storage().locationUri()
+                if not where.isDefined():
+                    continue
+                root = normalize_location(str(where.get())).rstrip("/") + "/"
+                yield CatalogLocation(database, name, root, None, root)
+                if table.partitionColumnNames().isEmpty():
+                    continue
+                listed = catalog.listPartitions(database, name, jvm.scala.Option.empty())
+                for p in range(listed.size()):
+                    partition = listed.apply(p)
+                    at = partition.storage().locationUri()
+                    if at.isDefined():
+                        spec = partition.spec()
+                        values = {str(key): str(spec.apply(key)) for key in _scala_keys(spec)}
+                        yield CatalogLocation(
+                            database, name, root, values, normalize_location(str(at.get())).rstrip("/") + "/"
+                        )
 
     def stop(self) -> None:
         self.session.stop()

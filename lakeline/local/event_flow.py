@@ -35,6 +35,7 @@ from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle, StepS
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX, LocalArchiveStore
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, MAX_RECEIVE_COUNT, LocalCloud
+from lakeline.local.full_disk import DiskFull, full_disk
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.workspace import Workspace
@@ -154,6 +155,7 @@ class EventFlow:
         self.quarantine = Quarantine.of(workspace.root)
         self.quarantine.prune(workspace.raw_dir)
         self.report = FlowReport()
+        self.stopped: DiskFull | None = None  # the full disk that stopped the flow: nothing more runs
         sqs = cloud.sqs
         self.queue_a = QueuePoller(sqs, cloud.queue_urls["queue-a"])
         self.queue_b = QueuePoller(sqs, cloud.queue_urls["queue-b"])
@@ -362,9 +364,12 @@ class EventFlow:
         error goes into the report, as the message goes to the DLQ (never silently)."""
 
         def handle(record: SQSRecord) -> None:
+            if self.stopped is not None:
+                raise self.stopped  # the record stays in its queue; the run ends after this batch
             try:
                 record_handler(record)
             except Exception as error:
+                self._stop_if_disk_full(error)
                 tries = int(record.attributes.approximate_receive_count)
                 if tries >= MAX_RECEIVE_COUNT:
                     what = ", ".join(arrival_keys(record.body)) or record.body[:120]
@@ -386,11 +391,21 @@ class EventFlow:
     ) -> None:
         """As the state machine's Catch on every state after the router: the stage's failure function with
         the step that failed (it ends the lease and parks the input with its reason), and the run reported.
-        ``what``: the input as the report names it, and as the progress line does."""
+        ``what``: the input as the report names it, and as the progress line does. A full disk stops the
+        flow (after the failure function deleted what the run wrote): the next file would fail as well."""
         cause = {"Error": type(error).__name__, "Cause": str(error)}
         failure({**context, "error": cause, "failed_step": failed_step}, LambdaContext(f"failure-{failed_step}"))
+        self._stop_if_disk_full(error)
         self.report.failures.append(f"{what[0]}: {describe_failure(error)}")
         self.notify("failed", f"{what[1]}: {error}")
+
+    def _stop_if_disk_full(self, error: BaseException) -> None:
+        """Raise ``DiskFull`` (and remember it: nothing more runs) if ``error`` is a write that found the
+        disk full (``lakeline.local.full_disk``)."""
+        full = self.stopped or full_disk(error, self.workspace.root)
+        if full is not None:
+            self.stopped = full
+            raise full from None
 
     def _post_update(self, handler: Callable[[dict[str, Any], Any], Any], context: dict[str, Any], name: str) -> None:
         """Run a post-update function; the targets it could not route (parked in queue B's DLQ) are failures."""
@@ -420,7 +435,9 @@ class EventFlow:
         for _ in range(max_rounds):
             moved = 0
             moved += self.queue_a.deliver(stage_a, "stage-a")[0]
+            self._raise_if_stopped()
             moved += self.queue_b.deliver(stage_b, "stage-b")[0]
+            self._raise_if_stopped()
             loaded, _ = self.lineage_queue.deliver(self._lineage_load, "lineage-load")
             self.report.lineage_records += loaded
             moved += loaded
@@ -428,6 +445,12 @@ class EventFlow:
                 break
         self.events.extend(event_to_dict(event) for event in self.emitter.drain())
         return self.report
+
+    def _raise_if_stopped(self) -> None:
+        """End the run at the batch whose record found the disk full: the queues keep the rest, unsent,
+        and the pipeline state is not saved (``LocalProject.__exit__``)."""
+        if self.stopped is not None:
+            raise self.stopped
 
     # --- the nightly trace ---------------------------------------------------------------------------
 

@@ -44,9 +44,11 @@ from lakeline.errors import ConfigError, InvalidInputError, validation_problems
 from lakeline.lineage.openlineage.config import load_openlineage_settings
 from lakeline.lineage.records.query import load_query, query_local_archive
 from lakeline.lineage.viewer.html import write_lineage_html
+from lakeline.local import interrupted
 from lakeline.local.catalog import ensure_tables, first_files, split_by_table, table_errors, table_refusal
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
+from lakeline.local.full_disk import full_disk
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest, inputs_digest
@@ -196,6 +198,11 @@ class LocalProject:
             self.engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
             self.cloud = LocalCloud.start()
             self.cloud.restore_pipeline_state(self.state_file, kept)
+            # A run stopped before it saved its state (a full disk, a kill) is undone to that state first.
+            undone = interrupted.undo_unkept(self.engine, self.workspace, kept)
+        if undone:
+            self.console.print(escape(interrupted.describe(undone)), soft_wrap=True)
+        interrupted.begin(self.workspace)
         # Whatever this run does, the last clean run's record no longer describes the workspace.
         Settled.forget(self.settled_file)
         self.flow = EventFlow(
@@ -249,9 +256,16 @@ class LocalProject:
             Settled(seen.inputs, {**seen.files, **copies}).save(self.settled_file)
         return earlier
 
-    def __exit__(self, *_: object) -> None:
-        if self.cloud is not None:
-            self.cloud.save_pipeline_state(self.state_file)
+    def __exit__(self, _kind: object, error: BaseException | None, _trace: object) -> None:
+        if self.cloud is None:
+            return
+        try:
+            # After a full disk, the state is kept as it was before the batch: the runs that wrote since are
+            # undone by the next run (``lakeline.local.interrupted``), which loads their arrivals again.
+            if error is None or full_disk(error, self.workspace.root) is None:
+                self.cloud.save_pipeline_state(self.state_file)
+                interrupted.end(self.workspace)
+        finally:
             self.cloud.stop()
 
     @property
@@ -318,6 +332,8 @@ class LocalProject:
             try:
                 ensure_tables(flow.engine, raw, self.workspace.raw_dir / raw.key, self.settings)
             except table_errors() as error:
+                if (full := full_disk(error, self.workspace.root)) is not None:
+                    raise full from None  # not the table's fault: nothing more can be written
                 refused[folder] = table_refusal(self.settings.raw_database(raw.team, raw.dataset), raw, error)
                 flow.report.refused_tables.append(refused[folder])
         taken, parked = split_by_table(keys, refused)

@@ -130,5 +130,9 @@ def write_json(path: Path, value: Any, *, sort_keys: bool = False) -> None:
     """Write a workspace file whole or not at all: a crash while writing leaves the one before."""
     path.parent.mkdir(parents=True, exist_ok=True)
     staged = path.with_suffix(".tmp")
-    staged.write_text(json.dumps(value, indent=1, sort_keys=sort_keys))
+    try:
+        staged.write_text(json.dumps(value, indent=1, sort_keys=sort_keys))
+    except OSError:
+        staged.unlink(missing_ok=True)  # a full disk: no half-written copy left beside the whole one
+        raise
     staged.replace(path)
