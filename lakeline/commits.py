@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from lakeline.errors import InvalidInputError, LakelineError
-from lakeline.storage import RUN_PREFIX, ObjectStore, prefix_uri, table_root_of
+from lakeline.storage import RUN_PREFIX, DeleteRefused, ObjectStore, prefix_uri, table_root_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -636,8 +636,10 @@ def sweep_partition(
         try:
             if not state.root:
                 raise InvalidInputError(f"partition {state.key} has no root recorded")
-            store.delete_prefix(location, table_root=commit_table_root(state.key, state.root))
-        except InvalidInputError as refused:
+            store.delete_prefix(
+                location, table_root=commit_table_root(state.key, state.root), table=commit_partition(state.key)[0]
+            )
+        except (InvalidInputError, DeleteRefused) as refused:
             logger.warning("the sweep of %s leaves %s: %s", state.key, location, refused)
             return False
         deleted.append(location)

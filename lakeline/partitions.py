@@ -9,6 +9,7 @@ it supersedes are deleted only after a grace period, when nothing references the
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from lakeline.commits import (
     LeaseLost,
     PartitionCommits,
     PartitionState,
+    commit_partition,
     commit_table_root,
     finish_run,
     send_follow_up,
@@ -45,6 +47,8 @@ from lakeline.storage import (
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+logger = logging.getLogger(__name__)
 
 INTEGER_TYPES = frozenset({"tinyint", "smallint", "int", "integer", "bigint"})
 STRING_TYPES = ("string", "varchar", "char")
@@ -169,7 +173,8 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
     state = commits.read(lease.key)
     deleted, left = 0, ""
     if state.published is None or not same_prefix(state.published, lease.location):
-        deleted, left = delete_run_files(store, lease.location, commit_table_root(lease.key, root))
+        table = commit_partition(lease.key)[0]
+        deleted, left = delete_run_files(store, lease.location, commit_table_root(lease.key, root), table)
     if state.lease_owner != lease.owner:
         return Abandoned(False, None, deleted, left)
     try:
@@ -179,14 +184,14 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
     return Abandoned(True, finish_run(commits, lease, new_run_token, root).follow_up, deleted, left)
 
 
-def delete_run_files(store: ObjectStore, location: str, table_root: str) -> tuple[int, str]:
+def delete_run_files(store: ObjectStore, location: str, table_root: str, table: str) -> tuple[int, str]:
     """Delete a failed run's files; how many, and why they could not be if they could not (a location the
     function is not granted: the run must still end and its input be parked, so the refusal is reported
     with it instead of failing the failure path)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        return store.delete_prefix(location, table_root=table_root), ""
+        return store.delete_prefix(location, table_root=table_root, table=table), ""
     except (ClientError, BotoCoreError, OSError, DeleteRefused) as error:
         return 0, f"its files under {location} were left: {' '.join(str(error).split())}"
 
@@ -366,11 +371,20 @@ def superseded_run_prefixes(store: ObjectStore, partition_root: str, run_token: 
     return superseded
 
 
-def delete_superseded(store: ObjectStore, partition_root: str, run_token: str, *, table_root: str) -> list[str]:
-    superseded = superseded_run_prefixes(store, partition_root, run_token)
-    for prefix in superseded:
-        store.delete_prefix(prefix, table_root=table_root)
-    return superseded
+def delete_superseded(
+    store: ObjectStore, partition_root: str, run_token: str, *, table_root: str, table: str
+) -> list[str]:
+    """Delete the run prefixes ``run_token``'s version replaced; one the catalog still points at (a swap
+    that did not go through) stays, logged. Returns the deleted ones."""
+    deleted = []
+    for prefix in superseded_run_prefixes(store, partition_root, run_token):
+        try:
+            store.delete_prefix(prefix, table_root=table_root, table=table)
+        except DeleteRefused as refused:
+            logger.warning("%s stays: %s", prefix, refused)
+            continue
+        deleted.append(prefix)
+    return deleted
 
 
 def drop_temp_table(

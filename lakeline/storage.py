@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, final
 
+from lakeline.catalog_locations import CatalogLocations, CatalogUnreadable, local_catalog
 from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 
@@ -35,7 +36,8 @@ BUCKET_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 
 
 class DeleteRefused(LakelineError):
-    """S3 answered a multi-object delete with objects it did not delete (refused, in AWS, per key)."""
+    """A delete that did not happen: S3 answered a multi-object delete with objects it did not delete
+    (refused, in AWS, per key), or the catalog points at the prefix (or cannot say whether it does)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,22 @@ def check_run_prefix(location: str, table_root: str) -> Location:
     return where
 
 
+def _refuse_published(catalog: CatalogLocations, where: Location, root: Location, table: str) -> None:
+    database, dot, name = table.partition(".")
+    if not (dot and database and name):
+        raise InvalidInputError(f"refusing to delete {where.uri!r}: {table!r} is not a database.table name")
+    partition = dict(folder.partition("=")[::2] for folder in where.folders[len(root.folders) : -1])
+    try:
+        pointed = catalog.catalog_location(database, name, partition)
+    except CatalogUnreadable as error:
+        raise DeleteRefused(f"refusing to delete {where.uri}: {error}") from error
+    if pointed and parse_location(pointed).as_prefix() == where.as_prefix():
+        shown = " ".join(f"{key}={value}" for key, value in partition.items()) or "the table"
+        raise DeleteRefused(
+            f"refusing to delete {where.uri}: the catalog points {table} ({shown}) at it, so it is a published version"
+        )
+
+
 def table_root_of(partition_root: str, partition: Mapping[str, str]) -> str:
     """The location of the table above a partition's root: ``partition_root`` without its trailing
     ``<col>=<value>`` folders, which must be exactly ``partition``'s (in any order)."""
@@ -196,11 +214,21 @@ class ObjectStore(ABC):
         files were carried."""
 
     @final
-    def delete_prefix(self, location: str, *, table_root: str) -> int:
-        """Delete the run prefix ``location`` of the table whose location is ``table_root``, and everything
-        below it; return how many objects were deleted. Anything else is refused before a single object
-        is touched (``check_run_prefix``)."""
-        return self._delete(check_run_prefix(location, table_root))
+    def delete_prefix(self, location: str, *, table_root: str, table: str) -> int:
+        """Delete the run prefix ``location`` of ``table`` (``database.table``), whose location is
+        ``table_root``, and everything below it; return how many objects were deleted. Anything but a run
+        prefix is refused before a single object is touched (``check_run_prefix``), and so is a prefix the
+        catalog points the table or its partition at (``DeleteRefused``): a published version, whatever
+        the caller believes."""
+        where = check_run_prefix(location, table_root)
+        catalog = self._catalog(where)
+        if catalog is not None:
+            _refuse_published(catalog, where, parse_location(table_root), table)
+        return self._delete(where)
+
+    def _catalog(self, where: Location) -> CatalogLocations | None:
+        """The catalog of the tables stored at ``where``; ``None``: none can point there."""
+        return None
 
     @abstractmethod
     def _delete(self, where: Location) -> int:
@@ -215,7 +243,11 @@ def _local_path(location: str) -> Path:
 
 
 class LocalObjectStore(ObjectStore):
-    """A folder on disk, addressed with ``file://`` URIs."""
+    """A folder on disk, addressed with ``file://`` URIs; its tables are catalogued in the process's
+    Spark metastore (``lakeline.catalog_locations.local_catalog``)."""
+
+    def _catalog(self, where: Location) -> CatalogLocations | None:
+        return local_catalog()
 
     def list_data_files(self, location: str) -> list[str]:
         root = _local_path(location)
@@ -276,10 +308,15 @@ class S3Location:
 
 
 class S3ObjectStore(ObjectStore):
-    """An S3 bucket, through a boto3 client passed in by the caller."""
+    """An S3 bucket, through a boto3 client passed in by the caller; ``catalog``: where its tables are
+    catalogued (Glue), asked before every delete."""
 
-    def __init__(self, client: S3Client) -> None:
+    def __init__(self, client: S3Client, catalog: CatalogLocations | None = None) -> None:
         self._s3 = client
+        self._tables = catalog
+
+    def _catalog(self, where: Location) -> CatalogLocations | None:
+        return self._tables
 
     def list_data_files(self, location: str) -> list[str]:
         where = S3Location.parse(location)
@@ -331,8 +368,8 @@ class SchemeObjectStore(ObjectStore):
     """S3 for ``s3://`` locations and the local disk for ``file://`` ones, so the same handler code
     serves a deployed pipeline and the embedded runtime."""
 
-    def __init__(self, s3_client: S3Client) -> None:
-        self._s3 = S3ObjectStore(s3_client)
+    def __init__(self, s3_client: S3Client, catalog: CatalogLocations | None = None) -> None:
+        self._s3 = S3ObjectStore(s3_client, catalog)
         self._local = LocalObjectStore()
 
     def _for(self, location: str) -> LocalObjectStore | S3ObjectStore:
@@ -343,6 +380,9 @@ class SchemeObjectStore(ObjectStore):
 
     def list_child_prefixes(self, location: str) -> list[str]:
         return self._for(location).list_child_prefixes(location)
+
+    def _catalog(self, where: Location) -> CatalogLocations | None:
+        return self._for(where.uri)._catalog(where)
 
     def _delete(self, where: Location) -> int:
         return self._for(where.uri)._delete(where)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from lakeline.aws.clients import AwsClients
+from lakeline.catalog_locations import GlueLocations
 from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lineage.records.writer import LineageWriter
@@ -39,7 +40,7 @@ def failure_runtime(environment: EnvironmentT, stage_queue_url: str) -> FailureR
     """The clients and services of a failure function; ``stage_queue_url`` is the stage's own queue,
     where a follow-up run for what arrived meanwhile is queued."""
     aws = AwsClients()
-    store = SchemeObjectStore(aws.s3)
+    store = SchemeObjectStore(aws.s3, GlueLocations(aws.glue))
     commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
     return FailureRuntime(
         environment,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeline.aws.clients import AwsClients
+from lakeline.catalog_locations import GlueLocations
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lineage.records.writer import LineageWriter
@@ -33,7 +34,7 @@ def post_update_runtime(environment: PostUpdateEnvironment, stage_queue_url: str
     """The clients and services of a post-update function; ``stage_queue_url`` is the stage's own queue,
     where a follow-up run is queued."""
     aws = AwsClients()
-    store = SchemeObjectStore(aws.s3)
+    store = SchemeObjectStore(aws.s3, GlueLocations(aws.glue))
     commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
     return PostUpdateRuntime(
         store,

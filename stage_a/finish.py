@@ -7,7 +7,7 @@ The deployed post-update and failure functions and the local runtime finish a ru
 from __future__ import annotations
 
 from lakeline.engines.base import Engine
-from lakeline.partitions import delete_superseded, run_statements
+from lakeline.partitions import delete_run_files, delete_superseded, run_statements
 from lakeline.storage import ObjectStore
 from stage_a.plan import StageAPlan
 
@@ -21,13 +21,16 @@ def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], lis
     """After the swap of a run without a lease (a single writer): delete the older run prefixes at once;
     return (current data files, deleted prefixes). Leased runs leave that to the grace-period sweep."""
     superseded = (
-        delete_superseded(store, plan.stage_partition_root, plan.run_token, table_root=plan.table_root)
+        delete_superseded(
+            store, plan.stage_partition_root, plan.run_token, table_root=plan.table_root, table=plan.stage_table
+        )
         if plan.lease is None
         else []
     )
     return store.list_data_files(plan.target_location), superseded
 
 
-def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> int:
-    """After a failed CTAS: delete whatever it wrote into its fresh prefix; the stage partition is untouched."""
-    return store.delete_prefix(plan.target_location, table_root=plan.table_root)
+def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[int, str]:
+    """After a failed CTAS: delete whatever it wrote into its fresh prefix; the stage partition is untouched.
+    How many objects were deleted, and why they could not be (``delete_run_files``), else empty."""
+    return delete_run_files(store, plan.target_location, plan.table_root, plan.stage_table)

@@ -117,6 +117,11 @@ class StageAPlan:
         return self.mode != "none"
 
     @property
+    def stage_table(self) -> str:
+        """The stage table, ``database.table``."""
+        return f"{self.target_database}.{self.table}"
+
+    @property
     def table_root(self) -> str:
         """The stage table's location: the run deletes only run prefixes under it."""
         return table_root_of(self.stage_partition_root, self.partition)

@@ -47,7 +47,9 @@ def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> lis
         ctas_error = error
     query_ids += drop_temp_table(engine, plan.drop_temp, plan.target_database, plan.temp_table, ctas_error)
     if ctas_error is not None:
-        abandon_stage_a(plan, store)
+        _, left = abandon_stage_a(plan, store)
+        if left:
+            logger.warning("stage A %s %s failed and %s", plan.stage_table, plan.partition, left)
         raise ctas_error
     return query_ids
 

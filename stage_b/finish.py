@@ -7,7 +7,7 @@ The deployed post-update and failure functions and the local runtime finish a ru
 from __future__ import annotations
 
 from lakeline.engines.base import Engine
-from lakeline.partitions import delete_superseded, run_statements
+from lakeline.partitions import delete_run_files, delete_superseded, run_statements
 from lakeline.storage import ObjectStore
 from stage_b.plan import StageBPlan
 
@@ -23,13 +23,15 @@ def finish_stage_b(plan: StageBPlan, store: ObjectStore) -> tuple[list[str], lis
     if not plan.writes:
         return [], []
     superseded = (
-        delete_superseded(store, plan.partition_root, plan.run_token, table_root=plan.table_root)
+        delete_superseded(store, plan.partition_root, plan.run_token, table_root=plan.table_root, table=plan.dataset)
         if plan.lease is None
         else []
     )
     return store.list_data_files(plan.target_location), superseded
 
 
-def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> int:
+def abandon_stage_b(plan: StageBPlan, store: ObjectStore) -> tuple[int, str]:
     """After a failed step: delete what the run wrote into its fresh prefix."""
-    return store.delete_prefix(plan.target_location, table_root=plan.table_root) if plan.writes else 0
+    if not plan.writes:
+        return 0, ""
+    return delete_run_files(store, plan.target_location, plan.table_root, plan.dataset)

@@ -69,7 +69,9 @@ def execute_stage_b(
             break
     query_ids += drop_temp_table(engine, plan.drop_temp, plan.target_database, plan.temp_table, failure)
     if failure is not None:
-        abandon_stage_b(plan, store)
+        _, left = abandon_stage_b(plan, store)
+        if left:
+            logger.warning("stage B %s %s failed and %s", plan.dataset, plan.partition, left)
         raise failure
     return query_ids
 

@@ -67,10 +67,13 @@ def spark_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark_engine(spark_workspace: Path) -> Iterator[SparkEngine]:
+    from lakeline.catalog_locations import set_local_catalog
     from lakeline.engines.spark import SparkEngine
 
     engine = SparkEngine.local(spark_workspace, master="local[2]", shuffle_partitions=4, driver_memory="2g")
+    set_local_catalog(engine)  # as the embedded runtime's ``open_engine`` does
     yield engine
+    set_local_catalog(None)
     engine.stop()
 
 

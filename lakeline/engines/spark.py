@@ -13,13 +13,14 @@ import re
 import shutil
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakeline.catalog_locations import CatalogUnreadable, local_catalog, set_local_catalog
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
 from lakeline.engines.spark_partitions import PartitionStatements
 from lakeline.engines.spark_semantics import DEPLOYED_SPARK, SESSION_SETTINGS, SqlSemantics, applied
@@ -530,6 +531,31 @@ class SparkEngine:
                 return normalize_location(str(row["data_type"])).rstrip("/") + "/"
         return None
 
+    def catalog_location(self, database: str, table: str, partition: Mapping[str, str]) -> str | None:
+        """Where the metastore points the table's ``partition`` (the table itself for an empty one), read
+        afresh; ``None`` if it has no such table or partition (``lakeline.catalog_locations``)."""
+        name = ddl_name(database, table)
+        try:
+            self._register(f"{database}.{table}".lower())
+            if not self.session.catalog.tableExists(f"{database}.{table}"):
+                return None
+            sql = f"DESCRIBE FORMATTED {name}"
+            if partition:
+                keys = {column.name.lower() for column in self._read_table(database, table).partition_columns}
+                if keys != {key.lower() for key in partition}:
+                    return None
+                spec = ", ".join(f"{ddl_name(key)} = {string_literal(value)}" for key, value in partition.items())
+                if not self.session.sql(f"SHOW PARTITIONS {name} PARTITION ({spec})").collect():
+                    return None
+                sql += f" PARTITION ({spec})"
+            rows = self.session.sql(sql).collect()
+        except Exception as error:  # py4j and Spark errors alike: the metastore could not answer
+            raise CatalogUnreadable(f"cannot read {database}.{table} from the Spark metastore: {error}") from error
+        for row in rows:
+            if row["col_name"] == "Location":
+                return normalize_location(str(row["data_type"])).rstrip("/") + "/"
+        return None
+
     def relocate(self, moved: Callable[[str], str | None]) -> Relocated:
         """Point every database, table and partition whose location ``moved`` maps elsewhere (a
         ``file:`` URI, as the catalog stores it) at its new place: a workspace that was copied or moved."""
@@ -592,4 +618,6 @@ class SparkEngine:
                         )
 
     def stop(self) -> None:
+        if local_catalog() is self:
+            set_local_catalog(None)
         self.session.stop()

@@ -57,11 +57,13 @@ def main(argv: Sequence[str]) -> None:  # pragma: no cover - runs only inside AW
     from pyspark.context import SparkContext
 
     from lakeline.aws.clients import AwsClients
+    from lakeline.catalog_locations import GlueLocations
     from lakeline.storage import S3ObjectStore
 
     arguments = getResolvedOptions(list(argv), ["mode", "plan"])
     session = GlueContext(SparkContext.getOrCreate()).spark_session
-    print(json.dumps(run_job(arguments, session, S3ObjectStore(AwsClients().s3))))
+    aws = AwsClients()
+    print(json.dumps(run_job(arguments, session, S3ObjectStore(aws.s3, GlueLocations(aws.glue)))))
 
 
 if __name__ == "__main__":  # pragma: no cover

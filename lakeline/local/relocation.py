@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from lakeline.catalog_locations import set_local_catalog
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.workspace import Workspace, write_json
 from lakeline.storage import local_root, normalize_location
@@ -150,4 +151,7 @@ def open_engine(workspace: Workspace, notify: Notify, **session_options: Any) ->
     claim_workspace(workspace, notify)
     engine = SparkEngine.local(workspace.root, **session_options)
     relocate(engine, workspace, workspace.pipeline_state_file, notify)
+    # The functions the embedded runtime runs in-process delete run prefixes through their own stores;
+    # this metastore is what those stores ask before they do (``ObjectStore.delete_prefix``).
+    set_local_catalog(engine)
     return engine

@@ -133,7 +133,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         reason += f"; {ended.left}" if ended.left else ""
     else:
         # The Spark job cleans its own partial output before failing; only Athena's CTAS leaves one behind.
-        deleted = abandon_stage_a(plan, run.store) if request.failed_step == "ctas" else 0
+        deleted, left = abandon_stage_a(plan, run.store) if request.failed_step == "ctas" else (0, "")
+        reason += f"; {left}" if left else ""
         parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
     emitted = run.events.stage_a(plan, "FAIL", error=reason, failed=request.failed_step)
     # The run is over: park each arrival it took in queue A's DLQ with the reason; a redrive runs it again.

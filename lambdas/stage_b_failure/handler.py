@@ -132,7 +132,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         parked, ended = end_lease(run, plan, request.failed_step)
         deleted, left = ended.deleted, ended.left
     else:
-        deleted = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else 0
+        deleted, left = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else (0, "")
     record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
     reason = f"{request.failed_step} failed: {request.error.described()}" + (f"; {left}" if left else "")
     # The steps before the failed one COMPLETE, it FAILs, the later ones ABORT (never ran); the run FAILs.

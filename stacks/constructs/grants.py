@@ -19,6 +19,7 @@ CATALOG_ACTIONS = [
     "glue:GetPartitions",
     "glue:BatchGetPartition",
 ]
+DELETE_GUARD_ACTIONS = ["glue:GetTable", "glue:GetPartition"]
 CATALOG_WRITE_ACTIONS = [
     "glue:CreateTable",
     "glue:DeleteTable",
@@ -52,6 +53,13 @@ class PipelineGrants:
     def grant_catalog_read(self, grantee: iam.IGrantable) -> None:
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(actions=CATALOG_ACTIONS, resources=self.catalog_resources)
+        )
+
+    def grant_delete_guard(self, grantee: iam.IGrantable) -> None:
+        """A function that deletes run prefixes first asks the catalog where the table and the partition
+        point (``lakeline.catalog_locations``): a prefix the catalog points at is never deleted."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=DELETE_GUARD_ACTIONS, resources=self.catalog_resources)
         )
 
     def grant_add_columns(self, grantee: iam.IGrantable) -> None:

@@ -81,6 +81,7 @@ class StageA(Construct):
         grant_partition_state(failure, storage, self.queue, variable(StageAFailureEnvironment, "stage_a_queue_url"))
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)
+        statements.grants.grant_delete_guard(failure.function)
         stage_events.attach(failure)
         post_update = LakelineFunction(
             self,
@@ -92,6 +93,7 @@ class StageA(Construct):
         )
         storage.bucket("Stage").grant_read(post_update.function)
         storage.bucket("Stage").grant_delete(post_update.function)
+        statements.grants.grant_delete_guard(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
         grant_partition_state(
             post_update, storage, self.queue, variable(StageAPostUpdateEnvironment, "stage_a_queue_url")

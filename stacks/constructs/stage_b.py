@@ -60,6 +60,7 @@ class StageB(Construct):
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)
+        statements.grants.grant_delete_guard(failure.function)
         stage_events.attach(failure)
         post_update = LakelineFunction(
             self,
@@ -72,6 +73,7 @@ class StageB(Construct):
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(post_update.function)
             storage.bucket(bucket).grant_delete(post_update.function)
+        statements.grants.grant_delete_guard(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
         stage_events.attach(post_update)
 

@@ -20,6 +20,7 @@ import pytest
 
 from lakeline.commits import Lease, LeaseLost, PartitionCommits
 from lakeline.dependencies.model import parse_dependency_item
+from lakeline.engines.base import QueryError
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.dependencies import LocalDependencies
@@ -535,3 +536,26 @@ def test_a_commit_retried_after_a_crash_between_the_carry_and_the_commit_records
         b.message("eng_a.x", "", "append").contribution_key(): 1,
         y.contribution_key(): 1,
     }
+
+
+def test_a_lost_state_item_never_costs_the_published_version(
+    spark_engine: SparkEngine, workspace: Workspace, commits: PartitionCommits
+) -> None:
+    """#37: the partition's state item is lost (deleted, or restored from a copy older than the first load),
+    then its file arrives again. The run token comes from the arrival, so the new run's CTAS lands on
+    the published prefix and fails there; its failure path used to delete that prefix (the state no longer
+    said it was published): 100 rows, then 0. The catalog points at it, so nothing deletes it now."""
+    a = stage_a_driver(spark_engine, workspace, commits)
+    key = a.drop("f1", 0, 100)
+    first = a.arrive(key)
+    assert first is not None
+    a.complete(first)
+    assert a.rows() == 100
+    commits.client.delete_item(TableName=commits.table_name, Key={commits.key_attribute: {"S": lease(first).key}})
+    again = a.arrive(key)
+    assert again is not None and again.writes and again.target_location == first.target_location
+    with pytest.raises(QueryError):
+        a.write(again)  # Spark, like Athena, refuses a CTAS into a non-empty location
+    abandoned = abandon_run(commits, lease(again), a.store, root=again.stage_partition_root)
+    assert abandoned.deleted == 0 and "the catalog points" in abandoned.left
+    assert (a.rows(), a.distinct_ids(), a.files()) == (100, 100, 2)

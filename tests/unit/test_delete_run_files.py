@@ -18,7 +18,7 @@ class Store:
     def __init__(self, error: Exception | None) -> None:
         self.error = error
 
-    def delete_prefix(self, location: str, *, table_root: str) -> int:
+    def delete_prefix(self, location: str, *, table_root: str, table: str) -> int:
         if self.error is not None:
             raise self.error
         return 3
@@ -37,17 +37,17 @@ def refused(operation: str) -> ClientError:
 )
 def test_a_refused_delete_is_reported_and_the_run_goes_on(error: Exception) -> None:
     store: Any = Store(error)
-    deleted, left = delete_run_files(store, LOCATION, "s3://team-bucket/orders/")
+    deleted, left = delete_run_files(store, LOCATION, "s3://team-bucket/orders/", "sales.orders")
     assert deleted == 0 and left.startswith(f"its files under {LOCATION} were left: ")
     assert "AccessDenied" in left or "Access Denied" in left
 
 
 def test_files_deleted_leave_nothing_to_report() -> None:
     store: Any = Store(None)
-    assert delete_run_files(store, LOCATION, "s3://team-bucket/orders/") == (3, "")
+    assert delete_run_files(store, LOCATION, "s3://team-bucket/orders/", "sales.orders") == (3, "")
 
 
 def test_anything_else_still_fails() -> None:
     store: Any = Store(ValueError("a bug"))
     with pytest.raises(ValueError, match="a bug"):
-        delete_run_files(store, LOCATION, "s3://team-bucket/orders/")
+        delete_run_files(store, LOCATION, "s3://team-bucket/orders/", "sales.orders")

@@ -72,7 +72,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lakeline.glue_scanner", "lakeline.lineage.viewer", "lakeline.lambda_support"),  # read lineage; handler support
     ("lakeline.lineage.openlineage", "lakeline.dependencies", "lakeline.partitions"),  # events; items; commits
     ("lakeline",),  # the rest: column lineage, lineage records, commit states, settings, the catalog file, ...
-    ("lakeline.engines", "lakeline.storage", "lakeline.names"),  # SQL engines, object stores, names
+    ("lakeline.engines", "lakeline.storage", "lakeline.catalog_locations", "lakeline.names"),  # engines, stores, names
     ("lakeline.aws", "lakeline.errors"),  # beneath everything
 )
 

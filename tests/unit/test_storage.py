@@ -102,10 +102,10 @@ def test_a_local_delete_in_a_folder_named_with_a_hash_removes_only_the_run_prefi
     (published / "part-0.parquet").write_bytes(b"old")
     (tmp_path / "sentinel.txt").write_text("keep")
     store = LocalObjectStore()
-    assert store.delete_prefix(local_root(run), table_root=local_root(table)) == 1
+    assert store.delete_prefix(local_root(run), table_root=local_root(table), table="db.t") == 1
     assert not run.exists() and (published / "part-0.parquet").exists() and (tmp_path / "sentinel.txt").exists()
     with pytest.raises(InvalidInputError, match="refusing to delete"):
-        store.delete_prefix(local_root(table / "date=1"), table_root=local_root(table))
+        store.delete_prefix(local_root(table / "date=1"), table_root=local_root(table), table="db.t")
     assert (published / "part-0.parquet").exists()
 
 
@@ -125,7 +125,7 @@ def s3() -> Iterator[S3ObjectStore]:
 
 
 def test_an_s3_delete_under_a_location_with_a_hash_removes_only_the_run_prefix(s3: S3ObjectStore) -> None:
-    assert s3.delete_prefix(f"s3://lake/t#2/date=1/{RUN}", table_root="s3://lake/t#2/") == 1
+    assert s3.delete_prefix(f"s3://lake/t#2/date=1/{RUN}", table_root="s3://lake/t#2/", table="db.t") == 1
     assert s3.list_data_files("s3://lake/") == [
         "s3://lake/t#2/date=0/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
         "s3://lake/t#2/date=1/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
