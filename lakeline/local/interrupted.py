@@ -24,7 +24,7 @@ from typing import Any
 from lakeline.engines.spark import CatalogLocation, SparkEngine
 from lakeline.local.workspace import Workspace, write_json
 from lakeline.names import ddl_name, string_literal
-from lakeline.storage import RUN_PREFIX, LocalObjectStore, local_root, normalize_location
+from lakeline.storage import RUN_PREFIX, DeleteRefused, LocalObjectStore, local_root, normalize_location
 
 
 def mark(workspace: Workspace) -> Path:
@@ -81,12 +81,17 @@ def undo_unkept(engine: SparkEngine, workspace: Workspace, items: list[dict[str,
     for place in catalog:
         if place.location in unkept:
             _point_back(engine, place, published.get(place.location.rstrip("/").rsplit("/", 1)[0] + "/"))
-    tables = sorted({place.table_root for place in catalog}, key=len, reverse=True)
+    # The table of each prefix: the one whose location is the longest that holds it.
+    tables = {place.table_root: f"{place.database}.{place.table}" for place in catalog if place.partition is None}
     store, deleted = LocalObjectStore(), []
     for prefix in sorted(unkept):
-        table_root = next((root for root in tables if prefix.startswith(root)), None)
-        if table_root is not None:
-            store.delete_prefix(prefix, table_root=table_root)
+        roots = [root for root in tables if prefix.startswith(root)]
+        if roots:
+            table_root = max(roots, key=len)
+            try:  # the guarded delete: it refuses a prefix the catalog still points at, which is then kept
+                store.delete_prefix(prefix, table_root=table_root, table=tables[table_root])
+            except DeleteRefused:
+                continue
             deleted.append(prefix)
     end(workspace)
     return deleted
