@@ -15,7 +15,7 @@ app = typer.Typer(
     help="Lakeline: an event-driven data lake pipeline with lineage.",
     epilog="Exit codes, for every command: 0 done; 1 the command ran and something failed, was refused or "
     "was left out (it says what); 2 the command could not run as asked (an option, a file, the "
-    "configuration, or AWS).",
+    "configuration, a full disk, or AWS).",
     no_args_is_help=True,
 )
 

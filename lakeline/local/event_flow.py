@@ -394,8 +394,16 @@ class EventFlow:
         ``what``: the input as the report names it, and as the progress line does. A full disk stops the
         flow (after the failure function deleted what the run wrote): the next file would fail as well."""
         cause = {"Error": type(error).__name__, "Cause": str(error)}
-        failure({**context, "error": cause, "failed_step": failed_step}, LambdaContext(f"failure-{failed_step}"))
-        self._stop_if_disk_full(error)
+        full = self.stopped or full_disk(error, self.workspace.root)
+        try:
+            failure({**context, "error": cause, "failed_step": failed_step}, LambdaContext(f"failure-{failed_step}"))
+        except Exception:
+            if full is None:
+                raise
+            # On a full disk the failure function may fail too (Derby read-only): what it could not
+            # clean up, the next run undoes (``lakeline.local.interrupted``).
+        if full is not None:
+            self._stop_if_disk_full(full)
         self.report.failures.append(f"{what[0]}: {describe_failure(error)}")
         self.notify("failed", f"{what[1]}: {error}")
 
