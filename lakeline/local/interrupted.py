@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lakeline.engines.spark import CatalogLocation, SparkEngine
+from lakeline.errors import InvalidInputError
 from lakeline.local.workspace import Workspace, write_json
 from lakeline.names import ddl_name, string_literal
 from lakeline.storage import RUN_PREFIX, DeleteRefused, LocalObjectStore, local_root, normalize_location
@@ -78,23 +79,40 @@ def undo_unkept(engine: SparkEngine, workspace: Workspace, items: list[dict[str,
     unkept = {local_root(prefix) for prefix in workspace.published_prefixes()} - kept
     published = _published(items)
     catalog = list(engine.locations())
+    # Each table's root, before anything moves: an unpartitioned table's location is its published
+    # version's prefix, so its root is the folder above.
+    tables = {
+        _parent(place.location) if _is_run_prefix(place.location) else place.location: place
+        for place in catalog
+        if place.partition is None
+    }
     for place in catalog:
         if place.location in unkept:
-            _point_back(engine, place, published.get(place.location.rstrip("/").rsplit("/", 1)[0] + "/"))
-    # The table of each prefix: the one whose location is the longest that holds it.
-    tables = {place.table_root: f"{place.database}.{place.table}" for place in catalog if place.partition is None}
+            version = published.get(_parent(place.location))
+            if version is None and place.partition is None:
+                version = _parent(place.location)  # no version kept: the table's own folder, as first made
+            _point_back(engine, place, version)
     store, deleted = LocalObjectStore(), []
     for prefix in sorted(unkept):
-        roots = [root for root in tables if prefix.startswith(root)]
+        roots = [root for root in tables if prefix.startswith(root) and prefix != root]
         if roots:
-            table_root = max(roots, key=len)
+            table_root = max(roots, key=len)  # the innermost table holding it
+            table = tables[table_root]
             try:  # the guarded delete: it refuses a prefix the catalog still points at, which is then kept
-                store.delete_prefix(prefix, table_root=table_root, table=tables[table_root])
-            except DeleteRefused:
+                store.delete_prefix(prefix, table_root=table_root, table=f"{table.database}.{table.table}")
+            except (DeleteRefused, InvalidInputError):
                 continue
             deleted.append(prefix)
     end(workspace)
     return deleted
+
+
+def _parent(location: str) -> str:
+    return location.rstrip("/").rsplit("/", 1)[0] + "/"
+
+
+def _is_run_prefix(location: str) -> bool:
+    return location.rstrip("/").rsplit("/", 1)[-1].startswith(RUN_PREFIX)
 
 
 def _point_back(engine: SparkEngine, place: CatalogLocation, version: str | None) -> None:
