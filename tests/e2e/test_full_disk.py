@@ -104,10 +104,13 @@ def test_a_full_disk_stops_the_run_and_the_next_run_loads_exactly(small_disk: Pa
         drop(small_disk, day, [(f"store{store}", number * 10 + store + 0.25) for store in range(3)])
     extra = small_disk / "incoming" / "shop" / "pos" / "sales" / f"day={DAYS[0]}" / "more.csv"
     extra.write_text("store,amount\nstore0,1.5\nstore9,2.0\n")
+    # An unpartitioned table, loaded first (its key sorts first): its catalog entry points at a run prefix.
+    (small_disk / "incoming" / "shop" / "pos" / "items").mkdir(parents=True)
+    (small_disk / "incoming" / "shop" / "pos" / "items" / "items.csv").write_text("item,price\ntea,2.5\ncake,4.0\n")
     state = small_disk / "ws" / "state" / "pipeline-state.json"
 
-    # The disk fills once the first file is published: the second run's CTAS is the first write to fail.
-    stopped, taken = run_filling(config, small_disk, after_runs=1)
+    # The disk fills once two files are published: the third run's CTAS is the first write to fail.
+    stopped, taken = run_filling(config, small_disk, after_runs=2)
     output = stopped.stdout + stopped.stderr
     assert stopped.returncode == 2, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error:")]
@@ -137,7 +140,8 @@ def test_a_full_disk_stops_the_run_and_the_next_run_loads_exactly(small_disk: Pa
         ),
         key=str,
     )
-    assert loaded == expected_totals(small_disk / "incoming")
+    assert loaded == expected_totals(small_disk / "incoming" / "shop" / "pos" / "sales")
     rows = json.loads((small_disk / "ws" / "summary.json").read_text())["tables"]
     stage = {row["partition"]: row["rows"] for row in rows if row["table"] == "shop_pos_dev.sales"}
     assert stage == {f"day={DAYS[0]}": 5, f"day={DAYS[1]}": 3}
+    assert {"table": "shop_pos_dev.items", "partition": "", "rows": 2, "files": 1} in rows
