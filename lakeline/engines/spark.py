@@ -244,6 +244,16 @@ class Relocated:
     stuck_databases: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A table (``partition`` empty) or one of its partitions, and where the metastore points it."""
+
+    database: str
+    table: str
+    partition: dict[str, str]
+    location: str
+
+
 class SparkEngine:
     """Runs Athena-dialect statements on a SparkSession, translating them first, with ``semantics``:
     the settings of the deployed engine it stands for (``spark_semantics``; the Glue job's Spark)."""
@@ -566,6 +576,29 @@ class SparkEngine:
         self._schemas.clear()
         self._partitions.forget(None)
         return Relocated(tables, partitions, tuple(stuck))
+
+    def catalog_locations(self) -> list[CatalogEntry]:
+        """Every table and partition of the metastore with the location it points at (a ``file:`` URI)."""
+        catalog = self._external_catalog()
+        entries: list[CatalogEntry] = []
+        databases = catalog.listDatabases()
+        for d in range(databases.size()):
+            database = databases.apply(d)
+            names = catalog.listTables(database)
+            for t in range(names.size()):
+                table = catalog.getTable(database, names.apply(t))
+                name = str(table.identifier().table())
+                where = table.storage().locationUri()
+                if where.isDefined():
+                    entries.append(CatalogEntry(database, name, {}, normalize_location(str(where.get()))))
+                columns = table.partitionColumnNames()
+                order = [str(columns.apply(c)) for c in range(columns.size())]
+                if order:
+                    entries.extend(
+                        CatalogEntry(database, name, {c: spec[c] for c in order if c in spec}, normalize_location(at))
+                        for spec, at in self._partitions.locations(database, name)
+                    )
+        return entries
 
     def stop(self) -> None:
         if local_catalog() is self:
