@@ -296,7 +296,10 @@ class SparkEngine:
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 
-        translated = translate_statement(sql)
+        semantics = self._imposed or self.semantics
+        translated = translate_statement(
+            sql, integer_division=self._column_types if semantics.integer_division else None, database=database
+        )
         spark_sql = translated.sql
         self._partitions.next_statement()
         query_id = f"spark-{uuid.uuid4()}"
@@ -520,6 +523,14 @@ class SparkEngine:
             if row["col_name"] == "Location":
                 return normalize_location(str(row["data_type"])).rstrip("/") + "/"
         return None
+
+    def _column_types(self, database: str, table: str) -> dict[str, str]:
+        """A table's column types as sqlglot reads them (``{}`` if the table is not in the catalog)."""
+        try:
+            schema = self.describe_table(database, table)
+        except (TableNotFound, QueryFailed):
+            return {}
+        return {column.name: column.type for column in (*schema.columns, *schema.partition_columns)}
 
     def catalog_location(self, database: str, table: str, partition: Mapping[str, str]) -> str | None:
         """Where the metastore points the table's ``partition`` (the table itself for an empty one), read
