@@ -235,26 +235,6 @@ def failure_reason(error: BaseException) -> str:
 
 
 @dataclass(frozen=True)
-class CatalogLocation:
-    """Where a table (``partition`` None) or one of its partitions is, as a ``file:`` or ``s3:`` URI
-    ending with '/'; ``table_root`` is the table's own location."""
-
-    database: str
-    table: str
-    table_root: str
-    partition: dict[str, str] | None
-    location: str
-
-
-def _scala_keys(mapping: Any) -> list[Any]:
-    """The keys of a Scala map, in its order."""
-    keys, iterator = [], mapping.keysIterator()
-    while iterator.hasNext():
-        keys.append(iterator.next())
-    return keys
-
-
-@dataclass(frozen=True)
 class Relocated:
     """What ``SparkEngine.relocate`` moved, and the databases it could not (they keep their old place,
     where a table created in them without a location would go)."""
@@ -262,6 +242,16 @@ class Relocated:
     tables: int
     partitions: int
     stuck_databases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A table (``partition`` empty) or one of its partitions, and where the metastore points it."""
+
+    database: str
+    table: str
+    partition: dict[str, str]
+    location: str
 
 
 class SparkEngine:
@@ -306,7 +296,10 @@ class SparkEngine:
         from py4j.protocol import Py4JJavaError
         from pyspark.errors import PySparkException
 
-        translated = translate_statement(sql)
+        semantics = self._imposed or self.semantics
+        translated = translate_statement(
+            sql, integer_division=self._column_types if semantics.integer_division else None, database=database
+        )
         spark_sql = translated.sql
         self._partitions.next_statement()
         query_id = f"spark-{uuid.uuid4()}"
@@ -531,6 +524,14 @@ class SparkEngine:
                 return normalize_location(str(row["data_type"])).rstrip("/") + "/"
         return None
 
+    def _column_types(self, database: str, table: str) -> dict[str, str]:
+        """A table's column types as sqlglot reads them (``{}`` if the table is not in the catalog)."""
+        try:
+            schema = self.describe_table(database, table)
+        except (TableNotFound, QueryFailed):
+            return {}
+        return {column.name: column.type for column in (*schema.columns, *schema.partition_columns)}
+
     def catalog_location(self, database: str, table: str, partition: Mapping[str, str]) -> str | None:
         """Where the metastore points the table's ``partition`` (the table itself for an empty one), read
         afresh; ``None`` if it has no such table or partition (``lakeline.catalog_locations``)."""
@@ -587,35 +588,28 @@ class SparkEngine:
         self._partitions.forget(None)
         return Relocated(tables, partitions, tuple(stuck))
 
-    def locations(self) -> Iterator[CatalogLocation]:
-        """Every table's location in the catalog, and every partition's (what a stopped run may have left
-        the catalog pointing at: ``lakeline.local.interrupted``)."""
+    def catalog_locations(self) -> list[CatalogEntry]:
+        """Every table and partition of the metastore with the location it points at (a ``file:`` URI)."""
         catalog = self._external_catalog()
-        jvm: Any = self.session.sparkContext._jvm
+        entries: list[CatalogEntry] = []
         databases = catalog.listDatabases()
         for d in range(databases.size()):
-            database = str(databases.apply(d))
+            database = databases.apply(d)
             names = catalog.listTables(database)
             for t in range(names.size()):
                 table = catalog.getTable(database, names.apply(t))
                 name = str(table.identifier().table())
                 where = table.storage().locationUri()
-                if not where.isDefined():
-                    continue
-                root = normalize_location(str(where.get())).rstrip("/") + "/"
-                yield CatalogLocation(database, name, root, None, root)
-                if table.partitionColumnNames().isEmpty():
-                    continue
-                listed = catalog.listPartitions(database, name, jvm.scala.Option.empty())
-                for p in range(listed.size()):
-                    partition = listed.apply(p)
-                    at = partition.storage().locationUri()
-                    if at.isDefined():
-                        spec = partition.spec()
-                        values = {str(key): str(spec.apply(key)) for key in _scala_keys(spec)}
-                        yield CatalogLocation(
-                            database, name, root, values, normalize_location(str(at.get())).rstrip("/") + "/"
-                        )
+                if where.isDefined():
+                    entries.append(CatalogEntry(database, name, {}, normalize_location(str(where.get()))))
+                columns = table.partitionColumnNames()
+                order = [str(columns.apply(c)) for c in range(columns.size())]
+                if order:
+                    entries.extend(
+                        CatalogEntry(database, name, {c: spec[c] for c in order if c in spec}, normalize_location(at))
+                        for spec, at in self._partitions.locations(database, name)
+                    )
+        return entries
 
     def stop(self) -> None:
         if local_catalog() is self:

@@ -138,6 +138,21 @@ class PartitionStatements:
         names = [column for column, _ in spec]
         return bool(names) and len(set(names)) == len(names) and set(names) == self._tables[table_key].string_columns
 
+    def locations(self, database: str, table: str) -> list[tuple[dict[str, str], str]]:
+        """Every partition of ``table``: its spec and its location as the catalog stores it."""
+        listed = self._external().listPartitions(database, table, self._jvm().scala.Option.empty())
+        found = []
+        for index in range(listed.size()):
+            partition = listed.apply(index)
+            where = partition.storage().locationUri()
+            if where.isDefined():
+                spec = partition.spec()
+                keys = spec.keys().toList()
+                found.append(
+                    ({str(keys.apply(k)): str(spec.apply(keys.apply(k))) for k in range(keys.size())}, str(where.get()))
+                )
+        return found
+
     def relocate(self, database: str, table: str, moved: Callable[[str], str | None]) -> int:
         """Point every partition of ``table`` whose location ``moved`` maps elsewhere at its new place,
         in one catalog write; the number of partitions moved."""

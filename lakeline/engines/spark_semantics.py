@@ -36,6 +36,8 @@ class SqlSemantics:
 
     engine: str
     settings: tuple[tuple[str, str], ...]
+    integer_division: bool = False
+    """``/`` of two integers is an integer (Trino: ``7 / 2`` is 3); Spark's ``/`` always gives a fraction."""
 
 
 # Spark 3.5's defaults of the settings whose PySpark 4 defaults change results or failures (Spark's
@@ -64,6 +66,7 @@ ATHENA = SqlSemantics(
     "Athena engine version 3 (Trino)",
     # Trino fails an invalid cast, an overflow and an integer division by zero, as ANSI mode does.
     (("spark.sql.ansi.enabled", "true"),),
+    integer_division=True,
 )
 
 

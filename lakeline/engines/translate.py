@@ -9,6 +9,7 @@ bucket per task rather than N files in all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -154,8 +155,57 @@ def athena_to_spark(sql: str) -> str:
     return translate_statement(sql).sql
 
 
-def translate_statement(sql: str) -> SparkStatement:
-    """The Spark statement, and for a CTAS its Athena properties (the engine acts on some after it)."""
+ColumnTypes = Callable[[str, str], dict[str, str]]
+"""The column types of a table (database, table), ``{}`` if it is not known."""
+
+
+def _integer_division(statement: exp.Expression, columns: ColumnTypes, database: str | None) -> exp.Expression:
+    """``statement`` with each ``/`` of two integers written as Spark's ``DIV`` (Trino's integer division,
+    truncating toward zero); the types come from ``columns``. They are found on a qualified copy, whose
+    divisions are the statement's in the same order, so the statement itself keeps its own text (its
+    column names above all)."""
+    from sqlglot.optimizer.annotate_types import annotate_types
+    from sqlglot.optimizer.qualify import qualify
+
+    schema: dict[str, object] = {}
+    for table in statement.find_all(exp.Table):
+        db = table.db or database
+        found = columns(db, table.name) if db and table.name else {}
+        if found and db:
+            tables = schema.setdefault(db, {})
+            assert isinstance(tables, dict)
+            tables[table.name] = found
+    try:
+        typed = qualify(
+            statement.copy(),
+            schema=schema,
+            db=database,
+            dialect="athena",
+            expand_stars=False,
+            expand_alias_refs=False,
+            validate_qualify_columns=False,
+            quote_identifiers=False,
+            identify=False,
+        )
+        annotate_types(typed, schema=schema)
+    except Exception:  # a statement sqlglot cannot type keeps Spark's division
+        return statement
+    divisions, typed_divisions = list(statement.find_all(exp.Div)), list(typed.find_all(exp.Div))
+    if len(divisions) != len(typed_divisions):
+        return statement
+    integers = exp.DataType.INTEGER_TYPES
+    for division, typed_division in zip(divisions, typed_divisions, strict=True):
+        if typed_division.this.is_type(*integers) and typed_division.expression.is_type(*integers):
+            division.replace(exp.IntDiv(this=division.this, expression=division.expression))
+    return statement
+
+
+def translate_statement(
+    sql: str, *, integer_division: ColumnTypes | None = None, database: str | None = None
+) -> SparkStatement:
+    """The Spark statement, and for a CTAS its Athena properties (the engine acts on some after it).
+    ``integer_division``: translate ``/`` as Trino computes it, with the column types it gives (the local
+    Athena; ``database``: where unqualified tables are)."""
     text = sql.strip().rstrip(";").strip()
     if text.upper().startswith("MSCK REPAIR TABLE"):
         # Same syntax in both; sqlglot only knows it as an opaque command.
@@ -167,6 +217,8 @@ def translate_statement(sql: str) -> SparkStatement:
     if len(statements) != 1 or statements[0] is None:
         raise TranslationError(f"expected exactly one statement, got {len(statements)}")
     statement = statements[0].transform(_athena_pseudo_columns)
+    if integer_division is not None and statement.find(exp.Div) is not None:
+        statement = _integer_division(statement, integer_division, database)
     if (
         isinstance(statement, exp.Create)
         and isinstance(statement.expression, exp.Query)

@@ -36,6 +36,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lakeline.commits import PartitionCommits
 from lakeline.console import print_whole
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
@@ -44,7 +45,6 @@ from lakeline.errors import ConfigError, InvalidInputError, validation_problems
 from lakeline.lineage.openlineage.config import load_openlineage_settings
 from lakeline.lineage.records.query import load_query, query_local_archive
 from lakeline.lineage.viewer.html import write_lineage_html
-from lakeline.local import interrupted
 from lakeline.local.catalog import ensure_tables, first_files, split_by_table, table_errors, table_refusal
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
@@ -54,6 +54,7 @@ from lakeline.local.relocation import open_engine
 from lakeline.local.settled import Settled, file_digest, inputs_digest
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.unresolved import carry_unresolved
+from lakeline.local.unsaved_runs import undo_unsaved_runs
 from lakeline.local.workspace import Workspace, write_json
 from lakeline.names import check_identifier, ddl_name, dml_name
 from lakeline.settings import PipelineSettings, TableSettings
@@ -198,11 +199,16 @@ class LocalProject:
             self.engine = open_engine(self.workspace, lambda moved: self.console.print(escape(moved), soft_wrap=True))
             self.cloud = LocalCloud.start()
             self.cloud.restore_pipeline_state(self.state_file, kept)
-            # A run stopped before it saved its state (a full disk, a kill) is undone to that state first.
-            undone = interrupted.undo_unkept(self.engine, self.workspace, kept)
-        if undone:
-            self.console.print(escape(interrupted.describe(undone)), soft_wrap=True)
-        interrupted.begin(self.workspace)
+        if self.unsaved_marker.exists():
+            # The last command was killed before it saved its state: what its runs published is undone, so
+            # its batch runs again whole over the state it started from.
+            commits = PartitionCommits(self.cloud.dynamodb, self.cloud.names.pipeline_state)
+            zones = [self.workspace.stage_dir, self.workspace.analytics_dir]
+            with self.console.status("undoing what the last (killed) run left before it saved its state"):
+                undone = undo_unsaved_runs(self.engine, commits, LocalObjectStore(), zones)
+            if undone:
+                self.console.print(f"the last run was stopped before it saved its state: {undone.described()}")
+        write_json(self.unsaved_marker, {"pid": os.getpid(), "started": time.time()})
         # Whatever this run does, the last clean run's record no longer describes the workspace.
         Settled.forget(self.settled_file)
         self.flow = EventFlow(
@@ -235,7 +241,7 @@ class LocalProject:
         """Whether the last clean run processed exactly these raw files, with these inputs, and the
         pipeline state it left reads back whole (``WorkspaceDamaged`` if not: never "nothing new" over a
         state that a run could not start from)."""
-        if Settled.load(self.settled_file) != now:
+        if Settled.load(self.settled_file) != now or self.unsaved_marker.exists():
             return False
         self.workspace.read_pipeline_state()
         return True
@@ -261,12 +267,18 @@ class LocalProject:
             return
         try:
             # After a full disk, the state is kept as it was before the batch: the runs that wrote since are
-            # undone by the next run (``lakeline.local.interrupted``), which loads their arrivals again.
+            # undone by the next run (``lakeline.local.unsaved_runs``), which loads their arrivals again.
             if error is None or full_disk(error, self.workspace.root) is None:
                 self.cloud.save_pipeline_state(self.state_file)
-                interrupted.end(self.workspace)
+                self.unsaved_marker.unlink(missing_ok=True)
         finally:
             self.cloud.stop()
+
+    @property
+    def unsaved_marker(self) -> Path:
+        """There while a command runs the pipeline: found at the start of the next one, it says the last
+        was killed before it saved its state (``lakeline.local.unsaved_runs``)."""
+        return self.workspace.root / "state" / "running.json"
 
     @property
     def started_cloud(self) -> LocalCloud:

@@ -303,7 +303,10 @@ class DeployedProject:
 
     def nothing_new(self, now: Settled) -> bool:
         """Whether the last run, clean and kept, uploaded exactly these raw files, with these inputs."""
-        return kept_state.exists(self.state_folder) and Settled.load(self.settled_file) == now
+        if not kept_state.exists(self.state_folder) or Settled.load(self.settled_file) != now:
+            return False
+        kept_state.check(self.state_folder)  # "nothing new" only over a state that reads back whole
+        return True
 
     def settle(self, seen: Settled, run: DeployedRun) -> None:
         """Record ``seen`` as settled if ``run`` was clean and nothing earlier is parked."""
@@ -320,6 +323,7 @@ class DeployedProject:
         claim_workspace(self.workspace, notify)  # before anything in the workspace is touched
         if self.keep_state:  # the workspace is this command's now: a keep caught between its renames is undone
             kept_state.recover(self.state_folder)
+            kept_state.check(self.state_folder)  # a damaged state is refused before a minute of stand-up
         # What an earlier run's deployment had goes (its S3 mirror, its logs, its results), apart from
         # its kept state and the DDL of the tables in it, when this run takes that state up.
         kept = ("state", "sources.sql") if self.keep_state and kept_state.exists(self.state_folder) else ()

@@ -90,3 +90,15 @@ def test_a_deleted_or_damaged_pipeline_state_is_refused_and_nothing_published_ch
     expected = [["north", 14.0, "2024-03-01"], ["south", 5.5, "2024-03-01"], ["south", 1.0, "2024-03-02"]]
     assert sorted(totals(tmp_path)["shop_reports_dev.sales_by_store"], key=str) == sorted(expected, key=str)
     assert (tmp_path / "ws" / "metastore" / "metastore_db.half-made").is_dir()
+
+    # A first run killed (kill -9) after its runs published, before it saved its state: what it leaves is
+    # the state it started from (empty), its marker, and a metastore and run folders ahead of that state;
+    # the same arrivals plan the same run folders again. Its publications are undone and the batch runs
+    # again whole: before, every run failed on "non-empty directory" and its failure path deleted the data.
+    state.write_text("[]")
+    (tmp_path / "ws" / "state" / "running.json").write_text("{}")
+    after_kill = lakeline(config, "run", "--embedded")
+    assert after_kill.returncode == 0, after_kill.stdout[-3000:] + after_kill.stderr[-2000:]
+    assert "the last run was stopped before it saved its state" in after_kill.stdout
+    assert sorted(totals(tmp_path)["shop_reports_dev.sales_by_store"], key=str) == sorted(expected, key=str)
+    assert not (tmp_path / "ws" / "state" / "running.json").exists()

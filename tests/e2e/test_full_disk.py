@@ -132,7 +132,7 @@ def test_a_full_disk_stops_the_run_and_the_next_run_loads_exactly(small_disk: Pa
         timeout=300,
     )
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "the last run stopped before it ended" in again.stdout
+    assert "the last run was stopped before it saved its state" in again.stdout
     loaded = sorted(
         (
             [store, round(amount, 2), day]

@@ -6,13 +6,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lakeline.local.rehearsal import kept_state
 from lakeline.operations.deployed_run import _parked_since
 
 
-def write_manifest(folder: Path, uploads: dict[str, str]) -> None:
+def write_manifest(
+    folder: Path, uploads: dict[str, str], buckets: dict[str, list[dict[str, str]]] | None = None
+) -> None:
     folder.mkdir(parents=True)
-    (folder / kept_state.MANIFEST).write_text(json.dumps({"format": kept_state.FORMAT, "extra": {"uploads": uploads}}))
+    manifest = {
+        "format": kept_state.FORMAT,
+        "stacks": ["lakeline-dev-storage"],
+        "outputs": {},
+        "extra": {"uploads": uploads},
+        "buckets": buckets or {},
+        "tables": {},
+        "catalog": [],
+        "queues": {},
+    }
+    (folder / kept_state.MANIFEST).write_text(json.dumps(manifest))
 
 
 def test_a_keep_stopped_between_its_renames_leaves_the_state_before(tmp_path: Path) -> None:
@@ -45,3 +59,27 @@ def test_what_a_command_parked_is_what_is_parked_beyond_what_was_before() -> Non
     assert _parked_since(now, before) == {"StageA": ["bad.csv: header", "other.csv: y"]}
     assert _parked_since(before, before) == {}
     assert _parked_since({"Lineage": ["z"]}, {}) == {"Lineage": ["z"]}
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        (lambda manifest: manifest.write_text(manifest.read_text()[:40]), "cannot be read"),
+        (lambda manifest: manifest.write_bytes(b"\x00\xff"), "cannot be read"),
+        (lambda manifest: manifest.write_text('{"format": 1}'), "stacks is missing"),
+        (lambda manifest: manifest.write_text("[]"), "the whole file is missing"),
+        (lambda manifest: (manifest.parent / "objects" / "ab12").unlink(), "lacks the content of s3://raw/a.csv"),
+    ],
+)
+def test_a_damaged_kept_state_is_refused_whole_saying_what_to_do(tmp_path: Path, damage: object, words: str) -> None:
+    """#37: before, a manifest of another shape stopped ``lakeline run`` with a KeyError traceback after the
+    stand-up, and ``status`` reported it as no deployment kept at all."""
+    folder = tmp_path / "state"
+    write_manifest(folder, {}, {"raw": [{"key": "a.csv", "sha256": "ab12"}]})
+    (folder / "objects").mkdir()
+    (folder / "objects" / "ab12").write_bytes(b"store,amount\n")
+    kept_state.check(folder)  # whole
+    damage(folder / kept_state.MANIFEST)  # type: ignore[operator]
+    with pytest.raises(kept_state.KeptStateError, match="move it aside and run again") as refused:
+        kept_state.check(folder)
+    assert words in str(refused.value)

@@ -81,6 +81,14 @@ def require(folder: Path) -> None:
         raise KeptStateError(f"no local deployment is kept in {folder}: run `lakeline run` first")
 
 
+def check(folder: Path) -> None:
+    """Fail (``KeptStateError``, saying what to do) if the state kept in ``folder`` does not read back whole:
+    before a command stands a deployment up to put it back, or vouches that nothing is new since it."""
+    where = _readable(folder)
+    if where is not None:
+        _manifest(where, with_objects=True)
+
+
 def kept_at(folder: Path) -> float | None:
     """When the state in ``folder`` was kept (its manifest's modification time), or None if none is."""
     for manifest in (folder / MANIFEST, _previous(folder) / MANIFEST):
@@ -175,7 +183,7 @@ def kept_tables(folder: Path) -> dict[str, list[dict[str, Any]]]:
 def restore(deployment: Deployment, folder: Path) -> Restored:
     """Put what ``keep`` wrote into ``folder`` into ``deployment``, a deployment of the same stacks."""
     recover(folder)
-    manifest = _manifest(folder)
+    manifest = _manifest(folder, with_objects=True)
     if manifest.get("format") != FORMAT:
         raise KeptStateError(f"{folder} was kept by another version of Lakeline (format {manifest.get('format')})")
     if manifest["stacks"] != sorted(deployment.outputs):
@@ -217,11 +225,54 @@ def restore(deployment: Deployment, folder: Path) -> Restored:
     return Restored(objects, items, tables, partitions, messages)
 
 
-def _manifest(folder: Path) -> dict[str, Any]:
+MANIFEST_SHAPE: dict[str, type] = {
+    "format": int,
+    "stacks": list,
+    "outputs": dict,
+    "extra": dict,
+    "buckets": dict,
+    "tables": dict,
+    "catalog": list,
+    "queues": dict,
+}
+
+
+def _start_afresh(folder: Path) -> str:
+    return (
+        f"restore {folder} from a copy, or move it aside and run again: the local deployment then starts "
+        "afresh and every table is loaded again from the raw files"
+    )
+
+
+def _manifest(folder: Path, *, with_objects: bool = False) -> dict[str, Any]:
+    """The kept state's manifest, checked whole before anything reads it: ``KeptStateError`` saying what
+    to do if it cannot be read, is not of the shape ``keep`` writes, or (``with_objects``) names an object
+    whose content is missing from the folder."""
+    path = folder / MANIFEST
     try:
-        return dict(json.loads((folder / MANIFEST).read_text()))
-    except (OSError, ValueError) as error:
-        raise KeptStateError(f"cannot read the kept state {folder / MANIFEST}: {error}") from error
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise KeptStateError(f"the kept state {path} cannot be read ({error}); {_start_afresh(folder)}") from None
+    wrong = (
+        [name for name, kind in MANIFEST_SHAPE.items() if not isinstance(manifest.get(name), kind)]
+        if isinstance(manifest, dict)
+        else ["the whole file"]
+    )
+    if wrong:
+        raise KeptStateError(
+            f"the kept state {path} is not what Lakeline keeps ({wrong[0]} is missing or of another kind); "
+            f"{_start_afresh(folder)}"
+        )
+    if with_objects:
+        for bucket, entries in manifest["buckets"].items():
+            for entry in entries:
+                digest = entry.get("sha256") if isinstance(entry, dict) else None
+                if not isinstance(digest, str) or not (folder / "objects" / digest).is_file():
+                    raise KeptStateError(
+                        f"the kept state {folder} lacks the content of s3://{bucket}/{entry.get('key', '?')} "
+                        f"(objects/{digest}); {_start_afresh(folder)}"
+                    )
+    return dict(manifest)
 
 
 def _resources(deployment: Deployment) -> dict[str, list[str]]:
