@@ -401,7 +401,7 @@ class EventFlow:
             if full is None:
                 raise
             # On a full disk the failure function may fail too (Derby read-only): what it could not
-            # clean up, the next run undoes (``lakeline.local.interrupted``).
+            # clean up, the next run undoes (``lakeline.local.unsaved_runs``).
         if full is not None:
             self._stop_if_disk_full(full)
         self.report.failures.append(f"{what[0]}: {describe_failure(error)}")
