@@ -41,8 +41,8 @@ def demo(
             fail(str(error))
         if report.failures or report.quarantined:
             fail(
-                f"{len(report.failures)} runs failed and {len(report.quarantined)} files were quarantined "
-                "(listed above)",
+                f"{counted(len(report.failures), 'run', 'runs')} failed and "
+                f"{counted(len(report.quarantined), 'file was', 'files were')} quarantined (listed above)",
                 code=EXIT_FAILED,
             )
         return
@@ -69,12 +69,19 @@ DeployedOption = Annotated[
 ]
 
 
+def counted(count: int, one: str, many: str) -> str:
+    """``1 file was`` / ``2 files were``: a count and its noun (and verb) agreeing."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def fail_unless_clean(run: DeployedRun) -> None:
     """Exit 1 unless ``run`` was clean, with what went wrong: the counts, and each table it could not make."""
     if not run.clean:
         fail(
-            f"{len(run.failed)} executions failed, {sum(map(len, run.parked.values()))} messages were parked and "
-            f"{len(run.quarantined)} files were quarantined (listed above, and in summary.json)",
+            f"{counted(len(run.failed), 'execution', 'executions')} failed, "
+            f"{counted(sum(map(len, run.parked.values())), 'message was', 'messages were')} parked and "
+            f"{counted(len(run.quarantined), 'file was', 'files were')} quarantined "
+            "(listed above, and in summary.json)",
             code=EXIT_FAILED,
             problems=run.refused_tables,
         )
@@ -178,8 +185,10 @@ def run_project(
     report = run.report
     if report.failures or report.quarantined or earlier:
         fail(
-            f"{len(report.failures)} runs failed and {len(report.quarantined)} files were quarantined (listed above, "
-            "and in summary.json)" + (f"; {len(earlier)} failures of earlier runs remain" if earlier else ""),
+            f"{counted(len(report.failures), 'run', 'runs')} failed and "
+            f"{counted(len(report.quarantined), 'file was', 'files were')} quarantined "
+            "(listed above, and in summary.json)"
+            + (f"; {len(earlier)} failures of earlier runs remain" if earlier else ""),
             code=EXIT_FAILED,
             problems=report.refused_tables,
         )
