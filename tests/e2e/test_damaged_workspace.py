@@ -13,13 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.e2e.in_process import Ran, invoke
 from tests.e2e.test_run_and_watch import drop, project, totals
 
 LAKELINE = [sys.executable, "-m", "lakeline"]
 
 
-def lakeline(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def lakeline(config: Path, *args: str) -> Ran:
+    """The ``lakeline`` command, a process of its own as a user runs it."""
+    result = subprocess.run(
         [*LAKELINE, *args, "--config", str(config)],
         cwd=config.parent,
         env={**os.environ, "COLUMNS": "400"},
@@ -27,6 +29,13 @@ def lakeline(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=600,
     )
+    return Ran(result.returncode, result.stdout, result.stderr)
+
+
+def refusal(config: Path, *args: str) -> Ran:
+    """The command run in this process: the refusals come before Spark or anything else starts (one is also
+    run as a process, as a user sees it)."""
+    return invoke([*args, "--config", str(config)], config.parent)
 
 
 def published(root: Path) -> dict[str, str]:
@@ -40,7 +49,7 @@ def published(root: Path) -> dict[str, str]:
     }
 
 
-def refused(result: subprocess.CompletedProcess[str], *words: str) -> str:
+def refused(result: Ran, *words: str) -> str:
     """The one ``error:`` line of a command refused with exit 2."""
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     (line,) = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error:")]
@@ -62,15 +71,15 @@ def test_a_deleted_or_damaged_pipeline_state_is_refused_and_nothing_published_ch
 
     # Truncated: "nothing new" is not said over it, nor does a late file run on it; status says so too.
     state.write_bytes(whole[: len(whole) // 2])
-    refused(lakeline(config, "run", "--embedded"), str(state), "cannot be read")
-    refused(lakeline(config, "status", "--embedded"), str(state), "cannot be read")
+    refused(refusal(config, "run", "--embedded"), str(state), "cannot be read")
+    refused(refusal(config, "status", "--embedded"), str(state), "cannot be read")
     late = tmp_path / "incoming" / "shop" / "pos" / "sales" / "day=2024-03-01" / "late.csv"
     late.write_text("store,amount\nnorth,4.0\n")
-    refused(lakeline(config, "run", "--embedded"), str(state), "cannot be read")
+    refused(refusal(config, "run", "--embedded"), str(state), "cannot be read")
     # Not JSON at all, or JSON of another shape.
     for damage in (b"\x00\x01garbage", b'{"items": []}'):
         state.write_bytes(damage)
-        refused(lakeline(config, "run", "--embedded"), str(state))
+        refused(refusal(config, "run", "--embedded"), str(state))
 
     # Deleted (what a user does to "reset" it), then a late file: refused, naming what to do.
     state.unlink()

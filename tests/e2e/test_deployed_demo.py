@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.in_process import invoke
 from tests.e2e.test_demo import DAYS, ORDERS_PER_DAY, customers, expected_daily_sales, run
 from tests.e2e.test_example_project import DEPLOYED_BLOCK, expected_sales_by_store, readme_block, table_rows
 from tests.e2e.test_example_project import run as example_run
@@ -267,8 +268,9 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     assert summary["parked"] == {} and summary["parked_by_earlier_runs"] == {}
     assert summary["stage_a_runs_with_nothing_new"] == 1
     assert _tables(summary)[("shop_pos_dev.sales", "day=2024-03-03")] == 3
-    assert run(["dlq", "list"], cwd=moved).returncode == 0
-    assert run(["status"], cwd=moved).returncode == 0
+    # Read from the kept state (in this process: both ran as processes above), from the project's folder.
+    assert invoke(["dlq", "list"], moved).returncode == 0
+    assert invoke(["status"], moved).returncode == 0
     # A day rebuilt: sent to the deployment's queue B as `reprocess --stack` sends, its target run again.
     rebuilt = run(
         ["reprocess", *workspace, "--table", "shop_pos_dev.sales", "--from", "2024-03-03", "--to", "2024-03-03"],

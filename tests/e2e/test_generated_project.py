@@ -30,6 +30,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.in_process import invoke
+
 LAKELINE = [sys.executable, "-m", "lakeline"]
 SEED = 20240502
 FIRST_DAY = date(2024, 5, 2)  # a Thursday: each of the two weeks (ending on Saturday) holds three days
@@ -556,8 +558,9 @@ def assert_lineage_of_every_raw_file(root: Path, archive: Path) -> None:
 
 
 def status(config: Path) -> dict[str, Any]:
-    """``lakeline status`` (no Spark): every partition's published version, the ``all`` targets waiting."""
-    result, _ = lakeline(config, "status", "--format", "json")
+    """``lakeline status`` (no Spark; in this process, as ``test_example_project.py`` runs it as a process): every
+    partition's published version, the ``all`` targets waiting."""
+    result = invoke(["status", "--format", "json", "--config", str(config)], config.parent)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return dict(json.loads(result.stdout))
 

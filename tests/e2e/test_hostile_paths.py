@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_run_and_watch import ITEM, drop, lakeline_run, project
+from tests.e2e.test_run_and_watch import ITEM, TABLES, drop, lakeline_run, project
+
+TARGETS = ("sales_by_store", "sales_failing", "sales_a_century_on", "sales_twice")
 
 
 def failing_item() -> dict[str, Any]:
@@ -21,19 +23,39 @@ def summary(workspace: Path) -> Any:
     return json.loads((workspace / "summary.json").read_text())
 
 
-def test_a_failed_run_in_a_workspace_named_with_a_hash_and_a_question_mark_deletes_only_its_own_prefix(
-    tmp_path: Path,
-) -> None:
-    """Parsed as a URL, the failed run's prefix ``<project>/?lake#x/analytics/.../lakeline_run=.../`` was
-    cut at the '?' (or at a '#') and the failure function deleted the whole project folder. One run covers
-    both characters (each alone is in tests/unit/test_storage.py)."""
+def test_failed_targets_in_a_workspace_named_with_a_hash_and_a_question_mark_fail_alone(tmp_path: Path) -> None:
+    """One run (a Spark start each costs much), two checks.
+
+    A failed step in a workspace named ``?lake#x``: parsed as a URL, the failed run's prefix
+    ``<project>/?lake#x/analytics/.../lakeline_run=.../`` was cut at the '?' (or at a '#') and the failure
+    function deleted the whole project folder. One run covers both characters (each alone is in
+    tests/unit/test_storage.py).
+
+    Issue 17: a target whose routing failed blocked every other target of the arrival, and a step file holding
+    two statements never built its target; neither was reported and the run exited 0. Each of the three
+    failures is reported on its line, and the arrival's other target is built."""
     workspace_name = "?lake#x"
     root = tmp_path / "project"
     config = project(root)
-    (root / "deps" / "sales_by_store.json").write_text(json.dumps(failing_item()))
     config.write_text(config.read_text().replace("workspace: ws", f"workspace: {json.dumps(workspace_name)}"))
-    drop(root, "2024-03-01", [("north", 10.0), ("south", 5.5)])
-    raw_file = root / "incoming" / "shop" / "pos" / "sales" / "day=2024-03-01" / "sales.csv"
+    failing = json.loads(json.dumps(failing_item()).replace("sales_by_store", "sales_failing"))
+    later = json.loads(json.dumps(ITEM).replace("sales_by_store", "sales_a_century_on"))
+    later["dependencies"][0]["relativedelta_attributes"] = {"years": 100}
+    twice = json.loads(json.dumps(ITEM).replace("sales_by_store", "sales_twice"))
+    twice["steps"] = [{"db": "shop_reports_dev", "sql_file": "twice.sql", "info": "two statements"}]
+    for name, item in (("failing", failing), ("later", later), ("twice", twice)):
+        (root / "deps" / f"{name}.json").write_text(json.dumps(item))
+    (root / "queries" / "shop").mkdir(parents=True)
+    step = (
+        "INSERT INTO shop_reports_dev.sales_twice SELECT store, sum(amount), '$day' FROM shop_pos_dev.sales GROUP BY 1"
+    )
+    (root / "queries" / "shop" / "twice.sql").write_text(f"{step};\n{step}\n")
+    with config.open("a") as file:
+        file.write("queries: queries\n")
+    (root / "tables.sql").write_text("".join(TABLES.replace("sales_by_store", name) for name in TARGETS))
+    day = "9950-01-01"  # + 100 years is past the calendar's end
+    drop(root, day, [("north", 10.0), ("south", 5.5)])
+    raw_file = root / "incoming" / "shop" / "pos" / "sales" / f"day={day}" / "sales.csv"
     sentinel = root / "sentinel.txt"
     sentinel.write_text("not the pipeline's")
 
@@ -43,12 +65,30 @@ def test_a_failed_run_in_a_workspace_named_with_a_hash_and_a_question_mark_delet
     assert raw_file.exists() and config.exists()
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     workspace = root / workspace_name
-    (failure,) = summary(workspace)["failures"]
-    assert "no_such_column" in failure and "\n" not in failure
-    # Stage A's output is there; the failed stage B run left no prefix behind.
-    stage = workspace / "stage" / "shop" / "pos" / "sales" / "day=2024-03-01"
+    failures = summary(workspace)["failures"]
+    assert len(failures) == 3 and all("\n" not in failure for failure in failures), failures
+    (failure,) = [failure for failure in failures if "shop_reports_dev.sales_failing" in failure]
+    assert "no_such_column" in failure
+    failed = [line for line in result.stdout.splitlines() if line.startswith("failed ")]
+    assert len(failed) == 3, result.stdout[-3000:]
+    assert any(
+        "→ shop_reports_dev.sales_a_century_on: not routed:" in line and "out of range" in line for line in failed
+    )
+    assert any(
+        f"shop_reports_dev.sales_twice/day={day}: cannot be planned:" in line
+        and "a step holds exactly one statement, found 2" in line
+        for line in failed
+    )
+    assert any("shop_reports_dev.sales_failing" in line and "no_such_column" in line for line in failed)
+    # The arrival's other target is built.
+    built = summary(workspace)["contents"]["shop_reports_dev.sales_by_store"]
+    assert sorted(built, key=str) == [["north", 10.0, day], ["south", 5.5, day]]
+    # Stage A's output is there; the failed stage B run left no prefix behind, and took nothing else with it.
+    stage = workspace / "stage" / "shop" / "pos" / "sales" / f"day={day}"
     assert [p.name[: len("lakeline_run=")] for p in stage.iterdir()] == ["lakeline_run="]
-    assert list((workspace / "analytics").rglob("lakeline_run=*")) == []
+    prefixes = list((workspace / "analytics").rglob("lakeline_run=*"))
+    assert [p for p in prefixes if "sales_failing" in p.parts] == []
+    assert [p for p in prefixes if "sales_by_store" in p.parts], prefixes
 
 
 def test_json_files_whose_nested_keys_are_not_names_are_refused_naming_the_file_and_field(tmp_path: Path) -> None:

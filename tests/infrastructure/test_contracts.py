@@ -25,7 +25,13 @@ from stacks.contracts import STAGE_A_PLAN, STAGE_B_STEP, ContractError, InputPat
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
-from tests.infrastructure.test_stacks import functions_by_handler, resources, state_machine_definition, synth
+from tests.infrastructure.test_stacks import (
+    functions_by_handler,
+    resources,
+    state_machine_definition,
+    synth,
+    synthesized,
+)
 
 REPO = Path(__file__).parents[2]
 PATH = re.compile(r"\$\.(plan|message|arrival)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
@@ -33,7 +39,7 @@ PATH = re.compile(r"\$\.(plan|message|arrival)((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
 
 @pytest.fixture(scope="module", params=["athena", "spark"])
 def pipeline(request: pytest.FixtureRequest) -> Template:
-    return synth(request.param)[1]
+    return synthesized(request.param)[1]
 
 
 def json_paths(value: Any) -> set[str]:

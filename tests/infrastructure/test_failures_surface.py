@@ -18,13 +18,13 @@ from tests.infrastructure.test_stacks import (
     resources,
     role_statements,
     state_machine_definition,
-    synth,
+    synthesized,
 )
 
 
 @pytest.fixture(scope="module", params=["athena", "spark"])
 def pipeline(request: pytest.FixtureRequest) -> Template:
-    return synth(request.param)[1]
+    return synthesized(request.param)[1]
 
 
 @pytest.mark.parametrize("stage", ["StageA", "StageB"])

@@ -20,7 +20,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from harness.aws_calls import RECORDER, ApiCall
-from tests.infrastructure.test_stacks import as_list, resources, role_statements, synth
+from tests.infrastructure.test_stacks import as_list, resources, role_statements, synthesized
 
 # What AWSLambdaBasicExecutionRole, which every function has, allows.
 BASIC_EXECUTION = ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents")
@@ -28,7 +28,7 @@ BASIC_EXECUTION = ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEv
 
 @pytest.fixture(scope="module", params=["athena", "spark"])
 def pipeline(request: pytest.FixtureRequest) -> Template:
-    return synth(request.param)[1]
+    return synthesized(request.param)[1]
 
 
 def allowed_actions(pipeline: Template, function: dict[str, Any]) -> list[str]:

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from tests.infrastructure.test_stacks import as_list, resources, state_machine_definition, synth
+from tests.infrastructure.test_stacks import as_list, resources, state_machine_definition, synthesized
 
 
 @pytest.fixture(scope="module")
 def spark() -> tuple[Template, Template]:
-    return synth("spark")
+    return synthesized("spark")
 
 
 def key_statements(storage: Template) -> list[dict[str, Any]]:

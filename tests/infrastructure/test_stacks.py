@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -36,9 +37,16 @@ def synth(engine: str, **context: Any) -> tuple[Template, Template]:
     return Template.from_stack(storage), Template.from_stack(pipeline)
 
 
+@functools.cache
+def synthesized(engine: str) -> tuple[Template, Template]:
+    """``synth(engine)`` once per test session, for the modules that only read its templates (a synth costs
+    seconds); a test that changes what the stacks are made from calls ``synth`` itself."""
+    return synth(engine)
+
+
 @pytest.fixture(scope="module")
 def athena_templates() -> tuple[Template, Template]:
-    return synth("athena")
+    return synthesized("athena")
 
 
 @pytest.fixture(scope="module")

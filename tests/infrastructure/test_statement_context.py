@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from tests.infrastructure.test_stacks import state_machine_definition, synth
+from tests.infrastructure.test_stacks import state_machine_definition, synthesized
 
 
 @pytest.fixture(scope="module")
 def pipeline() -> Template:
-    return synth("athena")[1]
+    return synthesized("athena")[1]
 
 
 def states_of(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
