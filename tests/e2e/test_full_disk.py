@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_run_and_watch import drop, project, totals
+from tests.e2e.test_run_and_watch import drop, lakeline_run, project, totals
 
 LAKELINE = [sys.executable, "-m", "lakeline"]
 DAYS = ("2024-03-01", "2024-03-02")
@@ -123,14 +123,7 @@ def test_a_full_disk_stops_the_run_and_the_next_run_loads_exactly(small_disk: Pa
 
     for path in taken:
         path.unlink()
-    again = subprocess.run(
-        [*LAKELINE, "run", "--embedded", "--config", str(config)],
-        cwd=config.parent,
-        env={**os.environ, "COLUMNS": "400"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    again = lakeline_run(config)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "the last run was stopped before it saved its state" in again.stdout
     loaded = sorted(

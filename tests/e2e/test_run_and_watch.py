@@ -10,37 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+from harness.shop_project import ITEM, TABLES
 from tests.e2e.in_process import invoke
 
 LAKELINE = [sys.executable, "-m", "lakeline"]
-ITEM = {
-    "dataset": "shop_reports_dev.sales_by_store",
-    "dependencies": [
-        {
-            "TableName": "shop_pos_dev.sales",
-            "FieldColumn": "day",
-            "Usage": "overwrite",
-            "DateExpression": "%Y-%m-%d",
-            "relativedelta_attributes": {"days": 0},
-        }
-    ],
-    "partitionColumn": "day",
-    "partitionPythonMask": "%Y-%m-%d",
-    "steps": [
-        {
-            "db": "shop_reports_dev",
-            "info": "totals per store",
-            "sql": "INSERT INTO shop_reports_dev.sales_by_store SELECT store, sum(amount), '$day' "
-            "FROM shop_pos_dev.sales WHERE day = '$day' GROUP BY store",
-        }
-    ],
-    "date_substitutions": [{"token": "$day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 0}}],
-}
-TABLES = """
-CREATE DATABASE IF NOT EXISTS shop_reports_dev;
-CREATE EXTERNAL TABLE IF NOT EXISTS shop_reports_dev.sales_by_store (store STRING, amount DOUBLE)
-PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/sales_by_store/';
-"""
 
 
 def project(root: Path) -> Path:
