@@ -159,7 +159,8 @@ def main() -> int:
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
     good = sum(result.outcome == "exact" for result in results)
-    print(f"{good} of {len(results)} next runs loaded exactly")
+    finished = sum(result.last_line.startswith("(finished before the kill") for result in results)
+    print(f"{good} of {len(results)} next runs loaded exactly ({finished} first runs finished before their kill)")
     if not options.keep:
         shutil.rmtree(base, ignore_errors=True)
     return 0 if good == len(results) else 1
