@@ -244,6 +244,13 @@ class Relocated:
     stuck_databases: tuple[str, ...] = ()
 
 
+def _tables_of(catalog: Any, database: str) -> Iterator[Any]:
+    """Every table of ``database`` in Spark's external catalog (its ``CatalogTable`` objects)."""
+    names = catalog.listTables(database)
+    for index in range(names.size()):
+        yield catalog.getTable(database, names.apply(index))
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
     """A table (``partition`` empty) or one of its partitions, and where the metastore points it."""
@@ -516,10 +523,13 @@ class SparkEngine:
         """Where a partition's data is, as a URI, or ``None`` if the partition does not exist."""
         spec = ", ".join(f"{ddl_name(column)} = {string_literal(value)}" for column, value in partition.items())
         try:
-            rows = self.session.sql(f"DESCRIBE FORMATTED {ddl_name(database, table)} PARTITION ({spec})").collect()
+            return self._described_location(f"DESCRIBE FORMATTED {ddl_name(database, table)} PARTITION ({spec})")
         except Exception:
             return None
-        for row in rows:
+
+    def _described_location(self, describe_sql: str) -> str | None:
+        """The ``Location`` row of a ``DESCRIBE FORMATTED`` statement, as a URI ending with '/'."""
+        for row in self.session.sql(describe_sql).collect():
             if row["col_name"] == "Location":
                 return normalize_location(str(row["data_type"])).rstrip("/") + "/"
         return None
@@ -549,13 +559,9 @@ class SparkEngine:
                 if not self.session.sql(f"SHOW PARTITIONS {name} PARTITION ({spec})").collect():
                     return None
                 sql += f" PARTITION ({spec})"
-            rows = self.session.sql(sql).collect()
+            return self._described_location(sql)
         except Exception as error:  # py4j and Spark errors alike: the metastore could not answer
             raise CatalogUnreadable(f"cannot read {database}.{table} from the Spark metastore: {error}") from error
-        for row in rows:
-            if row["col_name"] == "Location":
-                return normalize_location(str(row["data_type"])).rstrip("/") + "/"
-        return None
 
     def relocate(self, moved: Callable[[str], str | None]) -> Relocated:
         """Point every database, table and partition whose location ``moved`` maps elsewhere (a
@@ -573,9 +579,7 @@ class SparkEngine:
                     self.session.sql(f"ALTER DATABASE {ddl_name(database)} SET LOCATION {string_literal(target)}")
                 except Exception:
                     stuck.append(database)
-            names = catalog.listTables(database)
-            for t in range(names.size()):
-                table = catalog.getTable(database, names.apply(t))
+            for table in _tables_of(catalog, database):
                 where = table.storage().locationUri()
                 target = moved(str(where.get())) if where.isDefined() else None
                 name = ddl_name(database, table.identifier().table())
@@ -595,9 +599,7 @@ class SparkEngine:
         databases = catalog.listDatabases()
         for d in range(databases.size()):
             database = databases.apply(d)
-            names = catalog.listTables(database)
-            for t in range(names.size()):
-                table = catalog.getTable(database, names.apply(t))
+            for table in _tables_of(catalog, database):
                 name = str(table.identifier().table())
                 where = table.storage().locationUri()
                 if where.isDefined():
