@@ -30,7 +30,12 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.in_process import invoke
+
+# The local deployment's first run of the project takes minutes on a busy 2-core machine.
+pytestmark = pytest.mark.timeout(1800)
 
 LAKELINE = [sys.executable, "-m", "lakeline"]
 SEED = 20240502
@@ -140,6 +145,32 @@ ITEMS: dict[str, dict[str, Any]] = {
         ],
         "date_substitutions": [{"token": "$day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 0}}],
     },
+    # Two steps insert into the same target: the first one's rows and the second one's end up together.
+    "airport_day": {
+        "dataset": "air_reports_dev.airport_day",
+        "triggerMode": "all",
+        "dependencies": [
+            {"TableName": f"air_ops_dev.{table}", **DEPENDENCY, "relativedelta_attributes": {"days": 0}}
+            for table in ("flights", "weather")
+        ],
+        "partitionColumn": "day",
+        "partitionPythonMask": "%Y-%m-%d",
+        "steps": [
+            {
+                "db": "air_reports_dev",
+                "info": "flights per airport",
+                "sql": "INSERT INTO air_reports_dev.airport_day SELECT origin, 'flights', count(*), '$day' "
+                "FROM air_ops_dev.flights WHERE day = '$day' GROUP BY origin",
+            },
+            {
+                "db": "air_reports_dev",
+                "info": "readings per airport",
+                "sql": "INSERT INTO air_reports_dev.airport_day SELECT airport, 'readings', count(*), '$day' "
+                "FROM air_ops_dev.weather WHERE day = '$day' GROUP BY airport",
+            },
+        ],
+        "date_substitutions": [{"token": "$day", "format": "%Y-%m-%d", "relativedelta_attributes": {"days": 0}}],
+    },
     "ops_log": {
         "dataset": "air_reports_dev.ops_log",
         "triggerMode": "all",
@@ -193,6 +224,8 @@ CREATE EXTERNAL TABLE IF NOT EXISTS air_reports_dev.carrier_log (carrier STRING,
 PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/carrier_log/';
 CREATE EXTERNAL TABLE IF NOT EXISTS air_reports_dev.ops_log (flights BIGINT, readings BIGINT)
 PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/ops_log/';
+CREATE EXTERNAL TABLE IF NOT EXISTS air_reports_dev.airport_day (airport STRING, measure STRING, n BIGINT)
+PARTITIONED BY (day STRING) STORED AS PARQUET LOCATION '$analytics_root/airport_day/';
 """
 CONFIG = """workspace: ws
 raw: incoming
@@ -202,6 +235,7 @@ tables: [tables.sql]
 queries: queries
 tables_settings:
   air_ops_dev.flights: {bucketed_by: [origin], bucket_count: 2}
+  air_ops_dev.weather: {format: ORC, compression: ZLIB}
 """
 
 
@@ -422,7 +456,7 @@ def biggest(values: Iterable[float | None]) -> float | None:
 
 
 def expected_tables(data: DataSet, flights: list[Flight]) -> dict[str, list[list[Any]]]:
-    """Every row of the three targets, as ``SELECT *`` gives them (partition column last)."""
+    """Every row of every target, as ``SELECT *`` gives them (partition column last)."""
     weather = {(day, r.airport): r for day, readings in data.weather.items() for r in readings}
     built = [f for f in flights if f.day in data.weather]  # triggerMode all: a day without weather waits
     groups: dict[tuple[str, str, str | None], list[Flight]] = defaultdict(list)
@@ -483,6 +517,12 @@ def expected_tables(data: DataSet, flights: list[Flight]) -> dict[str, list[list
     for f in flights:
         carriers[(f.day, f.carrier)] += 1
     day_flights = {day: sum(f.day == day for f in flights) for day in DAYS}
+    airports: dict[tuple[str, str, str], int] = defaultdict(int)
+    for f in built:
+        airports[(f.origin, "flights", f.day)] += 1
+    for day, readings in data.weather.items():
+        for r in readings:
+            airports[(r.airport, "readings", day)] += 1
     return {
         # One row per carrier and day, and one per day with weather, however many versions a day had.
         "air_reports_dev.carrier_log": sorted(([c, n, day] for (day, c), n in carriers.items()), key=repr),
@@ -492,6 +532,11 @@ def expected_tables(data: DataSet, flights: list[Flight]) -> dict[str, list[list
         "air_reports_dev.daily_ops": sorted(daily, key=repr),
         "air_reports_dev.weekly_ops": sorted(weekly, key=repr),
         "air_reports_dev.ops_3d": sorted(windows, key=repr),
+        # Days without weather wait (triggerMode all); every other day has both steps' rows.
+        "air_reports_dev.airport_day": sorted(
+            ([airport, measure, n, day] for (airport, measure, day), n in airports.items() if day in data.weather),
+            key=repr,
+        ),
     }
 
 
@@ -511,19 +556,27 @@ def lakeline(config: Path, *args: str, timeout: float = 1500) -> tuple[subproces
     return result, time.monotonic() - started
 
 
-def summary(root: Path) -> dict[str, Any]:
-    return dict(json.loads((root / "ws" / "summary.json").read_text()))
+# Each runtime's command line and the folder of the workspace its results are in.
+RUNTIMES = {"embedded": (("--embedded",), "ws"), "deployed": ((), "ws/deployed")}
 
 
-def assert_figures(root: Path, data: DataSet, flights: list[Flight]) -> None:
-    contents = summary(root)["contents"]
+def results(root: Path, runtime: str) -> Path:
+    return root / RUNTIMES[runtime][1]
+
+
+def summary(root: Path, runtime: str) -> dict[str, Any]:
+    return dict(json.loads((results(root, runtime) / "summary.json").read_text()))
+
+
+def assert_figures(root: Path, runtime: str, data: DataSet, flights: list[Flight]) -> None:
+    contents = summary(root, runtime)["contents"]
     for table, rows in expected_tables(data, flights).items():
         assert sorted(contents[table], key=repr) == rows, table
 
 
-def assert_stage_rows(root: Path, data: DataSet, flights: list[Flight]) -> None:
+def assert_stage_rows(root: Path, runtime: str, data: DataSet, flights: list[Flight]) -> None:
     """Each stage partition holds exactly the rows of its raw files (the late file's too, once sent)."""
-    rows = {(t["table"], t["partition"]): t["rows"] for t in summary(root)["tables"]}
+    rows = {(t["table"], t["partition"]): t["rows"] for t in summary(root, runtime)["tables"]}
     counts: dict[str, int] = defaultdict(int)
     for f in flights:
         counts[f.day] += 1
@@ -592,7 +645,19 @@ def workspace_files(root: Path) -> dict[str, str]:
     }
 
 
-def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_path: Path) -> None:
+def assert_ran_cleanly(ran: dict[str, Any], runtime: str, raw_files: int) -> None:
+    """Nothing failed, parked or quarantined, and ``raw_files`` stage A runs on the embedded runtime, one per
+    file (the local deployment coalesces files that arrive while their partition's run is in flight, as in
+    AWS, so it has at most as many)."""
+    if runtime == "embedded":
+        assert (ran["stage_a_runs"], ran["failures"], ran["quarantined"]) == (raw_files, [], [])
+    else:
+        assert (ran["failed_executions"], ran["parked"], ran["quarantined"], ran["refused_tables"]) == ([], {}, [], [])
+        assert 0 < ran["stage_a_runs"] <= raw_files
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_path: Path, runtime: str) -> None:
     data = generate(SEED)
     # The shape the test is about, whatever the seed gives.
     assert any(len(files) > 1 for files in data.flight_files.values())
@@ -600,42 +665,50 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
     config = project(tmp_path, data)
     flights = [f for files in data.flight_files.values() for file in files for f in file]
     raw_files = 1 + sum(len(files) for files in data.flight_files.values()) + len(data.weather)
+    options = RUNTIMES[runtime][0]
 
-    first, first_seconds = lakeline(config, "run", "--embedded")
+    first, first_seconds = lakeline(config, "run", *options)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    ran = summary(tmp_path)
-    assert (ran["stage_a_runs"], ran["duplicates"], ran["failures"], ran["quarantined"]) == (raw_files, [], [], [])
+    ran = summary(tmp_path, runtime)
+    assert_ran_cleanly(ran, runtime, raw_files)
+    assert ran.get("duplicates", []) == []
     airlines = {"table": "air_ops_dev.airlines", "partition": "", "rows": len(AIRLINES), "files": 1}
     assert airlines in ran["tables"]
-    assert_stage_rows(tmp_path, data, flights)
-    assert_figures(tmp_path, data, flights)
-    # The day without weather waits for it; it is not an error.
+    assert_stage_rows(tmp_path, runtime, data, flights)
+    assert_figures(tmp_path, runtime, data, flights)
+    # The days without weather wait for it; it is not an error.
     (no_weather,) = set(DAYS) - set(data.weather)
     report = status(config)
     assert sorted((w["target_partition"], w["missing"]) for w in report["waiting_targets"]) == [
-        (f"air_reports_dev.{table}/day={no_weather}", ["air_ops_dev.weather"]) for table in ("daily_ops", "ops_log")
+        (f"air_reports_dev.{table}/day={no_weather}", ["air_ops_dev.weather"])
+        for table in ("airport_day", "daily_ops", "ops_log")
     ]
     before = versions(report)
     assert before.keys() == partitions(data, flights)
     snapshot = workspace_files(tmp_path)
 
     # Nothing new: said so, exit 0, and not one byte of the workspace changes.
-    again, again_seconds = lakeline(config, "run", "--embedded")
+    again, again_seconds = lakeline(config, "run", *options)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert f"nothing new since the last run: {raw_files} raw files, all loaded" in again.stdout, again.stdout
+    assert f"nothing new since the last run: {raw_files} raw files, all" in again.stdout, again.stdout
     assert "Spark" not in again.stdout + again.stderr
     assert workspace_files(tmp_path) == snapshot
 
     # The held-back file lands in a day already built: its day, its week and its three windows are
     # rebuilt with it, and no other partition is written.
     write_flights(raw_folder(tmp_path, "flights", data.late_day) / "flights-late.csv", data.late)
-    late, late_seconds = lakeline(config, "run", "--embedded")
-    print(f"first run {first_seconds:.1f}s, no-op rerun {again_seconds:.1f}s, late-file rerun {late_seconds:.1f}s")
+    late, late_seconds = lakeline(config, "run", *options)
+    print(
+        f"{runtime}: first run {first_seconds:.1f}s, no-op rerun {again_seconds:.1f}s, "
+        f"late-file rerun {late_seconds:.1f}s"
+    )
     assert late.returncode == 0, late.stdout[-3000:] + late.stderr[-3000:]
     flights += data.late
-    assert_stage_rows(tmp_path, data, flights)
-    assert airlines in summary(tmp_path)["tables"]  # the summary describes the workspace, not only this run
-    assert_figures(tmp_path, data, flights)
+    ran = summary(tmp_path, runtime)
+    assert_ran_cleanly(ran, runtime, 1)
+    assert_stage_rows(tmp_path, runtime, data, flights)
+    assert airlines in ran["tables"]  # the summary describes the workspace, not only this run
+    assert_figures(tmp_path, runtime, data, flights)
     rebuilt = {
         ("air_ops_dev.flights", f"day={data.late_day}"),
         ("air_reports_dev.daily_ops", f"day={data.late_day}"),
@@ -643,10 +716,11 @@ def test_a_generated_project_is_right_after_a_run_a_rerun_and_a_late_file(tmp_pa
         *(("air_reports_dev.ops_3d", f"day={shift(data.late_day, n)}") for n in range(WINDOW)),
         ("air_reports_dev.carrier_log", f"day={data.late_day}"),
         ("air_reports_dev.ops_log", f"day={data.late_day}"),
+        ("air_reports_dev.airport_day", f"day={data.late_day}"),
     }
     after = versions(status(config))
     assert after.keys() == before.keys() == partitions(data, flights)
     assert {partition for partition, version in after.items() if version != before[partition]} == rebuilt
-    assert (summary(tmp_path)["stage_a_runs"], summary(tmp_path)["stage_b_runs"]) == (1, 4 + WINDOW)
+    assert (ran["stage_a_runs"], ran["stage_b_runs"]) == (1, 5 + WINDOW)
     # The late file's and the earlier ones': a later run records under the earlier runs' trees too.
-    assert_lineage_of_every_raw_file(tmp_path, tmp_path / "ws" / "lineage-archive")
+    assert_lineage_of_every_raw_file(tmp_path, results(tmp_path, runtime) / "lineage-archive")
