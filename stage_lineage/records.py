@@ -110,11 +110,39 @@ def stage_b_lineage_ids(message: StageBMessage) -> tuple[str, str]:
     return root, message.lineage.parent_id or root
 
 
+def _taken_messages(plan: StageBPlan, message: StageBMessage) -> list[StageBMessage]:
+    """The messages the run took: ``message`` first, then the others of a leased run (every message waiting
+    when a coalesced or follow-up run was planned), in the lease's order."""
+    if plan.lease is None:
+        return [message]
+    ids = set(plan.message_ids) - {message.deduplication_id()}
+    waiting = (StageBMessage.model_validate_json(body) for body in plan.lease.get("pending", ()))
+    return [message, *(m for m in waiting if m.deduplication_id() in ids)]
+
+
+def _trees(plan: StageBPlan, message: StageBMessage, *, sources: bool) -> list[tuple[str, str]]:
+    """Every (root, parent) the run is recorded under, ``message``'s own first, each once: the tree of each
+    message the run took (its arrival's) and, with ``sources``, each other source's tree of a triggerMode
+    all target (which the run read as well)."""
+    trees: list[tuple[str, str]] = []
+    for taken in _taken_messages(plan, message):
+        candidates = [stage_b_lineage_ids(taken)]
+        if sources:
+            candidates += [
+                (other.root_id, other.parent_id) for other in taken.also_lineage if other.root_id and other.parent_id
+            ]
+        trees += [tree for tree in candidates if tree not in trees]
+    return trees
+
+
 def record_stage_b(
     writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, execution: RunReference | None = None
 ) -> LineageParents:
-    root, parent = stage_b_lineage_ids(message)
+    """The run in the tree of every arrival it took and every source it read (the records are a tree per
+    arrival, one parent per node, so tracing any of them reaches it); ``message``'s own node is returned,
+    under which the runs it triggers are recorded."""
     run = _run_fields(execution, f"lakeline/stage_b.{plan.dataset}")
+    (root, parent), *others = _trees(plan, message, sources=True)
     (done,) = writer.step(
         root_id=root,
         parent_id=parent,
@@ -123,31 +151,29 @@ def record_stage_b(
         **run,
         dataset=plan.dataset,
     )
-    # A triggerMode all target read every source: its run is in each other source's tree too (the
-    # records are a tree per arrival, one parent per node), so tracing any of them reaches it.
-    for other in message.also_lineage:
-        if other.root_id and other.parent_id and (other.root_id, other.parent_id) != (root, parent):
-            writer.step(
-                root_id=other.root_id,
-                parent_id=other.parent_id,
-                action_taken=STAGE_B_COMPLETE,
-                storage_locations=[plan.target_location],
-                **run,
-                dataset=plan.dataset,
-            )
+    for other_root, other_parent in others:
+        writer.step(
+            root_id=other_root,
+            parent_id=other_parent,
+            action_taken=STAGE_B_COMPLETE,
+            storage_locations=[plan.target_location],
+            **run,
+            dataset=plan.dataset,
+        )
     return LineageParents(root_id=root, parent_id=done.node_id)
 
 
 def record_stage_b_failure(
     writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, execution: RunReference | None = None
 ) -> None:
-    """A failed run is a terminal node of the tree, so the archive shows where the chain stopped."""
-    root, parent = stage_b_lineage_ids(message)
-    writer.step(
-        root_id=root,
-        parent_id=parent,
-        action_taken=STEP_FAILED,
-        storage_locations=[plan.target_location],
-        **_run_fields(execution, f"lakeline/stage_b.{plan.dataset}"),
-        dataset=plan.dataset,
-    )
+    """A failed run is a terminal node of the tree of each arrival it took, so the archive shows where each
+    chain stopped."""
+    for root, parent in _trees(plan, message, sources=False):
+        writer.step(
+            root_id=root,
+            parent_id=parent,
+            action_taken=STEP_FAILED,
+            storage_locations=[plan.target_location],
+            **_run_fields(execution, f"lakeline/stage_b.{plan.dataset}"),
+            dataset=plan.dataset,
+        )

@@ -24,7 +24,7 @@ from lakeline.lineage.records.writer import LineageWriter
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.routing import route_finished_partition
-from stage_lineage.records import STAGE_B_COMPLETE, record_stage_b
+from stage_lineage.records import STAGE_B_COMPLETE, STEP_FAILED, record_stage_b, record_stage_b_failure
 from tests.seed_items import seed_item
 
 REPO = Path(__file__).parents[2]
@@ -220,13 +220,53 @@ def test_an_all_target_is_recorded_in_the_lineage_tree_of_every_source(aws: Aws)
 
     sqs = boto3.client("sqs", region_name="us-east-1")
     queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]
-    plan = cast(StageBPlan, SimpleNamespace(target_location="s3://analytics/t/date=20220115/run/", dataset=TARGET))
+    plan = cast(
+        StageBPlan,
+        SimpleNamespace(
+            target_location="s3://analytics/t/date=20220115/run/", dataset=TARGET, lease=None, message_ids=()
+        ),
+    )
     record_stage_b(LineageWriter(sqs, queue), plan, message)
     bodies = [json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]]
     assert sorted((b["root_id"], b["parent_id"], b["action_taken"]) for b in bodies) == [
         ("root-customers-2", "node-customers-v2", STAGE_B_COMPLETE),
         ("root-orders", "node-orders", STAGE_B_COMPLETE),
     ]
+
+
+def test_a_run_that_took_several_messages_is_recorded_in_the_tree_of_each(aws: Aws) -> None:
+    """Before: a coalesced or follow-up run (the messages waiting while the partition's last run was in
+    flight, #36) was recorded under the first message's tree only, so the other arrivals' trees stopped at
+    their stage A version and never reached the target they were in."""
+    aws.define(seed_item())
+    first, second, third = (
+        route_finished_partition(CUSTOMERS, {"date": day}, aws.store, aws.tracker(), lineage=lineage).messages[0]
+        for day, lineage in (
+            ("20220115", LineageParents(root_id="root-15", parent_id="node-15")),
+            ("20220116", LineageParents(root_id="root-16", parent_id="node-16")),
+            ("20220117", LineageParents(root_id="root-17", parent_id="node-17")),
+        )
+    )
+    # The run took the first two; the third waits for the next run and is not this run's.
+    lease = {"pending": [m.model_dump_json() for m in (second, third, first)]}
+    taken = (first.deduplication_id(), second.deduplication_id())
+    plan = cast(
+        StageBPlan,
+        SimpleNamespace(target_location="s3://analytics/t/run/", dataset=TARGET, lease=lease, message_ids=taken),
+    )
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]
+    writer = LineageWriter(sqs, queue)
+    parents = record_stage_b(writer, plan, first)
+    record_stage_b_failure(writer, plan, first)
+    bodies = [json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]]
+    assert sorted((b["root_id"], b["parent_id"], b["action_taken"]) for b in bodies) == [
+        ("root-15", "node-15", STAGE_B_COMPLETE),
+        ("root-15", "node-15", STEP_FAILED),
+        ("root-16", "node-16", STAGE_B_COMPLETE),
+        ("root-16", "node-16", STEP_FAILED),
+    ]
+    assert parents.root_id == "root-15"  # what the run triggers hangs under the first message's node
 
 
 Interleave = Callable[[], None]
