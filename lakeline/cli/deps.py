@@ -62,7 +62,7 @@ def _aws_errors() -> tuple[type[Exception], ...]:
     return (BotoCoreError, ClientError)
 
 
-@deps_app.command("validate")
+@deps_app.command("validate", short_help="Check dependency items and that they close no dependency cycle.")
 def validate(paths: ItemPaths) -> None:
     """Check dependency items, and that together they close no dependency cycle; exit 1 listing every
     problem."""
@@ -103,7 +103,7 @@ def put(
     _print_json({"stored": [item.dataset for item in items]})
 
 
-@deps_app.command("list")
+@deps_app.command("list", short_help="Print every stored item; invalid ones with their problems.")
 def list_items(
     table: TableOption = DEFAULT_DEPENDENCIES_TABLE,
     region: RegionOption = None,
@@ -127,7 +127,7 @@ def list_items(
         raise typer.Exit(1)
 
 
-@deps_app.command("backfill")
+@deps_app.command("backfill", short_help="Rebuild dependencies-by-table from the dependencies table.")
 def backfill(
     table: TableOption = DEFAULT_DEPENDENCIES_TABLE,
     by_table_table: ByTableOption = DEFAULT_BY_TABLE_TABLE,
@@ -159,7 +159,7 @@ def _partition_option(values: list[str]) -> dict[str, str]:
     return partition
 
 
-@deps_app.command("resolve")
+@deps_app.command("resolve", short_help="Print the target partition and the SQL steps one arrival would run.")
 def resolve(
     item_file: Annotated[Path, typer.Option("--item", help="JSON file with one dependency item")],
     source_table: Annotated[str, typer.Option("--table", help="the finished source table, DB.TABLE")],

@@ -37,7 +37,7 @@ DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to
 }
 
 
-@dlq_app.command("list")
+@dlq_app.command("list", short_help="Each parked message or quarantined file, with its reason.")
 def dlq_list(
     stack: StackOption = None,
     queue: Annotated[list[str] | None, typer.Option(help=f"one of {', '.join(DLQ_QUEUES)} [default: all]")] = None,
@@ -136,7 +136,7 @@ def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) ->
     return parked
 
 
-@dlq_app.command("show")
+@dlq_app.command("show", short_help="One parked message or quarantined file, whole.")
 def dlq_show(
     message: Annotated[str, typer.Argument(help="a message id (as `dlq list` prints it), or a quarantined file's key")],
     stack: StackOption = None,
@@ -186,7 +186,7 @@ def dlq_show(
         fail(f"cannot read stack {stack}: {error}")
 
 
-@dlq_app.command("redrive")
+@dlq_app.command("redrive", short_help="Send a stage's parked messages back to its queue, once fixed.")
 def dlq_redrive(
     queue: Annotated[str, typer.Option(help="stage-a or stage-b")],
     stack: StackOption = None,

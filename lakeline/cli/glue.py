@@ -66,7 +66,7 @@ class _RichProgress:
             self.progress.update(self.task, advance=1, item=item)
 
 
-@glue_app.command("extract")
+@glue_app.command("extract", short_help="Write one region's Glue Data Catalog and jobs (scripts included) to OUT.")
 def extract_command(
     region: Annotated[str, typer.Option(help="AWS region of the Glue catalog and jobs")],
     out: Annotated[Path, typer.Option(help="folder to write (created if missing)")],

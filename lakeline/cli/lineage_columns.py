@@ -108,7 +108,7 @@ def _step(
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
 
-    @app.command("sql")
+    @app.command("sql", short_help="Print one OpenLineage RunEvent for FILE, with its column lineage.")
     def sql_command(
         file: FileArgument,
         catalog: CatalogOption,
@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
             fail(str(error), code=EXIT_FAILED)
         sys.stdout.write(json.dumps(event_to_dict(event), indent=2) + "\n")
 
-    @app.command("tree")
+    @app.command("tree", short_help="Print a tree per output column of FILE, down to table columns and literals.")
     def tree_command(
         file: FileArgument,
         catalog: CatalogOption,
@@ -223,7 +223,7 @@ def register(app: typer.Typer) -> None:
             sys.stdout.flush()
             fail(f"{len(refused)} statement(s) without lineage from Spark's plan", code=EXIT_FAILED, problems=refused)
 
-    @app.command("column")
+    @app.command("column", short_help="Print one column's tree from stored events, back to raw columns.")
     def column_command(
         column: Annotated[str, typer.Argument(help="DATABASE.TABLE.COLUMN to follow back")],
         events: Annotated[

@@ -19,12 +19,19 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-app.command("demo")(run.demo)
-app.command("sql")(sql.run_sql)
-app.command("run")(run.run_project)
-app.command("status")(status.status)
-app.command("reprocess")(reprocess.reprocess_command)
-app.command("watch")(run.watch_project)
+# One line each in ``lakeline --help``; the whole story is in each command's own ``--help``.
+app.command("demo", short_help="Run the pipeline on generated sample data, with no AWS account.")(run.demo)
+app.command("sql", short_help="Run Athena SQL on what the project's last run left.")(sql.run_sql)
+app.command("run", short_help="Run the pipeline over the project's folders: every new or changed raw file.")(
+    run.run_project
+)
+app.command("status", short_help="What the pipeline holds, what waits and what failed.")(status.status)
+app.command("reprocess", short_help="Rebuild what a range of a table's partitions feeds (backfills, fixes).")(
+    reprocess.reprocess_command
+)
+app.command("watch", short_help="Process files as they land in the project's raw folder, until Ctrl-C.")(
+    run.watch_project
+)
 
 app.add_typer(stages.stage_a_app, name="stage-a")
 app.add_typer(deps_app, name="deps")

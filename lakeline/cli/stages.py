@@ -148,7 +148,7 @@ def _partition_options(values: list[str]) -> dict[str, str]:
     return partition
 
 
-@stage_b_app.command("run")
+@stage_b_app.command("run", short_help="Build one target partition on embedded Spark, then what it triggers.")
 def stage_b_run(
     dataset: Annotated[str, typer.Option(help="target dataset, database.table")],
     partition: Annotated[list[str], typer.Option(help="destination partition COLUMN=VALUE (repeatable)")],
