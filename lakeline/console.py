@@ -28,6 +28,11 @@ EXIT_USAGE = 2
 _errors = Console(stderr=True)
 
 
+def counted(count: int, one: str, many: str) -> str:
+    """``1 file was`` / ``2 files were``: a count and its noun (and verb) agreeing."""
+    return f"{count} {one if count == 1 else many}"
+
+
 def fail(message: str, *, code: int = EXIT_USAGE, problems: Sequence[str] = ()) -> NoReturn:
     """Print ``error: message`` (and each problem on a line of its own) on stderr, and exit with ``code``."""
     _errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)

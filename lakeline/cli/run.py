@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from lakeline.cli.shared import ProjectOption, note_runtime, progress_console
-from lakeline.console import EXIT_FAILED, fail
+from lakeline.console import EXIT_FAILED, counted, fail
 from lakeline.engines.base import QueryError
 from lakeline.errors import LakelineError
 
@@ -67,11 +67,6 @@ DeployedOption = Annotated[
         "PySpark (faster; Python and Java only)",
     ),
 ]
-
-
-def counted(count: int, one: str, many: str) -> str:
-    """``1 file was`` / ``2 files were``: a count and its noun (and verb) agreeing."""
-    return f"{count} {one if count == 1 else many}"
 
 
 def fail_unless_clean(run: DeployedRun) -> None:

@@ -44,7 +44,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from lakeline.console import print_whole
+from lakeline.console import counted, print_whole
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
@@ -418,14 +418,19 @@ class DeployedProject:
         with self.console.status("creating the tables with Athena DDL"), timings.phase("tables, queries, items"):
             for path in self.config.tables:
                 count = operator.run_ddl(path.read_text(), str(path))
-                self.console.print(f"ran {count} Athena DDL statements of {path}")
+                self.console.print(f"ran {counted(count, 'Athena DDL statement', 'Athena DDL statements')} of {path}")
         uploaded = operator.upload_queries(self.config.queries)
         if uploaded:
-            self.console.print(f"uploaded {uploaded} step SQL files of {self.config.queries}")
+            self.console.print(
+                f"uploaded {counted(uploaded, 'step SQL file', 'step SQL files')} of {self.config.queries}"
+            )
         self.items = load_items(self.config.dependencies)
         if self.items:
             operator.put_items(self.items)
-            self.console.print(f"put {len(self.items)} dependency items into {operator.outputs['DependenciesTable']}")
+            self.console.print(
+                f"put {counted(len(self.items), 'dependency item', 'dependency items')} into "
+                f"{operator.outputs['DependenciesTable']}"
+            )
 
     def process(self, keys: list[str], *, again: bool = False) -> None:
         """Upload each raw file of ``keys`` (in that order), its table's raw and stage tables made first if
@@ -520,7 +525,10 @@ class DeployedProject:
             path = self.workspace.root / "deployed" / "sources.sql"
             with path.open("a") as kept:
                 kept.write(ddl)
-            self.console.print(f"created the tables of {folder} with {count} Athena statements (their DDL: {path})")
+            self.console.print(
+                f"created the tables of {folder} with {counted(count, 'Athena statement', 'Athena statements')} "
+                f"(their DDL: {path})"
+            )
         taken, parked = split_by_table(keys, refused)
         for key, reason in parked:
             self.quarantine.park(key, reason)
