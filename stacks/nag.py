@@ -39,9 +39,10 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "Objects of a Lakeline bucket: stages address objects by key prefixes known only per arrival.",
     ),
     (
-        r"Resource::Lakeline-[a-z0-9_]+-Storage-RawBucketArn/\*\.lakeline-by-name\.csv\*",
-        "Copies of arriving CSV files in their table's column order, which the stage A router writes next "
-        "to a file whose header orders the columns otherwise (any partition folder; .csv or .csv.gz).",
+        r"Resource::Lakeline-[a-z0-9_]+-Storage-RawBucketArn/\*\.lakeline-by-name\.\*",
+        "Copies of arriving CSV and JSON files in their table's column order and key spelling, which the "
+        "stage A router writes next to a file whose header orders the columns otherwise or whose JSON keys "
+        "are spelled in another case (any partition folder; .csv, .json, .jsonl, optionally .gz).",
     ),
     (
         r"Resource::Lakeline-[a-z0-9_]+-Storage-LineageArchiveBucketArn/openlineage/\*",

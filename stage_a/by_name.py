@@ -1,4 +1,4 @@
-"""CSV read by header name: a copy of a file in its table's column order, loaded in its place.
+"""Files read by name: a copy of a file in its table's column order and spelling, loaded in its place.
 
 Athena's SerDes and Spark read a CSV table by position, so a file whose header names the table's
 columns in another order (``stage_a.contract.ColumnsByName``) would load its values into the wrong
@@ -6,6 +6,13 @@ columns. The door writes a copy next to it, ``<name>.lakeline-by-name.csv[.gz]``
 values under the header in the table's order (and the columns it adds after them), in the table's
 dialect and encoding. The copy arrives like any file (its S3 event, or the local flow's), passes the
 door and is loaded; the original is never loaded.
+
+JSON lines the same way: Athena's JSON SerDes match keys to columns (and struct fields) ignoring case,
+Spark's reader with their case, where ``Store`` reads NULL in a column ``store``. A JSON file with a key
+spelled otherwise than its table gets a copy, ``<name>.lakeline-by-name.json[l][.gz]``, whose keys are
+spelled as the table's columns and fields (a column it adds: lower-cased), with the same values (numbers
+as written; strings JSON-escaped to ASCII); map keys are data and stay as they are. Every runtime then
+reads the same rows as Athena reads from the original.
 
 Once a file has a copy, every later version of it goes through a copy too, even in the table's order:
 the loaded key is the copy's, so a new version replaces the copy's rows instead of adding its own (and
@@ -24,28 +31,36 @@ import csv
 import gzip
 import hashlib
 import io
+import json
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal
 from typing import IO, cast
 
+from lakeline.errors import InvalidInputError
 from stage_a.arrivals import Arrival
-from stage_a.contract import RawContract, RawFile
+from stage_a.contract import RawContract, RawFile, json_object
+from stage_a.hive_types import HiveType, parse_hive_type
 
 MARKER = ".lakeline-by-name"
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _SPOOL_BYTES = 64 * 1024 * 1024  # larger copies spill to a temporary file instead of memory
+COPIED_SUFFIXES = (".csv.gz", ".csv", ".json.gz", ".json", ".jsonl.gz", ".jsonl")
 
 
 def copy_key(key: str) -> str | None:
-    """Where the copy of ``key`` in its table's order goes; ``None`` if ``key`` is itself a copy or not CSV."""
+    """Where the copy of ``key`` in its table's order goes; ``None`` if ``key`` is itself a copy or neither
+    CSV nor JSON."""
     folder, _, name = key.rpartition("/")
     lowered = name.lower()
     if MARKER in lowered:
         return None
-    suffix = next((end for end in (".csv.gz", ".csv") if lowered.endswith(end)), None)
+    suffix = next((end for end in COPIED_SUFFIXES if lowered.endswith(end)), None)
     if suffix is None:
         return None
-    # The suffix in lower case: the router may write only "*.lakeline-by-name.csv*" (IAM matches case).
+    # The suffix in lower case: the router may write only "*.lakeline-by-name.*" (IAM matches case).
     copy = f"{name[: -len(suffix)]}{MARKER}{suffix}"
     return f"{folder}/{copy}" if folder else copy
 
@@ -73,30 +88,97 @@ def _dialect(contract: RawContract) -> dict[str, object]:
 
 
 def in_table_order(contract: RawContract, raw: RawFile) -> IO[bytes]:
-    """``raw`` (already checked against ``contract``) with its columns in the table's order, then the
-    columns it adds in its own order: a readable binary stream at its start."""
+    """``raw`` (already checked against ``contract``) as its table reads it by name: a CSV file's columns
+    in the table's order, then the columns it adds in its own order; a JSON file's keys spelled as the
+    table's. A readable binary stream at its start."""
     spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # noqa: SIM115 - returned to the caller
+    with _text_streams(contract, raw, spool) as (text, out):
+        if contract.format == "json":
+            _json_in_table_spelling(contract, text, out)
+        else:
+            _csv_in_table_order(contract, text, out)
+    spool.seek(0)
+    return cast(IO[bytes], spool)
+
+
+@contextmanager
+def _text_streams(contract: RawContract, raw: RawFile, spool: IO[bytes]) -> Iterator[tuple[IO[str], IO[str]]]:
+    """The file's text, and the copy's text into ``spool`` (compressed as the file is)."""
     compressed = raw.name.lower().endswith(".gz")
     with raw.open() as binary:
         source = cast(IO[bytes], gzip.GzipFile(fileobj=binary)) if compressed else binary
         text = io.TextIOWrapper(source, encoding=contract.reading_encoding, errors="strict", newline="")
-        reader = csv.reader(text, strict=True, **_dialect(contract))  # type: ignore[arg-type]
-        header = next(reader)
-        names = [name.strip().lower() for name in header]
-        table = [column.name.lower() for column in contract.columns]
-        order = [names.index(name) for name in table] + [i for i, name in enumerate(names) if name not in table]
         target = cast(IO[bytes], gzip.GzipFile(fileobj=spool, mode="wb", mtime=0)) if compressed else spool
         out = io.TextIOWrapper(target, encoding=contract.encoding, errors="strict", newline="")
-        # RFC 4180's CRLF: the writer then quotes a value holding a bare CR as well as one holding LF
-        # (before Python 3.13 it quotes only the characters of its line terminator).
-        writer = csv.writer(out, lineterminator="\r\n", **_dialect(contract))  # type: ignore[arg-type]
-        writer.writerow([header[i].strip() for i in order])
-        for record in reader:
-            if record:
-                writer.writerow([record[i] for i in order])
+        yield text, out
         out.flush()
         out.detach()
         if compressed:
             target.close()  # writes the gzip trailer; the spool stays open
-    spool.seek(0)
-    return cast(IO[bytes], spool)
+
+
+def _csv_in_table_order(contract: RawContract, text: IO[str], out: IO[str]) -> None:
+    reader = csv.reader(text, strict=True, **_dialect(contract))  # type: ignore[arg-type]
+    header = next(reader)
+    names = [name.strip().lower() for name in header]
+    table = [column.name.lower() for column in contract.columns]
+    order = [names.index(name) for name in table] + [i for i, name in enumerate(names) if name not in table]
+    # RFC 4180's CRLF: the writer then quotes a value holding a bare CR as well as one holding LF
+    # (before Python 3.13 it quotes only the characters of its line terminator).
+    writer = csv.writer(out, lineterminator="\r\n", **_dialect(contract))  # type: ignore[arg-type]
+    writer.writerow([header[i].strip() for i in order])
+    for record in reader:
+        if record:
+            writer.writerow([record[i] for i in order])
+
+
+def _json_in_table_spelling(contract: RawContract, text: IO[str], out: IO[str]) -> None:
+    columns = {column.name.lower(): (column.name, _tree(column.type)) for column in contract.columns}
+    for line in text:
+        if not line.strip():
+            out.write(line)  # as the readers read it
+            continue
+        record = json.loads(line, parse_float=Decimal, object_pairs_hook=json_object)
+        spelled: dict[str, object] = {}
+        for key, value in record.items():
+            name, tree = columns.get(key.lower(), (key.lower(), None))  # a column it adds: lower-cased
+            spelled[name] = _spelled(tree, value)
+        out.write(_json_text(spelled) + "\n")
+
+
+def _tree(kind: str) -> HiveType | None:
+    try:
+        return parse_hive_type(kind)
+    except InvalidInputError:  # a type this reader cannot read: its struct fields were not checked either
+        return None
+
+
+def _spelled(tree: HiveType | None, value: object) -> object:
+    """``value`` with each struct field's key spelled as ``tree`` spells the field."""
+    if tree is None or value is None:
+        return value
+    if tree.family == "array" and isinstance(value, list):
+        ((_, element),) = tree.fields
+        return [_spelled(element, item) for item in value]
+    if tree.family == "map" and isinstance(value, dict):
+        (_, _), (_, value_type) = tree.fields
+        return {key: _spelled(value_type, item) for key, item in value.items()}
+    if tree.family == "struct" and isinstance(value, dict):
+        fields = {name.lower(): (name, field_type) for name, field_type in tree.fields}
+        spelled: dict[str, object] = {}
+        for key, item in value.items():
+            name, field_type = fields.get(key.lower(), (key, None))  # the contract refused a key it lacks
+            spelled[name] = _spelled(field_type, item)
+        return spelled
+    return value
+
+
+def _json_text(value: object) -> str:
+    """``value`` as JSON, its numbers as written (read as ``int`` and ``Decimal``)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(key)}:{_json_text(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(item) for item in value) + "]"
+    if isinstance(value, Decimal):
+        return str(value)
+    return json.dumps(value)  # ASCII: the copy is written in the file's encoding, which may be narrower

@@ -11,14 +11,17 @@ NULLs, silently. So a file is refused, with a one-line reason naming the file an
   quoted fields may hold the delimiter, doubled quotes and newlines), the bytes are not valid in the
   declared encoding, or a value cannot be read as its column's type;
 - JSON lines: a line is not a JSON object, a key is not a column, or a value has another type, down
-  to the fields of structs, arrays and maps (a key a struct lacks is refused: the engines drop it);
+  to the fields of structs, arrays and maps (a key a struct lacks is refused: the engines drop it), or
+  an object has two keys equal ignoring case (the OpenX SerDe fails such a line: "Duplicate key");
 - Parquet: a column of the table is missing, or has a type the engines cannot read as the column's,
   down to the fields of structs, arrays and maps (a struct field missing or extra is refused: the
   engines read struct fields by name and would give NULL or drop it).
 
 A CSV file whose header names the table's columns in another order keeps its contract, but engines
 would read it by position: ``ColumnsByName`` says so, and the caller loads a copy in the table's order
-(``stage_a.by_name``).
+(``stage_a.by_name``). So does a JSON file with a key spelled in another case than its column or struct
+field (``Store`` for ``store``): Athena's JSON SerDes match keys ignoring case, Spark's reader with
+their case (it would read NULL), so the copy spells every key as the table does.
 
 With ``schema_evolution: add-columns`` extra columns are accepted and returned, for the caller to add
 to the table before the file is planned (a CSV file's come after the table's, in their header order).
@@ -59,12 +62,13 @@ class ContractViolation(InvalidInputError):
 
 
 class ColumnsByName(ContractViolation):
-    """A CSV file that keeps its contract but names the table's columns in another order (or puts the
-    columns it adds among them). Engines read CSV by position, so the file cannot be loaded as it is;
-    ``stage_a.by_name`` writes a copy in the table's order, which is loaded in its place. A caller that
-    does not make the copy refuses the file with this reason."""
+    """A file that keeps its contract but that an engine would read otherwise than by its names: a CSV
+    file naming the table's columns in another order (or putting the columns it adds among them), read
+    by position; a JSON file with a key spelled in another case than the table's, which Spark reads as
+    NULL. ``stage_a.by_name`` writes a copy in the table's order and spelling, which is loaded in its
+    place. A caller that does not make the copy refuses the file with this reason."""
 
-    def __init__(self, reason: str, *, header: tuple[str, ...], added: tuple[Column, ...]) -> None:
+    def __init__(self, reason: str, *, header: tuple[str, ...] = (), added: tuple[Column, ...]) -> None:
         super().__init__(reason)
         self.header = header
         self.added = added
@@ -94,7 +98,6 @@ class RawContract:
     delimiter: str = ","
     quote: str = '"'  # "": fields are never quoted (a quote is data)
     multiline_fields: bool = False
-    case_sensitive_keys: bool = False
     evolution: SchemaEvolution = "reject"
 
     @property
@@ -116,7 +119,6 @@ class RawContract:
             delimiter=schema.delimiter or ",",
             quote=schema.quote,
             multiline_fields=schema.multiline_fields,
-            case_sensitive_keys=schema.case_sensitive_keys,
             evolution=evolution,
         )
 
@@ -228,41 +230,75 @@ def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Co
     return added
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, first: str, second: str) -> None:
+        super().__init__(first, second)
+        self.keys = (first, second)
+
+
+def json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose keys differ ignoring case (``json.loads``' ``object_pairs_hook``): Athena's
+    SerDes match keys ignoring case, and the OpenX SerDe fails a line with two such keys."""
+    if len({key.lower() for key, _ in pairs}) == len(pairs):  # the common case, at C speed
+        return dict(pairs)
+    seen: dict[str, str] = {}
+    for key, _ in pairs:
+        if key.lower() in seen:
+            raise _RepeatedKey(seen[key.lower()], key)
+        seen[key.lower()] = key
+    raise AssertionError("unreachable: a key repeats")
+
+
 def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Column, ...]:
     types = {column.name.lower(): column.type for column in contract.columns}
     names = {column.name.lower(): column.name for column in contract.columns}
     trees = {name: _hive_type(kind) for name, kind in types.items()}
     extra: dict[str, None] = {}
+    respelled: list[str] = []  # where a key is first spelled otherwise than the table spells it
     for number, line in enumerate(text, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line, parse_float=Decimal)  # a number as written, not as a double
+            # A number as written, not as a double.
+            record = json.loads(line, parse_float=Decimal, object_pairs_hook=json_object)
         except json.JSONDecodeError as error:
             raise ContractViolation(f"{file_name}: line {number} is not JSON: {error.msg}") from error
+        except _RepeatedKey as repeated:
+            first, second = repeated.keys
+            raise ContractViolation(
+                f"{file_name}: line {number} has key {second!r} twice ({first!r} and {second!r}): "
+                "keys are matched to columns ignoring case, as Athena's JSON SerDes match them"
+            ) from None
         if not isinstance(record, dict):
             raise ContractViolation(f"{file_name}: line {number} is not a JSON object")
         for key, value in record.items():
-            kind = types.get(str(key).lower())
+            lowered = key.lower()
+            kind = types.get(lowered)
             if kind is None:
-                extra.setdefault(str(key).lower())
-            elif contract.case_sensitive_keys and key != names[str(key).lower()]:
-                # Spark matches JSON keys to columns case-sensitively: the column would read NULL.
-                raise ContractViolation(
-                    f"{file_name}: line {number}, key {key!r} is spelled {names[str(key).lower()]!r} "
-                    f"in table {contract.table}; JSON keys are matched with their case"
-                )
-            elif value is not None:
-                problem = _json_problem(trees[str(key).lower()], kind, value, key, contract.case_sensitive_keys)
+                extra.setdefault(lowered)
+                if key != lowered and not respelled:  # its column is added lower-cased
+                    respelled.append(f"line {number}, key {key!r} is spelled {lowered!r} as a column")
+                continue
+            if key != names[lowered] and not respelled:
+                respelled.append(f"line {number}, key {key!r} is spelled {names[lowered]!r} in table {contract.table}")
+            if value is not None:
+                unspelled = not respelled
+                problem = _json_problem(trees[lowered], kind, value, names[lowered], respelled)
                 if problem:
                     raise ContractViolation(f"{file_name}: line {number}, {problem}")
-    return _new_columns(contract, file_name, list(extra), "key")
+                if unspelled and respelled:  # a struct field's
+                    respelled[0] = f"line {number}, {respelled[0]}"
+    added = _new_columns(contract, file_name, list(extra), "key")
+    if respelled:
+        # Spark's JSON reader matches keys with their case: the column would read NULL there.
+        raise ColumnsByName(f"{file_name}: {respelled[0]}; Spark matches JSON keys with their case", added=added)
+    return added
 
 
-def _json_problem(tree: HiveType | None, kind: str, value: object, path: str, case_sensitive: bool) -> str | None:
+def _json_problem(tree: HiveType | None, kind: str, value: object, path: str, respelled: list[str]) -> str | None:
     """What makes a JSON value read other than as written into its column's type, to the leaf: a value
-    of another type, or a key a struct lacks (the engines drop it, or give NULL for a struct's field
-    spelled with another case where keys are matched with their case). ``None``: it reads as written."""
+    of another type, or a key a struct lacks (the engines drop it). ``None``: it reads as written. The
+    first struct field spelled in another case than the table's is added to ``respelled``."""
     where = f"field {path}" if "." in path or "[" in path else f"column {path}"
     if value is None:
         return None
@@ -273,7 +309,7 @@ def _json_problem(tree: HiveType | None, kind: str, value: object, path: str, ca
             return f"{where}: {_shown(_json_text(value))} is not {kind}"
         ((_, element),) = tree.fields
         return next(
-            (p for item in value if (p := _json_problem(element, str(element), item, f"{path}[]", case_sensitive))),
+            (p for item in value if (p := _json_problem(element, str(element), item, f"{path}[]", respelled))),
             None,
         )
     if not isinstance(value, dict):
@@ -283,7 +319,7 @@ def _json_problem(tree: HiveType | None, kind: str, value: object, path: str, ca
         for key, item in value.items():
             if not _reads_as(str(key_type), str(key)):
                 return f"{where}: key {_shown(str(key))} is not {key_type}"
-            problem = _json_problem(value_type, str(value_type), item, f"{path}[{key}]", case_sensitive)
+            problem = _json_problem(value_type, str(value_type), item, f"{path}[{key}]", respelled)
             if problem:
                 return problem
         return None
@@ -292,9 +328,9 @@ def _json_problem(tree: HiveType | None, kind: str, value: object, path: str, ca
         name, field_type = fields.get(str(key).lower(), ("", None))
         if field_type is None:
             return f"{where} has key {key!r}, which its type {kind} lacks"
-        if case_sensitive and key != name:
-            return f"field {path}.{key} is spelled {name!r} in the table; JSON keys are matched with their case"
-        problem = _json_problem(field_type, str(field_type), item, f"{path}.{name}", case_sensitive)
+        if key != name and not respelled:
+            respelled.append(f"field {path}.{key} is spelled {name!r} in the table")
+        problem = _json_problem(field_type, str(field_type), item, f"{path}.{name}", respelled)
         if problem:
             return problem
     return None

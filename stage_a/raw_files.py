@@ -1,6 +1,7 @@
 """Access to an arriving raw object, for the contract check at the door (``stage_a.contract``): its
 size, a byte range (a Parquet footer), or a stream (a CSV or JSON file, read once, front to back); and
-the copy in its table's column order that the door writes next to a CSV file (``stage_a.by_name``)."""
+the copy in its table's column order and key spelling that the door writes next to a CSV or JSON file
+(``stage_a.by_name``)."""
 
 from __future__ import annotations
 

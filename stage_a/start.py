@@ -62,7 +62,7 @@ class RawFiles(Protocol):
 
 @dataclass(frozen=True)
 class ReadByName:
-    """A CSV arrival loaded through its copy in the table's column order (``stage_a.by_name``)."""
+    """An arrival loaded through its copy in the table's column order and key spelling (``stage_a.by_name``)."""
 
     key: str
     copy_key: str
@@ -114,7 +114,7 @@ def check_arrival(
 ) -> TableSchema | None:
     """The door: the file keeps its raw table's contract (``stage_a.contract``). Returns the table's
     schema again if the file added columns to it (``add-columns``), else ``None``; raises
-    ``ContractViolation`` with the reason otherwise (``ColumnsByName`` for a CSV file to be loaded
+    ``ContractViolation`` with the reason otherwise (``ColumnsByName`` for a file to be loaded
     through a copy in the table's order)."""
     added = check_raw_file(contract, raw_file)
     if not added:
@@ -140,8 +140,9 @@ def _raw_schema(arrival: Arrival, database: str, table: str, catalog: Catalog) -
 
 
 def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema | ReadByName:
-    """The door (the raw table exists, and ``check_arrival``), and CSV read by header name: an arrival
-    whose columns are in another order than its table's, or whose key has been read by name before,
+    """The door (the raw table exists, and ``check_arrival``), and files read by name: an arrival whose
+    CSV columns are in another order than its table's, or whose JSON keys are spelled in another case,
+    or whose key has been read by name before,
     has its copy in the table's order written (``stage_a.by_name``), which arrives and is loaded in
     its place. Returns the raw table's schema for an arrival loaded as it is."""
     raw = parse_raw_key(arrival.key)

@@ -25,7 +25,6 @@ class TableSchema:
     delimiter: str | None = None  # the field delimiter of a csv table
     quote: str = '"'  # the quote character of a csv table ("": fields are never quoted)
     multiline_fields: bool = False  # whether a csv table's reader reads quoted fields across lines
-    case_sensitive_keys: bool = False  # whether a json table's reader matches keys to columns with their case
 
     @property
     def column_names(self) -> list[str]:

@@ -508,7 +508,6 @@ class SparkEngine:
             format=provider,
             delimiter=delimiter,
             multiline_fields=multiline,
-            case_sensitive_keys=provider == "json",
         )
 
     def add_columns(self, database: str, table: str, columns: tuple[Column, ...]) -> None:

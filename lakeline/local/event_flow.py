@@ -238,7 +238,7 @@ class EventFlow:
                 self.report.read_by_name.append(f"{arrival.key} as {plan.copy_key}")
                 self.report.copies.append(plan.copy_key)
                 self.report.settled += 1
-                self.notify("by name", f"{arrival.key}: columns in another order; loaded as {plan.copy_key}")
+                self.notify("by name", f"{arrival.key}: read by name; loaded as {plan.copy_key}")
                 self.arrive(plan.copy_key)  # as S3 sends the copy's "Object Created" event
                 continue
             if plan is None:

@@ -5,9 +5,10 @@ waits in the partition's state for that run's follow-up (which the run's post-up
 here as a follow-up message). An arrival whose key or file breaks its table's contract
 (``stage_a.contract``: the file is read here, before anything else) can never succeed: it goes
 straight to the DLQ with its reason and no SQL is planned. A CSV file whose columns are in another
-order than its table's is loaded through a copy in the table's order, which the router writes next to
-it (``stage_a.by_name``) and whose own S3 event brings it back here. Other failures (catalog or Step Functions
-errors) fail only their own record, which SQS redelivers and finally dead-letters.
+order than its table's, or a JSON file whose keys are spelled in another case, is loaded through a copy
+in the table's order and spelling, which the router writes next to it (``stage_a.by_name``) and whose
+own S3 event brings it back here. Other failures (catalog or Step Functions errors) fail only their
+own record, which SQS redelivers and finally dead-letters.
 """
 
 from __future__ import annotations

@@ -123,9 +123,10 @@ class StageA(Construct):
             # The contract check at the door reads each arriving file (a CSV's lines, a Parquet footer).
             storage.bucket("Raw").grant_read(router.function)
             storage.key.grant_decrypt(router.function)
-            # A CSV file with its columns in another order is loaded through a copy in the table's order,
-            # which the router writes next to it (stage_a.by_name): only such copies may be written.
-            storage.bucket("Raw").grant_put(router.function, f"*{BY_NAME_MARKER}.csv*")  # with the bucket key
+            # A CSV file with its columns in another order, or a JSON file with keys in another case, is
+            # loaded through a copy in the table's order and spelling, which the router writes next to
+            # it (stage_a.by_name): only such copies may be written.
+            storage.bucket("Raw").grant_put(router.function, f"*{BY_NAME_MARKER}.*")  # with the bucket key
             statements.grants.grant_add_columns(router.function)
 
         self.router = workflow.router(

@@ -23,6 +23,11 @@ PARQUET = {
     "OutputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
     "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"},
 }
+JSON = {
+    "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
+    "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+    "SerdeInfo": {"SerializationLibrary": "org.openx.data.jsonserde.JsonSerDe"},
+}
 CSV = {
     "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
     "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
@@ -72,9 +77,11 @@ def create_table(
     location: str,
     *,
     csv: bool = False,
+    json_serde: bool = False,
     partition: str = "date",
 ) -> None:
-    """A table in the deployed Glue catalog, as a team creates it (a raw CSV table skips its header)."""
+    """A table in the deployed Glue catalog, as a team creates it (a raw CSV table skips its header; a
+    raw JSON table reads through the OpenX SerDe)."""
     glue = deployment.client("glue")
     database, table = name.split(".")
     with contextlib.suppress(glue.exceptions.AlreadyExistsException):
@@ -84,11 +91,13 @@ def create_table(
         TableInput={
             "Name": table,
             "TableType": "EXTERNAL_TABLE",
-            "Parameters": {"skip.header.line.count": "1"} if csv else {"classification": "parquet"},
+            "Parameters": {"skip.header.line.count": "1"}
+            if csv
+            else {"classification": "json" if json_serde else "parquet"},
             "StorageDescriptor": {
                 "Columns": [{"Name": n, "Type": t} for n, t in columns],
                 "Location": location,
-                **(CSV if csv else PARQUET),
+                **(CSV if csv else JSON if json_serde else PARQUET),
             },
             "PartitionKeys": [{"Name": partition, "Type": "string"}],
         },

@@ -203,3 +203,26 @@ def test_a_failing_register_step_takes_its_catch_and_parks_the_arrival_and_a_red
     assert key not in parked(deployment)
     rows = query(deployment, "SELECT customer_id FROM retail_shop_dev.customers WHERE date = '20240303'")
     assert rows == [["C4"]]
+
+
+def test_json_keys_of_another_case_load_their_values_through_the_local_athena(
+    deployment: Deployment, executions: ExecutionHost
+) -> None:
+    """#36: Athena's OpenX JSON SerDe matches keys to columns ignoring case; the local Athena reads JSON with
+    Spark, which would give NULL for ``Store``. The router writes a copy spelled as the table (its grant
+    allows it) and that copy is loaded: the stage table holds the file's values, as on Athena."""
+    stores = [("store", "string"), ("city", "string")]
+    location = f"s3://{bucket(deployment, 'raw')}/retail/shop/stores/"
+    create_table(deployment, "retail_shop_raw_dev.stores", stores, location, json_serde=True)
+    create_table(
+        deployment, "retail_shop_dev.stores", stores, f"s3://{bucket(deployment, 'stage')}/retail/shop/stores/"
+    )
+    key = "retail/shop/stores/date=20240301/stores.json"
+    arrive(deployment, key, b'{"Store": "east", "CITY": "Boston"}\n{"store": "west", "City": "LA"}\n')
+    executions.wait()
+    assert key not in parked(deployment)
+    rows = query(deployment, "SELECT store, city FROM retail_shop_dev.stores WHERE date = '20240301' ORDER BY 1")
+    assert rows == [["east", "Boston"], ["west", "LA"]]
+    copy = "retail/shop/stores/date=20240301/stores.lakeline-by-name.json"
+    body = deployment.client("s3").get_object(Bucket=bucket(deployment, "raw"), Key=copy)["Body"].read()
+    assert body == b'{"store":"east","city":"Boston"}\n{"store":"west","city":"LA"}\n'

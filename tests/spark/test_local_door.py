@@ -4,6 +4,7 @@ the good files of its partition; ``schema_evolution: add-columns`` grows the raw
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 from collections.abc import Iterator
@@ -155,6 +156,42 @@ def test_nested_json_is_checked_to_the_leaf_before_spark_would_read_it_as_null(
     table = f"{events.settings.stage_database('shop', 'web')}.orders"
     loaded = spark_engine.execute(f"SELECT id, ship.city, lines[1].sku FROM {table} ORDER BY id").rows
     assert [tuple(row) for row in loaded] == [(1, "Oslo", "a"), (4, None, "c")]
+
+
+def test_json_keys_of_another_case_load_their_values_as_athena_reads_them(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path
+) -> None:
+    """Athena's JSON SerDes match keys to columns and struct fields ignoring case; Spark's reader would
+    read NULL for ``Store``: the file is read through a copy spelled as the table (#36), first file of
+    its table or not, gzip-compressed or not; two keys equal ignoring case refuse the file."""
+    events = flow(spark_engine, cloud, tmp_path, "add-columns")
+    first = '{"Store": "east", "CITY": "Boston", "Ship": {"Zip": 2110, "lines": [{"SKU": "a"}]}, "tags": {"K": 1}}\n'
+    arrive(events, "shop/web/stores/day=1/a.json", first)
+    later = '{"store": "west", "city": "LA", "ship": {"ZIP": 90001}, "Till": "t1", "TAGS": {"k": 2}}\n'
+    path = events.workspace.raw_dir / "shop/web/stores/day=1/b.json.gz"
+    path.write_bytes(gzip.compress(later.encode()))
+    events.arrive("shop/web/stores/day=1/b.json.gz")
+    events.run_until_idle()
+    arrive(events, "shop/web/stores/day=1/c.json", '{"store": "north", "Store": "south"}\n')
+
+    reasons = "\n".join(events.report.quarantined)
+    assert reasons.endswith(
+        "c.json: line 1 has key 'Store' twice ('store' and 'Store'): keys are matched to "
+        "columns ignoring case, as Athena's JSON SerDes match them"
+    ), reasons
+    assert events.report.failures == []
+    assert events.report.read_by_name == [
+        "shop/web/stores/day=1/a.json as shop/web/stores/day=1/a.lakeline-by-name.json",
+        "shop/web/stores/day=1/b.json.gz as shop/web/stores/day=1/b.lakeline-by-name.json.gz",
+    ]
+    table = f"{events.settings.stage_database('shop', 'web')}.stores"
+    loaded = spark_engine.execute(
+        f"SELECT store, city, ship.zip, ship.lines[1].sku, tags.k, till FROM {table} ORDER BY store"
+    ).rows
+    assert [tuple(row) for row in loaded] == [
+        ("east", "Boston", 2110, "a", 1, None),
+        ("west", "LA", 90001, None, 2, "t1"),
+    ]
 
 
 def test_a_utf8_csv_with_a_byte_order_mark_loads_as_written(

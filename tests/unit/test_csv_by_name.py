@@ -1,5 +1,6 @@
-"""CSV read by header name (``stage_a.by_name``): the copy in the table's column order holds exactly
-the file's values, in the table's dialect and encoding, and reads back as the table reads."""
+"""Files read by name (``stage_a.by_name``): the copy in the table's column order (CSV) or key spelling
+(JSON) holds exactly the file's values, in the table's dialect and encoding, and reads back as the table
+reads."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def copy_of(tmp_path: Path, name: str, body: bytes, contract: RawContract) -> by
         ("t/d/sales/day=1/a.Csv.GZ", "t/d/sales/day=1/a.lakeline-by-name.csv.gz"),
         ("t/d/sales/day=1/a.csv.gz", "t/d/sales/day=1/a.lakeline-by-name.csv.gz"),
         ("t/d/sales/day=1/a.lakeline-by-name.csv", None),  # a copy is never copied again
-        ("t/d/sales/day=1/a.json", None),
+        ("t/d/sales/day=1/a.json", "t/d/sales/day=1/a.lakeline-by-name.json"),  # keys spelled as the table (#36)
+        ("t/d/sales/day=1/a.JSONL.gz", "t/d/sales/day=1/a.lakeline-by-name.jsonl.gz"),
+        ("t/d/sales/day=1/a.lakeline-by-name.json", None),
         ("t/d/sales/day=1/a.parquet", None),
     ],
 )
@@ -83,3 +86,35 @@ def test_a_value_holding_a_bare_carriage_return_stays_one_quoted_value(tmp_path:
     contract = RawContract.of(replace(TABLE, multiline_fields=True))
     written = copy_of(tmp_path, "s.csv", b'name,sale_id,amount\n"a\rb",1,2\n', contract)
     assert written == b'sale_id,name,amount\r\n1,"a\rb",2\r\n'
+
+
+def test_a_json_copy_spells_keys_as_the_table_and_keeps_every_value_as_written(tmp_path: Path) -> None:
+    """Keys of another case (columns, struct fields, in arrays of structs) spelled as the table (#36); map
+    keys are data and stay; numbers as written; blank lines kept."""
+    from lakeline.engines.base import TableSchema
+
+    table = TableSchema(
+        "raw",
+        "events",
+        (
+            Column("store", "string"),
+            Column("amount", "decimal(10,2)"),
+            Column("ship", "struct<City:string,lines:array<struct<sku:string>>>"),
+            Column("attrs", "map<string,bigint>"),
+        ),
+        format="json",
+    )
+    contract = RawContract.of(table)
+    line = (
+        '{"STORE": "caf\u00e9 \\"x\\"", "Amount": 1.50, "Ship": {"city": "Oslo", "LINES": [{"SKU": "a"}, null]}, '
+        '"Attrs": {"Key": 12345678901234567}}\n'
+    )
+    written = copy_of(tmp_path, "e.json", (line + "\n" + '{"store": null}\n').encode(), contract)
+    assert written.decode("ascii").splitlines() == [
+        '{"store":"caf\\u00e9 \\"x\\"","amount":1.50,"ship":{"City":"Oslo","lines":[{"sku":"a"},null]},'
+        '"attrs":{"Key":12345678901234567}}',
+        "",
+        '{"store":null}',
+    ]
+    packed = copy_of(tmp_path, "e.json.gz", gzip.compress(line.encode()), contract)
+    assert gzip.decompress(packed) == written.splitlines(keepends=True)[0]

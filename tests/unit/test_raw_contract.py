@@ -125,9 +125,7 @@ def test_columns_in_another_order_are_checked_by_name_before_the_file_is_read_by
     )
 
 
-JSON_TABLE = TableSchema(
-    "raw", "events", (Column("id", "bigint"), Column("tags", "array<string>")), format="json", case_sensitive_keys=True
-)  # as Spark reads JSON
+JSON_TABLE = TableSchema("raw", "events", (Column("id", "bigint"), Column("tags", "array<string>")), format="json")
 
 
 @pytest.mark.parametrize(
@@ -137,7 +135,9 @@ JSON_TABLE = TableSchema(
         (b'{"id": 1}\n{"id": "x"}\n', "line 2, column id: '\"x\"' is not bigint"),
         (b'{"id": 1, "tagz": []}\n', "key tagz not in table raw.events"),
         (b'{"id": 1\n', "line 1 is not JSON"),
-        (b'{"ID": 1}\n', "line 1, key 'ID' is spelled 'id' in table raw.events"),
+        (b'{"id": 1}\n{"ID": 1, "id": 2}\n', "line 2 has key 'id' twice ('ID' and 'id')"),
+        (b'{"id": 1, "id": 2}\n', "line 1 has key 'id' twice ('id' and 'id')"),
+        (b'{"id": 1, "tags": [{"A": 1, "a": 2}]}\n', "line 1 has key 'a' twice ('A' and 'a')"),
     ],
 )
 def test_json_lines_are_checked_by_key_and_type(tmp_path: Path, body: bytes, reason: str) -> None:
@@ -148,11 +148,22 @@ def test_json_lines_are_checked_by_key_and_type(tmp_path: Path, body: bytes, rea
     assert reason in str(caught.value)
 
 
-def test_json_keys_of_another_case_pass_where_the_reader_ignores_case(tmp_path: Path) -> None:
+def test_json_keys_of_another_case_keep_the_contract_and_are_read_through_a_copy(tmp_path: Path) -> None:
+    """Athena's JSON SerDes match keys to columns ignoring case; Spark's reader would read NULL, so
+    the file is read by name (``stage_a.by_name`` spells its keys as the table does)."""
     path = tmp_path / "e.json"
-    path.write_bytes(b'{"ID": 1, "Tags": ["a"]}\n')
-    athena_table = replace(JSON_TABLE, case_sensitive_keys=False)  # the OpenX JSON SerDe
-    assert check_raw_file(RawContract.of(athena_table), LocalRawFile(path)) == ()
+    path.write_bytes(b'{"id": 1, "tags": ["a"]}\n{"ID": 2, "Tags": ["b"]}\n')
+    with pytest.raises(ColumnsByName, match=r"line 2, key 'ID' is spelled 'id' in table raw\.events") as moved:
+        check_raw_file(RawContract.of(JSON_TABLE), LocalRawFile(path))
+    assert moved.value.added == ()
+    path.write_bytes(b'{"id": 1, "Till": "t1"}\n')  # a new column is added lower-cased: its key is respelled
+    with pytest.raises(ColumnsByName, match="key 'Till' is spelled 'till' as a column") as grown:
+        check_raw_file(RawContract.of(JSON_TABLE, evolution="add-columns"), LocalRawFile(path))
+    assert grown.value.added == (Column("till", "string"),)
+    path.write_bytes(b'{"ID": "x"}\n')  # a value of another type is refused all the same
+    with pytest.raises(ContractViolation, match="column id: '\"x\"' is not bigint") as refused:
+        check_raw_file(RawContract.of(JSON_TABLE), LocalRawFile(path))
+    assert not isinstance(refused.value, ColumnsByName)
 
 
 NESTED_JSON = TableSchema(
@@ -165,7 +176,6 @@ NESTED_JSON = TableSchema(
         Column("attrs", "map<string,array<decimal(5,2)>>"),
     ),
     format="json",
-    case_sensitive_keys=True,
 )
 GOOD_ORDER = (
     b'{"id": 1, "ship": {"city": "Oslo", "zip": 150, "geo": {"lat": 59.9, "lon": 10}}, '
@@ -180,7 +190,6 @@ GOOD_ORDER = (
         (b'{"ship": {"city": "Oslo", "zip": "0150"}}', "line 2, field ship.zip: '\"0150\"' is not int"),
         (b'{"ship": {"geo": {"lat": "59.9"}}}', "field ship.geo.lat: '\"59.9\"' is not double"),
         (b'{"ship": {"town": "Oslo"}}', "column ship has key 'town', which its type"),
-        (b'{"ship": {"City": "Oslo"}}', "field ship.City is spelled 'city' in the table"),
         (b'{"ship": "Oslo"}', "column ship: '\"Oslo\"' is not struct<"),
         (b'{"lines": [{"sku": "a", "qty": 1.5}]}', "field lines[].qty: '1.5' is not int"),
         (b'{"lines": {"sku": "a"}}', "column lines: "),
@@ -202,9 +211,10 @@ def test_nested_json_that_reads_as_written_passes(tmp_path: Path) -> None:
     path = tmp_path / "o.json"
     path.write_bytes(GOOD_ORDER)
     assert check_raw_file(RawContract.of(NESTED_JSON), LocalRawFile(path)) == ()
-    # Where keys are matched without their case (Athena's OpenX SerDe), a nested key's case is fine.
-    path.write_bytes(b'{"Ship": {"City": "Oslo", "GEO": {"Lat": 1}}}\n')
-    assert check_raw_file(RawContract.of(replace(NESTED_JSON, case_sensitive_keys=False)), LocalRawFile(path)) == ()
+    # A struct field's key of another case is read by name too (the first is named).
+    path.write_bytes(b'{"id": 1}\n{"ship": {"city": "Oslo", "geo": {"Lat": 1}}, "lines": [{"SKU": "a"}]}\n')
+    with pytest.raises(ColumnsByName, match=r"line 2, field ship\.geo\.Lat is spelled 'lat' in the table"):
+        check_raw_file(RawContract.of(NESTED_JSON), LocalRawFile(path))
 
 
 def test_json_numbers_are_checked_as_written_not_as_doubles(tmp_path: Path) -> None:
