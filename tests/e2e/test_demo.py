@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -111,18 +112,27 @@ def test_the_seeds_example_lands_in_the_saturday_before(demo: tuple[Path, dict[s
 
 def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any]) -> None:
     workspace, summary, _ = demo
-    lines = [
-        json.loads(line)
-        for path in sorted((workspace / "lineage-archive").rglob("*.jsonl"))
-        for line in path.read_text().splitlines()
-    ]
-    roots = {line["root_id"] for line in lines}
+    archive = workspace / "lineage-archive"
+    objects = {path.relative_to(archive).as_posix(): path for path in sorted(archive.rglob("*.jsonl"))}
+    lines = [(key, json.loads(line)) for key, path in objects.items() for line in path.read_text().splitlines()]
+    roots = {line["root_id"] for _, line in lines}
     assert len(roots) == 8, "one tree per arrival; the redelivered arrival is the same tree"
-    assert summary["archive_objects"] == 8
-    actions = {node["action_taken"] for line in lines for node in line["lineage"]}
+    assert summary["archive_objects"] == len(objects) == 8
+    actions = {node["action_taken"] for _, line in lines for node in line["lineage"]}
     assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
-    assert all(line["lineage"][-1]["action_taken"] == "TRACE_COMPLETE" or line["lineage"] for line in lines)
-    assert summary["archived_lineage_rows"] > 0
+    for key, line in lines:
+        lineage = line["lineage"]
+        # A finished run's path from its root to its leaf (the record), then the archive (trace) step.
+        assert line["status"] == "complete", line
+        assert lineage[0]["parent_id"] == line["root_id"], line
+        assert all(node["root_id"] == line["root_id"] for node in lineage), line
+        assert all(child["parent_id"] == parent["node_id"] for parent, child in pairwise(lineage)), line
+        assert lineage[-2]["node_id"] == line["record_id"], line
+        assert lineage[-2]["action_taken"] in ("STAGE_A_COMPLETE", "STAGE_B_COMPLETE"), line
+        assert lineage[-1]["action_taken"] == "DATA_COMPACTION", line
+        assert lineage[-1]["storage_location"].endswith(f"/archive/{key}"), line
+    # The archive query gives one row per archived step: every line's lineage, nothing lost or added.
+    assert summary["archived_lineage_rows"] == sum(len(line["lineage"]) for _, line in lines)
     every_event = [json.loads(e) for e in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
     assert {event["eventType"] for event in every_event} == {"START", "COMPLETE"}
 
@@ -145,7 +155,7 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     # The archived lineage records name the same executions and arrivals as the events.
     finished = [
         node
-        for line in lines
+        for _, line in lines
         for node in line["lineage"]
         if node["action_taken"].endswith(("_A_COMPLETE", "_B_COMPLETE"))
     ]

@@ -7,6 +7,7 @@ record, and throttling is injected into the real (moto-backed) client with a bot
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import boto3
@@ -88,10 +89,15 @@ def test_select_returns_rows_without_the_header_row(athena: Any) -> None:
 def test_waits_through_queued_and_running_with_growing_delays(athena: Any) -> None:
     state_manager.set_transition("athena::execution", {"progression": "manual", "times": 3})
     clock = FakeClock()
-    engine_for(athena, clock).execute("SELECT 1")
-    assert len(clock.sleeps) >= 4
-    assert clock.sleeps == sorted(clock.sleeps)
-    assert max(clock.sleeps) <= AthenaSettings().poll_max_seconds
+    # A cap the waits reach within the run, so both the growth and the cap are seen.
+    initial, cap = 0.2, 1.0
+    engine_for(athena, clock, poll_initial_seconds=initial, poll_max_seconds=cap).execute("SELECT 1")
+    sleeps = clock.sleeps
+    assert len(sleeps) >= 4 and sleeps[0] == initial
+    # Each wait is longer than the one before until the cap, then stays at the cap.
+    for before, after in pairwise(sleeps):
+        assert after > before or before == after == cap, sleeps
+    assert max(sleeps) == cap, sleeps
 
 
 def inject_throttling(client: Any, operation: str, times: int) -> list[int]:

@@ -233,13 +233,45 @@ def test_a_message_redelivered_after_its_run_ended_hands_the_lease_to_a_run_that
     assert "lease_owner" not in state and "pending" not in state and state["version"]["N"] == "1"
 
 
+def bucket_objects(aws: dict[str, Any], prefix: str) -> dict[str, bytes]:
+    """What the bucket holds under ``prefix``, listed (not what a handler says it did)."""
+    s3 = aws["s3"]
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="analytics-bucket", Prefix=prefix).get("Contents", [])]
+    return {key: s3.get_object(Bucket="analytics-bucket", Key=key)["Body"].read() for key in keys}
+
+
 def test_failure_removes_the_runs_partial_output(aws: dict[str, Any]) -> None:
-    payload = planned(aws, message())
+    # A first run publishes a version of the partition.
+    first = planned(aws, message())
+    published = first["plan"]["target_location"].removeprefix("s3://analytics-bucket/")
+    aws["s3"].put_object(Bucket="analytics-bucket", Key=f"{published}part-0.parquet", Body=b"published rows")
+    commit.handler({"plan": first["plan"]}, CONTEXT)
+    post_update.handler(first, CONTEXT)
+    (execution,) = executions(aws)
+    succeeded(execution["executionArn"])
+    # A later arrival's run writes part of its output to its own fresh prefix, then a step fails.
+    later = message().model_copy(
+        update={
+            "trigger": SourceArrival(
+                table="engineering_mysql_dev.customers",
+                partition={"date": "20220120"},
+                run="20220120t010000000000_bbbbbbbbbb",
+            )
+        }
+    )
+    payload = planned(aws, later)
     location = payload["plan"]["target_location"].removeprefix("s3://analytics-bucket/")
-    aws["s3"].put_object(Bucket="analytics-bucket", Key=f"{location}part-0.parquet", Body=b"x")
+    partition_prefix = "engineering/daily_customers/date=20220120/"
+    assert location != published and location.startswith(partition_prefix) and published.startswith(partition_prefix)
+    for name in ("part-0.parquet", "part-1.parquet"):
+        aws["s3"].put_object(Bucket="analytics-bucket", Key=f"{location}{name}", Body=b"partial rows")
+    before = bucket_objects(aws, published)
     error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND"}
     result = failure.handler({"plan": payload["plan"], "error": error}, CONTEXT)
-    assert result["partial_objects_deleted"] == 1
+    assert bucket_objects(aws, location) == {}, "the failed run's prefix is empty"
+    assert bucket_objects(aws, partition_prefix) == before, "the published version is untouched, nothing else left"
+    assert before == {f"{published}part-0.parquet": b"published rows"}
+    assert result["partial_objects_deleted"] == 2
 
 
 def test_failure_parks_the_message_in_the_dlq_and_a_redrive_runs_again(aws: dict[str, Any]) -> None:

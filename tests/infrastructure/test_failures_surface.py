@@ -16,7 +16,6 @@ from tests.infrastructure.test_stacks import (
     as_list,
     functions_by_handler,
     resources,
-    role_statements,
     state_machine_definition,
     synthesized,
 )
@@ -122,10 +121,42 @@ def test_each_function_alarms_on_errors(pipeline: Template) -> None:
     assert len(functions_by_handler(pipeline)) >= 10
 
 
-def test_execution_logs_are_encrypted_with_the_data_key(pipeline: Template) -> None:
+def rendered(value: Any) -> str:
+    """A template string with its ``Fn::Join`` and ``Ref`` spelled out (``${AWS::Region}``), to compare."""
+    if isinstance(value, str):
+        return value
+    if "Ref" in value:
+        return "${" + str(value["Ref"]) + "}"
+    separator, parts = value["Fn::Join"]
+    return str(separator).join(rendered(part) for part in parts)
+
+
+@pytest.mark.parametrize("engine", ["athena", "spark"])
+def test_execution_logs_are_encrypted_with_the_data_key(engine: str) -> None:
+    storage, pipeline = synthesized(engine)
+    # The data key: the storage stack's one KMS key, which the pipeline stack imports by its export.
+    (data_key,) = resources(storage, "AWS::KMS::Key")
+    (export,) = [
+        output["Export"]["Name"]
+        for output in storage.to_json()["Outputs"].values()
+        if output["Value"] == {"Fn::GetAtt": [data_key, "Arn"]}
+    ]
     groups = resources(pipeline, "AWS::Logs::LogGroup")
-    for machine in resources(pipeline, "AWS::StepFunctions::StateMachine").values():
-        destination = machine["Properties"]["LoggingConfiguration"]["Destinations"][0]
+    machines = resources(pipeline, "AWS::StepFunctions::StateMachine")
+    assert len(machines) == 2
+    for name, machine in machines.items():
+        (destination,) = machine["Properties"]["LoggingConfiguration"]["Destinations"]
         group = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
-        assert "KmsKeyId" in groups[group]["Properties"], group
-    assert role_statements  # the helpers this tier shares
+        assert groups[group]["Properties"].get("KmsKeyId") == {"Fn::ImportValue": export}, name
+    # CloudWatch Logs refuses a key whose policy does not let its service use it for the log group.
+    logs_statements = [
+        statement
+        for statement in resources(storage, "AWS::KMS::Key")[data_key]["Properties"]["KeyPolicy"]["Statement"]
+        if statement["Effect"] == "Allow"
+        and rendered(statement["Principal"].get("Service", "")) == "logs.${AWS::Region}.amazonaws.com"
+    ]
+    assert logs_statements, "the data key's policy does not let CloudWatch Logs use it"
+    for statement in logs_statements:
+        assert {"kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"} <= set(as_list(statement["Action"]))
+        context = statement["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]
+        assert rendered(context) == "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:*"

@@ -19,7 +19,7 @@ from urllib.parse import quote_plus
 import boto3
 import pydantic
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from sqlglot.dialects.athena import Athena
@@ -42,12 +42,11 @@ from harness.hostile import (
     mutated,
     partition_value,
     raw_keys,
-    to_json_text,
 )
 from lakeline.cli import app
 from lakeline.dependencies.model import DependencyItem, DependencyItemError, parse_dependency_item
 from lakeline.errors import InvalidInputError
-from lakeline.lineage.records.model import LineageRecord, build_records, parse_record
+from lakeline.lineage.records.model import build_records
 from lakeline.lineage.records.table import LINEAGE_TABLE
 from lakeline.names import IDENTIFIER_PATTERN, PARTITION_VALUE_PATTERN
 from stage_a.arrivals import parse_arrivals
@@ -330,50 +329,88 @@ def record_message(root: str) -> dict[str, Any]:
     return record.to_message()
 
 
-def valid_record(body: str) -> LineageRecord | None:
-    try:
-        return parse_record(body)
-    except InvalidInputError:
-        return None
+def malformed_lineage_messages() -> dict[str, tuple[str, str]]:
+    """Lineage messages malformed on purpose, by name: ``(body, what its reason must name)``. Each is a
+    valid record's message with one thing made wrong, so that it is malformed is known by construction,
+    not by asking the validator under test."""
+    template = record_message("template-root")
+
+    def changed(**fields: Any) -> str:
+        return json.dumps({**template, **fields})
+
+    def without(field: str) -> str:
+        return json.dumps({name: value for name, value in template.items() if name != field})
+
+    cases = {
+        "not JSON": ("{root_id: template-root}", "not JSON"),
+        "empty body": ("", "not JSON"),
+        "truncated JSON": (json.dumps(template)[:-1], "not JSON"),
+        "a JSON list": (json.dumps([template]), "(top level)"),
+        "a JSON string": (json.dumps("template-root"), "(top level)"),
+        "JSON null": ("null", "(top level)"),
+        "a number": ("42", "(top level)"),
+        "unknown field": (changed(colour="red"), "colour"),
+        "root_id a number": (changed(root_id=42), "root_id"),
+        "root_id with a space": (changed(root_id="template root"), "root_id"),
+        "node_id starting with _": (changed(node_id="_bookkeeping"), "node_id"),
+        "parent_id too long": (changed(parent_id="p" * 201), "parent_id"),
+        "action starting with a digit": (changed(action_taken="1_RAW_DATA_INPUT"), "action_taken"),
+        "action with a space": (changed(action_taken="RAW DATA"), "action_taken"),
+        "location not a URI": (changed(storage_location="bucket/key"), "storage_location"),
+        "location with a space": (changed(storage_location="s3://r/a key"), "storage_location"),
+        "recordedAt a word": (changed(recordedAt="yesterday"), "recordedAt"),
+        "recordedAt negative": (changed(recordedAt=-1), "recordedAt"),
+        "ttl_expiry negative": (changed(ttl_expiry=-1), "ttl_expiry"),
+        "node is its own parent": (changed(parent_id=template["node_id"]), "own parent"),
+        "node is the root": (changed(root_id=template["node_id"]), "equals root_id"),
+        "run_id not a UUID": (changed(run_id="run-1"), "run_id"),
+        "job_name without a namespace": (changed(job_name="stage_a"), "job_name"),
+        "dataset with a space": (changed(dataset="sales orders"), "dataset"),
+    }
+    for field in ("root_id", "node_id", "parent_id", "action_taken", "storage_location", "recordedAt", "ttl_expiry"):
+        cases[f"{field} missing"] = (without(field), f"{field}: required field is missing")
+    return cases
+
+
+MALFORMED_LINEAGE_MESSAGES = malformed_lineage_messages()
 
 
 def test_malformed_lineage_messages_are_parked_with_a_reason_and_their_neighbours_load(lineage_table: Any) -> None:
     from lambdas.lineage_load import handler as load
 
-    outcomes: Counter[str] = Counter()
+    drawn: Counter[str] = Counter()
     sequence = iter(range(1_000_000))
-    template = record_message("template-root")
-
-    bodies = st.one_of(
-        mutated(template).map(to_json_text),
-        json_values.map(to_json_text),
-        st.text(max_size=40),
-        st.just(""),
-    )
+    loaded: list[dict[str, Any]] = []
 
     @FEWER
-    @given(st.lists(bodies, min_size=1, max_size=4))
-    def check(bad_bodies: list[str]) -> None:
+    @example(list(MALFORMED_LINEAGE_MESSAGES))  # every case at once, whatever is drawn
+    @given(st.lists(st.sampled_from(sorted(MALFORMED_LINEAGE_MESSAGES)), min_size=1, max_size=4))
+    def check(names: list[str]) -> None:
         number = next(sequence)
+        drawn.update(names)
+        bad = [MALFORMED_LINEAGE_MESSAGES[name] for name in names]
         good = [json.dumps(record_message(f"good-{number}-{i}")) for i in range(3)]
-        batch = [good[0], *bad_bodies[:2], good[1], *bad_bodies[2:], good[2]]
+        bodies = [body for body, _ in bad]
+        batch = [good[0], *bodies[:2], good[1], *bodies[2:], good[2]]
         response = load.handler(lambda_sqs_event(batch), context("lineage-load"))
         # Never worth retrying: parked at once, each with its reason, none reported for redelivery.
         assert response["batchItemFailures"] == []
         sqs = boto3.client("sqs", region_name=REGION)
         letters = drain_messages(sqs, sqs.get_queue_url(QueueName="lineage-dlq")["QueueUrl"])
-        invalid = [body for body in batch if valid_record(body) is None]
-        assert sorted(letter["Body"] for letter in letters) == sorted(invalid)
-        assert all(reason_of(letter).startswith("invalid lineage record: ") for letter in letters)
-        outcomes["failed"] += len(invalid)
-        outcomes["loaded"] += len(batch) - len(invalid)
-        for body in good:
-            record = json.loads(body)
-            key = {"root_id": {"S": record["root_id"]}, "node_id": {"S": record["node_id"]}}
-            assert "Item" in lineage_table.get_item(TableName=TABLE, Key=key)
+        # Exactly the malformed messages, each once, each with a reason naming what is wrong with it.
+        assert Counter(letter["Body"] for letter in letters) == Counter(bodies)
+        expected = dict(bad)
+        for letter in letters:
+            reason = reason_of(letter)
+            assert reason.startswith("invalid lineage record: ") and expected[letter["Body"]] in reason, reason
+        loaded.extend(json.loads(body) for body in good)
+        # The good neighbours are loaded, and nothing else is.
+        items = lineage_table.scan(TableName=TABLE)["Items"]
+        stored = sorted((item["root_id"]["S"], item["node_id"]["S"]) for item in items)
+        assert stored == sorted((record["root_id"], record["node_id"]) for record in loaded)
 
     run_property(check)
-    assert outcomes["failed"] >= 80, outcomes
+    assert set(drawn) == set(MALFORMED_LINEAGE_MESSAGES)
 
 
 def test_a_lineage_request_batch_with_a_bad_request_queues_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
