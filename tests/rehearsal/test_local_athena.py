@@ -597,3 +597,36 @@ def test_a_malformed_json_line_fails_the_query_unless_the_openx_serde_is_told_to
     again = run(deployment, f"CREATE EXTERNAL TABLE strict_json (n int) {openx} {location}", database=DATABASE)
     assert again["Status"]["State"] == "FAILED"
     assert "already exists" in again["Status"]["StateChangeReason"]
+
+
+def test_an_unpartitioned_table_published_at_a_run_prefix_keeps_exactly_its_declared_columns(
+    deployment: Deployment, sales: str
+) -> None:
+    """Stage A publishes an unpartitioned table by a CTAS into ``<root>/lakeline_run=<token>/`` and
+    ``ALTER TABLE ... SET LOCATION`` there (``swap_statements``). Athena's SET LOCATION never adds a column;
+    Spark, making the table over ``<root>`` (which by then holds the ``lakeline_run=`` folder), inferred a
+    ``lakeline_run`` column and it was written back to Glue (#36)."""
+    from lakeline.partitions import swap_statements
+
+    root = f"s3://{DATA}/stores/"
+    succeeded(
+        deployment,
+        f"CREATE EXTERNAL TABLE IF NOT EXISTS stores (store string, region string) STORED AS PARQUET LOCATION '{root}'",
+        database=DATABASE,
+    )
+    for token in ("first", "second"):
+        succeeded(
+            deployment,
+            f"CREATE TABLE stores_{token} WITH (format = 'PARQUET', external_location = '{root}lakeline_run={token}/') "
+            f"AS SELECT item AS store, 'east' AS region FROM {sales}",
+            database=DATABASE,
+        )
+        (swap,) = swap_statements(DATABASE, "stores", {}, f"{root}lakeline_run={token}/")
+        succeeded(deployment, swap)
+        succeeded(deployment, f"DROP TABLE stores_{token}", database=DATABASE)
+        table = deployment.client("glue").get_table(DatabaseName=DATABASE, Name="stores")["Table"]
+        assert [column["Name"] for column in table["StorageDescriptor"]["Columns"]] == ["store", "region"]
+        assert table["PartitionKeys"] == []
+        assert table["StorageDescriptor"]["Location"] == f"{root}lakeline_run={token}/"
+        found = rows(deployment, succeeded(deployment, f"SELECT * FROM {DATABASE}.stores ORDER BY store"))
+        assert found == [["store", "region"], ["cake", "east"], ["tea, green", "east"]]

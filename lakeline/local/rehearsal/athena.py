@@ -940,8 +940,13 @@ class LocalAthena:
         descriptor = definition.get("StorageDescriptor", {})
         columns = [*descriptor.get("Columns", []), *definition.get("PartitionKeys", [])]
         listed = ", ".join(f"{ddl_name(c['Name'].lower())} {c.get('Type', 'string')}" for c in columns)
-        using = self._using(f"{database}.{table}", definition)
         keys = [c["Name"].lower() for c in definition.get("PartitionKeys", [])]
+        using = self._using(f"{database}.{table}", definition)
+        if not keys:
+            # Athena reads an unpartitioned table's folder and its subfolders, all as data. Spark would
+            # infer a partition column from a subfolder named k=v (stage A publishes at <root>/lakeline_run=
+            # <token>/) and keep it in the table's schema, which was then written back to Glue (#36).
+            using = _with_option(using, "recursiveFileLookup", "true")
         partitioned = f" PARTITIONED BY ({', '.join(ddl_name(k) for k in keys)})" if keys else ""
         location = descriptor.get("Location")
         placed = f" LOCATION {string_literal(self.names.local_uri(location))}" if location else ""
@@ -1332,6 +1337,14 @@ def _merged(current: dict[str, Any], spark: dict[str, Any]) -> dict[str, Any]:
     ].rstrip("/"):
         descriptor["Location"] = spark_descriptor["Location"]
     return merged
+
+
+def _with_option(using: str, key: str, value: str) -> str:
+    """``USING <source> [OPTIONS (...)]`` with one option more."""
+    option = f"{key} {string_literal(value)}"
+    if using.endswith(")") and " OPTIONS (" in using:
+        return f"{using[:-1]}, {option})"
+    return f"{using} OPTIONS ({option})"
 
 
 def _same_file(path: Path, known: Mirrored) -> bool:
