@@ -64,7 +64,10 @@ def print_result(result: QueryResult, output: ResultFormat, console: Console) ->
 
 def run_sql(
     file: Annotated[Path | None, typer.Argument(help="file of Athena-dialect statements separated by ';'")] = None,
-    query: Annotated[str | None, typer.Option("--query", "-q", help="one statement instead of a file")] = None,
+    query: Annotated[
+        list[str] | None,
+        typer.Option("--query", "-q", help="a statement instead of a file; repeat it to run several in order"),
+    ] = None,
     workspace: WorkspaceOption = None,
     config: ConfigOption = None,
     output: Annotated[ResultFormat, typer.Option("--format", help="how results are printed")] = ResultFormat.table,
@@ -107,11 +110,12 @@ def run_sql(
         stopped = sql_server.stop(ws)
         err_console.print("SQL server stopped" if stopped else "no SQL server runs on this workspace")
         return
-    if (file is None) == (query is None):
+    if (file is None) == (not query):
         fail("give a FILE or --query, not both")
-    text = query if query is not None else file.read_text() if file else ""
+    texts = list(query) if query else [file.read_text()] if file else []
     try:
-        statements = [s.sql("athena") for s in sqlglot.parse(text, read="athena") if s is not None]
+        # Each --query on its own: one that holds a ';' of its own is its statements, in order.
+        statements = [s.sql("athena") for text in texts for s in sqlglot.parse(text, read="athena") if s is not None]
     except sqlglot.errors.ParseError as error:
         fail(plain(f"cannot parse the SQL: {error}"))
     try:

@@ -36,6 +36,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
+from lakeline import logs
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.errors import LakelineError
 from lakeline.local.engine_owner import SQL_SERVER
@@ -389,7 +390,11 @@ def serve(argv: list[str] | None, mode: str, opening: Opening, prog: str) -> Non
     parser.add_argument("--keep", type=float, default=DEFAULT_KEEP_MINUTES, help="minutes to stay when idle")
     parser.add_argument("--config", type=Path, help="the project's lakeline.yml (deployed)")
     arguments = parser.parse_args(argv)
+    # Libraries' log lines (sqlglot's "contains unsupported syntax ...") go to the workspace's log, as a
+    # command's do, not to this process's output, which a failed start shows (#36).
+    logs.capture()
     workspace = Workspace.at(arguments.root, arguments.raw)
+    logs.to_workspace(workspace.root)
     notes: list[str] = []
     with ExitStack() as opened:
         try:

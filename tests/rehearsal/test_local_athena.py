@@ -291,11 +291,14 @@ def test_a_partitioned_ctas_and_an_insert_write_partitions_into_glue_and_files_i
     assert found == [["item", "units"], ["bread", "2"], ["cake", "5"], ["tea", "3"]]
 
 
-def test_known_gap_path_is_spark_s_input_file_name_with_s3_values(deployment: Deployment, sales: str) -> None:
-    """A documented gap (README, the module's docstring): ``"$path"`` is read, as an s3:// URI, but the
-    column is named as Spark names it. If this fails, the gap closed and the docs must change."""
+def test_path_and_unnamed_columns_are_headed_as_athena_heads_them(deployment: Deployment, sales: str) -> None:
+    """``"$path"`` is headed ``$path`` (Spark: ``input_file_name()``) and an expression without an alias
+    ``_col<position>`` (Spark: ``count(1)``), as Athena heads them (#36)."""
     found = rows(deployment, succeeded(deployment, f'SELECT "$path", item FROM {sales} WHERE id = 1'))
-    assert found == [["input_file_name()", "item"], [f"s3://{DATA}/sales/date=20240301/a.csv", "tea, green"]]
+    assert found == [["$path", "item"], [f"s3://{DATA}/sales/date=20240301/a.csv", "tea, green"]]
+    query = f"SELECT count(*), item, upper(item), sum(amount) AS total FROM {sales} WHERE id = 2 GROUP BY item"
+    found = rows(deployment, succeeded(deployment, query))
+    assert found == [["_col0", "item", "_col2", "total"], ["1", "cake", "CAKE", "4.0"]]
 
 
 def test_lakeline_s_athena_engine_runs_against_the_endpoint(deployment: Deployment, sales: str) -> None:
@@ -597,3 +600,86 @@ def test_a_malformed_json_line_fails_the_query_unless_the_openx_serde_is_told_to
     again = run(deployment, f"CREATE EXTERNAL TABLE strict_json (n int) {openx} {location}", database=DATABASE)
     assert again["Status"]["State"] == "FAILED"
     assert "already exists" in again["Status"]["StateChangeReason"]
+
+
+def test_an_unpartitioned_table_published_at_a_run_prefix_keeps_exactly_its_declared_columns(
+    deployment: Deployment, sales: str
+) -> None:
+    """Stage A publishes an unpartitioned table by a CTAS into ``<root>/lakeline_run=<token>/`` and
+    ``ALTER TABLE ... SET LOCATION`` there (``swap_statements``). Athena's SET LOCATION never adds a column;
+    Spark, making the table over ``<root>`` (which by then holds the ``lakeline_run=`` folder), inferred a
+    ``lakeline_run`` column and it was written back to Glue (#36)."""
+    from lakeline.partitions import swap_statements
+
+    root = f"s3://{DATA}/stores/"
+    succeeded(
+        deployment,
+        f"CREATE EXTERNAL TABLE IF NOT EXISTS stores (store string, region string) STORED AS PARQUET LOCATION '{root}'",
+        database=DATABASE,
+    )
+    for token in ("first", "second"):
+        succeeded(
+            deployment,
+            f"CREATE TABLE stores_{token} WITH (format = 'PARQUET', external_location = '{root}lakeline_run={token}/') "
+            f"AS SELECT item AS store, 'east' AS region FROM {sales}",
+            database=DATABASE,
+        )
+        (swap,) = swap_statements(DATABASE, "stores", {}, f"{root}lakeline_run={token}/")
+        succeeded(deployment, swap)
+        succeeded(deployment, f"DROP TABLE stores_{token}", database=DATABASE)
+        table = deployment.client("glue").get_table(DatabaseName=DATABASE, Name="stores")["Table"]
+        assert [column["Name"] for column in table["StorageDescriptor"]["Columns"]] == ["store", "region"]
+        assert table["PartitionKeys"] == []
+        assert table["StorageDescriptor"]["Location"] == f"{root}lakeline_run={token}/"
+        found = rows(deployment, succeeded(deployment, f"SELECT * FROM {DATABASE}.stores ORDER BY store"))
+        assert found == [["store", "region"], ["cake", "east"], ["tea, green", "east"]]
+
+
+def test_describe_show_create_table_show_partitions_and_show_columns_answer_from_glue_as_athena_does(
+    deployment: Deployment, sales: str
+) -> None:
+    """Through the local Athena DESCRIBE printed nothing (no result columns) and SHOW CREATE TABLE / SHOW
+    PARTITIONS failed ("not supported on Spark"); Athena answers each from its catalog (#36)."""
+    described = succeeded(deployment, f"DESCRIBE {sales}")
+    assert described["StatementType"] == "UTILITY"
+    result = deployment.client("athena").get_query_results(QueryExecutionId=described["QueryExecutionId"])
+    assert [c["Name"] for c in result["ResultSet"]["ResultSetMetadata"]["ColumnInfo"]] == [
+        "col_name",
+        "data_type",
+        "comment",
+    ]
+    assert rows(deployment, described) == [
+        ["id", "bigint", ""],
+        ["item", "string", ""],
+        ["amount", "double", ""],
+        ["date", "string", ""],
+        ["", "", ""],
+        ["# Partition Information", "", ""],
+        ["# col_name", "data_type", "comment"],
+        ["", "", ""],
+        ["date", "string", ""],
+    ]
+    assert rows(deployment, succeeded(deployment, f"SHOW PARTITIONS {sales}")) == [["date=20240301"]]
+    assert rows(deployment, succeeded(deployment, "SHOW COLUMNS IN sales", database=DATABASE)) == [
+        ["id"],
+        ["item"],
+        ["amount"],
+        ["date"],
+    ]
+    shown = [row[0] for row in rows(deployment, succeeded(deployment, f"SHOW CREATE TABLE {sales}"))]
+    assert shown[:3] == [f"CREATE EXTERNAL TABLE `{DATABASE}`.`sales`(", "  `id` bigint, ", "  `item` string, "]
+    assert f"  's3://{DATA}/sales/'" in shown and "PARTITIONED BY ( " in shown
+    # The DDL Athena answers makes the same table again.
+    again = "\n".join(shown).replace(f"`{DATABASE}`.`sales`", f"`{DATABASE}`.`sales_again`")
+    succeeded(deployment, again)
+    glue = deployment.client("glue")
+    original, copy = (glue.get_table(DatabaseName=DATABASE, Name=name)["Table"] for name in ("sales", "sales_again"))
+    assert copy["PartitionKeys"] == original["PartitionKeys"]
+    assert {k: v for k, v in copy["Parameters"].items() if k != "EXTERNAL"} == original["Parameters"]
+    for key in ("Columns", "Location", "SerdeInfo", "InputFormat", "OutputFormat"):
+        assert copy["StorageDescriptor"][key] == original["StorageDescriptor"][key], key
+    failed = run(deployment, f"DESCRIBE FORMATTED {sales}")
+    assert failed["Status"]["State"] == "FAILED"
+    assert "DESCRIBE FORMATTED" in failed["Status"]["StateChangeReason"]
+    missing = run(deployment, f"DESCRIBE {DATABASE}.no_such_table")
+    assert "Table not found local_athena_sales.no_such_table" in missing["Status"]["StateChangeReason"]

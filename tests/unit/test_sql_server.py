@@ -122,3 +122,46 @@ def test_a_record_left_by_a_server_that_died_never_signals_the_process_that_got_
     finally:
         stranger.kill()
         stranger.wait()
+
+
+STAND_IN_SERVER = """
+from contextlib import contextmanager
+
+import sqlglot
+
+from lakeline.engines.base import QueryResult
+from lakeline.local import sql_server
+
+
+class StandIn:
+    def execute(self, statement):
+        sqlglot.parse(statement, read="athena")  # logs "contains unsupported syntax" for a SHOW CREATE TABLE
+        return QueryResult("q", ["n"], [(1,)])
+
+
+@contextmanager
+def opening(arguments, workspace, notes):
+    yield StandIn()
+
+
+sql_server.serve(None, sql_server.EMBEDDED, opening, "stand-in")
+"""
+
+
+def test_a_server_keeps_library_log_lines_in_the_workspace_log_not_in_its_output(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlglot's warnings in the server's process went to its output, Python's last resort (#36)."""
+    import os
+
+    (tmp_path / "stand_in_sql_server.py").write_text(STAND_IN_SERVER)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    client = sql_server.connect(
+        workspace, keep_minutes=1, waiting=lambda: None, mode=sql_server.EMBEDDED, command=["stand_in_sql_server"]
+    )
+    try:
+        assert client.execute("SHOW CREATE TABLE a.b").rows == [(1,)]
+    finally:
+        sql_server.stop(workspace)
+    assert "unsupported syntax" not in sql_server.log_file(workspace).read_text()
+    assert "unsupported syntax" in (workspace.root / "state" / "lakeline.log").read_text()

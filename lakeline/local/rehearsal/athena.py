@@ -31,7 +31,10 @@ Gaps against real Athena, said plainly:
   division by zero fail, as in Trino (a double divided by zero too, which is Infinity in Trino).
 - Refused as Athena refuses them (``athena_refusals``): INSERT INTO a bucketed table, a CTAS into a
   location that holds objects, more than 100 partitions written by one statement.
-- A column read through ``"$path"`` is named ``input_file_name()``; its values are mapped back to s3://.
+- ``"$path"`` is read through Spark's ``input_file_name()``, its values mapped back to s3://; a query's
+  columns are headed as Athena heads them (``$path``, ``_col<i>`` for an expression without an alias).
+- ``DESCRIBE``, ``SHOW CREATE TABLE``, ``SHOW PARTITIONS``, ``SHOW COLUMNS`` and ``SHOW DATABASES`` are
+  answered from Glue in Athena's shapes; ``DESCRIBE EXTENDED | FORMATTED`` and other ``SHOW``s are refused.
 - Formats: Parquet, ORC, JSON (OpenX and Hive JSON SerDes, not OpenX's ``mapping.*``) and CSV (OpenCSVSerde,
   LazySimpleSerDe, ``skip.header.line.count`` of 0 or 1) only, text gzip-compressed by its ``.gz`` name. A
   ``CREATE TABLE`` is written into Glue as Athena writes it (any SerDe: Athena checks none) and read as
@@ -82,6 +85,7 @@ from lakeline.local.rehearsal.athena_caller import (
     authorize,
     caller_of,
     changing,
+    glue_table,
     reading,
     result_file,
     writing,
@@ -95,12 +99,16 @@ logger = logging.getLogger(__name__)
 DEFAULT_DATABASE = "default"
 DEFAULT_PREFIX = "athena_local__"
 PARTITIONS_PER_STATEMENT = 100
+TABLE_NAME = r"(?P<name>[`\"]?[A-Za-z0-9_]+[`\"]?(?:\.[`\"]?[A-Za-z0-9_]+[`\"]?)?)"
 # Statements sqlglot only knows as opaque commands: the table they name is rewritten by hand.
-COMMAND_TABLE = re.compile(
-    r"^(?P<verb>MSCK\s+REPAIR\s+TABLE|SHOW\s+PARTITIONS|SHOW\s+CREATE\s+TABLE|SHOW\s+COLUMNS\s+(?:IN|FROM))"
-    r"\s+(?P<name>[`\"]?[A-Za-z0-9_]+[`\"]?(?:\.[`\"]?[A-Za-z0-9_]+[`\"]?)?)\s*$",
-    re.IGNORECASE,
-)
+COMMAND_TABLE = re.compile(r"^(?P<verb>MSCK\s+REPAIR\s+TABLE)\s+" + TABLE_NAME + r"\s*$", re.IGNORECASE)
+# ``DESCRIBE``, ``SHOW CREATE TABLE``, ``SHOW PARTITIONS`` and ``SHOW COLUMNS`` of one table: answered from
+# Glue, Athena's catalog, as Athena (Hive's DDL) answers them; Spark's answers differ in shape (or Spark has
+# no such statement) and name its prefixed databases.
+DESCRIBE = re.compile(r"^DESCRIBE\s+" + TABLE_NAME + r"$", re.IGNORECASE)
+SHOW_CREATE_TABLE = re.compile(r"^SHOW\s+CREATE\s+TABLE\s+" + TABLE_NAME + r"$", re.IGNORECASE)
+SHOW_PARTITIONS = re.compile(r"^SHOW\s+PARTITIONS\s+" + TABLE_NAME + r"$", re.IGNORECASE)
+SHOW_COLUMNS = re.compile(r"^SHOW\s+COLUMNS\s+(?:IN|FROM)\s+" + TABLE_NAME + r"$", re.IGNORECASE)
 # Athena's ``SHOW DATABASES | SCHEMAS [LIKE 'regular expression']``: answered from Glue (Spark's databases
 # here are prefixed, and the catalog is Glue's).
 SHOW_DATABASES = re.compile(r"^SHOW\s+(?:DATABASES|SCHEMAS)(?:\s+LIKE\s+'(?P<pattern>[^']*)')?$", re.IGNORECASE)
@@ -736,10 +744,24 @@ class LocalAthena:
             raise LocalAthenaError(NO_OUTPUT)
         if execution.execution_parameters:
             raise LocalAthenaError("ExecutionParameters are not supported by the local Athena endpoint")
-        shown = SHOW_DATABASES.match(execution.query.strip().rstrip(";").strip())
+        text = execution.query.strip().rstrip(";").strip()
+        shown = SHOW_DATABASES.match(text)
         if shown is not None:
             return self._show_databases(glue, s3, backend, execution, output, shown.group("pattern"))
         context = (execution.context or {}).get("Database")
+        for pattern, answer in (
+            (DESCRIBE, _described_table),
+            (SHOW_CREATE_TABLE, _create_table_statement),
+            (SHOW_PARTITIONS, _listed_partitions),
+            (SHOW_COLUMNS, _listed_columns),
+        ):
+            named = pattern.match(text)
+            if named is not None:
+                return self._from_glue(glue, s3, backend, execution, output, named.group("name"), answer)
+        if re.match(r"DESCRIBE\b", text, re.IGNORECASE):
+            raise LocalAthenaError(
+                f"statement is not supported by the local Athena endpoint: {text[:80]} (DESCRIBE [db.]table is)"
+            )
         root = output.rsplit("/", 1)[0]
         statement = self.names.statement(execution.query, context, ctas_root=f"{root}/tables/{execution.id}/")
         began = time.monotonic()
@@ -794,8 +816,14 @@ class LocalAthena:
         outcome = Outcome(statement_type=_statement_type(execution.query))
         if statement.is_query:
             kinds = self._result_types(statement, result)
-            outcome.columns = list(zip(result.columns, kinds, strict=True))
-            outcome.rows = [list(result.columns)]
+            names = _athena_names(execution.query, result.columns)
+            outcome.columns = list(zip(names, kinds, strict=True))
+            outcome.rows = [list(names)]
+        elif outcome.statement_type == "UTILITY":
+            # SHOW ... answers rows as text, without a header row (Athena writes them to a .txt file).
+            if not result.columns:
+                raise LocalAthenaError(f"statement is not supported by the local Athena endpoint: {text[:80]}")
+            outcome.columns = [(name, "varchar") for name in result.columns]
         outcome.rows += [[self._text(value) for value in row] for row in result.rows]
         self._put_results(s3, output, outcome)
         timings.record("athena: write back, mirror out, results", time.monotonic() - ran, execution.id)
@@ -818,6 +846,35 @@ class LocalAthena:
         names = sorted({DEFAULT_DATABASE, *glue.databases})
         outcome = Outcome(statement_type="UTILITY", columns=[("database_name", "string")])
         outcome.rows = [[name] for name in names if matches.fullmatch(name)]
+        self._put_results(s3, output, outcome)
+        return outcome
+
+    def _from_glue(
+        self,
+        glue: Any,
+        s3: Any,
+        backend: Any,
+        execution: Any,
+        output: str,
+        name: str,
+        answer: Any,
+    ) -> Outcome:
+        """A statement about one table answered from its Glue entry by ``answer`` (database, table, entry)
+        → (columns, rows)."""
+        parts = [_unquoted(part) for part in name.split(".")]
+        context = str((execution.context or {}).get("Database") or DEFAULT_DATABASE).lower()
+        database, table = (parts[0], parts[1]) if len(parts) == 2 else (context, parts[0])
+        caller = getattr(execution, "caller", None)
+        if caller is not None and _iam_enforced():
+            arns = glue_table(backend.region_name, backend.account_id, database, table)
+            needed = [Needed("glue:GetTable", arns, "is not authorized"), result_file(output)]
+            authorize(backend.account_id, backend.region_name, caller, needed)
+        found = glue.databases.get(database)
+        entry = found.tables.get(table) if found is not None else None
+        if entry is None:
+            raise LocalAthenaError(f"FAILED: SemanticException [Error 10001]: Table not found {database}.{table}")
+        columns, rows = answer(database, table, entry)
+        outcome = Outcome(statement_type="UTILITY", columns=columns, rows=rows)
         self._put_results(s3, output, outcome)
         return outcome
 
@@ -940,8 +997,13 @@ class LocalAthena:
         descriptor = definition.get("StorageDescriptor", {})
         columns = [*descriptor.get("Columns", []), *definition.get("PartitionKeys", [])]
         listed = ", ".join(f"{ddl_name(c['Name'].lower())} {c.get('Type', 'string')}" for c in columns)
-        using = self._using(f"{database}.{table}", definition)
         keys = [c["Name"].lower() for c in definition.get("PartitionKeys", [])]
+        using = self._using(f"{database}.{table}", definition)
+        if not keys:
+            # Athena reads an unpartitioned table's folder and its subfolders, all as data. Spark would
+            # infer a partition column from a subfolder named k=v (stage A publishes at <root>/lakeline_run=
+            # <token>/) and keep it in the table's schema, which was then written back to Glue (#36).
+            using = _with_option(using, "recursiveFileLookup", "true")
         partitioned = f" PARTITIONED BY ({', '.join(ddl_name(k) for k in keys)})" if keys else ""
         location = descriptor.get("Location")
         placed = f" LOCATION {string_literal(self.names.local_uri(location))}" if location else ""
@@ -1293,6 +1355,131 @@ def _needed(glue: Any, statement: Statement, region: str, account: str, output: 
     return needed
 
 
+def _athena_names(query: str, spark_names: list[str]) -> list[str]:
+    """A query's column names as Athena gives them: an expression without an alias is ``_col<i>`` (Spark
+    names it by its text, ``count(1)``) and ``"$path"`` is ``$path`` (Spark's ``input_file_name()``).
+    Spark's names where the select list cannot be matched to them (a ``*``)."""
+    try:
+        tree = sqlglot.parse_one(query, read="athena")
+    except ParseError:
+        return spark_names
+    while isinstance(tree, exp.SetOperation):
+        tree = tree.left
+    if not isinstance(tree, exp.Select):
+        return spark_names
+    selected = tree.expressions
+    starred = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in selected)
+    if starred or len(selected) != len(spark_names):
+        return spark_names
+    names = []
+    for index, (expression, spark_name) in enumerate(zip(selected, spark_names, strict=True)):
+        if isinstance(expression, exp.Alias):
+            names.append(spark_name)
+        elif isinstance(expression, exp.Column):
+            names.append("$path" if expression.name == "$path" else spark_name)
+        else:
+            names.append(f"_col{index}")
+    return names
+
+
+Answer = tuple[list[tuple[str, str]], list[list[str | None]]]
+
+
+def _definition(entry: Any) -> dict[str, Any]:
+    found: dict[str, Any] = entry.get_version(str(entry._current_version))
+    return found
+
+
+def _listed_partitions(database: str, table: str, entry: Any) -> Answer:
+    """``SHOW PARTITIONS``: each partition as ``key=value[/key=value]``, as Athena lists them."""
+    keys = [str(column["Name"]) for column in _definition(entry).get("PartitionKeys", [])]
+    if not keys:
+        raise LocalAthenaError(f"FAILED: SemanticException Table {table} is not a partitioned table")
+    listed = sorted(
+        "/".join(f"{key}={value}" for key, value in zip(keys, p.partition_input.get("Values", []), strict=False))
+        for p in list(entry.partitions.values())
+    )
+    return [("partition", "string")], [[name] for name in listed]
+
+
+def _listed_columns(database: str, table: str, entry: Any) -> Answer:
+    """``SHOW COLUMNS``: the column names, the partition columns last."""
+    definition = _definition(entry)
+    columns = [*definition.get("StorageDescriptor", {}).get("Columns", []), *definition.get("PartitionKeys", [])]
+    return [("field", "string")], [[str(column["Name"])] for column in columns]
+
+
+def _described_table(database: str, table: str, entry: Any) -> Answer:
+    """``DESCRIBE``'s answer as Athena gives it (Hive's): each column, the partition columns last, then
+    for a partitioned table a ``# Partition Information`` section naming them again."""
+    definition = _definition(entry)
+    descriptor = definition.get("StorageDescriptor", {})
+    keys = definition.get("PartitionKeys", [])
+
+    def row(column: dict[str, Any]) -> list[str | None]:
+        return [str(column["Name"]), str(column.get("Type", "string")), str(column.get("Comment", ""))]
+
+    rows = [row(column) for column in [*descriptor.get("Columns", []), *keys]]
+    if keys:
+        rows += [["", "", ""], ["# Partition Information", "", ""], ["# col_name", "data_type", "comment"]]
+        rows += [["", "", ""], *(row(column) for column in keys)]
+    return [("col_name", "string"), ("data_type", "string"), ("comment", "string")], rows
+
+
+def _create_table_statement(database: str, table: str, entry: Any) -> Answer:
+    """``SHOW CREATE TABLE``'s answer as Athena gives it: the table's Hive DDL from Glue, one row a line."""
+    definition = _definition(entry)
+    if definition.get("TableType") == "VIRTUAL_VIEW":
+        raise LocalAthenaError(f"{database}.{table} is a view: use SHOW CREATE VIEW")
+    descriptor = definition.get("StorageDescriptor", {})
+    serde = descriptor.get("SerdeInfo", {})
+
+    def listed(columns: list[dict[str, Any]]) -> list[str]:
+        lines = []
+        for column in columns:
+            comment = f" COMMENT {string_literal(str(column['Comment']))}" if column.get("Comment") else ""
+            lines.append(f"  {ddl_name(str(column['Name']))} {column.get('Type', 'string')}{comment}")
+        return [f"{line}, " for line in lines[:-1]] + lines[-1:]
+
+    def pairs(parameters: dict[str, Any]) -> list[str]:
+        lines = [f"  {string_literal(str(k))}={string_literal(str(v))}" for k, v in sorted(parameters.items())]
+        return [f"{line}, " for line in lines[:-1]] + lines[-1:]
+
+    external = "EXTERNAL " if definition.get("TableType", "EXTERNAL_TABLE") == "EXTERNAL_TABLE" else ""
+    columns = listed(descriptor.get("Columns", []))
+    lines = [
+        f"CREATE {external}TABLE {ddl_name(database, table)}(",
+        *columns[:-1],
+        f"{columns[-1]})" if columns else ")",
+    ]
+    keys = definition.get("PartitionKeys", [])
+    if keys:
+        partition_lines = listed(keys)
+        lines += ["PARTITIONED BY ( ", *partition_lines[:-1], f"{partition_lines[-1]})"]
+    if descriptor.get("BucketColumns"):
+        bucketed = ", ".join(ddl_name(str(c)) for c in descriptor["BucketColumns"])
+        lines += ["CLUSTERED BY ( ", f"  {bucketed}) ", f"INTO {int(descriptor.get('NumberOfBuckets', 1))} BUCKETS"]
+    if serde.get("SerializationLibrary"):
+        lines += ["ROW FORMAT SERDE ", f"  {string_literal(str(serde['SerializationLibrary']))} "]
+    if serde.get("Parameters"):
+        serde_lines = pairs(serde["Parameters"])
+        lines += ["WITH SERDEPROPERTIES ( ", *serde_lines[:-1], f"{serde_lines[-1]}) "]
+    if descriptor.get("InputFormat") or descriptor.get("OutputFormat"):
+        lines += [
+            "STORED AS INPUTFORMAT ",
+            f"  {string_literal(str(descriptor.get('InputFormat', '')))} ",
+            "OUTPUTFORMAT ",
+            f"  {string_literal(str(descriptor.get('OutputFormat', '')))}",
+        ]
+    if descriptor.get("Location"):
+        lines += ["LOCATION", f"  {string_literal(str(descriptor['Location']))}"]
+    parameters = {k: v for k, v in definition.get("Parameters", {}).items() if k != "EXTERNAL"}
+    if parameters:
+        property_lines = pairs(parameters)
+        lines += ["TBLPROPERTIES (", *property_lines[:-1], f"{property_lines[-1]})"]
+    return [("createtab_stmt", "string")], [[line] for line in lines]
+
+
 def _bucket(uri: str | None) -> str | None:
     found = S3_URI.match(uri or "")
     return found.group("bucket") if found else None
@@ -1332,6 +1519,14 @@ def _merged(current: dict[str, Any], spark: dict[str, Any]) -> dict[str, Any]:
     ].rstrip("/"):
         descriptor["Location"] = spark_descriptor["Location"]
     return merged
+
+
+def _with_option(using: str, key: str, value: str) -> str:
+    """``USING <source> [OPTIONS (...)]`` with one option more."""
+    option = f"{key} {string_literal(value)}"
+    if using.endswith(")") and " OPTIONS (" in using:
+        return f"{using[:-1]}, {option})"
+    return f"{using} OPTIONS ({option})"
 
 
 def _same_file(path: Path, known: Mirrored) -> bool:
