@@ -52,9 +52,14 @@ lint: $(VENV)/.installed-dev node_modules/.installed
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
+# Two tests at a time (pytest-xdist): the suite mostly waits (process, JVM and Node start-ups, the local
+# deployment's stand-ups), so two workers on the 2-core machine take about half the wall time. Each worker runs
+# whole units (tests/conftest.py: a module, the rehearsal tier, the handler and infrastructure tiers together).
+# PYTEST_WORKERS=0 runs in one process. pytest's exit code stands: 5 when no test ran, 1 when any worker's failed.
+PYTEST_WORKERS ?= 2
 pytest: $(VENV)/.installed-dev node_modules/.installed
 	bash scripts/ensure-chromium.sh
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 check: lint typecheck
 

@@ -2,7 +2,16 @@
 
 One SparkSession serves the whole test session (starting one costs seconds and only one can exist per
 process); its Hive metastore lives in a session-wide temporary workspace. Tests that use it create
-their own uniquely named databases or tables, so they do not see each other's data.
+their own uniquely named databases or tables, so they do not see each other's data. Under pytest-xdist
+(``make pytest``: ``-n 2 --dist loadscope``) a session is one worker process: each worker that runs a Spark
+test starts its own SparkSession, in its own workspace (pytest gives each worker its own temporary folder).
+
+Which tests share a worker (``pytest_xdist_make_scheduler`` below): each module is one unit, so its
+module-scoped fixtures are built once; the rehearsal tier is one unit, since its package-scoped deployments
+must not be stood up twice, nor the two engines' deployments at once in one process
+(``tests/rehearsal/spark_engine/conftest.py``); the handler and infrastructure tiers are one unit, handlers
+first, since ``tests/infrastructure/test_grants.py`` checks the AWS calls the handler tests recorded in its
+own process (and the infrastructure modules share one synth per engine).
 """
 
 from __future__ import annotations
@@ -17,8 +26,17 @@ import pytest
 from harness.aws_calls import RECORDER, CallRecorder
 
 if TYPE_CHECKING:
+    from xdist.remote import Producer
+    from xdist.scheduler import LoadScopeScheduling
+
     from lakeline.commits import PartitionCommits
     from lakeline.engines.spark import SparkEngine
+
+TESTS = Path(__file__).resolve().parent
+GRANTS = TESTS / "infrastructure" / "test_grants.py"
+AWS_CALLS_UNIT = "tests/handlers+infrastructure"
+HANDLER_TESTS_SELECTED = pytest.StashKey[set[str]]()
+HANDLER_TESTS_RAN = pytest.StashKey[set[str]]()
 
 # moto and boto3 must never reach a real account from the tests.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -67,6 +85,7 @@ def spark_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark_engine(spark_workspace: Path) -> Iterator[SparkEngine]:
+    # One per test session, so one per xdist worker: two JVMs of 2 GB each fit the machine's memory.
     from lakeline.catalog_locations import set_local_catalog
     from lakeline.engines.spark import SparkEngine
 
@@ -111,3 +130,73 @@ def aws_calls() -> Iterator[CallRecorder]:
     ``tests/infrastructure/test_grants.py`` checks them against the synthesized roles."""
     with RECORDER.installed() as recorder:
         yield recorder
+
+
+def _tier(item: pytest.Item) -> str | None:
+    path = Path(item.path)
+    return path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else None
+
+
+def _unit(nodeid: str) -> str:
+    """The work unit the test ``nodeid`` belongs to under xdist (see the module's docstring)."""
+    path = nodeid.split("::")[0]
+    if path.startswith(("tests/handlers/", "tests/infrastructure/")):
+        return AWS_CALLS_UNIT
+    if path.startswith("tests/rehearsal/"):
+        return "tests/rehearsal"
+    return path
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own; optional: xdist may be disabled
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LoadScopeScheduling | None:
+    """``--dist loadscope`` with this suite's units (``_unit``) for scopes. xdist's ``loadgroup`` would do it
+    from marks, but with pytest 9.2 it silently stops grouping (pytest-xdist#1386: it renames node ids)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    # Units in collection order, not by test count: the long e2e modules are collected first and so start
+    # first, instead of last (the biggest unit by count, the many-test unit modules, are quick).
+    config.option.loadscopereorder = False
+    return SuiteUnits(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The grants tests move after the last handler test, whatever order the paths were given in."""
+    grants = [item for item in items if Path(item.path) == GRANTS]
+    handlers = [index for index, item in enumerate(items) if _tier(item) == "handlers"]
+    if grants and handlers and items.index(grants[0]) < handlers[-1]:
+        rest = [item for item in items if Path(item.path) != GRANTS]
+        last = max(index for index, item in enumerate(rest) if _tier(item) == "handlers")
+        items[:] = [*rest[: last + 1], *grants, *rest[last + 1 :]]
+
+
+@pytest.hookimpl(trylast=True)  # after deselection (-k, -m)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[HANDLER_TESTS_SELECTED] = {item.nodeid for item in session.items if _tier(item) == "handlers"}
+    session.config.stash[HANDLER_TESTS_RAN] = set()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    if _tier(item) == "handlers":
+        item.config.stash[HANDLER_TESTS_RAN].add(item.nodeid)
+
+
+@pytest.fixture(autouse=True)
+def _grants_see_every_handler_test(request: pytest.FixtureRequest) -> None:
+    """When this session selected handler tests, the grants tests run after all of them, in this process
+    (an xdist worker records only the calls of the tests it ran): otherwise they would check a part of
+    the calls, or skip, and say nothing."""
+    if Path(request.node.path) != GRANTS:
+        return
+    selected = request.config.stash.get(HANDLER_TESTS_SELECTED, set())
+    missing = selected - request.config.stash.get(HANDLER_TESTS_RAN, set())
+    assert not missing, (
+        f"{len(missing)} of the {len(selected)} selected handler tests did not run before the grants check in this "
+        f"process (e.g. {sorted(missing)[0]}): with xdist, run with --dist loadscope (the {AWS_CALLS_UNIT!r} unit)"
+    )

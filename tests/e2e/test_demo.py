@@ -206,8 +206,6 @@ def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, di
     assert len(second["duplicates"]) == 9
     archive = sorted(p.relative_to(workspace) for p in (workspace / "lineage-archive").rglob("*.jsonl"))
     assert len(archive) == first["archive_objects"]
-    for summary in (first, second):
-        assert summary["seconds"] < 180, "the demo must finish in under 3 minutes"
 
 
 def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(demo: tuple[Path, dict[str, Any], Any]) -> None:

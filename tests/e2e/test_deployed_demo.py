@@ -48,7 +48,6 @@ def test_it_runs_the_synthesized_stacks_and_the_bundled_functions(demo: Demo) ->
     # The repeated upload either finds its execution running (same name: no new execution) or starts one
     # that writes nothing, depending on when it lands.
     assert summary["stage_a_runs"] - summary["stage_a_runs_with_nothing_new"] == 8
-    assert summary["seconds"] < 180, "the demo must finish in under 3 minutes"
 
 
 def test_stage_a_wrote_every_partition_with_its_bucket_count(demo: Demo) -> None:
