@@ -6,6 +6,7 @@ functions (``functions``), the local Athena on embedded Spark (``athena``) and t
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -127,21 +128,23 @@ def synthesize_cached(outdir: Path, context: dict[str, Any], *, cache: Path | No
     cache = cache or synth_cache()
     cache.mkdir(parents=True, exist_ok=True)
     cached = cache / synth_digest(context)
-    if not (cached / "manifest.json").is_file():
-        staged = Path(tempfile.mkdtemp(prefix=f"{cached.name}.", dir=cache))
-        try:
-            synthesize(staged, context)
-            staged.rename(cached)  # whole or not at all
-        except OSError:  # another command put the same assembly there meanwhile: theirs is as good
-            if not (cached / "manifest.json").is_file():
-                raise
-        finally:
-            shutil.rmtree(staged, ignore_errors=True)
-    os.utime(cached)  # most recently used: kept longest
-    for old in sorted((p for p in cache.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)[:-SYNTHS_KEPT]:
-        shutil.rmtree(old, ignore_errors=True)
-    shutil.rmtree(outdir, ignore_errors=True)
-    shutil.copytree(cached, outdir, copy_function=_link_or_copy)
+    # One process at a time in the cache (commands, test workers, other checkouts share it): the clean-up
+    # below would otherwise delete an assembly another process is synthesizing or copying.
+    with (cache / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (cached / "manifest.json").is_file():
+            staged = Path(tempfile.mkdtemp(prefix=f"{cached.name}.", dir=cache))
+            try:
+                synthesize(staged, context)
+                staged.rename(cached)  # whole or not at all
+            finally:
+                shutil.rmtree(staged, ignore_errors=True)
+        os.utime(cached)  # most recently used: kept longest
+        kept = sorted((p for p in cache.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        for old in kept[:-SYNTHS_KEPT]:
+            shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(outdir, ignore_errors=True)
+        shutil.copytree(cached, outdir, copy_function=_link_or_copy)
     return outdir
 
 
