@@ -39,6 +39,11 @@ HANDLER_TESTS_SELECTED = pytest.StashKey[set[str]]()
 HANDLER_TESTS_RAN = pytest.StashKey[set[str]]()
 
 # moto and boto3 must never reach a real account from the tests.
+# An xdist worker starts with COLUMNS=80 in its environment, which a console made at import keeps as its
+# width: commands would print as on an 80-column terminal there and as in a pipe in one process.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_SECURITY_TOKEN", "testing")
