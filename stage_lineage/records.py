@@ -135,32 +135,38 @@ def _trees(plan: StageBPlan, message: StageBMessage, *, sources: bool) -> list[t
     return trees
 
 
+def _record_stage_b_step(
+    writer: LineageWriter,
+    plan: StageBPlan,
+    trees: list[tuple[str, str]],
+    action: str,
+    execution: RunReference | None,
+) -> list[str]:
+    """One ``action`` node per tree, for the run's target version; the node ids, in the trees' order."""
+    run = _run_fields(execution, f"lakeline/stage_b.{plan.dataset}")
+    nodes = []
+    for root, parent in trees:
+        (node,) = writer.step(
+            root_id=root,
+            parent_id=parent,
+            action_taken=action,
+            storage_locations=[plan.target_location],
+            **run,
+            dataset=plan.dataset,
+        )
+        nodes.append(node.node_id)
+    return nodes
+
+
 def record_stage_b(
     writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, execution: RunReference | None = None
 ) -> LineageParents:
     """The run in the tree of every arrival it took and every source it read (the records are a tree per
     arrival, one parent per node, so tracing any of them reaches it); ``message``'s own node is returned,
     under which the runs it triggers are recorded."""
-    run = _run_fields(execution, f"lakeline/stage_b.{plan.dataset}")
-    (root, parent), *others = _trees(plan, message, sources=True)
-    (done,) = writer.step(
-        root_id=root,
-        parent_id=parent,
-        action_taken=STAGE_B_COMPLETE,
-        storage_locations=[plan.target_location],
-        **run,
-        dataset=plan.dataset,
-    )
-    for other_root, other_parent in others:
-        writer.step(
-            root_id=other_root,
-            parent_id=other_parent,
-            action_taken=STAGE_B_COMPLETE,
-            storage_locations=[plan.target_location],
-            **run,
-            dataset=plan.dataset,
-        )
-    return LineageParents(root_id=root, parent_id=done.node_id)
+    trees = _trees(plan, message, sources=True)
+    own, *_ = _record_stage_b_step(writer, plan, trees, STAGE_B_COMPLETE, execution)
+    return LineageParents(root_id=trees[0][0], parent_id=own)
 
 
 def record_stage_b_failure(
@@ -168,12 +174,4 @@ def record_stage_b_failure(
 ) -> None:
     """A failed run is a terminal node of the tree of each arrival it took, so the archive shows where each
     chain stopped."""
-    for root, parent in _trees(plan, message, sources=False):
-        writer.step(
-            root_id=root,
-            parent_id=parent,
-            action_taken=STEP_FAILED,
-            storage_locations=[plan.target_location],
-            **_run_fields(execution, f"lakeline/stage_b.{plan.dataset}"),
-            dataset=plan.dataset,
-        )
+    _record_stage_b_step(writer, plan, _trees(plan, message, sources=False), STEP_FAILED, execution)
