@@ -12,12 +12,13 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from lakeline.commits import Lease
 from lakeline.lineage.records.model import deterministic_node_id
 from lakeline.lineage.records.writer import LineageWriter
 from stage_a.arrivals import Arrival
 from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents, StageBMessage
-from stage_b.plan import StageBPlan
+from stage_b.plan import StageBPlan, leased_messages
 
 if TYPE_CHECKING:
     from lakeline.lineage.openlineage.config import RunReference
@@ -112,27 +113,27 @@ def stage_b_lineage_ids(message: StageBMessage) -> tuple[str, str]:
 
 def _taken_messages(plan: StageBPlan, message: StageBMessage) -> list[StageBMessage]:
     """The messages the run took: ``message`` first, then the others of a leased run (every message waiting
-    when a coalesced or follow-up run was planned), in the lease's order."""
+    when a coalesced or follow-up run was planned)."""
     if plan.lease is None:
         return [message]
     ids = set(plan.message_ids) - {message.deduplication_id()}
-    waiting = (StageBMessage.model_validate_json(body) for body in plan.lease.get("pending", ()))
-    return [message, *(m for m in waiting if m.deduplication_id() in ids)]
+    return [message, *(m for m in leased_messages(Lease.from_dict(plan.lease)) if m.deduplication_id() in ids)]
 
 
 def _trees(plan: StageBPlan, message: StageBMessage, *, sources: bool) -> list[tuple[str, str]]:
     """Every (root, parent) the run is recorded under, ``message``'s own first, each once: the tree of each
     message the run took (its arrival's) and, with ``sources``, each other source's tree of a triggerMode
     all target (which the run read as well)."""
-    trees: list[tuple[str, str]] = []
+    trees: dict[tuple[str, str], None] = {}  # in order, each once
     for taken in _taken_messages(plan, message):
-        candidates = [stage_b_lineage_ids(taken)]
+        trees[stage_b_lineage_ids(taken)] = None
         if sources:
-            candidates += [
-                (other.root_id, other.parent_id) for other in taken.also_lineage if other.root_id and other.parent_id
-            ]
-        trees += [tree for tree in candidates if tree not in trees]
-    return trees
+            trees.update(
+                ((other.root_id, other.parent_id), None)
+                for other in taken.also_lineage
+                if other.root_id and other.parent_id
+            )
+    return list(trees)
 
 
 def _record_stage_b_step(

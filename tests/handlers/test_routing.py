@@ -248,7 +248,13 @@ def test_a_run_that_took_several_messages_is_recorded_in_the_tree_of_each(aws: A
         )
     )
     # The run took the first two; the third waits for the next run and is not this run's.
-    lease = {"pending": [m.model_dump_json() for m in (second, third, first)]}
+    lease = {
+        "key": f"{TARGET}/date=20220115",
+        "owner": "20220125t000000000000_run0000000",
+        "location": "s3://analytics/t/run/",
+        "version": 1,
+        "pending": [m.model_dump_json() for m in (second, third, first)],
+    }
     taken = (first.deduplication_id(), second.deduplication_id())
     plan = cast(
         StageBPlan,
