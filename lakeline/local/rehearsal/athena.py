@@ -917,7 +917,7 @@ class LocalAthena:
             entry = found.tables.get(table) if found is not None else None
             if entry is None:
                 continue
-            parameters = entry.get_version(str(entry._current_version)).get("Parameters", {})
+            parameters = _definition(entry).get("Parameters", {})
             if str(parameters.get("projection.enabled", "")).lower() != "true":
                 continue
             specs = [
@@ -993,7 +993,7 @@ class LocalAthena:
             self.engine.execute(f"DROP TABLE IF EXISTS {name}")
         if entry is None:
             return
-        definition = entry.get_version(str(entry._current_version))
+        definition = _definition(entry)
         descriptor = definition.get("StorageDescriptor", {})
         columns = [*descriptor.get("Columns", []), *definition.get("PartitionKeys", [])]
         listed = ", ".join(f"{ddl_name(c['Name'].lower())} {c.get('Type', 'string')}" for c in columns)
@@ -1089,7 +1089,7 @@ class LocalAthena:
                 glue.create_table(database, table, table_input)
                 entry = glue.get_table(database, table)
             else:
-                current = entry.get_version(str(entry._current_version))
+                current = _definition(entry)
                 merged = _merged(current, table_input)
                 if merged != current:
                     glue.update_table(database, table, merged)
@@ -1334,7 +1334,7 @@ def _needed(glue: Any, statement: Statement, region: str, account: str, output: 
     for database, table in sorted(statement.tables):
         found = glue.databases.get(database)
         entry = found.tables.get(table) if found is not None else None
-        definition = entry.get_version(str(entry._current_version)) if entry is not None else {}
+        definition = _definition(entry) if entry is not None else {}
         location = definition.get("StorageDescriptor", {}).get("Location")
         partitioned = bool(definition.get("PartitionKeys"))
         if (database, table) in statement.changes:
@@ -1386,6 +1386,7 @@ Answer = tuple[list[tuple[str, str]], list[list[str | None]]]
 
 
 def _definition(entry: Any) -> dict[str, Any]:
+    """The Glue table's current version (moto keeps every version of a table)."""
     found: dict[str, Any] = entry.get_version(str(entry._current_version))
     return found
 
@@ -1486,7 +1487,7 @@ def _bucket(uri: str | None) -> str | None:
 
 
 def _table_buckets(entry: Any) -> set[str]:
-    definition = entry.get_version(str(entry._current_version))
+    definition = _definition(entry)
     locations = [definition.get("StorageDescriptor", {}).get("Location")]
     locations += [
         p.partition_input.get("StorageDescriptor", {}).get("Location") for p in list(entry.partitions.values())
@@ -1498,7 +1499,7 @@ def _fingerprint(entry: Any) -> str | None:
     """What a Glue table is, as one hash: its current definition and its partitions."""
     if entry is None:
         return None
-    definition = entry.get_version(str(entry._current_version))
+    definition = _definition(entry)
     partitions = [p.partition_input for p in list(entry.partitions.values())]
     text = json.dumps([definition, partitions], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
