@@ -55,14 +55,16 @@ CARRIERS = [*AIRLINES, "ZZ"]  # ZZ: a charter the airline table lacks (its fligh
 AIRPORTS = ["MAD", "BCN", "LHR", "CDG", "FRA"]
 
 DEPENDENCY = {"FieldColumn": "day", "Usage": "overwrite", "DateExpression": "%Y-%m-%d"}
+# The sources of a day's triggerMode all targets (daily_ops, airport_day): that day's flights and weather.
+SAME_DAY_FLIGHTS_AND_WEATHER = [
+    {"TableName": f"air_ops_dev.{table}", **DEPENDENCY, "relativedelta_attributes": {"days": 0}}
+    for table in ("flights", "weather")
+]
 ITEMS: dict[str, dict[str, Any]] = {
     "daily_ops": {
         "dataset": "air_reports_dev.daily_ops",
         "triggerMode": "all",
-        "dependencies": [
-            {"TableName": f"air_ops_dev.{table}", **DEPENDENCY, "relativedelta_attributes": {"days": 0}}
-            for table in ("flights", "weather")
-        ],
+        "dependencies": SAME_DAY_FLIGHTS_AND_WEATHER,
         "partitionColumn": "day",
         "partitionPythonMask": "%Y-%m-%d",
         "steps": [{"db": "air_reports_dev", "sql_file": "daily_ops.sql", "info": "flights per airport and alliance"}],
@@ -149,10 +151,7 @@ ITEMS: dict[str, dict[str, Any]] = {
     "airport_day": {
         "dataset": "air_reports_dev.airport_day",
         "triggerMode": "all",
-        "dependencies": [
-            {"TableName": f"air_ops_dev.{table}", **DEPENDENCY, "relativedelta_attributes": {"days": 0}}
-            for table in ("flights", "weather")
-        ],
+        "dependencies": SAME_DAY_FLIGHTS_AND_WEATHER,
         "partitionColumn": "day",
         "partitionPythonMask": "%Y-%m-%d",
         "steps": [
