@@ -71,7 +71,7 @@ def test_an_arrival_goes_through_the_rule_into_queue_a_and_to_the_router(
 
 def test_what_moto_does_not_create_is_known(deployment: Deployment, assembly: Path) -> None:
     """A documented gap of the rehearsal, not a silent one: if moto starts creating these, this fails
-    and the README's list of gaps must change."""
+    and the list of gaps in docs/development.md must change."""
     assert {
         "AWS::Athena::NamedQuery",
         "AWS::S3::BucketPolicy",

@@ -115,7 +115,7 @@ def test_an_insert_writes_under_its_table() -> None:
     assert ("s3:PutObject", "arn:aws:s3:::stage/orders/*") in needs("INSERT INTO orders SELECT * FROM orders")
 
 
-# -- Gaps, pinned (README "Gaps, said plainly"; athena_caller's docstring): Athena asks these of its caller in
+# -- Gaps, pinned (docs/development.md "Gaps, said plainly"; athena_caller's docstring): Athena asks these of its caller in
 #    AWS, the local Athena does not check them. A test that fails means a gap closed: say so there too.
 
 

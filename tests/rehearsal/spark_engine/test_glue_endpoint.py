@@ -64,7 +64,7 @@ def test_a_job_role_that_cannot_read_its_script_fails_the_run(deployment: Deploy
 
 
 # -- Gaps of the local Glue, pinned: each test passes while the gap is there (see glue.py's docstring and
-#    the README's "Gaps, said plainly"); one that fails means the gap closed and both should say so.
+#    docs/development.md, "Gaps, said plainly"); one that fails means the gap closed and both should say so.
 
 GAP_SCRIPT = """
 import sys, time
