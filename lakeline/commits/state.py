@@ -1,0 +1,184 @@
+"""What the protocol reads back: a partition's state, a run's lease on it, and what finishing a run left.
+
+Items are read with boto3's ``TypeDeserializer``: numbers come back as ``Decimal`` and string sets as sets,
+which the readers below turn into the types the dataclasses declare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from lakeline.commits.keys import contribution_files
+from lakeline.errors import LakelineError
+
+_DESERIALIZER = TypeDeserializer()
+
+
+class LeaseLost(LakelineError):
+    """The run's lease expired and another run took the partition: this run must not publish."""
+
+
+def item_values(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A DynamoDB item (attribute values as the low-level client returns them) as plain Python values."""
+    return {name: _DESERIALIZER.deserialize(value) for name, value in item.items()}
+
+
+def _number(values: Mapping[str, Any], name: str, default: float = 0) -> float:
+    value = values.get(name)
+    return float(value) if isinstance(value, Decimal) else default
+
+
+def _text(values: Mapping[str, Any], name: str) -> str | None:
+    value = values.get(name)
+    return value if isinstance(value, str) else None
+
+
+def _strings(values: Mapping[str, Any], name: str) -> frozenset[str]:
+    return frozenset(str(value) for value in values.get(name) or ())
+
+
+def _pair(value: Any) -> tuple[str, str] | None:
+    return (str(value[0]), str(value[1])) if value else None
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    key: str
+    version: int = 0
+    published: str | None = None
+    files: int = 0
+    lease_owner: str | None = None
+    lease_location: str | None = None
+    lease_expires: float = 0.0
+    pending: frozenset[str] = frozenset()
+    applied: frozenset[str] = frozenset()
+    retired: frozenset[str] = frozenset()
+    root: str | None = None
+    contributions: frozenset[str] = frozenset()
+
+    def leased(self, now: float) -> bool:
+        return self.lease_owner is not None and self.lease_expires >= now
+
+    @classmethod
+    def from_item(cls, key: str, item: Mapping[str, Any]) -> PartitionState:
+        """The state held by the partition's item (an empty item: a partition never written)."""
+        values = item_values(item)
+        return cls(
+            key=key,
+            version=int(_number(values, "version")),
+            published=_text(values, "published"),
+            files=int(_number(values, "files")),
+            lease_owner=_text(values, "lease_owner"),
+            lease_location=_text(values, "lease_location"),
+            lease_expires=_number(values, "lease_expires"),
+            pending=_strings(values, "pending"),
+            applied=_strings(values, "applied"),
+            retired=_strings(values, "retired"),
+            root=_text(values, "root"),
+            contributions=_strings(values, "contributions"),
+        )
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A run's right to write one partition, and the partition's state when the run took it."""
+
+    key: str
+    owner: str
+    location: str  # the run's own prefix
+    version: int
+    published: str | None  # the published prefix, None before the first publish
+    files: int
+    pending: tuple[str, ...]  # the arrivals this run takes, sorted
+    applied: frozenset[str]
+    seq: int
+    catalog_version: int = 0  # the version the catalog is known to point at (0: unknown)
+    contributions: frozenset[str] = frozenset()  # ``key|file`` of the published version (stage B append)
+    routed: str | None = None  # the published prefix whose post-update routed it onwards (``mark_routed``)
+    published_lineage: tuple[str, str] | None = None
+    """(root id, node id) of the published version's run in the lineage records (``mark_lineage``)."""
+
+    def contribution_files(self, key: str) -> tuple[str, ...]:
+        """The published version's files that hold contribution ``key``'s rows (sorted)."""
+        return contribution_files(self.contributions, key)
+
+    @property
+    def catalog_behind(self) -> bool:
+        """The committed version is not known to be the catalog's (a crash between commit and swap)."""
+        return self.published is not None and self.catalog_version != self.version
+
+    @classmethod
+    def from_item(cls, key: str, owner: str, location: str, item: Mapping[str, Any]) -> Lease:
+        """Run ``owner``'s lease (writing ``location``) as the partition's item holds it."""
+        state = PartitionState.from_item(key, item)
+        values = item_values(item)
+        noted = values.get("published_lineage")
+        return cls(
+            key=key,
+            owner=owner,
+            location=location,
+            version=state.version,
+            published=state.published,
+            files=state.files,
+            pending=tuple(sorted(state.pending)),
+            applied=state.applied,
+            seq=int(_number(values, "lease_seq")),
+            catalog_version=int(_number(values, "catalog_version")),
+            contributions=state.contributions,
+            routed=_text(values, "routed"),
+            published_lineage=(str(noted["root_id"]), str(noted["node_id"])) if noted else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "owner": self.owner,
+            "location": self.location,
+            "version": self.version,
+            "published": self.published,
+            "files": self.files,
+            "pending": list(self.pending),
+            # ``applied`` stays behind: it only decides the plan, and it grows with the partition (a
+            # state machine's input is limited to 256 KiB).
+            "seq": self.seq,
+            "catalog_version": self.catalog_version,
+            "routed": self.routed,
+            "published_lineage": list(self.published_lineage) if self.published_lineage else None,
+            # ``contributions`` stays behind with ``applied``: the plan passes on the files it replaces.
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Lease:
+        return cls(
+            key=str(data["key"]),
+            owner=str(data["owner"]),
+            location=str(data["location"]),
+            version=int(data["version"]),
+            published=data.get("published"),
+            files=int(data.get("files", 0)),
+            pending=tuple(data.get("pending", ())),
+            applied=frozenset(data.get("applied", ())),
+            seq=int(data.get("seq", 0)),
+            catalog_version=int(data.get("catalog_version", 0)),
+            routed=data.get("routed"),
+            published_lineage=_pair(data.get("published_lineage")),
+        )
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What ``finish`` left: the follow-up run's lease (``None``: the lease is released, or another run
+    has it), and the partition's state right after, which the sweep works from without reading it again."""
+
+    follow_up: Lease | None
+    state: PartitionState
+
+
+def previous_owner(item: Mapping[str, Any]) -> str | None:
+    """The run that handed the partition's lease on (``finish``), as the item notes it."""
+    return _text(item_values(item), "lease_previous")

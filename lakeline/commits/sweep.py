@@ -1,0 +1,78 @@
+"""The sweep: what no reader or writer of a partition can need any more is deleted, after a grace period."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from lakeline.commits.keys import commit_partition, commit_table_root, parse_retired
+from lakeline.commits.state import PartitionState
+from lakeline.commits.store import PartitionCommits
+from lakeline.errors import InvalidInputError
+from lakeline.storage import DeleteRefused, ObjectStore, prefix_uri
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_GRACE_SECONDS = 3 * 60 * 60  # longer than a query planned before a swap may run
+
+
+def referenced(state: PartitionState, now: float) -> set[str]:
+    """Prefixes nobody may delete: the published one and a live run's."""
+    keep = {state.published} if state.published else set()
+    if state.lease_location and state.leased(now):
+        keep.add(state.lease_location)
+    return {prefix_uri(location) for location in keep}
+
+
+def sweep_partition(
+    commits: PartitionCommits,
+    state: PartitionState,
+    store: ObjectStore,
+    *,
+    grace_seconds: float,
+    run_prefix: str,
+    token_time: Callable[[str], float | None],
+) -> list[str]:
+    """Delete what no reader or writer can need any more under one partition: versions retired more
+    than ``grace_seconds`` ago, and run prefixes (``<run_prefix><token>``) that are neither published,
+    nor a live run's, nor retired, once their token is older than the grace period (a crashed run's
+    output). Returns the deleted prefixes."""
+    now = commits.clock()
+    keep = referenced(state, now)
+    deleted: list[str] = []
+    done: list[str] = []
+    retired_locations: set[str] = set()
+
+    def delete(location: str) -> bool:
+        """Delete one of the partition's run prefixes; one the delete guard refuses (the table moved, a
+        damaged state item) stays where it is, logged, and the sweep goes on."""
+        try:
+            if not state.root:
+                raise InvalidInputError(f"partition {state.key} has no root recorded")
+            store.delete_prefix(
+                location, table_root=commit_table_root(state.key, state.root), table=commit_partition(state.key)[0]
+            )
+        except (InvalidInputError, DeleteRefused) as refused:
+            logger.warning("the sweep of %s leaves %s: %s", state.key, location, refused)
+            return False
+        deleted.append(location)
+        return True
+
+    for entry in state.retired:
+        at, location = parse_retired(entry)
+        location = prefix_uri(location)
+        retired_locations.add(location)
+        if now - at < grace_seconds:
+            continue
+        if location in keep or delete(location):
+            done.append(entry)
+    commits.forget_retired(state.key, done)
+    if state.root:
+        for prefix in store.list_child_prefixes(state.root):
+            name = prefix.rstrip("/").rsplit("/", 1)[-1]
+            if not name.startswith(run_prefix) or prefix_uri(prefix) in keep | retired_locations:
+                continue
+            started = token_time(name[len(run_prefix) :])
+            if started is not None and now - started >= grace_seconds:
+                delete(prefix)
+    return deleted
