@@ -11,21 +11,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-
+from lakeline.aws.dynamodb import item_values
 from lakeline.commits.keys import contribution_files
 from lakeline.errors import LakelineError
-
-_DESERIALIZER = TypeDeserializer()
 
 
 class LeaseLost(LakelineError):
     """The run's lease expired and another run took the partition: this run must not publish."""
-
-
-def item_values(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A DynamoDB item (attribute values as the low-level client returns them) as plain Python values."""
-    return {name: _DESERIALIZER.deserialize(value) for name, value in item.items()}
 
 
 def _number(values: Mapping[str, Any], name: str, default: float = 0) -> float:

@@ -1,7 +1,7 @@
 """The partition-commit protocol's store: every read and conditional write of the pipeline-state table.
 
-Expression values are written with boto3's ``TypeSerializer`` (``attribute_values``), and items read back
-with its ``TypeDeserializer`` (``lakeline.commits.state``), not marshalled by hand.
+Expression values are written with boto3's ``TypeSerializer`` and items read back with its
+``TypeDeserializer`` (``lakeline.aws.dynamodb``), not marshalled by hand.
 """
 
 from __future__ import annotations
@@ -9,12 +9,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
+from lakeline.aws.dynamodb import attribute_values
 from lakeline.commits.keys import COMMIT_PREFIX, contribution_entry, retired_entry
 from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionState, previous_owner
 from lakeline.errors import LakelineError
@@ -27,21 +26,6 @@ DEFAULT_LEASE_SECONDS = 3 * 60 * 60  # longer than a state machine's longest SQL
 MAX_BEGIN_ATTEMPTS = 20
 
 Clock = Callable[[], float]
-_SERIALIZER = TypeSerializer()
-
-
-def attribute_values(**values: object) -> dict[str, AttributeValueTypeDef]:
-    """Expression attribute values ``:name`` for ``name=value``: a float as the exact decimal of its text (a
-    time), a set of strings as a string set (sorted, so a request is the same whatever the set's order)."""
-    serialized: dict[str, AttributeValueTypeDef] = {}
-    for name, value in values.items():
-        if isinstance(value, float):
-            value = Decimal(str(value))
-        if isinstance(value, set | frozenset):
-            serialized[f":{name}"] = {"SS": sorted(str(entry) for entry in value)}
-        else:
-            serialized[f":{name}"] = _SERIALIZER.serialize(value)
-    return serialized
 
 
 def _conditional_failed(error: ClientError) -> bool:

@@ -115,8 +115,8 @@ def test_an_insert_writes_under_its_table() -> None:
     assert ("s3:PutObject", "arn:aws:s3:::stage/orders/*") in needs("INSERT INTO orders SELECT * FROM orders")
 
 
-# -- Gaps, pinned (docs/development.md "Gaps, said plainly"; athena_caller's docstring): Athena asks these of its caller in
-#    AWS, the local Athena does not check them. A test that fails means a gap closed: say so there too.
+# -- Gaps, pinned (docs/development.md "Gaps, said plainly"; athena_caller's docstring): Athena asks these of
+#    its caller in AWS, the local Athena does not check them. A test that fails means a gap closed: say so there too.
 
 
 def test_gap_msck_repair_lists_no_s3_as_its_caller() -> None:

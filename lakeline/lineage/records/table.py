@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
+from lakeline.aws.dynamodb import item_values
 from lakeline.lineage.records.model import LineageRecord
 from lakeline.lineage.records.tree import LineageNode
 
@@ -185,17 +186,6 @@ def record_item(
     if bucket is not None:
         item[TRACE_BUCKET] = string_value(bucket)
     return item
-
-
-def item_values(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Plain values of a low-level item with only S and N attributes (what the loader writes)."""
-    values: dict[str, Any] = {}
-    for name, attribute in item.items():
-        if "S" in attribute:
-            values[name] = attribute["S"]
-        elif "N" in attribute:
-            values[name] = Decimal(attribute["N"])
-    return values
 
 
 def _text(attribute: Mapping[str, Any] | None) -> str | None:
