@@ -3,9 +3,13 @@ what it reports (``Ended``: the task's result and the line the handler logs)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import AfterValidator
+
+from lakeline.lambda_support import FailedStep
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import ObjectStore
@@ -60,3 +64,15 @@ class Ended:
 def unrouted_note(reason: str) -> tuple[Level, str, dict[str, Any]]:
     """A target the routing onwards could not reach (its message is parked in queue B's DLQ)."""
     return ("error", "target not routed; parked in queue B's DLQ", {"reason": reason})
+
+
+def steps_of(stage: str, steps: Iterable[FailedStep]) -> AfterValidator:
+    """A failure model's check that its ``failed_step`` is one of ``stage``'s ``steps``."""
+    allowed = frozenset(steps)
+
+    def check(step: FailedStep) -> FailedStep:
+        if step not in allowed:
+            raise ValueError(f"{step!r} is not a step of {stage} (one of {sorted(allowed)})")
+        return step
+
+    return AfterValidator(check)

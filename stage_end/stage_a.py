@@ -24,20 +24,19 @@ onwards under the run that published it (``stage_end.published.onward_run``)."""
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel
 
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.lambda_support import FailedStep, StepError
-from lakeline.partitions import Abandoned
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a, finish_stage_a
 from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
 from stage_b.messages import LineageParents
 from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
-from stage_end.runtime import Ended, FailureRuntime, PostUpdateRuntime, unrouted_note
+from stage_end.runtime import Ended, FailureRuntime, PostUpdateRuntime, steps_of, unrouted_note
 from stage_lineage.records import record_stage_a, stage_a_parents
 
 STAGE_A_STEPS = frozenset(get_args(FailedStep)) - {"steps"}
@@ -52,15 +51,8 @@ class StageAFailure(BaseModel):
     plan: dict[str, Any]
     arrival: dict[str, Any] | None = None
     error: StepError
-    failed_step: FailedStep = "ctas"
+    failed_step: Annotated[FailedStep, steps_of("stage A", STAGE_A_STEPS)] = "ctas"
     execution_id: str = ""
-
-    @field_validator("failed_step")
-    @classmethod
-    def _a_stage_a_step(cls, step: FailedStep) -> FailedStep:
-        if step not in STAGE_A_STEPS:
-            raise ValueError(f"{step!r} is not a step of stage A (one of {sorted(STAGE_A_STEPS)})")
-        return step
 
 
 def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdateRuntime) -> Ended:
@@ -134,7 +126,8 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
     if request.failed_step == "post_update":
         return _park_published(plan, request, reason, run)
     if plan.lease is not None:
-        parked, ended = _end_failed_lease(plan, request.failed_step, run)
+        ended = run.runs.after_failure(plan.lease, failed_step=request.failed_step, root=plan.stage_partition_root)
+        parked = _applied_arrivals(plan) if ended.held else []
         deleted = ended.deleted
         reason += f"; {ended.left}" if ended.left else ""
     else:
@@ -169,16 +162,10 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
     )
 
 
-def _end_failed_lease(
-    plan: StageAPlan, failed_step: FailedStep, run: FailureRuntime
-) -> tuple[list[Arrival], Abandoned]:
-    """End the failed run's lease; return the arrivals to park (those it added) and how it ended."""
+def _applied_arrivals(plan: StageAPlan) -> list[Arrival]:
+    """The arrivals a failed run took (those it added to its lease), to park."""
     assert plan.lease is not None
-    ended = run.runs.after_failure(plan.lease, failed_step=failed_step, root=plan.stage_partition_root)
-    if not ended.held:
-        return [], ended
-    waiting = waiting_arrivals(Lease.from_dict(plan.lease))
-    return [a for a in waiting if arrival_id(a.key, a.sequencer) in plan.applied], ended
+    return [a for a in waiting_arrivals(Lease.from_dict(plan.lease)) if arrival_id(a.key, a.sequencer) in plan.applied]
 
 
 def _park(arrivals: list[Arrival], reason: str, run: FailureRuntime) -> None:

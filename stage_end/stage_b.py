@@ -23,21 +23,20 @@ published version onwards under the run that published it (``stage_end.published
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, get_args
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.errors import validated
 from lakeline.lambda_support import FailedStep, StepError
-from lakeline.partitions import Abandoned
 from stage_b.failures import StepTime, failed_query_times, failed_step_index, step_times
 from stage_b.finish import abandon_stage_b, finish_stage_b
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
 from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
-from stage_end.runtime import Ended, FailureRuntime, Level, PostUpdateRuntime, unrouted_note
+from stage_end.runtime import Ended, FailureRuntime, Level, PostUpdateRuntime, steps_of, unrouted_note
 from stage_lineage.records import record_stage_b, record_stage_b_failure, stage_b_parents
 
 STAGE_B_STEPS = frozenset(get_args(FailedStep)) - {"register", "ctas"}
@@ -54,18 +53,11 @@ class StageBPostUpdate(BaseModel):
 class StageBFailure(BaseModel):
     plan: dict[str, Any]
     error: StepError
-    failed_step: FailedStep = "steps"
+    failed_step: Annotated[FailedStep, steps_of("stage B", STAGE_B_STEPS)] = "steps"
     execution_id: str = ""
     failed_index: int | None = Field(default=None, ge=0)
     """Which of the plan's steps failed, when the error says (``stage_b.failures``); ``error`` is then the
     step's task's own."""
-
-    @field_validator("failed_step")
-    @classmethod
-    def _a_stage_b_step(cls, step: FailedStep) -> FailedStep:
-        if step not in STAGE_B_STEPS:
-            raise ValueError(f"{step!r} is not a step of stage B (one of {sorted(STAGE_B_STEPS)})")
-        return step
 
     @model_validator(mode="after")
     def _failed_index(self) -> StageBFailure:
@@ -144,7 +136,8 @@ def fail_stage_b(plan: StageBPlan, request: StageBFailure, run: FailureRuntime) 
         return _park_published(plan, message, request, run)
     parked, left = [message], ""
     if plan.lease is not None:
-        parked, ended = _end_failed_lease(plan, request.failed_step, run)
+        ended = run.runs.after_failure(plan.lease, failed_step=request.failed_step, root=plan.partition_root)
+        parked = _applied_messages(plan) if ended.held else []
         deleted, left = ended.deleted, ended.left
     else:
         deleted, left = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else (0, "")
@@ -188,15 +181,10 @@ def fail_stage_b(plan: StageBPlan, request: StageBFailure, run: FailureRuntime) 
     )
 
 
-def _end_failed_lease(
-    plan: StageBPlan, failed_step: FailedStep, run: FailureRuntime
-) -> tuple[list[StageBMessage], Abandoned]:
-    """End the failed run's lease; return the messages to park (those it applied) and how it ended."""
+def _applied_messages(plan: StageBPlan) -> list[StageBMessage]:
+    """The messages a failed run applied (of those its lease took), to park."""
     assert plan.lease is not None
-    ended = run.runs.after_failure(plan.lease, failed_step=failed_step, root=plan.partition_root)
-    if not ended.held:
-        return [], ended
-    return [m for m in leased_messages(Lease.from_dict(plan.lease)) if m.deduplication_id() in plan.message_ids], ended
+    return [m for m in leased_messages(Lease.from_dict(plan.lease)) if m.deduplication_id() in plan.message_ids]
 
 
 def _park(messages: list[StageBMessage], reason: str, run: FailureRuntime) -> None:
