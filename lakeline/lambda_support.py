@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import pydantic
 from pydantic import BaseModel, Field
@@ -72,6 +72,12 @@ class SettleEnvironment(BaseModel):
 
     pipeline_state_table: str
     superseded_grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0)
+
+
+FailedStep = Literal["reconcile", "register", "ctas", "steps", "commit", "publish", "spark", "post_update"]
+"""The step of a stage's state machine that failed (``$.failed_step``, set by its Catch): stage A's
+``register`` and ``ctas`` (Athena) or ``spark``, stage B's ``steps`` or ``spark``, and both stages'
+``reconcile``, ``commit``, ``publish`` and ``post_update``."""
 
 
 class StepError(BaseModel):

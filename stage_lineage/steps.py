@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from openlineage.client.event_v2 import RunEvent
 from pydantic import BaseModel
 
-from lakeline.lambda_support import load_environment
+from lakeline.lambda_support import FailedStep, load_environment
 from lakeline.lineage.columns.sql import TableDescriber
 from lakeline.lineage.openlineage.archive import EventArchive
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, load_openlineage_settings
@@ -135,7 +135,7 @@ class StepEvents:
         return self.publish(events)
 
     def stage_a(
-        self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None, failed: str = "ctas"
+        self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None, failed: FailedStep = "ctas"
     ) -> list[dict[str, Any]]:
         """``failed``: the failure function's ``failed_step``: the one step (the CTAS, or the Spark job) failed;
         after it (the commit, the publish); or before it (register, reconcile: no step events)."""
@@ -157,7 +157,7 @@ class StepEvents:
         error: str | None = None,
         failed_step: int | None = None,
         step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
-        failed: str = "steps",
+        failed: FailedStep = "steps",
     ) -> list[dict[str, Any]]:
         """``failed_step``: the index of the step that failed, when the caller knows it; ``step_times``:
         each step's (start, end), None where not known (``stage_b.failures``); ``failed``: the failure

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lakeline.local.workspace import write_json
 
-_CODE_PACKAGES = ("lakeline", "stage_a", "stage_b", "stage_lineage", "lambdas")
+_CODE_PACKAGES = ("lakeline", "stage_a", "stage_b", "stage_lineage", "stage_end", "lambdas")
 _CHUNK = 1024 * 1024
 
 

@@ -15,6 +15,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from lakeline.lambda_support import FailedStep
 from stacks.constructs.bundling import REPO_ROOT
 from stacks.constructs.workflow import SQL_TIMEOUT, failure_marker
 
@@ -129,7 +130,7 @@ class AthenaWorkgroup(Construct):
         return task
 
     def statements(
-        self, scope: Construct, construct_id: str, items_path: str, on_failure: sfn.IChainable, step: str
+        self, scope: Construct, construct_id: str, items_path: str, on_failure: sfn.IChainable, step: FailedStep
     ) -> sfn.Map:
         """Each statement of the list at ``items_path``, in order; on failure mark ``step`` and go on."""
         statement = self.statement(scope, f"{construct_id}Statement", "$.statement")

@@ -32,7 +32,7 @@ from packaging.utils import canonicalize_name
 from lakeline.aws.distributions import AWS_SDK, POWERTOOLS_LAYER
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CODE_PACKAGES = ("lambdas", "lakeline", "stage_a", "stage_b", "stage_lineage")
+CODE_PACKAGES = ("lambdas", "lakeline", "stage_a", "stage_b", "stage_lineage", "stage_end")
 VENDORED_PACKAGES = ("sqlglot",)
 CODE_EXCLUDES = [
     "*",

@@ -13,6 +13,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from lakeline.lambda_support import FailedStep
+
 TRANSIENT_ERRORS = [
     "Athena.TooManyRequestsException",
     "Athena.InternalServerException",
@@ -73,6 +75,6 @@ def failure_recorder(
     return record.next(failed)
 
 
-def failure_marker(scope: Construct, construct_id: str, step: str) -> sfn.Pass:
-    """Mark the step that failed (``$.failed_step``, one of the failure handlers' ``failed_step`` values)."""
+def failure_marker(scope: Construct, construct_id: str, step: FailedStep) -> sfn.Pass:
+    """Mark the step that failed (``$.failed_step``, which the failure handlers read)."""
     return sfn.Pass(scope, construct_id, result=sfn.Result.from_string(step), result_path="$.failed_step")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic
 import pytest
 from aws_cdk.assertions import Template
 
@@ -68,8 +69,14 @@ def test_the_failure_functions_take_post_update_as_a_failed_step(stage: str) -> 
     import importlib
     import typing
 
-    handler = importlib.import_module(f"lambdas.{stage}_failure.handler")
-    assert "post_update" in typing.get_args(handler.FailureInput.model_fields["failed_step"].annotation)
+    ends = importlib.import_module(f"stage_end.{stage}")
+    failure = ends.StageAFailure if stage == "stage_a" else ends.StageBFailure
+    assert "post_update" in typing.get_args(failure.model_fields["failed_step"].annotation)
+    assert failure.model_validate({"plan": {}, "error": {}, "failed_step": "post_update"}).failed_step == "post_update"
+    # One FailedStep type for both stages; each failure model still refuses the other stage's own step.
+    other = "steps" if stage == "stage_a" else "ctas"
+    with pytest.raises(pydantic.ValidationError, match=f"'{other}' is not a step of stage"):
+        failure.model_validate({"plan": {}, "error": {}, "failed_step": other})
 
 
 def test_a_timed_out_query_can_be_stopped(pipeline: Template) -> None:

@@ -20,7 +20,7 @@ from stage_b.dispatch import send_stage_b_messages
 from stage_b.messages import SourceArrival, StageBMessage
 
 REPO = Path(__file__).parents[2]
-SOURCES = ("lakeline", "lambdas", "stage_a", "stage_b", "stage_lineage")
+SOURCES = ("lakeline", "lambdas", "stage_a", "stage_b", "stage_lineage", "stage_end")
 
 
 def test_clients_are_made_in_one_place_only() -> None:

@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_PARTY = ("lakeline", "stage_a", "stage_b", "stage_lineage", "lambdas")
+FIRST_PARTY = ("lakeline", "stage_a", "stage_b", "stage_lineage", "stage_end", "lambdas")
 ENTRY = "lakeline.cli"
 COMMANDS = ["demo", "run", "watch", "sql", "stage-a", "stage-b", "deps", "lineage", "glue"]
 

@@ -14,7 +14,7 @@ from lakeline.dependencies.model import normalise_table_name, parse_dependency_i
 from lakeline.errors import InvalidInputError, LakelineError, validated, validation_problems
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("lakeline", "stage_a", "stage_b", "stage_lineage", "lambdas")
+PRODUCT = ("lakeline", "stage_a", "stage_b", "stage_lineage", "stage_end", "lambdas")
 
 
 class _Target(BaseModel):

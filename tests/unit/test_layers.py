@@ -2,10 +2,10 @@
 never import the tests (what they share is ``harness/``), ``lakeline.cli`` is the top layer, and
 ``lakeline.aws`` stands beneath the rest.
 
-And the layers themselves (``LAYERS``): the CLI, operations, the local runtime, the handlers, the
-stage lineage glue, the stages, the library (itself four layers: what reads lineage back and the Glue
-scanner; OpenLineage events, dependency items and partition commits; the rest; engines, storage and
-names), and ``lakeline.aws`` with ``lakeline.errors``; no module imports a layer above its own."""
+And the layers themselves (``LAYERS``): the CLI, operations, the local runtime, the handlers, a stage
+run's end, the stage lineage glue, the stages, the library (itself four layers: what reads lineage back
+and the Glue scanner; OpenLineage events, dependency items and partition commits; the rest; engines,
+storage and names), and ``lakeline.aws`` with ``lakeline.errors``; no module imports a layer above its own."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parents[2]
-PRODUCT = ("lakeline", "lambdas", "stage_a", "stage_b", "stage_lineage")
+PRODUCT = ("lakeline", "lambdas", "stage_a", "stage_b", "stage_lineage", "stage_end")
 
 
 def imports_of(path: Path) -> set[str]:
@@ -66,6 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lakeline.operations",),  # status, reprocess, dead letters: the same against a workspace or a stack
     ("lakeline.local",),  # the local runtime (runs the handlers in-process)
     ("lambdas", "lakeline.glue_jobs"),  # what AWS runs: the handlers and the Glue job script
+    ("stage_end",),  # a stage run's end (after the publish, after a failure): what the handlers call
     ("stage_lineage",),  # lineage records and OpenLineage events of stage runs, from their plans
     ("stage_a", "stage_b"),  # the stages' logic
     # The library, in four layers of its own:
@@ -108,8 +109,9 @@ def test_no_module_imports_a_layer_above_it() -> None:
 def test_the_layer_check_finds_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bottom = len(LAYERS) - 1
     assert [layer_of(m) for m in ("lakeline.cli.main", "lakeline.local.project", "lakeline.aws.sqs")] == [0, 2, bottom]
-    assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (5, 8, None)
-    assert (layer_of("lakeline.lineage.viewer.html"), layer_of("lakeline.lineage.columns.sql")) == (6, 8)
+    assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (6, 9, None)
+    assert (layer_of("lakeline.lineage.viewer.html"), layer_of("lakeline.lineage.columns.sql")) == (7, 9)
+    assert layer_of("stage_end.stage_a") < layer_of("stage_lineage.records") < layer_of("stage_a.finish")
     module = tmp_path / "lakeline" / "commits.py"
     module.parent.mkdir()
     module.write_text("from stage_b.plan import StageBPlan\n")

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from lakeline.lambda_support import StepError
-from lambdas.stage_b_failure.handler import FailureInput
 from stage_b.failures import STEP_CAUSE_FORMAT, failed_query_times, failed_step_index
+from stage_end.stage_b import StageBFailure
 
 QUERY = json.dumps({"QueryExecution": {"QueryExecutionId": "q", "Status": {"StateChangeReason": "steps[7] ( no"}}})
 
@@ -45,14 +45,14 @@ def test_other_failures_name_no_step_whatever_their_cause_says(failed_step: str)
 
 
 def test_the_failure_input_carries_the_index_as_a_typed_field() -> None:
-    request = FailureInput.model_validate(
+    request = StageBFailure.model_validate(
         {"plan": {}, "error": {"Error": "States.TaskFailed", "Cause": STEP_CAUSE_FORMAT.format(0, QUERY)}}
     )
     assert (request.failed_step, request.failed_index, request.error.Cause) == ("steps", 0, QUERY)
-    given = FailureInput.model_validate({"plan": {}, "error": {"Cause": "c"}, "failed_index": 3})
+    given = StageBFailure.model_validate({"plan": {}, "error": {"Cause": "c"}, "failed_index": 3})
     assert given.failed_index == 3
     with pytest.raises(ValueError):
-        FailureInput.model_validate({"plan": {}, "error": {}, "failed_index": -1})
+        StageBFailure.model_validate({"plan": {}, "error": {}, "failed_index": -1})
 
 
 def test_the_failed_step_s_times_are_its_query_s() -> None:

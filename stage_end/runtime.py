@@ -1,0 +1,78 @@
+"""What a run's end works with (the clients and queues, made once per function by its handler) and
+what it reports (``Ended``: the task's result and the line the handler logs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import AfterValidator
+
+from lakeline.lambda_support import FailedStep
+from lakeline.lineage.records.writer import LineageWriter
+from lakeline.partitions import LeasedRunEnd
+from lakeline.storage import ObjectStore
+from stage_b.onward import OnwardRouting
+from stage_lineage.steps import StepEvents
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
+    from mypy_boto3_sqs import SQSClient
+
+
+@dataclass(frozen=True)
+class PostUpdateRuntime:
+    store: ObjectStore
+    runs: LeasedRunEnd
+    routing: OnwardRouting
+    lineage: LineageWriter
+    events: StepEvents
+
+
+@dataclass(frozen=True)
+class FailureRuntime:
+    store: ObjectStore
+    runs: LeasedRunEnd
+    sqs: SQSClient
+    dead_letter_queue_url: str
+    """The stage's DLQ, where the input a failed run took is parked."""
+    events: StepEvents
+    """The failed run's OpenLineage events; their column lineage is read from the Glue catalog."""
+    lineage: LineageWriter
+
+
+Level = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a run ended: ``report`` is what the task returns; ``summary`` and ``details`` the line the
+    handler logs at ``level``, after the ``notes`` met on the way (level, message, details)."""
+
+    report: dict[str, Any]
+    summary: str
+    details: dict[str, Any]
+    level: Level = "info"
+    notes: list[tuple[Level, str, dict[str, Any]]] = field(default_factory=list)
+
+    def log(self, logger: Logger) -> None:
+        for level, message, details in [*self.notes, (self.level, self.summary, self.details)]:
+            getattr(logger, level)(message, extra=details)
+
+
+def unrouted_note(reason: str) -> tuple[Level, str, dict[str, Any]]:
+    """A target the routing onwards could not reach (its message is parked in queue B's DLQ)."""
+    return ("error", "target not routed; parked in queue B's DLQ", {"reason": reason})
+
+
+def steps_of(stage: str, steps: Iterable[FailedStep]) -> AfterValidator:
+    """A failure model's check that its ``failed_step`` is one of ``stage``'s ``steps``."""
+    allowed = frozenset(steps)
+
+    def check(step: FailedStep) -> FailedStep:
+        if step not in allowed:
+            raise ValueError(f"{step!r} is not a step of {stage} (one of {sorted(allowed)})")
+        return step
+
+    return AfterValidator(check)
