@@ -86,6 +86,7 @@ SYNTH_INPUTS = (
     "stage_a",
     "stage_b",
     "stage_lineage",
+    "stage_end",
     "athena_queries",
 )
 """What ``cdk synth`` reads of the repository: the app, and the code and query files its assets bundle."""
