@@ -45,6 +45,9 @@ from stage_a.hive_types import HiveType, parse_hive_type
 MARKER = ".lakeline-by-name"
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _CHUNK_BYTES = 1024 * 1024  # the copy is made (and held) this much at a time
+BY_NAME_MAX_BYTES = 64 * 1000 * 1000
+"""The largest file (as stored) the router copies by name: a 100 MB CSV's copy takes ~8 s and a JSON
+file's ~18 s on one shared core (``benchmarks/door.py``), three times that on the router's 512 MB."""
 COPIED_SUFFIXES = (".csv.gz", ".csv", ".json.gz", ".json", ".jsonl.gz", ".jsonl")
 
 
@@ -90,7 +93,16 @@ def in_table_order(contract: RawContract, raw: RawFile) -> IO[bytes]:
     in the table's order, then the columns it adds in its own order; a JSON file's keys spelled as the
     table's. A readable binary stream at its start, made as it is read (never held whole, in memory or
     in ``/tmp``: a file of any size streams through). Past the door's sample the records were not read
-    yet: one that breaks the file's structure raises ``ContractViolation`` from ``read``, naming its line."""
+    yet: one that breaks the file's structure raises ``ContractViolation`` from ``read``, naming its line.
+    A file over ``BY_NAME_MAX_BYTES`` is refused at once: its copy would not be made within the router's
+    time, which would retry it until it is dead-lettered with no reason."""
+    size, limit = raw.size(), BY_NAME_MAX_BYTES
+    if size > limit:
+        raise ContractViolation(
+            f"{raw.name}: is read by name (another column order or key spelling than table {contract.table}), "
+            f"and at {size:,} bytes it is over the {limit:,} the router copies within its time "
+            "limit: send it in the table's order and spelling, or in files of at most that size"
+        )
     return cast(IO[bytes], io.BufferedReader(_Produced(_copy_chunks(contract, raw)), buffer_size=_CHUNK_BYTES))
 
 

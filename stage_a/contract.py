@@ -61,10 +61,10 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _INTEGER_RANGES = {"tinyint": 7, "smallint": 15, "int": 31, "integer": 31, "bigint": 63}
 _WIDER = {"tinyint": 0, "smallint": 1, "int": 2, "integer": 2, "bigint": 3, "float": 10, "double": 11}
 _MAX_REPORTED_VALUE = 40
-DOOR_CHECK_CHARACTERS = 16 * 1024 * 1024
-"""How much of a CSV or JSON file's text the door checks (read at each call, so a test can set it small):
-at ~4 s for 16 MiB of typed CSV on a 512 MB Lambda (``benchmarks/door.py``), a batch of ten such files
-is decided well within the router's minute."""
+DOOR_CHECK_CHARACTERS = 4 * 1024 * 1024
+"""How much of a CSV or JSON file's text the door checks (read at each call, so a test can set it small).
+Python checks typed CSV at ~3 MB/s on one shared core (``benchmarks/door.py``), and a 512 MB Lambda has
+under a third of a vCPU: a batch of ten files at the bound is decided within the router's minute."""
 
 
 class ContractViolation(InvalidInputError):

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 import pytest
 
+import stage_a.by_name as by_name
 import stage_a.contract as contract_module
 from lakeline.engines.base import TableSchema
 from stage_a.by_name import in_table_order
@@ -168,3 +169,19 @@ def test_a_record_past_the_sample_that_breaks_the_files_structure_stops_its_copy
     with in_table_order(contract, LocalRawFile(path)) as copy, pytest.raises(ContractViolation) as stopped:
         copy.read()
     assert str(stopped.value).startswith(f"{path}: {reason}")
+
+
+def test_a_file_too_large_to_copy_within_the_routers_time_is_refused_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(by_name, "BY_NAME_MAX_BYTES", 1000)
+    path = tmp_path / "moved.csv"
+    path.write_bytes(b"name,sale_id,amount\n" + b"".join(b"n%d,%d,1\n" % (n, n) for n in range(1000)))
+    with pytest.raises(ContractViolation) as refused:
+        in_table_order(RawContract.of(TABLE), LocalRawFile(path))
+    size = f"{path.stat().st_size:,}"
+    assert str(refused.value) == (
+        f"{path}: is read by name (another column order or key spelling than table shop_pos_raw.sales), and at "
+        f"{size} bytes it is over the 1,000 the router copies within its time limit: send it in the table's order "
+        "and spelling, or in files of at most that size"
+    )
