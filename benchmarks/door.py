@@ -131,9 +131,9 @@ def main() -> None:
                     f"{plain.stat().st_size / 1e6:.0f} MB {fmt}",
                     what,
                     f"{seconds:.2f}",
-                    f"{peak:.1f}",
+                    f"{peak:.2f}",
                     f"{base[0]:.2f}" if base else "",
-                    f"{base[1]:.1f}" if base else "",
+                    f"{base[1]:.2f}" if base else "",
                     f"{seconds / base[0]:.3f}" if base else "",
                 )
     console.print(table)
