@@ -33,20 +33,21 @@ import hashlib
 import io
 import json
 import re
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator
 from decimal import Decimal
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from lakeline.errors import InvalidInputError
 from stage_a.arrivals import Arrival
-from stage_a.contract import RawContract, RawFile, json_object
+from stage_a.contract import ContractViolation, RawContract, RawFile, RepeatedKey, json_object
 from stage_a.hive_types import HiveType, parse_hive_type
 
 MARKER = ".lakeline-by-name"
 _HEX = re.compile(r"[0-9A-Fa-f]+")
-_SPOOL_BYTES = 64 * 1024 * 1024  # larger copies spill to a temporary file instead of memory
+_CHUNK_BYTES = 1024 * 1024  # the copy is made (and held) this much at a time
+BY_NAME_MAX_BYTES = 64 * 1000 * 1000
+"""The largest file (as stored) the router copies by name: a 100 MB CSV's copy takes ~8 s and a JSON
+file's ~18 s on one shared core (``benchmarks/door.py``), three times that on the router's 512 MB."""
 COPIED_SUFFIXES = (".csv.gz", ".csv", ".json.gz", ".json", ".jsonl.gz", ".jsonl")
 
 
@@ -90,34 +91,87 @@ def _dialect(contract: RawContract) -> dict[str, object]:
 def in_table_order(contract: RawContract, raw: RawFile) -> IO[bytes]:
     """``raw`` (already checked against ``contract``) as its table reads it by name: a CSV file's columns
     in the table's order, then the columns it adds in its own order; a JSON file's keys spelled as the
-    table's. A readable binary stream at its start."""
-    spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # noqa: SIM115 - returned to the caller
-    with _text_streams(contract, raw, spool) as (text, out):
-        if contract.format == "json":
-            _json_in_table_spelling(contract, text, out)
-        else:
-            _csv_in_table_order(contract, text, out)
-    spool.seek(0)
-    return cast(IO[bytes], spool)
+    table's. A readable binary stream at its start, made as it is read (never held whole, in memory or
+    in ``/tmp``: a file of any size streams through). Past the door's sample the records were not read
+    yet: one that breaks the file's structure raises ``ContractViolation`` from ``read``, naming its line.
+    A file over ``BY_NAME_MAX_BYTES`` is refused at once: its copy would not be made within the router's
+    time, which would retry it until it is dead-lettered with no reason."""
+    size, limit = raw.size(), BY_NAME_MAX_BYTES
+    if size > limit:
+        raise ContractViolation(
+            f"{raw.name}: is read by name (another column order or key spelling than table {contract.table}), "
+            f"and at {size:,} bytes it is over the {limit:,} the router copies within its time "
+            "limit: send it in the table's order and spelling, or in files of at most that size"
+        )
+    return cast(IO[bytes], io.BufferedReader(_Produced(_copy_chunks(contract, raw)), buffer_size=_CHUNK_BYTES))
 
 
-@contextmanager
-def _text_streams(contract: RawContract, raw: RawFile, spool: IO[bytes]) -> Iterator[tuple[IO[str], IO[str]]]:
-    """The file's text, and the copy's text into ``spool`` (compressed as the file is)."""
+class _Produced(io.RawIOBase):
+    """The bytes of a generator of chunks, as a stream; closing it closes the generator (and its file)."""
+
+    def __init__(self, chunks: Generator[bytes, None, None]) -> None:
+        self._chunks = chunks
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = memoryview(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        self._chunks.close()
+        super().close()
+
+
+def _copy_chunks(contract: RawContract, raw: RawFile) -> Generator[bytes, None, None]:
+    """The copy's bytes, a chunk of about ``_CHUNK_BYTES`` at a time (compressed as the file is)."""
+    sink = io.BytesIO()
     compressed = raw.name.lower().endswith(".gz")
     with raw.open() as binary:
         source = cast(IO[bytes], gzip.GzipFile(fileobj=binary)) if compressed else binary
         text = io.TextIOWrapper(source, encoding=contract.reading_encoding, errors="strict", newline="")
-        target = cast(IO[bytes], gzip.GzipFile(fileobj=spool, mode="wb", mtime=0)) if compressed else spool
+        target = cast(IO[bytes], gzip.GzipFile(fileobj=sink, mode="wb", mtime=0)) if compressed else sink
         out = io.TextIOWrapper(target, encoding=contract.encoding, errors="strict", newline="")
-        yield text, out
+        records = (
+            _json_in_table_spelling(contract, raw.name, text, out)
+            if contract.format == "json"
+            else _csv_in_table_order(contract, raw.name, text, out)
+        )
+        try:
+            for _ in records:
+                if sink.tell() >= _CHUNK_BYTES:
+                    yield _drained(sink)
+        except UnicodeDecodeError as error:
+            raise ContractViolation(f"{raw.name}: is not valid {contract.encoding} ({error.reason})") from error
+        except (OSError, EOFError) as error:
+            raise ContractViolation(f"{raw.name}: cannot be read: {error}") from error
         out.flush()
         out.detach()
         if compressed:
-            target.close()  # writes the gzip trailer; the spool stays open
+            target.close()  # writes the gzip trailer into the sink
+    yield _drained(sink)
 
 
-def _csv_in_table_order(contract: RawContract, text: IO[str], out: IO[str]) -> None:
+def _drained(sink: io.BytesIO) -> bytes:
+    chunk = sink.getvalue()
+    sink.seek(0)
+    sink.truncate()
+    return chunk
+
+
+def _csv_in_table_order(contract: RawContract, file_name: str, text: IO[str], out: IO[str]) -> Iterator[None]:
+    """Writes the copy a record at a time, yielding after each. The records past the door's sample get
+    the door's structural checks here (fields per record, one line per record where the table's readers
+    read so), as the copy is the file that is loaded."""
     reader = csv.reader(text, strict=True, **_dialect(contract))  # type: ignore[arg-type]
     header = next(reader)
     names = [name.strip().lower() for name in header]
@@ -127,23 +181,48 @@ def _csv_in_table_order(contract: RawContract, text: IO[str], out: IO[str]) -> N
     # (before Python 3.13 it quotes only the characters of its line terminator).
     writer = csv.writer(out, lineterminator="\r\n", **_dialect(contract))  # type: ignore[arg-type]
     writer.writerow([header[i].strip() for i in order])
-    for record in reader:
-        if record:
+    line = reader.line_num
+    try:
+        for record in reader:
+            first, line = line + 1, reader.line_num
+            if line > first and not contract.multiline_fields:
+                raise ContractViolation(
+                    f"{file_name}: line {first} has a quoted field that spans lines; "
+                    f"the readers of table {contract.table} read one record per line"
+                )
+            if not record:
+                continue
+            if len(record) != len(names):
+                raise ContractViolation(f"{file_name}: line {first} has {len(record)} fields, the header {len(names)}")
             writer.writerow([record[i] for i in order])
+            yield
+    except csv.Error as error:
+        raise ContractViolation(f"{file_name}: line {reader.line_num} is not valid CSV: {error}") from error
 
 
-def _json_in_table_spelling(contract: RawContract, text: IO[str], out: IO[str]) -> None:
+def _json_in_table_spelling(contract: RawContract, file_name: str, text: IO[str], out: IO[str]) -> Iterator[None]:
     columns = {column.name.lower(): (column.name, _tree(column.type)) for column in contract.columns}
-    for line in text:
+    for number, line in enumerate(text, start=1):
         if not line.strip():
             out.write(line)  # as the readers read it
             continue
-        record = json.loads(line, parse_float=Decimal, object_pairs_hook=json_object)
+        try:
+            record = json.loads(line, parse_float=Decimal, object_pairs_hook=json_object)
+        except json.JSONDecodeError as error:  # past the door's sample: a line that is not JSON
+            raise ContractViolation(f"{file_name}: line {number} is not JSON: {error.msg}") from error
+        except RepeatedKey as repeated:
+            first, second = repeated.keys
+            raise ContractViolation(
+                f"{file_name}: line {number} has key {second!r} twice ({first!r} and {second!r})"
+            ) from None
+        if not isinstance(record, dict):
+            raise ContractViolation(f"{file_name}: line {number} is not a JSON object")
         spelled: dict[str, object] = {}
         for key, value in record.items():
             name, tree = columns.get(key.lower(), (key.lower(), None))  # a column it adds: lower-cased
             spelled[name] = _spelled(tree, value)
         out.write(_json_text(spelled) + "\n")
+        yield
 
 
 def _tree(kind: str) -> HiveType | None:

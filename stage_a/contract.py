@@ -25,6 +25,12 @@ their case (it would read NULL), so the copy spells every key as the table does.
 
 With ``schema_evolution: add-columns`` extra columns are accepted and returned, for the caller to add
 to the table before the file is planned (a CSV file's come after the table's, in their header order).
+
+The door reads a bounded amount of each file, so that a file of any size is decided within the
+router's time and memory: a Parquet file's footer (two ranged reads); a CSV or JSON file's text up to
+``DOOR_CHECK_CHARACTERS`` (decompressed), to the end of the record in which the bound is reached. A file
+within the bound is checked whole; of a larger one, the header and the records of that first part (a
+sample). The records past the sample are not type-checked at the door (``docs/stage-a.md``).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -55,6 +61,10 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _INTEGER_RANGES = {"tinyint": 7, "smallint": 15, "int": 31, "integer": 31, "bigint": 63}
 _WIDER = {"tinyint": 0, "smallint": 1, "int": 2, "integer": 2, "bigint": 3, "float": 10, "double": 11}
 _MAX_REPORTED_VALUE = 40
+DOOR_CHECK_CHARACTERS = 4 * 1024 * 1024
+"""How much of a CSV or JSON file's text the door checks (read at each call, so a test can set it small).
+Python checks typed CSV at ~3 MB/s on one shared core (``benchmarks/door.py``), and a 512 MB Lambda has
+under a third of a vCPU: a batch of ten files at the bound is decided within the router's minute."""
 
 
 class ContractViolation(InvalidInputError):
@@ -158,14 +168,34 @@ def check_raw_file(contract: RawContract, raw: RawFile) -> tuple[Column, ...]:
     with raw.open() as binary:
         stream = cast(IO[bytes], gzip.GzipFile(fileobj=binary)) if raw.name.lower().endswith(".gz") else binary
         text = io.TextIOWrapper(stream, encoding=contract.reading_encoding, errors="strict", newline="")
+        bounded = _Bounded(text, DOOR_CHECK_CHARACTERS)
         try:
             if found == "csv":
-                return _check_csv(contract, raw.name, text)
-            return _check_json(contract, raw.name, text)
+                return _check_csv(contract, raw.name, bounded)
+            return _check_json(contract, raw.name, bounded)
         except UnicodeDecodeError as error:
             raise ContractViolation(f"{raw.name}: is not valid {contract.encoding} ({error.reason})") from error
         except (OSError, EOFError) as error:
             raise ContractViolation(f"{raw.name}: cannot be read: {error}") from error
+
+
+class _Bounded:
+    """A text's lines, counting what was read: ``spent`` once ``limit`` characters were, so the check
+    stops at the end of that record (a quoted field may span lines: never inside one)."""
+
+    def __init__(self, text: IO[str], limit: int) -> None:
+        self._text = text
+        self._limit = limit
+        self.read = 0
+
+    @property
+    def spent(self) -> bool:
+        return self.read >= self._limit
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._text:
+            self.read += len(line)
+            yield line
 
 
 def _new_columns(contract: RawContract, file_name: str, extra: list[str], where: str) -> tuple[Column, ...]:
@@ -179,7 +209,7 @@ def _new_columns(contract: RawContract, file_name: str, extra: list[str], where:
     return tuple(Column(name, "string") for name in extra)
 
 
-def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Column, ...]:
+def _check_csv(contract: RawContract, file_name: str, text: _Bounded) -> tuple[Column, ...]:
     if contract.quote:
         reader = csv.reader(text, delimiter=contract.delimiter, quotechar=contract.quote, doublequote=True, strict=True)
     else:
@@ -218,6 +248,8 @@ def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Co
             for name, kind, value in zip(names, types, record, strict=True):
                 if value != "" and not _reads_as(kind, value):
                     raise ContractViolation(f"{file_name}: line {first}, column {name}: {_shown(value)} is not {kind}")
+            if text.spent:
+                break  # a sample of a large file: the rest is not read at the door
     except csv.Error as error:
         raise ContractViolation(f"{file_name}: line {reader.line_num} is not valid CSV: {error}") from error
     if not in_order:
@@ -230,7 +262,9 @@ def _check_csv(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Co
     return added
 
 
-class _RepeatedKey(Exception):
+class RepeatedKey(Exception):
+    """Two keys of one JSON object equal ignoring case (raised by ``json_object``)."""
+
     def __init__(self, first: str, second: str) -> None:
         super().__init__(first, second)
         self.keys = (first, second)
@@ -244,12 +278,12 @@ def json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     seen: dict[str, str] = {}
     for key, _ in pairs:
         if key.lower() in seen:
-            raise _RepeatedKey(seen[key.lower()], key)
+            raise RepeatedKey(seen[key.lower()], key)
         seen[key.lower()] = key
     raise AssertionError("unreachable: a key repeats")
 
 
-def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[Column, ...]:
+def _check_json(contract: RawContract, file_name: str, text: _Bounded) -> tuple[Column, ...]:
     types = {column.name.lower(): column.type for column in contract.columns}
     names = {column.name.lower(): column.name for column in contract.columns}
     trees = {name: _hive_type(kind) for name, kind in types.items()}
@@ -263,7 +297,7 @@ def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[C
             record = json.loads(line, parse_float=Decimal, object_pairs_hook=json_object)
         except json.JSONDecodeError as error:
             raise ContractViolation(f"{file_name}: line {number} is not JSON: {error.msg}") from error
-        except _RepeatedKey as repeated:
+        except RepeatedKey as repeated:
             first, second = repeated.keys
             raise ContractViolation(
                 f"{file_name}: line {number} has key {second!r} twice ({first!r} and {second!r}): "
@@ -288,6 +322,8 @@ def _check_json(contract: RawContract, file_name: str, text: IO[str]) -> tuple[C
                     raise ContractViolation(f"{file_name}: line {number}, {problem}")
                 if unspelled and respelled:  # a struct field's
                     respelled[0] = f"line {number}, {respelled[0]}"
+        if text.spent:
+            break  # a sample of a large file: the rest is not read at the door
     added = _new_columns(contract, file_name, list(extra), "key")
     if respelled:
         # Spark's JSON reader matches keys with their case: the column would read NULL there.

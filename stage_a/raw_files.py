@@ -5,12 +5,13 @@ the copy in its table's column order and key spelling that the door writes next 
 
 from __future__ import annotations
 
+import filecmp
 import io
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from botocore.exceptions import ClientError
 
@@ -19,6 +20,7 @@ from stage_a.arrivals import Arrival
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,8 @@ class CopyChanged(LakelineError):
     """Another writer replaced or created the copy since it was read: decide again."""
 
 
+COPY_PART_BYTES = 8 * 1024 * 1024
+"""A by-name copy is uploaded this much at a time (S3's parts are 5 MiB at least, 10,000 at most: 80 GB)."""
 MADE_FROM = "lakeline-made-from"  # S3 metadata of a copy: the version (sequencer) of the file it was made from
 
 
@@ -147,11 +151,18 @@ class LocalRawFiles:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".lakeline-", delete=False) as handle:
             shutil.copyfileobj(body, handle)
         staged = Path(handle.name)
-        if path.is_file() and path.read_bytes() == staged.read_bytes():
+        if path.is_file() and filecmp.cmp(path, staged, shallow=False):
             staged.unlink()
             return False
         staged.replace(path)
         return True
+
+
+class _Condition(TypedDict, total=False):
+    """What a copy's write requires of its place: nothing there yet, or still the copy that was read."""
+
+    IfNoneMatch: str
+    IfMatch: str
 
 
 @dataclass(frozen=True)
@@ -175,18 +186,42 @@ class S3RawFiles:
     ) -> bool:
         """Put the copy only if the object at ``key`` is still what was read (none, or ``replacing``):
         two versions' routers never overwrite each other's decision. Its "Object Created" event brings
-        the copy to the door like any file."""
+        the copy to the door like any file. A copy larger than one part is streamed up as a multipart
+        upload, a part at a time (the router holds one part, never the copy, nor writes to ``/tmp``);
+        one that fails part way (the file breaks its contract past the door's sample, or changed) is
+        aborted, so nothing of it is ever seen."""
+        condition: _Condition = {"IfNoneMatch": "*"} if replacing is None else {"IfMatch": replacing.tag}
+        first = body.read(COPY_PART_BYTES)
         try:
-            if replacing is None:
+            if len(first) < COPY_PART_BYTES:
                 self.client.put_object(
-                    Bucket=arrival.bucket, Key=key, Body=body, Metadata={MADE_FROM: made_from}, IfNoneMatch="*"
+                    Bucket=arrival.bucket, Key=key, Body=first, Metadata={MADE_FROM: made_from}, **condition
                 )
             else:
-                self.client.put_object(
-                    Bucket=arrival.bucket, Key=key, Body=body, Metadata={MADE_FROM: made_from}, IfMatch=replacing.tag
-                )
+                self._upload_in_parts(arrival.bucket, key, first, body, made_from, condition)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise CopyChanged(f"s3://{arrival.bucket}/{key} changed while it was written") from error
             raise
         return True
+
+    def _upload_in_parts(
+        self, bucket: str, key: str, first: bytes, body: IO[bytes], made_from: str, condition: _Condition
+    ) -> None:
+        upload = self.client.create_multipart_upload(Bucket=bucket, Key=key, Metadata={MADE_FROM: made_from})
+        upload_id = upload["UploadId"]
+        try:
+            parts: list[CompletedPartTypeDef] = []
+            part = first
+            while part:
+                number = len(parts) + 1
+                sent = self.client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=part)
+                parts.append({"PartNumber": number, "ETag": sent["ETag"]})
+                part = body.read(COPY_PART_BYTES)
+            # The condition is checked when the parts become the object: only then is anything replaced.
+            self.client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}, **condition
+            )
+        except BaseException:
+            self.client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+            raise

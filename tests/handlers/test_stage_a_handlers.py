@@ -13,6 +13,8 @@ import pytest
 from moto import mock_aws
 from moto.stepfunctions.models import stepfunctions_backends
 
+import stage_a.contract as contract_module
+import stage_a.raw_files as raw_files
 from harness.raw_objects import put_raw_object
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
@@ -418,6 +420,36 @@ def test_a_reordered_csv_that_also_breaks_its_contract_is_parked_and_no_copy_is_
     )
     listed = s3.list_objects_v2(Bucket="raw-bucket", Prefix="engineering/mysql/customers/date=20220120/")
     assert [item["Key"] for item in listed["Contents"]] == [key]
+
+
+def test_a_large_reordered_csv_is_streamed_to_its_copy_in_parts_and_one_broken_past_the_sample_is_parked(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The door reads 1,000 characters of each file here, and copies go up in S3's smallest parts: these
+    # 6 MB files stand for files of any size.
+    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)
+    monkeypatch.setattr(raw_files, "COPY_PART_BYTES", 5 * 1024 * 1024)
+    s3 = boto3.client("s3", region_name=REGION)
+    folder = "engineering/mysql/customers/date=20220120"
+    rows = range(1, 400_000)
+    body = b"name,customer_id\n" + b"".join(b"name %d,%d\n" % (n, n) for n in rows)
+    assert len(body) > raw_files.COPY_PART_BYTES  # more than one part
+    batch = sqs_event(eventbridge_arrival(f"{folder}/big.csv"), eventbridge_arrival(f"{folder}/broken.csv"))
+    s3.put_object(Bucket="raw-bucket", Key=f"{folder}/big.csv", Body=body)
+    s3.put_object(Bucket="raw-bucket", Key=f"{folder}/broken.csv", Body=body + b"late\n")
+    assert router.handler(batch, CONTEXT) == {"batchItemFailures": []}
+    copied = s3.get_object(Bucket="raw-bucket", Key=f"{folder}/big.lakeline-by-name.csv")
+    expected = b"customer_id,name\r\n" + b"".join(b"%d,name %d\r\n" % (n, n) for n in rows)
+    assert copied["Body"].read() == expected and copied["Metadata"]["lakeline-made-from"] == "0062E99A88DC407460"
+    # A record past the sample breaks the file: its copy stops there, is parked with the line, and
+    # nothing of it is left (the copy's parts are aborted, never completed).
+    (letter,) = dead_letters(aws)
+    reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]
+    assert reason == f"s3://raw-bucket/{folder}/broken.csv: line 400001 has 1 fields, the header 2"
+    listed = s3.list_objects_v2(Bucket="raw-bucket", Prefix=f"{folder}/broken.")["Contents"]
+    assert [item["Key"] for item in listed] == [f"{folder}/broken.csv"]
+    assert s3.list_multipart_uploads(Bucket="raw-bucket").get("Uploads", []) == []
+    assert executions(aws) == []
 
 
 def test_a_nested_json_value_of_another_type_is_parked_and_a_good_file_starts(aws: dict[str, Any]) -> None:
