@@ -39,7 +39,7 @@ from typing import IO, Any, cast
 
 from lakeline.errors import InvalidInputError
 from stage_a.arrivals import Arrival
-from stage_a.contract import ContractViolation, RawContract, RawFile, RepeatedKey, json_object
+from stage_a.contract import ContractViolation, RawContract, RawFile, RepeatedKey, csv_records, json_object
 from stage_a.hive_types import HiveType, parse_hive_type
 
 MARKER = ".lakeline-by-name"
@@ -181,23 +181,9 @@ def _csv_in_table_order(contract: RawContract, file_name: str, text: IO[str], ou
     # (before Python 3.13 it quotes only the characters of its line terminator).
     writer = csv.writer(out, lineterminator="\r\n", **_dialect(contract))  # type: ignore[arg-type]
     writer.writerow([header[i].strip() for i in order])
-    line = reader.line_num
-    try:
-        for record in reader:
-            first, line = line + 1, reader.line_num
-            if line > first and not contract.multiline_fields:
-                raise ContractViolation(
-                    f"{file_name}: line {first} has a quoted field that spans lines; "
-                    f"the readers of table {contract.table} read one record per line"
-                )
-            if not record:
-                continue
-            if len(record) != len(names):
-                raise ContractViolation(f"{file_name}: line {first} has {len(record)} fields, the header {len(names)}")
-            writer.writerow([record[i] for i in order])
-            yield
-    except csv.Error as error:
-        raise ContractViolation(f"{file_name}: line {reader.line_num} is not valid CSV: {error}") from error
+    for _, record in csv_records(reader, contract, file_name, len(names)):
+        writer.writerow([record[i] for i in order])
+        yield
 
 
 def _json_in_table_spelling(contract: RawContract, file_name: str, text: IO[str], out: IO[str]) -> Iterator[None]:

@@ -232,26 +232,12 @@ def _check_csv(contract: RawContract, file_name: str, text: _Bounded) -> tuple[C
     added = _new_columns(contract, file_name, [name for name in names if name not in expected], "header has column")
     kinds = {name: column.type for name, column in zip(expected, contract.columns, strict=True)}
     types = [kinds.get(name, "string") for name in names]
-    try:
-        line = reader.line_num
-        for record in reader:
-            first, line = line + 1, reader.line_num
-            if line > first and not contract.multiline_fields:
-                raise ContractViolation(
-                    f"{file_name}: line {first} has a quoted field that spans lines; "
-                    f"the readers of table {contract.table} read one record per line"
-                )
-            if not record:
-                continue  # a blank line is no record
-            if len(record) != len(names):
-                raise ContractViolation(f"{file_name}: line {first} has {len(record)} fields, the header {len(names)}")
-            for name, kind, value in zip(names, types, record, strict=True):
-                if value != "" and not _reads_as(kind, value):
-                    raise ContractViolation(f"{file_name}: line {first}, column {name}: {_shown(value)} is not {kind}")
-            if text.spent:
-                break  # a sample of a large file: the rest is not read at the door
-    except csv.Error as error:
-        raise ContractViolation(f"{file_name}: line {reader.line_num} is not valid CSV: {error}") from error
+    for first, record in csv_records(reader, contract, file_name, len(names)):
+        for name, kind, value in zip(names, types, record, strict=True):
+            if value != "" and not _reads_as(kind, value):
+                raise ContractViolation(f"{file_name}: line {first}, column {name}: {_shown(value)} is not {kind}")
+        if text.spent:
+            break  # a sample of a large file: the rest is not read at the door
     if not in_order:
         raise ColumnsByName(
             f"{file_name}: columns are in another order than table {contract.table}'s "
@@ -521,6 +507,30 @@ def _parses(parse: Callable[[str], object], text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def csv_records(
+    reader: Iterator[list[str]], contract: RawContract, file_name: str, width: int
+) -> Iterator[tuple[int, list[str]]]:
+    """The records of a CSV reader positioned after the header, each with the line it starts on, once it
+    has the header's ``width`` fields and (unless the table's readers take them) no line break inside a
+    field; blank lines are no records. A record that breaks the file raises ``ContractViolation``."""
+    line = reader.line_num  # type: ignore[attr-defined]
+    try:
+        for record in reader:
+            first, line = line + 1, reader.line_num  # type: ignore[attr-defined]
+            if line > first and not contract.multiline_fields:
+                raise ContractViolation(
+                    f"{file_name}: line {first} has a quoted field that spans lines; "
+                    f"the readers of table {contract.table} read one record per line"
+                )
+            if not record:
+                continue  # a blank line is no record
+            if len(record) != width:
+                raise ContractViolation(f"{file_name}: line {first} has {len(record)} fields, the header {width}")
+            yield first, record
+    except csv.Error as error:
+        raise ContractViolation(f"{file_name}: line {reader.line_num} is not valid CSV: {error}") from error  # type: ignore[attr-defined]
 
 
 def _shown(value: str) -> str:
