@@ -94,7 +94,10 @@ def spark_engine(spark_workspace: Path) -> Iterator[SparkEngine]:
     from lakeline.catalog_locations import set_local_catalog
     from lakeline.engines.spark import SparkEngine
 
-    engine = SparkEngine.local(spark_workspace, master="local[2]", shuffle_partitions=4, driver_memory="2g")
+    # The tests' tables are small: the quick-start JVM, as a small project's commands get.
+    engine = SparkEngine.local(
+        spark_workspace, master="local[2]", shuffle_partitions=4, driver_memory="2g", quick_start=True
+    )
     set_local_catalog(engine)  # as the embedded runtime's ``open_engine`` does
     yield engine
     set_local_catalog(None)

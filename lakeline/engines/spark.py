@@ -69,6 +69,13 @@ class WrittenTable:
     name: str  # the table's own name, lowercased, to spot statements that may read it
 
 
+# The JVM of a session over little data: C1-compiled code only and a one-thread collector. Measured on the
+# 2-core machine (a session, its first Hive query and 45 small statements), it uses about half the CPU of
+# the default JVM (42 -> 22 CPU seconds) and starts sooner; a scan of millions of rows runs about 1.5x
+# slower, so sessions over much data keep the default JVM (``quick_start=False``).
+QUICK_START_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
 def local_spark_session(
     workspace: Path,
     *,
@@ -76,10 +83,12 @@ def local_spark_session(
     shuffle_partitions: int = 8,
     driver_memory: str = "2g",
     app_name: str = "lakeline",
+    quick_start: bool = False,
 ) -> SparkSession:
     """The embedded session: metastore and warehouse live in ``workspace``, not in the current folder.
+    ``quick_start``: the JVM for little data (``QUICK_START_JAVA_OPTIONS``).
 
-    Only one session can exist per Python process, and its metastore is fixed when it starts.
+    Only one session can exist per Python process, and its metastore and JVM options are fixed when it starts.
     """
     from pyspark.sql import SparkSession
 
@@ -89,6 +98,8 @@ def local_spark_session(
     set_aside_half_made_metastore(metastore)
     log_config = Path(__file__).with_name("log4j2.properties")
     java_options = f"-Dderby.system.home={metastore} -Dlog4j.configurationFile=file:{log_config}"
+    if quick_start:
+        java_options = " ".join((java_options, *QUICK_START_JAVA_OPTIONS))
     # Without it Spark warns that the hostname resolves to a loopback address on every start.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (

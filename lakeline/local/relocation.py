@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -132,6 +133,22 @@ def relocate(engine: SparkEngine, workspace: Workspace, pipeline_state: Path, no
         write_json(roots_file(workspace), {"workspace": str(workspace.root), "raw": str(raw) if raw else None})
 
 
+# Raw files up to this size make a small lake, whose Spark starts with the quick-start JVM.
+QUICK_START_MAX_RAW_BYTES = 256 * 1024**2
+
+
+def small_lake(raw_dir: Path, limit: int = QUICK_START_MAX_RAW_BYTES) -> bool:
+    """Whether the raw files under ``raw_dir`` hold at most ``limit`` bytes (it stops counting past it)."""
+    total = 0
+    for folder, _, names in os.walk(raw_dir):
+        for name in names:
+            with suppress(OSError):  # a file removed while counted
+                total += Path(folder, name).stat().st_size
+            if total > limit:
+                return False
+    return True
+
+
 def claim_workspace(workspace: Workspace, notify: Notify) -> None:
     """Own the workspace (its embedded Spark) for the rest of this process: a ``lakeline sql`` server
     holding it is stopped; another command holding it is named in ``WorkspaceBusy``."""
@@ -147,8 +164,9 @@ def claim_workspace(workspace: Workspace, notify: Notify) -> None:
 
 def open_engine(workspace: Workspace, notify: Notify, **session_options: Any) -> SparkEngine:
     """The workspace's embedded Spark, owned by this process (``claim_workspace``), relocated if the
-    workspace moved."""
+    workspace moved. A workspace whose raw files are few gets the quick-start JVM (``local_spark_session``)."""
     claim_workspace(workspace, notify)
+    session_options.setdefault("quick_start", small_lake(workspace.raw_dir))
     engine = SparkEngine.local(workspace.root, **session_options)
     relocate(engine, workspace, workspace.pipeline_state_file, notify)
     # The functions the embedded runtime runs in-process delete run prefixes through their own stores;

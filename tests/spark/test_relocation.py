@@ -80,3 +80,12 @@ def test_the_pipeline_state_is_rewritten_and_the_new_place_recorded(spark_engine
     (message,) = said
     assert f"{local_root(old.root)} → {local_root(new.root)}" in message
     assert json.loads(roots_file(new).read_text()) == {"workspace": str(new.root), "raw": str(new.raw_dir)}
+
+
+def test_the_tests_session_runs_the_quick_start_jvm(spark_engine: SparkEngine) -> None:
+    from lakeline.engines.spark import QUICK_START_JAVA_OPTIONS
+
+    jvm = spark_engine.session.sparkContext._jvm
+    assert jvm is not None
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert set(QUICK_START_JAVA_OPTIONS) <= set(arguments)
