@@ -146,6 +146,8 @@ class Operator:
         self.deployment = deployment
         self.outputs = deployment.outputs[f"Lakeline-{environment}-Pipeline"]
         self.workgroup = f"lakeline-{environment}"
+        self._connection: Any = None  # pyathena's, made on the first statement (``athena_result``)
+        self._connection_lock = threading.Lock()
         self.lineage_database = f"lakeline_lineage_{environment}"  # stacks/storage_stack.py
         names = [entry["Name"] for entry in deployment.client("s3").list_buckets()["Buckets"]]
         self.buckets = {
@@ -171,16 +173,21 @@ class Operator:
 
         if self.deployment.credentials is None:
             raise OperationFailed("the deployment has no operator credentials (IAM is not enforced)")
-        options: dict[str, Any] = {
-            "work_group": self.workgroup,
-            "region_name": self.deployment.region,
-            "endpoint_url": self.deployment.endpoint,
-            "poll_interval": 0.05,
-            **self.deployment.credentials.client_arguments(),
-        }
-        connection = pyathena.connect(**options)
+        with self._connection_lock:
+            if self._connection is None:
+                # One connection for the operator's statements: each new one builds a boto3 session and
+                # loads Athena's service model again (a tenth of a CPU second per statement).
+                options: dict[str, Any] = {
+                    "work_group": self.workgroup,
+                    "region_name": self.deployment.region,
+                    "endpoint_url": self.deployment.endpoint,
+                    "poll_interval": 0.05,
+                    **self.deployment.credentials.client_arguments(),
+                }
+                self._connection = pyathena.connect(**options)
+            connection = self._connection
         try:
-            cursor = connection.cursor()
+            cursor = connection.cursor()  # one per statement: a cursor holds one query's state
             cursor.execute(sql)
             if not cursor.description:
                 return QueryResult(str(cursor.query_id))
@@ -188,8 +195,6 @@ class Operator:
             return QueryResult(str(cursor.query_id), columns, list(cursor.fetchall()))
         except DatabaseError as error:
             raise OperationFailed(f"Athena statement failed: {error}\n{sql.strip()}") from error
-        finally:
-            connection.close()
 
     def run_ddl(self, text: str, what: str) -> int:
         """Athena DDL, ``$raw_root``, ``$stage_root`` and ``$analytics_root`` standing for the buckets."""
