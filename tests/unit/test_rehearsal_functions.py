@@ -1,13 +1,17 @@
 """A deployed function's environment in the rehearsal (``lakeline.local.rehearsal.functions``), without an
-endpoint: warm between invocations, its errors named as Lambda names them, stopped at its timeout."""
+endpoint: warm between invocations, its errors named as Lambda names them, stopped at its timeout; the same
+whether its process is started anew or forked by the zygote, which leaves the function's own code to its
+asset."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lakeline.local.rehearsal.functions import BundledFunction, FunctionError, WarmFunction
+from lakeline.local.rehearsal.functions import BundledFunction, FunctionError, WarmFunction, Zygote
 
 HANDLER = """
 import time
@@ -21,18 +25,54 @@ def handler(event, context):
         time.sleep(event["sleep"])
     if event.get("fail"):
         raise KeyError(event["fail"])
+    if event.get("exit"):
+        import os
+        os._exit(3)
     return {"calls": len(calls), "remaining_ms": context.get_remaining_time_in_millis()}
 """
 
+SEEN = """
+import os, sys
 
-@pytest.fixture
-def function(tmp_path: Path) -> WarmFunction:
-    (tmp_path / "code").mkdir()
-    (tmp_path / "code" / "slow.py").write_text(HANDLER)
-    bundled = BundledFunction("Slow", "arn:aws:lambda:us-east-1:1:function:Slow", "slow.handler",
-                              tmp_path / "code", (), {}, "", timeout=1)  # fmt: skip
-    return WarmFunction(bundled, endpoint="http://127.0.0.1:1", region="us-east-1", log=tmp_path / "slow.log",
-                        credentials=None)  # fmt: skip
+import boto3
+
+
+def handler(event, context):
+    if event.get("import"):
+        __import__(event["import"])
+    return {"cwd": os.getcwd(), "colour": os.environ.get("COLOUR"), "region": os.environ.get("AWS_REGION"),
+            "parent": os.getppid(), "boto3": boto3.__file__, "zygote_only": os.environ.get("AWS_LAMBDA_FUNCTION_NAME")}
+"""
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    started = Zygote(tmp_path_factory.mktemp("zygote") / "zygote.log")
+    yield started
+    started.stop()
+
+
+def _function(
+    tmp_path: Path,
+    source: str,
+    name: str,
+    zygote: Zygote | None,
+    environment: dict[str, str] | None = None,
+    timeout: int = 1,
+) -> WarmFunction:
+    code = tmp_path / "code"
+    code.mkdir(exist_ok=True)
+    (code / f"{name}.py").write_text(source)
+    bundled = BundledFunction(name, f"arn:aws:lambda:us-east-1:1:function:{name}", f"{name}.handler", code, (),
+                              environment or {}, "", timeout=timeout)  # fmt: skip
+    return WarmFunction(bundled, endpoint="http://127.0.0.1:1", region="us-east-1", log=tmp_path / f"{name}.log",
+                        credentials=None, zygote=zygote)  # fmt: skip
+
+
+@pytest.fixture(params=["own process", "forked"])
+def function(request: pytest.FixtureRequest, tmp_path: Path) -> WarmFunction:
+    zygote = request.getfixturevalue("zygote") if request.param == "forked" else None
+    return _function(tmp_path, HANDLER, "slow", zygote)
 
 
 def test_an_environment_stays_warm_and_names_errors_as_lambda_does(function: WarmFunction) -> None:
@@ -42,6 +82,10 @@ def test_an_environment_stays_warm_and_names_errors_as_lambda_does(function: War
         with pytest.raises(FunctionError) as failed:
             function.invoke({"fail": "colour"})
         assert (failed.value.error_type, failed.value.error_message) == ("KeyError", "'colour'")
+        with pytest.raises(FunctionError) as exited:
+            function.invoke({"exit": True})
+        assert exited.value.error_type == "Runtime.ExitError"
+        assert function.invoke({})["calls"] == 1  # a new environment
     finally:
         function.stop()
 
@@ -53,5 +97,42 @@ def test_an_invocation_past_the_timeout_is_stopped_and_the_next_gets_a_new_envir
         assert timed_out.value.error_type == "Sandbox.Timedout"
         assert timed_out.value.error_message == "Task timed out after 1.00 seconds"
         assert function.invoke({})["calls"] == 1  # a cold start
+    finally:
+        function.stop()
+
+
+def test_a_forked_process_has_the_functions_folder_environment_and_nothing_else_of_this_machine(
+    tmp_path: Path, zygote: Zygote
+) -> None:
+    function = _function(tmp_path, SEEN, "seen", zygote, {"COLOUR": "teal"}, timeout=30)
+    try:
+        seen = function.invoke({})
+        assert seen["parent"] == zygote._process.pid  # forked: boto3 was imported once, in the zygote
+        assert (seen["cwd"], seen["colour"], seen["region"]) == (str(tmp_path / "code"), "teal", "us-east-1")
+        assert seen["zygote_only"] == "seen"
+        # What neither the runtime nor the function's asset holds is missing, as in AWS.
+        with pytest.raises(FunctionError) as missing:
+            function.invoke({"import": "lakeline"})
+        assert missing.value.error_type == "ModuleNotFoundError"
+        with pytest.raises(FunctionError) as absent:
+            function.invoke({"import": "helpers"})
+        assert (absent.value.error_type, absent.value.error_message) == (
+            "ModuleNotFoundError",
+            "No module named 'helpers'",
+        )
+        (tmp_path / "code" / "helpers.py").write_text("")
+        assert function.invoke({"import": "helpers"})["colour"] == "teal"  # the asset's file, once it holds it
+    finally:
+        function.stop()
+
+
+def test_a_function_that_bundles_a_provided_package_imports_its_own_copy(tmp_path: Path, zygote: Zygote) -> None:
+    function = _function(tmp_path, SEEN, "seen", zygote, timeout=30)
+    (tmp_path / "code" / "boto3").mkdir()
+    (tmp_path / "code" / "boto3" / "__init__.py").write_text("")
+    try:
+        seen = function.invoke({})
+        assert seen["boto3"] == str(tmp_path / "code" / "boto3" / "__init__.py")
+        assert seen["parent"] == os.getpid()  # a process of its own, not a fork of the zygote's
     finally:
         function.stop()

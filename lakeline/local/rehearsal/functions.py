@@ -15,9 +15,12 @@ Python (3.11, not the runtime's 3.13), X-Ray tracing is off (no daemon), and mem
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lakeline.aws.distributions import AWS_SDK, POWERTOOLS_LAYER
 from lakeline.errors import LakelineError
@@ -42,15 +45,15 @@ PROVIDED = [
     "typing-inspection",
 ]
 
-RUNNER = r"""
+# The function's process: only the provided distributions importable besides its code and layers, then one
+# event a line on ``events`` and one reply a line on ``results``. ``serve`` runs in a process of its own
+# (``RUNNER``) or in a child forked by the zygote (``ZYGOTE``).
+COMMON = r"""
 import importlib, importlib.abc, importlib.machinery, importlib.metadata, json, os, sys, sysconfig, traceback
 
-config = json.loads(sys.argv[1])
-allowed = set(config["allowed"])
-layers = config["layers"]
 venv = sysconfig.get_paths()["purelib"]
 owners = importlib.metadata.packages_distributions()
-results = os.fdopen(int(sys.argv[2]), "w")
+allowed = set()
 
 
 def canonical(name):
@@ -69,39 +72,128 @@ class DeployedPath(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, DeployedPath())
-# After the code folder, before the runtime's packages, like /opt/python. Lambda merges layers into /opt in
-# the order the function lists them, a later layer's file replacing an earlier one's: the last layer first.
-sys.path[1:1] = list(reversed(layers))
+# This machine's editable install of the repository is no part of a function: its code comes from its asset.
+sys.meta_path[:] = [finder for finder in sys.meta_path if "__editable__" not in getattr(finder, "__module__", "")]
+sys.path[:] = [entry for entry in sys.path if "__editable__" not in entry]
 
 
-class Context:
-    function_name = config["function"]
-    function_version = "$LATEST"
-    invoked_function_arn = config["arn"]
-    memory_limit_in_mb = 1024
-    aws_request_id = "rehearsal"
-    log_group_name = "/aws/lambda/" + config["function"]
-    log_stream_name = "rehearsal"
+def serve(config, events, results):
+    # After the code folder, before the runtime's packages, like /opt/python. Lambda merges layers into /opt
+    # in the order the function lists them, a later layer's file replacing an earlier one's: the last first.
+    sys.path[1:1] = list(reversed(config["layers"]))
 
-    def get_remaining_time_in_millis(self):
-        return config["timeout"] * 1000
+    class Context:
+        function_name = config["function"]
+        function_version = "$LATEST"
+        invoked_function_arn = config["arn"]
+        memory_limit_in_mb = 1024
+        aws_request_id = "rehearsal"
+        log_group_name = "/aws/lambda/" + config["function"]
+        log_stream_name = "rehearsal"
 
+        def get_remaining_time_in_millis(self):
+            return config["timeout"] * 1000
 
-handler = None
-for line in sys.stdin:  # one event a line; the process lives on between them, as a warm Lambda does
-    try:
-        if handler is None:  # imported on the first event (an import error is that invocation's error)
-            module_name, _, function = config["handler"].rpartition(".")
-            handler = getattr(importlib.import_module(module_name), function)
-        reply = {"result": handler(json.loads(line), Context())}
-    except Exception as error:  # what Lambda's runtime reports of an unhandled error
-        traceback.print_exc()
-        reply = {"errorMessage": str(error), "errorType": type(error).__name__}
-    sys.stdout.flush()
-    sys.stderr.flush()
-    results.write(json.dumps(reply, default=str) + "\n")
-    results.flush()
+    handler = None
+    for line in events:  # one event a line; the process lives on between them, as a warm Lambda does
+        try:
+            if handler is None:  # imported on the first event (an import error is that invocation's error)
+                module_name, _, function = config["handler"].rpartition(".")
+                handler = getattr(importlib.import_module(module_name), function)
+            reply = {"result": handler(json.loads(line), Context())}
+        except Exception as error:  # what Lambda's runtime reports of an unhandled error
+            traceback.print_exc()
+            reply = {"errorMessage": str(error), "errorType": type(error).__name__}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        results.write(json.dumps(reply, default=str) + "\n")
+        results.flush()
 """
+
+RUNNER = (
+    COMMON
+    + r"""
+config = json.loads(sys.argv[1])
+allowed.update(config["allowed"])
+serve(config, sys.stdin, os.fdopen(int(sys.argv[2]), "w"))
+"""
+)
+
+# The zygote: the provided distributions imported once (what Lambda's runtime and the layers hold, never the
+# function's own code), then a child forked per function environment, which takes the function's
+# environment variables, folder, layers and descriptors before it imports the handler from its asset.
+ZYGOTE = (
+    COMMON
+    + r"""
+import signal, socket, threading
+
+setup = json.loads(sys.argv[1])
+allowed.update(setup["allowed"])
+for preloaded in setup["preload"]:
+    try:
+        importlib.import_module(preloaded)
+    except ImportError:
+        pass  # not provided here: the function that imports it finds it missing, as it would anyway
+control = socket.socket(fileno=int(sys.argv[2]))
+loaded = sorted({name.split(".")[0] for name in sys.modules})
+control.send(json.dumps({"modules": loaded, "threads": threading.active_count()}).encode())
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
+sys.stdout.flush()
+sys.stderr.flush()
+while True:
+    message, fds, _, _ = socket.recv_fds(control, 1 << 20, 3)
+    if not message:
+        os._exit(0)  # the host is gone
+    request = json.loads(message)
+    pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        control.send(json.dumps({"pid": pid}).encode())
+        continue
+    try:
+        control.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        events_fd, log_fd, results_fd = fds
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        os.environ.clear()
+        os.environ.update(request["environment"])
+        os.chdir(request["cwd"])
+        importlib.invalidate_caches()
+        serve(request["config"], os.fdopen(events_fd), os.fdopen(results_fd, "w"))
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    os._exit(0)
+"""
+)
+
+# What the zygote imports: the provided distributions' modules the functions use, the slow ones first
+# (aws_xray_sdk.core makes botocore clients at import; pydantic and boto3 are large).
+PRELOAD = (
+    "aws_xray_sdk.core",
+    "boto3",
+    "boto3.session",
+    "boto3.dynamodb.types",
+    "botocore.session",
+    "botocore.client",
+    "botocore.config",
+    "botocore.exceptions",
+    "pydantic",
+    "pydantic_core",
+    "aws_lambda_powertools",
+    "aws_lambda_powertools.logging",
+    "aws_lambda_powertools.metrics",
+    "aws_lambda_powertools.tracing",
+    "aws_lambda_powertools.utilities.typing",
+    "aws_lambda_powertools.utilities.batch",
+    "aws_lambda_powertools.utilities.batch.types",
+    "aws_lambda_powertools.utilities.data_classes",
+    "aws_lambda_powertools.utilities.parser.models",
+)
 
 
 class FunctionError(LakelineError):
@@ -164,40 +256,172 @@ def bundled_functions(assembly: Path, lambda_client: Any) -> dict[str, BundledFu
     return found
 
 
+class Zygote:
+    """Forks the functions' processes from one that has imported the provided distributions (``PRELOAD``)
+    once, rather than each function's process importing them anew (about a second each on a busy machine).
+    Started at once, so its imports run while the rest of the stand-up does. Each child takes its
+    function's environment variables, folder and layers before it imports anything of the function's, so
+    the function's code still comes from its asset only (a file missing there fails as in AWS). A function
+    whose code or layers hold a module of the same name as one the zygote has imported gets a process of its
+    own (``fork`` answers ``None``): there its own copy is the one imported, as in Lambda."""
+
+    def __init__(self, log: Path) -> None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._folder = tempfile.TemporaryDirectory(prefix="lakeline-zygote-")  # nothing importable from it
+        setup = {"allowed": sorted(PROVIDED), "preload": list(PRELOAD)}
+        environment = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "AWS_LAMBDA_FUNCTION_NAME": "zygote",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+        with log.open("a") as output:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", ZYGOTE, json.dumps(setup), str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                cwd=self._folder.name,
+                env=environment,
+                pass_fds=(theirs.fileno(),),
+            )
+        theirs.close()
+        self._lock = threading.Lock()
+        self._loaded: set[str] | None = None
+        self._broken = False
+
+    def fork(
+        self, function: BundledFunction, environment: dict[str, str], config: dict[str, Any], fds: list[int]
+    ) -> int | None:
+        """The pid of a child running ``serve`` for ``function`` with descriptors ``fds`` (events in, output,
+        results out), or ``None`` when the function needs a process of its own or the zygote is gone."""
+        with self._lock:
+            loaded = self._ready()
+            if loaded is None or _shadows(function, loaded):
+                return None
+            request = {"environment": environment, "cwd": str(function.code), "config": config}
+            try:
+                socket.send_fds(self._control, [json.dumps(request).encode()], fds)
+                reply = self._control.recv(4096)
+            except OSError:
+                reply = b""
+            if not reply:
+                self._broken = True
+                return None
+            return int(json.loads(reply)["pid"])
+
+    def _ready(self) -> set[str] | None:
+        if self._loaded is None and not self._broken:
+            try:
+                reply = self._control.recv(1 << 20)
+            except OSError:
+                reply = b""
+            state = json.loads(reply) if reply else None
+            # Forking a process with threads would copy their locks held: such a zygote is not used.
+            if state is None or state["threads"] != 1:
+                self._broken = True
+            else:
+                self._loaded = set(state["modules"])
+        return None if self._broken else self._loaded
+
+    def stop(self) -> None:
+        with self._lock:
+            self._broken = True
+            self._control.close()
+            self._process.kill()
+            self._process.wait()
+            self._folder.cleanup()
+
+
+def _shadows(function: BundledFunction, loaded: set[str]) -> bool:
+    """Whether the function's code or a layer of it holds a top-level module the zygote has imported."""
+    for folder in (function.code, *function.layers):
+        for entry in folder.iterdir() if folder.is_dir() else ():
+            if entry.name.split(".")[0] in loaded and (entry.is_dir() or entry.suffix in {".py", ".so", ".pyc"}):
+                return True
+    return False
+
+
+class _Process:
+    """A function's process: started here (``popen``) or forked by the zygote (``pidfd``: not this
+    process's child, so watched and stopped through a pidfd); ``events`` is its standard input."""
+
+    def __init__(self, events: IO[str], *, popen: subprocess.Popen[str] | None = None, pidfd: int | None = None):
+        self.events = events
+        self.popen = popen
+        self.pidfd = pidfd
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        if self.pidfd is None:
+            return False
+        ready, _, _ = select.select([self.pidfd], [], [], 0)
+        return not ready  # a pidfd is readable once its process has exited
+
+    def exit_status(self) -> str:
+        if self.popen is not None:
+            return f"exited with {self.popen.wait()}"
+        return "exited"
+
+    def stop(self) -> None:
+        if self.popen is not None:
+            self.popen.kill()
+            self.popen.wait()
+        elif self.pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            select.select([self.pidfd], [], [], 5)  # gone before the next environment starts
+            os.close(self.pidfd)
+            self.pidfd = None
+        with contextlib.suppress(OSError):
+            self.events.close()
+
+
 class WarmFunction:
     """One function's execution environment: a process started on the first invocation and reused by the
     next ones (module state, such as cached clients, survives between them, as in a warm Lambda), one
-    invocation at a time. Its output (the function's logs) goes to ``log``."""
+    invocation at a time. Its output (the function's logs) goes to ``log``. With a ``zygote``, the
+    process is forked from it (``Zygote``) instead of started anew."""
 
     def __init__(
-        self, function: BundledFunction, *, endpoint: str, region: str, log: Path, credentials: Credentials | None
+        self,
+        function: BundledFunction,
+        *,
+        endpoint: str,
+        region: str,
+        log: Path,
+        credentials: Credentials | None,
+        zygote: Zygote | None = None,
     ) -> None:
         self.function = function
         self.endpoint = endpoint
         self.region = region
         self.log = log
         self.credentials = credentials
-        self._process: subprocess.Popen[str] | None = None
+        self.zygote = zygote
+        self._process: _Process | None = None
         self._results: Any = None
         self._lock = threading.Lock()
 
     def invoke(self, event: Any) -> Any:
         """Run the handler on ``event``; its result, or ``FunctionError``."""
         with self._lock:
-            warm = self._process is not None and self._process.poll() is None
+            warm = self._process is not None and self._process.alive()
             began = time.perf_counter()
-            process = self._process if self._process and self._process.poll() is None else self._start()
-            assert process.stdin is not None
+            process = self._process if self._process is not None and warm else self._start()
             try:
-                process.stdin.write(json.dumps(event) + "\n")
-                process.stdin.flush()
+                process.events.write(json.dumps(event) + "\n")
+                process.events.flush()
                 ready, _, _ = select.select([self._results], [], [], self.function.timeout)
                 line = self._results.readline() if ready else None
             except BrokenPipeError:
                 line = ""
             if line is None:  # past the function's timeout: Lambda stops the environment, as here
-                process.kill()
-                process.wait()
+                process.stop()
                 self._process = None
                 seconds = f"{self.function.timeout:.2f}"
                 raise FunctionError(
@@ -206,11 +430,11 @@ class WarmFunction:
                     error_message=f"Task timed out after {seconds} seconds",
                 )
             if not line:  # the process died: the next invocation gets a new one, like a new environment
-                process.wait()
+                status = process.exit_status()
+                process.stop()
                 self._process = None
                 raise FunctionError(
-                    f"{self.function.name} exited with {process.returncode}; its log: {self.log}",
-                    error_type="Runtime.ExitError",
+                    f"{self.function.name} {status}; its log: {self.log}", error_type="Runtime.ExitError"
                 )
             reply = json.loads(line)
             what = "function: warm invocation" if warm else "function: first invocation (process, imports)"
@@ -226,14 +450,16 @@ class WarmFunction:
     def stop(self) -> None:
         with self._lock:
             if self._process is not None:
-                self._process.kill()
-                self._process.wait()
+                self._process.stop()
                 self._process = None
             if self._results is not None:
                 self._results.close()
                 self._results = None
 
-    def _start(self) -> subprocess.Popen[str]:
+    def _start(self) -> _Process:
+        if self._process is not None:
+            self._process.stop()  # a dead environment's pipe and pidfd
+            self._process = None
         function = self.function
         environment = {
             "PATH": os.environ.get("PATH", ""),
@@ -259,21 +485,43 @@ class WarmFunction:
         read, write = os.pipe()
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("a") as log:
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", RUNNER, json.dumps(config), str(write)],
-                stdin=subprocess.PIPE,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=function.code,
-                env=environment,
-                text=True,
-                pass_fds=(write,),
-            )
+            process = self._forked(environment, config, log.fileno(), write)
+            if process is None:
+                popen = subprocess.Popen(
+                    [sys.executable, "-c", RUNNER, json.dumps(config), str(write)],
+                    stdin=subprocess.PIPE,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=function.code,
+                    env=environment,
+                    text=True,
+                    pass_fds=(write,),
+                )
+                assert popen.stdin is not None
+                process = _Process(popen.stdin, popen=popen)
         os.close(write)
         if self._results is not None:
             self._results.close()
         self._results = os.fdopen(read)
-        return self._process
+        self._process = process
+        return process
+
+    def _forked(self, environment: dict[str, str], config: dict[str, Any], log: int, results: int) -> _Process | None:
+        if self.zygote is None:
+            return None
+        events_in, events = os.pipe()
+        try:
+            pid = self.zygote.fork(self.function, environment, config, [events_in, log, results])
+        finally:
+            os.close(events_in)
+        if pid is None:
+            os.close(events)
+            return None
+        try:
+            pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:  # gone already: its results pipe is closed, and the invocation says so
+            pidfd = None
+        return _Process(os.fdopen(events, "w"), pidfd=pidfd)
 
 
 class FunctionHost:
@@ -295,6 +543,8 @@ class FunctionHost:
         enforced); without it, functions sign with a placeholder key."""
         self.functions = bundled_functions(assembly, lambda_client)
         self.logs = logs or Path(tempfile.mkdtemp(prefix="lakeline-functions-"))
+        # Started now: its imports run while the stand-up goes on, before the first invocation.
+        self.zygote = Zygote(self.logs / "zygote.log")
         self.environments = {
             name: WarmFunction(
                 function,
@@ -302,6 +552,7 @@ class FunctionHost:
                 region=region,
                 log=self.logs / f"{name}.log",
                 credentials=role_credentials(function.role, name) if role_credentials else None,
+                zygote=self.zygote,
             )
             for name, function in self.functions.items()
         }
@@ -325,6 +576,7 @@ class FunctionHost:
     def stop(self) -> None:
         for environment in self.environments.values():
             environment.stop()
+        self.zygote.stop()
 
     def install(self) -> None:
         import moto.awslambda.models as lambda_models
