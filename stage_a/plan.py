@@ -56,6 +56,7 @@ from lakeline.storage import RUN_PREFIX, join_location, table_root_of
 from stage_a.arrivals import Arrival
 from stage_a.by_name import copy_key
 from stage_a.keys import RawObject, parse_raw_key
+from stage_a.type_check import TypeCheck, plan_type_check
 
 __all__ = ["RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
 
@@ -102,6 +103,7 @@ class StageAPlan:
     applied: tuple[str, ...] = ()  # the ids of the arrivals whose rows this run adds (committed with it)
     carry_from: str | None = None  # incremental append: the published prefix whose files join the new one
     reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
+    type_check: TypeCheck | None = None  # CSV/JSON: the run's new files read as text, before the CTAS
     lease: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
@@ -110,6 +112,8 @@ class StageAPlan:
         if self.mode == "none":
             return list(self.reconcile)
         head = [self.register_raw] if self.register_raw else []
+        if self.type_check:
+            head += [self.type_check.create, self.type_check.check, self.type_check.drop]
         return [*self.reconcile, *head, self.ctas, self.drop_temp, *self.publish]
 
     @property
@@ -233,15 +237,30 @@ def plan_stage_a(
         reconcile = swap_statements(target_db, raw.table, partition, lease.published)
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
     where = partition_filter(partition)
+    checked = ""  # the files the type check reads: those not loaded before (empty: the whole folder)
     if keys:
         files = ", ".join(string_literal(join_location(settings.raw_root, key).rstrip("/")) for key in keys)
         where = f'{where} AND "$path" IN ({files})' if where else f'"$path" IN ({files})'
+        loaded = {arrival_key(identity) for identity in lease.applied} if lease else set()
+        new_files = [
+            string_literal(join_location(settings.raw_root, key).rstrip("/")) for key in keys if key not in loaded
+        ]
+        checked = f'"$path" IN ({", ".join(new_files)})' if new_files else "false"
     if where:
         select += f" WHERE {where}"
     # An incremental append writes the new rows as one file; everything else writes bucket_count files.
     written = table_cfg.model_copy(update={"bucket_count": 1}) if mode == "append" else table_cfg
     ctas = ctas_sql(target_db, temp_table, target_location, written, bucketed_by, select)
     applied = sorted(set(new))
+    type_check = None
+    if mode != "none" and checked != "false":
+        type_check = plan_type_check(
+            raw_schema,
+            database=target_db,
+            temp_table=temp_table,
+            location=raw_partition_location,
+            files_filter=checked,
+        )
     return StageAPlan(
         raw_key=raw.key,
         team=raw.team,
@@ -265,5 +284,6 @@ def plan_stage_a(
         applied=tuple(applied),
         carry_from=lease.published if lease and mode == "append" else None,
         reconcile=reconcile,
+        type_check=type_check,
         lease=lease.to_dict() if lease else None,
     )
