@@ -5,16 +5,20 @@ runs it (Athena's: the check fails with the reason)."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
 
+import stage_a.contract as contract_module
 from lakeline.engines.base import Column, TableSchema
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.spark_semantics import ATHENA
+from lakeline.local.cloud import LocalCloud
 from lakeline.names import ddl_name
 from stage_a.run import check_types
 from stage_a.type_check import TypeCheck, TypeCheckFailed, plan_type_check
+from tests.spark.test_local_door import arrive, cloud, flow, parked, rows  # noqa: F401 (the fixture)
 
 _databases = itertools.count()
 COLUMNS = (
@@ -103,3 +107,23 @@ def test_the_check_is_valid_athena_sql_that_spark_refuses_nothing_of(spark_engin
             assert spark_engine.execute(check.check, database=database).rows == []
     finally:
         spark_engine.execute(check.drop, database=database)
+
+
+def test_the_embedded_runtime_parks_a_file_whose_bad_value_is_past_the_doors_sample(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 200)
+    events = flow(spark_engine, cloud, tmp_path, "reject")
+    parked(cloud)
+    good = "".join(f"s{n},{n}.5\n" for n in range(100))
+    arrive(events, "shop/pos/sales/day=1/a.csv", "store,amount\n" + good)
+    # The door reads 200 characters: the bad value lies past them.
+    arrive(events, "shop/pos/sales/day=1/b.csv", "store,amount\n" + good + "x,oops\n" + good)
+    arrive(events, "shop/pos/sales/day=1/c.csv", "store,amount\ne,3\n")
+
+    loaded = rows(spark_engine, events)
+    assert len(loaded) == 101 and ("e", 3.0, "1") in loaded  # a's and c's rows; none of b's, no NULLs
+    (letter,) = parked(cloud)
+    assert json.loads(str(letter["Body"]))["detail"]["object"]["key"] == "shop/pos/sales/day=1/b.csv"
+    reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]  # type: ignore[index]
+    assert "b.csv, column amount (double) has values not of its type: oops" in reason, reason
