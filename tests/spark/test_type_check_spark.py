@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,19 @@ from lakeline.local.cloud import LocalCloud
 from lakeline.names import ddl_name
 from stage_a.run import check_types
 from stage_a.type_check import TypeCheck, TypeCheckFailed, plan_type_check
-from tests.spark.test_local_door import arrive, cloud, flow, parked, rows  # noqa: F401 (the fixture)
+from tests.spark.test_local_door import arrive, flow, parked, rows
 
 _databases = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    started = LocalCloud.start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
 COLUMNS = (
     Column("id", "bigint"),
     Column("name", "string"),
