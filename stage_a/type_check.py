@@ -127,12 +127,13 @@ def plan_type_check(
         f"CREATE {external}TABLE {ddl_name(database, table)} ({columns}) {_storage(schema, encoding)} "
         f"LOCATION {string_literal(location.rstrip('/') + '/')}{header}"
     )
-    # An empty field is NULL (Athena's OpenCSVSerde reads it as '', Spark's reader as NULL).
-    bad = [(f"{dml_name(name)} <> '' AND NOT coalesce({valid}, false)", name, kind) for name, kind, valid in typed]
-    which = " ".join(f"WHEN {condition} THEN {string_literal(f'{name} ({kind})')}" for condition, name, kind in bad)
-    value = " ".join(
-        f"WHEN {condition} THEN substr({dml_name(name)}, 1, {SHOWN_CHARACTERS})" for condition, name, _ in bad
-    )
+    # An empty field is NULL (Athena's OpenCSVSerde reads it as '', Spark's reader as NULL). Each column's
+    # condition is written once (the statement grows by one condition per column): the first bad column's
+    # number, then its name and value picked from arrays by that number.
+    bad = [f"{dml_name(name)} <> '' AND NOT coalesce({valid}, false)" for name, _, valid in typed]
+    which = " ".join(f"WHEN {condition} THEN {number}" for number, condition in enumerate(bad, start=1))
+    named = ", ".join(string_literal(f"{name} ({kind})") for name, kind, _ in typed)
+    values = ", ".join(f"substr({dml_name(name)}, 1, {SHOWN_CHARACTERS})" for name, _, _ in typed)
     where = [files_filter] if files_filter else []
     if not schema.multiline_fields:
         # A reader that does not skip the header line (Spark's Hive SerDe tables) reads it as a row:
@@ -142,13 +143,18 @@ def plan_type_check(
         )
         where.append(f"NOT coalesce({names}, false)")
     rows = (
-        f'SELECT "$path" AS lakeline_file, CASE {which} END AS lakeline_column, CASE {value} END AS lakeline_value '
+        f'SELECT "$path" AS lakeline_file, CASE {which} END AS lakeline_index, ARRAY[{values}] AS lakeline_texts '
         f"FROM {dml_name(database, table)}" + (f" WHERE {' AND '.join(where)}" if where else "")
+    )
+    picked = (
+        f"SELECT lakeline_file, element_at(ARRAY[{named}], lakeline_index) AS lakeline_column, "
+        "element_at(lakeline_texts, lakeline_index) AS lakeline_value "
+        f"FROM ({rows}) AS lakeline_rows WHERE lakeline_index IS NOT NULL"
     )
     groups = (
         "SELECT lakeline_file, lakeline_column, "
         f"array_join(slice(array_agg(lakeline_value), 1, {SHOWN_VALUES}), ' | ') AS lakeline_values "
-        f"FROM ({rows}) AS lakeline_rows WHERE lakeline_column IS NOT NULL GROUP BY lakeline_file, lakeline_column"
+        f"FROM ({picked}) AS lakeline_picked GROUP BY lakeline_file, lakeline_column"
     )
     message = (
         f"concat('{PREFIX}', lakeline_file, ', column ', lakeline_column, "

@@ -32,6 +32,7 @@ def cloud() -> Iterator[LocalCloud]:
     finally:
         started.stop()
 
+
 COLUMNS = (
     Column("id", "bigint"),
     Column("name", "string"),
