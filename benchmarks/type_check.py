@@ -108,7 +108,7 @@ def main() -> None:
             rows: list[tuple[str, float]] = []
             for label, multiline, athena in (
                 ("type check (embedded: Spark's CSV reader)", True, False),
-                ("type check (local Athena's semantics: OpenCSVSerde, ANSI)", False, True),
+                ("type check (Athena's DDL: OpenCSVSerde; ANSI)", False, True),
             ):
                 checked(small, "warm", multiline=multiline, athena=athena)()
                 rows.append((label, _best(checked(large, "large", multiline=multiline, athena=athena), args.repeat)))
