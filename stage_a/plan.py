@@ -28,7 +28,7 @@ Every leased plan first points the partition at its committed version (``reconci
 crash between a commit and its catalog swap before anything is read.
 
 A run takes a bounded batch of what waits (``run_batch``): the oldest arrivals, at most ``MAX_RUN_ARRIVALS``
-of them and ``MAX_RUN_ARRIVAL_BYTES`` of their entries. The rest stay in ``pending``, and the run's end hands
+of them costing the plan at most ``MAX_RUN_ARRIVAL_BYTES``. The rest stay in ``pending``, and the run's end hands
 the lease to a follow-up run that takes the next batch, until nothing waits. The plan carries each thing
 once: the batch as its lease's ``pending`` (what its commit takes out of the partition's state), the SQL
 once (``statements`` is derived, not passed on).
@@ -71,10 +71,10 @@ MAX_RUN_ARRIVALS = 100
 """The most arrivals one run takes. Each costs its state machine input about 420 bytes with a 70-character
 key in a 63-character bucket (its ``pending`` entry, its applied id, its path in the CTAS): with the rest of
 the plan, a full batch stays under 48 KiB, below a quarter of Step Functions' 256 KiB (``tests/scale``)."""
-MAX_RUN_ARRIVAL_BYTES = 24 * 1024
-"""The most bytes of ``pending`` entries one run takes. An arrival costs the input about twice its entry
-(its id and its path repeat the key), so longer keys than the realistic ones make smaller batches and the
-input stays under a quarter of 256 KiB for any key S3 accepts (at least one arrival is always taken)."""
+MAX_RUN_ARRIVAL_BYTES = 40 * 1024
+"""The most bytes one run's arrivals may cost its plan, each counted as its ``pending`` entry and its key twice
+(its applied id and its path in the CTAS repeat it): keys longer than the realistic ones make smaller batches,
+so the input stays under a quarter of 256 KiB for any key the door accepts (one arrival is always taken)."""
 
 
 def arrival_id(key: str, version: str) -> str:
@@ -98,14 +98,14 @@ def waiting_arrivals(lease: Lease) -> list[Arrival]:
 
 def run_batch(lease: Lease) -> Lease:
     """The lease as one run takes it: its ``pending`` cut to the oldest arrivals, at most ``MAX_RUN_ARRIVALS``
-    and ``MAX_RUN_ARRIVAL_BYTES`` of entries (kept as the partition's state holds them, so the run's commit
-    takes exactly these out of it). What is left waits for the follow-up run."""
-    entries = sorted(lease.pending, key=lambda entry: _age(pending_arrival(entry)))
+    of them costing at most ``MAX_RUN_ARRIVAL_BYTES``, each entry as the partition's state holds it (so the
+    run's commit takes exactly these out of it). What is left waits for the follow-up run."""
+    waiting = sorted(((pending_arrival(entry), entry) for entry in lease.pending), key=lambda pair: _age(pair[0]))
     batch: list[str] = []
-    size = 0
-    for entry in entries[:MAX_RUN_ARRIVALS]:
-        size += len(entry.encode())
-        if batch and size > MAX_RUN_ARRIVAL_BYTES:
+    cost = 0
+    for arrival, entry in waiting[:MAX_RUN_ARRIVALS]:
+        cost += len(entry.encode()) + 2 * len(arrival.key.encode())
+        if batch and cost > MAX_RUN_ARRIVAL_BYTES:
             break
         batch.append(entry)
     return replace(lease, pending=tuple(sorted(batch)))
