@@ -247,7 +247,15 @@ def plan_stage_a(
     temp_table = temp_table_name(raw.table, run_token)
 
     lease = run_batch(lease) if lease is not None else None
-    ids = [arrival_id(arrival.key, arrival.sequencer) for arrival in (waiting_arrivals(lease) if lease else [])]
+    taken = waiting_arrivals(lease) if lease is not None else []
+    if taken and raw.key not in {arrival.key for arrival in taken}:
+        # The arrival that started the run waits behind older ones for a follow-up: the run is known by an
+        # arrival it takes (its lineage records name what it read).
+        oldest = parse_raw_key(taken[0].key)
+        if oldest.partition_prefix != raw.partition_prefix:
+            raise InvalidInputError(f"arrival {oldest.key!r} is not in the partition {raw.partition_prefix!r}")
+        raw = oldest
+    ids = [arrival_id(arrival.key, arrival.sequencer) for arrival in taken]
     new = [identity for identity in ids if identity not in (lease.applied if lease else ())]
     mode, keys = _write_mode(table_cfg, lease, new)
     for key in keys:

@@ -78,3 +78,5 @@ def test_the_oldest_arrivals_are_taken_first() -> None:
     schema = TableSchema("eng_mysql_raw_dev", "customers", (Column("id", "bigint"),), (Column("date", "string"),))
     plan = plan_stage_a(parse_raw_key(f"{prefix}f0000.csv"), SETTINGS, schema, run_token=TOKEN, lease=lease)
     assert plan.arrival_keys == [arrival.key for arrival in reversed(arrivals[150:])]
+    # The arrival that started the run waits for a follow-up: the run is known by the oldest one it takes.
+    assert plan.raw_key == arrivals[249].key
