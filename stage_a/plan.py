@@ -171,7 +171,8 @@ class StageAPlan:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageAPlan:
-        """Rebuild a plan passed through a state machine; unknown or missing fields are an error."""
+        """Rebuild a plan passed through a state machine; missing fields are an error, others are ignored
+        (the ``arrivals`` and ``statements`` copies of a plan from before an upgrade, still in flight)."""
         plan = validated_plan(cls, data, "stage A plan")
         check_run_location(plan.target_location, plan.stage_partition_root, plan.run_token, "stage A plan")
         return plan
