@@ -26,12 +26,18 @@ partition and the table's write policy decides what it writes:
 
 Every leased plan first points the partition at its committed version (``reconcile``), which repairs a
 crash between a commit and its catalog swap before anything is read.
+
+A run takes a bounded batch of what waits (``run_batch``): the oldest arrivals, at most ``MAX_RUN_ARRIVALS``
+of them costing the plan at most ``MAX_RUN_ARRIVAL_BYTES``. The rest stay in ``pending``, and the run's end hands
+the lease to a follow-up run that takes the next batch, until nothing waits. The plan carries each thing
+once: the batch as its lease's ``pending`` (what its commit takes out of the partition's state), the SQL
+once (``statements`` is derived, not passed on).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from lakeline.commits import Lease
@@ -53,14 +59,23 @@ from lakeline.partitions import (
 )
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import RUN_PREFIX, join_location, table_root_of
-from stage_a.arrivals import Arrival
+from stage_a.arrivals import Arrival, pending_arrival
 from stage_a.by_name import copy_key
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.type_check import TypeCheck, plan_type_check
 
-__all__ = ["RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
+__all__ = ["MAX_RUN_ARRIVALS", "MAX_RUN_ARRIVAL_BYTES", "RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
 
 WriteMode = Literal["rewrite", "compact", "append", "none"]
+
+MAX_RUN_ARRIVALS = 100
+"""The most arrivals one run takes. Each costs its state machine input about 420 bytes with a 70-character
+key in a 63-character bucket (its ``pending`` entry, its applied id, its path in the CTAS): with the rest of
+the plan, a full batch stays under 48 KiB, below a quarter of Step Functions' 256 KiB (``tests/scale``)."""
+MAX_RUN_ARRIVAL_BYTES = 40 * 1024
+"""The most bytes one run's arrivals may cost its plan, each counted as its ``pending`` entry and its key twice
+(its applied id and its path in the CTAS repeat it): keys longer than the realistic ones make smaller batches,
+so the input stays under a quarter of 256 KiB for any key the door accepts (one arrival is always taken)."""
 
 
 def arrival_id(key: str, version: str) -> str:
@@ -73,10 +88,28 @@ def arrival_key(identity: str) -> str:
     return identity.rsplit("@", 1)[0]
 
 
+def _age(arrival: Arrival) -> tuple[Any, str, str]:
+    return (arrival.event_time, arrival.key, arrival.sequencer)
+
+
 def waiting_arrivals(lease: Lease) -> list[Arrival]:
-    """The arrivals a lease holds (``pending`` keeps each arrival as its JSON), oldest first."""
-    arrivals = [Arrival.model_validate_json(body) for body in lease.pending]
-    return sorted(arrivals, key=lambda arrival: (arrival.event_time, arrival.key, arrival.sequencer))
+    """The arrivals a lease holds (``pending``, entries of ``stage_a.arrivals.pending_entry``), oldest first."""
+    return sorted((pending_arrival(entry) for entry in lease.pending), key=_age)
+
+
+def run_batch(lease: Lease) -> Lease:
+    """The lease as one run takes it: its ``pending`` cut to the oldest arrivals, at most ``MAX_RUN_ARRIVALS``
+    of them costing at most ``MAX_RUN_ARRIVAL_BYTES``, each entry as the partition's state holds it (so the
+    run's commit takes exactly these out of it). What is left waits for the follow-up run."""
+    waiting = sorted(((pending_arrival(entry), entry) for entry in lease.pending), key=lambda pair: _age(pair[0]))
+    batch: list[str] = []
+    cost = 0
+    for arrival, entry in waiting[:MAX_RUN_ARRIVALS]:
+        cost += len(entry.encode()) + 2 * len(arrival.key.encode())
+        if batch and cost > MAX_RUN_ARRIVAL_BYTES:
+            break
+        batch.append(entry)
+    return replace(lease, pending=tuple(sorted(batch)))
 
 
 @dataclass(frozen=True)
@@ -99,12 +132,12 @@ class StageAPlan:
     drop_temp: str
     publish: tuple[str, ...]
     mode: WriteMode = "rewrite"
-    arrivals: tuple[str, ...] = ()  # the arrivals this run takes (under a lease), as JSON
     applied: tuple[str, ...] = ()  # the ids of the arrivals whose rows this run adds (committed with it)
     carry_from: str | None = None  # incremental append: the published prefix whose files join the new one
     reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
     type_check: TypeCheck | None = None  # CSV/JSON: the run's new files read as text, before the CTAS
     lease: dict[str, Any] | None = field(default=None, compare=False)
+    """The run's lease; its ``pending`` is the run's batch (``run_batch``), the arrivals it takes."""
 
     @property
     def statements(self) -> list[str]:
@@ -131,22 +164,27 @@ class StageAPlan:
         return table_root_of(self.stage_partition_root, self.partition)
 
     @property
+    def arrivals(self) -> list[Arrival]:
+        """The arrivals this run takes (its lease's batch), oldest first; none without a lease."""
+        return waiting_arrivals(Lease.from_dict(self.lease)) if self.lease is not None else []
+
+    @property
     def arrival_keys(self) -> list[str]:
         """The raw keys of the arrivals this run takes (its own key for a run without a lease)."""
-        return [Arrival.model_validate_json(body).key for body in self.arrivals] or [self.raw_key]
+        return [arrival.key for arrival in self.arrivals] or [self.raw_key]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageAPlan:
-        """Rebuild a plan passed through a state machine; unknown or missing fields are an error."""
+        """Rebuild a plan passed through a state machine; missing fields are an error, others are ignored
+        (the ``arrivals`` and ``statements`` copies of a plan from before an upgrade, still in flight)."""
         plan = validated_plan(cls, data, "stage A plan")
         check_run_location(plan.target_location, plan.stage_partition_root, plan.run_token, "stage A plan")
         return plan
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("publish", "arrivals", "applied", "reconcile"):
+        for name in ("publish", "applied", "reconcile"):
             data[name] = list(getattr(self, name))
-        data["statements"] = self.statements
         return data
 
 
@@ -194,7 +232,8 @@ def plan_stage_a(
     lease: Lease | None = None,
 ) -> StageAPlan:
     """The plan of one run for ``raw``'s partition. Without a lease: the seed's whole-partition rewrite.
-    Under a lease (``run_token`` is its owner): the table's write policy over the lease's arrivals."""
+    Under a lease (``run_token`` is its owner): the table's write policy over a batch of the lease's
+    arrivals (``run_batch``)."""
     check_run_token(run_token)
     source_db = settings.raw_database(raw.team, raw.dataset)
     target_db = settings.stage_database(raw.team, raw.dataset)
@@ -212,8 +251,16 @@ def plan_stage_a(
         raise InvalidInputError(f"the lease of {lease.key} writes {lease.location}, not this run's {target_location}")
     temp_table = temp_table_name(raw.table, run_token)
 
-    arrivals = lease.pending if lease else ()
-    ids = [arrival_id(arrival.key, arrival.sequencer) for arrival in (waiting_arrivals(lease) if lease else [])]
+    lease = run_batch(lease) if lease is not None else None
+    taken = waiting_arrivals(lease) if lease is not None else []
+    if taken and raw.key not in {arrival.key for arrival in taken}:
+        # The arrival that started the run waits behind older ones for a follow-up: the run is known by an
+        # arrival it takes (its lineage records name what it read).
+        oldest = parse_raw_key(taken[0].key)
+        if oldest.partition_prefix != raw.partition_prefix:
+            raise InvalidInputError(f"arrival {oldest.key!r} is not in the partition {raw.partition_prefix!r}")
+        raw = oldest
+    ids = [arrival_id(arrival.key, arrival.sequencer) for arrival in taken]
     new = [identity for identity in ids if identity not in (lease.applied if lease else ())]
     mode, keys = _write_mode(table_cfg, lease, new)
     for key in keys:
@@ -280,7 +327,6 @@ def plan_stage_a(
         drop_temp=f"DROP TABLE IF EXISTS {ddl_name(target_db, temp_table)}",
         publish=publish,
         mode=mode,
-        arrivals=tuple(arrivals),
         applied=tuple(applied),
         carry_from=lease.published if lease and mode == "append" else None,
         reconcile=reconcile,

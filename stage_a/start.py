@@ -23,7 +23,7 @@ from lakeline.names import check_identifier
 from lakeline.partitions import hand_over_reentered, run_location
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location
-from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival
+from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival, pending_entry
 from stage_a.by_name import copy_key, copy_version, in_table_order, newer_version
 from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
 from stage_a.keys import RawObject, parse_raw_key
@@ -202,7 +202,7 @@ def begin_arrival(
         token,
         run_location(root, token),
         root,
-        [arrival.model_dump_json()],
+        [pending_entry(arrival)],
     )
     if lease is None:
         return None

@@ -29,11 +29,10 @@ from typing import Annotated, Any, get_args
 from pydantic import BaseModel
 
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import Lease
 from lakeline.lambda_support import FailedStep, StepError
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a, finish_stage_a
-from stage_a.plan import StageAPlan, arrival_id, waiting_arrivals
+from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents
 from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
 from stage_end.runtime import Ended, FailureRuntime, PostUpdateRuntime, steps_of, unrouted_note
@@ -165,7 +164,7 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
 def _applied_arrivals(plan: StageAPlan) -> list[Arrival]:
     """The arrivals a failed run took (those it added to its lease), to park."""
     assert plan.lease is not None
-    return [a for a in waiting_arrivals(Lease.from_dict(plan.lease)) if arrival_id(a.key, a.sequencer) in plan.applied]
+    return [a for a in plan.arrivals if arrival_id(a.key, a.sequencer) in plan.applied]
 
 
 def _park(arrivals: list[Arrival], reason: str, run: FailureRuntime) -> None:
@@ -187,7 +186,7 @@ def _park_published(plan: StageAPlan, request: StageAFailure, reason: str, run: 
     if plan.lease is not None:
         settled = run.runs.after_failed_post_update(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
         follow_up = settled.follow_up
-        parked = waiting_arrivals(Lease.from_dict(plan.lease))
+        parked = plan.arrivals  # its batch: what waits beyond it is the follow-up run's
     else:
         parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
     _park(parked, reason, run)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from lakeline.commits import Lease
 from lakeline.lineage.records.model import deterministic_node_id
 from lakeline.lineage.records.writer import LineageWriter
-from stage_a.arrivals import Arrival
 from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
@@ -48,8 +47,7 @@ def taken_raw_keys(plan: StageAPlan) -> list[str]:
     arrival it took, e.g. the files that came while the partition's last run was in flight."""
     keys = [plan.raw_key]
     applied = set(plan.applied)
-    for body in plan.arrivals:
-        arrival = Arrival.model_validate_json(body)
+    for arrival in plan.arrivals:
         if arrival_id(arrival.key, arrival.sequencer) in applied and arrival.key not in keys:
             keys.append(arrival.key)
     return keys

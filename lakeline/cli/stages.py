@@ -89,7 +89,7 @@ def stage_a_plan(
             "target_database": plan.target_database,
             "partition": plan.partition,
             "statements": plan.statements,
-            "plan": {k: v for k, v in data.items() if k != "statements"},
+            "plan": data,
         }
     )
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.catalog_locations import CatalogUnreadable, local_catalog, set_local_catalog
 from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFound, TableSchema
+from lakeline.engines.jvm_archive import archive_folder, archive_options, discard_unusable
 from lakeline.engines.spark_partitions import PartitionStatements
 from lakeline.engines.spark_semantics import DEPLOYED_SPARK, SESSION_SETTINGS, SqlSemantics, applied
 from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, SparkCtas, translate_statement
@@ -84,9 +85,11 @@ def local_spark_session(
     driver_memory: str = "2g",
     app_name: str = "lakeline",
     quick_start: bool = False,
+    archives: Path | None = None,
 ) -> SparkSession:
     """The embedded session: metastore and warehouse live in ``workspace``, not in the current folder.
-    ``quick_start``: the JVM for little data (``QUICK_START_JAVA_OPTIONS``).
+    ``quick_start``: the JVM for little data (``QUICK_START_JAVA_OPTIONS``). ``archives``: where the JVM's
+    class-data archive is kept (``lakeline.engines.jvm_archive``; the user's cache folder by default).
 
     Only one session can exist per Python process, and its metastore and JVM options are fixed when it starts.
     """
@@ -100,6 +103,7 @@ def local_spark_session(
     java_options = f"-Dderby.system.home={metastore} -Dlog4j.configurationFile=file:{log_config}"
     if quick_start:
         java_options = " ".join((java_options, *QUICK_START_JAVA_OPTIONS))
+    archive = archive_options(archives or archive_folder(), java_options)
     # Without it Spark warns that the hostname resolves to a loopback address on every start.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
@@ -110,7 +114,7 @@ def local_spark_session(
             "spark.hadoop.javax.jdo.option.ConnectionURL",
             f"jdbc:derby:;databaseName={metastore / 'metastore_db'};create=true",
         )
-        .config("spark.driver.extraJavaOptions", java_options)
+        .config("spark.driver.extraJavaOptions", " ".join((java_options, *archive)))
         .config("spark.driver.memory", driver_memory)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -126,8 +130,17 @@ def local_spark_session(
     if SparkContext._active_spark_context is not None:  # this process's JVM runs already (tests share one)
         session = builder.getOrCreate()
     else:
-        with jvm_output_to(workspace / "state" / "spark.log"):
-            session = builder.getOrCreate()
+        try:
+            with jvm_output_to(workspace / "state" / "spark.log"):
+                session = builder.getOrCreate()
+        except LakelineError:
+            if not discard_unusable(archive):
+                raise
+            # An archive the JVM could not map (one cut short) is gone; this start goes without it.
+            logging.getLogger(__name__).warning("the JVM could not use its class-data archive; it is removed")
+            builder.config("spark.driver.extraJavaOptions", java_options)
+            with jvm_output_to(workspace / "state" / "spark.log"):
+                session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     quiet_query_context_loggers()
     return session

@@ -241,7 +241,7 @@ def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws
     router.handler(sqs_event(*later), CONTEXT)
     (execution,) = executions(aws)
     plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
-    assert plan["mode"] == "compact" and len(plan["arrivals"]) == 1
+    assert plan["mode"] == "compact" and len(plan["lease"]["pending"]) == 1
     committed = commit.handler({"plan": plan}, CONTEXT)
     assert committed["version"] == 1
     result = post_update.handler({"plan": plan}, CONTEXT)
@@ -252,7 +252,7 @@ def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws
     second = next(e for e in executions(aws) if e["executionArn"] != execution["executionArn"])
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
     # The follow-up takes both waiting arrivals in one run; a re-sent file means a compaction.
-    assert len(follow_plan["arrivals"]) == 2 and follow_plan["mode"] == "compact"
+    assert len(follow_plan["lease"]["pending"]) == 2 and follow_plan["mode"] == "compact"
     # The catalog already points at the committed version: one statement swaps it, no reconcile first.
     assert follow_plan["reconcile"] == [] and len(follow_plan["publish"]) == 1
     # Redelivering the follow-up message starts nothing new.

@@ -34,7 +34,7 @@ from harness.faults import (
 from lakeline.commits import PartitionCommits
 from lakeline.errors import ConfigError
 from stacks.config import LakelineConfig
-from stage_a.arrivals import Arrival
+from stage_a.arrivals import pending_arrival
 
 ARRIVALS = 1_000
 WAVES = 10
@@ -105,11 +105,11 @@ def test_a_burst_of_1000_arrivals_starts_one_run_per_partition_and_loses_nothing
         for execution in executions:
             plan = cloud.execution_input(execution["executionArn"])["plan"]
             assert plan["raw_key"].rsplit("/", 1)[0] in partitions
-            taken.update(Arrival.model_validate_json(body).key for body in plan["arrivals"])
+            taken.update(pending_arrival(entry).key for entry in plan["lease"]["pending"])
         commits = PartitionCommits(boto3.client("dynamodb", region_name=REGION), "pipeline-state")
         waiting: Counter[str] = Counter()
         for state in commits.partitions():
-            waiting.update(Arrival.model_validate_json(body).key for body in state.pending)
+            waiting.update(pending_arrival(entry).key for entry in state.pending)
         # A started run's arrivals stay in ``pending`` until its commit: each arrival is there exactly once.
         assert set(taken) <= set(waiting)
         assert sorted(waiting) == sorted(burst_key(i) for i in range(ARRIVALS))

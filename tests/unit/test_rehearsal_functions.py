@@ -59,6 +59,7 @@ def _function(
     zygote: Zygote | None,
     environment: dict[str, str] | None = None,
     timeout: int = 1,
+    bytecode: Path | None = None,
 ) -> WarmFunction:
     code = tmp_path / "code"
     code.mkdir(exist_ok=True)
@@ -66,7 +67,7 @@ def _function(
     bundled = BundledFunction(name, f"arn:aws:lambda:us-east-1:1:function:{name}", f"{name}.handler", code, (),
                               environment or {}, "", timeout=timeout)  # fmt: skip
     return WarmFunction(bundled, endpoint="http://127.0.0.1:1", region="us-east-1", log=tmp_path / f"{name}.log",
-                        credentials=None, zygote=zygote)  # fmt: skip
+                        credentials=None, zygote=zygote, bytecode=bytecode)  # fmt: skip
 
 
 @pytest.fixture(params=["own process", "forked"])
@@ -136,3 +137,26 @@ def test_a_function_that_bundles_a_provided_package_imports_its_own_copy(tmp_pat
         assert seen["parent"] == os.getpid()  # a process of its own, not a fork of the zygote's
     finally:
         function.stop()
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["own process", "forked"])
+def test_the_functions_code_is_compiled_once_into_the_hosts_folder_and_not_into_its_asset(
+    tmp_path: Path, zygote: Zygote, forked: bool
+) -> None:
+    bytecode = tmp_path / "bytecode"
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "shared_module.py").write_text("VALUE = 7\n")
+    source = "import shared_module\n\n\ndef handler(event, context):\n    return shared_module.VALUE\n"
+    first = _function(tmp_path, source, "first", zygote if forked else None, timeout=30, bytecode=bytecode)
+    second = _function(tmp_path, source, "second", zygote if forked else None, timeout=30, bytecode=bytecode)
+    try:
+        assert first.invoke({}) == 7
+        compiled = list(bytecode.rglob("shared_module.*.pyc"))
+        assert len(compiled) == 1
+        written = compiled[0].stat().st_mtime_ns
+        assert second.invoke({}) == 7
+        assert compiled[0].stat().st_mtime_ns == written  # the second function read the first one's
+        assert not list((tmp_path / "code").rglob("*.pyc"))  # the asset stays as synthesized
+    finally:
+        first.stop()
+        second.stop()

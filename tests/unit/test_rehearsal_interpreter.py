@@ -126,3 +126,57 @@ def test_one_node_process_runs_many_executions_side_by_side() -> None:
         assert interpreter._process is process and process is not None and process.poll() is None
     finally:
         interpreter.stop()
+
+
+def big_input(size: int) -> dict[str, Any]:
+    """An execution input of about ``size`` bytes as JSON."""
+    return {"blob": "x" * size}
+
+
+def doubled(next_or_end: dict[str, Any]) -> dict[str, Any]:
+    """A Pass state whose output holds its input's blob twice."""
+    return {"Type": "Pass", "Parameters": {"a.$": "$.blob", "b.$": "$.blob"}, **next_or_end}
+
+
+def test_a_state_output_over_256_kib_fails_the_execution_with_data_limit_exceeded() -> None:
+    """Step Functions' payload quota (#39): the interpreter passed on data of any size, so a plan that fails in
+    AWS passed the rehearsal."""
+    # The next state's output is small: the runner's one-shot process need not print a large one.
+    small = {"Type": "Pass", "Result": "small", "End": True}
+    definition = {"StartAt": "Double", "States": {"Double": doubled({"Next": "Small"}), "Small": small}}
+    done = run(definition, big_input(140 * 1024))
+    assert done["status"] == "FAILED", done
+    assert done["error"] == "States.DataLimitExceeded"
+    assert "'Double'" in done["cause"] and "maximum number of bytes" in done["cause"]
+    # Just under the quota, the same state succeeds.
+    assert run(definition, big_input(120 * 1024)) == {"status": "SUCCEEDED", "output": "small"}
+    # A state's output over the quota (its input is not: a Result replaces it).
+    result = {"Type": "Pass", "Result": {"blob": "x" * (300 * 1024)}, "Next": "Small"}
+    done = run({"StartAt": "Big", "States": {"Big": result, "Small": small}}, {})
+    assert done["error"] == "States.DataLimitExceeded" and "'Big' returned a result" in done["cause"], done
+
+
+def test_no_catch_takes_data_limit_exceeded_not_even_states_all() -> None:
+    """A terminal error: the Map's ``States.ALL`` Catch takes an iteration's ordinary failure, not this one."""
+
+    def machine(item: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "StartAt": "Each",
+            "States": {
+                "Each": {
+                    "Type": "Map",
+                    "ItemsPath": "$.items",
+                    "ItemSelector": {"blob.$": "$.blob"},
+                    "ItemProcessor": {"StartAt": "Item", "States": {"Item": item}},
+                    "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Caught", "ResultPath": "$.error"}],
+                    "ResultPath": None,
+                    "End": True,
+                },
+                "Caught": {"Type": "Pass", "Result": "caught", "End": True},
+            },
+        }
+
+    failing = {"Type": "Fail", "Error": "Ordinary", "Cause": "an ordinary failure"}
+    assert run(machine(failing), {"items": [1], "blob": ""}) == {"status": "SUCCEEDED", "output": "caught"}
+    done = run(machine(doubled({"End": True})), {"items": [1], **big_input(140 * 1024)})
+    assert done["status"] == "FAILED" and done["error"] == "States.DataLimitExceeded", done

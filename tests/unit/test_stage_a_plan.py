@@ -8,7 +8,7 @@ from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import InvalidInputError
 from lakeline.settings import PipelineSettings, TableSettings
 from stage_a.keys import parse_raw_key
-from stage_a.plan import new_run_token, plan_stage_a
+from stage_a.plan import StageAPlan, new_run_token, plan_stage_a
 
 TOKEN = "20220120t101500000000_0123456789"
 SETTINGS = PipelineSettings(raw_root="s3://raw-bucket/", stage_root="s3://stage-bucket/", environment="dev")
@@ -121,3 +121,11 @@ def test_malformed_run_token_is_rejected() -> None:
     raw = parse_raw_key("engineering/mysql/customers/f.csv")
     with pytest.raises(InvalidInputError, match="run token"):
         plan_stage_a(raw, SETTINGS, schema(), run_token="x'; DROP TABLE y; --")
+
+
+def test_a_plan_of_the_version_before_with_its_copies_is_still_read() -> None:
+    raw = parse_raw_key("engineering/mysql/customers/date=20220120/file.csv")
+    plan = plan_stage_a(raw, SETTINGS, schema(("date", "string")), run_token=TOKEN)
+    earlier = {**plan.to_dict(), "arrivals": [], "statements": plan.statements}  # in flight across an upgrade
+
+    assert StageAPlan.from_dict(earlier) == plan

@@ -1149,7 +1149,14 @@ class LocalAthena:
         catalog = self._external_catalog()
         found = catalog.getTable(spark_database, table)
         convert = jvm.scala.jdk.javaapi.CollectionConverters
-        keys = list(convert.asJava(found.partitionColumnNames()))
+        to_json = jvm.com.fasterxml.jackson.databind.ObjectMapper()
+
+        def python(scala: Any) -> Any:
+            # One call for a whole Scala collection: iterating one through py4j costs a call per element,
+            # and its end an exception that pyspark converts (most of this method's time before).
+            return json.loads(to_json.writeValueAsString(convert.asJava(scala)))
+
+        keys = python(found.partitionColumnNames())
         columns: list[dict[str, str]] = []
         partition_keys: list[dict[str, str]] = []
         for spark_field in found.schema().fields():
@@ -1158,7 +1165,7 @@ class LocalAthena:
         storage = found.storage()
         location = s3_location(storage.locationUri())
         provider = str(found.provider().get()).lower() if found.provider().isDefined() else "hive"
-        properties = dict(convert.asJava(storage.properties()))
+        properties = python(storage.properties())
         descriptor: dict[str, Any] = {"Columns": columns, "Compressed": False}
         if location:
             descriptor["Location"] = location
@@ -1193,12 +1200,12 @@ class LocalAthena:
                     },
                 }
             )
-            table_properties = dict(convert.asJava(found.properties()))
+            table_properties = python(found.properties())
             parameters.update({str(k): str(v) for k, v in table_properties.items() if not str(k).startswith("spark.")})
         bucketing = found.bucketSpec()
         if bucketing.isDefined():
             descriptor["NumberOfBuckets"] = int(bucketing.get().numBuckets())
-            descriptor["BucketColumns"] = [str(c) for c in convert.asJava(bucketing.get().bucketColumnNames())]
+            descriptor["BucketColumns"] = [str(c) for c in python(bucketing.get().bucketColumnNames())]
         table_input = {
             "Name": table,
             "TableType": "EXTERNAL_TABLE",
@@ -1209,7 +1216,7 @@ class LocalAthena:
         partitions: dict[tuple[str, ...], str | None] = {}
         if keys:
             for partition in convert.asJava(catalog.listPartitions(spark_database, table, jvm.scala.Option.empty())):
-                spec = dict(convert.asJava(partition.spec()))
+                spec = python(partition.spec())
                 partitions[tuple(str(spec[key]) for key in keys)] = s3_location(partition.storage().locationUri())
         return table_input, partitions
 

@@ -21,6 +21,11 @@ endpoint's API as Step Functions calls it:
 
 The execution's end (status, output, error, cause) is what ``DescribeExecution`` then reports.
 
+Step Functions' payload quota holds as in AWS: ``StartExecution`` refuses an input over 256 KiB (UTF-8) with a
+``ValidationException`` and starts nothing; a state whose input (after ``Parameters``), task result or output is
+over it fails the execution with ``States.DataLimitExceeded``, which no Retry or Catch takes
+(``interpreter_fixes.mjs``).
+
 Known differences, on purpose: a retrier's interval is not waited (its attempts still count), state
 timeouts are the interpreter's, and the execution history is not recorded (``records`` keeps each
 task's input and result for tests instead).
@@ -53,6 +58,20 @@ QUERY_POLL_SECONDS = 1.0
 soon as any query ends (``query_ended``), so it asks again when there is news, not 20 times a second
 (each call signed, authorized and served in this process, beside the query worker)."""
 ENDED_QUERY_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+PAYLOAD_LIMIT = 262_144
+"""Step Functions' quota on an execution's, a state's or a task's data: 256 KiB as UTF-8."""
+
+
+def check_execution_input(execution_input: str | None) -> None:
+    """Refuse a ``StartExecution`` input over ``PAYLOAD_LIMIT`` as Step Functions does (moto starts it)."""
+    from moto.stepfunctions.exceptions import ValidationException
+
+    if execution_input is not None and len(execution_input.encode()) > PAYLOAD_LIMIT:
+        raise ValidationException(
+            "1 validation error detected: Value at 'input' failed to satisfy constraint: "
+            f"Member must have length less than or equal to {PAYLOAD_LIMIT}"
+        )
+
 
 _queries = threading.Condition()
 _queries_ended = 0  # how many queries have ended: an Athena task waits for it to change
@@ -171,6 +190,7 @@ class ExecutionHost:
         host = self
 
         def start_execution(machine: Any, region_name: str, account_id: str, *args: Any, **kwargs: Any) -> Any:
+            check_execution_input(kwargs.get("execution_input", args[1] if len(args) > 1 else None))
             known = {execution.execution_arn for execution in machine.executions}
             execution = original(machine, region_name, account_id, *args, **kwargs)
             if execution.execution_arn not in known:  # not an idempotent restart of the same name and input

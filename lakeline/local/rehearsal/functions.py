@@ -81,6 +81,11 @@ def serve(config, events, results):
     # After the code folder, before the runtime's packages, like /opt/python. Lambda merges layers into /opt
     # in the order the function lists them, a later layer's file replacing an earlier one's: the last first.
     sys.path[1:1] = list(reversed(config["layers"]))
+    if config.get("bytecode"):
+        # The functions share one code asset: its modules are compiled once for all of them, into a folder
+        # of the host's (Lambda compiles on each cold start; the asset itself is left as synthesized).
+        sys.pycache_prefix = config["bytecode"]
+        sys.dont_write_bytecode = False
 
     class Context:
         function_name = config["function"]
@@ -385,7 +390,8 @@ class WarmFunction:
     """One function's execution environment: a process started on the first invocation and reused by the
     next ones (module state, such as cached clients, survives between them, as in a warm Lambda), one
     invocation at a time. Its output (the function's logs) goes to ``log``. With a ``zygote``, the
-    process is forked from it (``Zygote``) instead of started anew."""
+    process is forked from it (``Zygote``) instead of started anew; with ``bytecode``, the modules it imports
+    are compiled into that folder, shared by the host's functions."""
 
     def __init__(
         self,
@@ -396,8 +402,10 @@ class WarmFunction:
         log: Path,
         credentials: Credentials | None,
         zygote: Zygote | None = None,
+        bytecode: Path | None = None,
     ) -> None:
         self.function = function
+        self.bytecode = bytecode
         self.endpoint = endpoint
         self.region = region
         self.log = log
@@ -481,6 +489,7 @@ class WarmFunction:
             "timeout": function.timeout,
             "layers": [str(layer) for layer in function.layers],
             "allowed": sorted(PROVIDED),
+            "bytecode": str(self.bytecode) if self.bytecode else None,
         }
         read, write = os.pipe()
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -553,6 +562,7 @@ class FunctionHost:
                 log=self.logs / f"{name}.log",
                 credentials=role_credentials(function.role, name) if role_credentials else None,
                 zygote=self.zygote,
+                bytecode=self.logs / "bytecode",
             )
             for name, function in self.functions.items()
         }

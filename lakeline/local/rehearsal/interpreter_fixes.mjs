@@ -6,7 +6,27 @@
 // result (meant for the escapes of its string literals, "\\{" in States.Format), so States.JsonToString of a
 // value holding a quote or a backslash gave invalid JSON (a stage plan's arrivals are JSON strings: every
 // Glue job task's --plan was broken). Step Functions unescapes the literals, not the results: so here.
+//
+// Payload size: the interpreter passes on data of any size; Step Functions fails a state whose input (after
+// Parameters), task result or output is over 256 KiB as UTF-8 with States.DataLimitExceeded, a terminal error
+// no Retry or Catch takes (not even States.ALL): so here, each checked where the state executor makes it.
 const PACKAGE = "/node_modules/aws-local-stepfunctions/build/";
+const PAYLOAD_LIMIT = 262144; // bytes: Step Functions' quota for a task's, a state's or an execution's data
+const DATA_LIMIT = `
+function lakelineDataLimit(stateName, what, value) {
+  const text = JSON.stringify(value);
+  if (text !== undefined && Buffer.byteLength(text, "utf8") > ${PAYLOAD_LIMIT}) {
+    const error = new Error(
+      \`The state/task '\${stateName}' \${what} with a size exceeding the maximum number of bytes service limit.\`
+    );
+    error.name = "States.DataLimitExceeded";
+    error.isRetryable = false;
+    error.isCatchable = false;
+    throw error;
+  }
+  return value;
+}
+`;
 const FIXES = [
   {
     name: "an intrinsic function's string result keeps its backslashes",
@@ -17,6 +37,26 @@ const FIXES = [
     name: "a string literal argument of an intrinsic function is unescaped",
     before: "return arg.slice(1, lastSingleQuote);",
     after: 'return arg.slice(1, lastSingleQuote).replace(/\\\\(.)/g, "$1");',
+  },
+  {
+    name: "payloads over 256 KiB fail with States.DataLimitExceeded (the check itself)",
+    before: "// src/stateMachine/StateExecutor.ts\n",
+    after: `// src/stateMachine/StateExecutor.ts\n${DATA_LIMIT}`,
+  },
+  {
+    name: "a state's input after Parameters over 256 KiB fails it",
+    before: "      const processedInput = this.processInput(input, context);\n",
+    after:
+      "      const processedInput = lakelineDataLimit(this.stateName, " +
+      '"has an input", this.processInput(input, context));\n',
+  },
+  {
+    name: "a task's result or a state's output over 256 KiB fails it",
+    before: "      const processedResult = this.processResult(currResult, rawInput, context);\n",
+    after:
+      '      lakelineDataLimit(this.stateName, "returned a result", currResult);\n' +
+      "      const processedResult = lakelineDataLimit(this.stateName, " +
+      '"returned a result", this.processResult(currResult, rawInput, context));\n',
   },
 ];
 

@@ -1,0 +1,82 @@
+"""A stage A plan's size is bounded by its batch, not by what waits (#39): the whole state machine input stays
+under a quarter of Step Functions' 256 KiB with realistic keys and with the longest keys the door accepts."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from lakeline.commits import Lease
+from lakeline.engines.base import Column, TableSchema
+from lakeline.partitions import run_location
+from lakeline.settings import PipelineSettings
+from stage_a.arrivals import Arrival, pending_entry
+from stage_a.keys import parse_raw_key
+from stage_a.plan import MAX_RUN_ARRIVALS, plan_stage_a
+
+TOKEN = "20220120t101500000000_0123456789"
+BUCKET = "lakeline-raw-landing-zone-123456789012-eu-central-1-production"
+SETTINGS = PipelineSettings(raw_root=f"s3://{BUCKET}/", stage_root=f"s3://{BUCKET}-stage/", environment="dev")
+QUARTER_OF_THE_QUOTA = 256 * 1024 // 4
+
+
+def waiting_plan_input(team: str, dataset: str, table: str, file_name: str, waiting: int) -> tuple[int, int]:
+    """(bytes of the state machine input, arrivals its run takes) with ``waiting`` arrivals on one partition."""
+    prefix = f"{team}/{dataset}/{table}/date=20220120/"
+    start = datetime(2022, 1, 20, 10, tzinfo=UTC)
+    entries = tuple(
+        pending_entry(
+            Arrival(bucket=BUCKET, key=f"{prefix}{i:05d}{file_name}", sequencer=f"{i:018X}", event_time=start)
+        )
+        for i in range(waiting)
+    )
+    root = f"s3://{BUCKET}-stage/{prefix}"
+    lease = Lease("commit#p", TOKEN, run_location(root, TOKEN), 0, None, 0, entries, frozenset(), 1)
+    schema = TableSchema(
+        f"{team}_{dataset}_raw_dev",
+        table,
+        (Column("customer_id", "bigint"), Column("name", "string")),
+        (Column("date", "string"),),
+    )
+    raw = parse_raw_key(f"{prefix}00000{file_name}")
+    plan = plan_stage_a(raw, SETTINGS, schema, run_token=TOKEN, lease=lease)
+    assert plan.lease is not None
+    document = json.dumps({"plan": plan.to_dict(), "arrival": None})
+    return len(document.encode()), len(plan.lease["pending"])
+
+
+def test_a_realistic_burst_gives_a_full_batch_well_under_the_quota() -> None:
+    name = "-8f14e45f-ceea-4c7a-9d1b-00.csv"  # 70-character keys with the prefix below
+    size, taken = waiting_plan_input("eng", "mysql", "customers", name, 2_000)
+    assert len(f"eng/mysql/customers/date=20220120/00000{name}") == 70
+    assert taken == MAX_RUN_ARRIVALS
+    assert size < QUARTER_OF_THE_QUOTA
+
+
+@pytest.mark.parametrize("waiting", [1, 150, 2_000])
+def test_the_longest_keys_the_door_accepts_make_smaller_batches_under_the_same_bound(waiting: int) -> None:
+    """The longest names a database and table take and a file name of 255: a key of over 500 characters."""
+    team, dataset, table = "t" * 59, "d" * 59, "c" * 128  # <team>_<dataset>_raw_dev: at most 128
+    size, taken = waiting_plan_input(team, dataset, table, "f" * 250, waiting)
+    assert 1 <= taken < min(waiting + 1, MAX_RUN_ARRIVALS)
+    assert size < QUARTER_OF_THE_QUOTA
+
+
+def test_the_oldest_arrivals_are_taken_first() -> None:
+    """A run's batch is the oldest of what waits, so no arrival waits behind ever newer ones."""
+    start = datetime(2022, 1, 20, 10, tzinfo=UTC)
+    prefix = "eng/mysql/customers/date=20220120/"
+    arrivals = [
+        Arrival(bucket=BUCKET, key=f"{prefix}f{i:04d}.csv", sequencer=f"{i:018X}", event_time=start - timedelta(i))
+        for i in range(250)
+    ]
+    root = f"s3://{BUCKET}-stage/{prefix}"
+    entries = tuple(sorted(pending_entry(arrival) for arrival in arrivals))
+    lease = Lease("commit#p", TOKEN, run_location(root, TOKEN), 0, None, 0, entries, frozenset(), 1)
+    schema = TableSchema("eng_mysql_raw_dev", "customers", (Column("id", "bigint"),), (Column("date", "string"),))
+    plan = plan_stage_a(parse_raw_key(f"{prefix}f0000.csv"), SETTINGS, schema, run_token=TOKEN, lease=lease)
+    assert plan.arrival_keys == [arrival.key for arrival in reversed(arrivals[150:])]
+    # The arrival that started the run waits for a follow-up: the run is known by the oldest one it takes.
+    assert plan.raw_key == arrivals[249].key
