@@ -74,9 +74,11 @@ class SettleEnvironment(BaseModel):
     superseded_grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0)
 
 
-FailedStep = Literal["reconcile", "register", "ctas", "steps", "commit", "publish", "spark", "post_update"]
+FailedStep = Literal[
+    "reconcile", "register", "type_check", "ctas", "steps", "commit", "publish", "spark", "post_update"
+]
 """The step of a stage's state machine that failed (``$.failed_step``, set by its Catch): stage A's
-``register`` and ``ctas`` (Athena) or ``spark``, stage B's ``steps`` or ``spark``, and both stages'
+``register``, ``type_check`` and ``ctas`` (Athena) or ``spark``, stage B's ``steps`` or ``spark``, and both stages'
 ``reconcile``, ``commit``, ``publish`` and ``post_update``."""
 
 

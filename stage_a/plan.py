@@ -62,6 +62,7 @@ from lakeline.storage import RUN_PREFIX, join_location, table_root_of
 from stage_a.arrivals import Arrival, pending_arrival
 from stage_a.by_name import copy_key
 from stage_a.keys import RawObject, parse_raw_key
+from stage_a.type_check import TypeCheck, plan_type_check
 
 __all__ = ["MAX_RUN_ARRIVALS", "MAX_RUN_ARRIVAL_BYTES", "RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
 
@@ -69,12 +70,14 @@ WriteMode = Literal["rewrite", "compact", "append", "none"]
 
 MAX_RUN_ARRIVALS = 100
 """The most arrivals one run takes. Each costs its state machine input about 420 bytes with a 70-character
-key in a 63-character bucket (its ``pending`` entry, its applied id, its path in the CTAS): with the rest of
-the plan, a full batch stays under 48 KiB, below a quarter of Step Functions' 256 KiB (``tests/scale``)."""
+key in a 63-character bucket (its ``pending`` entry, its applied id, its path in the CTAS; a CSV table's path
+in the type check adds ~140): with the rest of the plan, a full batch stays under a quarter of Step
+Functions' 256 KiB (``tests/scale``)."""
 MAX_RUN_ARRIVAL_BYTES = 40 * 1024
-"""The most bytes one run's arrivals may cost its plan, each counted as its ``pending`` entry and its key twice
-(its applied id and its path in the CTAS repeat it): keys longer than the realistic ones make smaller batches,
-so the input stays under a quarter of 256 KiB for any key the door accepts (one arrival is always taken)."""
+"""The most bytes one run's arrivals may cost its plan, each counted as its ``pending`` entry and its key
+three times (its applied id, its path in the CTAS and in the CSV type check repeat it): keys longer than
+the realistic ones make smaller batches, so the input stays under a quarter of 256 KiB for any key the
+door accepts (one arrival is always taken)."""
 
 
 def arrival_id(key: str, version: str) -> str:
@@ -104,7 +107,7 @@ def run_batch(lease: Lease) -> Lease:
     batch: list[str] = []
     cost = 0
     for arrival, entry in waiting[:MAX_RUN_ARRIVALS]:
-        cost += len(entry.encode()) + 2 * len(arrival.key.encode())
+        cost += len(entry.encode()) + 3 * len(arrival.key.encode())
         if batch and cost > MAX_RUN_ARRIVAL_BYTES:
             break
         batch.append(entry)
@@ -134,6 +137,7 @@ class StageAPlan:
     applied: tuple[str, ...] = ()  # the ids of the arrivals whose rows this run adds (committed with it)
     carry_from: str | None = None  # incremental append: the published prefix whose files join the new one
     reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
+    type_check: TypeCheck | None = None  # CSV/JSON: the run's new files read as text, before the CTAS
     lease: dict[str, Any] | None = field(default=None, compare=False)
     """The run's lease; its ``pending`` is the run's batch (``run_batch``), the arrivals it takes."""
 
@@ -143,6 +147,8 @@ class StageAPlan:
         if self.mode == "none":
             return list(self.reconcile)
         head = [self.register_raw] if self.register_raw else []
+        if self.type_check:
+            head += [self.type_check.create, self.type_check.check, self.type_check.drop]
         return [*self.reconcile, *head, self.ctas, self.drop_temp, *self.publish]
 
     @property
@@ -280,15 +286,30 @@ def plan_stage_a(
         reconcile = swap_statements(target_db, raw.table, partition, lease.published)
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
     where = partition_filter(partition)
+    checked = ""  # the files the type check reads: those not loaded before (empty: the whole folder)
     if keys:
         files = ", ".join(string_literal(join_location(settings.raw_root, key).rstrip("/")) for key in keys)
         where = f'{where} AND "$path" IN ({files})' if where else f'"$path" IN ({files})'
+        loaded = {arrival_key(identity) for identity in lease.applied} if lease else set()
+        new_files = [
+            string_literal(join_location(settings.raw_root, key).rstrip("/")) for key in keys if key not in loaded
+        ]
+        checked = f'"$path" IN ({", ".join(new_files)})' if new_files else "false"
     if where:
         select += f" WHERE {where}"
     # An incremental append writes the new rows as one file; everything else writes bucket_count files.
     written = table_cfg.model_copy(update={"bucket_count": 1}) if mode == "append" else table_cfg
     ctas = ctas_sql(target_db, temp_table, target_location, written, bucketed_by, select)
     applied = sorted(set(new))
+    type_check = None
+    if mode != "none" and checked != "false":
+        type_check = plan_type_check(
+            raw_schema,
+            database=target_db,
+            temp_table=temp_table,
+            location=raw_partition_location,
+            files_filter=checked,
+        )
     return StageAPlan(
         raw_key=raw.key,
         team=raw.team,
@@ -311,5 +332,6 @@ def plan_stage_a(
         applied=tuple(applied),
         carry_from=lease.published if lease and mode == "append" else None,
         reconcile=reconcile,
+        type_check=type_check,
         lease=lease.to_dict() if lease else None,
     )

@@ -15,6 +15,7 @@ from lakeline.partitions import drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
 from stage_a.finish import abandon_stage_a, finish_stage_a, publish_stage_a
 from stage_a.plan import StageAPlan
+from stage_a.type_check import TypeCheck, TypeCheckFailed, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> lis
         return query_ids
     if plan.register_raw:
         query_ids.append(engine.execute(plan.register_raw, database=plan.source_database).query_id)
+    if plan.type_check:
+        query_ids += check_types(plan.type_check, engine, plan.target_database)
     ctas_error: QueryError | None = None
     try:
         query_ids.append(engine.execute(plan.ctas, database=plan.target_database).query_id)
@@ -51,6 +54,33 @@ def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> lis
         if left:
             logger.warning("stage A %s %s failed and %s", plan.stage_table, plan.partition, left)
         raise ctas_error
+    return query_ids
+
+
+def check_types(check: TypeCheck, engine: Engine, database: str) -> list[str]:
+    """Run the type check (``stage_a.type_check``): ``TypeCheckFailed`` naming the file, column and
+    values if the run's files hold a value not of its column's type; the text table is always dropped."""
+    session = getattr(engine, "session", None)
+    if check.spark_ddl and session is not None:
+        # A table whose quoted fields span lines: Spark's CSV reader's DDL, which the Athena-dialect
+        # translation does not take (no Athena reads such a table).
+        session.sql(check.create)
+        query_ids = []
+    else:
+        query_ids = [engine.execute(check.create, database=database).query_id]
+    try:
+        try:
+            result = engine.execute(check.check, database=database)
+        except QueryError as error:  # Athena, or Spark in ANSI mode: the check's own failure names them
+            if "lakeline type check: " not in str(error):
+                raise
+            raise TypeCheckFailed(str(error), sql=check.check, query_id=error.query_id, reason=error.reason) from None
+        query_ids.append(result.query_id)
+        reason = refusal(result.rows)
+        if reason:
+            raise TypeCheckFailed(reason, sql=check.check, query_id=result.query_id, reason=reason)
+    finally:
+        query_ids.append(engine.execute(check.drop, database=database).query_id)
     return query_ids
 
 

@@ -39,7 +39,7 @@ from stage_end.published import end_lease, note_lineage, note_routed, onward_run
 from stage_end.runtime import Ended, FailureRuntime, Level, PostUpdateRuntime, steps_of, unrouted_note
 from stage_lineage.records import record_stage_b, record_stage_b_failure, stage_b_parents
 
-STAGE_B_STEPS = frozenset(get_args(FailedStep)) - {"register", "ctas"}
+STAGE_B_STEPS = frozenset(get_args(FailedStep)) - {"register", "type_check", "ctas"}
 
 
 class StageBPostUpdate(BaseModel):

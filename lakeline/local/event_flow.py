@@ -48,6 +48,7 @@ from stage_a.plan import StageAPlan
 from stage_a.raw_files import LocalRawFiles
 from stage_a.run import execute_stage_a
 from stage_a.start import ReadByName, begin_arrival, plan_follow_up
+from stage_a.type_check import TypeCheckFailed
 from stage_b.finish import publish_stage_b
 from stage_b.ledger import DynamoDBAppliedMessages
 from stage_b.messages import StageBMessage
@@ -270,7 +271,8 @@ class EventFlow:
         except Exception as error:
             for event in [runs.step_finished(0, error=str(error)), *runs.finished(error=str(error))]:
                 self.emitter.emit(event)
-            self._caught(self._stage_a_failure, context, "ctas", error, what)
+            failed = "type_check" if isinstance(error, TypeCheckFailed) else "ctas"
+            self._caught(self._stage_a_failure, context, failed, error, what)
             return
         failed_step = "commit"
         try:

@@ -123,11 +123,36 @@ class AthenaEngine(Engine):
             failure_marker(scope, f"{construct_id}RegisterRawFailed", "register").next(on_failure),
             result_path="$.error",
         )
+        checked = self._type_check(scope, construct_id, then=ctas, on_failure=on_failure)
         has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
-        has_raw_partition.when(sfn.Condition.is_string(plan("register_raw")), register.next(ctas))
-        has_raw_partition.otherwise(ctas)
+        has_raw_partition.when(sfn.Condition.is_string(plan("register_raw")), register.next(checked))
+        has_raw_partition.otherwise(checked)
         reconcile.next(self.unless_nothing_new(scope, construct_id, write=has_raw_partition, done=done))
         return reconcile
+
+    def _type_check(
+        self, scope: Construct, construct_id: str, *, then: sfn.State, on_failure: sfn.IChainable
+    ) -> sfn.Choice:
+        """The plan's type check of its CSV files (``stage_a.type_check``), when it has one, then ``then``:
+        make the text table, check (a bad value fails the query, naming file, column and values), drop it
+        (also after a failed check). Nothing is written yet, so a failure only ends the run."""
+        paths, statement = STAGE_A_PLAN("type_check"), self.workgroup.statement
+        create = statement(scope, f"{construct_id}TypeCheckTable", f"{paths}.create")
+        check = statement(scope, f"{construct_id}TypeCheck", f"{paths}.check")
+        drop = statement(scope, f"{construct_id}TypeCheckDrop", f"{paths}.drop")
+        drop_after_failure = statement(scope, f"{construct_id}TypeCheckDropAfterFailure", f"{paths}.drop")
+        failed = failure_marker(scope, f"{construct_id}TypeCheckFailed", "type_check")
+        failed.next(on_failure)
+        drop_after_failure.add_catch(failed, result_path="$.drop_error")
+        drop_after_failure.next(failed)
+        create.add_catch(failed, result_path="$.error")
+        check.add_catch(drop_after_failure, result_path="$.error")
+        drop.add_catch(failed, result_path="$.error")
+        create.next(check).next(drop).next(then)
+        has_check = sfn.Choice(scope, f"{construct_id}HasTypeCheck")
+        has_check.when(sfn.Condition.is_null(paths), then)
+        has_check.otherwise(create)
+        return has_check
 
     def stage_b(
         self,

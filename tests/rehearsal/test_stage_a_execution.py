@@ -226,3 +226,43 @@ def test_json_keys_of_another_case_load_their_values_through_the_local_athena(
     copy = "retail/shop/stores/date=20240301/stores.lakeline-by-name.json"
     body = deployment.client("s3").get_object(Bucket=bucket(deployment, "raw"), Key=copy)["Body"].read()
     assert body == b'{"store":"east","city":"Boston"}\n{"store":"west","city":"LA"}\n'
+
+
+def test_a_bad_value_past_the_doors_sample_fails_the_type_check_and_parks_the_file_naming_it(
+    deployment: Deployment, executions: ExecutionHost
+) -> None:
+    """#39: the router checks the first 4 MiB of a CSV file; past them the local Athena's reader would fail
+    the CTAS (OpenCSVSerde) or give NULL (LazySimpleSerDe). The state machine's type check reads every value
+    of the run's files first: the run fails at ``type_check``, nothing is written, and the file is parked
+    with its name, the column and the value. A good file of the same table loads."""
+    orders = [("order_id", "bigint"), ("amount", "double")]
+    location = f"s3://{bucket(deployment, 'raw')}/retail/shop/orders/"
+    create_table(deployment, "retail_shop_raw_dev.orders", orders, location, csv=True)
+    create_table(
+        deployment, "retail_shop_dev.orders", orders, f"s3://{bucket(deployment, 'stage')}/retail/shop/orders/"
+    )
+    rows = b"".join(b"%d,%d.25\n" % (n, n % 1000) for n in range(1, 400_001))  # ~5 MB: past the door's 4 MiB
+    assert len(rows) > 4 * 1024 * 1024
+    key = "retail/shop/orders/date=20240301/orders.csv"
+    arrive(deployment, key, b"order_id,amount\n" + rows + b"400001,oops\n")
+    good = "retail/shop/orders/date=20240302/orders.csv"
+    arrive(deployment, good, b"order_id,amount\n1,2.5\n2,3\n")
+    executions.wait()
+    reason = parked(deployment)[key]
+    assert reason.startswith("type_check failed: "), reason
+    assert f"{key}, column amount (double) has values not of its type: oops" in reason, reason
+    assert good not in parked(deployment)
+    (failed,) = [
+        r
+        for r in executions_named(deployment, "StageAStateMachineArn", "shop-orders")
+        if executions.records[r["executionArn"]].input["plan"]["raw_key"] == key
+    ]
+    states = executions.records[failed["executionArn"]].states()
+    assert "RunPlanTypeCheck" in states and "RunPlanCtas" not in states, states
+    assert query(deployment, "SELECT count(*) FROM retail_shop_dev.orders WHERE date = '20240301'") == [["0"]]
+    assert query(
+        deployment, "SELECT order_id, amount FROM retail_shop_dev.orders WHERE date = '20240302' ORDER BY 1"
+    ) == [
+        ["1", "2.5"],
+        ["2", "3.0"],
+    ]

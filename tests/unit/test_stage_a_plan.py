@@ -34,6 +34,13 @@ def test_partitioned_plan_runs_register_ctas_drop_and_swap_in_order() -> None:
     assert plan.statements == [
         "ALTER TABLE `engineering_mysql_raw_dev`.`customers` ADD IF NOT EXISTS PARTITION (`date`='20220120') "
         "LOCATION 's3://raw-bucket/engineering/mysql/customers/date=20220120/'",
+        # A CSV table's values are type-checked before the CTAS (stage_a.type_check, #39).
+        f"CREATE EXTERNAL TABLE `engineering_mysql_dev`.`{temp}_text` (`customer_id` STRING, `name` STRING) "
+        "ROW FORMAT SERDE 'org.apache.hadoop.hive.serde2.OpenCSVSerde' WITH SERDEPROPERTIES ('separatorChar' = ',', "
+        "'quoteChar' = '\"') STORED AS TEXTFILE LOCATION 's3://raw-bucket/engineering/mysql/customers/date=20220120/' "
+        "TBLPROPERTIES ('skip.header.line.count' = '1')",
+        plan.type_check.check if plan.type_check else "",
+        f"DROP TABLE IF EXISTS `engineering_mysql_dev`.`{temp}_text`",
         f'CREATE TABLE "engineering_mysql_dev"."{temp}" WITH (format = \'PARQUET\', '
         f"external_location = '{target}', bucketed_by = ARRAY['customer_id'], bucket_count = 1, "
         "write_compression = 'SNAPPY') "
