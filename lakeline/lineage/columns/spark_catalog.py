@@ -70,9 +70,7 @@ def spark_statements(
     named = {(t.db.lower() or default_database or "", t.name.lower()) for s in parsed for t in s.find_all(exp.Table)}
     tables = [schema for schema in catalog.tables() if (schema.database, schema.table) in named]
     with tempfile.TemporaryDirectory(prefix="lakeline-lineage-") as workspace:
-        session = local_spark_session(
-            Path(workspace), master="local[1]", app_name="lakeline-lineage", quick_start=True
-        )
+        session = local_spark_session(Path(workspace), master="local[1]", app_name="lakeline-lineage", quick_start=True)
         try:
             for database in sorted({database for database, _ in named if database} | {default_database or "default"}):
                 _run(session, f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
