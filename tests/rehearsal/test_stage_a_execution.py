@@ -234,18 +234,19 @@ def test_a_bad_value_past_the_doors_sample_fails_the_type_check_and_parks_the_fi
     """#39: the router checks the first 4 MiB of a CSV file; past them the local Athena's reader would fail
     the CTAS (OpenCSVSerde) or give NULL (LazySimpleSerDe). The state machine's type check reads every value
     of the run's files first: the run fails at ``type_check``, nothing is written, and the file is parked
-    with its name, the column and the value. A good file of the same table loads."""
-    orders = [("order_id", "bigint"), ("amount", "double")]
-    location = f"s3://{bucket(deployment, 'raw')}/retail/shop/orders/"
-    create_table(deployment, "retail_shop_raw_dev.orders", orders, location, csv=True)
+    with its name, the column and the value. A good file of the same table loads. (A table of its own: the
+    package's deployment is shared, and stage B's tests create ``orders``.)"""
+    payments = [("order_id", "bigint"), ("amount", "double")]
+    location = f"s3://{bucket(deployment, 'raw')}/retail/shop/payments/"
+    create_table(deployment, "retail_shop_raw_dev.payments", payments, location, csv=True)
     create_table(
-        deployment, "retail_shop_dev.orders", orders, f"s3://{bucket(deployment, 'stage')}/retail/shop/orders/"
+        deployment, "retail_shop_dev.payments", payments, f"s3://{bucket(deployment, 'stage')}/retail/shop/payments/"
     )
     rows = b"".join(b"%d,%d.25\n" % (n, n % 1000) for n in range(1, 400_001))  # ~5 MB: past the door's 4 MiB
     assert len(rows) > 4 * 1024 * 1024
-    key = "retail/shop/orders/date=20240301/orders.csv"
+    key = "retail/shop/payments/date=20240301/payments.csv"
     arrive(deployment, key, b"order_id,amount\n" + rows + b"400001,oops\n")
-    good = "retail/shop/orders/date=20240302/orders.csv"
+    good = "retail/shop/payments/date=20240302/payments.csv"
     arrive(deployment, good, b"order_id,amount\n1,2.5\n2,3\n")
     executions.wait()
     reason = parked(deployment)[key]
@@ -254,14 +255,14 @@ def test_a_bad_value_past_the_doors_sample_fails_the_type_check_and_parks_the_fi
     assert good not in parked(deployment)
     (failed,) = [
         r
-        for r in executions_named(deployment, "StageAStateMachineArn", "shop-orders")
+        for r in executions_named(deployment, "StageAStateMachineArn", "shop-payments")
         if executions.records[r["executionArn"]].input["plan"]["raw_key"] == key
     ]
     states = executions.records[failed["executionArn"]].states()
     assert "RunPlanTypeCheck" in states and "RunPlanCtas" not in states, states
-    assert query(deployment, "SELECT count(*) FROM retail_shop_dev.orders WHERE date = '20240301'") == [["0"]]
+    assert query(deployment, "SELECT count(*) FROM retail_shop_dev.payments WHERE date = '20240301'") == [["0"]]
     assert query(
-        deployment, "SELECT order_id, amount FROM retail_shop_dev.orders WHERE date = '20240302' ORDER BY 1"
+        deployment, "SELECT order_id, amount FROM retail_shop_dev.payments WHERE date = '20240302' ORDER BY 1"
     ) == [
         ["1", "2.5"],
         ["2", "3.0"],
