@@ -56,6 +56,17 @@ TRUSTED: dict[tuple[str, str], str] = {
     ("_rows_sql", "query.sql('athena')"): "sqlglot's rendering of the step statement the user wrote as SQL, "
     "parsed first (a step is SQL by contract; only Lakeline's names are spliced around it)",
     ("_rows_sql", "kind"): "a type rendered by sqlglot's DataType.build from the catalog (_hive_type_to_athena)",
+    ("plan_type_check", "_storage(schema, encoding)"): "a text table's format clause whose only values are "
+    "string_literal's (the raw table's delimiter, quote and encoding)",
+    ("plan_type_check", "files_filter"): "the run's CTAS's own file filter, built by plan_stage_a from "
+    "partition_filter and string_literal",
+    ("plan_type_check", "' AND '.join(where)"): "files_filter (above) and a condition of dml_name'd columns "
+    "compared with string_literal'd names",
+    ("plan_type_check", "condition"): "a column's condition: its dml_name and _valid's fixed patterns and types",
+    ("plan_type_check", "number"): "an int from enumerate",
+    ("plan_type_check", "SHOWN_VALUES"): "an int constant",
+    ("plan_type_check", "SHOWN_CHARACTERS"): "an int constant",
+    ("plan_type_check", "PREFIX"): "a constant without quotes",
 }
 
 
