@@ -137,7 +137,7 @@ class StageAPlan:
     applied: tuple[str, ...] = ()  # the ids of the arrivals whose rows this run adds (committed with it)
     carry_from: str | None = None  # incremental append: the published prefix whose files join the new one
     reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
-    type_check: TypeCheck | None = None  # CSV/JSON: the run's new files read as text, before the CTAS
+    type_check: TypeCheck | None = None  # CSV: the run's new files read as text, before the CTAS
     lease: dict[str, Any] | None = field(default=None, compare=False)
     """The run's lease; its ``pending`` is the run's batch (``run_batch``), the arrivals it takes."""
 

@@ -15,7 +15,7 @@ from lakeline.partitions import drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
 from stage_a.finish import abandon_stage_a, finish_stage_a, publish_stage_a
 from stage_a.plan import StageAPlan
-from stage_a.type_check import TypeCheck, TypeCheckFailed, refusal
+from stage_a.type_check import PREFIX, TypeCheck, TypeCheckFailed, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def check_types(check: TypeCheck, engine: Engine, database: str) -> list[str]:
         try:
             result = engine.execute(check.check, database=database)
         except QueryError as error:  # Athena, or Spark in ANSI mode: the check's own failure names them
-            if "lakeline type check: " not in str(error):
+            if PREFIX not in str(error):
                 raise
             raise TypeCheckFailed(str(error), sql=check.check, query_id=error.query_id, reason=error.reason) from None
         query_ids.append(result.query_id)
