@@ -160,7 +160,7 @@ def main() -> None:
         client = boto3.client("dynamodb", region_name="us-east-1")
         names = DependencyTableNames()
         create_dependency_tables(client, names)
-        commits = PartitionCommits(client, names.pipeline_state)
+        commits = PartitionCommits(client, names.pipeline_state, lists=LocalObjectStore())
         workspace = Workspace.at(Path(folder))
         table_settings = TableSettings(
             bucketed_by=("order_id",), bucket_count=args.buckets, max_files=args.max_files, write_policy=args.policy

@@ -120,6 +120,17 @@ def create_queue_with_dead_letters(sqs: Any, name: str) -> tuple[str, str]:
     return str(queue), str(dead_letters)
 
 
+def create_pass_state_machine(sfn: Any, name: str) -> str:
+    """A state machine named ``name`` that ends at once (a router's ``StartExecution`` target on moto); its ARN."""
+    return str(
+        sfn.create_state_machine(
+            name=name,
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
+            roleArn=f"arn:aws:iam::123456789012:role/{name}",
+        )["stateMachineArn"]
+    )
+
+
 def drain_messages(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
     """Receive and delete every message of a queue, with its attributes."""
     messages: list[dict[str, Any]] = []
@@ -375,11 +386,7 @@ def stage_a_cloud(monkeypatch: pytest.MonkeyPatch, tables: tuple[str, ...] = STA
         sqs = boto3.client("sqs", region_name=REGION)
         queue, dead_letters = create_queue_with_dead_letters(sqs, "queue-a")
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        machine = sfn.create_state_machine(
-            name="stage-a",
-            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
-            roleArn="arn:aws:iam::123456789012:role/stage-a",
-        )["stateMachineArn"]
+        machine = create_pass_state_machine(sfn, "stage-a")
         glue = boto3.client("glue", region_name=REGION)
         glue.create_database(DatabaseInput={"Name": "eng_mysql_raw_dev"})
         for table in tables:
@@ -398,6 +405,10 @@ def stage_a_cloud(monkeypatch: pytest.MonkeyPatch, tables: tuple[str, ...] = STA
         for name, value in {
             "STATE_MACHINE_ARN": machine,
             "DEAD_LETTER_QUEUE_URL": dead_letters,
+            "STAGE_A_QUEUE_URL": queue,
+            # Runs here end only when a test ends them: the stage's bound on runs in flight (20 by default,
+            # lakeline.commits.slots, tested on its own) would hold back the bursts these tests count.
+            "RUNS_IN_FLIGHT": "1000",
             "PIPELINE_STATE_TABLE": names.pipeline_state,
             "RAW_BUCKET": RAW_BUCKET,
             "STAGE_BUCKET": "stage-bucket",

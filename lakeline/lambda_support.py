@@ -11,6 +11,7 @@ import pydantic
 from pydantic import BaseModel, Field
 
 from lakeline.commits import DEFAULT_GRACE_SECONDS
+from lakeline.commits.slots import DEFAULT_RUNS_IN_FLIGHT
 from lakeline.errors import ConfigError, field_path, validation_problems
 from lakeline.settings import PipelineSettings, TableSettings
 
@@ -54,6 +55,7 @@ class RouterEnvironment(BaseModel):
     pipeline_environment: str | None = None
     table_settings: dict[str, TableSettings] = Field(default_factory=dict)
     default_table_settings: TableSettings = TableSettings()
+    runs_in_flight: int = Field(default=DEFAULT_RUNS_IN_FLIGHT, ge=1)  # the stage's executions at once
 
     def pipeline_settings(self) -> PipelineSettings:
         return PipelineSettings(

@@ -41,12 +41,15 @@ from lakeline.storage import (
     DeleteRefused,
     ObjectStore,
     join_location,
+    manifest_prefix,
     parse_location,
     same_prefix,
 )
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+
+    from lakeline.commits.slots import RunSlots
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +177,14 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
     deleted, left = 0, ""
     if state.published is None or not same_prefix(state.published, lease.location):
         table = commit_partition(lease.key)[0]
-        deleted, left = delete_run_files(store, lease.location, commit_table_root(lease.key, root), table)
+        table_root = commit_table_root(lease.key, root)
+        deleted, left = delete_run_files(store, lease.location, table_root, table)
+        if not left:
+            # The run's manifests (stage A's compactions and rewrites, the list of what it applied) go with its
+            # files; not when those stay (the catalog says they are published: a lost state item), as its list
+            # then says what the published version holds.
+            manifests, left = delete_run_files(store, manifest_prefix(lease.location), table_root, table)
+            deleted += manifests
     if state.lease_owner != lease.owner:
         return Abandoned(False, None, deleted, left)
     try:
@@ -206,8 +216,15 @@ class LeasedRunEnd:
     sqs: SQSClient
     queue_url: str
     grace_seconds: float = DEFAULT_GRACE_SECONDS
+    slots: RunSlots | None = None  # the stage's runs in flight (``lakeline.commits.slots``)
+
+    def _release_slot(self, lease: dict[str, Any]) -> None:
+        """The run is over: its slot goes back before its follow-up is queued, which may then take it."""
+        if self.slots is not None:
+            self.slots.release(Lease.from_dict(lease).owner)
 
     def after_publish(self, lease: dict[str, Any], *, wrote: bool, root: str) -> Settlement:
+        self._release_slot(lease)
         settled = settle_run(
             self.commits, Lease.from_dict(lease), self.store, wrote=wrote, root=root, grace_seconds=self.grace_seconds
         )
@@ -220,6 +237,7 @@ class LeasedRunEnd:
         that post-update ended it already: then it may be a follow-up run's lease now (handed over, even
         committed), which an idempotent repeat of ``after_publish`` would end under it."""
         taken = Lease.from_dict(lease)
+        self._release_slot(lease)
         if self.commits.read(taken.key).lease_owner != taken.owner:
             return Settlement(None)
         return self.after_publish(lease, wrote=wrote, root=root)
@@ -228,6 +246,7 @@ class LeasedRunEnd:
         """A failure after the commit (the catalog swap) keeps the committed version (the next run points
         the catalog at it); any other abandons the run's output. ``held`` says whether the run's arrivals
         are the caller's to park."""
+        self._release_slot(lease)
         if failed_step == "publish":
             settled = settle_run(self.commits, Lease.from_dict(lease), self.store, wrote=True, root=root, swapped=False)
             if settled.follow_up is not None:

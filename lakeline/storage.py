@@ -14,13 +14,19 @@ table's location in the catalog or the settings), compared folder by folder on t
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, final
+
+from boto3.s3.transfer import TransferConfig
+from botocore.exceptions import ClientError
 
 from lakeline.catalog_locations import CatalogLocations, CatalogUnreadable, local_catalog
 from lakeline.errors import InvalidInputError, LakelineError
@@ -33,6 +39,17 @@ if TYPE_CHECKING:
 RUN_PREFIX = "lakeline_run="
 RUN_TOKEN_PATTERN = re.compile(r"^\d{8}t\d{12}_[0-9a-f]{10}$")
 BUCKET_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+
+COPY_FILES_AT_ONCE = 8
+"""Files a carry copies side by side."""
+COPY_TRANSFER = TransferConfig(multipart_threshold=64 * 1024**2, multipart_chunksize=64 * 1024**2, max_concurrency=4)
+"""Each copy: parts of 64 MB (s3transfer raises the size to stay within S3's 10,000 parts), 4 at a time, so at
+most ``COPY_FILES_AT_ONCE`` x 4 requests run at once: the S3 client's connection pool (``lakeline.aws.clients``)
+holds that many."""
+
+
+class ObjectMissing(LakelineError):
+    """An object the pipeline wrote and relies on is not where it was written."""
 
 
 class DeleteRefused(LakelineError):
@@ -191,6 +208,31 @@ def local_root(path: Path) -> str:
     return local_uri(path).rstrip("/") + "/"
 
 
+MANIFEST_OBJECT = "manifest"
+
+
+def manifest_prefix(run_location: str) -> str:
+    """Where the run writing ``run_location`` (``<partition root>/lakeline_run=<token>/``) keeps its
+    manifests: a sibling run prefix of its own, its token the run's time with a suffix fixed by the run.
+    Outside the run's prefix (a CTAS needs an empty location), yet deleted as run prefixes are: by the
+    run's failure path and by the sweep once nothing references it (``delete_prefix``'s guards hold)."""
+    parent, _, run = prefix_uri(run_location).rstrip("/").rpartition("/")
+    token = run.removeprefix(RUN_PREFIX)
+    if not run.startswith(RUN_PREFIX) or not RUN_TOKEN_PATTERN.fullmatch(token):
+        raise InvalidInputError(f"{run_location!r} is not a run prefix {RUN_PREFIX}<run token>")
+    suffix = uuid.uuid5(uuid.NAMESPACE_URL, f"manifest:{token}").hex[:10]
+    return f"{parent}/{RUN_PREFIX}{token[:21]}_{suffix}/"
+
+
+def manifest_object(prefix: str, lines: list[str]) -> tuple[str, str]:
+    """(folder, text) of a manifest of ``lines`` under ``prefix``, one a line, in a folder of its own named by
+    its content (its one object is ``MANIFEST_OBJECT``): a plan made again with other content (a redelivery
+    whose batch grew) never replaces the manifest a run already reads."""
+    text = "".join(f"{line}\n" for line in lines)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return join_location(prefix, digest), text
+
+
 def is_data_file(name: str) -> bool:
     """Data files, not markers: Spark and Hadoop write _SUCCESS, .crc and other hidden files."""
     return not name.startswith(("_", "."))
@@ -212,6 +254,14 @@ class ObjectStore(ABC):
         """Give ``target`` a copy of every data file directly below ``source`` (same names) but those
         named in ``leave``, without reading them through this process; idempotent. Returns how many
         files were carried."""
+
+    def write_text(self, location: str, text: str) -> None:
+        """Write one object (a manifest) at ``location``, replacing what is there."""
+        raise NotImplementedError(f"{type(self).__name__} does not write objects")
+
+    def read_text(self, location: str) -> str:
+        """The text of the object at ``location``; ``ObjectMissing`` if there is none."""
+        raise NotImplementedError(f"{type(self).__name__} does not read objects")
 
     @final
     def delete_prefix(self, location: str, *, table_root: str, table: str) -> int:
@@ -272,6 +322,17 @@ class LocalObjectStore(ObjectStore):
         count = sum(1 for path in root.rglob("*") if path.is_file())
         shutil.rmtree(root)
         return count
+
+    def write_text(self, location: str, text: str) -> None:
+        path = _local_path(location)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+    def read_text(self, location: str) -> str:
+        try:
+            return _local_path(location).read_text(encoding="utf-8")
+        except FileNotFoundError as error:
+            raise ObjectMissing(f"{location} does not exist") from error
 
     def carry_files(self, source: str, target: str, *, leave: Collection[str] = ()) -> int:
         origin, destination = _local_path(source), _local_path(target)
@@ -349,19 +410,47 @@ class S3ObjectStore(ObjectStore):
                 deleted += len(keys)
         return deleted
 
+    def write_text(self, location: str, text: str) -> None:
+        where = S3Location.parse(location)
+        self._s3.put_object(Bucket=where.bucket, Key=where.key, Body=text.encode())
+
+    def read_text(self, location: str) -> str:
+        where = S3Location.parse(location)
+        try:
+            body = self._s3.get_object(Bucket=where.bucket, Key=where.key)["Body"]
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
+                raise ObjectMissing(f"{location} does not exist") from error
+            raise
+        return body.read().decode()
+
     def carry_files(self, source: str, target: str, *, leave: Collection[str] = ()) -> int:
         origin, destination = S3Location.parse(source), S3Location.parse(target)
-        carried = 0
+        names: list[str] = []
         paginator = self._s3.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=origin.bucket, Prefix=origin.key, Delimiter="/"):
             for item in page.get("Contents", []):
                 name = item["Key"][len(origin.key) :]
-                if not name or not is_data_file(name) or name in leave:
-                    continue
-                # A server-side copy (multipart above 8 MB, so any object size): no bytes pass through here.
-                self._s3.copy({"Bucket": origin.bucket, "Key": item["Key"]}, destination.bucket, destination.key + name)
-                carried += 1
-        return carried
+                if name and is_data_file(name) and name not in leave:
+                    names.append(name)
+
+        def carry(name: str) -> None:
+            # A server-side copy, multipart above COPY_TRANSFER's threshold (so any size, past CopyObject's
+            # 5 GB): no bytes pass through here.
+            self._s3.copy(
+                {"Bucket": origin.bucket, "Key": origin.key + name},
+                destination.bucket,
+                destination.key + name,
+                Config=COPY_TRANSFER,
+            )
+
+        # Files are copied side by side: one at a time, a partition of hundreds of files or tens of GB
+        # outlasts the commit function's time. Copying again is harmless (same names), so a retry after a
+        # failure part-way copies everything again; the first error is raised once every copy has ended.
+        with ThreadPoolExecutor(max_workers=COPY_FILES_AT_ONCE) as pool:
+            for done in [pool.submit(carry, name) for name in names]:
+                done.result()
+        return len(names)
 
 
 class SchemeObjectStore(ObjectStore):
@@ -389,3 +478,9 @@ class SchemeObjectStore(ObjectStore):
 
     def carry_files(self, source: str, target: str, *, leave: Collection[str] = ()) -> int:
         return self._for(target).carry_files(source, target, leave=leave)
+
+    def write_text(self, location: str, text: str) -> None:
+        self._for(location).write_text(location, text)
+
+    def read_text(self, location: str) -> str:
+        return self._for(location).read_text(location)

@@ -18,11 +18,13 @@ from stage_b.onward import RoutingEnvironment
 
 class StageARouterEnvironment(RouterEnvironment):
     raw_bucket: str
+    stage_a_queue_url: str  # its own queue: records it has no time left for go back there
 
 
 class StageBRouterEnvironment(RouterEnvironment):
     dependencies_table: str
     artifacts_bucket: str
+    stage_b_queue_url: str  # its own queue: a message whose partition is full waits there
 
 
 class CommitEnvironment(BaseModel):
@@ -51,6 +53,27 @@ class StageAFailureEnvironment(FailureEnvironment):
 class StageBFailureEnvironment(FailureEnvironment):
     stage_b_queue_url: str
     dead_letter_queue_url: str
+
+
+class StrandedRunEnvironment(FailureEnvironment):
+    """Ending the run of an execution that ended outside its Catch, of either stage (``lambdas/stranded_run``)."""
+
+    stage_a_state_machine_arn: str
+    stage_b_state_machine_arn: str
+    stage_a_queue_url: str
+    stage_a_dead_letter_queue_url: str
+    stage_b_queue_url: str
+    stage_b_dead_letter_queue_url: str
+
+
+class StrandedSweepEnvironment(BaseModel):
+    """The scheduled sweep of stranded partitions (``lambdas/stranded_sweep``)."""
+
+    pipeline_state_table: str
+    stage_a_queue_url: str
+    stage_b_queue_url: str
+    max_items: int = Field(default=2_000, ge=1)
+    max_starts: int = Field(default=50, ge=1)
 
 
 class DependenciesStreamEnvironment(BaseModel):

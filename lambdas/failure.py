@@ -8,27 +8,26 @@ import os
 
 from lakeline.aws.clients import AwsClients
 from lakeline.catalog_locations import GlueLocations
-from lakeline.commits import PartitionCommits
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lineage.records.writer import LineageWriter
-from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import SchemeObjectStore
 from lambdas.environments import FailureEnvironment
+from lambdas.run_end import leased_run_end
 from stage_end.runtime import FailureRuntime
 from stage_lineage.steps import StepEvents
 
 
 def failure_runtime(
-    environment: FailureEnvironment, stage_queue_url: str, dead_letter_queue_url: str
+    environment: FailureEnvironment, stage: str, stage_queue_url: str, dead_letter_queue_url: str
 ) -> FailureRuntime:
-    """The clients and services of a failure function; ``stage_queue_url`` is the stage's own queue,
+    """The clients and services of a failure function of ``stage`` (``a`` or ``b``); ``stage_queue_url`` is the
+    stage's own queue,
     where a follow-up run for what arrived meanwhile is queued, ``dead_letter_queue_url`` its DLQ."""
     aws = AwsClients()
     store = SchemeObjectStore(aws.s3, GlueLocations(aws.glue))
-    commits = PartitionCommits(aws.dynamodb, environment.pipeline_state_table)
     return FailureRuntime(
         store,
-        LeasedRunEnd(commits, store, aws.sqs, stage_queue_url, environment.superseded_grace_seconds),
+        leased_run_end(aws, environment, store, stage, stage_queue_url),
         aws.sqs,
         dead_letter_queue_url,
         StepEvents.in_lambda(os.environ, s3=aws.s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),

@@ -7,11 +7,38 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lakeline.commits.slots import DEFAULT_RUNS_IN_FLIGHT
 from lakeline.errors import ConfigError
 from lakeline.lineage.openlineage.producer import ATHENA_ENGINE_VERSION, GLUE_SPARK_VERSIONS, glue_spark_version
 from lakeline.names import check_identifier
 
 Engine = Literal["athena", "spark"]
+
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+"""The retentions CloudWatch Logs accepts (``AWS::Logs::LogGroup`` ``RetentionInDays``)."""
 
 # What the stages' OpenLineage functions are told by the stack itself (stacks/constructs/openlineage.py):
 # where events are stored, the job namespace, the datasets' namespace, the Glue catalog the tables' symlinks
@@ -81,9 +108,27 @@ class LakelineConfig:
     # started at this pace instead of scaling out to hundreds of routers that throttle Glue and Step
     # Functions. Lambda's SQS event sources accept 2 to 1000.
     router_max_concurrency: int = 10
+    # Executions in flight per stage (lakeline.commits.slots): a run waits in its queue for a free slot
+    # instead of being throttled by Athena (~20-25 DML queries at once) or Glue (20 concurrent runs) and parked.
+    runs_in_flight: int = DEFAULT_RUNS_IN_FLIGHT
     # Standard OpenLineage variables for the functions that emit events (a transport: OPENLINEAGE_URL, ...).
     # Empty: the events are only kept in the lineage archive bucket.
     openlineage_environment: dict[str, str] = field(default_factory=dict)
+    # The most one Athena statement may scan before Athena cancels it (the workgroup's cutoff), in GB; 0: none.
+    # A stage B step that scans a whole table by mistake stops there instead of billing its whole size (#40).
+    athena_scan_cutoff_gb: int = 1000
+    # What the lake keeps besides its data (#40). Every commit writes a partition's new version as new objects and
+    # the sweep deletes the superseded one after its grace period: in a versioned bucket that delete only makes the
+    # old copy noncurrent, so the stage and analytics buckets keep noncurrent versions a few days (an operator's
+    # undo), the raw, artifacts and lineage archive buckets a month (they are not rewritten by the pipeline).
+    derived_noncurrent_days: int = 3
+    noncurrent_days: int = 30
+    # An upload or multipart copy (the commits' carries) not completed by then is aborted and its parts deleted.
+    incomplete_upload_days: int = 1
+    # Athena's query results (read once, by the task that ran the query) expire after this many days.
+    athena_results_days: int = 7
+    # Every log group's retention (functions, state machines, the Glue job), one of CloudWatch's allowed values.
+    log_retention_days: int = 30
 
     @property
     def engine_version(self) -> str:
@@ -108,9 +153,23 @@ class LakelineConfig:
         routers = int(context.get("router_max_concurrency", cls.router_max_concurrency))
         if not 2 <= routers <= 1000:
             raise ConfigError(f"context router_max_concurrency={routers} must be between 2 and 1000")
+        in_flight = int(context.get("runs_in_flight", cls.runs_in_flight))
+        if not 1 <= in_flight <= 1000:
+            raise ConfigError(f"context runs_in_flight={in_flight} must be between 1 and 1000")
         settle = int(context.get("trace_settle_seconds", cls.trace_settle_seconds))
         if not 0 <= settle <= 24 * 3600:
             raise ConfigError(f"context trace_settle_seconds={settle} must be between 0 and 86400")
+        cutoff = int(context.get("athena_scan_cutoff_gb", cls.athena_scan_cutoff_gb))
+        if cutoff < 0:
+            raise ConfigError(f"context athena_scan_cutoff_gb={cutoff} must be 0 (no cutoff) or more")
+        storage_days = {
+            key: _days(context, key, getattr(cls, key))
+            for key in ("derived_noncurrent_days", "noncurrent_days", "incomplete_upload_days", "athena_results_days")
+        }
+        log_retention = int(context.get("log_retention_days", cls.log_retention_days))
+        if log_retention not in LOG_RETENTION_DAYS:
+            allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
+            raise ConfigError(f"context log_retention_days={log_retention} must be one of CloudWatch's: {allowed}")
         glue_version = str(context.get("glue_version", cls.glue_version))
         if glue_spark_version(glue_version) is None:
             known = ", ".join(GLUE_SPARK_VERSIONS)
@@ -128,5 +187,21 @@ class LakelineConfig:
             trace_schedule=str(context.get("trace_schedule", cls.trace_schedule)),
             trace_settle_seconds=settle,
             router_max_concurrency=routers,
+            runs_in_flight=in_flight,
             openlineage_environment=openlineage_environment(context.get("openlineage_environment", {})),
+            athena_scan_cutoff_gb=cutoff,
+            log_retention_days=log_retention,
+            **storage_days,
         )
+
+
+def _days(context: dict[str, Any], key: str, default: int) -> int:
+    """A lifecycle period of ``context``: whole days, at least one (S3 expires nothing sooner)."""
+    value = context.get(key, default)
+    try:
+        days = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"context {key}={value!r} must be a whole number of days") from None
+    if days < 1 or str(days) != str(value).strip():
+        raise ConfigError(f"context {key}={value!r} must be a whole number of days, 1 or more")
+    return days

@@ -89,7 +89,13 @@ class StorageStack(Stack):
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-logs",
+                    expiration=Duration.days(365),
+                    abort_incomplete_multipart_upload_after=Duration.days(config.incomplete_upload_days),
+                )
+            ],
             removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge(
@@ -107,10 +113,13 @@ class StorageStack(Stack):
                         "writes its logs with this policy.",
                     },
                 )
-        self.stage_bucket = self._bucket("StageBucket")
-        self.analytics_bucket = self._bucket("AnalyticsBucket")
+        # The stages rewrite these: each commit's superseded version becomes noncurrent when the sweep deletes it.
+        self.stage_bucket = self._bucket("StageBucket", derived=True)
+        self.analytics_bucket = self._bucket("AnalyticsBucket", derived=True)
         self.artifacts_bucket = self._bucket("ArtifactsBucket")
-        self.athena_results_bucket = self._bucket("AthenaResultsBucket", expire_days=30)
+        self.athena_results_bucket = self._bucket(
+            "AthenaResultsBucket", derived=True, expire_days=config.athena_results_days
+        )
         self.lineage_archive_bucket = self._bucket("LineageArchiveBucket")
 
         self.dependencies_table = self._table(
@@ -253,7 +262,14 @@ class StorageStack(Stack):
             ),
         }
 
-    def _bucket(self, construct_id: str, *, event_bridge: bool = False, expire_days: int | None = None) -> s3.Bucket:
+    def _bucket(
+        self, construct_id: str, *, event_bridge: bool = False, derived: bool = False, expire_days: int | None = None
+    ) -> s3.Bucket:
+        """A versioned, encrypted data bucket. Its lifecycle keeps what it costs to what it holds (#40): noncurrent
+        versions expire (a few days for ``derived`` buckets, which every commit rewrites), delete markers left with
+        no version behind them go, unfinished uploads are aborted; ``expire_days`` expires current objects too."""
+        config = self.config
+        keep_noncurrent = config.derived_noncurrent_days if derived else config.noncurrent_days
         return s3.Bucket(
             self,
             construct_id,
@@ -267,8 +283,14 @@ class StorageStack(Stack):
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix=f"{construct_id}/",
             lifecycle_rules=[
-                s3.LifecycleRule(noncurrent_version_expiration=Duration.days(30)),
-                *([s3.LifecycleRule(expiration=Duration.days(expire_days))] if expire_days else []),
+                s3.LifecycleRule(
+                    id="old-versions",
+                    noncurrent_version_expiration=Duration.days(keep_noncurrent),
+                    expired_object_delete_marker=True,
+                    abort_incomplete_multipart_upload_after=Duration.days(config.incomplete_upload_days),
+                ),
+                # S3 takes no delete-marker cleanup in a rule that expires current objects: a rule of its own.
+                *([s3.LifecycleRule(id="expire", expiration=Duration.days(expire_days))] if expire_days else []),
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )

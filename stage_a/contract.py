@@ -30,8 +30,9 @@ The door reads a bounded amount of each file, so that a file of any size is deci
 router's time and memory: a Parquet file's footer (two ranged reads); a CSV or JSON file's text up to
 ``DOOR_CHECK_CHARACTERS`` (decompressed), to the end of the record in which the bound is reached. A file
 within the bound is checked whole; of a larger one, the header and the records of that first part (a
-sample). The records past the sample are not type-checked at the door: a CSV file's every value is, by
-the engine, before the run's CTAS (``stage_a.type_check``, ``docs/stage-a.md``).
+sample). The records past the sample are not type-checked at the door: a CSV or JSON-lines file's every
+value is, by the engine, before the run's CTAS (``stage_a.type_check``, ``docs/stage-a.md``; a quoted JSON
+number is the one thing that check cannot tell from a number).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from lakeline.engines.base import Engine
 from lakeline.partitions import delete_run_files, delete_superseded, run_statements
-from lakeline.storage import ObjectStore
+from lakeline.storage import ObjectStore, manifest_prefix
 from stage_a.plan import StageAPlan
 
 
@@ -33,4 +33,11 @@ def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], lis
 def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[int, str]:
     """After a failed CTAS: delete whatever it wrote into its fresh prefix; the stage partition is untouched.
     How many objects were deleted, and why they could not be (``delete_run_files``), else empty."""
-    return delete_run_files(store, plan.target_location, plan.table_root, plan.stage_table)
+    deleted, left = delete_run_files(store, plan.target_location, plan.table_root, plan.stage_table)
+    if left:  # its files stay (published, says the catalog): so does its list of what the version holds
+        return deleted, left
+    # Its manifests too (the run's CTAS has ended: nothing reads them any more).
+    manifests, unmade = delete_run_files(
+        store, manifest_prefix(plan.target_location), plan.table_root, plan.stage_table
+    )
+    return deleted + manifests, unmade

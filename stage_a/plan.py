@@ -24,6 +24,10 @@ partition and the table's write policy decides what it writes:
   loaded arrives again with new content, the run compacts instead: every loaded file's rows again, into
   exactly ``bucket_count`` files. A file whose arrival was already applied is not read again.
 
+A run that reads files loaded by earlier runs (a compaction, a ``rewrite`` run) reads them through a manifest
+the plan writes (``stage_a.manifest``), never a list in its SQL or its plan: both stay the same size whatever
+the partition holds. A run over its batch's files only lists them (``"$path" IN``), as a batch is bounded.
+
 Every leased plan first points the partition at its committed version (``reconcile``), which repairs a
 crash between a commit and its catalog swap before anything is read.
 
@@ -38,9 +42,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from lakeline.commits import Lease
+from lakeline.commits.batch import bounded_batch
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
@@ -58,10 +63,20 @@ from lakeline.partitions import (
     validated_plan,
 )
 from lakeline.settings import PipelineSettings, TableSettings
-from lakeline.storage import RUN_PREFIX, join_location, table_root_of
+from lakeline.storage import (
+    MANIFEST_OBJECT,
+    RUN_PREFIX,
+    LocalObjectStore,
+    join_location,
+    manifest_object,
+    manifest_prefix,
+    parse_location,
+    table_root_of,
+)
 from stage_a.arrivals import Arrival, pending_arrival
 from stage_a.by_name import copy_key
 from stage_a.keys import RawObject, parse_raw_key
+from stage_a.manifest import ManifestSource, plan_source
 from stage_a.type_check import TypeCheck, plan_type_check
 
 __all__ = ["MAX_RUN_ARRIVALS", "MAX_RUN_ARRIVAL_BYTES", "RUN_PREFIX", "StageAPlan", "new_run_token", "plan_stage_a"]
@@ -78,6 +93,20 @@ MAX_RUN_ARRIVAL_BYTES = 40 * 1024
 three times (its applied id, its path in the CTAS and in the CSV type check repeat it): keys longer than
 the realistic ones make smaller batches, so the input stays under a quarter of 256 KiB for any key the
 door accepts (one arrival is always taken)."""
+
+
+class ManifestWriter(Protocol):
+    def write_text(self, location: str, text: str) -> None: ...
+
+
+def write_manifest(folder: str, text: str, writer: ManifestWriter | None) -> None:
+    """Write a run's manifest (``stage_a.manifest``) into ``folder``; without ``writer``, only on the local disk."""
+    location = folder + MANIFEST_OBJECT
+    if writer is None:
+        if parse_location(location).scheme != "file":
+            raise InvalidInputError(f"the plan's manifest {location} needs a store to be written to")
+        writer = LocalObjectStore()
+    writer.write_text(location, text)
 
 
 def arrival_id(key: str, version: str) -> str:
@@ -104,14 +133,13 @@ def run_batch(lease: Lease) -> Lease:
     of them costing at most ``MAX_RUN_ARRIVAL_BYTES``, each entry as the partition's state holds it (so the
     run's commit takes exactly these out of it). What is left waits for the follow-up run."""
     waiting = sorted(((pending_arrival(entry), entry) for entry in lease.pending), key=lambda pair: _age(pair[0]))
-    batch: list[str] = []
-    cost = 0
-    for arrival, entry in waiting[:MAX_RUN_ARRIVALS]:
-        cost += len(entry.encode()) + 3 * len(arrival.key.encode())
-        if batch and cost > MAX_RUN_ARRIVAL_BYTES:
-            break
-        batch.append(entry)
-    return replace(lease, pending=tuple(sorted(batch)))
+    batch = bounded_batch(
+        waiting,
+        lambda pair: len(pair[1].encode()) + 3 * len(pair[0].key.encode()),
+        max_items=MAX_RUN_ARRIVALS,
+        max_bytes=MAX_RUN_ARRIVAL_BYTES,
+    )
+    return replace(lease, pending=tuple(sorted(entry for _, entry in batch)))
 
 
 @dataclass(frozen=True)
@@ -137,7 +165,8 @@ class StageAPlan:
     applied: tuple[str, ...] = ()  # the ids of the arrivals whose rows this run adds (committed with it)
     carry_from: str | None = None  # incremental append: the published prefix whose files join the new one
     reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
-    type_check: TypeCheck | None = None  # CSV: the run's new files read as text, before the CTAS
+    type_check: TypeCheck | None = None  # CSV or JSON lines: the run's new files read as text, before the CTAS
+    source: ManifestSource | None = None  # compaction and rewrite: the CTAS reads the files its manifest lists
     lease: dict[str, Any] | None = field(default=None, compare=False)
     """The run's lease; its ``pending`` is the run's batch (``run_batch``), the arrivals it takes."""
 
@@ -149,6 +178,16 @@ class StageAPlan:
         head = [self.register_raw] if self.register_raw else []
         if self.type_check:
             head += [self.type_check.create, self.type_check.check, self.type_check.drop]
+        if self.source:
+            return [
+                *self.reconcile,
+                *head,
+                self.source.create,
+                self.ctas,
+                self.drop_temp,
+                self.source.drop,
+                *self.publish,
+            ]
         return [*self.reconcile, *head, self.ctas, self.drop_temp, *self.publish]
 
     @property
@@ -232,10 +271,12 @@ def plan_stage_a(
     run_token: str,
     table_settings: TableSettings | None = None,
     lease: Lease | None = None,
+    manifests: ManifestWriter | None = None,
 ) -> StageAPlan:
     """The plan of one run for ``raw``'s partition. Without a lease: the seed's whole-partition rewrite.
     Under a lease (``run_token`` is its owner): the table's write policy over a batch of the lease's
-    arrivals (``run_batch``)."""
+    arrivals (``run_batch``). A run that reads the partition's loaded files (a compaction, a rewrite) reads
+    them through a manifest, written here into ``manifests`` (the local disk when ``None``)."""
     check_run_token(run_token)
     source_db = settings.raw_database(raw.team, raw.dataset)
     target_db = settings.stage_database(raw.team, raw.dataset)
@@ -287,13 +328,27 @@ def plan_stage_a(
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
     where = partition_filter(partition)
     checked = ""  # the files the type check reads: those not loaded before (empty: the whole folder)
+    source = None
     if keys:
-        files = ", ".join(string_literal(join_location(settings.raw_root, key).rstrip("/")) for key in keys)
-        where = f'{where} AND "$path" IN ({files})' if where else f'"$path" IN ({files})'
+        paths = [join_location(settings.raw_root, key).rstrip("/") for key in keys]
         loaded = {arrival_key(identity) for identity in lease.applied} if lease else set()
-        new_files = [
-            string_literal(join_location(settings.raw_root, key).rstrip("/")) for key in keys if key not in loaded
-        ]
+        if mode == "append" or not loaded & set(keys):
+            # Only files of this run's batch (``run_batch``), as many as it bounds: listed in the SQL.
+            files = ", ".join(string_literal(path) for path in paths)
+            where = f'{where} AND "$path" IN ({files})' if where else f'"$path" IN ({files})'
+        else:
+            # Every file the partition loaded: as many as its history holds, so named in a manifest that the
+            # CTAS reads through a symlink table, never in the SQL or the plan.
+            folder, text = manifest_object(manifest_prefix(target_location), paths)
+            source = plan_source(
+                raw_schema, database=target_db, temp_table=temp_table, manifest=folder, encoding=table_cfg.encoding
+            )
+            write_manifest(folder, text, manifests)
+            select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(target_db, source.table)}"
+            where = ""
+        # The files of the run's new arrivals, a loaded file sent again with new content among them.
+        arrived = {arrival_key(identity) for identity in new}
+        new_files = [string_literal(path) for key, path in zip(keys, paths, strict=True) if key in arrived]
         checked = f'"$path" IN ({", ".join(new_files)})' if new_files else "false"
     if where:
         select += f" WHERE {where}"
@@ -333,5 +388,6 @@ def plan_stage_a(
         carry_from=lease.published if lease and mode == "append" else None,
         reconcile=reconcile,
         type_check=type_check,
+        source=source,
         lease=lease.to_dict() if lease else None,
     )

@@ -1,8 +1,9 @@
 """Running a stage A plan through any engine, with the guarantees the plan promises.
 
 ``execute_stage_a`` is what the state machine's SQL tasks (or the Glue job) do: reconcile, register,
-CTAS, always drop the temp table. Publishing is separate: under a lease the run commits its prefix
-first (``lakeline.partitions.commit_write``), then ``publish_stage_a`` points the catalog at it.
+CTAS (from the table over the run's manifest, for a compaction or a rewrite), always drop the temp
+tables. Publishing is separate: under a lease the run commits its prefix first
+(``lakeline.partitions.commit_write``), then ``publish_stage_a`` points the catalog at it.
 """
 
 from __future__ import annotations
@@ -45,10 +46,14 @@ def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> lis
         query_ids += check_types(plan.type_check, engine, plan.target_database)
     ctas_error: QueryError | None = None
     try:
+        if plan.source:
+            query_ids.append(engine.execute(plan.source.create, database=plan.target_database).query_id)
         query_ids.append(engine.execute(plan.ctas, database=plan.target_database).query_id)
     except QueryError as error:
         ctas_error = error
     query_ids += drop_temp_table(engine, plan.drop_temp, plan.target_database, plan.temp_table, ctas_error)
+    if plan.source:  # the manifest's table too, whatever happened (its manifest goes with the run's prefix)
+        query_ids += drop_temp_table(engine, plan.source.drop, plan.target_database, plan.source.table, ctas_error)
     if ctas_error is not None:
         _, left = abandon_stage_a(plan, store)
         if left:

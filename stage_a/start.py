@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from lakeline.aws.stepfunctions import start_execution_once
 from lakeline.commits import Lease, PartitionCommits, commit_key
+from lakeline.commits.slots import RunSlots, start_in_slot
 from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
 from lakeline.names import check_identifier
@@ -27,7 +28,7 @@ from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival, pending_entry
 from stage_a.by_name import copy_key, copy_version, in_table_order, newer_version
 from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
 from stage_a.keys import RawObject, parse_raw_key
-from stage_a.plan import StageAPlan, new_run_token, plan_stage_a, waiting_arrivals
+from stage_a.plan import ManifestWriter, StageAPlan, new_run_token, plan_stage_a, waiting_arrivals
 from stage_a.raw_files import CopyChanged, ExistingCopy, RawFileChanged
 
 if TYPE_CHECKING:
@@ -183,11 +184,17 @@ def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files:
 
 
 def begin_arrival(
-    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits, files: RawFiles
+    arrival: Arrival,
+    settings: PipelineSettings,
+    catalog: Catalog,
+    commits: PartitionCommits,
+    files: RawFiles,
+    manifests: ManifestWriter | None = None,
 ) -> StageAPlan | ReadByName | None:
     """Check the arrival at the door, record it in its partition's state and, if no other run holds the
     partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival
-    waits; ``ReadByName``: its copy in the table's column order is loaded instead."""
+    waits; ``ReadByName``: its copy in the table's column order is loaded instead. ``manifests``: where the
+    plan's manifest is written (``plan_stage_a``)."""
     schema = admit(arrival, settings, catalog, files)
     if isinstance(schema, ReadByName):
         return schema
@@ -206,11 +213,15 @@ def begin_arrival(
     )
     if lease is None:
         return None
-    return plan_stage_a(raw, settings, schema, run_token=token, lease=lease)
+    return plan_stage_a(raw, settings, schema, run_token=token, lease=lease, manifests=manifests)
 
 
 def plan_follow_up(
-    handed_over: Lease, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits
+    handed_over: Lease,
+    settings: PipelineSettings,
+    catalog: Catalog,
+    commits: PartitionCommits,
+    manifests: ManifestWriter | None = None,
 ) -> StageAPlan | None:
     """The plan of a follow-up run: the lease a finished run handed over, re-read (with the arrivals
     waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it)."""
@@ -219,7 +230,7 @@ def plan_follow_up(
         return None
     raw = parse_raw_key(waiting_arrivals(lease)[0].key)
     schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
-    return plan_stage_a(raw, settings, schema, run_token=lease.owner, lease=lease)
+    return plan_stage_a(raw, settings, schema, run_token=lease.owner, lease=lease, manifests=manifests)
 
 
 def start_plan(
@@ -227,12 +238,16 @@ def start_plan(
     sfn: SFNClient,
     state_machine_arn: str,
     extra_input: dict[str, Any] | None = None,
+    slots: RunSlots | None = None,
 ) -> StartedRun:
-    """Start the execution of a leased plan (its name is fixed by the run, so a retry is a duplicate)."""
+    """Start the execution of a leased plan (its name is fixed by the run, so a retry is a duplicate), once it has
+    one of the stage's ``slots`` (``NoRunSlot``: none is free; the run keeps its lease and is started later)."""
     name = execution_name(parse_raw_key(plan.raw_key), plan.run_token)
     # The failure path reads ``$.arrival``: a follow-up run has none of its own (it parks its arrivals).
     payload = {"plan": plan.to_dict(), "arrival": None, **(extra_input or {})}
-    started = start_execution_once(sfn, state_machine_arn, name, json.dumps(payload))
+    started = start_in_slot(
+        slots, plan.run_token, lambda: start_execution_once(sfn, state_machine_arn, name, json.dumps(payload))
+    )
     if started.duplicate:
         logger.info("run %s already started as %s; redelivery ignored", plan.run_token, started.name)
     return StartedRun(started.name, None, started.duplicate, plan, ended=started.ended)
@@ -246,20 +261,22 @@ def start_stage_a(
     files: RawFiles,
     sfn: SFNClient,
     state_machine_arn: str,
+    manifests: ManifestWriter | None = None,
+    slots: RunSlots | None = None,
 ) -> StartedRun:
-    plan = begin_arrival(arrival, settings, catalog, commits, files)
+    plan = begin_arrival(arrival, settings, catalog, commits, files, manifests)
     if isinstance(plan, ReadByName):
         return StartedRun("", None, False, None, plan)
     if plan is None:
         return StartedRun("", None, False, None)
-    started = start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")})
+    started = start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")}, slots)
     if started.ended and plan.lease is not None:
         # An arrival redelivered after its run ended took that run's lease again (its run token is
         # fixed by the arrival) and found the execution done: nothing would ever end the lease, so it
         # goes to a follow-up run at once, which takes the redelivery and anything else waiting.
         handed = hand_over_reentered(commits, Lease.from_dict(plan.lease), root=plan.stage_partition_root)
-        follow_up = plan_follow_up(handed, settings, catalog, commits) if handed is not None else None
+        follow_up = plan_follow_up(handed, settings, catalog, commits, manifests) if handed is not None else None
         if follow_up is not None:
             logger.info("run %s had ended; its partition's lease goes to run %s", plan.run_token, follow_up.run_token)
-            return start_plan(follow_up, sfn, state_machine_arn)
+            return start_plan(follow_up, sfn, state_machine_arn, slots=slots)
     return started

@@ -15,6 +15,15 @@ door's rule, in one query:
    and ``refusal`` words the same reason;
 3. ``drop``: drop the text table (metadata only), whatever the check found.
 
+JSON lines go through the JSON SerDe (OpenX's, as the raw table's; Spark's JSON reader on Spark,
+``lakeline.engines.translate``), whose STRING column reads a number or boolean as its text (Athena
+canonicalizes a number with BigDecimal: ``1e3`` is ``1E+3``; Spark keeps it as written) and a key
+matched ignoring case on Athena, with its case on Spark. Only the checked columns are declared (the
+SerDe reads by key), and an empty string is checked too (the door refuses it for a typed column).
+What a STRING column cannot show is a value's JSON type: a quoted ``"5"`` for a number column, or
+``"true"`` for a boolean, passes here though the door refuses it (Athena reads it as the number,
+Spark as NULL); so does a key spelled in another case past the door's sample, on Spark.
+
 Parquet and ORC files are typed: no check. Nor are STRING and nested columns checked (any text is a
 string; a nested value's fields are not reached by a text column).
 """
@@ -27,7 +36,7 @@ from typing import Any
 from lakeline.engines.base import QueryFailed, TableSchema
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
 
-TEXT_FORMATS = ("csv",)
+TEXT_FORMATS = ("csv", "json")
 SHOWN_VALUES = 3  # bad values named in the reason
 SHOWN_CHARACTERS = 40  # of each value
 OPEN_CSV = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
@@ -89,6 +98,8 @@ def _valid(kind: str, value: str) -> str | None:
 
 def _storage(schema: TableSchema, encoding: str) -> str:
     """The raw table's format, for a table whose columns are all STRING."""
+    if schema.format == "json":
+        return f"ROW FORMAT SERDE '{JSON_SERDE}'"
     delimiter = string_literal(schema.delimiter or ",")
     if schema.multiline_fields:
         # Only Spark reads quoted fields across lines (the embedded runtime's raw tables): Spark's own CSV
@@ -111,7 +122,8 @@ def plan_type_check(
     """The type check of the files of the raw table ``schema`` under ``location`` (the raw partition's
     folder) that ``files_filter`` keeps (the run's CTAS's ``"$path"`` condition; empty: every file there),
     or ``None`` when there is nothing to check (a typed format, only STRING columns)."""
-    if (schema.format or "csv") not in TEXT_FORMATS:
+    fmt = schema.format or "csv"
+    if fmt not in TEXT_FORMATS:
         return None
     checks = [
         (column.name, column.type, _valid(column.type, f"trim({dml_name(column.name)})")) for column in schema.columns
@@ -120,22 +132,28 @@ def plan_type_check(
     if not typed:
         return None
     table = text_table_name(temp_table)
-    columns = ", ".join(f"{ddl_name(column.name)} STRING" for column in schema.columns)
-    header = "" if schema.multiline_fields else " TBLPROPERTIES ('skip.header.line.count' = '1')"
-    external = "" if schema.multiline_fields else "EXTERNAL "
+    is_json = fmt == "json"
+    spark_ddl = schema.multiline_fields and not is_json
+    # CSV is read by position: every column; JSON by key: the checked ones.
+    declared = [name for name, _, _ in typed] if is_json else [column.name for column in schema.columns]
+    columns = ", ".join(f"{ddl_name(name)} STRING" for name in declared)
+    header = "" if spark_ddl or is_json else " TBLPROPERTIES ('skip.header.line.count' = '1')"
+    external = "" if spark_ddl else "EXTERNAL "
     create = (
         f"CREATE {external}TABLE {ddl_name(database, table)} ({columns}) {_storage(schema, encoding)} "
         f"LOCATION {string_literal(location.rstrip('/') + '/')}{header}"
     )
-    # An empty field is NULL (Athena's OpenCSVSerde reads it as '', Spark's reader as NULL). Each column's
-    # condition is written once (the statement grows by one condition per column): the first bad column's
-    # number, then its name and value picked from arrays by that number.
-    bad = [f"{dml_name(name)} <> '' AND NOT coalesce({valid}, false)" for name, _, valid in typed]
+    # An empty CSV field is NULL (Athena's OpenCSVSerde reads it as '', Spark's reader as NULL); an empty
+    # JSON string is a value the door refuses for a typed column. Each column's condition is written once
+    # (the statement grows by one condition per column): the first bad column's number, then its name and
+    # value picked from arrays by that number.
+    present = "IS NOT NULL" if is_json else "<> ''"
+    bad = [f"{dml_name(name)} {present} AND NOT coalesce({valid}, false)" for name, _, valid in typed]
     which = " ".join(f"WHEN {condition} THEN {number}" for number, condition in enumerate(bad, start=1))
     named = ", ".join(string_literal(f"{name} ({kind})") for name, kind, _ in typed)
     values = ", ".join(f"substr({dml_name(name)}, 1, {SHOWN_CHARACTERS})" for name, _, _ in typed)
     where = [files_filter] if files_filter else []
-    if not schema.multiline_fields:
+    if not spark_ddl and not is_json:
         # A reader that does not skip the header line (Spark's Hive SerDe tables) reads it as a row:
         # the row whose every field is its column's name.
         names = " AND ".join(
@@ -165,7 +183,7 @@ def plan_type_check(
         f"FROM ({groups}) AS lakeline_bad LIMIT 1"
     )
     drop = f"DROP TABLE IF EXISTS {ddl_name(database, table)}"
-    return TypeCheck(table=table, create=create, check=check, drop=drop, spark_ddl=schema.multiline_fields)
+    return TypeCheck(table=table, create=create, check=check, drop=drop, spark_ddl=spark_ddl)
 
 
 def refusal(rows: list[tuple[Any, ...]]) -> str | None:

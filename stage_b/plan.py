@@ -14,9 +14,10 @@ files its statements write rather than ``bucket_count``); at the end the partiti
 pointed at the fresh prefix. Rows written by a step land in the destination partition. Other statements
 (a scratch table, a DELETE elsewhere) run as written.
 
-Planned under the partition's lease (``lakeline.commits``), one run takes every message waiting for
-the partition and the messages' ids are committed with the new version, so no message is applied
-twice, whatever is redelivered or overlaps. ``overwrite`` messages coalesce into one rebuild. An
+Planned under the partition's lease (``lakeline.commits``), one run takes the messages waiting for the
+partition, a bounded batch of them oldest first (``MAX_RUN_MESSAGES``; the rest wait for the follow-up run),
+and the messages' ids are committed with the new version, so no message is applied twice, whatever is
+redelivered or overlaps. ``overwrite`` messages coalesce into one rebuild. An
 ``append`` run takes the messages of one *contribution* (``StageBMessage.contribution_key``: the
 partition that triggered it, or for ``triggerMode: all`` the set of sources) and leaves the others
 waiting for its follow-up run: it writes the steps' rows alone into its prefix, and the published
@@ -36,6 +37,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from lakeline.commits import Lease
+from lakeline.commits.batch import bounded_batch
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.resolve import resolve_steps
 from lakeline.dependencies.tokens import builtin_token_values
@@ -179,6 +181,18 @@ def _step_statement(index: int, sql: str, what: str) -> exp.Expr:
     return statements[0]
 
 
+MAX_RUN_MESSAGES = 100
+"""The most messages one run takes: the rest wait for the follow-up run (``lakeline.commits.batch``)."""
+MAX_RUN_MESSAGE_BYTES = 40 * 1024
+"""The most bytes the messages one run takes may cost its input, each counted as its body in the lease's
+``pending`` and its id twice (``message_ids``, ``applied``): with the rest of the plan, under a quarter of Step
+Functions' 256 KiB whatever waits (``tests/scale``)."""
+
+
+def _message_cost(message: StageBMessage) -> int:
+    return len(message.model_dump_json().encode()) + 2 * len(message.deduplication_id())
+
+
 def leased_messages(lease: Lease) -> list[StageBMessage]:
     """The messages waiting in a lease, oldest trigger first."""
     messages = [StageBMessage.model_validate_json(body) for body in lease.pending]
@@ -202,11 +216,13 @@ def plan_stage_b(
     left: set[str] = set()  # the ids of waiting messages left for the follow-up run
     if lease is not None:
         waiting = leased_messages(lease)
-        taken = [m for m in waiting if m.deduplication_id() not in lease.applied]
+        batch = bounded_batch(waiting, _message_cost, max_items=MAX_RUN_MESSAGES, max_bytes=MAX_RUN_MESSAGE_BYTES)
+        left = {m.deduplication_id() for m in waiting[len(batch) :]}
+        taken = [m for m in batch if m.deduplication_id() not in lease.applied]
         if taken and all(m.usage == "append" for m in taken):
             # One contribution per append run, so that each one's rows are files of their own.
             first = taken[0].contribution_key()
-            left = {m.deduplication_id() for m in taken if m.contribution_key() != first}
+            left |= {m.deduplication_id() for m in taken if m.contribution_key() != first}
             taken = [m for m in taken if m.contribution_key() == first]
         if taken:
             message = taken[0]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lakeline.aws.stepfunctions import start_execution_once
 from lakeline.commits import Lease, PartitionCommits, commit_key
+from lakeline.commits.slots import RunSlots, start_in_slot
 from lakeline.dependencies.resolve import partition_path
 from lakeline.partitions import hand_over_reentered, new_run_token, run_token_time
 from stage_b.messages import StageBMessage
@@ -82,26 +83,32 @@ def plan_follow_up(handed_over: Lease, plan: Planner, commits: PartitionCommits)
     return plan(leased_messages(lease)[0], lease.owner, lease)
 
 
-def start_plan(plan: StageBPlan, sfn: SFNClient, state_machine_arn: str) -> StartedRun:
+def start_plan(plan: StageBPlan, sfn: SFNClient, state_machine_arn: str, slots: RunSlots | None = None) -> StartedRun:
+    """Start a leased plan's execution once it has one of the stage's ``slots`` (``NoRunSlot``: none is free)."""
     name = execution_name(plan)
     payload = json.dumps({"message": plan.message, "plan": plan.to_dict()})
-    started = start_execution_once(sfn, state_machine_arn, name, payload)
+    started = start_in_slot(slots, plan.run_token, lambda: start_execution_once(sfn, state_machine_arn, name, payload))
     if started.duplicate:
         logger.info("run %s already started as %s; redelivery ignored", plan.run_token, started.name)
     return StartedRun(started.name, started.duplicate, plan, ended=started.ended)
 
 
 def start_leased(
-    plan: StageBPlan, planner: Planner, commits: PartitionCommits, sfn: SFNClient, state_machine_arn: str
+    plan: StageBPlan,
+    planner: Planner,
+    commits: PartitionCommits,
+    sfn: SFNClient,
+    state_machine_arn: str,
+    slots: RunSlots | None = None,
 ) -> StartedRun:
     """Start a leased plan's run. A message redelivered after its run ended takes that run's lease
     again (its run token is fixed by the message) and finds the execution done: nothing would ever
     end the lease, so it is handed to a follow-up run at once, which is started here."""
-    started = start_plan(plan, sfn, state_machine_arn)
+    started = start_plan(plan, sfn, state_machine_arn, slots)
     if started.ended and plan.lease is not None:
         handed = hand_over_reentered(commits, Lease.from_dict(plan.lease), root=plan.partition_root)
         follow_up = plan_follow_up(handed, planner, commits) if handed is not None else None
         if follow_up is not None:
             logger.info("run %s had ended; its partition's lease goes to run %s", plan.run_token, follow_up.run_token)
-            return start_plan(follow_up, sfn, state_machine_arn)
+            return start_plan(follow_up, sfn, state_machine_arn, slots)
     return started

@@ -7,8 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import AfterValidator
 
+from lakeline.catalog_versions import GlueTableVersions
 from lakeline.lambda_support import FailedStep
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
@@ -28,6 +30,9 @@ class PostUpdateRuntime:
     routing: OnwardRouting
     lineage: LineageWriter
     events: StepEvents
+    table_versions: GlueTableVersions | None = None
+    """The Glue catalog's table versions, pruned after an unpartitioned table's publish (``None``: a catalog
+    without versions, Spark's)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,7 @@ class FailureRuntime:
 
 
 Level = Literal["info", "warning", "error"]
+Note = tuple[Level, str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,22 @@ class Ended:
     def log(self, logger: Logger) -> None:
         for level, message, details in [*self.notes, (self.level, self.summary, self.details)]:
             getattr(logger, level)(message, extra=details)
+
+
+def prune_table_versions(
+    versions: GlueTableVersions | None, table: str, partition: dict[str, str], *, wrote: bool
+) -> list[Note]:
+    """After a run published an unpartitioned ``table`` (``db.table``; a new Glue table version), its old versions are
+    pruned (``lakeline.catalog_versions``). Housekeeping: a failure loses nothing and the next publish prunes again,
+    so it is noted, not raised (raising would park the input of a run already published)."""
+    if versions is None or partition or not wrote:
+        return []
+    database, _, name = table.partition(".")
+    try:
+        deleted = versions.prune(database, name)
+    except (BotoCoreError, ClientError) as error:
+        return [("warning", "old Glue table versions not pruned", {"table": table, "error": str(error)})]
+    return [("info", "old Glue table versions pruned", {"table": table, "versions": deleted})] if deleted else []
 
 
 def unrouted_note(reason: str) -> tuple[Level, str, dict[str, Any]]:

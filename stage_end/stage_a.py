@@ -35,7 +35,14 @@ from stage_a.finish import abandon_stage_a, finish_stage_a
 from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents
 from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
-from stage_end.runtime import Ended, FailureRuntime, PostUpdateRuntime, steps_of, unrouted_note
+from stage_end.runtime import (
+    Ended,
+    FailureRuntime,
+    PostUpdateRuntime,
+    prune_table_versions,
+    steps_of,
+    unrouted_note,
+)
 from stage_lineage.records import record_stage_a, stage_a_parents
 
 STAGE_A_STEPS = frozenset(get_args(FailedStep)) - {"steps"}
@@ -90,6 +97,7 @@ def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdat
     # The lease ends after the routing is sent and noted: a run that takes the partition next finds the
     # version routed, and a routing that fails leaves the lease to the failure path (which ends it).
     superseded, follow_up = end_lease(run.runs, plan.lease, plan.stage_partition_root, superseded, wrote=plan.writes)
+    pruned = prune_table_versions(run.table_versions, table, plan.partition, wrote=plan.writes)
     triggered = [m.node for m in onward.messages]
     return Ended(
         {
@@ -114,7 +122,7 @@ def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdat
             "openlineage_events": len(events),
             "follow_up": follow_up.owner if follow_up else None,
         },
-        notes=[unrouted_note(unrouted.describe()) for unrouted in onward.unrouted],
+        notes=[*(unrouted_note(unrouted.describe()) for unrouted in onward.unrouted), *pruned],
     )
 
 

@@ -36,7 +36,15 @@ from stage_b.finish import abandon_stage_b, finish_stage_b
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
 from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
-from stage_end.runtime import Ended, FailureRuntime, Level, PostUpdateRuntime, steps_of, unrouted_note
+from stage_end.runtime import (
+    Ended,
+    FailureRuntime,
+    Level,
+    PostUpdateRuntime,
+    prune_table_versions,
+    steps_of,
+    unrouted_note,
+)
 from stage_lineage.records import record_stage_b, record_stage_b_failure, stage_b_parents
 
 STAGE_B_STEPS = frozenset(get_args(FailedStep)) - {"register", "type_check", "ctas"}
@@ -104,6 +112,7 @@ def complete_stage_b(plan: StageBPlan, request: StageBPostUpdate, run: PostUpdat
     # The lease ends after the routing is sent and noted: a run that takes the partition next finds the
     # version routed, and a routing that fails leaves the lease to the failure path (which ends it).
     superseded, follow_up = end_lease(run.runs, plan.lease, plan.partition_root, superseded, wrote=plan.writes)
+    pruned = prune_table_versions(run.table_versions, message.target_dataset, message.partition, wrote=plan.writes)
     triggered = [m.node for m in onward.messages]
     return Ended(
         {
@@ -124,7 +133,7 @@ def complete_stage_b(plan: StageBPlan, request: StageBPostUpdate, run: PostUpdat
             "openlineage_events": len(events),
             "follow_up": follow_up.owner if follow_up else None,
         },
-        notes=[unrouted_note(unrouted.describe()) for unrouted in onward.unrouted],
+        notes=[*(unrouted_note(unrouted.describe()) for unrouted in onward.unrouted), *pruned],
     )
 
 

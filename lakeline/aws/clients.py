@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 MAX_ATTEMPTS = 5  # the first call and four retries (botocore's standard mode caps each wait at 20 s)
 RETRY_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS})
+S3_CONNECTIONS = 32  # a carry's parallel copies: 8 files x 4 parts (lakeline.storage.COPY_TRANSFER)
 
 
 def client(
@@ -35,12 +36,19 @@ def client(
     region: str | None = None,
     endpoint_url: str | None = None,
     credentials: Mapping[str, str] | None = None,
+    max_pool_connections: int | None = None,
+    read_timeout: float | None = None,
 ) -> Any:
     """A boto3 client of ``service`` with the retry configuration (untyped: prefer ``AwsClients``);
     ``credentials`` (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``) sign its
     requests instead of boto3's own resolution."""
+    config = RETRY_CONFIG
+    if max_pool_connections:
+        config = config.merge(Config(max_pool_connections=max_pool_connections))
+    if read_timeout:  # a call answered only when its work is done (a synchronous Lambda invoke)
+        config = config.merge(Config(read_timeout=read_timeout))
     return boto3.client(  # type: ignore[call-overload]
-        service, region_name=region, endpoint_url=endpoint_url, config=RETRY_CONFIG, **(credentials or {})
+        service, region_name=region, endpoint_url=endpoint_url, config=config, **(credentials or {})
     )
 
 
@@ -79,7 +87,10 @@ class AwsClients:
 
     @cached_property
     def s3(self) -> S3Client:
-        return self._client("s3")  # type: ignore[no-any-return]
+        # Its pool holds the connections of a carry's parallel copies (lakeline.storage.COPY_TRANSFER).
+        return client(  # type: ignore[no-any-return]
+            "s3", region=self.region, endpoint_url=self.endpoint_url, max_pool_connections=S3_CONNECTIONS
+        )
 
     @cached_property
     def sqs(self) -> SQSClient:

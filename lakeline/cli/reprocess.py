@@ -71,6 +71,7 @@ def reprocess_command(
         scan_commit_items,
         scan_table_partitions,
     )
+    from lakeline.storage import LocalObjectStore
 
     console = progress_console()
     started = time.monotonic()
@@ -96,7 +97,9 @@ def reprocess_command(
                 flow, cloud = project.started_flow, project.started_cloud
                 state = cloud.names.pipeline_state
                 if raw:
-                    done = raw_to_resend(table, scan_commit_items(cloud.dynamodb, state, table), first, last)
+                    done = raw_to_resend(
+                        table, scan_commit_items(cloud.dynamodb, state, table), first, last, LocalObjectStore()
+                    )
                     there = [key for key in done.raw_files if (project.workspace.raw_dir / key).is_file()]
                     done.skipped += [
                         f"{key}: gone from the raw folder since it was loaded"
@@ -213,12 +216,14 @@ def _reprocess_deployment(
         scan_commit_items,
         scan_table_partitions,
     )
+    from lakeline.storage import SchemeObjectStore
 
     table, first, last, dry_run = asked.table, asked.first, asked.last, asked.dry_run
     state = outputs["pipeline_state"]
     store = DependencyStore(dynamodb, outputs["dependencies"], outputs["dependencies_by_table"])
     if asked.raw:
-        done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last)
+        lists = SchemeObjectStore(s3)
+        done = raw_to_resend(table, scan_commit_items(dynamodb, state, table), first, last, lists)
         if "raw_bucket" not in outputs:
             raise LakelineError(f"{where} has no output RawBucket: deploy this version of Lakeline for --raw")
         if not dry_run:

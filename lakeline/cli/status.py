@@ -97,6 +97,15 @@ def _print_status(report: PipelineStatus) -> None:
             f"waiting {escape(target.target_partition)}: has {', '.join(target.arrived) or 'nothing'}; "
             f"lacks {', '.join(target.missing) or '(unknown: its item is not in the project)'}"
         )
+    if report.runs_in_flight:
+        counts = ", ".join(f"{stage} {count}" for stage, count in report.runs_in_flight.items())
+        console.print(f"runs in flight: {counts} (executions started and not yet ended, each holding a run slot)")
+    if report.delayed:
+        counts = ", ".join(f"{stage} {count}" for stage, count in report.delayed.items())
+        console.print(
+            f"waiting out a delay in their queue: {counts} (sent back because their partition had as many "
+            "records waiting as it may hold, or no run slot was free; delivered again after at most two minutes)"
+        )
     shown = ", ".join(f"{name} {count}" for name, count in report.dead_letters.items())
     console.print(f"dead letters: {shown or 'none'}")
     for failure in report.failures:

@@ -9,10 +9,12 @@ One item per partition, key ``commit#<db>.<table>/<col=value/...>``, holds:
   partition now, until its lease expires (so a crashed run cannot block the partition for ever);
 - ``pending`` (a set) and ``arrival_seq``: arrivals waiting for a run. An arrival while a run holds the
   lease is added here and the run's ``finish`` hands the lease to one follow-up run that takes them
-  all, so a burst of arrivals costs at most two runs;
-- ``applied``: arrival ids whose rows are in the published version (stage A files loaded, stage B
-  append messages applied), written in the same conditional update as the publish, so an arrival is
-  applied exactly once whatever is redelivered or retried;
+  all, so a burst of arrivals costs at most two runs; ``pending_bytes`` counts what they hold, which is
+  capped (``MAX_PENDING_BYTES``: past it an arrival waits in its queue instead);
+- ``applied_list``: where the ids of the arrivals whose rows are in the published version are kept (stage A
+  files loaded, stage B messages applied; ``lakeline.commits.applied``), swapped in the same conditional
+  update as the publish, so an arrival is applied exactly once whatever is redelivered or retried (an item
+  from before the lists holds its ids in ``applied`` until its next commit moves them);
 - ``retired``: ``<epoch>|<location>`` of superseded versions, deleted only after a grace period and
   only when neither the published version nor a run in flight references them;
 - ``contributions``: ``<key>|<file name>`` for the published version of a stage B ``append`` target:
@@ -35,9 +37,9 @@ from lakeline.commits.keys import (
     parse_retired,
     retired_entry,
 )
-from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionState
-from lakeline.commits.store import DEFAULT_LEASE_SECONDS, MAX_BEGIN_ATTEMPTS, PartitionCommits
-from lakeline.commits.sweep import DEFAULT_GRACE_SECONDS, referenced, sweep_partition
+from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionFull, PartitionState
+from lakeline.commits.store import DEFAULT_LEASE_SECONDS, MAX_BEGIN_ATTEMPTS, MAX_PENDING_BYTES, PartitionCommits
+from lakeline.commits.sweep import DEFAULT_GRACE_SECONDS, referenced, sweep_partition, with_manifests
 
 __all__ = [
     "COMMIT_PREFIX",
@@ -45,10 +47,12 @@ __all__ = [
     "DEFAULT_LEASE_SECONDS",
     "FOLLOW_UP",
     "MAX_BEGIN_ATTEMPTS",
+    "MAX_PENDING_BYTES",
     "Finished",
     "Lease",
     "LeaseLost",
     "PartitionCommits",
+    "PartitionFull",
     "PartitionState",
     "commit_key",
     "commit_partition",
@@ -63,4 +67,5 @@ __all__ = [
     "retired_entry",
     "send_follow_up",
     "sweep_partition",
+    "with_manifests",
 ]

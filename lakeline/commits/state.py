@@ -20,6 +20,11 @@ class LeaseLost(LakelineError):
     """The run's lease expired and another run took the partition: this run must not publish."""
 
 
+class PartitionFull(LakelineError):
+    """As many arrivals wait behind the partition's run as its item may hold: this one is not recorded, and waits
+    in its queue instead (sent back by the router, with a delay)."""
+
+
 def _number(values: Mapping[str, Any], name: str, default: float = 0) -> float:
     value = values.get(name)
     return float(value) if isinstance(value, Decimal) else default
@@ -48,10 +53,19 @@ class PartitionState:
     lease_location: str | None = None
     lease_expires: float = 0.0
     pending: frozenset[str] = frozenset()
-    applied: frozenset[str] = frozenset()
+    pending_bytes: int = 0  # what ``pending`` holds, counted as arrivals are added and taken
+    applied: frozenset[str] = frozenset()  # ids kept in the item (before ``applied_list``; moved at a commit)
+    applied_list: str | None = None  # where the published version's applied ids are (``lakeline.commits.applied``)
     retired: frozenset[str] = frozenset()
     root: str | None = None
-    contributions: frozenset[str] = frozenset()
+    contributions: frozenset[str] = frozenset()  # ``key|file`` kept in the item (before ``contributions_list``)
+    contributions_list: str | None = None  # where the published version's ``key|file`` entries are
+    contributed: int | None = None  # how many of the published version's files a contribution owns
+
+    @property
+    def contributed_files(self) -> int:
+        """How many of the published version's files a stage B append contribution owns."""
+        return len(self.contributions) if self.contributed is None else self.contributed
 
     def leased(self, now: float) -> bool:
         return self.lease_owner is not None and self.lease_expires >= now
@@ -69,10 +83,14 @@ class PartitionState:
             lease_location=_text(values, "lease_location"),
             lease_expires=_number(values, "lease_expires"),
             pending=_strings(values, "pending"),
+            pending_bytes=int(_number(values, "pending_bytes")),
             applied=_strings(values, "applied"),
+            applied_list=_text(values, "applied_list"),
             retired=_strings(values, "retired"),
             root=_text(values, "root"),
             contributions=_strings(values, "contributions"),
+            contributions_list=_text(values, "contributions_list"),
+            contributed=int(_number(values, "contributed")) if "contributed" in values else None,
         )
 
 
@@ -88,12 +106,17 @@ class Lease:
     files: int
     pending: tuple[str, ...]  # the arrivals this run takes, sorted
     applied: frozenset[str]
+    """Every id the published version holds, when the lease was taken or resumed (``PartitionCommits.begin``
+    and ``resume`` read its list); empty in a lease passed on (``to_dict``) or handed over (``finish``)."""
     seq: int
     catalog_version: int = 0  # the version the catalog is known to point at (0: unknown)
-    contributions: frozenset[str] = frozenset()  # ``key|file`` of the published version (stage B append)
+    contributions: frozenset[str] = frozenset()
+    """``key|file`` of the published version (stage B append), when the lease was taken or resumed (read from
+    its list as ``applied`` is); passed on in no lease."""
     routed: str | None = None  # the published prefix whose post-update routed it onwards (``mark_routed``)
     published_lineage: tuple[str, str] | None = None
     """(root id, node id) of the published version's run in the lineage records (``mark_lineage``)."""
+    applied_list: str | None = None  # the location of the published version's applied ids
 
     def contribution_files(self, key: str) -> tuple[str, ...]:
         """The published version's files that hold contribution ``key``'s rows (sorted)."""
@@ -124,6 +147,7 @@ class Lease:
             contributions=state.contributions,
             routed=_text(values, "routed"),
             published_lineage=(str(noted["root_id"]), str(noted["node_id"])) if noted else None,
+            applied_list=state.applied_list,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,6 +165,7 @@ class Lease:
             "catalog_version": self.catalog_version,
             "routed": self.routed,
             "published_lineage": list(self.published_lineage) if self.published_lineage else None,
+            "applied_list": self.applied_list,
             # ``contributions`` stays behind with ``applied``: the plan passes on the files it replaces.
         }
 
@@ -159,6 +184,7 @@ class Lease:
             catalog_version=int(data.get("catalog_version", 0)),
             routed=data.get("routed"),
             published_lineage=_pair(data.get("published_lineage")),
+            applied_list=data.get("applied_list"),
         )
 
 

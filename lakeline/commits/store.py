@@ -8,24 +8,37 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from lakeline.aws.dynamodb import attribute_values
+from lakeline.commits.applied import published_contributions, published_ids, write_list
 from lakeline.commits.keys import COMMIT_PREFIX, contribution_entry, retired_entry
-from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionState, previous_owner
-from lakeline.errors import LakelineError
+from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionFull, PartitionState, previous_owner
+from lakeline.errors import InvalidInputError, LakelineError
+from lakeline.storage import ObjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-DEFAULT_LEASE_SECONDS = 3 * 60 * 60  # longer than a state machine's longest SQL task (2 h)
+# Longer than a state machine's longest run (its 6 h timeout), so a live run never loses its lease; a run that
+# ends sooner ends its lease then, its Catch or the status-change function (lakeline.commits.stranded) included.
+DEFAULT_LEASE_SECONDS = 7 * 60 * 60
 MAX_BEGIN_ATTEMPTS = 20
+MAX_PENDING_BYTES = 80 * 1024
+"""The most the arrivals waiting behind a run may hold in the partition's item (``pending``, ~200 bytes each with a
+70-character key): with the rest of the item, under a quarter of DynamoDB's 400 KB. Past it, ``begin`` refuses
+to record an arrival (``PartitionFull``) and the router sends it back to its queue to wait there (#39)."""
 
 Clock = Callable[[], float]
+
+
+def _entry_bytes(entries: Iterable[str]) -> int:
+    """What ``pending`` entries count towards ``pending_bytes``: added and taken away by the same measure."""
+    return sum(len(entry.encode()) for entry in entries)
 
 
 def _conditional_failed(error: ClientError) -> bool:
@@ -41,6 +54,10 @@ class PartitionCommits:
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     clock: Clock = field(default=time.time)
     key_attribute: str = "target_partition"
+    lists: ObjectStore | None = None
+    """Where the published versions' applied ids are kept (``lakeline.commits.applied``): needed to take or
+    resume a lease on a partition that has a list, and to publish a version that applies anything."""
+    max_pending_bytes: int = MAX_PENDING_BYTES
 
     def _key(self, key: str) -> dict[str, AttributeValueTypeDef]:
         return {self.key_attribute: {"S": key}}
@@ -49,10 +66,13 @@ class PartitionCommits:
         item = self.client.get_item(TableName=self.table_name, Key=self._key(key), ConsistentRead=True).get("Item")
         return PartitionState.from_item(key, item or {})
 
-    def begin(self, key: str, owner: str, location: str, root: str, arrivals: Sequence[str] = ()) -> Lease | None:
+    def begin(
+        self, key: str, owner: str, location: str, root: str, arrivals: Sequence[str] = (), *, plans: bool = True
+    ) -> Lease | None:
         """Record ``arrivals`` for the partition and take its lease for run ``owner`` (writing into
         ``location`` under the partition's ``root``). ``None``: another run holds the lease; the arrivals
-        wait in ``pending`` and that run's ``finish`` hands them to a follow-up run."""
+        wait in ``pending`` and that run's ``finish`` hands them to a follow-up run. ``plans``: the lease is
+        for a plan, with every id the published version holds (else they are not read)."""
         values = attribute_values(
             owner=owner,
             location=location,
@@ -62,9 +82,11 @@ class PartitionCommits:
             one=1 if arrivals else 0,
         )
         add = ""
-        if arrivals:
-            values |= attribute_values(arrivals=set(arrivals))
-            add = " ADD pending :arrivals"
+        entries = set(arrivals)
+        if entries:
+            size = _entry_bytes(entries)
+            values |= attribute_values(arrivals=entries, bytes=size)
+            add = " ADD pending :arrivals, pending_bytes :bytes"
         for _ in range(MAX_BEGIN_ATTEMPTS):
             values |= attribute_values(now=self.clock())
             try:
@@ -87,24 +109,40 @@ class PartitionCommits:
                 if not _conditional_failed(error):
                     raise
             else:
-                return self._lease(key, owner, location, response.get("Attributes", {}))
+                return self._lease(key, owner, location, response.get("Attributes", {}), load=plans)
             if not arrivals:
                 return None  # a follow-up with nothing new: whoever holds the lease has it all
             try:
                 self.client.update_item(
                     TableName=self.table_name,
                     Key=self._key(key),
-                    UpdateExpression="SET arrival_seq = arrival_seq + :one ADD pending :arrivals",
-                    ConditionExpression="attribute_exists(lease_owner) AND lease_expires >= :now",
+                    UpdateExpression="SET arrival_seq = arrival_seq + :one ADD pending :arrivals, pending_bytes :bytes",
+                    # Room for them, and not one already waiting (a redelivery: counted once).
+                    ConditionExpression=(
+                        "attribute_exists(lease_owner) AND lease_expires >= :now "
+                        "AND (attribute_not_exists(pending_bytes) OR pending_bytes <= :room)"
+                        + ("" if len(entries) > 1 else " AND NOT contains(pending, :entry)")
+                    ),
                     ExpressionAttributeValues={
                         ":arrivals": values[":arrivals"],
-                        **attribute_values(one=1, now=self.clock()),
+                        ":bytes": values[":bytes"],
+                        **attribute_values(one=1, now=self.clock(), room=self.max_pending_bytes - size),
+                        **(attribute_values(entry=next(iter(entries))) if len(entries) == 1 else {}),
                     },
                 )
                 return None
             except ClientError as error:
                 if not _conditional_failed(error):
                     raise
+            state = self.read(key)
+            if state.leased(self.clock()):
+                if entries <= state.pending:
+                    return None  # they wait already
+                raise PartitionFull(
+                    f"{key}: {state.pending_bytes:,} bytes of arrivals wait for run {state.lease_owner} already "
+                    f"(at most {self.max_pending_bytes:,}, so that the partition's item stays small); this one waits "
+                    "to be recorded"
+                )
             # The lease was released (or expired) between the two writes: try to take it again.
         raise LakelineError(f"could not take or queue behind the lease of {key} in {MAX_BEGIN_ATTEMPTS} attempts")
 
@@ -127,10 +165,19 @@ class PartitionCommits:
             if not _conditional_failed(error):
                 raise
             return None
-        return self._lease(lease.key, lease.owner, lease.location, response.get("Attributes", {}))
+        return self._lease(lease.key, lease.owner, lease.location, response.get("Attributes", {}), load=True)
 
-    def _lease(self, key: str, owner: str, location: str, item: Mapping[str, Any]) -> Lease:
-        return Lease.from_item(key, owner, location, item)
+    def _lease(self, key: str, owner: str, location: str, item: Mapping[str, Any], *, load: bool = False) -> Lease:
+        """The lease as ``item`` holds it; with ``load``, with every id its published version holds."""
+        lease = Lease.from_item(key, owner, location, item)
+        if not load:
+            return replace(lease, applied=frozenset(), contributions=frozenset())
+        state = PartitionState.from_item(key, item)
+        return replace(
+            lease,
+            applied=published_ids(state, self.lists),
+            contributions=published_contributions(state, self.lists),
+        )
 
     def commit(
         self,
@@ -157,34 +204,45 @@ class PartitionCommits:
         adds: list[str] = []
         removes: list[str] = []
         if publish:
+            # The contributions and applied ids are read here, not taken from the lease (a plan passes its lease
+            # on without them): the condition on ``version`` below makes sure no other commit changed them since.
+            current = self.read(lease.key) if contribution is not None or applied_ids else None
+            if current is not None and (current.version != lease.version or current.lease_owner != lease.owner):
+                return self._not_committed(lease, publish, current)
             entries: set[str] = set()
-            if contribution is not None:
+            if contribution is not None and current is not None:
                 key, written = contribution
-                # Read here, not taken from the lease (a plan passes its lease without them): the
-                # condition on ``version`` below makes sure no other commit changed them since.
-                entries = {e for e in self.read(lease.key).contributions if e.partition("|")[0] != key}
+                entries = {e for e in published_contributions(current, self.lists) if e.partition("|")[0] != key}
                 entries |= {contribution_entry(key, name) for name in written}
             if entries:
-                values |= attribute_values(contributions=entries)
-                sets.append("contributions = :contributions")
+                # Kept beside the version, as its applied ids are: one entry per file the target ever took
+                # would pass DynamoDB's 400 KB (lakeline.commits.applied).
+                listed = write_list(self._lists(lease), lease.location, entries, "contribution")
+                values |= attribute_values(contributions_list=listed, contributed=len(entries))
+                sets += ["contributions_list = :contributions_list", "contributed = :contributed"]
             else:
-                removes.append("contributions")
+                removes += ["contributions_list", "contributed"]
+            removes.append("contributions")  # an item from before the lists: its entries are in the list now
             values |= attribute_values(next=lease.version + 1, location=lease.location, files=files, now=self.clock())
             sets += ["version = :next", "published = :location", "files = :files", "published_at = :now"]
             removes.append("published_lineage")  # the new version's run notes its own (``mark_lineage``)
             if lease.published:
                 values |= attribute_values(retired={retired_entry(lease.published, self.clock())})
                 adds.append("retired :retired")
-            if applied_ids:
-                values |= attribute_values(applied=set(applied_ids))
-                adds.append("applied :applied")
+            if applied_ids and current is not None:
+                held = published_ids(current, self.lists) | set(applied_ids)
+                values |= attribute_values(applied_list=write_list(self._lists(lease), lease.location, held))
+                sets.append("applied_list = :applied_list")
+                removes.append("applied")  # an item from before the lists: its ids are in the list now
+        if taken_ids:
+            values |= attribute_values(taken=set(taken_ids), untaken=-_entry_bytes(taken_ids))
+            adds.append("pending_bytes :untaken")
         expression = ("SET " + ", ".join(sets)) if sets else ""
         if removes:
             expression += " REMOVE " + ", ".join(removes)
         if adds:
             expression += " ADD " + ", ".join(adds)
         if taken_ids:
-            values |= attribute_values(taken=set(taken_ids))
             expression += " DELETE pending :taken"
         if not expression:
             return self.read(lease.key)
@@ -200,14 +258,24 @@ class PartitionCommits:
         except ClientError as error:
             if not _conditional_failed(error):
                 raise
-            current = self.read(lease.key)
-            if publish and current.published == lease.location:
-                return current  # a retry of a commit that went through
-            raise LeaseLost(
-                f"{lease.key}: run {lease.owner} no longer holds the lease (held by {current.lease_owner}, "
-                f"version {current.version}, the run started from {lease.version}); not publishing"
-            ) from error
+            return self._not_committed(lease, publish, self.read(lease.key), error)
         return PartitionState.from_item(lease.key, response.get("Attributes", {}))
+
+    def _lists(self, lease: Lease) -> ObjectStore:
+        if self.lists is None:
+            raise InvalidInputError(f"{lease.key}: publishing what run {lease.owner} applied needs a store")
+        return self.lists
+
+    def _not_committed(
+        self, lease: Lease, publish: bool, current: PartitionState, error: Exception | None = None
+    ) -> PartitionState:
+        """A commit whose condition does not hold: a retry of one that went through, or the lease is lost."""
+        if publish and current.published == lease.location:
+            return current  # a retry of a commit that went through
+        raise LeaseLost(
+            f"{lease.key}: run {lease.owner} no longer holds the lease (held by {current.lease_owner}, "
+            f"version {current.version}, the run started from {lease.version}); not publishing"
+        ) from error
 
     def mark_routed(self, key: str, published: str) -> bool:
         """Note that the post-update of the version published at ``published`` routed it onwards, so a
@@ -263,7 +331,8 @@ class PartitionCommits:
             released = self.client.update_item(
                 TableName=self.table_name,
                 Key=self._key(lease.key),
-                UpdateExpression=noted + "REMOVE lease_owner, lease_expires, lease_location, lease_seq",
+                # Nothing waits: the count of what waits starts again from zero (a re-sent arrival counted twice).
+                UpdateExpression=noted + "REMOVE lease_owner, lease_expires, lease_location, lease_seq, pending_bytes",
                 ConditionExpression=(
                     "lease_owner = :owner AND arrival_seq = lease_seq AND attribute_not_exists(pending)"
                 ),

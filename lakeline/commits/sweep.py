@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from lakeline.commits.keys import commit_partition, commit_table_root, parse_retired
 from lakeline.commits.state import PartitionState
 from lakeline.commits.store import PartitionCommits
 from lakeline.errors import InvalidInputError
-from lakeline.storage import DeleteRefused, ObjectStore, prefix_uri
+from lakeline.storage import DeleteRefused, ObjectStore, manifest_prefix, prefix_uri
 
 logger = logging.getLogger(__name__)
 
@@ -17,11 +17,26 @@ DEFAULT_GRACE_SECONDS = 3 * 60 * 60  # longer than a query planned before a swap
 
 
 def referenced(state: PartitionState, now: float) -> set[str]:
-    """Prefixes nobody may delete: the published one and a live run's."""
+    """Prefixes nobody may delete: the published one and a live run's, and their manifests' prefixes
+    (``lakeline.storage.manifest_prefix``)."""
     keep = {state.published} if state.published else set()
     if state.lease_location and state.leased(now):
         keep.add(state.lease_location)
-    return {prefix_uri(location) for location in keep}
+    return with_manifests(keep)
+
+
+def with_manifests(locations: Iterable[str]) -> set[str]:
+    """The run prefixes ``locations`` and their manifests' prefixes, which hold what each version applied
+    (``lakeline.commits.applied``): a version's list goes only with the version."""
+    listed = list(locations)
+    return {prefix_uri(location) for location in listed} | {_manifests(location) for location in listed}
+
+
+def _manifests(location: str) -> str:
+    try:
+        return manifest_prefix(location)
+    except InvalidInputError:  # not a run prefix (a damaged item): nothing of its own to keep
+        return prefix_uri(location)
 
 
 def sweep_partition(
@@ -68,9 +83,11 @@ def sweep_partition(
             done.append(entry)
     commits.forget_retired(state.key, done)
     if state.root:
+        # A retired version kept for its grace period keeps its list with it (a restored state may publish it).
+        kept = keep | with_manifests(location for location in retired_locations if location not in deleted)
         for prefix in store.list_child_prefixes(state.root):
             name = prefix.rstrip("/").rsplit("/", 1)[-1]
-            if not name.startswith(run_prefix) or prefix_uri(prefix) in keep | retired_locations:
+            if not name.startswith(run_prefix) or prefix_uri(prefix) in kept:
                 continue
             started = token_time(name[len(run_prefix) :])
             if started is not None and now - started >= grace_seconds:

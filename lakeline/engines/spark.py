@@ -25,6 +25,7 @@ from lakeline.engines.base import Column, QueryFailed, QueryResult, TableNotFoun
 from lakeline.engines.jvm_archive import archive_folder, archive_options, discard_unusable
 from lakeline.engines.spark_partitions import PartitionStatements
 from lakeline.engines.spark_semantics import DEPLOYED_SPARK, SESSION_SETTINGS, SqlSemantics, applied
+from lakeline.engines.symlink import SymlinkTable, is_symlink_table, parse_symlink_table
 from lakeline.engines.translate import SPARK_FORMATS, CtasProperties, SparkCtas, translate_statement
 from lakeline.errors import LakelineError
 from lakeline.names import ddl_name, string_literal
@@ -303,6 +304,10 @@ class SparkEngine:
         # CTAS tables written to their location but not registered yet: most are dropped unread.
         self._written: dict[str, WrittenTable] = {}
         self._partitions = PartitionStatements(session)
+        # Symlink tables (``lakeline.engines.symlink``): read as Athena reads them, never in the metastore.
+        self._symlinks: dict[str, SymlinkTable] = {}
+        self.symlink_target: Callable[[str], str] = str
+        """Where a manifest's line is read from (the local Athena maps s3:// to its mirror)."""
 
     @classmethod
     def local(cls, workspace: Path, **session_options: Any) -> SparkEngine:
@@ -328,6 +333,14 @@ class SparkEngine:
         from pyspark.errors import PySparkException
 
         semantics = self._imposed or self.semantics
+        if is_symlink_table(sql):
+            self.define_symlink(*parse_symlink_table(sql))
+            return QueryResult(query_id=f"spark-{uuid.uuid4()}")
+        if self._symlinks:
+            dropped = DROPS_TABLE.match(sql)
+            if dropped and self._symlinks.pop(_table_key(dropped.group("name")), None) is not None:
+                return QueryResult(query_id=f"spark-{uuid.uuid4()}")
+            sql = self._read_symlinks(sql)
         translated = translate_statement(
             sql, integer_division=self._column_types if semantics.integer_division else None, database=database
         )
@@ -374,6 +387,46 @@ class SparkEngine:
         if remembered:
             self._added_partitions.setdefault(str(table), set()).add(spark_sql)
         return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)
+
+    def define_symlink(self, name: str, table: SymlinkTable) -> None:
+        """Keep the symlink table ``name`` (``database.table``) to read it when a statement names it."""
+        key = _table_key(name)
+        if key in self._symlinks or self.session.catalog.tableExists(key):
+            reason = f"[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view {key} because it already exists."
+            raise QueryFailed(f"Spark statement failed: {reason}", sql=name, reason=reason)
+        self._symlinks[key] = table
+
+    def _read_symlinks(self, sql: str) -> str:
+        """``sql`` reading each symlink table it names through a temporary view of the files its manifests
+        list, loaded with the table's format (an empty manifest: no rows)."""
+        for key, table in self._symlinks.items():
+            database, name = key.split(".", 1)
+            named = re.compile(
+                rf"[`\"]?{re.escape(database)}[`\"]?\s*\.\s*[`\"]?{re.escape(name)}[`\"]?(?![A-Za-z0-9_])",
+                re.IGNORECASE,
+            )
+            if not named.search(sql):
+                continue
+            view = f"lakeline_symlink_{uuid.uuid4().hex}"
+            self._symlink_frame(key, table).createOrReplaceTempView(view)
+            sql = named.sub(view, sql)
+        return sql
+
+    def _symlink_frame(self, key: str, table: SymlinkTable) -> Any:
+        from pyspark.errors import PySparkException
+
+        try:
+            lines = [str(row[0]).strip() for row in self.session.read.text(table.location).collect()]
+        except PySparkException as error:
+            reason = f"the manifests of symlink table {key} at {table.location} cannot be read: {failure_reason(error)}"
+            raise QueryFailed(f"Spark statement failed: {reason}", sql=key, reason=reason) from error
+        paths = [self.symlink_target(line) for line in lines if line]
+        reading = self.session.read.format(table.format).schema(table.columns)
+        for option, value in table.options.items():
+            reading = reading.option(option, value)
+        if not paths:
+            return self.session.createDataFrame([], table.columns)
+        return reading.load(paths)
 
     def _forget(self, table: str | None) -> None:
         """Forget what was remembered about ``table`` (``db.table``), or about every table."""
@@ -497,7 +550,7 @@ class SparkEngine:
         logger.debug("wrote %d empty bucket files into %s", len(missing), ctas.external_location)
 
     def table_exists(self, database: str, table: str) -> bool:
-        if f"{database}.{table}".lower() in self._written:
+        if f"{database}.{table}".lower() in self._written or f"{database}.{table}".lower() in self._symlinks:
             return True
         return bool(self.session.catalog.tableExists(f"{database}.{table}"))
 

@@ -4,7 +4,8 @@ Queries are translated by sqlglot. CTAS ``WITH (...)`` properties are mapped her
 turns them into TBLPROPERTIES, which Spark would store but not act on: Lakeline needs them to become
 ``USING``, ``OPTIONS``, ``PARTITIONED BY``, ``CLUSTERED BY ... INTO N BUCKETS`` and ``LOCATION``.
 A bucketed CTAS also gets a ``REPARTITION(N, cols)`` hint, without which Spark writes one file per
-bucket per task rather than N files in all.
+bucket per task rather than N files in all. A Hive table over JSON lines (OpenX's or Hive's JSON SerDe,
+for which Spark has no class) becomes a table of Spark's JSON reader, as ``engines.symlink`` reads one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from lakeline.engines.symlink import reader
 from lakeline.errors import LakelineError, plain
 
 SPARK_FORMATS = {"PARQUET": "parquet", "ORC": "orc", "JSON": "json", "TEXTFILE": "csv"}
@@ -137,6 +139,47 @@ def ctas_to_spark(create: exp.Create) -> SparkCtas:
     return SparkCtas(create.this.sql("spark"), props, " ".join(clauses), select_sql)
 
 
+def _json_serde(create: exp.Create) -> exp.RowFormatSerdeProperty | None:
+    """The ``ROW FORMAT SERDE`` of a ``CREATE TABLE`` (not a CTAS) if its SerDe reads JSON lines."""
+    properties = create.args.get("properties")
+    if create.expression is not None or str(create.args.get("kind", "")).upper() != "TABLE" or not properties:
+        return None
+    serde = next((p for p in properties.expressions if isinstance(p, exp.RowFormatSerdeProperty)), None)
+    return serde if serde is not None and "json" in serde.this.name.lower() else None
+
+
+def json_table_to_spark(create: exp.Create, serde: exp.RowFormatSerdeProperty) -> str:
+    """``CREATE [EXTERNAL] TABLE db.t (columns) ROW FORMAT SERDE '<a JSON SerDe>' [WITH SERDEPROPERTIES]
+    [STORED AS TEXTFILE] [LOCATION] [TBLPROPERTIES]`` as a table of Spark's JSON reader: the SerDe's class is
+    not on Spark's classpath, so the Hive table would fail its first read. Spark's reader matches keys with
+    their case (the SerDes ignore it) and, like them, reads a number or boolean into a STRING column as its
+    text; a malformed line fails the query unless ``ignore.malformed.json``."""
+    listed = serde.args.get("serde_properties")
+    serde_parameters = {
+        item.name: _literal_text(item.args["value"], item.name) for item in (listed.expressions if listed else [])
+    }
+    table_parameters: dict[str, str] = {}
+    location = ""
+    for prop in create.args["properties"].expressions:
+        text = isinstance(prop, exp.FileFormatProperty) and prop.name.upper() == "TEXTFILE"  # a JSON SerDe's files
+        if text or isinstance(prop, (exp.ExternalProperty, exp.RowFormatSerdeProperty)):
+            continue
+        if isinstance(prop, exp.LocationProperty):
+            location = _literal_text(prop.this, "LOCATION")
+        elif isinstance(prop, exp.Property) and isinstance(prop.this, exp.Literal):
+            table_parameters[prop.name] = _literal_text(prop.args["value"], prop.name)
+        else:
+            raise TranslationError(f"a JSON SerDe table's {prop.sql('hive')} is not supported on Spark")
+    source, options = reader(serde.this.name, serde_parameters, table_parameters)
+    clauses = [f"USING {source}"]
+    if options:
+        clauses.append(f"OPTIONS ({', '.join(f'{key} {_string(value)}' for key, value in options.items())})")
+    if location:
+        clauses.append(f"LOCATION {_string(location)}")
+    exists = " IF NOT EXISTS" if create.args.get("exists") else ""
+    return f"CREATE TABLE{exists} {create.this.sql('spark')} {' '.join(clauses)}"
+
+
 def _athena_pseudo_columns(node: exp.Expression) -> exp.Expression:
     """Athena's ``"$path"`` pseudo column is Spark's ``input_file_name()``."""
     if isinstance(node, exp.Column) and node.name == "$path":
@@ -226,6 +269,8 @@ def translate_statement(
     ):
         ctas = ctas_to_spark(statement)
         return SparkStatement(ctas.sql, ctas)
+    if isinstance(statement, exp.Create) and (serde := _json_serde(statement)) is not None:
+        return SparkStatement(json_table_to_spark(statement, serde))
     if isinstance(statement, exp.Command):
         raise TranslationError(f"statement is not supported on Spark: {text[:80]}")
     return SparkStatement(statement.sql("spark"))

@@ -22,7 +22,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import Lease, PartitionCommits, parse_follow_up
+from lakeline.commits import Lease, PartitionCommits, PartitionFull, parse_follow_up
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
 from lakeline.engines.base import Column, QueryError, TableSchema
@@ -151,7 +151,7 @@ class EventFlow:
         self.emitter = LineageEmitter(openlineage or OpenLineageSettings())
         self.events: list[dict[str, Any]] = []
         self._events_written = 0
-        self.commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
+        self.commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state, lists=LocalObjectStore())
         self.raw_files = LocalRawFiles(workspace.raw_dir)
         self.quarantine = Quarantine.of(workspace.root)
         self.quarantine.prune(workspace.raw_dir)
@@ -226,6 +226,9 @@ class EventFlow:
             try:
                 self.catalog.prepare(arrival.key)
                 plan = begin_arrival(arrival, self.settings, self.catalog, self.commits, self.raw_files)
+            except PartitionFull:  # as the deployed router does: it waits in the queue instead
+                self.cloud.sqs.send_message(QueueUrl=self.cloud.queue_urls["queue-a"], MessageBody=record.body)
+                return
             except InvalidInputError as error:
                 # As the deployed router does: parked in the DLQ with its reason, never retried as is.
                 dead_letter(self.cloud.sqs, self.cloud.queue_urls["queue-a-dlq"], record.body, str(error), "stage-a")
@@ -303,6 +306,9 @@ class EventFlow:
         message = validated(StageBMessage, body, "stage B message")
         try:
             plan = begin_message(message, self._plan_b, self.commits)
+        except PartitionFull:  # as the deployed router does: it waits in the queue instead
+            self.cloud.sqs.send_message(QueueUrl=self.cloud.queue_urls["queue-b"], MessageBody=record.body)
+            return
         except InvalidInputError as error:
             # As the deployed router does: a message that can never be planned goes to the DLQ with its
             # reason at once, and the run's summary says why.

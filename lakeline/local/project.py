@@ -202,7 +202,7 @@ class LocalProject:
         if self.unsaved_marker.exists():
             # The last command was killed before it saved its state: what its runs published is undone, so
             # its batch runs again whole over the state it started from.
-            commits = PartitionCommits(self.cloud.dynamodb, self.cloud.names.pipeline_state)
+            commits = PartitionCommits(self.cloud.dynamodb, self.cloud.names.pipeline_state, lists=LocalObjectStore())
             zones = [self.workspace.stage_dir, self.workspace.analytics_dir]
             with self.console.status("undoing what the last (killed) run left before it saved its state"):
                 undone = undo_unsaved_runs(self.engine, commits, LocalObjectStore(), zones)

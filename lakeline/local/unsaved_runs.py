@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lakeline.commits import PartitionCommits, commit_key, parse_retired
+from lakeline.commits import PartitionCommits, commit_key, parse_retired, with_manifests
 from lakeline.dependencies.resolve import partition_path
 from lakeline.engines.spark import SparkEngine
 from lakeline.names import ddl_name, string_literal
@@ -56,8 +56,9 @@ def undo_unsaved_runs(engine: SparkEngine, commits: PartitionCommits, store: Obj
     undone = Undone()
     referenced: set[str] = set()
     for state in states.values():
-        referenced |= {prefix_uri(state.published)} if state.published else set()
-        referenced |= {prefix_uri(parse_retired(entry)[1]) for entry in state.retired}
+        # With their manifests' prefixes, which hold what each version applied (lakeline.commits.applied).
+        referenced |= with_manifests([state.published] if state.published else [])
+        referenced |= with_manifests(parse_retired(entry)[1] for entry in state.retired)
     tables: dict[str, str] = {}  # a table's root → ``database.table``
     for entry in engine.catalog_locations():
         location = prefix_uri(entry.location)

@@ -247,9 +247,12 @@ class Operator:
     def invoke(self, function: str) -> Any:
         """Invoke the deployed function whose name contains ``function`` (as ``aws lambda invoke``)."""
         client = self.deployment.client("lambda")
-        names = [entry["FunctionName"] for entry in client.list_functions()["Functions"]]
-        (name,) = [candidate for candidate in names if function in candidate]
-        response = client.invoke(FunctionName=name, Payload=b"{}")
+        found = [entry for entry in client.list_functions()["Functions"] if function in entry["FunctionName"]]
+        ((name, timeout),) = [(entry["FunctionName"], entry.get("Timeout", 3)) for entry in found]
+        # Answered when the function returns: wait as long as it may run (botocore's 60 s would give up on
+        # the nightly schedule of a large lineage table, while the function goes on).
+        waiting = self.deployment.client("lambda", read_timeout=timeout + 60)
+        response = waiting.invoke(FunctionName=name, Payload=b"{}")
         payload = json.loads(response["Payload"].read() or b"null")
         if "FunctionError" in response:
             raise OperationFailed(f"{name} failed: {payload}")
@@ -541,17 +544,28 @@ class DeployedProject:
             self.console.print(f"[red]quarantined[/] {escape(key)}: {escape(reason)}", soft_wrap=True)
         return taken
 
+    def executions(self) -> tuple[list[ExecutionRecord], list[ExecutionRecord]]:
+        """The stage A and the stage B executions the deployment ran, in the order they started."""
+        records = list(self.system.executions.records.values())
+        outputs = self.operator.outputs
+        machine_a, machine_b = outputs["StageAStateMachineArn"], outputs["StageBStateMachineArn"]
+        return (
+            [record for record in records if _machine(record.arn) == machine_a],
+            [record for record in records if _machine(record.arn) == machine_b],
+        )
+
+    def trace(self) -> None:
+        """The nightly lineage trace, as its schedule starts it: the lineage table's roots traced and archived."""
+        with self.console.status("nightly lineage trace: lineage table → archive"), timings.phase("lineage trace"):
+            self.operator.invoke("LineageSchedule")
+            self.system.executions.wait(timeout=3600)
+
     def finish(self, started: float) -> DeployedRun:
         """The nightly trace, what came out (executions, DLQs, tables, lineage), ``summary.json``."""
         operator, system = self.operator, self.system
         run = DeployedRun(self.workspace.root / "deployed", uploads=self._uploads, unchanged=self._unchanged)
-        records = list(system.executions.records.values())
-        machine_a, machine_b = operator.outputs["StageAStateMachineArn"], operator.outputs["StageBStateMachineArn"]
-        run.stage_a = [record for record in records if _machine(record.arn) == machine_a]
-        run.stage_b = [record for record in records if _machine(record.arn) == machine_b]
-        with self.console.status("nightly lineage trace: lineage table → archive"), timings.phase("lineage trace"):
-            operator.invoke("LineageSchedule")
-            system.executions.wait(timeout=3600)
+        run.stage_a, run.stage_b = self.executions()
+        self.trace()
         run.parked_before = self._parked_before
         run.parked = _parked_since(operator.parked(), self._parked_before)
         run.quarantined, run.refused_tables = self._quarantined, self._refused_tables

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from lakeline.commits import COMMIT_PREFIX, PartitionCommits, commit_key, commit_partition
+from lakeline.commits import COMMIT_PREFIX, PartitionCommits, PartitionState, commit_key, commit_partition
+from lakeline.commits.applied import published_ids
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.resolve import partition_path
 from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import LakelineError
+from lakeline.storage import ObjectStore
 from stage_a.by_name import copy_key
 from stage_a.keys import InvalidKey, parse_raw_key
 from stage_a.plan import arrival_key
@@ -82,10 +84,14 @@ def table_partitions(items: Iterable[Mapping[str, Any]], table: str, first: str,
     return [partition for partition, _ in _in_range(items, table, first, last)]
 
 
-def _loaded_raw_files(in_range: Iterable[tuple[dict[str, str], Mapping[str, Any]]]) -> list[str]:
-    """The raw keys whose rows these stage partitions hold (their ``applied`` arrivals), without an
-    original its by-name copy replaces: what re-sending them through stage A reads."""
-    keys = {arrival_key(identity) for _, item in in_range for identity in item.get("applied", {}).get("SS", [])}
+def _loaded_raw_files(in_range: Iterable[tuple[dict[str, str], Mapping[str, Any]]], lists: ObjectStore) -> list[str]:
+    """The raw keys whose rows these stage partitions hold (their applied arrivals, read from their lists with
+    ``lists``), without an original its by-name copy replaces: what re-sending them through stage A reads."""
+    keys = {
+        arrival_key(identity)
+        for _, item in in_range
+        for identity in published_ids(PartitionState.from_item(str(item["target_partition"]["S"]), item), lists)
+    }
     keys = {key for key in keys if _is_raw_key(key)}  # a stage B append target's are message ids
     return sorted(keys - {key for key in keys if copy_key(key) in keys})
 
@@ -123,7 +129,7 @@ def unowned_files(commits: PartitionCommits, message: StageBMessage) -> int:
     state = commits.read(commit_key(message.target_dataset, partition_path(message.partition)))
     if state.published is None:
         return 0
-    return max(0, state.files - len(state.contributions))
+    return max(0, state.files - state.contributed_files)
 
 
 def reprocess_run(now: datetime | None = None) -> str:
@@ -131,14 +137,17 @@ def reprocess_run(now: datetime | None = None) -> str:
     return f"reprocess-{(now or datetime.now(UTC)):%Y%m%dt%H%M%S%f}"
 
 
-def raw_to_resend(table: str, items: Iterable[Mapping[str, Any]], first: str, last: str) -> Reprocessing:
+def raw_to_resend(
+    table: str, items: Iterable[Mapping[str, Any]], first: str, last: str, lists: ObjectStore
+) -> Reprocessing:
     """The partitions of stage table ``table`` in the range and the raw files loaded into them: sent
     through stage A again, each partition is rebuilt from its files with the table's settings as they
     are now, and what it feeds follows as for a late file (overwrite targets and their chains)."""
     items = list(items)
     in_range = _in_range(items, table, first, last)
     done = Reprocessing(
-        partitions=[partition_path(partition) for partition, _ in in_range], raw_files=_loaded_raw_files(in_range)
+        partitions=[partition_path(partition) for partition, _ in in_range],
+        raw_files=_loaded_raw_files(in_range, lists),
     )
     if not done.partitions:
         if (table, {}) in (commit_partition(key) for key in _commit_keys(items)):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakeline.commits import COMMIT_PREFIX
+from lakeline.commits.slots import SLOTS_PREFIX, STAGES
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.unresolved import load_unresolved
 from lakeline.local.workspace import Workspace
@@ -78,6 +79,11 @@ class PipelineStatus:
     failures: list[str] = field(default_factory=list)
     last_run: str | None = None
     sql_server: str | None = None  # local: the workspace's `lakeline sql` server, if one runs
+    runs_in_flight: dict[str, int] = field(default_factory=dict)
+    """Per stage, the run slots in use (``lakeline.commits.slots``): executions started and not yet ended."""
+    delayed: dict[str, int] = field(default_factory=dict)
+    """Deployed, per stage queue: records sent back to wait out a delay (their partition's waiting list was full,
+    or no run slot was free); they are delivered again when it ends."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +101,16 @@ def _number(item: Mapping[str, Any], name: str) -> float | None:
 
 def _strings(item: Mapping[str, Any], name: str) -> tuple[str, ...]:
     return tuple(sorted(item.get(name, {}).get("SS", [])))
+
+
+def runs_in_flight(items: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The run slots in use per stage (``stage a``, ``stage b``), from their counter items."""
+    counted = {
+        (_text(item, "target_partition") or "").removeprefix(SLOTS_PREFIX): int(_number(item, "in_flight") or 0)
+        for item in items
+        if (_text(item, "target_partition") or "").startswith(SLOTS_PREFIX)
+    }
+    return {f"stage {stage}": counted.get(stage, 0) for stage in STAGES}
 
 
 def read_items(
@@ -203,6 +219,7 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
 
     items = tables.get(pipeline[STACK_OUTPUTS["pipeline_state"]], [])
     status.partitions, status.waiting_targets = read_items(items, required, now)
+    status.runs_in_flight = runs_in_flight(items)
     for name in ("stage_a_dlq", "stage_b_dlq", "lineage_dlq", "dependencies_stream_dlq"):
         messages = queues.get(pipeline[STACK_OUTPUTS[name]], [])
         status.dead_letters[name.removesuffix("_dlq").replace("_", " ")] = len(messages)
@@ -266,6 +283,12 @@ def deployed_status(
     for scanned in clients.dynamodb.get_paginator("scan").paginate(TableName=outputs["pipeline_state"]):
         items.extend(scanned.get("Items", []))
     status.partitions, status.waiting_targets = read_items(items, required, now)
+    status.runs_in_flight = runs_in_flight(items)
+    for stage in STAGES:
+        attributes = clients.sqs.get_queue_attributes(
+            QueueUrl=outputs[f"stage_{stage}_queue"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+        )["Attributes"]
+        status.delayed[f"stage {stage}"] = int(attributes.get("ApproximateNumberOfMessagesDelayed", 0))
     for name in ("stage_a_dlq", "stage_b_dlq", "lineage_dlq", "dependencies_stream_dlq"):
         attributes = clients.sqs.get_queue_attributes(
             QueueUrl=outputs[name], AttributeNames=["ApproximateNumberOfMessages"]

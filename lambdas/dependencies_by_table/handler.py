@@ -11,7 +11,8 @@ import os
 from functools import cache
 from typing import Any, Literal
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
@@ -28,6 +29,7 @@ from lambdas.environments import DependenciesStreamEnvironment
 
 logger = Logger(service="dependencies-by-table")
 tracer = Tracer(service="dependencies-by-table")
+metrics = Metrics(namespace="Lakeline", service="dependencies-by-table")
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 _deserializer = TypeDeserializer()
 
@@ -77,8 +79,11 @@ def record_handler(record: DynamoDBRecord) -> None:
         change = DependencyStreamRecord.from_event_record(record.raw_event)
         where["event_name"] = change.event_name
         result = apply_stream_change(_store(), change.event_name, change.old_image, change.new_image)
+        metrics.add_metric(name="RoutingItemsWritten", unit=MetricUnit.Count, value=len(result.puts))
+        metrics.add_metric(name="RoutingItemsDeleted", unit=MetricUnit.Count, value=len(result.deletes))
     except LakelineError as error:
         logger.error("dependency item refused", extra={**where, "reason": str(error)})
+        metrics.add_metric(name="RefusedDependencyItems", unit=MetricUnit.Count, value=1)
         raise
     except Exception:
         logger.exception("dependencies-by-table update failed", extra=where)
@@ -96,5 +101,6 @@ def record_handler(record: DynamoDBRecord) -> None:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

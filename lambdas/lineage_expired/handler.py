@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import DynamoDBStreamRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -25,6 +26,7 @@ from lambdas.environments import LineageExpiredEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
+metrics = Metrics(namespace="Lakeline", service="lineage-expired")
 
 
 @cache
@@ -54,11 +56,13 @@ class ExpiredItemArchiver:
         key = archive_expired(image, removed_at.astimezone(UTC), self.store, self.traced, settings=self.settings)
         if key:
             logger.info("expired item archived", extra={"key": key})
+            metrics.add_metric(name="ExpiredItemsArchived", unit=MetricUnit.Count, value=1)
         return key
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams, model=DynamoDBStreamRecordModel)
     return dict(

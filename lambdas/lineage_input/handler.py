@@ -12,7 +12,8 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.aws.clients import AwsClients
@@ -22,6 +23,7 @@ from lambdas.environments import LineageInputEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
+metrics = Metrics(namespace="Lakeline", service="lineage-input")
 
 
 @cache
@@ -32,10 +34,12 @@ def writer() -> LineageWriter:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     requests = event["requests"] if set(event) == {"requests"} else [event]
     records = writer().record_many(requests)
     logger.info("lineage records queued", extra={"records": len(records)})
+    metrics.add_metric(name="LineageRecordsQueued", unit=MetricUnit.Count, value=len(records))
     return {
         "node_ids": [record.node_id for record in records],
         "records": [record.to_message() for record in records],

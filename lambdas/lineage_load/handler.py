@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
+metrics = Metrics(namespace="Lakeline", service="lineage-load")
 
 
 @cache
@@ -56,6 +58,7 @@ def sqs() -> SQSClient:
 def park(body: str, reason: str) -> None:
     """Send a message that can never be loaded to the DLQ with why; it is then done with."""
     logger.warning("lineage message parked", extra={"reason": reason})
+    metrics.add_metric(name="ParkedLineageMessages", unit=MetricUnit.Count, value=1)
     dead_letter(sqs(), environment().dead_letter_queue_url, body, reason, "lineage-load")
 
 
@@ -71,6 +74,8 @@ def parse_message(record: SQSRecord) -> LineageRecord | None:
 def write_batch(results: Sequence[tuple[str, LineageRecord | None]]) -> Mapping[str, str]:
     records = [(message_id, record) for message_id, record in results if record is not None]
     report = loader().load(records)
+    metrics.add_metric(name="LineageRecordsLoaded", unit=MetricUnit.Count, value=report.records)
+    metrics.add_metric(name="LineageWriteRetries", unit=MetricUnit.Count, value=report.retries)
     by_id = dict(records)
     for message_id, reason in report.rejected.items():
         park(json.dumps(by_id[message_id].to_message()), reason)
@@ -90,6 +95,7 @@ def write_batch(results: Sequence[tuple[str, LineageRecord | None]]) -> Mapping[
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = BufferedSqsBatchProcessor(flush=write_batch)
     return dict(

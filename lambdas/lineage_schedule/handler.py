@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
@@ -18,6 +19,7 @@ from lambdas.environments import LineageScheduleEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
+metrics = Metrics(namespace="Lakeline", service="lineage-schedule")
 
 
 class ScheduledEvent(BaseModel):
@@ -37,6 +39,7 @@ def dependencies() -> tuple[Any, Any, LineageScheduleEnvironment]:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     dynamodb, sqs, environment = dependencies()
     fired = ScheduledEvent.model_validate(event).time or datetime.now(UTC)
@@ -60,4 +63,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "state_saved": result.state_saved,
     }
     logger.info("traces queued", extra=summary)
+    metrics.add_metric(name="TracesQueued", unit=MetricUnit.Count, value=len(result.roots))
     return summary

@@ -10,7 +10,8 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.parser.models import SqsRecordModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -24,6 +25,7 @@ from lambdas.environments import LineageTraceEnvironment
 
 logger = Logger(service="lakeline-lineage")
 tracer = Tracer(service="lakeline-lineage")
+metrics = Metrics(namespace="Lakeline", service="lineage-trace")
 
 
 class TraceQueueMessage(SqsRecordModel):
@@ -43,11 +45,14 @@ def trace_message(record: TraceQueueMessage) -> dict[str, Any]:
     result = trace_root(dynamodb, environment.table_name, record.body, store, settings=environment.settings())
     summary = {"root_id": result.root_id, "nodes": result.nodes, "lines": result.lines, **result.statuses}
     logger.info("root traced", extra={**summary, "location": result.location})
+    metrics.add_metric(name="RootsTraced", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="TracedNodes", unit=MetricUnit.Count, value=result.nodes)
     return summary
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = BatchProcessor(event_type=EventType.SQS, model=TraceQueueMessage)
     return dict(

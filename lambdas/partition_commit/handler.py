@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +29,7 @@ from lambdas.environments import CommitEnvironment
 
 logger = Logger(service="partition-commit")
 tracer = Tracer(service="partition-commit")
+metrics = Metrics(namespace="Lakeline", service="partition-commit")
 
 
 class LeasedPlan(BaseModel):
@@ -58,14 +60,13 @@ class Runtime:
 def runtime() -> Runtime:
     aws = AwsClients()
     environment = load_environment(CommitEnvironment, os.environ)
-    return Runtime(
-        PartitionCommits(aws.dynamodb, environment.pipeline_state_table),
-        SchemeObjectStore(aws.s3),
-    )
+    store = SchemeObjectStore(aws.s3)
+    return Runtime(PartitionCommits(aws.dynamodb, environment.pipeline_state_table, lists=store), store)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = validated(CommitInput, event, "commit input")
     lease = Lease.from_dict(request.plan.lease)
@@ -81,6 +82,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         contribution=request.plan.contribution,
         replaces=request.plan.replaces,
     )
+    metrics.add_metric(name="PartitionCommits", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="CommittedFiles", unit=MetricUnit.Count, value=state.files)
     logger.info(
         "partition committed",
         extra={"partition": lease.key, "version": state.version, "location": state.published, "files": state.files},

@@ -7,7 +7,8 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.errors import validated
@@ -20,18 +21,22 @@ from stage_end.stage_a import StageAFailure, fail_stage_a
 
 logger = Logger(service="stage-a-failure")
 tracer = Tracer(service="stage-a-failure")
+metrics = Metrics(namespace="Lakeline", service="stage-a-failure")
 
 
 @cache
 def runtime() -> FailureRuntime:
     environment = load_environment(StageAFailureEnvironment, os.environ)
-    return failure_runtime(environment, environment.stage_a_queue_url, environment.stage_a_dead_letter_queue_url)
+    return failure_runtime(environment, "a", environment.stage_a_queue_url, environment.stage_a_dead_letter_queue_url)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = validated(StageAFailure, event, "failure input")
     ended = fail_stage_a(StageAPlan.from_dict(request.plan), request, runtime())
     ended.log(logger)
+    metrics.add_metric(name="FailedRuns", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="ParkedArrivals", unit=MetricUnit.Count, value=len(ended.report.get("parked", [])))
     return ended.report

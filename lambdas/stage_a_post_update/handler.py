@@ -7,7 +7,8 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.errors import validated
@@ -20,18 +21,22 @@ from stage_end.stage_a import StageAPostUpdate, complete_stage_a
 
 logger = Logger(service="stage-a-post-update")
 tracer = Tracer(service="stage-a-post-update")
+metrics = Metrics(namespace="Lakeline", service="stage-a-post-update")
 
 
 @cache
 def runtime() -> PostUpdateRuntime:
     environment = load_environment(StageAPostUpdateEnvironment, os.environ)
-    return post_update_runtime(environment, environment.stage_a_queue_url)
+    return post_update_runtime(environment, "a", environment.stage_a_queue_url)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = validated(StageAPostUpdate, event, "post-update input")
     ended = complete_stage_a(StageAPlan.from_dict(request.plan), request, runtime())
     ended.log(logger)
+    metrics.add_metric(name="PublishedFiles", unit=MetricUnit.Count, value=ended.report["files"])
+    metrics.add_metric(name="TriggeredTargets", unit=MetricUnit.Count, value=len(ended.report["triggered"]))
     return ended.report

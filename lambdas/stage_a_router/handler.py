@@ -27,11 +27,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import parse_follow_up
+from lakeline.commits import PartitionFull, parse_follow_up
+from lakeline.commits.slots import NoRunSlot
 from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
+from lakeline.storage import S3ObjectStore
 from lambdas.environments import StageARouterEnvironment
-from lambdas.router import RouterRuntime, router_runtime
+from lambdas.router import RouterRuntime, router_runtime, send_back, send_back_to_wait
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
 from stage_a.start import plan_follow_up, start_plan, start_stage_a
@@ -48,17 +50,28 @@ processor = BatchProcessor(event_type=EventType.SQS)
 @dataclass(frozen=True)
 class Runtime(RouterRuntime[StageARouterEnvironment]):
     raw_files: S3RawFiles
+    manifests: S3ObjectStore  # where a compaction's plan writes its manifest (stage_a.manifest)
 
 
 @cache
 def runtime() -> Runtime:
-    shared = router_runtime(load_environment(StageARouterEnvironment, os.environ))
+    shared = router_runtime(load_environment(StageARouterEnvironment, os.environ), "a")
     parts = {part.name: getattr(shared, part.name) for part in fields(shared)}
-    return Runtime(**parts, raw_files=S3RawFiles(shared.aws.s3))
+    return Runtime(**parts, raw_files=S3RawFiles(shared.aws.s3), manifests=S3ObjectStore(shared.aws.s3))
 
 
-def handle_record(record: SQSRecord) -> None:
+RECORD_BUDGET_MS = 45_000
+"""The most one record may take: its file's door check and a copy by name of up to 64 MB (``stage_a.by_name``).
+A record reached with less of the invocation left is sent back to queue A (``defer``) rather than started and
+cut off by the function's timeout, which would fail the whole batch and, after a few such receives, park good
+arrivals in the DLQ with no reason (#39)."""
+
+
+def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
     run = runtime()
+    if lambda_context is not None and lambda_context.get_remaining_time_in_millis() < RECORD_BUDGET_MS:
+        defer(run, record)
+        return
     try:
         body = json.loads(record.body)
         follow_up = parse_follow_up(body)
@@ -70,11 +83,15 @@ def handle_record(record: SQSRecord) -> None:
         metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
         return
     if follow_up is not None:
-        plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits)
+        plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits, run.manifests)
         if plan is None:
             logger.info("follow-up no longer holds its partition; nothing to start", extra={"run": follow_up.owner})
             return
-        started = start_plan(plan, run.sfn, run.environment.state_machine_arn)
+        try:
+            started = start_plan(plan, run.sfn, run.environment.state_machine_arn, slots=run.slots)
+        except NoRunSlot as busy:
+            wait_in_queue(run, record, busy)
+            return
         logger.info("stage A follow-up started", extra={"partition": follow_up.key, "run": follow_up.owner})
         metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)
         return
@@ -88,7 +105,12 @@ def handle_record(record: SQSRecord) -> None:
                 run.raw_files,
                 run.sfn,
                 run.environment.state_machine_arn,
+                run.manifests,
+                run.slots,
             )
+        except (NoRunSlot, PartitionFull) as waiting:
+            wait_in_queue(run, record, waiting)
+            return  # the record's other arrivals come back with it
         except InvalidInputError as error:
             logger.warning("arrival rejected", extra={"key": arrival.key, "reason": str(error)})
             dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-a-router")
@@ -111,6 +133,23 @@ def handle_record(record: SQSRecord) -> None:
             extra={"key": arrival.key, "execution": started.execution_name, "duplicate": started.duplicate},
         )
         metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)
+
+
+def wait_in_queue(run: Runtime, record: SQSRecord, reason: NoRunSlot | PartitionFull) -> None:
+    """The record goes back to queue A to wait: for a free slot (its run keeps its partition's lease), or for room
+    in its partition's item, which holds as many waiting arrivals as it may."""
+    send_back_to_wait(run.sqs, run.environment.stage_a_queue_url, record.body, reason)
+    logger.info("sent back to queue A to wait", extra={"id": record.message_id, "reason": str(reason)})
+    metric = "RunsWaitingForASlot" if isinstance(reason, NoRunSlot) else "DeferredRecords"
+    metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
+
+
+def defer(run: Runtime, record: SQSRecord) -> None:
+    """Send the record back to queue A as a new message, then let this one go: its receive count stays as it was,
+    and an arrival sent twice (a crash between the two) is the same arrival, recorded once."""
+    send_back(run.sqs, run.environment.stage_a_queue_url, record.body)
+    logger.info("no time left for the record in this invocation: sent back to queue A", extra={"id": record.message_id})
+    metrics.add_metric(name="DeferredRecords", unit=MetricUnit.Count, value=1)
 
 
 @logger.inject_lambda_context

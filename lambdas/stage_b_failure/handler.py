@@ -7,7 +7,8 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.errors import validated
@@ -20,18 +21,22 @@ from stage_end.stage_b import StageBFailure, fail_stage_b
 
 logger = Logger(service="stage-b-failure")
 tracer = Tracer(service="stage-b-failure")
+metrics = Metrics(namespace="Lakeline", service="stage-b-failure")
 
 
 @cache
 def runtime() -> FailureRuntime:
     environment = load_environment(StageBFailureEnvironment, os.environ)
-    return failure_runtime(environment, environment.stage_b_queue_url, environment.dead_letter_queue_url)
+    return failure_runtime(environment, "b", environment.stage_b_queue_url, environment.dead_letter_queue_url)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = validated(StageBFailure, event, "failure input")
     ended = fail_stage_b(StageBPlan.from_dict(request.plan), request, runtime())
     ended.log(logger)
+    metrics.add_metric(name="FailedRuns", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="ParkedMessages", unit=MetricUnit.Count, value=ended.report.get("parked", 0))
     return ended.report

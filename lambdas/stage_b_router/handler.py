@@ -15,19 +15,21 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.aws.sqs import dead_letter
-from lakeline.commits import Lease, parse_follow_up
+from lakeline.commits import Lease, PartitionFull, parse_follow_up
+from lakeline.commits.slots import NoRunSlot
 from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageBRouterEnvironment
-from lambdas.router import RouterRuntime, router_runtime
+from lambdas.router import RouterRuntime, router_runtime, send_back_to_wait
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
 from stage_b.plan import PlanSources, StageBPlan, plan_message
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 logger = Logger(service="stage-b-router")
 tracer = Tracer(service="stage-b-router")
+metrics = Metrics(namespace="Lakeline", service="stage-b-router")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
@@ -48,7 +51,7 @@ class Runtime(RouterRuntime[StageBRouterEnvironment]):
 
 @cache
 def runtime() -> Runtime:
-    shared = router_runtime(load_environment(StageBRouterEnvironment, os.environ))
+    shared = router_runtime(load_environment(StageBRouterEnvironment, os.environ), "b")
     parts = {part.name: getattr(shared, part.name) for part in fields(shared)}
     dependencies = DependencyStore(shared.aws.dynamodb, shared.environment.dependencies_table)
     return Runtime(**parts, dependencies=dependencies)
@@ -82,11 +85,27 @@ def handle_record(record: SQSRecord) -> None:
     except ValueError as error:
         logger.warning("stage B message rejected", extra={"reason": str(error)})
         dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-b-router")
+        metrics.add_metric(name="RejectedMessages", unit=MetricUnit.Count, value=1)
+        return
+    except PartitionFull as full:
+        # Its target partition's item holds as many waiting messages as it may: it waits in the queue instead.
+        send_back_to_wait(run.sqs, run.environment.stage_b_queue_url, record.body, full)
+        logger.info("message sent back to queue B to wait", extra={"reason": str(full)})
+        metrics.add_metric(name="DeferredMessages", unit=MetricUnit.Count, value=1)
         return
     if planned is None:
         logger.info("message waits for the target partition's run in flight", extra={"body": record.body[:500]})
         return
-    started = start_leased(planned, planner, run.commits, run.sfn, run.environment.state_machine_arn)
+    try:
+        started = start_leased(planned, planner, run.commits, run.sfn, run.environment.state_machine_arn, run.slots)
+
+    except NoRunSlot as busy:
+        # The run keeps its partition's lease; its message goes back to queue B, to start when a slot is free.
+        send_back_to_wait(run.sqs, run.environment.stage_b_queue_url, record.body, busy)
+        logger.info("run waits for a slot: sent back to queue B", extra={"reason": str(busy)})
+        metrics.add_metric(name="DeferredMessages", unit=MetricUnit.Count, value=1)
+        return
+    metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)
     logger.info(
         "stage B started",
         extra={"target": planned.dataset, "partition": planned.partition, "execution": started.execution_name},
@@ -95,5 +114,6 @@ def handle_record(record: SQSRecord) -> None:
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(event=event, record_handler=handle_record, processor=processor, context=context)

@@ -3,7 +3,11 @@
 Every failed run fails its execution, so ``ExecutionsFailed`` also fires for a failure that parked its
 input in a DLQ (whose own alarm fires too). It is the only signal of a failure that parks nothing: one
 after the publish (the post-update task), one of the failure path itself, and a run that lost its lease.
-A function's ``Errors`` alarm also counts an error that a retry then got past."""
+A function's ``Errors`` alarm also counts an error that a retry then got past. An aborted or timed-out execution
+ends outside its Catch (its run is ended by ``lambdas/stranded_run``): alarmed as well, with any other ``metrics``
+given (what the sweep of stranded partitions finds). Throttling is alarmed too (#40): a function's ``Throttles`` (an
+invocation refused for concurrency; SQS redelivers it, a retry budget absorbs it, but sustained it parks arrivals)
+and a state machine's ``ExecutionThrottled`` (a ``StartExecution`` refused by Step Functions' quota)."""
 
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ class FailureAlarms(Construct):
         topic: sns.ITopic,
         state_machines: dict[str, sfn.StateMachine],
         functions: Iterable[LakelineFunction],
+        metrics: dict[str, tuple[cloudwatch.Metric, str]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.action = actions.SnsAction(topic)
@@ -37,6 +42,14 @@ class FailureAlarms(Construct):
             self._alarm(machine.metric_failed(period=PERIOD), f"{name}ExecutionsFailed", f"{name}: an execution failed")
             self._alarm(
                 machine.metric_timed_out(period=PERIOD), f"{name}ExecutionsTimedOut", f"{name}: an execution timed out"
+            )
+            self._alarm(
+                machine.metric_aborted(period=PERIOD), f"{name}ExecutionsAborted", f"{name}: an execution was aborted"
+            )
+            self._alarm(
+                machine.metric_throttled(period=PERIOD),
+                f"{name}ExecutionThrottled",
+                f"{name}: Step Functions throttled the machine's executions or state transitions (its quota)",
             )
         for function in functions:
             # Named by the function's place in the stack (StageA/Router → StageARouterErrors): unique and stable.
@@ -46,6 +59,14 @@ class FailureAlarms(Construct):
                 f"{place}Errors",
                 f"{function.node.path}: the function raised an error",
             )
+            self._alarm(
+                function.function.metric_throttles(period=PERIOD),
+                f"{place}Throttles",
+                f"{function.node.path}: invocations were refused for concurrency (the account's or the queue's)",
+            )
+
+        for construct_id, (metric, description) in (metrics or {}).items():
+            self._alarm(metric, construct_id, description)
 
     def _alarm(self, metric: cloudwatch.Metric, construct_id: str, description: str) -> None:
         """One occurrence in five minutes is one too many: each is a failure nothing else reports."""

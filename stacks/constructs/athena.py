@@ -17,7 +17,7 @@ from constructs import Construct
 
 from lakeline.lambda_support import FailedStep
 from stacks.constructs.bundling import REPO_ROOT
-from stacks.constructs.workflow import SQL_TIMEOUT, failure_marker
+from stacks.constructs.workflow import SQL_TIMEOUT, add_throttling_retry, failure_marker
 
 
 class AthenaWorkgroup(Construct):
@@ -31,6 +31,7 @@ class AthenaWorkgroup(Construct):
         key: kms.IKey,
         named_query_database: str,
         named_query_folder: Path = REPO_ROOT / "athena_queries" / "lineage",
+        scan_cutoff_bytes: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.name = name
@@ -45,6 +46,7 @@ class AthenaWorkgroup(Construct):
             work_group_configuration=athena.CfnWorkGroup.WorkGroupConfigurationProperty(
                 enforce_work_group_configuration=True,
                 publish_cloud_watch_metrics_enabled=True,
+                bytes_scanned_cutoff_per_query=scan_cutoff_bytes,
                 engine_version=athena.CfnWorkGroup.EngineVersionProperty(selected_engine_version="AUTO"),
                 result_configuration=athena.CfnWorkGroup.ResultConfigurationProperty(
                     output_location=self.output_location,
@@ -85,6 +87,7 @@ class AthenaWorkgroup(Construct):
         *,
         database_path: str | None = None,
         result_selector: dict[str, str] | None = None,
+        index_path: str | None = None,
     ) -> tasks.AthenaStartQueryExecution:
         """One statement from the state at ``sql_path``; the workgroup enforces the result location.
 
@@ -92,7 +95,9 @@ class AthenaWorkgroup(Construct):
         A statement a user writes (a stage B step) runs in the database at ``database_path``, as the local
         runner runs it (``engine.execute(step.sql, database=step.db)``): its unqualified table names
         resolve in its ``db``, not in Athena's ``default``. ``result_selector``: what of the finished query
-        execution becomes the task's output (else it is discarded and the state passes its input on)."""
+        execution becomes the task's output (else it is discarded and the state passes its input on).
+        ``index_path``: where a Map iteration's index is (``$$.Map.Item.Index`` by its ItemSelector), when the task
+        runs in one (``client_request_token``)."""
         context = (
             tasks.QueryExecutionContext(database_name=sfn.JsonPath.string_at(database_path))
             if database_path is not None
@@ -105,8 +110,10 @@ class AthenaWorkgroup(Construct):
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
             query_execution_context=context,
             work_group=self.name,
-            # Naming the (workgroup-enforced) result location scopes the task's generated S3 grants to the
-            # results bucket; without it CDK grants s3:GetObject/PutObject/CreateBucket on every resource.
+            client_request_token=client_request_token(construct_id, index_path),
+            # Naming the (workgroup-enforced) result location scopes the task's generated S3 writes to the results
+            # prefix; its reads CDK grants on every resource whatever is named here, which PipelineGrants narrows
+            # to Lakeline's buckets (grants.ConfineAthenaTaskGrants).
             result_configuration=tasks.ResultConfiguration(
                 output_location=s3.Location(bucket_name=self.results_bucket.bucket_name, object_key="athena")
             ),
@@ -116,12 +123,9 @@ class AthenaWorkgroup(Construct):
             result_path=None if result_selector else sfn.JsonPath.DISCARD,
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
         )
+        add_throttling_retry(task)
         task.add_retry(
-            errors=[
-                "Athena.TooManyRequestsException",
-                "Athena.InternalServerException",
-                "Athena.AmazonAthenaException",
-            ],
+            errors=["Athena.InternalServerException", "Athena.AmazonAthenaException"],
             interval=Duration.seconds(10),
             max_attempts=5,
             backoff_rate=2.0,
@@ -133,13 +137,13 @@ class AthenaWorkgroup(Construct):
         self, scope: Construct, construct_id: str, items_path: str, on_failure: sfn.IChainable, step: FailedStep
     ) -> sfn.Map:
         """Each statement of the list at ``items_path``, in order; on failure mark ``step`` and go on."""
-        statement = self.statement(scope, f"{construct_id}Statement", "$.statement")
+        statement = self.statement(scope, f"{construct_id}Statement", "$.statement", index_path="$.index")
         statements = sfn.Map(
             scope,
             construct_id,
             items_path=items_path,
             max_concurrency=1,
-            item_selector={"statement.$": "$$.Map.Item.Value"},
+            item_selector={"statement.$": "$$.Map.Item.Value", "index.$": "$$.Map.Item.Index"},
             result_path=sfn.JsonPath.DISCARD,
         )
         statements.item_processor(statement)
@@ -147,3 +151,16 @@ class AthenaWorkgroup(Construct):
             failure_marker(scope, f"{construct_id}Failed", step).next(on_failure), result_path="$.error"
         )
         return statements
+
+
+def client_request_token(state: str, index_path: str | None) -> str:
+    """The ``ClientRequestToken`` of the task ``state``: the SHA-256 (64 hex characters; Athena takes 32 to 128) of
+    the execution's id, the state's name and, in a Map, the iteration's index. A start the task repeats (its Retry
+    after an API error, when the query may have been created all the same) gets the query already started instead
+    of a second one running the same write. Its Retry takes no error a query that ran ends with (a failed query is
+    ``States.TaskFailed``), and no Athena task is on a loop, so the token never brings back an ended query
+    (``tests/infrastructure/test_query_tokens.py``). Not ``$$.State.RetryCount``: a new token per attempt would start
+    the query again after an error that left it created."""
+    template = f"{{}}/{state}/{{}}" if index_path else f"{{}}/{state}"
+    values = [sfn.JsonPath.execution_id, *([sfn.JsonPath.string_at(index_path)] if index_path else [])]
+    return sfn.JsonPath.hash(sfn.JsonPath.format(template, *values), "SHA-256")

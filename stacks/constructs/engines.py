@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from aws_cdk import Duration
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from stacks.constructs.athena import AthenaWorkgroup
 from stacks.constructs.glue_job import SparkJob
-from stacks.constructs.workflow import SQL_TIMEOUT, failure_marker
+from stacks.constructs.workflow import SQL_TIMEOUT, add_throttling_retry, failure_marker
 from stacks.contracts import STAGE_A_PLAN, STAGE_B_PLAN, STAGE_B_STEP, InputPath
 from stage_b.failures import STEP_CAUSE_FORMAT
 
@@ -109,10 +108,10 @@ class AthenaEngine(Engine):
         ctas_failed = failure_marker(scope, f"{construct_id}CtasFailed", "ctas")
         # The temp table is dropped on the failure path too; if even that fails, the failure is still recorded.
         drop_after_failure.add_catch(ctas_failed, result_path="$.drop_error")
-        drop_after_failure.next(ctas_failed)
+        drop_after_failure.next(self._drop_source(scope, f"{construct_id}DropSourceAfterFailure", then=ctas_failed))
         ctas_failed.next(on_failure)
         ctas.add_catch(drop_after_failure, result_path="$.error")
-        ctas.next(drop).next(publish)
+        ctas.next(drop).next(self._drop_source(scope, f"{construct_id}DropSource", then=publish, on_failure=on_failure))
         # The run's new files are not committed yet: a failed DROP of the temp table fails the run like its
         # CTAS (the failure function deletes them, ends the lease and parks the arrivals).
         drop.add_catch(
@@ -123,18 +122,44 @@ class AthenaEngine(Engine):
             failure_marker(scope, f"{construct_id}RegisterRawFailed", "register").next(on_failure),
             result_path="$.error",
         )
-        checked = self._type_check(scope, construct_id, then=ctas, on_failure=on_failure)
+        source = statement(scope, f"{construct_id}SourceTable", f"{STAGE_A_PLAN('source')}.create")
+        # Nothing is written before the CTAS: a failed table over the manifest only ends the run.
+        source.add_catch(
+            failure_marker(scope, f"{construct_id}SourceTableFailed", "ctas").next(on_failure), result_path="$.error"
+        )
+        source.next(ctas)
+        has_source = sfn.Choice(scope, f"{construct_id}HasSource")
+        has_source.when(sfn.Condition.is_null(STAGE_A_PLAN("source")), ctas).otherwise(source)
+        checked = self._type_check(scope, construct_id, then=has_source, on_failure=on_failure)
         has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
         has_raw_partition.when(sfn.Condition.is_string(plan("register_raw")), register.next(checked))
         has_raw_partition.otherwise(checked)
         reconcile.next(self.unless_nothing_new(scope, construct_id, write=has_raw_partition, done=done))
         return reconcile
 
+    def _drop_source(
+        self, scope: Construct, construct_id: str, *, then: sfn.IChainable, on_failure: sfn.IChainable | None = None
+    ) -> sfn.Choice:
+        """Drop the plan's table over its manifest (``stage_a.manifest``), when it has one, then ``then``.
+        After a CTAS that succeeded a failed drop fails the run (``on_failure``, its files not committed);
+        after a failed CTAS, the run's own failure is what ``then`` records."""
+        paths = STAGE_A_PLAN("source")
+        drop = self.workgroup.statement(scope, construct_id, f"{paths}.drop")
+        if on_failure is None:
+            drop.add_catch(then, result_path="$.drop_error")
+        else:
+            failed = failure_marker(scope, f"{construct_id}Failed", "ctas").next(on_failure)
+            drop.add_catch(failed, result_path="$.error")
+        drop.next(then)
+        has_source = sfn.Choice(scope, f"{construct_id}IfAny")
+        has_source.when(sfn.Condition.is_null(paths), then).otherwise(drop)
+        return has_source
+
     def _type_check(
         self, scope: Construct, construct_id: str, *, then: sfn.State, on_failure: sfn.IChainable
     ) -> sfn.Choice:
-        """The plan's type check of its CSV files (``stage_a.type_check``), when it has one, then ``then``:
-        make the text table, check (a bad value fails the query, naming file, column and values), drop it
+        """The plan's type check of its CSV or JSON-lines files (``stage_a.type_check``), when it has one, then
+        ``then``: make the text table, check (a bad value fails the query, naming file, column and values), drop it
         (also after a failed check). Nothing is written yet, so a failure only ends the run."""
         paths, statement = STAGE_A_PLAN("type_check"), self.workgroup.statement
         create = statement(scope, f"{construct_id}TypeCheckTable", f"{paths}.create")
@@ -171,6 +196,7 @@ class AthenaEngine(Engine):
             f"{construct_id}Step",
             "$.sql",
             database_path="$.db",
+            index_path="$.index",
             result_selector={
                 "started.$": "$.QueryExecution.Status.SubmissionDateTime",
                 "ended.$": "$.QueryExecution.Status.CompletionDateTime",
@@ -250,19 +276,11 @@ class SparkEngine(Engine):
             result_path=sfn.JsonPath.DISCARD,
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
         )
-        # The job admits MaxConcurrentRuns runs at once and the routers start more executions than that:
-        # a run Glue refuses for concurrency waits and tries again (10 retries after the first attempt, waits
-        # up to 5 minutes each: at most about 30 minutes, about 15 on average with full jitter) instead of
-        # failing the run and parking what it took. Past that, under sustained overload, the run fails and its
-        # input is parked.
-        run.add_retry(
-            errors=["Glue.ConcurrentRunsExceededException"],
-            interval=Duration.seconds(30),
-            max_attempts=10,
-            backoff_rate=1.5,
-            max_delay=Duration.minutes(5),
-            jitter_strategy=sfn.JitterType.FULL,
-        )
+        # The job admits MaxConcurrentRuns runs at once and the routers start more executions than that: a run
+        # Glue refuses for concurrency waits and tries again, within the throttling budget, instead of failing
+        # the run and parking what it took. Past that, under sustained overload, the run fails and its input
+        # is parked.
+        add_throttling_retry(run)
         run.add_catch(
             failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure), result_path="$.error"
         )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from aws_cdk import Duration, Stack
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
@@ -23,15 +24,21 @@ BASIC_EXECUTION_ROLE = (
     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]"
 )
 # The handlers that emit OpenLineage events through openlineage-python: they get the OpenLineage layer.
-OPENLINEAGE_HANDLERS = frozenset({"stage_a_post_update", "stage_a_failure", "stage_b_post_update", "stage_b_failure"})
+OPENLINEAGE_HANDLERS = frozenset(
+    {"stage_a_post_update", "stage_a_failure", "stage_b_post_update", "stage_b_failure", "stranded_run"}
+)
 
 
 class SharedLambdaCode(Construct):
     """One code asset and one Powertools layer reference per stack, shared by every function, and the
     OpenLineage layer, created with the first function that needs it."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, powertools_layer_parameter: str) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, powertools_layer_parameter: str, log_key: kms.IKey
+    ) -> None:
         super().__init__(scope, construct_id)
+        # The functions log SQL, keys and partition values: their logs are encrypted with the data key (#40).
+        self.log_key = log_key
         self.code = local_asset(LambdaCodeBundle(), runtime=RUNTIME, exclude=CODE_EXCLUDES)
         # The public layer's ARN is published in SSM by the Powertools team; resolved at deploy time.
         layer_arn = ssm.StringParameter.value_for_string_parameter(self, powertools_layer_parameter)
@@ -82,7 +89,8 @@ class LakelineFunction(Construct):
         layers: list[lambda_.ILayerVersion] = [shared.powertools]
         if handler_package in OPENLINEAGE_HANDLERS:
             layers.append(shared.openlineage_layer())
-        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        # Kept for the app's log_retention_days (stacks/app.py LogRetention).
+        self.log_group = logs.LogGroup(self, "Logs", encryption_key=shared.log_key)
         self.function = lambda_.Function(
             self,
             "Function",

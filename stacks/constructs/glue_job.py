@@ -3,11 +3,15 @@ library, run against the Glue Data Catalog, with its role and its security confi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as assets
 from constructs import Construct
+from packaging.utils import canonicalize_name
 
 from stacks.config import LakelineConfig
 from stacks.constructs.bundling import CODE_EXCLUDES, REPO_ROOT
@@ -16,7 +20,33 @@ from stacks.constructs.workflow import SQL_TIMEOUT
 from stacks.nag import acknowledge
 from stacks.storage_refs import StorageImports
 
-SPARK_MODULES = "sqlglot==30.30.0,pydantic>=2.7,python-dateutil>=2.9"
+SPARK_DISTRIBUTIONS = (
+    "sqlglot",
+    "pydantic",
+    "pydantic_core",
+    "annotated-types",
+    "typing-inspection",
+    "typing_extensions",
+    "python-dateutil",
+)
+"""What the job's library imports beyond what Glue 5.0 provides, with what pydantic needs at its versions."""
+
+
+def pinned_modules(constraints: Path) -> str:
+    """``--additional-python-modules``: each of ``SPARK_DISTRIBUTIONS`` at the version the project is tested with
+    (``constraints.txt``), so a job start installs what the tests ran, not whatever is newest that day (#40)."""
+    pins: dict[str, str] = {}
+    for line in constraints.read_text().splitlines():
+        name, _, version = line.split("#", 1)[0].strip().partition("==")
+        if version:
+            pins[canonicalize_name(name)] = version.strip()
+    missing = [name for name in SPARK_DISTRIBUTIONS if canonicalize_name(name) not in pins]
+    if missing:
+        raise ValueError(f"{constraints} pins no version of {', '.join(missing)}, which the Spark job installs")
+    return ",".join(f"{name}=={pins[canonicalize_name(name)]}" for name in SPARK_DISTRIBUTIONS)
+
+
+SPARK_MODULES = pinned_modules(REPO_ROOT / "constraints.txt")
 
 
 class SparkJob:
@@ -85,6 +115,15 @@ class SparkJob:
             },
         )
         self.role = role
+        # The job's continuous logs go to a group of ours rather than one Glue creates on first run, so they expire
+        # (the app's log_retention_days) and are encrypted with the data key from the start (#40). Named under
+        # /aws-glue/, where AWSGlueServiceRole and the key association above allow the job to write.
+        self.log_group = logs.LogGroup(
+            scope,
+            "SparkJobLogs",
+            log_group_name=f"/aws-glue/jobs/lakeline-{config.environment}",
+            encryption_key=storage.key,
+        )
         self.job = glue.CfnJob(
             scope,
             "SparkJob",
@@ -103,6 +142,7 @@ class SparkJob:
                 "--enable-glue-datacatalog": "true",
                 "--enable-metrics": "true",
                 "--enable-continuous-cloudwatch-log": "true",
+                "--continuous-log-logGroup": self.log_group.log_group_name,
                 "--job-language": "python",
             },
             timeout=int(SQL_TIMEOUT.to_minutes()),

@@ -20,7 +20,7 @@ from lambdas.environments import (
     LineageTraceEnvironment,
 )
 from stacks.constructs.functions import LakelineFunction
-from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
+from stacks.constructs.queues import EVENT_MAX_AGE, EVENT_RETRIES, DeadLetterQueue, QueueWithDeadLetters
 from stacks.contracts import environment
 from stacks.storage_refs import StorageImports
 
@@ -100,7 +100,17 @@ class Lineage(Construct):
             "Nightly",
             description="Start the nightly lineage trace",
             schedule=events.Schedule.expression(trace_schedule),
-            targets=[targets.LambdaFunction(schedule.function, retry_attempts=2)],
+            # A start EventBridge could not deliver is parked with an alarm, not dropped (#40).
+            targets=[
+                targets.LambdaFunction(
+                    schedule.function,
+                    retry_attempts=EVENT_RETRIES,
+                    max_event_age=EVENT_MAX_AGE,
+                    dead_letter_queue=DeadLetterQueue(
+                        self, "NightlyDeadLetters", key=storage.key, alarm_topic=alarm_topic
+                    ).queue,
+                )
+            ],
         )
 
         trace = LakelineFunction(

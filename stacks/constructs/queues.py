@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_kms as kms
@@ -11,6 +11,11 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from stacks.nag import acknowledge
+
+EVENT_RETRIES = 185
+"""EventBridge's attempts to deliver an event to a target (its own default, stated): with ``EVENT_MAX_AGE``, a
+target that refuses events for a day has them parked in its dead-letter queue, not dropped."""
+EVENT_MAX_AGE = Duration.hours(24)
 
 
 class DeadLetterQueue(Construct):
@@ -25,6 +30,8 @@ class DeadLetterQueue(Construct):
             encryption_master_key=key,
             enforce_ssl=True,
             retention_period=Duration.days(14),
+            # What it holds is parked data: kept when the pipeline stack is torn down or replaced (#40).
+            removal_policy=RemovalPolicy.RETAIN,
         )
         acknowledge(self.queue, {"AwsSolutions-SQS3": "This is a dead-letter queue; it has no DLQ of its own."})
         alarm = cloudwatch.Alarm(
@@ -64,6 +71,8 @@ class QueueWithDeadLetters(Construct):
             visibility_timeout=visibility_timeout,
             retention_period=Duration.days(4),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
+            # Messages not yet consumed are arrivals: kept when the pipeline stack is torn down or replaced (#40).
+            removal_policy=RemovalPolicy.RETAIN,
         )
         backlog = cloudwatch.Alarm(
             self,

@@ -17,7 +17,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from lakeline.commits.applied import APPLIED_FOLDER
 from lakeline.lambda_support import RouterEnvironment, SettleEnvironment
+from lakeline.storage import RUN_PREFIX
 from lambdas.environments import CommitEnvironment
 from stacks.config import LakelineConfig
 from stacks.constructs.athena import AthenaWorkgroup
@@ -29,6 +31,10 @@ from stacks.contracts import InputPath, environment, variable
 from stacks.storage_refs import StorageImports
 from stage_b.onward import RoutingEnvironment
 
+APPLIED_KEYS = f"*/{RUN_PREFIX}*/{APPLIED_FOLDER}{'?' * 16}"
+"""The lists of what each published version holds (``lakeline.commits.applied``), beside the versions: a router
+reads its partition's to plan a run."""
+
 
 @dataclass(frozen=True)
 class RouterSettings:
@@ -38,6 +44,7 @@ class RouterSettings:
     table_settings: dict[str, Any]
     default_table_settings: dict[str, Any]
     max_concurrency: int
+    runs_in_flight: int  # the stage's executions at once (lakeline.commits.slots)
 
     @classmethod
     def from_config(cls, config: LakelineConfig) -> RouterSettings:
@@ -46,6 +53,7 @@ class RouterSettings:
             table_settings=config.table_settings,
             default_table_settings=config.default_table_settings,
             max_concurrency=config.router_max_concurrency,
+            runs_in_flight=config.runs_in_flight,
         )
 
 
@@ -207,6 +215,7 @@ class StageWorkflow:
         definition = sfn.Chain.custom(writes, [done], done).next(finish).next(sfn.Succeed(stage, f"{name}Done"))
         self.state_machine = logged_state_machine(stage, "StateMachine", definition, key=storage.key)
         statements.grants.grant_plan(self.state_machine.role)
+        statements.grants.confine_athena_tasks(self.state_machine)
 
     def router(
         self,
@@ -241,6 +250,7 @@ class StageWorkflow:
                     pipeline_environment=settings.pipeline_environment,
                     table_settings=json.dumps(settings.table_settings, sort_keys=True),
                     default_table_settings=json.dumps(settings.default_table_settings, sort_keys=True),
+                    runs_in_flight=str(settings.runs_in_flight),
                 ),
             },
         )

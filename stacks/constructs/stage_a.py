@@ -16,11 +16,13 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
+from lakeline.storage import MANIFEST_OBJECT, RUN_PREFIX
 from lambdas.environments import StageAFailureEnvironment, StageAPostUpdateEnvironment, StageARouterEnvironment
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.openlineage import StageEvents
-from stacks.constructs.queues import QueueWithDeadLetters
+from stacks.constructs.queues import EVENT_MAX_AGE, EVENT_RETRIES, QueueWithDeadLetters
 from stacks.constructs.stage import (
+    APPLIED_KEYS,
     RouterSettings,
     StageWorkflow,
     grant_partition_state,
@@ -31,6 +33,8 @@ from stacks.constructs.statements import StatementRunner
 from stacks.contracts import STAGE_A_PLAN, environment, variable
 from stacks.storage_refs import StorageImports
 from stage_a.by_name import MARKER as BY_NAME_MARKER
+
+MANIFEST_KEYS = f"*/{RUN_PREFIX}*/{'?' * 16}/{MANIFEST_OBJECT}"
 
 
 class StageA(Construct):
@@ -62,7 +66,16 @@ class StageA(Construct):
                 detail={"bucket": {"name": [storage.bucket("Raw").bucket_name]}},
             ),
         )
-        rule.add_target(targets.SqsQueue(self.queue.queue))
+        # An event EventBridge cannot deliver (queue A refusing it, a key it may not use) is retried for a day,
+        # then parked in queue A's dead-letter queue, from which `lakeline dlq redrive` sends it to queue A (#40).
+        rule.add_target(
+            targets.SqsQueue(
+                self.queue.queue,
+                dead_letter_queue=self.queue.dead_letter_queue,
+                retry_attempts=EVENT_RETRIES,
+                max_event_age=EVENT_MAX_AGE,
+            )
+        )
 
         failure = LakelineFunction(
             self,
@@ -94,6 +107,7 @@ class StageA(Construct):
         storage.bucket("Stage").grant_read(post_update.function)
         storage.bucket("Stage").grant_delete(post_update.function)
         statements.grants.grant_delete_guard(post_update.function)
+        statements.grants.grant_prune_versions(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
         grant_partition_state(
             post_update, storage, self.queue, variable(StageAPostUpdateEnvironment, "stage_a_queue_url")
@@ -127,13 +141,24 @@ class StageA(Construct):
             # loaded through a copy in the table's order and spelling, which the router writes next to
             # it (stage_a.by_name): only such copies may be written.
             storage.bucket("Raw").grant_put(router.function, f"*{BY_NAME_MARKER}.*")  # with the bucket key
+            # A record it has no time left for goes back to queue A (lambdas/stage_a_router RECORD_BUDGET_MS).
+            self.queue.queue.grant_send_messages(router.function)
             statements.grants.grant_add_columns(router.function)
+            # A compaction's or a rewrite's plan lists the files it reads in a manifest (stage_a.manifest),
+            # <run prefix>/<16-character digest>/manifest under a partition: only those may be written.
+            storage.bucket("Stage").grant_put(router.function, MANIFEST_KEYS)
+            # And reads the list of what its partition's published version holds (lakeline.commits.applied).
+            storage.bucket("Stage").grant_read(router.function, APPLIED_KEYS)
 
         self.router = workflow.router(
             handler_package="stage_a_router",
             description="Queue A: validate arrivals, take the partition's lease, plan, start one execution per run",
             queue=self.queue,
             settings=router_settings,
-            stage_environment=environment(StageARouterEnvironment, raw_bucket=storage.bucket("Raw").bucket_name),
+            stage_environment=environment(
+                StageARouterEnvironment,
+                raw_bucket=storage.bucket("Raw").bucket_name,
+                stage_a_queue_url=self.queue.queue.queue_url,
+            ),
             grant=grant_router,
         )

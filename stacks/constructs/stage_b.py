@@ -18,6 +18,7 @@ from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import DeadLetterQueue, QueueWithDeadLetters
 from stacks.constructs.stage import (
+    APPLIED_KEYS,
     RouterSettings,
     StageWorkflow,
     grant_partition_state,
@@ -74,6 +75,7 @@ class StageB(Construct):
             storage.bucket(bucket).grant_read(post_update.function)
             storage.bucket(bucket).grant_delete(post_update.function)
         statements.grants.grant_delete_guard(post_update.function)
+        statements.grants.grant_prune_versions(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
         stage_events.attach(post_update)
 
@@ -103,6 +105,10 @@ class StageB(Construct):
             storage.table("PipelineState").grant_read_write_data(router.function)
             storage.bucket("Artifacts").grant_read(router.function)
             statements.grants.grant_catalog_read(router.function)
+            for bucket in ("Stage", "Analytics"):  # where targets are; their lists of what they applied
+                storage.bucket(bucket).grant_read(router.function, APPLIED_KEYS)
+            # A message whose target partition is full goes back to queue B (lambdas/router.py send_back).
+            queue_b.queue.grant_send_messages(router.function)
 
         self.router = workflow.router(
             handler_package="stage_b_router",
@@ -113,6 +119,7 @@ class StageB(Construct):
                 StageBRouterEnvironment,
                 dependencies_table=storage.table_name("Dependencies"),
                 artifacts_bucket=storage.bucket("Artifacts").bucket_name,
+                stage_b_queue_url=queue_b.queue.queue_url,
             ),
             grant=grant_router,
         )

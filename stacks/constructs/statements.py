@@ -23,6 +23,7 @@ class StatementRunner(Construct):
             name=f"lakeline-{config.environment}",
             results_bucket=storage.bucket("AthenaResults"),
             key=storage.key,
+            scan_cutoff_bytes=config.athena_scan_cutoff_gb * 1000**3 or None,
             named_query_database=storage.lineage_database,
         )
         self.grants = PipelineGrants(self, environment=config.environment, storage=storage, workgroup=self.workgroup)

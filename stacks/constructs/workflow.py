@@ -16,20 +16,43 @@ from constructs import Construct
 from lakeline.lambda_support import FailedStep
 
 TRANSIENT_ERRORS = [
-    "Athena.TooManyRequestsException",
     "Athena.InternalServerException",
     "Athena.AmazonAthenaException",
-    "Glue.ConcurrentRunsExceededException",
-    "Glue.ThrottlingException",
-    "Lambda.TooManyRequestsException",
     "Lambda.ServiceException",
     "States.Timeout",
 ]
+THROTTLED = [
+    "Athena.TooManyRequestsException",
+    "Glue.ConcurrentRunsExceededException",
+    "Glue.ThrottlingException",
+    "Lambda.TooManyRequestsException",
+]
+"""What a service answers when it is at its quota (Athena's active queries, a Glue job's concurrent runs,
+Lambda's concurrency): the task waits and tries again (``add_throttling_retry``)."""
+THROTTLED_RETRIES = 20
+THROTTLED_FIRST_WAIT = Duration.seconds(30)
+THROTTLED_LONGEST_WAIT = Duration.minutes(5)
 # How long one SQL task (an Athena statement, a Glue job run) may take.
 SQL_TIMEOUT = Duration.hours(2)
 
 
+def add_throttling_retry(state: sfn.TaskStateBase) -> None:
+    """Throttling is retried for up to about 80 minutes (20 retries, waits growing 1.5x from 30 s to at most 5
+    minutes, full jitter: about 40 minutes on average): a backfill that holds Athena, Glue or Lambda at its quota
+    for that long delays runs instead of failing them and parking what they took in bulk (#39). Listed first,
+    so a throttled call uses this budget and not the transient errors' (each retrier counts its own attempts)."""
+    state.add_retry(
+        errors=THROTTLED,
+        interval=THROTTLED_FIRST_WAIT,
+        max_attempts=THROTTLED_RETRIES,
+        backoff_rate=1.5,
+        max_delay=THROTTLED_LONGEST_WAIT,
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+
+
 def add_retry(state: sfn.TaskStateBase) -> None:
+    add_throttling_retry(state)
     state.add_retry(
         errors=TRANSIENT_ERRORS,
         interval=Duration.seconds(5),
@@ -43,7 +66,8 @@ def logged_state_machine(
     scope: Construct, construct_id: str, definition: sfn.IChainable, *, key: kms.IKey, **kwargs: Any
 ) -> sfn.StateMachine:
     # Execution data (statements, messages, partition values) is logged: encrypted with the data key.
-    log_group = logs.LogGroup(scope, f"{construct_id}Logs", retention=logs.RetentionDays.ONE_MONTH, encryption_key=key)
+    # Kept for the app's log_retention_days (stacks/app.py LogRetention).
+    log_group = logs.LogGroup(scope, f"{construct_id}Logs", encryption_key=key)
     machine = sfn.StateMachine(
         scope,
         construct_id,
@@ -54,6 +78,16 @@ def logged_state_machine(
         **kwargs,
     )
     return machine
+
+
+def execution_logs(machine: sfn.StateMachine) -> logs.LogGroup:
+    """The log group ``logged_state_machine`` made for ``machine`` (its executions' events)."""
+    scope = machine.node.scope
+    assert scope is not None, "a state machine always has a scope"
+    found = scope.node.find_child(f"{machine.node.id}Logs")
+    if not isinstance(found, logs.LogGroup):
+        raise TypeError(f"{machine.node.path} was not made by logged_state_machine")
+    return found
 
 
 def failure_recorder(

@@ -1,6 +1,6 @@
 """The README's "Your own folders" commands of the embedded runtime, run as shown on ``examples/shop`` (a copy
 of it), checked against figures computed here from the example's CSV files (its commands on the local
-deployment: ``test_deployed_demo.py``)."""
+deployment: ``test_deployed_shop.py``)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def readme_block(first: str) -> list[list[str]]:
     raise AssertionError(f"the README has no bash block starting with {first!r}")
 
 
-# The shop's two blocks: on the local deployment (`tests/e2e/test_deployed_demo.py` runs it), and embedded.
+# The shop's two blocks: on the local deployment (`tests/e2e/test_deployed_shop.py` runs it), and embedded.
 DEPLOYED_BLOCK = "cd examples/shop"
 EMBEDDED_BLOCK = "lakeline run --config lakeline.yml --embedded"
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
+from lakeline.commits.applied import published_ids
 from lakeline.local.cloud import LINEAGE_TABLE_NAME, LocalCloud
+from lakeline.storage import LocalObjectStore, local_root
 
 
 @pytest.fixture
@@ -25,15 +27,20 @@ def cloud() -> Iterator[LocalCloud]:
 def test_partition_states_survive_a_restart_but_a_stopped_runs_lease_does_not(
     cloud: LocalCloud, tmp_path: Path
 ) -> None:
-    commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state)
+    commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state, lists=LocalObjectStore())
+    root = local_root(tmp_path / "ws" / "t" / "date=1")
+
+    def run(owner: str) -> str:
+        return f"{root}lakeline_run=20220120t000000000000_{owner[-1] * 10}/"
+
     key = commit_key("db.t", "date=1")
-    done = commits.begin(key, "r1", "file:///ws/t/date=1/lakeline_run=r1/", "file:///ws/t/date=1/", ["a"])
+    done = commits.begin(key, "r1", run("r1"), root, ["a"])
     assert done is not None
     commits.commit(done, publish=True, files=1, applied=["a"])
     commits.finish(done, "unused", "unused")
     # A second run was stopped while it held the partition (Ctrl-C), with an arrival waiting behind it.
-    assert commits.begin(key, "r2", "file:///ws/t/date=1/lakeline_run=r2/", "file:///ws/t/date=1/", ["b"])
-    assert commits.begin(key, "r3", "file:///ws/t/date=1/lakeline_run=r3/", "file:///ws/t/date=1/", ["c"]) is None
+    assert commits.begin(key, "r2", run("r2"), root, ["b"])
+    assert commits.begin(key, "r3", run("r3"), root, ["c"]) is None
     state_file = tmp_path / "state" / "pipeline-state.json"
     assert cloud.save_pipeline_state(state_file) == 1
     assert json.loads(state_file.read_text())[0]["lease_owner"] == {"S": "r2"}
@@ -44,14 +51,11 @@ def test_partition_states_survive_a_restart_but_a_stopped_runs_lease_does_not(
         )
     assert cloud.restore_pipeline_state(state_file, json.loads(state_file.read_text())) == 1
     restored = commits.read(key)
-    assert (restored.version, restored.published, restored.applied) == (
-        1,
-        "file:///ws/t/date=1/lakeline_run=r1/",
-        {"a"},
-    )
+    assert (restored.version, restored.published) == (1, run("r1"))
+    assert published_ids(restored, commits.lists) == {"a"}
     assert restored.lease_owner is None and restored.pending == {"b", "c"}
     # The next arrival of the partition takes it at once, with what waited.
-    lease = commits.begin(key, "r4", "file:///ws/t/date=1/lakeline_run=r4/", "file:///ws/t/date=1/", ["d"])
+    lease = commits.begin(key, "r4", run("r4"), root, ["d"])
     assert lease is not None and lease.pending == ("b", "c", "d")
 
 

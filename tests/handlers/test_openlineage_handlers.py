@@ -20,6 +20,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from harness.faults import create_pass_state_machine
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
@@ -67,14 +68,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             name: sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("dlq", "queue-a", "queue-b", "lineage")
         }
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        machines = {
-            name: sfn.create_state_machine(
-                name=name,
-                definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
-                roleArn=f"arn:aws:iam::123456789012:role/{name}",
-            )["stateMachineArn"]
-            for name in ("stage-a", "stage-b")
-        }
+        machines = {name: create_pass_state_machine(sfn, name) for name in ("stage-a", "stage-b")}
         glue = boto3.client("glue", region_name=REGION)
         for database in (RAW, STAGE, ANALYTICS):
             glue.create_database(DatabaseInput={"Name": database})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from moto.stepfunctions.models import stepfunctions_backends
 
 import stage_a.contract as contract_module
 import stage_a.raw_files as raw_files
+from harness.faults import create_pass_state_machine
 from harness.raw_objects import put_raw_object
+from lakeline.commits.applied import APPLIED_FOLDER
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
@@ -88,11 +91,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         dlq_url = sqs.create_queue(QueueName="queue-a-dlq")["QueueUrl"]
         queue_a = sqs.create_queue(QueueName="queue-a")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        machine = sfn.create_state_machine(
-            name="stage-a",
-            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
-            roleArn="arn:aws:iam::123456789012:role/stage-a",
-        )["stateMachineArn"]
+        machine = create_pass_state_machine(sfn, "stage-a")
         glue = boto3.client("glue", region_name=REGION)
         glue.create_database(DatabaseInput={"Name": "engineering_mysql_raw_dev"})
         glue.create_table(
@@ -557,7 +556,8 @@ def test_post_update_sweeps_only_what_nothing_references(aws: dict[str, Any]) ->
     assert result["superseded_deleted"] == [f"s3://stage-bucket/{root}lakeline_run=20200101t000000000000_aaaaaaaaaa/"]
     left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"])
     assert all("20200101" not in key for key in left)
-    assert len(left) == 4
+    # The committed run's and the recent one's files, and the committed version's list of what it holds.
+    assert len(without_lists(left)) == 4 and len(left) == 5
 
 
 def test_failure_handler_removes_the_partial_ctas_output(aws: dict[str, Any]) -> None:
@@ -603,7 +603,12 @@ def test_failure_while_publishing_keeps_the_new_files(aws: dict[str, Any]) -> No
     error = {"Error": "Athena.QueryFailed", "Cause": "partition update failed"}
     result = failure.handler({"plan": plan, "error": error, "failed_step": "publish"}, CONTEXT)
     assert result["partial_objects_deleted"] == 0
-    assert [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]] == [written]
+    assert without_lists(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]) == [written]
+
+
+def without_lists(keys: Iterable[str]) -> list[str]:
+    """The keys but the lists of what published versions hold (``lakeline.commits.applied``), beside them."""
+    return [key for key in keys if f"/{APPLIED_FOLDER}" not in key]
 
 
 SEED_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "dependencies" / "seed_item.json"
@@ -633,7 +638,7 @@ def test_a_failed_post_update_parks_the_published_arrival_deletes_nothing_and_a_
     error = {"Error": "ClientError", "Cause": "not authorized to perform: sqs:SendMessage"}
     result = failure.handler({"plan": plan, "error": error, "failed_step": "post_update"}, CONTEXT)
     assert (result["partial_objects_deleted"], result["parked"]) == (0, [plan["raw_key"]])
-    assert [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]] == [written]
+    assert without_lists(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]) == [written]
     state = partition_state(plan["lease"]["key"])
     assert "lease_owner" not in state and state["version"]["N"] == "1"  # the partition is free, published
     (letter,) = dead_letters(aws)
@@ -855,3 +860,85 @@ def test_every_file_a_follow_up_run_takes_has_its_raw_input_and_reaches_the_new_
         assert record["root_id"] == str(uuid.uuid5(ROOT_NAMESPACE, f"{key}@{follow_plan['run_token']}"))
         (done,) = [r for r in records if r["action_taken"] == STAGE_A_COMPLETE and r["parent_id"] == record["node_id"]]
         assert done["storage_location"] == follow_plan["target_location"]
+
+
+@dataclass
+class RunningOut(LambdaContextStub):
+    """An invocation whose time runs out as records are handled: each call finds ``step`` ms less left."""
+
+    left: int = 60_000
+    step: int = 20_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        self.left -= self.step
+        return self.left + self.step
+
+
+def test_records_the_router_has_no_time_left_for_go_back_to_queue_a_and_are_started_from_there(
+    aws: dict[str, Any],
+) -> None:
+    """A batch of slow records (large files read by name) would outlast the function: cut off by its timeout,
+    the whole batch fails, and after a few receives good arrivals are parked with no reason (#39). The router
+    sends what it has no time for back to queue A, as new messages, and fails nothing."""
+    keys = [f"engineering/mysql/customers/date=2022012{day}/customers.csv" for day in (1, 2, 3)]
+    events = [eventbridge_arrival(key) for key in keys]
+    context = RunningOut()  # 60 s left for the first record, 40 for the second, 20 for the third
+    assert router.handler(sqs_event(*events), context) == {"batchItemFailures": []}
+    assert len(executions(aws)) == 1, "the records reached with less than RECORD_BUDGET_MS left did not start"
+    assert dead_letters(aws) == []
+    sent_back = aws["sqs"].receive_message(QueueUrl=aws["queue_a"], MaxNumberOfMessages=10)["Messages"]
+    assert sorted(json.loads(m["Body"])["detail"]["object"]["key"] for m in sent_back) == keys[1:]
+    assert router.handler(sqs_event(*(json.loads(m["Body"]) for m in sent_back)), CONTEXT) == {"batchItemFailures": []}
+    assert len(executions(aws)) == 3
+
+
+def test_an_arrival_behind_a_full_partition_goes_back_to_queue_a_to_wait_and_nothing_is_parked(
+    aws: dict[str, Any],
+) -> None:
+    """As many arrivals wait in the partition's item as it may hold (``MAX_PENDING_BYTES``, #39): the next one is
+    sent back to queue A with a delay, not recorded, not failed (which would count towards the DLQ)."""
+    from lakeline.commits import MAX_PENDING_BYTES
+
+    plan = plan_for(aws)  # a run holds the partition
+    key = plan["lease"]["key"]
+    boto3.client("dynamodb", region_name=REGION).update_item(  # what ~400 arrivals waiting behind it hold
+        TableName="pipeline-state",
+        Key={"target_partition": {"S": key}},
+        UpdateExpression="SET pending_bytes = :full",
+        ExpressionAttributeValues={":full": {"N": str(MAX_PENDING_BYTES)}},
+    )
+    later = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv")
+    response = router.handler(sqs_event(later), CONTEXT)
+    assert response["batchItemFailures"] == []
+    waiting = [json.loads(entry)[0] for entry in partition_state(key)["pending"]["SS"]]
+    assert waiting == [plan["raw_key"]] and dead_letters(aws) == []  # only the run's own
+    attributes = aws["sqs"].get_queue_attributes(QueueUrl=aws["queue_a"], AttributeNames=["All"])["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"  # it comes back once a run had time to take some
+
+
+def test_a_run_past_its_stage_s_runs_in_flight_waits_in_queue_a_and_starts_when_one_ends(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backfill across hundreds of partitions started hundreds of executions at once, throttled by Athena and
+    Glue past their retries (#39). A run now takes one of the stage's slots (``RUNS_IN_FLIGHT``) before it
+    starts; without one, it keeps its partition and its record waits in queue A."""
+    monkeypatch.setenv("RUNS_IN_FLIGHT", "1")
+    clear_caches()
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    first = eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")
+    second = eventbridge_arrival("engineering/mysql/customers/date=20220121/file.csv")
+    router.handler(sqs_event(first), CONTEXT)
+    response = router.handler(sqs_event(second), CONTEXT)
+    assert response["batchItemFailures"] == [] and len(executions(aws)) == 1 and dead_letters(aws) == []
+    attributes = aws["sqs"].get_queue_attributes(QueueUrl=aws["queue_a"], AttributeNames=["All"])["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
+    waiting = partition_state("commit#engineering_mysql_dev.customers/date=20220121")
+    assert "lease_owner" in waiting  # it keeps its partition: what arrives there meanwhile waits behind it
+    router.handler(sqs_event(second), CONTEXT)  # its record back after the delay: still no slot
+    assert len(executions(aws)) == 1
+    (execution,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    post_update.handler({"plan": plan}, CONTEXT)  # the first run ends: its slot is free
+    router.handler(sqs_event(second), CONTEXT)
+    assert len(executions(aws)) == 2

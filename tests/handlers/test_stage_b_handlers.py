@@ -11,16 +11,20 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from harness.faults import create_pass_state_machine
+from lakeline.commits import PartitionState
+from lakeline.commits.applied import published_ids
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.storage import SchemeObjectStore
 from lambdas.partition_commit import handler as commit
 from lambdas.stage_b_failure import handler as failure
 from lambdas.stage_b_post_update import handler as post_update
 from lambdas.stage_b_router import handler as router
 from stage_b.messages import SourceArrival, StageBMessage
-from tests.handlers.test_stage_a_handlers import sqs_event, succeeded
+from tests.handlers.test_stage_a_handlers import sqs_event, succeeded, without_lists
 from tests.lambda_context import LambdaContextStub
 
 REGION = "us-east-1"
@@ -57,11 +61,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
         lineage_queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
-        machine = sfn.create_state_machine(
-            name="stage-b",
-            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}),
-            roleArn="arn:aws:iam::123456789012:role/stage-b",
-        )["stateMachineArn"]
+        machine = create_pass_state_machine(sfn, "stage-b")
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         create_dependency_tables(dynamodb, DependencyTableNames())
         store = DependencyStore(dynamodb)
@@ -204,7 +204,7 @@ def test_post_update_records_the_append_and_routes_the_chain(aws: dict[str, Any]
     state = aws["dynamodb"].get_item(
         TableName="pipeline-state", Key={"target_partition": {"S": f"commit#{TARGET}/date=20220120"}}
     )["Item"]
-    assert state["applied"]["SS"] == [message().deduplication_id()]
+    assert applied_ids(aws, state) == {message().deduplication_id()}
     assert state["published"]["S"] == payload["plan"]["target_location"]
     assert "lease_owner" not in state  # released: nothing came while it ran
     # A redelivered message is planned as a run with nothing to apply.
@@ -269,7 +269,8 @@ def test_failure_removes_the_runs_partial_output(aws: dict[str, Any]) -> None:
     error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND"}
     result = failure.handler({"plan": payload["plan"], "error": error}, CONTEXT)
     assert bucket_objects(aws, location) == {}, "the failed run's prefix is empty"
-    assert bucket_objects(aws, partition_prefix) == before, "the published version is untouched, nothing else left"
+    left = bucket_objects(aws, partition_prefix)
+    assert without_lists(left) == list(before), "the published version is untouched, nothing else left"
     assert before == {f"{published}part-0.parquet": b"published rows"}
     assert result["partial_objects_deleted"] == 2
 
@@ -311,7 +312,7 @@ def test_a_failed_post_update_parks_the_applied_message_keeps_its_output_and_a_r
     state = aws["dynamodb"].get_item(
         TableName="pipeline-state", Key={"target_partition": {"S": f"commit#{TARGET}/date=20220120"}}
     )["Item"]
-    assert "lease_owner" not in state and state["applied"]["SS"] == [message().deduplication_id()]
+    assert "lease_owner" not in state and applied_ids(aws, state) == {message().deduplication_id()}
     letters = aws["sqs"].receive_message(QueueUrl=aws["dlq"], MaxNumberOfMessages=10, MessageAttributeNames=["All"])
     (letter,) = letters["Messages"]
     assert letter["MessageAttributes"]["lakeline_reason"]["StringValue"].startswith("post_update failed: ")
@@ -367,3 +368,10 @@ def test_a_failure_under_a_table_location_with_a_hash_or_a_question_mark_deletes
     assert result["partial_objects_deleted"] == 1
     left = aws["s3"].list_objects_v2(Bucket="analytics-bucket")["Contents"]
     assert sorted(item["Key"] for item in left) == kept
+
+
+def applied_ids(aws: dict[str, Any], item: dict[str, Any]) -> frozenset[str]:
+    """What the partition's published version holds, from its list beside it (``lakeline.commits.applied``)."""
+    state = PartitionState.from_item(item["target_partition"]["S"], item)
+    assert state.applied_list is not None and not state.applied  # in the list, not the item
+    return published_ids(state, SchemeObjectStore(aws["s3"]))

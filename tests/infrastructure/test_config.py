@@ -106,3 +106,58 @@ def test_the_deployed_engine_version_is_the_one_the_steps_run_on(context: dict[s
 def test_a_glue_version_without_a_known_spark_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"glue_version='9\.9' must be a Glue version with Spark"):
         LakelineConfig.from_context({"engine": "spark", "glue_version": "9.9"})
+
+
+def _pipeline(context: dict[str, Any]) -> Any:
+    import aws_cdk as cdk
+
+    from stacks.app import build_app
+
+    app = cdk.App(context={"environment": "dev", **context})
+    _, pipeline = build_app(app)
+    return pipeline
+
+
+def test_a_scan_cutoff_per_query_is_set_on_the_workgroup_and_can_be_lifted() -> None:
+    """A stage B step that scans a whole table by mistake is cancelled at the cutoff, not billed in full (#40)."""
+    from aws_cdk.assertions import Template
+
+    def cutoff(context: dict[str, Any]) -> Any:
+        (group,) = Template.from_stack(_pipeline(context)).find_resources("AWS::Athena::WorkGroup").values()
+        return group["Properties"]["WorkGroupConfiguration"].get("BytesScannedCutoffPerQuery")
+
+    assert cutoff({}) == 1000 * 1000**3
+    assert cutoff({"athena_scan_cutoff_gb": "50"}) == 50 * 1000**3
+    assert cutoff({"athena_scan_cutoff_gb": "0"}) is None
+    with pytest.raises(ConfigError, match="athena_scan_cutoff_gb"):
+        LakelineConfig.from_context({"athena_scan_cutoff_gb": -1})
+
+
+def test_a_deployment_whose_alarms_reach_no_one_is_warned_at_synth() -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    unheard = Match.string_like_regexp("alarm topic has no subscriber")
+    Annotations.from_stack(_pipeline({})).has_warning("*", unheard)
+    Annotations.from_stack(_pipeline({"alarm_email": "ops@example.com"})).has_no_warning("*", unheard)
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"derived_noncurrent_days": 0}, "derived_noncurrent_days=0 must be a whole number of days, 1 or more"),
+        ({"noncurrent_days": "a week"}, "noncurrent_days='a week' must be a whole number of days"),
+        ({"incomplete_upload_days": 1.5}, "incomplete_upload_days=1.5 must be a whole number of days, 1 or more"),
+        ({"athena_results_days": -3}, "athena_results_days=-3 must be a whole number of days, 1 or more"),
+        ({"log_retention_days": 10}, "log_retention_days=10 must be one of CloudWatch's: 1, 3, 5, 7, 14, 30"),
+    ],
+)
+def test_what_the_lake_keeps_is_refused_with_the_key_named(context: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        LakelineConfig.from_context(context)
+
+
+def test_what_the_lake_keeps_comes_from_context_as_cdk_passes_it() -> None:
+    """``-c key=value`` arrives as text."""
+    config = LakelineConfig.from_context({"derived_noncurrent_days": "5", "log_retention_days": "90"})
+    assert (config.derived_noncurrent_days, config.log_retention_days) == (5, 90)
+    assert (LakelineConfig().noncurrent_days, LakelineConfig().incomplete_upload_days) == (30, 1)

@@ -160,7 +160,8 @@ def test_execution_logs_are_encrypted_with_the_data_key(engine: str) -> None:
         statement
         for statement in resources(storage, "AWS::KMS::Key")[data_key]["Properties"]["KeyPolicy"]["Statement"]
         if statement["Effect"] == "Allow"
-        and rendered(statement["Principal"].get("Service", "")) == "logs.${AWS::Region}.amazonaws.com"
+        and "logs.${AWS::Region}.amazonaws.com"
+        in [rendered(s) for s in as_list(statement["Principal"].get("Service", []))]
     ]
     assert logs_statements, "the data key's policy does not let CloudWatch Logs use it"
     for statement in logs_statements:

@@ -50,7 +50,7 @@ def functions(
 def executions(deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena) -> Iterator[ExecutionHost]:
     """Every execution started on the endpoint, run by the ASL interpreter over the synthesized definition
     (Athena tasks on the local Athena, Lambda tasks by the bundled functions)."""
-    host = execution_host(deployment)
+    host = execution_host(deployment, functions)
     host.install()
     yield host
     host.uninstall()

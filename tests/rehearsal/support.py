@@ -104,6 +104,20 @@ def create_table(
     )
 
 
+def create_source_tables(deployment: Deployment, folder: str, columns: list[tuple[str, str]]) -> None:
+    """The raw (CSV, its header skipped) and stage tables of the table folder ``<team>/<dataset>/<table>``,
+    partitioned by ``date``, in the raw and stage buckets, as a team creates them before its first arrival."""
+    team, dataset, table = folder.split("/")
+    create_table(
+        deployment,
+        f"{team}_{dataset}_raw_dev.{table}",
+        columns,
+        f"s3://{bucket(deployment, 'raw')}/{folder}/",
+        csv=True,
+    )
+    create_table(deployment, f"{team}_{dataset}_dev.{table}", columns, f"s3://{bucket(deployment, 'stage')}/{folder}/")
+
+
 def query(deployment: Deployment, sql: str, *, database: str | None = None) -> list[list[str]]:
     """A statement through the deployment's Athena API; the rows of its result, header row left out."""
     athena = deployment.client("athena")

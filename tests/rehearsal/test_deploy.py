@@ -58,6 +58,7 @@ def test_an_arrival_goes_through_the_rule_into_queue_a_and_to_the_router(
     key = "engineering/mysql/customers/date=20220120/rehearsal.csv"
     s3.put_object(Bucket=bucket(deployment, "stage"), Key="not/an/arrival.csv", Body=b"a\n1\n")
     s3.put_object(Bucket=bucket(deployment, "raw"), Key=key, Body=b"customer_id,name\n1,a\n")
+    functions.settle()  # the queue's pollers deliver apart from the put
     delivered = [
         f"{function} {json.loads(record['body'])['detail']['object']['key']}"
         for function, event, _ in functions.invocations
@@ -78,10 +79,13 @@ def test_what_moto_does_not_create_is_known(deployment: Deployment, assembly: Pa
         "AWS::SQS::QueuePolicy",
         "AWS::SNS::TopicPolicy",
         "AWS::CloudWatch::Alarm",
+        "AWS::Logs::MetricFilter",
         "AWS::CDK::Metadata",
     } == SKIPPED_TYPES
     named = template_resources(assembly, "Lakeline-dev-Pipeline", "AWS::Athena::NamedQuery")
     assert named and not deployment.client("athena").list_named_queries()["NamedQueryIds"]
+    filters = template_resources(assembly, "Lakeline-dev-Pipeline", "AWS::Logs::MetricFilter")
+    assert filters and not deployment.client("logs").describe_metric_filters()["metricFilters"]
 
 
 def test_the_workgroup_catalog_and_layers_moto_skips_are_created(deployment: Deployment, assembly: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 from lakeline.commits import Lease, PartitionCommits, finish_run
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.partitions import new_run_token, run_location
+from lakeline.storage import SchemeObjectStore
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.start import message_commit_key, message_run_token
 from tests.rehearsal.support import output
@@ -79,7 +80,14 @@ def test_a_source_day_published_while_its_window_run_ends_is_taken_by_a_run(
     deployment: Deployment, release_held_open: tuple[threading.Event, threading.Event]
 ) -> None:
     checked, queued = release_held_open
-    commits = PartitionCommits(deployment.client("dynamodb"), output(deployment, "PipelineStateTable"))
+    s3 = deployment.client("s3")
+    if "analytics" not in {bucket["Name"] for bucket in s3.list_buckets()["Buckets"]}:
+        s3.create_bucket(Bucket="analytics")  # ROOT's: the commit writes the version's applied list there
+    commits = PartitionCommits(
+        deployment.client("dynamodb"),
+        output(deployment, "PipelineStateTable"),
+        lists=SchemeObjectStore(s3),  # where the versions' applied lists are written
+    )
     first, second = window_message("2024-05-02"), window_message("2024-05-03")
     key = message_commit_key(first)
     token = message_run_token(first)

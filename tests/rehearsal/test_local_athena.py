@@ -170,6 +170,18 @@ def test_a_failing_statement_is_failed_with_the_engine_s_one_line_reason(deploym
         deployment.client("athena").get_query_results(QueryExecutionId=failed["QueryExecutionId"])
 
 
+def test_a_query_string_over_athena_s_quota_is_refused_when_started(deployment: Deployment, sales: str) -> None:
+    """Athena takes at most 262,144 bytes of SQL (#39: a compaction listing every loaded file passed it)."""
+    athena = deployment.client("athena")
+    listed = ", ".join(f"'s3://{DATA}/sales/date=20240301/file-{index:06d}.csv'" for index in range(6_000))
+    query = f'SELECT count(*) FROM sales WHERE "$path" IN ({listed})'
+    assert len(query.encode()) > 262_144
+    with pytest.raises(athena.exceptions.InvalidRequestException, match="at most 262144"):
+        athena.start_query_execution(QueryString=query, QueryExecutionContext={"Database": DATABASE})
+    fits = f'SELECT count(*) FROM sales WHERE "$path" IN ({listed[:250_000].rsplit(",", 1)[0]})'
+    assert run(deployment, fits, database=DATABASE)["Status"]["State"] == "SUCCEEDED"
+
+
 def test_a_ctas_into_a_database_glue_does_not_have_fails_and_writes_nothing(deployment: Deployment, sales: str) -> None:
     location = f"s3://{DATA}/nowhere/"
     failed = run(deployment, f"CREATE TABLE no_such_db.t WITH (external_location = '{location}') AS SELECT 1 AS a")

@@ -22,7 +22,7 @@ from stage_lineage.records import STAGE_A_COMPLETE, STAGE_B_COMPLETE, stage_a_ro
 from tests.rehearsal.support import (
     bucket,
     create_report_table,
-    create_table,
+    create_source_tables,
     daily_item,
     executions_named,
     function_role,
@@ -47,14 +47,7 @@ REFUNDS = "retail_returns_dev.refunds"
 def returns(deployment: Deployment, executions: ExecutionHost) -> None:
     """retail/returns/refunds (a dataset of its own: other tests count retail_shop_dev's tables), and a
     B→B chain after it: returns_per_day, then returns_summary from that."""
-    create_table(
-        deployment,
-        "retail_returns_raw_dev.refunds",
-        RETURNS,
-        f"s3://{bucket(deployment, 'raw')}/retail/returns/refunds/",
-        csv=True,
-    )
-    create_table(deployment, REFUNDS, RETURNS, f"s3://{bucket(deployment, 'stage')}/retail/returns/refunds/")
+    create_source_tables(deployment, "retail/returns/refunds", RETURNS)  # REFUNDS is its stage table
     create_report_table(deployment, "returns_per_day", "returns BIGINT, refunded DOUBLE")
     create_report_table(deployment, "returns_summary", "refunded DOUBLE")
     per_day = "INSERT INTO retail_reports_dev.returns_per_day SELECT count(*), sum(refund), '$day' FROM refunds"

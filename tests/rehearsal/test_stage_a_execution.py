@@ -16,6 +16,7 @@ from lakeline.local.rehearsal.functions import FunctionError, FunctionHost
 from lakeline.operations.dead_letters import redrive
 from tests.rehearsal.support import (
     bucket,
+    create_source_tables,
     create_table,
     executions_named,
     function_role,
@@ -36,16 +37,7 @@ SECOND_KEY = "retail/shop/customers/date=20240302/customers.csv"
 def shop(deployment: Deployment, executions: ExecutionHost) -> None:
     """The raw and stage tables of retail/shop/customers, which take the customer id for a number: the
     source's ids are not (the cause of the failing run below)."""
-    create_table(
-        deployment,
-        "retail_shop_raw_dev.customers",
-        COLUMNS,
-        f"s3://{bucket(deployment, 'raw')}/retail/shop/customers/",
-        csv=True,
-    )
-    create_table(
-        deployment, "retail_shop_dev.customers", COLUMNS, f"s3://{bucket(deployment, 'stage')}/retail/shop/customers/"
-    )
+    create_source_tables(deployment, "retail/shop/customers", COLUMNS)
 
 
 def retype_customer_id(deployment: Deployment, database: str) -> None:
@@ -228,42 +220,66 @@ def test_json_keys_of_another_case_load_their_values_through_the_local_athena(
     assert body == b'{"store":"east","city":"Boston"}\n{"store":"west","city":"LA"}\n'
 
 
+def parks_the_file_failing_its_type_check(
+    deployment: Deployment, executions: ExecutionHost, table: str, suffix: str, bad: bytes, good: bytes, **raw: bool
+) -> None:
+    """``bad``, a file of ``retail_shop_raw_dev.<table>`` (``order_id`` BIGINT, ``amount`` DOUBLE; its format as
+    ``create_table``'s ``raw`` says) holding ``oops`` for an amount past the door's 4 MiB, fails its run at
+    ``type_check``: nothing is written, and the file is parked with its name, the column and the value;
+    ``good``, a file of the next day, loads. (A table of its own: the package's deployment is shared.)"""
+    columns = [("order_id", "bigint"), ("amount", "double")]
+    create_table(
+        deployment,
+        f"retail_shop_raw_dev.{table}",
+        columns,
+        f"s3://{bucket(deployment, 'raw')}/retail/shop/{table}/",
+        **raw,
+    )
+    create_table(
+        deployment, f"retail_shop_dev.{table}", columns, f"s3://{bucket(deployment, 'stage')}/retail/shop/{table}/"
+    )
+    assert len(bad) > 4 * 1024 * 1024
+    key = f"retail/shop/{table}/date=20240301/{table}.{suffix}"
+    arrive(deployment, key, bad)
+    good_key = f"retail/shop/{table}/date=20240302/{table}.{suffix}"
+    arrive(deployment, good_key, good)
+    executions.wait()
+    reason = parked(deployment)[key]
+    assert reason.startswith("type_check failed: "), reason
+    assert f"{key}, column amount (double) has values not of its type: oops" in reason, reason
+    assert good_key not in parked(deployment)
+    (failed,) = [
+        r
+        for r in executions_named(deployment, "StageAStateMachineArn", f"shop-{table}")
+        if executions.records[r["executionArn"]].input["plan"]["raw_key"] == key
+    ]
+    states = executions.records[failed["executionArn"]].states()
+    assert "RunPlanTypeCheck" in states and "RunPlanCtas" not in states, states
+    assert query(deployment, f"SELECT count(*) FROM retail_shop_dev.{table} WHERE date = '20240301'") == [["0"]]
+    assert query(
+        deployment, f"SELECT order_id, amount FROM retail_shop_dev.{table} WHERE date = '20240302' ORDER BY 1"
+    ) == [["1", "2.5"], ["2", "3.0"]]
+
+
 def test_a_bad_value_past_the_doors_sample_fails_the_type_check_and_parks_the_file_naming_it(
     deployment: Deployment, executions: ExecutionHost
 ) -> None:
     """#39: the router checks the first 4 MiB of a CSV file; past them the local Athena's reader would fail
     the CTAS (OpenCSVSerde) or give NULL (LazySimpleSerDe). The state machine's type check reads every value
-    of the run's files first: the run fails at ``type_check``, nothing is written, and the file is parked
-    with its name, the column and the value. A good file of the same table loads. (A table of its own: the
-    package's deployment is shared, and stage B's tests create ``orders``.)"""
-    payments = [("order_id", "bigint"), ("amount", "double")]
-    location = f"s3://{bucket(deployment, 'raw')}/retail/shop/payments/"
-    create_table(deployment, "retail_shop_raw_dev.payments", payments, location, csv=True)
-    create_table(
-        deployment, "retail_shop_dev.payments", payments, f"s3://{bucket(deployment, 'stage')}/retail/shop/payments/"
-    )
+    of the run's files first. (Stage B's tests create ``orders``.)"""
     rows = b"".join(b"%d,%d.25\n" % (n, n % 1000) for n in range(1, 400_001))  # ~5 MB: past the door's 4 MiB
-    assert len(rows) > 4 * 1024 * 1024
-    key = "retail/shop/payments/date=20240301/payments.csv"
-    arrive(deployment, key, b"order_id,amount\n" + rows + b"400001,oops\n")
-    good = "retail/shop/payments/date=20240302/payments.csv"
-    arrive(deployment, good, b"order_id,amount\n1,2.5\n2,3\n")
-    executions.wait()
-    reason = parked(deployment)[key]
-    assert reason.startswith("type_check failed: "), reason
-    assert f"{key}, column amount (double) has values not of its type: oops" in reason, reason
-    assert good not in parked(deployment)
-    (failed,) = [
-        r
-        for r in executions_named(deployment, "StageAStateMachineArn", "shop-payments")
-        if executions.records[r["executionArn"]].input["plan"]["raw_key"] == key
-    ]
-    states = executions.records[failed["executionArn"]].states()
-    assert "RunPlanTypeCheck" in states and "RunPlanCtas" not in states, states
-    assert query(deployment, "SELECT count(*) FROM retail_shop_dev.payments WHERE date = '20240301'") == [["0"]]
-    assert query(
-        deployment, "SELECT order_id, amount FROM retail_shop_dev.payments WHERE date = '20240302' ORDER BY 1"
-    ) == [
-        ["1", "2.5"],
-        ["2", "3.0"],
-    ]
+    bad = b"order_id,amount\n" + rows + b"400001,oops\n"
+    good = b"order_id,amount\n1,2.5\n2,3\n"
+    parks_the_file_failing_its_type_check(deployment, executions, "payments", "csv", bad, good, csv=True)
+
+
+def test_a_bad_json_value_past_the_doors_sample_fails_the_type_check_and_parks_the_file_naming_it(
+    deployment: Deployment, executions: ExecutionHost
+) -> None:
+    """#39, JSON lines: past the router's 4 MiB, Athena's OpenX SerDe would load ``"amount": "oops"`` as NULL
+    (the local Athena's reader fails the CTAS). The type check's text table (the JSON SerDe DDL Athena runs,
+    read by the local Athena) reads every value of the run's files first."""
+    rows = b"".join(b'{"order_id": %d, "amount": %d.25}\n' % (n, n % 1000) for n in range(1, 150_001))
+    bad = rows + b'{"order_id": 150001, "amount": "oops"}\n'
+    good = b'{"order_id": 1, "amount": 2.5}\n{"order_id": 2, "amount": 3}\n'
+    parks_the_file_failing_its_type_check(deployment, executions, "refunds", "json", bad, good, json_serde=True)

@@ -1,6 +1,7 @@
 """The stage A router as deployed: its bundled asset (not the repository's sources), with the environment
 its template gives it, invoked by the SQS event source mapping of queue A with what the EventBridge rule
-delivered from an S3 arrival (#20). The state machine it starts is not run yet: that is the next part."""
+delivered from an S3 arrival (#20), which its pollers deliver apart from the put (``FunctionHost.settle`` waits for
+them). The state machine it starts is not run yet: that is the next part."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def router_runs(functions: FunctionHost) -> list[Any]:
 
 def test_a_key_that_is_not_a_raw_key_is_parked_with_its_reason(deployment: Deployment, functions: FunctionHost) -> None:
     deployment.client("s3").put_object(Bucket=bucket(deployment, "raw"), Key="badkey.csv", Body=b"x\n")
+    functions.settle()
     assert parked(deployment)["badkey.csv"].startswith("raw object key 'badkey.csv' rejected: expected <team>/")
     assert router_runs(functions)[-1] == {"batchItemFailures": []}
 
@@ -31,6 +33,7 @@ def test_an_arrival_for_a_table_not_in_the_catalog_is_parked_naming_it(
 ) -> None:
     key = "sales/pos/orders/date=20240301/a.csv"
     deployment.client("s3").put_object(Bucket=bucket(deployment, "raw"), Key=key, Body=b"id\n1\n")
+    functions.settle()
     assert parked(deployment)[key] == f"{key}: no raw table sales_pos_raw_dev.orders in the catalog"
 
 
@@ -60,6 +63,7 @@ def test_an_arrival_of_a_catalogued_table_starts_one_stage_a_execution_with_its_
     deployment.client("s3").put_object(
         Bucket=bucket(deployment, "raw"), Key=customers, Body=b"customer_id,name\n1,ada\n2,alan\n"
     )
+    functions.settle()
     assert router_runs(functions)[-1] == {"batchItemFailures": []}, functions.invocations[-1]
     assert customers not in parked(deployment)
     sfn = deployment.client("stepfunctions")

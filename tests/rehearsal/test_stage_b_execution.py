@@ -22,7 +22,7 @@ from tests.rehearsal.support import (
     archived_events,
     bucket,
     create_report_table,
-    create_table,
+    create_source_tables,
     daily_item,
     executions_named,
     life_cycles,
@@ -55,16 +55,7 @@ ITEM = daily_item(
 
 @pytest.fixture(scope="module")
 def reports(deployment: Deployment, executions: ExecutionHost) -> None:
-    create_table(
-        deployment,
-        "retail_shop_raw_dev.orders",
-        ORDERS,
-        f"s3://{bucket(deployment, 'raw')}/retail/shop/orders/",
-        csv=True,
-    )
-    create_table(
-        deployment, "retail_shop_dev.orders", ORDERS, f"s3://{bucket(deployment, 'stage')}/retail/shop/orders/"
-    )
+    create_source_tables(deployment, "retail/shop/orders", ORDERS)
     query(deployment, "CREATE DATABASE IF NOT EXISTS retail_reports_dev")
     create_report_table(deployment, "orders_per_day", "orders BIGINT, revenue DOUBLE")
     put_item(deployment, ITEM)

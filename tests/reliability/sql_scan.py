@@ -57,7 +57,7 @@ TRUSTED: dict[tuple[str, str], str] = {
     "parsed first (a step is SQL by contract; only Lakeline's names are spliced around it)",
     ("_rows_sql", "kind"): "a type rendered by sqlglot's DataType.build from the catalog (_hive_type_to_athena)",
     ("plan_type_check", "_storage(schema, encoding)"): "a text table's format clause whose only values are "
-    "string_literal's (the raw table's delimiter, quote and encoding)",
+    "string_literal's (the raw table's delimiter, quote and encoding) or the JSON SerDe's constant name",
     ("plan_type_check", "files_filter"): "the run's CTAS's own file filter, built by plan_stage_a from "
     "partition_filter and string_literal",
     ("plan_type_check", "' AND '.join(where)"): "files_filter (above) and a condition of dml_name'd columns "
@@ -67,6 +67,10 @@ TRUSTED: dict[tuple[str, str], str] = {
     ("plan_type_check", "SHOWN_VALUES"): "an int constant",
     ("plan_type_check", "SHOWN_CHARACTERS"): "an int constant",
     ("plan_type_check", "PREFIX"): "a constant without quotes",
+    ("plan_source", "columns"): "the raw table's columns: ddl_name'd names, each type checked against HIVE_TYPE "
+    "(letters, digits, '_', '<>(),:' and spaces: no quote, comment or statement end)",
+    ("plan_source", "row_format"): "_row_format's clause, whose only values are string_literal's (the SerDe, the "
+    "raw table's delimiter and quote)",
 }
 
 

@@ -48,22 +48,6 @@ WILDCARD_ACTIONS: dict[str, str] = {
     "dynamodb:ListStreams": "Finding a table's stream (stream event sources): ListStreams takes no resource.",
     "lakeformation:GetDataAccess": "Athena's credential vending through Lake Formation takes no resource.",
 }
-# Known, not accepted: CDK's AthenaStartQueryExecution task grants these on "*" (S3 reads and bucket
-# creation always; writes because no result_configuration is passed). The workgroup enforces its own
-# result location and grant_plan already grants the buckets the statements use. To fix in
-# stacks/constructs/athena.py; test_no_s3_action_on_every_resource then passes and must lose its mark.
-KNOWN_S3_WILDCARDS = frozenset(
-    {
-        "s3:CreateBucket",
-        "s3:ListBucket",
-        "s3:GetBucketLocation",
-        "s3:GetObject",
-        "s3:AbortMultipartUpload",
-        "s3:ListBucketMultipartUploads",
-        "s3:ListMultipartUploadParts",
-        "s3:PutObject",
-    }
-)
 
 
 def templates() -> list[tuple[str, dict[str, Any]]]:
@@ -167,22 +151,10 @@ def test_every_wildcard_resource_grants_only_actions_without_resource_level_perm
         for action in actions
         if action not in WILDCARD_ACTIONS
     )
-    # The only exception is the known S3 grant of the Athena task, on the state machines' roles (with the
-    # spark engine too: the catalog swap after a partition commit is an Athena statement there as well).
-    assert {action for _, _, action in unexplained} <= KNOWN_S3_WILDCARDS, unexplained
-    assert {(engine, policy.split("StateMachineRole")[0]) for engine, policy, _ in unexplained} <= {
-        ("athena", "StageA"),
-        ("athena", "StageB"),
-        ("spark", "StageA"),
-        ("spark", "StageB"),
-    }, unexplained
+    # CDK's Athena task grants S3 reads on "*"; stacks/constructs/grants.py confines them to the pipeline's buckets.
+    assert unexplained == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known finding: CDK's AthenaStartQueryExecution always grants s3:CreateBucket/ListBucket/"
-    "GetBucketLocation/GetObject on '*' to the Athena state machines' roles (see KNOWN_S3_WILDCARDS)",
-)
 def test_no_s3_action_on_every_resource() -> None:
     granted = {action for _, _, actions in wildcard_statements() for action in actions if action.startswith("s3:")}
     assert granted == set()

@@ -27,6 +27,7 @@ import pytest
 from harness.faults import REGION, LambdaSqsSource, send_bodies, stage_a_cloud
 from harness.raw_objects import put_raw_object
 from lakeline.commits import Lease, PartitionCommits
+from lakeline.commits.slots import RunSlots
 from lakeline.partitions import LeasedRunEnd, commit_write, run_location
 from lakeline.storage import S3ObjectStore
 from stage_a.arrivals import Arrival
@@ -136,25 +137,43 @@ class Burst:
             send_bodies(self.cloud.sqs, self.cloud.queue_url, [arrival_body(index) for index in wave])
             self.drain()
 
-    def wait(self, indexes: range | list[int], *, per_call: int = 100) -> None:
+    def wait(self, indexes: range | list[int], *, per_call: int = 100) -> list[int]:
         """Record arrivals as waiting behind the run that holds the partition, with the call the router makes
         for each (``PartitionCommits.begin``), many at a time: the router's door check of thousands of files
-        on moto would take minutes and is not what these tests measure."""
+        on moto would take minutes and is not what these tests measure. Returns those the partition's item had
+        no room for (``PartitionFull``): the router sends them back to their queue, and they are offered again
+        (``run_to_the_end``)."""
+        from lakeline.commits import PartitionFull
         from lambdas.stage_a_router import handler as router
         from stage_a.arrivals import pending_entry
         from stage_a.keys import parse_raw_key
         from stage_a.start import arrival_run_token, partition_commit_key, stage_partition_root
 
         settings = router.runtime().settings
-        arrivals = [arrival_of(index) for index in indexes]
+        items = list(indexes)
+        arrivals = [arrival_of(index) for index in items]
         raw = parse_raw_key(arrivals[0].key)
         key, root = partition_commit_key(raw, settings), stage_partition_root(raw, settings)
         assert self.commits is not None
         for start in range(0, len(arrivals), per_call):
             chunk = arrivals[start : start + per_call]
             token = arrival_run_token(chunk[0])
-            lease = self.commits.begin(key, token, run_location(root, token), root, [pending_entry(a) for a in chunk])
+            try:
+                entries = [pending_entry(a) for a in chunk]
+                lease = self.commits.begin(key, token, run_location(root, token), root, entries)
+            except PartitionFull:
+                # One at a time, as the router records them, until one is refused: the rest would be too.
+                for offset, arrival in enumerate(chunk):
+                    try:
+                        lease = self.commits.begin(
+                            key, token, run_location(root, token), root, [pending_entry(arrival)]
+                        )
+                    except PartitionFull:
+                        return items[start + offset :]
+                    assert lease is None, "a run holds the partition: the arrivals wait"
+                continue
             assert lease is None, "a run holds the partition: the arrivals wait"
+        return []
 
     def drain(self) -> None:
         from lambdas.stage_a_router import handler as router
@@ -196,7 +215,9 @@ class Burst:
             )
             next(run for run in self.runs if run.name.endswith(plan_suffix(plan))).committed = True
         if hand_over:
-            ended = LeasedRunEnd(self.commits, self.store, self.cloud.sqs, self.cloud.queue_url)
+            # As the stage's post-update function ends it: its slot given back (lakeline.commits.slots).
+            slots = RunSlots(self.commits.client, self.commits.table_name, "a")
+            ended = LeasedRunEnd(self.commits, self.store, self.cloud.sqs, self.cloud.queue_url, slots=slots)
             ended.after_publish(plan.lease, wrote=plan.writes, root=plan.stage_partition_root)
 
     def expire_lease(self) -> None:
@@ -210,12 +231,18 @@ class Burst:
             ExpressionAttributeValues={":past": {"N": "0"}},
         )
 
-    def run_to_the_end(self, max_runs: int = 1_000) -> None:
-        """Each started execution ends (commit, hand-over); the router starts the follow-ups; until none is left."""
+    def run_to_the_end(self, max_runs: int = 1_000, *, sent_back: list[int] | None = None) -> None:
+        """Each started execution ends (commit, hand-over); the router starts the follow-ups; until none is left.
+        ``sent_back``: arrivals ``wait`` had no room for, offered again while a run holds the partition, as their
+        queue delivers them again after their delay."""
+        left = list(sent_back or [])
         for _ in range(max_runs):
             started = self.started()
             if not started:
+                assert not left, f"{len(left)} arrivals still wait in their queue with no run to take them"
                 return
+            if left:
+                left = self.wait(left)
             for execution in started:
                 plan, _ = self.take(execution)
                 self.end(plan)
@@ -238,8 +265,9 @@ def burst_cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[Burst]:
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket="stage-bucket")
         burst = Burst(monkeypatch, cloud=cloud)
-        burst.commits = PartitionCommits(boto3.client("dynamodb", region_name=REGION), STATE_TABLE)
         burst.store = S3ObjectStore(s3)
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        burst.commits = PartitionCommits(dynamodb, STATE_TABLE, lists=burst.store)
         burst.router = LambdaSqsSource(cloud.sqs, cloud.queue_url, "stage-a-router", batch_size=ROUTER_BATCH)
         yield burst
 

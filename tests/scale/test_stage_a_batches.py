@@ -7,14 +7,18 @@ Driven through the real router, planning and commit code on moto (``tests/scale/
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
+from typing import Any
 
 import pytest
 
-from lakeline.commits import Lease
+from lakeline.commits import MAX_PENDING_BYTES, Lease
+from lakeline.commits.applied import published_ids
+from lakeline.commits.slots import RunSlots
 from stage_a.arrivals import pending_arrival
 from stage_a.plan import MAX_RUN_ARRIVALS, StageAPlan, arrival_id
-from tests.scale.burst import Burst, arrival_body, burst_cloud, expected_ids
+from tests.scale.burst import STATE_TABLE, Burst, arrival_body, burst_cloud, expected_ids
 
 QUARTER_OF_THE_QUOTA = 256 * 1024 // 4  # bytes: Step Functions' payload quota is 256 KiB
 
@@ -29,13 +33,23 @@ def assert_bounded(burst: Burst) -> None:
         assert len(run.taken) <= MAX_RUN_ARRIVALS, (run.name, len(run.taken))
 
 
-def assert_each_applied_once_and_nothing_waits(burst: Burst, expected: set[str]) -> None:
+def state_client(burst: Burst) -> Any:
+    assert burst.commits is not None
+    return burst.commits.client
+
+
+def assert_each_applied_once_and_nothing_waits(burst: Burst, expected: set[str], *, died: int = 0) -> None:
     applied = applied_counts(burst)
     assert set(applied) == expected
     assert max(applied.values()) == 1, [identity for identity, count in applied.items() if count > 1]
     state = burst.state()
     assert state.pending == frozenset() and state.lease_owner is None
-    assert state.applied == frozenset(expected)
+    assert published_ids(state, burst.store) == frozenset(expected)
+    # Every run that ended gave its slot back; those of runs that died are freed once their lease expired.
+    slots = RunSlots(state_client(burst), STATE_TABLE, "a")
+    assert slots.in_flight() == died
+    later = RunSlots(slots.client, STATE_TABLE, "a", clock=lambda: time.time() + slots.lease_seconds + 1)
+    assert len(later.release_expired()) == died and slots.in_flight() == 0
 
 
 def test_2000_arrivals_waiting_on_one_partition_are_taken_in_bounded_batches_exactly_once(
@@ -43,8 +57,12 @@ def test_2000_arrivals_waiting_on_one_partition_are_taken_in_bounded_batches_exa
 ) -> None:
     with burst_cloud(monkeypatch) as burst:
         burst.send([0])  # the router starts the partition's run
-        burst.wait(range(1, 2_000))  # the rest of the burst arrives while it is in flight
-        burst.run_to_the_end()
+        # The rest of the burst arrives while it is in flight: what the partition's item has no room for waits
+        # in queue A, and is recorded as runs take what waits.
+        sent_back = burst.wait(range(1, 2_000))
+        assert 1_500 < len(sent_back) < 1_700, len(sent_back)
+        assert burst.state().pending_bytes <= MAX_PENDING_BYTES
+        burst.run_to_the_end(sent_back=sent_back)
         assert_bounded(burst)
         # The first run took its own arrival; each follow-up the next full batch, oldest first.
         assert [len(run.taken) for run in burst.runs] == [1] + [MAX_RUN_ARRIVALS] * 19 + [99]
@@ -127,7 +145,7 @@ def test_a_crash_between_batches_loses_and_doubles_nothing(monkeypatch: pytest.M
         runs_after = burst.runs[3:]
         assert set(retaken.taken) <= {identity for run in runs_after for identity in run.taken}
         assert_bounded(burst)
-        assert_each_applied_once_and_nothing_waits(burst, expected_ids(302))
+        assert_each_applied_once_and_nothing_waits(burst, expected_ids(302), died=2)
 
 
 def _key_and_sequencer(index: int) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from lakeline.commits import Lease, LeaseLost, PartitionCommits
+from lakeline.commits.applied import published_contributions
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.base import QueryError
 from lakeline.engines.spark import SparkEngine
@@ -29,7 +30,7 @@ from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
 from lakeline.partitions import abandon_run, commit_write, settle_run, sweep_state
 from lakeline.settings import PipelineSettings, TableSettings
-from lakeline.storage import LocalObjectStore, local_root
+from lakeline.storage import LocalObjectStore, local_root, manifest_prefix
 from stage_a.arrivals import Arrival
 from stage_a.finish import publish_stage_a
 from stage_a.keys import parse_raw_key
@@ -283,7 +284,9 @@ def test_readers_of_the_superseded_version_keep_their_files_until_the_grace_peri
     key = lease(first).key
     assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == []
     clock.now += 3601
-    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == [first.target_location]
+    # The superseded version goes, and with it its list of what it held (lakeline.commits.applied).
+    swept = [first.target_location, manifest_prefix(first.target_location)]
+    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == swept
     assert not Path(first.target_location.removeprefix("file://")).exists()
     assert a.rows() == 200  # the published version is never swept
 
@@ -372,7 +375,7 @@ class StageB:
         """``{contribution key: files}`` of the published version."""
         state = self.commits.read(f"commit#{self.target}/date={DAY}")
         counts: dict[str, int] = {}
-        for entry in state.contributions:
+        for entry in published_contributions(state, self.commits.lists):
             key = entry.partition("|")[0]
             counts[key] = counts.get(key, 0) + 1
         return counts

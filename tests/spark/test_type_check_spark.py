@@ -49,13 +49,21 @@ GOOD = (
 )
 
 
-def _check(engine: SparkEngine, folder: Path, files: dict[str, str], *, multiline: bool = False) -> TypeCheck:
+def _check(
+    engine: SparkEngine,
+    folder: Path,
+    files: dict[str, str],
+    *,
+    multiline: bool = False,
+    columns: tuple[Column, ...] = COLUMNS,
+    fmt: str = "csv",
+) -> TypeCheck:
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (folder / name).write_text(text)
     database = f"tc{next(_databases)}"
     engine.execute(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
-    schema = TableSchema(database=database, table="sales", columns=COLUMNS, format="csv", multiline_fields=multiline)
+    schema = TableSchema(database=database, table="sales", columns=columns, format=fmt, multiline_fields=multiline)
     check = plan_type_check(
         schema, database=database, temp_table="lakeline_tmp_sales_t1", location=folder.as_uri(), files_filter=""
     )
@@ -98,16 +106,21 @@ def test_a_bad_value_anywhere_fails_the_check_naming_file_column_and_value(
         {"a.csv": header + GOOD, "b.csv": header + GOOD * 50 + line + "\n"},
         multiline=multiline,
     )
+    message = _failure(spark_engine, check, athena=athena)
+    assert "lakeline type check: " in message and "b.csv, column " + column in message and value in message
+
+
+def _failure(engine: SparkEngine, check: TypeCheck, *, athena: bool) -> str:
+    """The reason the check fails with, on Spark or (``athena``) with Athena's semantics; its table dropped."""
     database = check.create.split("`")[1]
     with pytest.raises(TypeCheckFailed) as failed:
         if athena:
-            with spark_engine.imposed(ATHENA):
-                check_types(check, spark_engine, database)
+            with engine.imposed(ATHENA):
+                check_types(check, engine, database)
         else:
-            check_types(check, spark_engine, database)
-    message = str(failed.value)
-    assert "lakeline type check: " in message and "b.csv, column " + column in message and value in message
-    assert not spark_engine.table_exists(database, check.table)  # dropped after the failure too
+            check_types(check, engine, database)
+    assert not engine.table_exists(database, check.table)  # dropped after the failure too
+    return str(failed.value)
 
 
 def test_the_check_is_valid_athena_sql_that_spark_refuses_nothing_of(spark_engine: SparkEngine, tmp_path: Path) -> None:
@@ -139,3 +152,68 @@ def test_the_embedded_runtime_parks_a_file_whose_bad_value_is_past_the_doors_sam
     assert json.loads(str(letter["Body"]))["detail"]["object"]["key"] == "shop/pos/sales/day=1/b.csv"
     reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]  # type: ignore[index]
     assert "b.csv, column amount (double) has values not of its type: oops" in reason, reason
+
+
+JSON_COLUMNS = (*COLUMNS, Column("ship", "struct<city:string>"))
+JSON_GOOD = (
+    '{"id": 1, "name": "a", "amount": 1.25, "ratio": 0.5, "day": "2022-01-20", "seen": "2022-01-20 10:00:00", '
+    '"ok": true, "small": 7, "ship": {"city": "Rome"}}\n'
+    '{"id": 2, "name": null, "amount": null, "ratio": null, "day": null, "seen": null, "ok": null, "small": null}\n'
+    '{"ID": 3, "name": 5, "amount": -3, "ratio": 1e3, "day": "2022-02-28", "seen": "2022-02-28T01:02:03", '
+    '"ok": false, "small": -2147483648}\n\n'
+)
+
+
+def test_good_json_lines_pass_through_the_json_serde_table_and_it_is_dropped(
+    spark_engine: SparkEngine, tmp_path: Path
+) -> None:
+    check = _check(spark_engine, tmp_path / "raw", {"a.json": JSON_GOOD}, columns=JSON_COLUMNS, fmt="json")
+    database = check.create.split("`")[1]
+    check_types(check, spark_engine, database)
+    with spark_engine.imposed(ATHENA):
+        check_types(check, spark_engine, database)
+    assert not spark_engine.table_exists(database, check.table)
+
+
+@pytest.mark.parametrize("athena", [False, True], ids=["spark", "athena"])
+@pytest.mark.parametrize(
+    ("line", "column", "value"),
+    [
+        ('{"id": "abc"}', "id (bigint)", "abc"),
+        ('{"id": 1.5}', "id (bigint)", "1.5"),
+        ('{"id": ""}', "id (bigint)", ""),
+        ('{"amount": 1.255}', "amount (decimal(10,2))", "1.255"),
+        ('{"ratio": "NaN"}', "ratio (double)", "NaN"),
+        ('{"day": 20220101}', "day (date)", "20220101"),
+        ('{"seen": "yesterday"}', "seen (timestamp)", "yesterday"),
+        ('{"ok": "yes"}', "ok (boolean)", "yes"),
+        ('{"small": 2147483648}', "small (int)", "2147483648"),
+    ],
+)
+def test_a_bad_json_value_anywhere_fails_the_check_naming_file_column_and_value(
+    spark_engine: SparkEngine, tmp_path: Path, line: str, column: str, value: str, athena: bool
+) -> None:
+    files = {"a.json": JSON_GOOD, "b.json": JSON_GOOD * 50 + line + "\n"}
+    check = _check(spark_engine, tmp_path / "raw", files, columns=JSON_COLUMNS, fmt="json")
+    message = _failure(spark_engine, check, athena=athena)
+    assert f"b.json, column {column} has values not of its type: {value}" in message, message
+
+
+def test_the_embedded_runtime_parks_a_json_file_whose_bad_value_is_past_the_doors_sample(
+    spark_engine: SparkEngine, cloud: LocalCloud, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 200)
+    events = flow(spark_engine, cloud, tmp_path, "reject")
+    parked(cloud)
+    good = "".join(f'{{"store": "s{n}", "qty": {n}}}\n' for n in range(100))
+    arrive(events, "shop/pos/sales/day=1/a.json", good)
+    # The door reads 200 characters: the bad value lies past them. Spark's reader would load it as NULL.
+    arrive(events, "shop/pos/sales/day=1/b.json", good + '{"store": "x", "qty": "abc"}\n' + good)
+    arrive(events, "shop/pos/sales/day=1/c.json", '{"store": "e", "qty": 3}\n')
+
+    loaded = rows(spark_engine, events)
+    assert len(loaded) == 101 and (3, "e", "1") in loaded  # a's and c's rows (keys in order); none of b's
+    (letter,) = parked(cloud)
+    assert json.loads(str(letter["Body"]))["detail"]["object"]["key"] == "shop/pos/sales/day=1/b.json"
+    reason = letter["MessageAttributes"]["lakeline_reason"]["StringValue"]  # type: ignore[index]
+    assert "b.json, column qty (bigint) has values not of its type: abc" in reason, reason

@@ -19,6 +19,7 @@ OUTPUT = "s3://results/athena/q1.csv"
 class Entry:
     definition: dict[str, Any]
     _current_version: int = 1
+    partitions: dict[str, Any] = field(default_factory=dict)  # moto's: the partitions ADDed, by their values
 
     def get_version(self, _version: str) -> dict[str, Any]:
         return self.definition

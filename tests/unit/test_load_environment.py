@@ -28,6 +28,7 @@ def test_structured_settings_are_json_and_named_fields_upper_case() -> None:
             "STAGE_BUCKET": "stage",
             "DEPENDENCIES_TABLE": "deps",
             "ARTIFACTS_BUCKET": "artifacts",
+            "STAGE_B_QUEUE_URL": "queue-b",
             "TABLE_SETTINGS": '{"a_b.c": {"bucket_count": 4}}',
         },
     )

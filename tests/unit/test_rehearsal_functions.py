@@ -78,7 +78,9 @@ def function(request: pytest.FixtureRequest, tmp_path: Path) -> WarmFunction:
 
 def test_an_environment_stays_warm_and_names_errors_as_lambda_does(function: WarmFunction) -> None:
     try:
-        assert function.invoke({}) == {"calls": 1, "remaining_ms": 1000}
+        first = function.invoke({})
+        # What is left of the 1 s timeout when the handler asks, counted down as Lambda counts it.
+        assert first["calls"] == 1 and 500 < first["remaining_ms"] <= 1000, first
         assert function.invoke({})["calls"] == 2  # the same process: module state survives
         with pytest.raises(FunctionError) as failed:
             function.invoke({"fail": "colour"})

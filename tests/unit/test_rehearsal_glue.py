@@ -7,11 +7,12 @@ import io
 import sys
 import threading
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from lakeline.local.rehearsal.glue import GLUE_PROVIDED, LocalGlueError, _additional_modules, _library
-from stacks.constructs.glue_job import SPARK_MODULES
+from stacks.constructs.glue_job import SPARK_DISTRIBUTIONS, SPARK_MODULES, pinned_modules
 
 
 def zipped(files: dict[str, str]) -> bytes:
@@ -69,7 +70,18 @@ def test_other_threads_import_freely_during_a_run() -> None:
 
 def test_the_job_s_additional_modules_are_installed_at_allowed_versions() -> None:
     assert {"sqlglot", "pydantic", "python-dateutil"} <= _additional_modules(SPARK_MODULES)
+    # Each pinned at the version the tests run with (#40): a job start installs what was tested.
+    assert all("==" in requirement for requirement in SPARK_MODULES.split(","))
     with pytest.raises(LocalGlueError, match=r"sqlglot==0\.0\.1"):
         _additional_modules("sqlglot==0.0.1")
     with pytest.raises(LocalGlueError, match="not installed"):
         _additional_modules("no-such-distribution-here==1.0")
+
+
+def test_the_job_s_pins_come_from_the_project_s_constraints(tmp_path: Path) -> None:
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("\n".join(f"{name}==1.{index}" for index, name in enumerate(SPARK_DISTRIBUTIONS)) + "\n")
+    assert pinned_modules(constraints).split(",") == [f"{n}==1.{i}" for i, n in enumerate(SPARK_DISTRIBUTIONS)]
+    constraints.write_text("sqlglot==30.30.0\n")
+    with pytest.raises(ValueError, match="pins no version of pydantic"):
+        pinned_modules(constraints)

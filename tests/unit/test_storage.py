@@ -3,11 +3,15 @@ the table root its caller names."""
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import boto3
 import pytest
+from boto3.s3.transfer import TransferConfig
 from moto import mock_aws
 
 from lakeline.errors import InvalidInputError
@@ -20,6 +24,9 @@ from lakeline.storage import (
     parse_location,
     table_root_of,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 TOKEN = "20220120t101500000000_abcdef0123"
 RUN = f"lakeline_run={TOKEN}/"
@@ -110,18 +117,23 @@ def test_a_local_delete_in_a_folder_named_with_a_hash_removes_only_the_run_prefi
 
 
 @pytest.fixture
-def s3() -> Iterator[S3ObjectStore]:
+def s3_client() -> Iterator[S3Client]:
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")
         client.create_bucket(Bucket="lake")
-        for key in (
-            f"t#2/date=1/{RUN}part-0.parquet",
-            "t#2/date=1/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
-            "t#2/date=0/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
-            "t/date=1/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",  # the table urlparse saw
-        ):
-            client.put_object(Bucket="lake", Key=key, Body=b"x")
-        yield S3ObjectStore(client)
+        yield client
+
+
+@pytest.fixture
+def s3(s3_client: S3Client) -> S3ObjectStore:
+    for key in (
+        f"t#2/date=1/{RUN}part-0.parquet",
+        "t#2/date=1/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
+        "t#2/date=0/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
+        "t/date=1/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",  # the table urlparse saw
+    ):
+        s3_client.put_object(Bucket="lake", Key=key, Body=b"x")
+    return S3ObjectStore(s3_client)
 
 
 def test_an_s3_delete_under_a_location_with_a_hash_removes_only_the_run_prefix(s3: S3ObjectStore) -> None:
@@ -131,3 +143,36 @@ def test_an_s3_delete_under_a_location_with_a_hash_removes_only_the_run_prefix(s
         "s3://lake/t#2/date=1/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
         "s3://lake/t/date=1/lakeline_run=20220101t000000000000_0000000000/part-0.parquet",
     ]
+
+
+def test_a_carry_copies_files_side_by_side(s3_client: S3Client) -> None:
+    """A partition of hundreds of files, copied one at a time, outlasts the commit function (#39): each copy
+    here waits at a gate until three are under way, which a carry copying one file at a time never reaches."""
+    for index in range(3):
+        s3_client.put_object(Bucket="lake", Key=f"t/{RUN}part-{index}.parquet", Body=b"x")
+    gate = threading.Barrier(3, timeout=10)
+
+    def at_the_gate(**_: object) -> None:  # a before-call handler that returned a value would answer the call
+        gate.wait()
+
+    s3_client.meta.events.register("before-call.s3.CopyObject", at_the_gate)
+    assert S3ObjectStore(s3_client).carry_files(f"s3://lake/t/{RUN}", "s3://lake/next/") == 3
+    assert S3ObjectStore(s3_client).list_data_files("s3://lake/next/") == [
+        f"s3://lake/next/part-{index}.parquet" for index in range(3)
+    ]
+
+
+def test_a_large_file_is_carried_in_parts(s3_client: S3Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CopyObject copies at most 5 GB: above the threshold a carry copies part by part (the threshold lowered
+    here to S3's smallest part so the file stays small)."""
+    five_mb = 5 * 1024**2
+    monkeypatch.setattr(
+        "lakeline.storage.COPY_TRANSFER", TransferConfig(multipart_threshold=five_mb, multipart_chunksize=five_mb)
+    )
+    body = os.urandom(five_mb) * 2 + b"tail"
+    s3_client.put_object(Bucket="lake", Key=f"t/{RUN}part-0.parquet", Body=body)
+    parts: list[int] = []
+    s3_client.meta.events.register("before-call.s3.UploadPartCopy", lambda params, **_: parts.append(1))
+    assert S3ObjectStore(s3_client).carry_files(f"s3://lake/t/{RUN}", "s3://lake/next/") == 1
+    assert len(parts) == 3
+    assert s3_client.get_object(Bucket="lake", Key="next/part-0.parquet")["Body"].read() == body

@@ -78,3 +78,25 @@ def test_a_single_bucket_ctas_coalesces_instead_of_hashing() -> None:
     """Every row is in bucket 0: a shuffle to put them there would only cost time."""
     sql = CTAS.replace("bucket_count = 3", "bucket_count = 1")
     assert "SELECT /*+ COALESCE(1) */ * FROM" in athena_to_spark(sql)
+
+
+def test_a_json_serde_table_is_read_by_sparks_json_reader_as_the_serde_reads_it() -> None:
+    """Spark has no class for OpenX's (or Hive's) JSON SerDe: its Hive table would fail its first read."""
+    openx = "ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'"
+    assert athena_to_spark(f"CREATE EXTERNAL TABLE `d`.`t` (`qty` STRING) {openx} LOCATION 's3://b/k/'") == (
+        "CREATE TABLE `d`.`t` (`qty` STRING) USING json OPTIONS (mode 'FAILFAST') LOCATION 's3://b/k/'"
+    )
+    lenient = (
+        "CREATE EXTERNAL TABLE IF NOT EXISTS d.t (qty STRING) "
+        "ROW FORMAT SERDE 'org.apache.hive.hcatalog.data.JsonSerDe' "
+        "WITH SERDEPROPERTIES ('ignore.malformed.json' = 'true') "
+        "STORED AS TEXTFILE LOCATION 's3://b/k/'"
+    )
+    assert athena_to_spark(lenient) == (
+        "CREATE TABLE IF NOT EXISTS d.t (qty STRING) USING json OPTIONS (mode 'PERMISSIVE') LOCATION 's3://b/k/'"
+    )
+    with pytest.raises(TranslationError, match=r"PARTITIONED BY \(day STRING\) is not supported on Spark"):
+        athena_to_spark(f"CREATE EXTERNAL TABLE d.t (qty STRING) PARTITIONED BY (day STRING) {openx} LOCATION '/x/'")
+    # Spark has OpenCSVSerde: its table stays a Hive table.
+    csv = "CREATE EXTERNAL TABLE d.t (qty STRING) ROW FORMAT SERDE 'org.apache.hadoop.hive.serde2.OpenCSVSerde'"
+    assert "ROW FORMAT SERDE" in athena_to_spark(csv)

@@ -144,3 +144,46 @@ def test_a_run_with_nothing_new_has_no_check() -> None:
     plan = leased_plan([old], [arrival("shop/pos/sales/day=1/a.csv", "1")], published)
     assert plan.mode == "none" and plan.type_check is None
     assert plan.to_dict()["type_check"] is None
+
+
+ORDERS = table(
+    ("order_id", "bigint"), ("note", "string"), ("paid", "boolean"), ("ship", "struct<city:string>"), fmt="json"
+)
+
+
+def test_a_json_text_table_reads_the_checked_keys_as_strings_through_the_openx_serde() -> None:
+    check = plan_type_check(
+        ORDERS, database="shop_pos_dev", temp_table="lakeline_tmp_sales_t", location=PARTITION, files_filter=""
+    )
+    assert check is not None and not check.spark_ddl
+    # By key, not by position: only the checked columns; no header line to skip.
+    assert check.create == (
+        "CREATE EXTERNAL TABLE `shop_pos_dev`.`lakeline_tmp_sales_t_text` (`order_id` STRING, `paid` STRING) "
+        f"ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe' LOCATION '{PARTITION}'"
+    )
+
+
+def test_the_json_check_is_one_trino_statement_that_checks_empty_strings_and_reads_no_header() -> None:
+    sql = check_of(ORDERS, "\"$path\" IN ('s3://raw-bucket/shop/pos/sales/day=1/a.json')")
+    (parsed,) = sqlglot.parse(sql, read="trino")
+    assert isinstance(parsed, sqlglot.exp.Select)
+    assert 'try_cast(trim("order_id") AS BIGINT)' in sql and "lower(trim(\"paid\")) IN ('true', 'false')" in sql
+    assert '"order_id" IS NOT NULL AND NOT' in sql and "<> ''" not in sql  # the door refuses "" for a bigint
+    assert "lower(trim(" not in sql.replace('lower(trim("paid"))', "")  # no header row to leave out
+    assert '"note"' not in sql and '"ship"' not in sql
+    assert "\\" not in sql
+
+
+def test_a_json_table_of_strings_and_nested_columns_has_no_check() -> None:
+    nested = table(("note", "string"), ("ship", "struct<city:string>"), ("tags", "array<string>"), fmt="json")
+    assert plan_type_check(nested, database="d", temp_table="t", location=PARTITION, files_filter="") is None
+
+
+def test_a_json_run_checks_its_files_before_its_ctas() -> None:
+    raw = parse_raw_key("shop/pos/sales/day=1/b.json")
+    plan = plan_stage_a(raw, SETTINGS, ORDERS, run_token=TOKEN)
+    assert plan.type_check is not None
+    assert "JsonSerDe" in plan.type_check.create and f"LOCATION '{PARTITION}'" in plan.type_check.create
+    statements = plan.statements
+    assert statements.index(plan.type_check.check) < statements.index(plan.ctas)
+    assert StageAPlan.from_dict(plan.to_dict()) == plan

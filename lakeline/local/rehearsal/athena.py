@@ -30,13 +30,16 @@ Gaps against real Athena, said plainly:
   Spark's). Spark runs in ANSI mode (``spark_semantics.ATHENA``): an invalid cast, an overflow and a
   division by zero fail, as in Trino (a double divided by zero too, which is Infinity in Trino).
 - Refused as Athena refuses them (``athena_refusals``): INSERT INTO a bucketed table, a CTAS into a
-  location that holds objects, more than 100 partitions written by one statement.
+  location that holds objects, more than 100 partitions written by one statement; a query string over
+  262,144 bytes (refused when started, as Athena does).
 - ``"$path"`` is read through Spark's ``input_file_name()``, its values mapped back to s3://; a query's
   columns are headed as Athena heads them (``$path``, ``_col<i>`` for an expression without an alias).
 - ``DESCRIBE``, ``SHOW CREATE TABLE``, ``SHOW PARTITIONS``, ``SHOW COLUMNS`` and ``SHOW DATABASES`` are
   answered from Glue in Athena's shapes; ``DESCRIBE EXTENDED | FORMATTED`` and other ``SHOW``s are refused.
 - Formats: Parquet, ORC, JSON (OpenX and Hive JSON SerDes, not OpenX's ``mapping.*``) and CSV (OpenCSVSerde,
-  LazySimpleSerDe, ``skip.header.line.count`` of 0 or 1) only, text gzip-compressed by its ``.gz`` name. A
+  LazySimpleSerDe, ``skip.header.line.count`` of 0 or 1) only, text gzip-compressed by its ``.gz`` name; a
+  table ``STORED AS INPUTFORMAT 'org.apache.hadoop.hive.ql.io.SymlinkTextInputFormat'`` reads the files its
+  manifests list in its SerDe's format, as Athena does (``lakeline.engines.symlink``). A
   ``CREATE TABLE`` is written into Glue as Athena writes it (any SerDe: Athena checks none) and read as
   above. Views, Iceberg, workgroup settings other than the output location and ``DataScannedInBytes`` are
   not emulated. A table whose Glue entry changed is rebuilt in Spark.
@@ -48,6 +51,9 @@ Gaps against real Athena, said plainly:
 - ``default`` always exists, as in Athena's catalog; any other database must be in Glue.
 - The mirror's path should need no URL escaping: ``"$path"`` comparisons match Spark's file URIs as text.
 - Workgroups are moto's: one the deployment did not create is refused at ``StartQueryExecution``.
+- ``ClientRequestToken`` as Athena honours it: a start with a token already used gets the query that token
+  started (not a second run) if its request is the same, else ``InvalidRequestException`` (kept while the
+  endpoint runs; Athena's window is not documented).
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ from lakeline.engines.athena import glue_delimiter, glue_format, glue_quote
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.spark_semantics import ATHENA
+from lakeline.engines.symlink import SYMLINK_INPUT_FORMAT, SymlinkTable, reader
 from lakeline.engines.translate import translate_statement
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal import timings
@@ -99,6 +106,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_DATABASE = "default"
 DEFAULT_PREFIX = "athena_local__"
 PARTITIONS_PER_STATEMENT = 100
+MAX_QUERY_BYTES = 262_144  # Athena's quota on a query string (its StartQueryExecution refuses a longer one)
 TABLE_NAME = r"(?P<name>[`\"]?[A-Za-z0-9_]+[`\"]?(?:\.[`\"]?[A-Za-z0-9_]+[`\"]?)?)"
 # Statements sqlglot only knows as opaque commands: the table they name is rewritten by hand.
 COMMAND_TABLE = re.compile(r"^(?P<verb>MSCK\s+REPAIR\s+TABLE)\s+" + TABLE_NAME + r"\s*$", re.IGNORECASE)
@@ -192,7 +200,7 @@ def _local_execution_class() -> Any:
                     self.outcome.reason = "Query was cancelled by the user"
                 if value in FINAL:
                     self.end_time = time.time()
-                    query_ended()  # the Athena tasks waiting on it ask now
+                    query_ended(self.id)  # the Athena task waiting on it asks now
 
         _execution_class = LocalExecution
     return _execution_class
@@ -231,10 +239,11 @@ def _patch_moto() -> None:
 
     def response_start_query_execution(self: Any) -> Any:
         _callers.current = caller_of(self.headers)  # the backend's call below runs in this thread
+        _callers.token = self._get_param("ClientRequestToken")
         try:
             return original_response_start(self)
         finally:
-            _callers.current = None
+            _callers.current = _callers.token = None
 
     original_get = AthenaBackend.get_query_execution
     original_response = AthenaResponse.get_query_execution
@@ -248,14 +257,37 @@ def _patch_moto() -> None:
         workgroup: str,
         execution_parameters: list[str] | None,
     ) -> str:
+        if len(query.encode()) > MAX_QUERY_BYTES:
+            # Athena refuses it at once (its quota, which botocore's model states but does not check).
+            from moto.core.exceptions import JsonRESTError
+
+            raise JsonRESTError(
+                "InvalidRequestException",
+                f"the query string is {len(query.encode())} bytes; Athena takes at most {MAX_QUERY_BYTES}",
+            )
         local = _current
         if local is None:
             return str(original_start(self, query, context, config, workgroup, execution_parameters))
-        group = self.work_groups.get(workgroup or "primary")
-        execution = _local_execution_class()(query, context or {}, dict(config or {}), group, execution_parameters)
-        execution.config = _result_configuration(config, group, execution.id, query)
-        execution.caller = getattr(_callers, "current", None)
-        self.executions[execution.id] = execution
+        token = getattr(_callers, "token", None)
+        request = json.dumps([query, context, config, workgroup, execution_parameters], sort_keys=True, default=str)
+        with local.tokens_lock:  # two starts with one token at once make one query, as in Athena
+            if token:
+                started = local.tokens.get((self.account_id, self.region_name, token))
+                if started is not None:
+                    # Athena's idempotency: the same token and request are the query already started.
+                    known, query_id = started
+                    if known != request:
+                        from moto.core.exceptions import JsonRESTError
+
+                        raise JsonRESTError("InvalidRequestException", "Idempotent parameters do not match")
+                    return query_id
+            group = self.work_groups.get(workgroup or "primary")
+            execution = _local_execution_class()(query, context or {}, dict(config or {}), group, execution_parameters)
+            execution.config = _result_configuration(config, group, execution.id, query)
+            execution.caller = getattr(_callers, "current", None)
+            self.executions[execution.id] = execution
+            if token:
+                local.tokens[(self.account_id, self.region_name, token)] = (request, str(execution.id))
         local.submit(self, execution)
         return str(execution.id)
 
@@ -674,6 +706,9 @@ class LocalAthena:
         self._lock = threading.Lock()  # one query at a time: the metastore, the mirror and their records
         self._catalog: dict[tuple[str, str], str | None] = {}  # Glue fingerprint each Spark table was made from
         self._objects: dict[tuple[str, str], Mirrored] = {}
+        self.tokens_lock = threading.Lock()
+        self.tokens: dict[tuple[str, str, str], tuple[str, str]] = {}
+        """Each ``ClientRequestToken`` started with (account, region, token) → (the request, its query id)."""
         self.executed: list[tuple[str, str]] = []
         """(the query as started, the statement Spark ran) of each query that reached Spark, in order."""
 
@@ -778,6 +813,7 @@ class LocalAthena:
             self._put_results(s3, output, outcome)
             return outcome
         buckets |= {bucket for bucket in (_bucket(uri) for uri in statement.locations) if bucket}
+        buckets |= _listed_buckets(glue, s3, statement)
         for bucket in sorted(buckets):
             self._pull(s3, bucket)
         self._project_partitions(glue, statement)
@@ -788,6 +824,8 @@ class LocalAthena:
         ready = time.monotonic()
         failure: LakelineError | None = None
         result = QueryResult(query_id=execution.id)
+        # A symlink table's manifests name s3:// files: Spark reads them from the mirror.
+        outside, self.engine.symlink_target = self.engine.symlink_target, self.names.local_uri
         try:
             result = self.engine.execute(statement.sql)
         except LakelineError as error:  # QueryFailed, or a statement the translation refuses
@@ -796,6 +834,8 @@ class LocalAthena:
             for key in statement.changes:  # unknown state: made again from Glue next time
                 self._catalog.pop(key, None)
             raise
+        finally:
+            self.engine.symlink_target = outside
         ran = time.monotonic()
         # What ran changed files and the metastore even when it failed part way.
         written = self._write_back(glue, statement, succeeded=failure is None)
@@ -997,6 +1037,17 @@ class LocalAthena:
         descriptor = definition.get("StorageDescriptor", {})
         columns = [*descriptor.get("Columns", []), *definition.get("PartitionKeys", [])]
         listed = ", ".join(f"{ddl_name(c['Name'].lower())} {c.get('Type', 'string')}" for c in columns)
+        if descriptor.get("InputFormat") == SYMLINK_INPUT_FORMAT:
+            # Athena reads the files its manifests list with its SerDe; so does the engine (engines.symlink).
+            serde = descriptor.get("SerdeInfo", {})
+            source, options = reader(
+                str(serde.get("SerializationLibrary", "")),
+                serde.get("Parameters", {}),
+                definition.get("Parameters", {}),
+            )
+            where = self.names.local_uri(str(descriptor.get("Location", "")))
+            self.engine.define_symlink(f"{spark_database}.{table}", SymlinkTable(listed, source, where, options))
+            return
         keys = [c["Name"].lower() for c in definition.get("PartitionKeys", [])]
         using = self._using(f"{database}.{table}", definition)
         if not keys:
@@ -1355,11 +1406,22 @@ def _needed(glue: Any, statement: Statement, region: str, account: str, output: 
         elif entry is not None:
             # A projected table's partitions are computed, not read from Glue.
             projected = definition.get("Parameters", {}).get("projection.enabled") == "true"
-            needed += reading(region, account, database, table, location, partitioned and not projected)
+            elsewhere = _partitions_outside(entry, location) if partitioned and not projected else set()
+            needed += reading(region, account, database, table, location, partitioned and not projected, elsewhere)
     if statement.kind == "ctas" and statement.writes_to:
         needed.append(writing(statement.writes_to))
     needed.append(result_file(output))
     return needed
+
+
+def _partitions_outside(entry: Any, location: str | None) -> set[str]:
+    """The locations of the table's partitions that are not under its own ``location``: a partition may be
+    anywhere (``ADD PARTITION ... LOCATION``), and Athena reads it there with the caller's credentials."""
+    folder = location.rstrip("/") + "/" if location else None
+    found = {
+        str(p.partition_input.get("StorageDescriptor", {}).get("Location") or "") for p in entry.partitions.values()
+    }
+    return {uri for uri in found if uri and (folder is None or not (uri.rstrip("/") + "/").startswith(folder))}
 
 
 def _athena_names(query: str, spark_names: list[str]) -> list[str]:
@@ -1486,6 +1548,25 @@ def _create_table_statement(database: str, table: str, entry: Any) -> Answer:
         property_lines = pairs(parameters)
         lines += ["TBLPROPERTIES (", *property_lines[:-1], f"{property_lines[-1]})"]
     return [("createtab_stmt", "string")], [[line] for line in lines]
+
+
+def _listed_buckets(glue: Any, s3: Any, statement: Statement) -> set[str]:
+    """The buckets of the files the manifests of the symlink tables ``statement`` names list (mirrored
+    before it runs, as those of the tables' own locations are)."""
+    buckets: set[str] = set()
+    for database, table in statement.tables:
+        found = glue.databases.get(database)
+        entry = found.tables.get(table) if found is not None else None
+        descriptor = _definition(entry).get("StorageDescriptor", {}) if entry is not None else {}
+        where = S3_URI.match(str(descriptor.get("Location", "")))
+        if descriptor.get("InputFormat") != SYMLINK_INPUT_FORMAT or where is None:
+            continue
+        objects = s3.buckets.get(where.group("bucket"))
+        for key, item in list(objects.keys.items()) if objects is not None else []:
+            if key.startswith(where.group("key")) and not key.endswith("/"):
+                listed = (_bucket(line.strip()) for line in item.value.decode().splitlines())
+                buckets |= {bucket for bucket in listed if bucket}
+    return buckets
 
 
 def _bucket(uri: str | None) -> str | None:

@@ -8,7 +8,8 @@ checks each against the caller's policies (evaluated by moto's IAM, with the reh
 
 - each table it names that Glue has: ``glue:GetTable`` (and ``GetPartitions`` for a partitioned one) on the
   catalog, its database and the table; its data: ``s3:ListBucket`` on the bucket, ``s3:GetObject`` under
-  its location;
+  its location, and the same for each partition located outside it (every such partition, not only those
+  the query's filter keeps: stricter than Athena, which checks the partitions it reads);
 - a table it creates: ``glue:CreateTable``; drops: ``glue:DeleteTable``; alters: ``glue:UpdateTable``, a
   partition's: ``glue:UpdatePartition``; adds partitions (``ADD PARTITION``, ``MSCK REPAIR``, an INSERT into
   a partitioned table): ``glue:BatchCreatePartition``; drops them: ``glue:BatchDeletePartition``; with
@@ -24,10 +25,12 @@ Lake Formation are not checked, nor the caller's rights on databases it creates 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal.iam import permitted
 
 CREDENTIAL = re.compile(r"Credential=(?P<key>[^/,\s]+)/")
 
@@ -77,16 +80,23 @@ def glue_table(region: str, account: str, database: str, table: str) -> tuple[st
 
 
 def reading(
-    region: str, account: str, database: str, table: str, location: str | None, partitioned: bool
+    region: str,
+    account: str,
+    database: str,
+    table: str,
+    location: str | None,
+    partitioned: bool,
+    elsewhere: Iterable[str] = (),
 ) -> list[Needed]:
-    """What reading a table Glue has needs."""
+    """What reading a table Glue has needs; ``elsewhere``: the locations of its partitions outside ``location``
+    (Athena reads each partition where Glue says it is, so each is checked as the table's own folder is)."""
     arns = glue_table(region, account, database, table)
     refusal = "is not authorized"  # completed by ``authorize`` with the action and resource refused
     needed = [Needed("glue:GetTable", arns, refusal)]
     if partitioned:
         needed.append(Needed("glue:GetPartitions", arns, refusal))
-    if location:
-        folder = location.rstrip("/") + "/"
+    folders = [uri.rstrip("/") + "/" for uri in ([location] if location else []) + sorted(set(elsewhere))]
+    for folder in dict.fromkeys(folders):
         denied = f"Permission denied on S3 path: {folder}"
         needed += [
             Needed("s3:ListBucket", (s3_bucket(folder),), denied),
@@ -118,7 +128,7 @@ def result_file(uri: str) -> Needed:
 
 def authorize(account: str, region: str, caller: Caller, needed: list[Needed]) -> None:
     """Raise ``AccessDenied`` with the first refusal's reason, if the caller's policies refuse anything."""
-    from moto.iam.access_control import CreateAccessKeyFailure, IAMPolicy, PermissionResult, create_access_key
+    from moto.iam.access_control import CreateAccessKeyFailure, create_access_key
 
     headers = {"X-Amz-Security-Token": caller.session_token} if caller.session_token else {}
     try:
@@ -128,8 +138,7 @@ def authorize(account: str, region: str, caller: Caller, needed: list[Needed]) -
     policies = key.collect_policies()
     for need in needed:
         for resource in need.resources:
-            results = [IAMPolicy(policy).is_action_permitted(need.action, resource) for policy in policies]
-            if PermissionResult.DENIED in results or PermissionResult.PERMITTED not in results:
+            if not permitted(policies, need.action, resource):
                 reason = need.refusal
                 if reason.startswith("is not authorized"):
                     reason = f"User: {key.arn} is not authorized to perform: {need.action} on resource: {resource}"

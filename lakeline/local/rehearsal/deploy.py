@@ -8,8 +8,8 @@ in-process: ``moto_fixes``). A stack that does not reach ``CREATE_COMPLETE`` is 
 resources that failed.
 
 What moto's CloudFormation does not create is a gap of this rehearsal, documented by ``SKIPPED_TYPES``
-and its test: Athena named queries, resource policies of buckets, queues and topics, and CloudWatch
-alarms are accepted and not made. (Athena workgroups and Glue databases and tables are created by
+and its test: Athena named queries, resource policies of buckets, queues and topics, CloudWatch
+alarms and log metric filters are accepted and not made. (Athena workgroups and Glue databases and tables are created by
 ``moto_fixes``.) The public Powertools layer the functions name is published into the local endpoint
 as a stand-in (``POWERTOOLS_LAYER``): its packages are the ones installed beside the rehearsal.
 """
@@ -37,6 +37,7 @@ SKIPPED_TYPES = frozenset(
         "AWS::SQS::QueuePolicy",
         "AWS::SNS::TopicPolicy",
         "AWS::CloudWatch::Alarm",
+        "AWS::Logs::MetricFilter",
         "AWS::CDK::Metadata",
     }
 )
@@ -64,13 +65,14 @@ class Deployment:
     credentials: Credentials | None = None
     """Whose requests ``client`` signs (the operator's once IAM is enforced); else the environment's."""
 
-    def client(self, service: str, *, credentials: Credentials | None = None) -> Any:
+    def client(self, service: str, *, credentials: Credentials | None = None, read_timeout: float | None = None) -> Any:
         signer = credentials or self.credentials
         return client(
             service,
             region=self.region,
             endpoint_url=self.endpoint,
             credentials=signer.client_arguments() if signer else None,
+            read_timeout=read_timeout,
         )
 
 

@@ -19,7 +19,10 @@ endpoint's API as Step Functions calls it:
 - Any other resource fails the task with ``States.Runtime`` naming it: a rehearsal that cannot do what
   a state asks says so instead of skipping it.
 
-The execution's end (status, output, error, cause) is what ``DescribeExecution`` then reports.
+The execution's end (status, output, error, cause) is what ``DescribeExecution`` then reports, and Step
+Functions' "Execution Status Change" event of it goes to the default event bus (``events.put_status_change``),
+whose rules deliver it. ``StopExecution`` aborts the interpreted execution: the task under way runs to its end
+(an Athena query is not cancelled), nothing after it runs, and the execution ends ABORTED.
 
 Step Functions' payload quota holds as in AWS: ``StartExecution`` refuses an input over 256 KiB (UTF-8) with a
 ``ValidationException`` and starts nothing; a state whose input (after ``Parameters``), task result or output is
@@ -40,22 +43,25 @@ import queue
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lakeline.errors import LakelineError
-from lakeline.local.rehearsal import pollers, timings
+from lakeline.local.rehearsal import events, timings
 from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.local.rehearsal.holds import Holds
 from lakeline.local.rehearsal.iam import Credentials
+from lakeline.local.rehearsal.pollers import Pollers
 
 RUNNER = Path(__file__).with_name("run_execution.mjs")
 INTERPRETER = "aws-local-stepfunctions"
 NODE_AT_LEAST = (20, 6)  # ``register`` of ``node:module``, which run_execution.mjs loads its fix with
-QUERY_POLL_SECONDS = 1.0
+QUERY_POLL_SECONDS = 5.0
 """The longest an Athena task waits between two ``GetQueryExecution`` calls: the local Athena wakes it as
-soon as any query ends (``query_ended``), so it asks again when there is news, not 20 times a second
+soon as its query ends (``query_ended``), so it asks again when there is news, not 20 times a second
 (each call signed, authorized and served in this process, beside the query worker)."""
 ENDED_QUERY_STATES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 PAYLOAD_LIMIT = 262_144
@@ -74,21 +80,38 @@ def check_execution_input(execution_input: str | None) -> None:
 
 
 _queries = threading.Condition()
-_queries_ended = 0  # how many queries have ended: an Athena task waits for it to change
+_watched: set[str] = set()  # the queries Athena tasks wait on
+_ended: set[str] = set()  # of those, the ones that have ended
 
 
-def query_ended() -> None:
-    """Wake the Athena tasks waiting on their queries (the local Athena calls it as each query ends)."""
-    global _queries_ended
+def query_ended(query_id: str) -> None:
+    """Wake the Athena task waiting on ``query_id``, if one is (the local Athena calls it as each query ends)."""
     with _queries:
-        _queries_ended += 1
-        _queries.notify_all()
+        if query_id in _watched:
+            _ended.add(query_id)
+            _queries.notify_all()
 
 
-def _wait_for_a_query_end(seen: int) -> None:
-    """Until a query ends after ``seen`` had ended, or ``QUERY_POLL_SECONDS``."""
+@contextmanager
+def _watching(query_id: str) -> Iterator[None]:
+    """While inside, ``query_ended(query_id)`` is kept for ``_wait_for_the_end``: from before the task first
+    asks, so an end between its asking and its waiting is not missed."""
     with _queries:
-        _queries.wait_for(lambda: _queries_ended != seen, QUERY_POLL_SECONDS)
+        _watched.add(query_id)
+    try:
+        yield
+    finally:
+        with _queries:
+            _watched.discard(query_id)
+            _ended.discard(query_id)
+
+
+def _wait_for_the_end(query_id: str) -> None:
+    """Until ``query_id`` ends, or ``QUERY_POLL_SECONDS``. Only its own end wakes the task into asking again:
+    with a hundred executions waiting, waking all of them at each query's end made each end cost a hundred
+    requests to the endpoint (#39)."""
+    with _queries:
+        _queries.wait_for(lambda: query_id in _ended, QUERY_POLL_SECONDS)
 
 
 TASK_SERVERS: dict[str, Callable[[TaskHost, Any], Any]] = {}
@@ -154,6 +177,8 @@ class ExecutionRecord:
     error: str | None = None
     cause: str | None = None
     tasks: list[TaskRecord] = field(default_factory=list)
+    started: float = field(default_factory=time.time)  # epoch seconds, as S3's and SQS's times
+    ended: float | None = None
 
     def states(self) -> list[str]:
         """The Task states that ran, in order (a retried one once per attempt)."""
@@ -166,12 +191,13 @@ class ExecutionHost:
     def __init__(
         self,
         deployment: Deployment,
+        pollers: Pollers,
         *,
         node: str = "node",
         role_credentials: Callable[[str], Credentials] | None = None,
     ) -> None:
-        """``role_credentials(role ARN)``: the credentials a machine's tasks act with (IAM enforced);
-        without it, they sign as the deployment's clients do."""
+        """``pollers``: the functions' (``FunctionHost.pollers``). ``role_credentials(role ARN)``: the credentials
+        a machine's tasks act with (IAM enforced); without it, they sign as the deployment's clients do."""
         self.deployment = deployment
         self.node = node
         self.role_credentials = role_credentials
@@ -180,6 +206,15 @@ class ExecutionHost:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._uninstall: Callable[[], None] = lambda: None
+        self._holds = Holds()
+        self.pollers = pollers
+        """Lambda's SQS pollers (``FunctionHost.pollers``): the deployment is at rest only when they are."""
+
+    def held(self, state: str) -> AbstractContextManager[threading.Event]:
+        """Inside the block, an execution that reaches a Task state named ``state`` waits there (before its task
+        runs) until the block ends, as a long query would keep it (a test stops it mid-run); the event yielded
+        is set once one waits."""
+        return self._holds.held(state)
 
     def install(self) -> None:
         import moto.stepfunctions.models as sfn_models
@@ -197,12 +232,19 @@ class ExecutionHost:
                 host._start(machine, execution)
             return execution
 
+        original_stop = sfn_models.StateMachine.stop_execution
+
+        def stop_execution(machine: Any, execution_arn: str) -> Any:
+            execution = original_stop(machine, execution_arn)
+            host._interpreter.send_abort(execution_arn)
+            return execution
+
         setattr(sfn_models.StateMachine, "start_execution", start_execution)  # noqa: B010
-        receiving_alone = pollers.install()
+        setattr(sfn_models.StateMachine, "stop_execution", stop_execution)  # noqa: B010
 
         def uninstall() -> None:
             setattr(sfn_models.StateMachine, "start_execution", original)  # noqa: B010
-            receiving_alone()
+            setattr(sfn_models.StateMachine, "stop_execution", original_stop)  # noqa: B010
             self._interpreter.stop()
 
         self._uninstall = uninstall
@@ -214,20 +256,30 @@ class ExecutionHost:
 
     def wait(self, timeout: float = 300.0) -> list[ExecutionRecord]:
         """Wait until the deployment is at rest: no execution runs (including those that running ones
-        start) and no queue has a message for its function (``pollers.deliver_waiting``); the records,
-        in order."""
+        start), no queue with a function has a message visible, delayed or being delivered (``pollers``);
+        the records, in order."""
         deadline = time.monotonic() + timeout
         while True:
+            remaining = deadline - time.monotonic()
+            # Work moves from a batch under way to an execution it starts (or the reverse) before the one it
+            # leaves ends: the pollers are asked before and after the executions, with no batch begun between.
+            self.pollers.settle(timeout, deadline)
+            began = self.pollers.deliveries
             with self._lock:
                 running = [thread for thread in self._threads if thread.is_alive()]
-            if not running:
-                if not pollers.deliver_waiting(self.deployment.account, self.deployment.region):
-                    return list(self.records.values())
+            if running:
+                if remaining <= 0:
+                    raise LakelineError(f"{len(running)} execution(s) still running after {timeout:.0f} s")
+                running[0].join(remaining)
                 continue
-            remaining = deadline - time.monotonic()
+            if not self.pollers.at_rest() or self.pollers.deliveries != began:
+                continue
+            delayed = self.pollers.next_delayed()
+            if delayed is None:
+                return list(self.records.values())
             if remaining <= 0:
-                raise LakelineError(f"{len(running)} execution(s) still running after {timeout:.0f} s")
-            running[0].join(remaining)
+                raise LakelineError(f"messages sent back to wait in their queues after {timeout:.0f} s")
+            time.sleep(min(delayed + 0.05, remaining))  # a record sent back to wait (a full partition, no slot)
 
     def _start(self, machine: Any, execution: Any) -> None:
         record = ExecutionRecord(execution.execution_arn, json.loads(execution.execution_input or "{}"))
@@ -255,12 +307,28 @@ class ExecutionHost:
         record.error = ended.get("error")
         record.cause = ended.get("cause")
         record.status = ended["status"]
+        record.ended = time.time()
         execution.stop_date = datetime.datetime.now(datetime.UTC)
         if record.status == "SUCCEEDED":
             execution.output = json.dumps(record.output)
         else:
             execution.error, execution.cause = record.error, record.cause
         execution.status = record.status  # last: whoever sees it ended sees its output or error too
+        events.put_status_change(
+            self.deployment.account,
+            self.deployment.region,
+            {
+                "executionArn": record.arn,
+                "stateMachineArn": machine.arn,
+                "name": execution.name,
+                "status": record.status,
+                "input": execution.execution_input,
+                "inputDetails": {"included": True},
+                "output": execution.output if record.status == "SUCCEEDED" else None,
+                "error": record.error,
+                "cause": record.cause,
+            },
+        )
 
     def _interpret(
         self, definition: Any, input: Any, context: Any, record: ExecutionRecord, tasks: TaskHost
@@ -279,6 +347,7 @@ class ExecutionHost:
                 if "done" in message:
                     return dict(message["done"])
                 task = message["task"]
+                self._holds.wait_at(task["state"])
                 done = TaskRecord(task["state"], task["resource"], task["input"])
                 record.tasks.append(done)
                 try:
@@ -326,6 +395,13 @@ class Interpreter:
             found = self._queues.get(key)
         if found is not None:
             self._write(found[0], {"execution": key, **message})
+
+    def send_abort(self, key: str) -> None:
+        """Stop execution ``key`` (``StopExecution``): it ends ABORTED once the task under way returns."""
+        with self._lock:
+            found = self._queues.get(key)
+        if found is not None:
+            self._write(found[0], {"abort": key})
 
     def forget(self, key: str) -> None:
         with self._lock:
@@ -444,12 +520,12 @@ class TaskHost:
             query_id = athena.start_query_execution(**parameters)["QueryExecutionId"]
             if self.execution is not None:
                 timings.link(query_id, self.execution)
-            while True:
-                seen = _queries_ended
-                described = athena.get_query_execution(QueryExecutionId=query_id)
-                if described["QueryExecution"]["Status"]["State"] in ENDED_QUERY_STATES:
-                    break
-                _wait_for_a_query_end(seen)
+            with _watching(query_id):
+                while True:
+                    described = athena.get_query_execution(QueryExecutionId=query_id)
+                    if described["QueryExecution"]["Status"]["State"] in ENDED_QUERY_STATES:
+                        break
+                    _wait_for_the_end(query_id)
         except ClientError as error:
             raise TaskFailed(f"Athena.{error.response['Error']['Code']}", str(error)) from error
         described.pop("ResponseMetadata", None)

@@ -34,7 +34,9 @@ from typing import IO, Any
 from lakeline.aws.distributions import AWS_SDK, POWERTOOLS_LAYER
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal import timings
+from lakeline.local.rehearsal.holds import Holds
 from lakeline.local.rehearsal.iam import Credentials
+from lakeline.local.rehearsal.pollers import Pollers
 
 # The distributions a function has in AWS besides its code: the runtime's AWS SDK and the public
 # Powertools layer (stacks.constructs.bundling.PROVIDED_DISTRIBUTIONS names the same).
@@ -49,7 +51,7 @@ PROVIDED = [
 # event a line on ``events`` and one reply a line on ``results``. ``serve`` runs in a process of its own
 # (``RUNNER``) or in a child forked by the zygote (``ZYGOTE``).
 COMMON = r"""
-import importlib, importlib.abc, importlib.machinery, importlib.metadata, json, os, sys, sysconfig, traceback
+import importlib, importlib.abc, importlib.machinery, importlib.metadata, json, os, sys, sysconfig, time, traceback
 
 venv = sysconfig.get_paths()["purelib"]
 owners = importlib.metadata.packages_distributions()
@@ -96,8 +98,11 @@ def serve(config, events, results):
         log_group_name = "/aws/lambda/" + config["function"]
         log_stream_name = "rehearsal"
 
-        def get_remaining_time_in_millis(self):
-            return config["timeout"] * 1000
+        def __init__(self):
+            self.deadline = time.monotonic() + config["timeout"]
+
+        def get_remaining_time_in_millis(self):  # what is left of the function's timeout, as in Lambda
+            return max(0, int((self.deadline - time.monotonic()) * 1000))
 
     handler = None
     for line in events:  # one event a line; the process lives on between them, as a warm Lambda does
@@ -545,6 +550,7 @@ class FunctionHost:
         region: str,
         lambda_client: Any,
         *,
+        account: str,
         logs: Path | None = None,
         role_credentials: Callable[[str, str], Credentials] | None = None,
     ) -> None:
@@ -569,12 +575,22 @@ class FunctionHost:
         self.invocations: list[tuple[str, Any, Any]] = []
         """(function, event, result or the error) of each invocation, in order."""
         self._uninstall: Callable[[], None] = lambda: None
+        self._holds = Holds()
+        self.pollers = Pollers(account, region)
+        """Lambda's SQS pollers: the queues' messages delivered to these functions apart from their senders."""
+
+    def held(self, name_part: str) -> contextlib.AbstractContextManager[threading.Event]:
+        """Inside the block, an invocation of a function whose name contains ``name_part`` waits before its
+        handler runs until the block ends, as a slow batch would keep it (a test asserts what goes on
+        meanwhile); the event yielded is set once one waits."""
+        return self._holds.held(name_part)
 
     def invoke(self, name: str, event: Any) -> Any:
         """Run function ``name`` on ``event``, recorded in ``invocations``; its result or ``FunctionError``."""
         environment = self.environments.get(name)
         if environment is None:
             raise FunctionError(f"{name} has no bundled asset in the cloud assembly")
+        self._holds.wait_at(name, by_part=True)
         try:
             result = environment.invoke(event)
         except FunctionError as error:
@@ -604,8 +620,15 @@ class FunctionHost:
         original = lambda_models.LambdaFunction.invoke
         setattr(lambda_models.LambdaFunction, "invoke", run)  # noqa: B010
         self._uninstall = lambda: setattr(lambda_models.LambdaFunction, "invoke", original)
+        self.pollers.install()
 
     def uninstall(self) -> None:
-        """Let moto invoke functions as it does again (other users of this process), and stop them."""
+        """Let moto invoke and deliver as it does again (other users of this process), and stop the functions."""
+        self.pollers.uninstall()
         self._uninstall()
         self.stop()
+
+    def settle(self, timeout: float = 300.0) -> None:
+        """Wait until no queue with a function has a message visible or being delivered (a delayed one may
+        wait on; ``ExecutionHost.wait`` waits for everything, executions too)."""
+        self.pollers.settle(timeout)

@@ -16,6 +16,9 @@ does not check, each a documented gap (``tests/rehearsal/test_iam.py``):
   any resource (the same limit as ``tests/infrastructure/test_grants.py``);
 - conditions of identity policies (an ``Allow`` with a condition counts as allowing; a conditional
   ``Deny`` is left out);
+- ``NotResource`` where moto does not name the resource (the services above): a statement with it is taken as
+  naming every resource, so a ``Deny`` with ``NotResource`` refuses its actions there (stricter than AWS);
+  where it names one (S3, SQS) a statement applies to the resources it does not list, as in AWS;
 - key policies and the KMS use an encrypted bucket or queue implies; resource policies of buckets,
   queues and topics;
 - what AWS services other than Athena do with the caller's credentials (Athena's reads and writes of Glue
@@ -32,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +98,16 @@ def role_credentials(account: str, region: str, role_arn: str, session: str) -> 
     return Credentials(assumed.access_key_id, assumed.secret_access_key, assumed.session_token)
 
 
+def permitted(policies: Iterable[Any], action: str, resource: str) -> bool:
+    """Whether ``policies`` (moto's policy objects, or documents as JSON text) allow ``action`` on ``resource``, as
+    IAM decides within one account: an explicit deny in any wins, else one must allow."""
+    from moto.iam.access_control import IAMPolicy, PermissionResult
+
+    _patch_moto()
+    results = [IAMPolicy(policy).is_action_permitted(action, resource) for policy in policies]
+    return PermissionResult.DENIED not in results and PermissionResult.PERMITTED in results
+
+
 def enforce() -> None:
     """Authorize every request from now on (until ``relax``)."""
     from moto import settings
@@ -137,6 +151,14 @@ def _patch_moto() -> None:
                 if resource == "*" and ("Resource" in statement or "NotResource" in statement):
                     statement.pop("NotResource", None)
                     statement["Resource"] = "*"  # moto did not say which resource: actions only
+                elif "NotResource" in statement:
+                    # moto takes a statement without "Resource" for a trust policy's and so as applying to every
+                    # resource, whatever its effect: a Deny with NotResource allowed everything, an Allow with
+                    # NotResource allowed the resources it excludes. It applies to the resources not listed.
+                    if self._check_element_matches("NotResource", resource):
+                        return access_control.PermissionResult.NEUTRAL
+                    statement.pop("NotResource")
+                    statement["Resource"] = "*"
             return original(statement_class(statement), action, resource, principal, incoming_condition_values)
 
         def matches(self: Any, element: str, value: str) -> bool:

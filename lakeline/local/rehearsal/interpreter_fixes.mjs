@@ -7,6 +7,10 @@
 // value holding a quote or a backslash gave invalid JSON (a stage plan's arrivals are JSON strings: every
 // Glue job task's --plan was broken). Step Functions unescapes the literals, not the results: so here.
 //
+// States.Hash: the interpreter's own SHA-256 (and SHA-384, SHA-512) gives one digest for every input longer than
+// a block (64 bytes): the Athena tasks' ClientRequestToken, a hash of the execution's id and the state, was then
+// the same for each state. Node's crypto computes the digests instead, lowercase hexadecimal as Step Functions'.
+//
 // Payload size: the interpreter passes on data of any size; Step Functions fails a state whose input (after
 // Parameters), task result or output is over 256 KiB as UTF-8 with States.DataLimitExceeded, a terminal error
 // no Retry or Catch takes (not even States.ALL): so here, each checked where the state executor makes it.
@@ -28,6 +32,18 @@ function lakelineDataLimit(stateName, what, value) {
 }
 `;
 const FIXES = [
+  {
+    name: "States.Hash digests with Node's crypto (the module's import)",
+    before: "// src/util/hash/BaseHash.ts\n",
+    after: 'import { createHash as lakelineCreateHash } from "node:crypto";\n// src/util/hash/BaseHash.ts\n',
+  },
+  {
+    name: "States.Hash digests with Node's crypto",
+    before: '    switch (algorithm) {\n      case "MD5":\n        return md5.getDigest(str);\n',
+    after:
+      '    return lakelineCreateHash(algorithm.replace("-", "").toLowerCase()).update(str, "utf8").digest("hex");\n' +
+      '    switch (algorithm) {\n      case "MD5":\n        return md5.getDigest(str);\n',
+  },
   {
     name: "an intrinsic function's string result keeps its backslashes",
     before: 'if (typeof result === "string") {\n      result = result.replaceAll("\\\\", "");\n    }\n',

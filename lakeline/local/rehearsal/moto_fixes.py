@@ -8,8 +8,9 @@ changes the code they patch.
   error about the key.
 - EventBridge: S3's delivery loops over every rule inside one bare ``except``, and a rule with a Lambda
   target (the nightly lineage schedule) raises ``NotImplementedError``, which silently stops delivery to
-  every other rule (the raw-arrival rule into queue A). A Lambda target is skipped here instead; the
-  rehearsal invokes functions itself.
+  every other rule (the raw-arrival rule into queue A); and a scheduled rule, which has no pattern, matches
+  every event. A scheduled rule gets no event here, and a Lambda target is invoked as EventBridge invokes it
+  (``lakeline.local.rehearsal.events``).
 - Custom resources: moto invokes their handler function in Docker and waits for a response to a URL
   inside Docker. Here they are carried out in-process (``custom_resources``), as the CDK handlers would.
 - ``AWS::Lambda::Function``: moto's CloudFormation drops ``Layers``, so every deployed function ran with
@@ -33,6 +34,7 @@ changes the code they patch.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
@@ -165,13 +167,19 @@ def _fix_kms_key_tags() -> None:
 def _fix_events_lambda_targets() -> None:
     import moto.events.models as events_models
 
+    from lakeline.local.rehearsal.events import deliver, lambda_targets
+
     original = events_models.Rule.send_to_targets
 
     def send_to_targets(self: Any, event: Any, transform_input: bool = True) -> Any:
-        try:
-            return original(self, event, transform_input=transform_input)
-        except NotImplementedError:
-            return None  # a Lambda target: not delivered by moto; the other rules still are
+        if self.scheduled_expression:
+            return None  # a scheduled rule matches no event: its schedule fires it (events.fire_schedules)
+        # A Lambda target raises: it is delivered below, and the other rules still get the event.
+        with contextlib.suppress(NotImplementedError):
+            original(self, event, transform_input=transform_input)
+        if lambda_targets(self) and self.event_pattern.matches_event(event):
+            deliver(self, event)
+        return None
 
     setattr(events_models.Rule, "send_to_targets", send_to_targets)  # noqa: B010
 

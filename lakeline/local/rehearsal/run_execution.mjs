@@ -4,7 +4,8 @@
 // One process runs every execution of a deployment, side by side (Node's start and the interpreter's load
 // are paid once, not per execution); each message names its execution:
 //   in:  {"start": execution, "definition", "input", "context"} starts one; then one
-//        {"execution", "id", "output"} or {"execution", "id", "error", "cause"} per task it reached
+//        {"execution", "id", "output"} or {"execution", "id", "error", "cause"} per task it reached;
+//        {"abort": execution} stops it (StopExecution), its end then ABORTED
 //   out: {"execution", "task": {"id", "state", "resource", "input"}} per Task state reached (the task host
 //        does the work the resource names), then {"execution", "done": {"status", "output" | "error", "cause"}}
 // The process ends when its stdin closes and the executions under way have ended.
@@ -27,11 +28,14 @@ if (typeof Promise.withResolvers !== "function") {
   };
 }
 
-const { StateMachine, ExecutionError } = await import("aws-local-stepfunctions");
+const { StateMachine, ExecutionError, ExecutionAbortedError, ExecutionTimeoutError } = await import(
+  "aws-local-stepfunctions"
+);
 
 const lines = createInterface({ input: process.stdin });
 const pending = new Map(); // task id → its promise's resolve and reject
 const running = new Set(); // the executions' promises, until each has sent its end
+const started = new Map(); // execution → the interpreter's run, which an abort message stops
 let counter = 0;
 
 function send(message) {
@@ -82,24 +86,36 @@ async function run(execution, request) {
   }
   try {
     const machine = new StateMachine(definition);
-    const started = machine.run(request.input, {
+    const interpreted = machine.run(request.input, {
       overrides: { taskResourceLocalHandlers: handlers, retryIntervalOverrides: retryWaits },
       context: request.context,
     });
-    const output = await started.result;
+    started.set(execution, interpreted);
+    const output = await interpreted.result;
     send({ execution, done: { status: "SUCCEEDED", output } });
   } catch (error) {
-    if (error instanceof ExecutionError) {
+    // Step Functions ends these itself, outside any Catch: no error of a state's.
+    if (error instanceof ExecutionAbortedError) {
+      send({ execution, done: { status: "ABORTED" } });
+    } else if (error instanceof ExecutionTimeoutError) {
+      send({ execution, done: { status: "TIMED_OUT", error: "States.Timeout", cause: "the execution timed out" } });
+    } else if (error instanceof ExecutionError) {
       const cause = error.cause ?? error; // the error the execution failed with (a Fail state's, or a task's)
       send({ execution, done: { status: "FAILED", error: cause.name, cause: cause.message } });
     } else {
       send({ execution, done: { status: "FAILED", error: "States.Runtime", cause: String(error?.stack ?? error) } });
     }
+  } finally {
+    started.delete(execution);
   }
 }
 
 lines.on("line", (line) => {
   const message = JSON.parse(line);
+  if ("abort" in message) {
+    started.get(message.abort)?.abort();
+    return;
+  }
   if ("start" in message) {
     const execution = run(message.start, message);
     running.add(execution);

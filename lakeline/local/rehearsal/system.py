@@ -204,6 +204,7 @@ def function_host(deployment: Deployment, assembly: Path, logs: Path) -> Functio
         deployment.endpoint,
         deployment.region,
         deployment.client("lambda"),
+        account=deployment.account,
         logs=logs,
         role_credentials=lambda role, session: iam.role_credentials(
             deployment.account, deployment.region, role, session
@@ -211,10 +212,12 @@ def function_host(deployment: Deployment, assembly: Path, logs: Path) -> Functio
     )
 
 
-def execution_host(deployment: Deployment) -> ExecutionHost:
-    """The deployment's executions, each machine's tasks acting with its role's credentials (not installed)."""
+def execution_host(deployment: Deployment, functions: FunctionHost) -> ExecutionHost:
+    """The deployment's executions, each machine's tasks acting with its role's credentials (not installed);
+    at rest only when ``functions``' queues are."""
     return ExecutionHost(
         deployment,
+        functions.pollers,
         role_credentials=lambda role: iam.role_credentials(deployment.account, deployment.region, role, "execution"),
     )
 
@@ -242,7 +245,7 @@ def stood_up(
         spark = engine() if callable(engine) else engine
         athena = install_local_athena(spark, work / "s3", database_prefix=database_prefix)
         stack.callback(athena.stop)
-        executions = execution_host(deployment)
+        executions = execution_host(deployment, functions)
         executions.install()
         stack.callback(executions.uninstall)
         yield DeployedSystem(deployment, functions, athena, executions)

@@ -114,7 +114,7 @@ def local_glue(
 def executions(
     deployment: Deployment, functions: FunctionHost, local_athena: LocalAthena, local_glue: LocalGlue
 ) -> Iterator[ExecutionHost]:
-    host = execution_host(deployment)
+    host = execution_host(deployment, functions)
     host.install()
     yield host
     host.uninstall()

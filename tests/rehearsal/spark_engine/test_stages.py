@@ -15,6 +15,7 @@ from boto3.dynamodb.types import TypeSerializer
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.glue import LocalGlue
+from stacks.constructs.workflow import THROTTLED_RETRIES
 from tests.rehearsal.support import (
     archived_events,
     bucket,
@@ -247,7 +248,8 @@ def test_a_machine_role_without_glue_start_job_run_is_refused_and_takes_the_catc
 def test_a_job_at_its_concurrency_limit_is_retried_by_the_definition_then_caught(
     deployment: Deployment, executions: ExecutionHost, local_glue: LocalGlue, lake: None
 ) -> None:
-    """``Glue.ConcurrentRunsExceededException`` is retried (MaxAttempts 10, no wait here), then the Catch
+    """``Glue.ConcurrentRunsExceededException`` is retried within the throttling budget (``THROTTLED_RETRIES``,
+    no wait here), then the Catch
     parks the message. The job is put at its limit in moto's backend (its ``MaxConcurrentRuns`` 0), as if
     other runs held every slot."""
     from moto.glue.models import glue_backends
@@ -266,7 +268,8 @@ def test_a_job_at_its_concurrency_limit_is_retried_by_the_definition_then_caught
         if executions.records[r["executionArn"]].input["plan"]["partition"] == {"date": "20240306"}
     ]
     record = executions.records[run["executionArn"]]
-    assert record.states() == ["RunStepsSpark"] * 11 + ["StageBRecord"]  # the first attempt and 10 retries
-    assert {task.error for task in record.tasks[:11]} == {"Glue.ConcurrentRunsExceededException"}
+    attempts = THROTTLED_RETRIES + 1  # the first attempt and the retries
+    assert record.states() == ["RunStepsSpark"] * attempts + ["StageBRecord"]
+    assert {task.error for task in record.tasks[:attempts]} == {"Glue.ConcurrentRunsExceededException"}
     reasons = [r for body, r in parked(deployment, "StageBDeadLetterQueueUrl").items() if "20240306" in body]
     assert len(reasons) == 1 and reasons[0].startswith("spark failed: Glue.ConcurrentRunsExceededException")
