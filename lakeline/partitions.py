@@ -218,16 +218,21 @@ class LeasedRunEnd:
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     slots: RunSlots | None = None  # the stage's runs in flight (``lakeline.commits.slots``)
 
-    def _release_slot(self, lease: dict[str, Any]) -> None:
-        """The run is over: its slot goes back before its follow-up is queued, which may then take it."""
-        if self.slots is not None:
-            self.slots.release(Lease.from_dict(lease).owner)
+    def _end_slot(self, lease: dict[str, Any], follow_up: Lease | None) -> None:
+        """The run is over: its slot passes to its follow-up run (``RunSlots.hand_over``), which then starts
+        without waiting for one, or goes back. After the lease is settled, so a retry after a crash between finds
+        the same follow-up (``finish`` is idempotent) and hands the slot over then."""
+        if self.slots is None:
+            return
+        owner = Lease.from_dict(lease).owner
+        if follow_up is None or not self.slots.hand_over(owner, follow_up.owner):
+            self.slots.release(owner)
 
     def after_publish(self, lease: dict[str, Any], *, wrote: bool, root: str) -> Settlement:
-        self._release_slot(lease)
         settled = settle_run(
             self.commits, Lease.from_dict(lease), self.store, wrote=wrote, root=root, grace_seconds=self.grace_seconds
         )
+        self._end_slot(lease, settled.follow_up)
         if settled.follow_up is not None:
             send_follow_up(self.sqs, self.queue_url, settled.follow_up)
         return settled
@@ -237,8 +242,8 @@ class LeasedRunEnd:
         that post-update ended it already: then it may be a follow-up run's lease now (handed over, even
         committed), which an idempotent repeat of ``after_publish`` would end under it."""
         taken = Lease.from_dict(lease)
-        self._release_slot(lease)
         if self.commits.read(taken.key).lease_owner != taken.owner:
+            self._end_slot(lease, None)  # handed over already, or given back: nothing, else given back now
             return Settlement(None)
         return self.after_publish(lease, wrote=wrote, root=root)
 
@@ -246,13 +251,14 @@ class LeasedRunEnd:
         """A failure after the commit (the catalog swap) keeps the committed version (the next run points
         the catalog at it); any other abandons the run's output. ``held`` says whether the run's arrivals
         are the caller's to park."""
-        self._release_slot(lease)
         if failed_step == "publish":
             settled = settle_run(self.commits, Lease.from_dict(lease), self.store, wrote=True, root=root, swapped=False)
+            self._end_slot(lease, settled.follow_up)
             if settled.follow_up is not None:
                 send_follow_up(self.sqs, self.queue_url, settled.follow_up)
             return Abandoned(True, settled.follow_up, 0)
         abandoned = abandon_run(self.commits, Lease.from_dict(lease), self.store, root=root)
+        self._end_slot(lease, abandoned.follow_up)
         if abandoned.follow_up is not None:
             send_follow_up(self.sqs, self.queue_url, abandoned.follow_up)
         return abandoned

@@ -33,7 +33,7 @@ from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
 from lakeline.storage import S3ObjectStore
 from lambdas.environments import StageARouterEnvironment
-from lambdas.router import RouterRuntime, router_runtime, send_back, send_back_to_wait
+from lambdas.router import RouterRuntime, router_runtime, send_back, send_back_to_wait, times_waited
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
 from stage_a.start import plan_follow_up, start_plan, start_stage_a
@@ -85,6 +85,7 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
     if follow_up is not None:
         plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits, run.manifests)
         if plan is None:
+            run.slots.release(follow_up.owner)  # the slot its run's end handed it, if any
             logger.info("follow-up no longer holds its partition; nothing to start", extra={"run": follow_up.owner})
             return
         try:
@@ -138,8 +139,8 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
 def wait_in_queue(run: Runtime, record: SQSRecord, reason: NoRunSlot | PartitionFull) -> None:
     """The record goes back to queue A to wait: for a free slot (its run keeps its partition's lease), or for room
     in its partition's item, which holds as many waiting arrivals as it may."""
-    send_back_to_wait(run.sqs, run.environment.stage_a_queue_url, record.body, reason)
-    logger.info("sent back to queue A to wait", extra={"id": record.message_id, "reason": str(reason)})
+    delay = send_back_to_wait(run.sqs, run.environment.stage_a_queue_url, record, reason)
+    logger.info("sent back to queue A to wait", extra={"id": record.message_id, "reason": str(reason), "delay": delay})
     metric = "RunsWaitingForASlot" if isinstance(reason, NoRunSlot) else "DeferredRecords"
     metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
 
@@ -147,7 +148,7 @@ def wait_in_queue(run: Runtime, record: SQSRecord, reason: NoRunSlot | Partition
 def defer(run: Runtime, record: SQSRecord) -> None:
     """Send the record back to queue A as a new message, then let this one go: its receive count stays as it was,
     and an arrival sent twice (a crash between the two) is the same arrival, recorded once."""
-    send_back(run.sqs, run.environment.stage_a_queue_url, record.body)
+    send_back(run.sqs, run.environment.stage_a_queue_url, record.body, waited=times_waited(record))
     logger.info("no time left for the record in this invocation: sent back to queue A", extra={"id": record.message_id})
     metrics.add_metric(name="DeferredRecords", unit=MetricUnit.Count, value=1)
 

@@ -89,11 +89,17 @@ def handle_record(record: SQSRecord) -> None:
         return
     except PartitionFull as full:
         # Its target partition's item holds as many waiting messages as it may: it waits in the queue instead.
-        send_back_to_wait(run.sqs, run.environment.stage_b_queue_url, record.body, full)
-        logger.info("message sent back to queue B to wait", extra={"reason": str(full)})
+        delay = send_back_to_wait(run.sqs, run.environment.stage_b_queue_url, record, full)
+        logger.info("message sent back to queue B to wait", extra={"reason": str(full), "delay": delay})
         metrics.add_metric(name="DeferredMessages", unit=MetricUnit.Count, value=1)
         return
     if planned is None:
+        if follow_up is not None:
+            run.slots.release(follow_up.owner)  # no longer its partition's: the slot its run's end handed it, if any
+            logger.info(
+                "follow-up no longer holds its target partition; nothing to start", extra={"run": follow_up.owner}
+            )
+            return
         logger.info("message waits for the target partition's run in flight", extra={"body": record.body[:500]})
         return
     try:
@@ -101,8 +107,8 @@ def handle_record(record: SQSRecord) -> None:
 
     except NoRunSlot as busy:
         # The run keeps its partition's lease; its message goes back to queue B, to start when a slot is free.
-        send_back_to_wait(run.sqs, run.environment.stage_b_queue_url, record.body, busy)
-        logger.info("run waits for a slot: sent back to queue B", extra={"reason": str(busy)})
+        delay = send_back_to_wait(run.sqs, run.environment.stage_b_queue_url, record, busy)
+        logger.info("run waits for a slot: sent back to queue B", extra={"reason": str(busy), "delay": delay})
         metrics.add_metric(name="DeferredMessages", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)

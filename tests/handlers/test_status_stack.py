@@ -429,6 +429,8 @@ def test_reprocess_raw_of_an_unpartitioned_table_or_a_stack_without_the_raw_buck
 def test_runs_in_flight_and_records_waiting_out_a_delay_are_shown(stack: dict[str, Any]) -> None:
     """Back-pressure (#39): the run slots each stage's executions hold, and the records the routers sent back to
     their queue to wait (a partition's waiting list full, no free slot), which no other count shows."""
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
     from lakeline.commits import PartitionFull
     from lakeline.commits.slots import NoRunSlot, RunSlots
     from lambdas.router import send_back_to_wait
@@ -436,9 +438,10 @@ def test_runs_in_flight_and_records_waiting_out_a_delay_are_shown(stack: dict[st
     for token in ("20220120t000000000000_0000000001", "20220120t000000000000_0000000002"):
         RunSlots(stack["dynamodb"], "pipeline-state", "a").take(token)
     RunSlots(stack["dynamodb"], "pipeline-state", "b").take("20220120t000000000000_0000000003")
-    send_back_to_wait(stack["sqs"], stack["queue_a"], "{}", PartitionFull("full"))
-    send_back_to_wait(stack["sqs"], stack["queue_b"], "{}", NoRunSlot("no slot"))
-    send_back_to_wait(stack["sqs"], stack["queue_b"], "{}", PartitionFull("full"))
+    record = SQSRecord({"body": "{}", "messageAttributes": {}})
+    send_back_to_wait(stack["sqs"], stack["queue_a"], record, PartitionFull("full"))
+    send_back_to_wait(stack["sqs"], stack["queue_b"], record, NoRunSlot("no slot"))
+    send_back_to_wait(stack["sqs"], stack["queue_b"], record, PartitionFull("full"))
     report = json.loads(status("--format", "json").output)
     assert report["runs_in_flight"] == {"stage a": 2, "stage b": 1}
     assert report["delayed"] == {"stage a": 1, "stage b": 2}

@@ -108,3 +108,31 @@ def test_slots_taken_before_the_counter_had_its_map_are_given_back_and_counted_o
     scanned.clear()
     slots.take("r2")
     assert slots.release_expired() == [] and scanned == []  # no slot item from before can be left: no scan
+
+
+def test_a_run_s_slot_passes_to_its_follow_up_once_and_the_count_does_not_change(slots: RunSlots) -> None:
+    """The end of a run whose partition has arrivals waiting hands its slot to the follow-up run (#39), which then
+    starts while every slot is held: it does not wait behind partitions that hold none."""
+    slots.take("r1")
+    slots.take("r2")
+    assert slots.hand_over("r1", "f1")
+    assert not slots.hand_over("r1", "f1")  # a retried run end: handed over already
+    slots.take("f1")  # the follow-up's router: it holds one, so no NoRunSlot although the stage is full
+    assert slots.in_flight() == 2
+    with pytest.raises(NoRunSlot):
+        slots.take("r3")
+    assert not slots.release("r1")  # the run's own slot is the follow-up's now
+    assert not slots.hand_over("never", "f2")  # a run that held none hands nothing over
+    with pytest.raises(NoRunSlot):
+        slots.take("f2")
+    assert slots.release("f1") and slots.in_flight() == 1
+
+
+def test_the_handed_over_slot_expires_with_the_follow_up_s_lease(slots: RunSlots, clock: Clock) -> None:
+    slots.take("r1")
+    clock.now += 500
+    slots.hand_over("r1", "f1")
+    clock.now += 200  # past r1's expiry, not past the follow-up's own
+    assert slots.release_expired() == []
+    clock.now += 401
+    assert slots.release_expired() == ["f1"] and slots.in_flight() == 0
