@@ -9,9 +9,7 @@ session the handlers build their clients from; nothing is replaced by a fake.
 from __future__ import annotations
 
 import copy
-import importlib
 import json
-import pkgutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -336,21 +334,6 @@ def fresh_default_session(monkeypatch: pytest.MonkeyPatch) -> Iterator[boto3.Ses
     boto3.setup_default_session(region_name=REGION)
     assert boto3.DEFAULT_SESSION is not None
     yield boto3.DEFAULT_SESSION
-
-
-def reset_handler_caches() -> None:
-    """Forget the clients and configuration every handler caches per execution environment, so that
-    the next invocation builds them against the current endpoint and environment variables."""
-    import lambdas
-
-    for module_info in pkgutil.iter_modules(lambdas.__path__):
-        if not module_info.ispkg:  # a module the handlers share (lambdas/post_update.py), not a function
-            continue
-        module = importlib.import_module(f"lambdas.{module_info.name}.handler")
-        for value in vars(module).values():
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear) and getattr(value, "__module__", None) == module.__name__:
-                clear()
 
 
 # -- the stage A cloud path on moto ------------------------------------------------------------------------

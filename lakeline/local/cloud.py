@@ -20,6 +20,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.table import LINEAGE_TABLE
+from lakeline.local.handler_caches import reset_handler_caches
 from lakeline.local.workspace import WorkspaceDamaged, write_json
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class LocalCloud:
         lambda_environment = cloud.lambda_environment()
         cloud._saved_environment.update({name: os.environ.get(name) for name in lambda_environment})
         os.environ.update(lambda_environment)
+        reset_handler_caches()  # built against another endpoint, if this process ran one before
         return cloud
 
     def lambda_environment(self) -> dict[str, str]:
@@ -191,6 +193,7 @@ class LocalCloud:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        reset_handler_caches()
 
     def _remove_resources(self) -> None:
         from botocore.exceptions import ClientError

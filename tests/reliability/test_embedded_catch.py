@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from harness.faults import reset_handler_caches
 from lakeline.commits import PartitionCommits, commit_key
 from lakeline.engines.spark import SparkEngine
 from lakeline.local import event_flow
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow
+from lakeline.local.handler_caches import reset_handler_caches
 from lakeline.local.workspace import Workspace
 from lakeline.operations.dead_letters import redrive
 
