@@ -3,11 +3,12 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+CHECKOV_VENV := .venv-checkov
 DEMO_WORKSPACE ?= .lakeline-demo
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test check lint typecheck pytest install synth clean
+.PHONY: demo test check lint typecheck pytest install synth checkov clean
 
 $(BIN)/python:
 	@echo "make: creating $(VENV); the first install builds PySpark from its ~456 MB source archive (minutes), then pip caches it"
@@ -32,7 +33,17 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(VENV)/.installed-dev node_modules/.installed
+# checkov (scans the synthesized templates, tests/infrastructure/test_cdk_synth.py) in a venv of its own: it pins
+# boto3 1.35.x, which conflicts with constraints.txt. Its own pins are in constraints-checkov.txt.
+$(CHECKOV_VENV)/.installed: constraints-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -c constraints-checkov.txt checkov
+	touch $@
+
+checkov: $(CHECKOV_VENV)/.installed
+
+install: $(VENV)/.installed-dev node_modules/.installed $(CHECKOV_VENV)/.installed
 
 synth: $(VENV)/.installed-dev node_modules/.installed
 	npx cdk synth --quiet
@@ -57,7 +68,7 @@ typecheck: $(VENV)/.installed-dev
 # whole units (tests/conftest.py: a module, the rehearsal tier, the handler and infrastructure tiers together).
 # PYTEST_WORKERS=0 runs in one process. pytest's exit code stands: 5 when no test ran, 1 when any worker's failed.
 PYTEST_WORKERS ?= 2
-pytest: $(VENV)/.installed-dev node_modules/.installed
+pytest: $(VENV)/.installed-dev node_modules/.installed $(CHECKOV_VENV)/.installed
 	bash scripts/ensure-chromium.sh
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
@@ -66,4 +77,4 @@ check: lint typecheck
 test: check pytest
 
 clean:
-	rm -rf $(VENV) $(DEMO_WORKSPACE) .pytest_cache .mypy_cache .ruff_cache cdk.out
+	rm -rf $(VENV) $(CHECKOV_VENV) $(DEMO_WORKSPACE) .pytest_cache .mypy_cache .ruff_cache cdk.out
