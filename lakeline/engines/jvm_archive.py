@@ -77,8 +77,13 @@ def _key(java_options: str) -> str:
     described = {
         "java": [str(java_file), java_file.stat().st_mtime_ns if java_file else None],
         "spark": [pyspark.__version__, sorted(jar.name for jar in jars.glob("*.jar"))],
-        # Only the options that shape the JVM: a workspace's own paths (-D) change no loaded class.
-        "options": sorted(option for option in java_options.split() if option.startswith("-XX:")),
+        # Only the options that shape the JVM: a workspace's own paths (-D, where a crash report goes) change no
+        # loaded class.
+        "options": sorted(
+            option
+            for option in java_options.split()
+            if option.startswith("-XX:") and not option.startswith("-XX:ErrorFile=")
+        ),
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -102,6 +102,10 @@ def local_spark_session(
     set_aside_half_made_metastore(metastore)
     log_config = Path(__file__).with_name("log4j2.properties")
     java_options = f"-Dderby.system.home={metastore} -Dlog4j.configurationFile=file:{log_config}"
+    # A JVM that crashes (a class-data archive cut short maps as SIGBUS) writes its report beside its log, not
+    # into whatever folder the command was run from.
+    (workspace / "state").mkdir(parents=True, exist_ok=True)
+    java_options += f" -XX:ErrorFile={workspace / 'state' / 'hs_err_pid%p.log'}"
     if quick_start:
         java_options = " ".join((java_options, *QUICK_START_JAVA_OPTIONS))
     archive = archive_options(archives or archive_folder(), java_options)

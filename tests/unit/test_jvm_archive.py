@@ -73,6 +73,7 @@ def test_another_jvm_or_options_need_another_archive_and_old_ones_go(tmp_path: P
 
     assert _key(OPTIONS) == _key("-Dderby.system.home=/elsewhere -XX:TieredStopAtLevel=1")  # paths do not count
     assert _key(OPTIONS) != _key("-Dderby.system.home=/somewhere")
+    assert _key(OPTIONS) == _key(f"{OPTIONS} -XX:ErrorFile=/project/.lakeline/state/hs_err_pid%p.log")
     assert _option(archive_options(tmp_path, OPTIONS), "SharedArchiveFile") is not None
     newest_old = {f"spark-old{index}.jsa" for index in range(KEPT + 1)[-(KEPT - 1) :]}
     assert {path.name for path in tmp_path.iterdir()} == {f"spark-{_key(OPTIONS)}.jsa", *newest_old}
