@@ -34,9 +34,7 @@ DATABASE = "type_check_benchmark"
 
 def _check(folder: Path, name: str, *, multiline: bool) -> TypeCheck:
     schema = TableSchema(DATABASE, "sales", COLUMNS, format="csv", multiline_fields=multiline)
-    check = plan_type_check(
-        schema, database=DATABASE, temp_table=f"t_{name}", location=folder.as_uri(), files_filter=""
-    )
+    check = plan_type_check(schema, database=DATABASE, temp_table=f"t_{name}", location=folder.as_uri())
     assert check is not None
     return check
 

@@ -370,6 +370,8 @@ def stage_a_cloud(monkeypatch: pytest.MonkeyPatch, tables: tuple[str, ...] = STA
         queue, dead_letters = create_queue_with_dead_letters(sqs, "queue-a")
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = create_pass_state_machine(sfn, "stage-a")
+        # Every leased plan writes its manifests there (stage_a.manifest).
+        boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
         glue = boto3.client("glue", region_name=REGION)
         glue.create_database(DatabaseInput={"Name": "eng_mysql_raw_dev"})
         for table in tables:

@@ -1,7 +1,8 @@
-"""The files a compaction or a rewrite reads, named in a manifest instead of in its SQL (#39).
+"""The files a stage A run reads, named in a manifest instead of in its SQL (#39).
 
-Listing every loaded file in the CTAS (``"$path" IN (...)``) makes the statement and the state machine input
-grow with the partition's history: at ~2,000 files the SQL passes Athena's 262,144 bytes. Instead the plan
+Listing the files in the SQL (``"$path" IN (...)``) makes the statement and the state machine input grow with
+the batch (an append, the type check) or the partition's history (a compaction, a rewrite): at ~2,000 files
+the SQL passes Athena's 262,144 bytes. Instead the plan
 writes a symlink manifest (one file's location a line) into the run's manifest prefix
 (``lakeline.storage.manifest_prefix``) and the run reads it through a temp external table with the raw
 table's SerDe and Hive's ``SymlinkTextInputFormat``, which Athena reads for Parquet, ORC, JSON and text, and
@@ -12,14 +13,16 @@ size whatever the partition holds; the manifest goes with the run's prefix (its 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lakeline.engines.base import TableSchema
 from lakeline.engines.symlink import MULTILINE_PROPERTY, SYMLINK_INPUT_FORMAT
 from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, string_literal
-from stage_a.type_check import JSON_SERDE, OPEN_CSV
 
+OPEN_CSV = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
+JSON_SERDE = "org.openx.data.jsonserde.JsonSerDe"
 TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 _TYPED = {
     "parquet": (
@@ -79,20 +82,35 @@ def _row_format(schema: TableSchema, encoding: str) -> tuple[str, str, dict[str,
     return serde, TEXT_OUTPUT, properties
 
 
+def symlink_table_ddl(
+    schema: TableSchema,
+    *,
+    database: str,
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    manifest: str,
+    encoding: str = "utf-8",
+) -> str:
+    """``CREATE EXTERNAL TABLE`` of ``columns`` (name, Hive type) over the manifest folder ``manifest``, reading
+    the listed files with the raw table ``schema``'s SerDe through ``SymlinkTextInputFormat``."""
+    listed_columns = ", ".join(f"{ddl_name(name)} {kind}" for name, kind in columns)
+    row_format, output, properties = _row_format(schema, encoding)
+    listed = ", ".join(f"{string_literal(key)} = {string_literal(value)}" for key, value in properties.items())
+    return (
+        f"CREATE EXTERNAL TABLE {ddl_name(database, table)} ({listed_columns}) {row_format} "
+        f"STORED AS INPUTFORMAT {string_literal(SYMLINK_INPUT_FORMAT)} OUTPUTFORMAT {string_literal(output)} "
+        f"LOCATION {string_literal(manifest)}" + (f" TBLPROPERTIES ({listed})" if listed else "")
+    )
+
+
 def plan_source(
     schema: TableSchema, *, database: str, temp_table: str, manifest: str, encoding: str = "utf-8"
 ) -> ManifestSource:
     """The temp external table over the manifest folder ``manifest``: the raw table ``schema``'s data columns
     (its partition columns are folders, not in the files) and SerDe, read through ``SymlinkTextInputFormat``."""
     table = source_table_name(temp_table)
-    columns = ", ".join(
-        f"{ddl_name(column.name)} {_column_type(schema, column.name, column.type)}" for column in schema.columns
-    )
-    row_format, output, properties = _row_format(schema, encoding)
-    listed = ", ".join(f"{string_literal(key)} = {string_literal(value)}" for key, value in properties.items())
-    create = (
-        f"CREATE EXTERNAL TABLE {ddl_name(database, table)} ({columns}) {row_format} "
-        f"STORED AS INPUTFORMAT {string_literal(SYMLINK_INPUT_FORMAT)} OUTPUTFORMAT {string_literal(output)} "
-        f"LOCATION {string_literal(manifest)}" + (f" TBLPROPERTIES ({listed})" if listed else "")
+    columns = [(column.name, _column_type(schema, column.name, column.type)) for column in schema.columns]
+    create = symlink_table_ddl(
+        schema, database=database, table=table, columns=columns, manifest=manifest, encoding=encoding
     )
     return ManifestSource(table, manifest, create, f"DROP TABLE IF EXISTS {ddl_name(database, table)}")

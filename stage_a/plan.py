@@ -18,15 +18,16 @@ Planned under a partition lease (``lakeline.commits``), the run takes every arri
 partition and the table's write policy decides what it writes:
 
 - ``rewrite``: the whole raw partition, as above (the seed's protocol);
-- ``incremental`` (default): only the new files' rows (``"$path" IN (...)``), one file, into the fresh
+- ``incremental`` (default): only the new files' rows, one file, into the fresh
   prefix, into which the published version's files are then carried over (hard links locally, S3
   server-side copies in the cloud); when that would exceed the table's ``max_files``, or a file already
   loaded arrives again with new content, the run compacts instead: every loaded file's rows again, into
   exactly ``bucket_count`` files. A file whose arrival was already applied is not read again.
 
-A run that reads files loaded by earlier runs (a compaction, a ``rewrite`` run) reads them through a manifest
-the plan writes (``stage_a.manifest``), never a list in its SQL or its plan: both stay the same size whatever
-the partition holds. A run over its batch's files only lists them (``"$path" IN``), as a batch is bounded.
+A leased run reads its files (its batch's new files, or for a compaction or a ``rewrite`` run every file the
+partition loaded) through a manifest the plan writes (``stage_a.manifest``), never a list in its SQL: the
+statements stay the same size whatever the batch or the partition holds. Its type check reads the new files
+through a manifest of their own.
 
 Every leased plan first points the partition at its committed version (``reconcile``), which repairs a
 crash between a commit and its catalog swap before anything is read.
@@ -327,29 +328,23 @@ def plan_stage_a(
         reconcile = swap_statements(target_db, raw.table, partition, lease.published)
     select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(source_db, raw.table)}"
     where = partition_filter(partition)
-    checked = ""  # the files the type check reads: those not loaded before (empty: the whole folder)
+    checked: list[str] = []  # the files the type check reads: the run's new arrivals'
     source = None
     if keys:
+        # The files a run reads (its batch's, or every file the partition loaded) are named in a manifest
+        # that the CTAS reads through a symlink table, never in the SQL or the plan: both stay the same size
+        # whatever the batch or the partition's history.
         paths = [join_location(settings.raw_root, key).rstrip("/") for key in keys]
-        loaded = {arrival_key(identity) for identity in lease.applied} if lease else set()
-        if mode == "append" or not loaded & set(keys):
-            # Only files of this run's batch (``run_batch``), as many as it bounds: listed in the SQL.
-            files = ", ".join(string_literal(path) for path in paths)
-            where = f'{where} AND "$path" IN ({files})' if where else f'"$path" IN ({files})'
-        else:
-            # Every file the partition loaded: as many as its history holds, so named in a manifest that the
-            # CTAS reads through a symlink table, never in the SQL or the plan.
-            folder, text = manifest_object(manifest_prefix(target_location), paths)
-            source = plan_source(
-                raw_schema, database=target_db, temp_table=temp_table, manifest=folder, encoding=table_cfg.encoding
-            )
-            write_manifest(folder, text, manifests)
-            select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(target_db, source.table)}"
-            where = ""
+        folder, text = manifest_object(manifest_prefix(target_location), paths)
+        source = plan_source(
+            raw_schema, database=target_db, temp_table=temp_table, manifest=folder, encoding=table_cfg.encoding
+        )
+        write_manifest(folder, text, manifests)
+        select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(target_db, source.table)}"
+        where = ""
         # The files of the run's new arrivals, a loaded file sent again with new content among them.
         arrived = {arrival_key(identity) for identity in new}
-        new_files = [string_literal(path) for key, path in zip(keys, paths, strict=True) if key in arrived]
-        checked = f'"$path" IN ({", ".join(new_files)})' if new_files else "false"
+        checked = [path for key, path in zip(keys, paths, strict=True) if key in arrived]
     if where:
         select += f" WHERE {where}"
     # An incremental append writes the new rows as one file; everything else writes bucket_count files.
@@ -357,13 +352,17 @@ def plan_stage_a(
     ctas = ctas_sql(target_db, temp_table, target_location, written, bucketed_by, select)
     applied = sorted(set(new))
     type_check = None
-    if mode != "none" and checked != "false":
+    if mode != "none" and checked:
+        # The new files' own manifest: the CTAS's folder (by content) when the run reads only them.
+        check_folder, check_text = manifest_object(manifest_prefix(target_location), checked)
         type_check = plan_type_check(
-            raw_schema,
-            database=target_db,
-            temp_table=temp_table,
-            location=raw_partition_location,
-            files_filter=checked,
+            raw_schema, database=target_db, temp_table=temp_table, manifest=check_folder, encoding=table_cfg.encoding
+        )
+        if type_check is not None:
+            write_manifest(check_folder, check_text, manifests)
+    elif mode != "none" and not keys:  # the seed's rewrite without a lease: every file in the raw folder
+        type_check = plan_type_check(
+            raw_schema, database=target_db, temp_table=temp_table, location=raw_partition_location
         )
     return StageAPlan(
         raw_key=raw.key,

@@ -5,9 +5,11 @@ and Spark's permissive readers read a value that is not of its column's type as 
 over CSV or JSON raw files first reads the same files as text and looks for such values, with the
 door's rule, in one query:
 
-1. ``create``: an external table over the raw partition's folder, every column STRING, in the raw
-   table's format (a CSV header line skipped), so a value is seen as written;
-2. ``check``: one scan of the run's files (the CTAS's own file filter) keeping, per row, the first
+1. ``create``: an external table, every column STRING, in the raw table's format (a CSV header line
+   skipped), so a value is seen as written: over a symlink manifest of the run's new files
+   (``stage_a.manifest``), so the statement is the same size whatever the batch; a run without a lease
+   (the seed's whole-partition rewrite) reads the raw partition's folder;
+2. ``check``: one scan of those files keeping, per row, the first
    column whose non-empty value is not of its type; grouped by file and column, at most one group,
    with up to three of its values. On Athena (Trino) and on Spark in ANSI mode the query itself fails,
    its error naming the file, column and values (a cast of that message to INTEGER is what fails:
@@ -34,13 +36,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeline.engines.base import QueryFailed, TableSchema
+from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
+from stage_a.manifest import JSON_SERDE, OPEN_CSV, symlink_table_ddl
 
 TEXT_FORMATS = ("csv", "json")
 SHOWN_VALUES = 3  # bad values named in the reason
 SHOWN_CHARACTERS = 40  # of each value
-OPEN_CSV = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
-JSON_SERDE = "org.openx.data.jsonserde.JsonSerDe"
 PREFIX = "lakeline type check: "
 
 # The door's patterns (stage_a.contract), without backslashes: a backslash is an escape in Spark's
@@ -117,11 +119,17 @@ def _storage(schema: TableSchema, encoding: str) -> str:
 
 
 def plan_type_check(
-    schema: TableSchema, *, database: str, temp_table: str, location: str, files_filter: str, encoding: str = "utf-8"
+    schema: TableSchema,
+    *,
+    database: str,
+    temp_table: str,
+    manifest: str | None = None,
+    location: str | None = None,
+    encoding: str = "utf-8",
 ) -> TypeCheck | None:
-    """The type check of the files of the raw table ``schema`` under ``location`` (the raw partition's
-    folder) that ``files_filter`` keeps (the run's CTAS's ``"$path"`` condition; empty: every file there),
-    or ``None`` when there is nothing to check (a typed format, only STRING columns)."""
+    """The type check of the raw table ``schema``'s files that the manifest folder ``manifest`` lists
+    (``stage_a.manifest``), or else of every file under ``location`` (the raw partition's folder), or
+    ``None`` when there is nothing to check (a typed format, only STRING columns)."""
     fmt = schema.format or "csv"
     if fmt not in TEXT_FORMATS:
         return None
@@ -133,16 +141,26 @@ def plan_type_check(
         return None
     table = text_table_name(temp_table)
     is_json = fmt == "json"
-    spark_ddl = schema.multiline_fields and not is_json
     # CSV is read by position: every column; JSON by key: the checked ones.
     declared = [name for name, _, _ in typed] if is_json else [column.name for column in schema.columns]
-    columns = ", ".join(f"{ddl_name(name)} STRING" for name in declared)
-    header = "" if spark_ddl or is_json else " TBLPROPERTIES ('skip.header.line.count' = '1')"
-    external = "" if spark_ddl else "EXTERNAL "
-    create = (
-        f"CREATE {external}TABLE {ddl_name(database, table)} ({columns}) {_storage(schema, encoding)} "
-        f"LOCATION {string_literal(location.rstrip('/') + '/')}{header}"
-    )
+    if manifest is not None:
+        # Spark's engine reads a multi-line CSV symlink table with its own CSV reader (engines.symlink).
+        spark_ddl = False
+        strings = [(name, "STRING") for name in declared]
+        create = symlink_table_ddl(
+            schema, database=database, table=table, columns=strings, manifest=manifest, encoding=encoding
+        )
+    elif location is not None:
+        spark_ddl = schema.multiline_fields and not is_json
+        columns = ", ".join(f"{ddl_name(name)} STRING" for name in declared)
+        header = "" if spark_ddl or is_json else " TBLPROPERTIES ('skip.header.line.count' = '1')"
+        external = "" if spark_ddl else "EXTERNAL "
+        create = (
+            f"CREATE {external}TABLE {ddl_name(database, table)} ({columns}) {_storage(schema, encoding)} "
+            f"LOCATION {string_literal(location.rstrip('/') + '/')}{header}"
+        )
+    else:
+        raise InvalidInputError("a type check reads a manifest or a folder")
     # An empty CSV field is NULL (Athena's OpenCSVSerde reads it as '', Spark's reader as NULL); an empty
     # JSON string is a value the door refuses for a typed column. Each column's condition is written once
     # (the statement grows by one condition per column): the first bad column's number, then its name and
@@ -152,8 +170,8 @@ def plan_type_check(
     which = " ".join(f"WHEN {condition} THEN {number}" for number, condition in enumerate(bad, start=1))
     named = ", ".join(string_literal(f"{name} ({kind})") for name, kind, _ in typed)
     values = ", ".join(f"substr({dml_name(name)}, 1, {SHOWN_CHARACTERS})" for name, _, _ in typed)
-    where = [files_filter] if files_filter else []
-    if not spark_ddl and not is_json:
+    where = []
+    if not schema.multiline_fields and not is_json:
         # A reader that does not skip the header line (Spark's Hive SerDe tables) reads it as a row:
         # the row whose every field is its column's name.
         names = " AND ".join(

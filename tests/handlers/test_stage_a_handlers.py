@@ -24,6 +24,7 @@ from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.records.model import deterministic_node_id
+from lakeline.storage import MANIFEST_OBJECT
 from lambdas.partition_commit import handler as commit
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
@@ -92,6 +93,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         queue_a = sqs.create_queue(QueueName="queue-a")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = create_pass_state_machine(sfn, "stage-a")
+        # Every leased plan writes its manifests there (stage_a.manifest).
+        boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
         glue = boto3.client("glue", region_name=REGION)
         glue.create_database(DatabaseInput={"Name": "engineering_mysql_raw_dev"})
         glue.create_table(
@@ -171,7 +174,9 @@ def test_arrival_starts_one_execution_with_the_plan(aws: dict[str, Any]) -> None
     assert plan["target_database"] == "engineering_mysql_dev"
     assert plan["bucket_count"] == 3
     assert plan["target_location"].startswith("s3://stage-bucket/engineering/mysql/customers/date=20220120/")
-    assert 'SELECT "customer_id", "name" FROM "engineering_mysql_raw_dev"."customers"' in plan["ctas"]
+    # The CTAS reads the run's files through its manifest's table, which names the arrival's file.
+    assert plan["source"]["table"] in plan["ctas"] and key not in plan["ctas"]
+    assert read_files(plan) == [f"s3://raw-bucket/{key}"]
 
 
 def test_redelivered_arrival_does_not_start_a_second_execution(aws: dict[str, Any]) -> None:
@@ -342,7 +347,7 @@ def test_a_csv_file_with_its_columns_in_another_order_is_loaded_by_name_through_
     assert router.handler(sqs_event(copy_event), CONTEXT) == {"batchItemFailures": []}
     (execution,) = executions(aws)
     plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
-    assert plan["raw_key"] == copy and f"s3://raw-bucket/{copy}'" in plan["ctas"] and "moved.csv'" not in plan["ctas"]
+    assert plan["raw_key"] == copy and read_files(plan) == [f"s3://raw-bucket/{copy}"]
     # A later version of the original, now in the table's order, replaces the copy's rows through the copy.
     later = eventbridge_arrival(key, sequencer="0062E99A88DC4074B0")
     s3.put_object(Bucket="raw-bucket", Key=key, Body=b"customer_id,name\n3,cid\n")
@@ -381,7 +386,7 @@ def test_a_file_loaded_as_it_was_then_resent_with_moved_columns_is_replaced_by_i
     # columns, and its first version's rows must go.
     plan = started_plans(aws)[copy]
     assert plan["mode"] == "compact"
-    assert f"'s3://raw-bucket/{copy}'" in plan["ctas"] and "f.csv'" not in plan["ctas"]
+    assert read_files(plan) == [f"s3://raw-bucket/{copy}"]
 
 
 def test_an_older_versions_router_never_overwrites_a_newer_versions_copy(
@@ -557,7 +562,7 @@ def test_post_update_sweeps_only_what_nothing_references(aws: dict[str, Any]) ->
     left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"])
     assert all("20200101" not in key for key in left)
     # The committed run's and the recent one's files, and the committed version's list of what it holds.
-    assert len(without_lists(left)) == 4 and len(left) == 5
+    assert len(without_lists(left)) == 4 and len([key for key in left if f"/{APPLIED_FOLDER}" in key]) == 1
 
 
 def test_failure_handler_removes_the_partial_ctas_output(aws: dict[str, Any]) -> None:
@@ -573,7 +578,8 @@ def test_failure_handler_removes_the_partial_ctas_output(aws: dict[str, Any]) ->
     )
     error = {"Error": "Athena.QueryFailed", "Cause": "HIVE_BAD_DATA: broken.parquet"}
     result = failure.handler({"plan": plan, "error": error}, CONTEXT)
-    assert result["partial_objects_deleted"] == 1
+    # The partial output and the run's manifest (deleted with the run, stage_a.manifest).
+    assert result["partial_objects_deleted"] == 2
     assert result["parked"] == ["engineering/mysql/customers/date=20220120/file.csv"]
     left = [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]]
     assert left == ["engineering/mysql/customers/date=20220120/lakeline_run=20200101t000000000000_aaaaaaaaaa/p.parquet"]
@@ -606,9 +612,17 @@ def test_failure_while_publishing_keeps_the_new_files(aws: dict[str, Any]) -> No
     assert without_lists(o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]) == [written]
 
 
+def read_files(plan: dict[str, Any]) -> list[str]:
+    """The files a planned run's CTAS reads: the lines of its manifest (``stage_a.manifest``), in moto's S3."""
+    bucket, _, folder = plan["source"]["manifest"].removeprefix("s3://").partition("/")
+    body = boto3.client("s3", region_name=REGION).get_object(Bucket=bucket, Key=folder + MANIFEST_OBJECT)["Body"]
+    return [line for line in body.read().decode().splitlines() if line]
+
+
 def without_lists(keys: Iterable[str]) -> list[str]:
-    """The keys but the lists of what published versions hold (``lakeline.commits.applied``), beside them."""
-    return [key for key in keys if f"/{APPLIED_FOLDER}" not in key]
+    """The keys but the lists of what published versions hold (``lakeline.commits.applied``), beside them, and
+    the runs' manifests (``stage_a.manifest``), in their own run prefixes that the sweep removes."""
+    return [key for key in keys if f"/{APPLIED_FOLDER}" not in key and not key.endswith(f"/{MANIFEST_OBJECT}")]
 
 
 SEED_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "dependencies" / "seed_item.json"

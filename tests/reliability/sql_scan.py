@@ -58,19 +58,18 @@ TRUSTED: dict[tuple[str, str], str] = {
     ("_rows_sql", "kind"): "a type rendered by sqlglot's DataType.build from the catalog (_hive_type_to_athena)",
     ("plan_type_check", "_storage(schema, encoding)"): "a text table's format clause whose only values are "
     "string_literal's (the raw table's delimiter, quote and encoding) or the JSON SerDe's constant name",
-    ("plan_type_check", "files_filter"): "the run's CTAS's own file filter, built by plan_stage_a from "
-    "partition_filter and string_literal",
-    ("plan_type_check", "' AND '.join(where)"): "files_filter (above) and a condition of dml_name'd columns "
-    "compared with string_literal'd names",
+    ("plan_type_check", "' AND '.join(where)"): "a condition of dml_name'd columns compared with string_literal'd "
+    "names",
     ("plan_type_check", "condition"): "a column's condition: its dml_name and _valid's fixed patterns and types",
     ("plan_type_check", "number"): "an int from enumerate",
     ("plan_type_check", "SHOWN_VALUES"): "an int constant",
     ("plan_type_check", "SHOWN_CHARACTERS"): "an int constant",
     ("plan_type_check", "PREFIX"): "a constant without quotes",
-    ("plan_source", "columns"): "the raw table's columns: ddl_name'd names, each type checked against HIVE_TYPE "
-    "(letters, digits, '_', '<>(),:' and spaces: no quote, comment or statement end)",
-    ("plan_source", "row_format"): "_row_format's clause, whose only values are string_literal's (the SerDe, the "
-    "raw table's delimiter and quote)",
+    ("symlink_table_ddl", "listed_columns"): "ddl_name'd names, each with STRING (plan_type_check) or a type "
+    "checked against HIVE_TYPE (plan_source: letters, digits, '_', '<>(),:' and spaces: no quote, comment or "
+    "statement end)",
+    ("symlink_table_ddl", "row_format"): "_row_format's clause, whose only values are string_literal's (the SerDe, "
+    "the raw table's delimiter and quote)",
 }
 
 

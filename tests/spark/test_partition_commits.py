@@ -304,8 +304,9 @@ def test_the_sweep_removes_what_a_crashed_run_left_and_nothing_in_flight(
     # The run's token is a day old, but its lease is live: its prefix is not touched.
     commits.begin(key, in_flight.run_token, in_flight.target_location, in_flight.stage_partition_root)
     assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == []
-    clock.now += 601  # the run crashed: its lease expired, its prefix is nobody's
-    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == [in_flight.target_location]
+    clock.now += 601  # the run crashed: its lease expired, its prefix is nobody's, nor its manifests' (#39)
+    swept = sweep_state(commits, commits.read(key), a.store, grace_seconds=3600)
+    assert sorted(swept) == sorted([in_flight.target_location, manifest_prefix(in_flight.target_location)])
     assert a.rows() == 100
 
 

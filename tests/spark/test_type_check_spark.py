@@ -64,8 +64,16 @@ def _check(
     database = f"tc{next(_databases)}"
     engine.execute(f"CREATE DATABASE IF NOT EXISTS {ddl_name(database)}")
     schema = TableSchema(database=database, table="sales", columns=columns, format=fmt, multiline_fields=multiline)
+    # Read as a leased run reads its new files: through a symlink manifest listing them (stage_a.manifest).
+    manifest = folder.parent / f"{folder.name}_manifest"
+    manifest.mkdir(exist_ok=True)
+    (manifest / "manifest").write_text("".join(f"{(folder / name).as_uri()}\n" for name in sorted(files)))
     check = plan_type_check(
-        schema, database=database, temp_table="lakeline_tmp_sales_t1", location=folder.as_uri(), files_filter=""
+        schema,
+        database=database,
+        temp_table="lakeline_tmp_sales_t1",
+        manifest=manifest.as_uri() + "/",
+        encoding="utf-8",
     )
     assert check is not None
     return check

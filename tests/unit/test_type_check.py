@@ -3,6 +3,7 @@ its statements are Athena (Trino) SQL of a bounded size."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -34,13 +35,12 @@ def table(*columns: tuple[str, str], fmt: str | None = "csv") -> TableSchema:
 SALES = table(("sale_id", "bigint"), ("store", "string"), ("amount", "decimal(10,2)"), ("day_sold", "date"))
 
 
-def check_of(schema: TableSchema, files_filter: str = "") -> str:
+def check_of(schema: TableSchema) -> str:
     check = plan_type_check(
         schema,
         database="shop_pos_dev",
         temp_table="lakeline_tmp_sales_t",
         location=PARTITION,
-        files_filter=files_filter,
     )
     assert check is not None
     return check.check
@@ -54,7 +54,6 @@ def test_typed_formats_have_no_check(fmt: str) -> None:
             database="d",
             temp_table="t",
             location=PARTITION,
-            files_filter="",
         )
         is None
     )
@@ -62,14 +61,12 @@ def test_typed_formats_have_no_check(fmt: str) -> None:
 
 def test_a_table_of_strings_has_no_check() -> None:
     strings = table(("store", "string"), ("city", "varchar(10)"))
-    assert plan_type_check(strings, database="d", temp_table="t", location=PARTITION, files_filter="") is None
+    assert plan_type_check(strings, database="d", temp_table="t", location=PARTITION) is None
 
 
 def test_the_text_table_reads_the_raw_partition_as_strings_in_the_raw_tables_format() -> None:
     semicolons = TableSchema(**{**SALES.__dict__, "delimiter": ";"})
-    check = plan_type_check(
-        semicolons, database="shop_pos_dev", temp_table="lakeline_tmp_sales_t", location=PARTITION, files_filter=""
-    )
+    check = plan_type_check(semicolons, database="shop_pos_dev", temp_table="lakeline_tmp_sales_t", location=PARTITION)
     assert check is not None
     assert check.create == (
         "CREATE EXTERNAL TABLE `shop_pos_dev`.`lakeline_tmp_sales_t_text` (`sale_id` STRING, `store` STRING, "
@@ -79,19 +76,34 @@ def test_the_text_table_reads_the_raw_partition_as_strings_in_the_raw_tables_for
     )
     assert check.drop == "DROP TABLE IF EXISTS `shop_pos_dev`.`lakeline_tmp_sales_t_text`"
     unquoted = TableSchema(**{**SALES.__dict__, "quote": ""})
-    made = plan_type_check(unquoted, database="d", temp_table="t", location=PARTITION, files_filter="")
+    made = plan_type_check(unquoted, database="d", temp_table="t", location=PARTITION)
     assert made is not None and "ROW FORMAT DELIMITED FIELDS TERMINATED BY ','" in made.create
 
 
 def test_the_check_is_one_trino_statement_checking_only_typed_columns() -> None:
-    sql = check_of(SALES, "\"$path\" IN ('s3://raw-bucket/shop/pos/sales/day=1/a.csv')")
+    sql = check_of(SALES)
     (parsed,) = sqlglot.parse(sql, read="trino")
     assert isinstance(parsed, sqlglot.exp.Select)
     assert 'try_cast(trim("sale_id") AS BIGINT)' in sql and 'try_cast(trim("amount") AS DECIMAL(10,2))' in sql
     assert 'try_cast(trim("store")' not in sql  # any text is a string
     assert sql.endswith("LIMIT 1")
-    assert "\"$path\" IN ('s3://raw-bucket/shop/pos/sales/day=1/a.csv')" in sql
+    assert '$path" IN' not in sql  # the files are the text table's (a manifest or a folder), never listed
     assert "\\" not in sql  # a backslash is an escape in Spark's literals, a character in Trino's
+
+
+def test_a_text_table_over_a_manifest_reads_the_listed_files_as_strings_through_symlinks() -> None:
+    manifest = "s3://stage-bucket/shop/pos/sales/day=1/lakeline_run=x/0123456789abcdef/"
+    check = plan_type_check(SALES, database="shop_pos_dev", temp_table="lakeline_tmp_sales_t", manifest=manifest)
+    assert check is not None and not check.spark_ddl
+    assert check.create == (
+        "CREATE EXTERNAL TABLE `shop_pos_dev`.`lakeline_tmp_sales_t_text` (`sale_id` STRING, `store` STRING, "
+        "`amount` STRING, `day_sold` STRING) ROW FORMAT SERDE 'org.apache.hadoop.hive.serde2.OpenCSVSerde' "
+        "WITH SERDEPROPERTIES ('separatorChar' = ',', 'quoteChar' = '\"') STORED AS INPUTFORMAT "
+        "'org.apache.hadoop.hive.ql.io.SymlinkTextInputFormat' OUTPUTFORMAT "
+        f"'org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat' LOCATION '{manifest}' "
+        "TBLPROPERTIES ('skip.header.line.count' = '1')"
+    )
+    assert check.check == check_of(SALES)  # the same check, whatever the files are read through
 
 
 def test_the_check_grows_by_one_condition_per_column_and_stays_far_under_64_kib() -> None:
@@ -110,7 +122,16 @@ def arrival(key: str, sequencer: str) -> Arrival:
     return Arrival(bucket="raw-bucket", key=key, sequencer=sequencer, event_time=datetime(2022, 1, 20, tzinfo=UTC))
 
 
-def leased_plan(applied: list[str], pending: list[Arrival], published: str | None) -> StageAPlan:
+class Written(dict[str, str]):
+    """The manifests a plan writes (``ManifestWriter``), by location."""
+
+    def write_text(self, location: str, text: str) -> None:
+        self[location] = text
+
+
+def leased_plan(
+    applied: list[str], pending: list[Arrival], published: str | None, written: Written | None = None
+) -> StageAPlan:
     raw = parse_raw_key("shop/pos/sales/day=1/b.csv")
     location = f"s3://stage-bucket/shop/pos/sales/day=1/lakeline_run={TOKEN}/"
     lease = Lease(
@@ -124,16 +145,22 @@ def leased_plan(applied: list[str], pending: list[Arrival], published: str | Non
         applied=frozenset(applied),
         seq=1,
     )
-    return plan_stage_a(raw, SETTINGS, SALES, run_token=TOKEN, lease=lease)
+    return plan_stage_a(
+        raw, SETTINGS, SALES, run_token=TOKEN, lease=lease, manifests=Written() if written is None else written
+    )
 
 
 def test_a_run_checks_its_new_files_only_and_the_plan_carries_the_check_through_the_state_machine() -> None:
     old = "shop/pos/sales/day=1/a.csv@1"
     published = "s3://stage-bucket/shop/pos/sales/day=1/lakeline_run=20220101t000000000000_0123456789/"
-    plan = leased_plan([old], [arrival("shop/pos/sales/day=1/b.csv", "2")], published)
+    written = Written()
+    plan = leased_plan([old], [arrival("shop/pos/sales/day=1/b.csv", "2")], published, written)
     assert plan.type_check is not None
-    assert "'s3://raw-bucket/shop/pos/sales/day=1/b.csv'" in plan.type_check.check
-    assert "a.csv" not in plan.type_check.check  # loaded (and checked) before
+    assert "b.csv" not in plan.type_check.check + plan.type_check.create  # named in a manifest, not in SQL
+    (folder,) = re.findall(r"LOCATION '([^']+)'", plan.type_check.create)
+    assert "SymlinkTextInputFormat" in plan.type_check.create
+    # The new file only: a.csv was loaded (and checked) before.
+    assert written[folder + "manifest"] == "s3://raw-bucket/shop/pos/sales/day=1/b.csv\n"
     assert StageAPlan.from_dict(plan.to_dict()) == plan
     assert plan.to_dict()["type_check"]["check"] == plan.type_check.check
 
@@ -152,9 +179,7 @@ ORDERS = table(
 
 
 def test_a_json_text_table_reads_the_checked_keys_as_strings_through_the_openx_serde() -> None:
-    check = plan_type_check(
-        ORDERS, database="shop_pos_dev", temp_table="lakeline_tmp_sales_t", location=PARTITION, files_filter=""
-    )
+    check = plan_type_check(ORDERS, database="shop_pos_dev", temp_table="lakeline_tmp_sales_t", location=PARTITION)
     assert check is not None and not check.spark_ddl
     # By key, not by position: only the checked columns; no header line to skip.
     assert check.create == (
@@ -164,7 +189,7 @@ def test_a_json_text_table_reads_the_checked_keys_as_strings_through_the_openx_s
 
 
 def test_the_json_check_is_one_trino_statement_that_checks_empty_strings_and_reads_no_header() -> None:
-    sql = check_of(ORDERS, "\"$path\" IN ('s3://raw-bucket/shop/pos/sales/day=1/a.json')")
+    sql = check_of(ORDERS)
     (parsed,) = sqlglot.parse(sql, read="trino")
     assert isinstance(parsed, sqlglot.exp.Select)
     assert 'try_cast(trim("order_id") AS BIGINT)' in sql and "lower(trim(\"paid\")) IN ('true', 'false')" in sql
@@ -176,7 +201,7 @@ def test_the_json_check_is_one_trino_statement_that_checks_empty_strings_and_rea
 
 def test_a_json_table_of_strings_and_nested_columns_has_no_check() -> None:
     nested = table(("note", "string"), ("ship", "struct<city:string>"), ("tags", "array<string>"), fmt="json")
-    assert plan_type_check(nested, database="d", temp_table="t", location=PARTITION, files_filter="") is None
+    assert plan_type_check(nested, database="d", temp_table="t", location=PARTITION) is None
 
 
 def test_a_json_run_checks_its_files_before_its_ctas() -> None:
