@@ -84,16 +84,14 @@ __all__ = ["MAX_RUN_ARRIVALS", "MAX_RUN_ARRIVAL_BYTES", "RUN_PREFIX", "StageAPla
 
 WriteMode = Literal["rewrite", "compact", "append", "none"]
 
-MAX_RUN_ARRIVALS = 100
-"""The most arrivals one run takes. Each costs its state machine input about 420 bytes with a 70-character
-key in a 63-character bucket (its ``pending`` entry, its applied id, its path in the CTAS; a CSV table's path
-in the type check adds ~140): with the rest of the plan, a full batch stays under a quarter of Step
-Functions' 256 KiB (``tests/scale``)."""
+MAX_RUN_ARRIVALS = 150
+"""The most arrivals one run takes. Each costs its state machine input about 300 bytes with a 70-character
+key in a 63-character bucket (its ``pending`` entry and its applied id; the SQL names no file, #39): with
+the rest of the plan, a full batch stays under a quarter of Step Functions' 256 KiB (``tests/scale``)."""
 MAX_RUN_ARRIVAL_BYTES = 40 * 1024
 """The most bytes one run's arrivals may cost its plan, each counted as its ``pending`` entry and its key
-three times (its applied id, its path in the CTAS and in the CSV type check repeat it): keys longer than
-the realistic ones make smaller batches, so the input stays under a quarter of 256 KiB for any key the
-door accepts (one arrival is always taken)."""
+once more (its applied id repeats it): keys longer than the realistic ones make smaller batches, so the
+input stays under a quarter of 256 KiB for any key the door accepts (one arrival is always taken)."""
 
 
 class ManifestWriter(Protocol):
@@ -136,7 +134,7 @@ def run_batch(lease: Lease) -> Lease:
     waiting = sorted(((pending_arrival(entry), entry) for entry in lease.pending), key=lambda pair: _age(pair[0]))
     batch = bounded_batch(
         waiting,
-        lambda pair: len(pair[1].encode()) + 3 * len(pair[0].key.encode()),
+        lambda pair: len(pair[1].encode()) + len(pair[0].key.encode()),
         max_items=MAX_RUN_ARRIVALS,
         max_bytes=MAX_RUN_ARRIVAL_BYTES,
     )

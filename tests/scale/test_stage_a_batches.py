@@ -65,8 +65,9 @@ def test_2000_arrivals_waiting_on_one_partition_are_taken_in_bounded_batches_exa
         burst.run_to_the_end(sent_back=sent_back)
         assert_bounded(burst)
         # The first run took its own arrival; each follow-up the next full batch, oldest first.
-        assert [len(run.taken) for run in burst.runs] == [1] + [MAX_RUN_ARRIVALS] * 19 + [99]
-        assert burst.runs[1].taken == tuple(sorted(expected_ids(101) - expected_ids(1)))
+        full, rest = divmod(1_999, MAX_RUN_ARRIVALS)
+        assert [len(run.taken) for run in burst.runs] == [1] + [MAX_RUN_ARRIVALS] * full + ([rest] if rest else [])
+        assert burst.runs[1].taken == tuple(sorted(expected_ids(MAX_RUN_ARRIVALS + 1) - expected_ids(1)))
         assert_each_applied_once_and_nothing_waits(burst, expected_ids(2_000))
         assert burst.largest_input > 30_000, "the batches are full: the realistic sizes are measured"
 

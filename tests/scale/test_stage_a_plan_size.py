@@ -97,6 +97,6 @@ def test_the_oldest_arrivals_are_taken_first(s3: S3ObjectStore) -> None:
     plan = plan_stage_a(
         parse_raw_key(f"{prefix}f0000.csv"), SETTINGS, schema, run_token=TOKEN, lease=lease, manifests=s3
     )
-    assert plan.arrival_keys == [arrival.key for arrival in reversed(arrivals[150:])]
+    assert plan.arrival_keys == [arrival.key for arrival in reversed(arrivals[250 - MAX_RUN_ARRIVALS :])]
     # The arrival that started the run waits for a follow-up: the run is known by the oldest one it takes.
     assert plan.raw_key == arrivals[249].key
