@@ -125,7 +125,8 @@ def test_a_compaction_reads_the_loaded_files_through_the_routers_manifest(
     sfn = deployment.client("stepfunctions")
     inputs = [json.loads(sfn.describe_execution(executionArn=run["executionArn"])["input"])["plan"] for run in runs]
     assert len(wrote) == 3, "\n".join(f"{p['mode']} {p['lease']['pending']} {p['applied']}" for p in inputs)
-    compaction = executions.records[max(wrote, key=lambda run: run["startDate"])["executionArn"]].states()
+    last = max(wrote, key=lambda run: run["startDate"])
+    compaction = executions.records[last["executionArn"]].states()
     assert (
         compaction.index("RunPlanSourceTable") < compaction.index("RunPlanCtas") < compaction.index("RunPlanDropSource")
     )
@@ -138,11 +139,10 @@ def test_a_compaction_reads_the_loaded_files_through_the_routers_manifest(
     )
     # f1's, f2's and f3's rows: nothing of the refused or the waiting file, nothing twice.
     assert rows == [["230", "230", "229"]]
-    # The one manifest, the compaction's, beside its run's prefix: the loaded files, by their S3 locations.
-    (manifest,) = [
-        item["Key"]
-        for item in s3.list_objects_v2(Bucket=stage, Prefix=folder).get("Contents", [])
-        if item["Key"].endswith("/manifest")
-    ]
+    # The compaction's manifest, beside its run's prefix (each run reads its files through one, #39): the
+    # loaded files, by their S3 locations.
+    planned = json.loads(sfn.describe_execution(executionArn=last["executionArn"])["input"])["plan"]
+    manifest = planned["source"]["manifest"].removeprefix(f"s3://{stage}/") + "manifest"
+    assert planned["mode"] == "compact" and manifest.startswith(folder)
     listed = s3.get_object(Bucket=stage, Key=manifest)["Body"].read().decode().splitlines()
     assert listed == [f"s3://{raw}/{folder}f{n}.{file_format}" for n in (1, 2, 3)]
