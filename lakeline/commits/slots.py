@@ -87,16 +87,19 @@ class RunSlots:
         return self.clock() + self.lease_seconds
 
     def _counter_update(self, expression: str, condition: str, **values: object) -> bool:
-        """One conditional update of the counter item (``#held.#run`` names the run's entry); False if its
-        condition does not hold, or the counter has no map yet (an item from before, or none)."""
-        token = str(values.pop("token"))
+        """One conditional update of the counter item (``#held.#run`` names the run's entry, ``#held.#next`` the
+        entry of its follow-up run if ``follow_up`` is given); False if its condition does not hold, or the counter
+        has no map yet (an item from before, or none)."""
+        names = {"#held": HELD, "#run": str(values.pop("token"))}
+        if "follow_up" in values:
+            names["#next"] = str(values.pop("follow_up"))
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key=self._key(self.counter),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
-                ExpressionAttributeNames={"#held": HELD, "#run": token},
+                ExpressionAttributeNames=names,
                 ExpressionAttributeValues=attribute_values(**values),
             )
         except ClientError as error:
@@ -163,23 +166,13 @@ class RunSlots:
         follow-up starts without waiting for a slot behind runs of partitions that hold none; False if ``token``
         held no slot in the map (handed over already, given back, or an item of its own: the follow-up then takes
         one as any run does). The count does not change."""
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=self._key(self.counter),
-                UpdateExpression="REMOVE #held.#run SET #held.#next = :expires",
-                ConditionExpression="attribute_exists(#held.#run) AND attribute_not_exists(#held.#next)",
-                ExpressionAttributeNames={"#held": HELD, "#run": token, "#next": follow_up},
-                ExpressionAttributeValues=attribute_values(expires=self.expiry()),
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in (
-                "ConditionalCheckFailedException",
-                "ValidationException",
-            ):
-                return False
-            raise
-        return True
+        return self._counter_update(
+            "REMOVE #held.#run SET #held.#next = :expires",
+            "attribute_exists(#held.#run) AND attribute_not_exists(#held.#next)",
+            token=token,
+            follow_up=follow_up,
+            expires=self.expiry(),
+        )
 
     def release(self, token: str) -> bool:
         """Give back run ``token``'s slot; False if it held none (given back already, or never taken)."""
