@@ -391,6 +391,7 @@ def stage_a_cloud(monkeypatch: pytest.MonkeyPatch, tables: tuple[str, ...] = STA
             "STATE_MACHINE_ARN": machine,
             "DEAD_LETTER_QUEUE_URL": dead_letters,
             "STAGE_A_QUEUE_URL": queue,
+            "STAGE_A_FOLLOW_UP_QUEUE_URL": queue,  # one queue here: what the router sends back is counted there
             # Runs here end only when a test ends them: the stage's bound on runs in flight (20 by default,
             # lakeline.commits.slots, tested on its own) would hold back the bursts these tests count.
             "RUNS_IN_FLIGHT": "1000",

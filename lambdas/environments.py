@@ -19,12 +19,14 @@ from stage_b.onward import RoutingEnvironment
 class StageARouterEnvironment(RouterEnvironment):
     raw_bucket: str
     stage_a_queue_url: str  # its own queue: records it has no time left for go back there
+    stage_a_follow_up_queue_url: str  # a follow-up run that finds no free slot waits there
 
 
 class StageBRouterEnvironment(RouterEnvironment):
     dependencies_table: str
     artifacts_bucket: str
     stage_b_queue_url: str  # its own queue: a message whose partition is full waits there
+    stage_b_follow_up_queue_url: str  # a follow-up run that finds no free slot waits there
 
 
 class CommitEnvironment(BaseModel):
@@ -36,7 +38,11 @@ class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
 
 
 class StageAPostUpdateEnvironment(PostUpdateEnvironment):
-    stage_a_queue_url: str
+    stage_a_follow_up_queue_url: str
+
+
+class StageBPostUpdateEnvironment(PostUpdateEnvironment):
+    stage_b_follow_up_queue_url: str
 
 
 class FailureEnvironment(SettleEnvironment):
@@ -46,12 +52,12 @@ class FailureEnvironment(SettleEnvironment):
 
 
 class StageAFailureEnvironment(FailureEnvironment):
-    stage_a_queue_url: str
+    stage_a_follow_up_queue_url: str
     stage_a_dead_letter_queue_url: str
 
 
 class StageBFailureEnvironment(FailureEnvironment):
-    stage_b_queue_url: str
+    stage_b_follow_up_queue_url: str
     dead_letter_queue_url: str
 
 
@@ -60,9 +66,9 @@ class StrandedRunEnvironment(FailureEnvironment):
 
     stage_a_state_machine_arn: str
     stage_b_state_machine_arn: str
-    stage_a_queue_url: str
+    stage_a_follow_up_queue_url: str
     stage_a_dead_letter_queue_url: str
-    stage_b_queue_url: str
+    stage_b_follow_up_queue_url: str
     stage_b_dead_letter_queue_url: str
 
 
@@ -70,8 +76,8 @@ class StrandedSweepEnvironment(BaseModel):
     """The scheduled sweep of stranded partitions (``lambdas/stranded_sweep``)."""
 
     pipeline_state_table: str
-    stage_a_queue_url: str
-    stage_b_queue_url: str
+    stage_a_follow_up_queue_url: str
+    stage_b_follow_up_queue_url: str
     max_items: int = Field(default=2_000, ge=1)
     max_starts: int = Field(default=50, ge=1)
 

@@ -61,7 +61,12 @@ class PipelineStack(Stack):
         CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn, description="where every alarm goes")
         self.statements = StatementRunner(self, "Statements", config=config, storage=refs)
         self.queue_b = QueueWithDeadLetters(
-            self, "QueueB", key=refs.key, alarm_topic=self.alarm_topic, visibility_timeout=Duration.minutes(6)
+            self,
+            "QueueB",
+            key=refs.key,
+            alarm_topic=self.alarm_topic,
+            visibility_timeout=Duration.minutes(6),
+            follow_ups=True,
         )
         self.lineage = Lineage(
             self,
@@ -134,7 +139,14 @@ class PipelineStack(Stack):
             state_machines={name: (machine, execution_logs(machine)) for name, machine in state_machines.items()},
             arrivals=self.stage_a.queue.queue,
             # Named by their place in the stack (StageA/Queue → StageA/Queue), as the alarms name functions.
-            queues={_place(q): q.queue for q in nodes if isinstance(q, QueueWithDeadLetters)},
+            queues={
+                **{_place(q): q.queue for q in nodes if isinstance(q, QueueWithDeadLetters)},
+                **{
+                    f"{_place(q)}/FollowUps": q.follow_up_queue
+                    for q in nodes
+                    if isinstance(q, QueueWithDeadLetters) and q.follow_up_queue is not None
+                },
+            },
             dead_letter_queues={_place(q): q.queue for q in nodes if isinstance(q, DeadLetterQueue)},
             functions=functions,
             workgroup=self.statements.workgroup.name,
@@ -147,6 +159,8 @@ class PipelineStack(Stack):
             "StageAQueueUrl": self.stage_a.queue.queue.queue_url,
             "StageADeadLetterQueueUrl": self.stage_a.queue.dead_letter_queue.queue_url,
             "StageBQueueUrl": self.queue_b.queue.queue_url,
+            "StageAFollowUpQueueUrl": self.stage_a.queue.follow_ups.queue_url,
+            "StageBFollowUpQueueUrl": self.queue_b.follow_ups.queue_url,
             "StageBDeadLetterQueueUrl": self.queue_b.dead_letter_queue.queue_url,
             "LineageDeadLetterQueueUrl": self.lineage.queue.dead_letter_queue.queue_url,
             "DependenciesStreamDeadLetterQueueUrl": self.dependencies_stream.failures.queue.queue_url,

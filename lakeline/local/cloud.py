@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 REGION = "us-east-1"
 QUEUES = ("queue-a", "queue-b", "lineage", "trace")
+STAGE_QUEUES = ("queue-a", "queue-b")  # each with a follow-up queue, "<name>-follow-ups"
 MAX_RECEIVE_COUNT = 3  # receives before SQS moves a message to its DLQ, as the deployed queues do
 ARCHIVE_BUCKET = "lakeline-lineage-archive"
 LINEAGE_TABLE_NAME = "lineage"
@@ -84,6 +85,11 @@ class LocalCloud:
             )
             queue_urls[name] = sqs.create_queue(QueueName=name, Attributes={"RedrivePolicy": redrive})["QueueUrl"]
             queue_urls[f"{name}-dlq"] = dead_letters
+            if name in STAGE_QUEUES:  # as deployed: the stage's follow-up runs wait apart, sharing its DLQ
+                follow_ups = f"{name}-follow-ups"
+                queue_urls[follow_ups] = sqs.create_queue(QueueName=follow_ups, Attributes={"RedrivePolicy": redrive})[
+                    "QueueUrl"
+                ]
         aws.s3.create_bucket(Bucket=ARCHIVE_BUCKET)
         cloud = cls(
             server=server,
@@ -107,6 +113,8 @@ class LocalCloud:
             "DEPENDENCIES_BY_TABLE_TABLE": self.names.by_table,
             "PIPELINE_STATE_TABLE": self.names.pipeline_state,
             "STAGE_A_QUEUE_URL": self.queue_urls["queue-a"],
+            "STAGE_A_FOLLOW_UP_QUEUE_URL": self.queue_urls["queue-a-follow-ups"],
+            "STAGE_B_FOLLOW_UP_QUEUE_URL": self.queue_urls["queue-b-follow-ups"],
             "STAGE_A_DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-a-dlq"],
             "STAGE_B_QUEUE_URL": self.queue_urls["queue-b"],
             # Targets a finished partition cannot be routed to are parked there too, with the reason.

@@ -160,6 +160,8 @@ class EventFlow:
         sqs = cloud.sqs
         self.queue_a = QueuePoller(sqs, cloud.queue_urls["queue-a"])
         self.queue_b = QueuePoller(sqs, cloud.queue_urls["queue-b"])
+        self.follow_ups_a = QueuePoller(sqs, cloud.queue_urls["queue-a-follow-ups"])
+        self.follow_ups_b = QueuePoller(sqs, cloud.queue_urls["queue-b-follow-ups"])
         self.lineage_queue = QueuePoller(sqs, cloud.queue_urls["lineage"])
         self.trace_queue = QueuePoller(sqs, cloud.queue_urls["trace"])
         self.dependencies_stream = StreamPoller(cloud.streams, cloud.dependencies_stream_arn)
@@ -450,14 +452,20 @@ class EventFlow:
         stage_b = self._state_machine(self._stage_b_record)
         for _ in range(max_rounds):
             moved = 0
-            moved += self.queue_a.deliver(stage_a, "stage-a")[0]
-            self._raise_if_stopped()
-            moved += self.queue_b.deliver(stage_b, "stage-b")[0]
-            self._raise_if_stopped()
+            # Each router reads its stage's queue and its follow-up queue, as its two event source mappings do.
+            for queue, handler, name in (
+                (self.follow_ups_a, stage_a, "stage-a"),
+                (self.queue_a, stage_a, "stage-a"),
+                (self.follow_ups_b, stage_b, "stage-b"),
+                (self.queue_b, stage_b, "stage-b"),
+            ):
+                moved += queue.deliver(handler, name)[0]
+                self._raise_if_stopped()
             loaded, _ = self.lineage_queue.deliver(self._lineage_load, "lineage-load")
             self.report.lineage_records += loaded
             moved += loaded
-            if moved == 0 and not any(q.depth() for q in (self.queue_a, self.queue_b, self.lineage_queue)):
+            queues = (self.follow_ups_a, self.queue_a, self.follow_ups_b, self.queue_b, self.lineage_queue)
+            if moved == 0 and not any(q.depth() for q in queues):
                 break
         self.events.extend(event_to_dict(event) for event in self.emitter.drain())
         return self.report

@@ -47,7 +47,11 @@ STACK_OUTPUTS = {
     "stage_b_machine": "StageBStateMachineArn",
 }
 # Read by one command only: a stack deployed before it has every other command still.
-LATER_OUTPUTS = {"raw_bucket": "RawBucket"}
+LATER_OUTPUTS = {
+    "raw_bucket": "RawBucket",
+    "stage_a_follow_ups": "StageAFollowUpQueueUrl",
+    "stage_b_follow_ups": "StageBFollowUpQueueUrl",
+}
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,11 @@ def _number(item: Mapping[str, Any], name: str) -> float | None:
 
 def _strings(item: Mapping[str, Any], name: str) -> tuple[str, ...]:
     return tuple(sorted(item.get(name, {}).get("SS", [])))
+
+
+def _delayed(sqs: SQSClient, queue_url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
+    return int(attributes["Attributes"].get("ApproximateNumberOfMessagesDelayed", 0))
 
 
 def runs_in_flight(items: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -285,10 +294,10 @@ def deployed_status(
     status.partitions, status.waiting_targets = read_items(items, required, now)
     status.runs_in_flight = runs_in_flight(items)
     for stage in STAGES:
-        attributes = clients.sqs.get_queue_attributes(
-            QueueUrl=outputs[f"stage_{stage}_queue"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
-        )["Attributes"]
-        status.delayed[f"stage {stage}"] = int(attributes.get("ApproximateNumberOfMessagesDelayed", 0))
+        # Both of the stage's queues: its follow-up runs wait for a free slot on their own (#39); a stack deployed
+        # before has no follow-up queue.
+        queues = [outputs[name] for name in (f"stage_{stage}_queue", f"stage_{stage}_follow_ups") if name in outputs]
+        status.delayed[f"stage {stage}"] = sum(_delayed(clients.sqs, url) for url in queues)
     for name in ("stage_a_dlq", "stage_b_dlq", "lineage_dlq", "dependencies_stream_dlq"):
         attributes = clients.sqs.get_queue_attributes(
             QueueUrl=outputs[name], AttributeNames=["ApproximateNumberOfMessages"]

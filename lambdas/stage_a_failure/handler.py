@@ -27,7 +27,9 @@ metrics = Metrics(namespace="Lakeline", service="stage-a-failure")
 @cache
 def runtime() -> FailureRuntime:
     environment = load_environment(StageAFailureEnvironment, os.environ)
-    return failure_runtime(environment, "a", environment.stage_a_queue_url, environment.stage_a_dead_letter_queue_url)
+    return failure_runtime(
+        environment, "a", environment.stage_a_follow_up_queue_url, environment.stage_a_dead_letter_queue_url
+    )
 
 
 @logger.inject_lambda_context

@@ -27,7 +27,7 @@ metrics = Metrics(namespace="Lakeline", service="stage-a-post-update")
 @cache
 def runtime() -> PostUpdateRuntime:
     environment = load_environment(StageAPostUpdateEnvironment, os.environ)
-    return post_update_runtime(environment, "a", environment.stage_a_queue_url)
+    return post_update_runtime(environment, "a", environment.stage_a_follow_up_queue_url)
 
 
 @logger.inject_lambda_context

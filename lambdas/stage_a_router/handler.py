@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass, fields
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
@@ -37,9 +37,6 @@ from lambdas.router import RouterRuntime, router_runtime, send_back, send_back_t
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
 from stage_a.start import plan_follow_up, start_plan, start_stage_a
-
-if TYPE_CHECKING:
-    pass
 
 logger = Logger(service="stage-a-router")
 tracer = Tracer(service="stage-a-router")
@@ -69,9 +66,6 @@ arrivals in the DLQ with no reason (#39)."""
 
 def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
     run = runtime()
-    if lambda_context is not None and lambda_context.get_remaining_time_in_millis() < RECORD_BUDGET_MS:
-        defer(run, record)
-        return
     try:
         body = json.loads(record.body)
         follow_up = parse_follow_up(body)
@@ -82,6 +76,12 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
         dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, reason, "stage-a-router")
         metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
         return
+    # A follow-up waits on the follow-up queue, apart from the arrivals a burst left in queue A: there it is
+    # started as soon as a slot is free instead of behind the whole backlog, holding the slot its run handed it.
+    queue_url = run.environment.stage_a_follow_up_queue_url if follow_up else run.environment.stage_a_queue_url
+    if lambda_context is not None and lambda_context.get_remaining_time_in_millis() < RECORD_BUDGET_MS:
+        defer(run, record, queue_url)
+        return
     if follow_up is not None:
         plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits, run.manifests)
         if plan is None:
@@ -91,7 +91,7 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
         try:
             started = start_plan(plan, run.sfn, run.environment.state_machine_arn, slots=run.slots)
         except NoRunSlot as busy:
-            wait_in_queue(run, record, busy)
+            wait_in_queue(run, record, busy, queue_url)
             return
         logger.info("stage A follow-up started", extra={"partition": follow_up.key, "run": follow_up.owner})
         metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)
@@ -110,7 +110,7 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
                 run.slots,
             )
         except (NoRunSlot, PartitionFull) as waiting:
-            wait_in_queue(run, record, waiting)
+            wait_in_queue(run, record, waiting, queue_url)
             return  # the record's other arrivals come back with it
         except InvalidInputError as error:
             logger.warning("arrival rejected", extra={"key": arrival.key, "reason": str(error)})
@@ -136,20 +136,22 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
         metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)
 
 
-def wait_in_queue(run: Runtime, record: SQSRecord, reason: NoRunSlot | PartitionFull) -> None:
-    """The record goes back to queue A to wait: for a free slot (its run keeps its partition's lease), or for room
-    in its partition's item, which holds as many waiting arrivals as it may."""
-    delay = send_back_to_wait(run.sqs, run.environment.stage_a_queue_url, record, reason)
-    logger.info("sent back to queue A to wait", extra={"id": record.message_id, "reason": str(reason), "delay": delay})
+def wait_in_queue(run: Runtime, record: SQSRecord, reason: NoRunSlot | PartitionFull, queue_url: str) -> None:
+    """The record goes back to its queue (``queue_url``) to wait: for a free slot (its run keeps its partition's
+    lease), or for room in its partition's item, which holds as many waiting arrivals as it may."""
+    delay = send_back_to_wait(run.sqs, queue_url, record, reason)
+    logger.info(
+        "sent back to its queue to wait", extra={"id": record.message_id, "reason": str(reason), "delay": delay}
+    )
     metric = "RunsWaitingForASlot" if isinstance(reason, NoRunSlot) else "DeferredRecords"
     metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
 
 
-def defer(run: Runtime, record: SQSRecord) -> None:
-    """Send the record back to queue A as a new message, then let this one go: its receive count stays as it was,
-    and an arrival sent twice (a crash between the two) is the same arrival, recorded once."""
-    send_back(run.sqs, run.environment.stage_a_queue_url, record.body, waited=times_waited(record))
-    logger.info("no time left for the record in this invocation: sent back to queue A", extra={"id": record.message_id})
+def defer(run: Runtime, record: SQSRecord, queue_url: str) -> None:
+    """Send the record back to its queue (``queue_url``) as a new message, then let this one go: its receive count
+    stays as it was, and an arrival sent twice (a crash between the two) is the same arrival, recorded once."""
+    send_back(run.sqs, queue_url, record.body, waited=times_waited(record))
+    logger.info("no time left for the record in this invocation: sent back", extra={"id": record.message_id})
     metrics.add_metric(name="DeferredRecords", unit=MetricUnit.Count, value=1)
 
 

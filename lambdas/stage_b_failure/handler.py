@@ -27,7 +27,7 @@ metrics = Metrics(namespace="Lakeline", service="stage-b-failure")
 @cache
 def runtime() -> FailureRuntime:
     environment = load_environment(StageBFailureEnvironment, os.environ)
-    return failure_runtime(environment, "b", environment.stage_b_queue_url, environment.dead_letter_queue_url)
+    return failure_runtime(environment, "b", environment.stage_b_follow_up_queue_url, environment.dead_letter_queue_url)
 
 
 @logger.inject_lambda_context

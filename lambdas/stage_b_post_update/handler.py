@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
-from lambdas.environments import PostUpdateEnvironment
+from lambdas.environments import StageBPostUpdateEnvironment
 from lambdas.post_update import post_update_runtime
 from stage_b.plan import StageBPlan
 from stage_end.runtime import PostUpdateRuntime
@@ -26,8 +26,8 @@ metrics = Metrics(namespace="Lakeline", service="stage-b-post-update")
 
 @cache
 def runtime() -> PostUpdateRuntime:
-    environment = load_environment(PostUpdateEnvironment, os.environ)
-    return post_update_runtime(environment, "b", environment.stage_b_queue_url)
+    environment = load_environment(StageBPostUpdateEnvironment, os.environ)
+    return post_update_runtime(environment, "b", environment.stage_b_follow_up_queue_url)
 
 
 @logger.inject_lambda_context

@@ -106,9 +106,12 @@ def handle_record(record: SQSRecord) -> None:
         started = start_leased(planned, planner, run.commits, run.sfn, run.environment.state_machine_arn, run.slots)
 
     except NoRunSlot as busy:
-        # The run keeps its partition's lease; its message goes back to queue B, to start when a slot is free.
-        delay = send_back_to_wait(run.sqs, run.environment.stage_b_queue_url, record, busy)
-        logger.info("run waits for a slot: sent back to queue B", extra={"reason": str(busy), "delay": delay})
+        # The run keeps its partition's lease; its message goes back to wait for a free slot: a follow-up on the
+        # follow-up queue, where a backlog of new messages in queue B does not hold it up.
+        env = run.environment
+        queue_url = env.stage_b_follow_up_queue_url if follow_up is not None else env.stage_b_queue_url
+        delay = send_back_to_wait(run.sqs, queue_url, record, busy)
+        logger.info("run waits for a slot: sent back to its queue", extra={"reason": str(busy), "delay": delay})
         metrics.add_metric(name="DeferredMessages", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="StartedRuns", unit=MetricUnit.Count, value=0 if started.duplicate else 1)

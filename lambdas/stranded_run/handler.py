@@ -35,8 +35,8 @@ def environment() -> StrandedRunEnvironment:
 def runtime(stage: Stage) -> FailureRuntime:
     env = environment()
     if stage == "A":
-        return failure_runtime(env, "a", env.stage_a_queue_url, env.stage_a_dead_letter_queue_url)
-    return failure_runtime(env, "b", env.stage_b_queue_url, env.stage_b_dead_letter_queue_url)
+        return failure_runtime(env, "a", env.stage_a_follow_up_queue_url, env.stage_a_dead_letter_queue_url)
+    return failure_runtime(env, "b", env.stage_b_follow_up_queue_url, env.stage_b_dead_letter_queue_url)
 
 
 @cache

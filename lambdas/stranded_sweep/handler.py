@@ -36,7 +36,7 @@ def dependencies() -> tuple[AwsClients, StrandedSweepEnvironment]:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     aws, env = dependencies()
-    queues = {"A": env.stage_a_queue_url, "B": env.stage_b_queue_url}
+    queues = {"A": env.stage_a_follow_up_queue_url, "B": env.stage_b_follow_up_queue_url}
 
     def start(lease: Lease) -> None:
         send_follow_up(aws.sqs, queues[stage_of(lease.pending[0])], lease)

@@ -58,29 +58,48 @@ class QueueWithDeadLetters(Construct):
         visibility_timeout: Duration,
         max_receive_count: int = 3,
         oldest_message_alarm: Duration | None = None,
+        follow_ups: bool = False,
     ) -> None:
+        """``follow_ups``: the queue also has a follow-up queue (``follow_up_queue``), sharing its dead-letter queue."""
         super().__init__(scope, construct_id)
         self.dead_letters = DeadLetterQueue(self, "DeadLetters", key=key, alarm_topic=alarm_topic)
         self.dead_letter_queue = self.dead_letters.queue
-        self.queue = sqs.Queue(
-            self,
-            "Queue",
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=key,
-            enforce_ssl=True,
-            visibility_timeout=visibility_timeout,
-            retention_period=Duration.days(4),
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
-            # Messages not yet consumed are arrivals: kept when the pipeline stack is torn down or replaced (#40).
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        backlog = cloudwatch.Alarm(
-            self,
-            "BacklogAlarm",
-            alarm_description="The oldest message has waited too long: consumers are failing or throttled.",
-            metric=self.queue.metric_approximate_age_of_oldest_message(period=Duration.minutes(5)),
-            threshold=(oldest_message_alarm or Duration.hours(1)).to_seconds(),
-            evaluation_periods=3,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        backlog.add_alarm_action(actions.SnsAction(alarm_topic))
+
+        def queue(queue_id: str) -> sqs.Queue:
+            made = sqs.Queue(
+                self,
+                queue_id,
+                encryption=sqs.QueueEncryption.KMS,
+                encryption_master_key=key,
+                enforce_ssl=True,
+                visibility_timeout=visibility_timeout,
+                retention_period=Duration.days(4),
+                dead_letter_queue=sqs.DeadLetterQueue(
+                    queue=self.dead_letter_queue, max_receive_count=max_receive_count
+                ),
+                # Messages not yet consumed are arrivals or runs: kept when the pipeline stack is torn down (#40).
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            backlog = cloudwatch.Alarm(
+                self,
+                f"{queue_id}BacklogAlarm" if queue_id != "Queue" else "BacklogAlarm",
+                alarm_description="The oldest message has waited too long: consumers are failing or throttled.",
+                metric=made.metric_approximate_age_of_oldest_message(period=Duration.minutes(5)),
+                threshold=(oldest_message_alarm or Duration.hours(1)).to_seconds(),
+                evaluation_periods=3,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            backlog.add_alarm_action(actions.SnsAction(alarm_topic))
+            return made
+
+        self.queue = queue("Queue")
+        # A stage's follow-up runs (the partition's next run, which its lease and run slot are handed to) wait
+        # apart from new arrivals: a follow-up queued behind a burst's backlog held its slot idle for minutes (#39).
+        self.follow_up_queue: sqs.Queue | None = queue("FollowUps") if follow_ups else None
+
+    @property
+    def follow_ups(self) -> sqs.Queue:
+        """The follow-up queue of a stage's queue; an error for a queue made without one."""
+        if self.follow_up_queue is None:
+            raise ValueError(f"{self.node.path} has no follow-up queue")
+        return self.follow_up_queue

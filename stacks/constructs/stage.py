@@ -36,6 +36,11 @@ APPLIED_KEYS = f"*/{RUN_PREFIX}*/{APPLIED_FOLDER}{'?' * 16}"
 reads its partition's to plan a run."""
 
 
+FOLLOW_UP_CONCURRENCY = 2
+"""Routers taking follow-ups at once (SQS's least ``MaximumConcurrency``): a follow-up is planned and started in
+well under a second, and the run slots bound the runs anyway."""
+
+
 @dataclass(frozen=True)
 class RouterSettings:
     """What both routers are configured with: how tables are written, and how many run at once."""
@@ -103,14 +108,14 @@ def grant_routing(
 def grant_partition_state(
     function: LakelineFunction, storage: StorageImports, stage_queue: QueueWithDeadLetters, queue_variable: str
 ) -> None:
-    """What a function that ends a leased run needs: the partition states, and the stage's own queue
+    """What a function that ends a leased run needs: the partition states, and the stage's follow-up queue
     (``queue_variable``) to queue a follow-up run on."""
     function.function.add_environment(
         variable(SettleEnvironment, "pipeline_state_table"), storage.table_name("PipelineState")
     )
-    function.function.add_environment(queue_variable, stage_queue.queue.queue_url)
+    function.function.add_environment(queue_variable, stage_queue.follow_ups.queue_url)
     storage.table("PipelineState").grant_read_write_data(function.function)
-    stage_queue.queue.grant_send_messages(function.function)
+    stage_queue.follow_ups.grant_send_messages(function.function)
 
 
 def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[str, ...]) -> LakelineFunction:
@@ -269,4 +274,15 @@ class StageWorkflow:
                 max_concurrency=settings.max_concurrency,
             )
         )
+        if queue.follow_up_queue is not None:
+            # Its own mapping, so its pollers take follow-ups whatever waits in the stage's queue: a follow-up
+            # holds its partition's lease and often the run slot its run handed it. No batching window: none waits.
+            router.function.add_event_source(
+                sources.SqsEventSource(
+                    queue.follow_up_queue,
+                    batch_size=10,
+                    report_batch_item_failures=True,
+                    max_concurrency=FOLLOW_UP_CONCURRENCY,
+                )
+            )
         return router

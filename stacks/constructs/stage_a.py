@@ -54,7 +54,12 @@ class StageA(Construct):
         super().__init__(scope, construct_id)
 
         self.queue = QueueWithDeadLetters(
-            self, "QueueA", key=storage.key, alarm_topic=alarm_topic, visibility_timeout=Duration.minutes(6)
+            self,
+            "QueueA",
+            key=storage.key,
+            alarm_topic=alarm_topic,
+            visibility_timeout=Duration.minutes(6),
+            follow_ups=True,
         )
         rule = events.Rule(
             self,
@@ -91,7 +96,9 @@ class StageA(Construct):
         self.queue.dead_letter_queue.grant_send_messages(failure.function)
         # After a failed post-update, the published run's lineage records (lambdas/stage_a_failure).
         lineage_queue.queue.grant_send_messages(failure.function)
-        grant_partition_state(failure, storage, self.queue, variable(StageAFailureEnvironment, "stage_a_queue_url"))
+        grant_partition_state(
+            failure, storage, self.queue, variable(StageAFailureEnvironment, "stage_a_follow_up_queue_url")
+        )
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)
         statements.grants.grant_delete_guard(failure.function)
@@ -110,7 +117,7 @@ class StageA(Construct):
         statements.grants.grant_prune_versions(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
         grant_partition_state(
-            post_update, storage, self.queue, variable(StageAPostUpdateEnvironment, "stage_a_queue_url")
+            post_update, storage, self.queue, variable(StageAPostUpdateEnvironment, "stage_a_follow_up_queue_url")
         )
         stage_events.attach(post_update)
 
@@ -141,8 +148,10 @@ class StageA(Construct):
             # loaded through a copy in the table's order and spelling, which the router writes next to
             # it (stage_a.by_name): only such copies may be written.
             storage.bucket("Raw").grant_put(router.function, f"*{BY_NAME_MARKER}.*")  # with the bucket key
-            # A record it has no time left for goes back to queue A (lambdas/stage_a_router RECORD_BUDGET_MS).
+            # A record it has no time left for goes back to queue A (lambdas/stage_a_router RECORD_BUDGET_MS), a
+            # follow-up that finds no free run slot to the follow-up queue.
             self.queue.queue.grant_send_messages(router.function)
+            self.queue.follow_ups.grant_send_messages(router.function)
             statements.grants.grant_add_columns(router.function)
             # A compaction's or a rewrite's plan lists the files it reads in a manifest (stage_a.manifest),
             # <run prefix>/<16-character digest>/manifest under a partition: only those may be written.
@@ -159,6 +168,7 @@ class StageA(Construct):
                 StageARouterEnvironment,
                 raw_bucket=storage.bucket("Raw").bucket_name,
                 stage_a_queue_url=self.queue.queue.queue_url,
+                stage_a_follow_up_queue_url=self.queue.follow_ups.queue_url,
             ),
             grant=grant_router,
         )

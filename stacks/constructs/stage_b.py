@@ -12,6 +12,7 @@ from constructs import Construct
 from lambdas.environments import (
     DependenciesStreamEnvironment,
     StageBFailureEnvironment,
+    StageBPostUpdateEnvironment,
     StageBRouterEnvironment,
 )
 from stacks.constructs.functions import LakelineFunction
@@ -57,7 +58,9 @@ class StageB(Construct):
         )
         lineage_queue.queue.grant_send_messages(failure.function)
         queue_b.dead_letter_queue.grant_send_messages(failure.function)
-        grant_partition_state(failure, storage, queue_b, variable(StageBFailureEnvironment, "stage_b_queue_url"))
+        grant_partition_state(
+            failure, storage, queue_b, variable(StageBFailureEnvironment, "stage_b_follow_up_queue_url")
+        )
         for bucket in ("Stage", "Analytics"):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)
@@ -77,6 +80,9 @@ class StageB(Construct):
         statements.grants.grant_delete_guard(post_update.function)
         statements.grants.grant_prune_versions(post_update.function)
         grant_routing(post_update, storage, queue_b, lineage_queue)
+        grant_partition_state(
+            post_update, storage, queue_b, variable(StageBPostUpdateEnvironment, "stage_b_follow_up_queue_url")
+        )
         stage_events.attach(post_update)
 
         plan = STAGE_B_PLAN
@@ -107,8 +113,10 @@ class StageB(Construct):
             statements.grants.grant_catalog_read(router.function)
             for bucket in ("Stage", "Analytics"):  # where targets are; their lists of what they applied
                 storage.bucket(bucket).grant_read(router.function, APPLIED_KEYS)
-            # A message whose target partition is full goes back to queue B (lambdas/router.py send_back).
+            # A message whose target partition is full goes back to queue B (lambdas/router.py send_back), a
+            # follow-up that finds no free run slot to the follow-up queue.
             queue_b.queue.grant_send_messages(router.function)
+            queue_b.follow_ups.grant_send_messages(router.function)
 
         self.router = workflow.router(
             handler_package="stage_b_router",
@@ -120,6 +128,7 @@ class StageB(Construct):
                 dependencies_table=storage.table_name("Dependencies"),
                 artifacts_bucket=storage.bucket("Artifacts").bucket_name,
                 stage_b_queue_url=queue_b.queue.queue_url,
+                stage_b_follow_up_queue_url=queue_b.follow_ups.queue_url,
             ),
             grant=grant_router,
         )

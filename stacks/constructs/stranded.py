@@ -71,8 +71,12 @@ class StrandedRuns(Construct):
         )
         # What both stages' failure functions may do, since it ends runs of either.
         function = self.run_end.function
-        grant_partition_state(self.run_end, storage, queue_a, variable(StrandedRunEnvironment, "stage_a_queue_url"))
-        grant_partition_state(self.run_end, storage, queue_b, variable(StrandedRunEnvironment, "stage_b_queue_url"))
+        grant_partition_state(
+            self.run_end, storage, queue_a, variable(StrandedRunEnvironment, "stage_a_follow_up_queue_url")
+        )
+        grant_partition_state(
+            self.run_end, storage, queue_b, variable(StrandedRunEnvironment, "stage_b_follow_up_queue_url")
+        )
         for queue in (queue_a.dead_letter_queue, queue_b.dead_letter_queue, lineage_queue.queue):
             queue.grant_send_messages(function)
         storage.bucket("Stage").grant_read_write(function)
@@ -112,12 +116,12 @@ class StrandedRuns(Construct):
             environment=environment(
                 StrandedSweepEnvironment,
                 pipeline_state_table=storage.table_name("PipelineState"),
-                stage_a_queue_url=queue_a.queue.queue_url,
-                stage_b_queue_url=queue_b.queue.queue_url,
+                stage_a_follow_up_queue_url=queue_a.follow_ups.queue_url,
+                stage_b_follow_up_queue_url=queue_b.follow_ups.queue_url,
             ),
         )
         storage.table("PipelineState").grant_read_write_data(self.sweep.function)
-        for queue in (queue_a.queue, queue_b.queue):
+        for queue in (queue_a.follow_ups, queue_b.follow_ups):
             queue.grant_send_messages(self.sweep.function)
         self.sweep_rule = events.Rule(
             self,

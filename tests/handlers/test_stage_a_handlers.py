@@ -91,6 +91,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         sqs = boto3.client("sqs", region_name=REGION)
         dlq_url = sqs.create_queue(QueueName="queue-a-dlq")["QueueUrl"]
         queue_a = sqs.create_queue(QueueName="queue-a")["QueueUrl"]
+        follow_ups_a = sqs.create_queue(QueueName="queue-a-follow-ups")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = create_pass_state_machine(sfn, "stage-a")
         # Every leased plan writes its manifests there (stage_a.manifest).
@@ -110,6 +111,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DEAD_LETTER_QUEUE_URL": dlq_url,
             "STAGE_A_DEAD_LETTER_QUEUE_URL": dlq_url,
             "STAGE_A_QUEUE_URL": queue_a,
+            "STAGE_A_FOLLOW_UP_QUEUE_URL": follow_ups_a,
             "RAW_BUCKET": "raw-bucket",
             "STAGE_BUCKET": "stage-bucket",
             "PIPELINE_ENVIRONMENT": "dev",
@@ -135,6 +137,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "sfn": sfn,
             "machine": machine,
             "queue_a": queue_a,
+            "follow_ups_a": follow_ups_a,
             "queue_b": queue_b,
             "lineage": lineage_queue,
         }
@@ -250,7 +253,7 @@ def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws
     assert committed["version"] == 1
     result = post_update.handler({"plan": plan}, CONTEXT)
     assert result["follow_up"] is not None
-    (follow_up,) = queued(aws, "queue_a")
+    (follow_up,) = queued(aws, "follow_ups_a")
     router.handler(sqs_event(follow_up), CONTEXT)
     assert len(executions(aws)) == 2
     second = next(e for e in executions(aws) if e["executionArn"] != execution["executionArn"])
@@ -264,7 +267,7 @@ def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws
     assert len(executions(aws)) == 2
     commit.handler({"plan": follow_plan}, CONTEXT)
     assert post_update.handler({"plan": follow_plan}, CONTEXT)["follow_up"] is None
-    assert queued(aws, "queue_a") == []
+    assert queued(aws, "follow_ups_a") == [] and queued(aws, "queue_a") == []
 
 
 def test_invalid_key_goes_to_the_dlq_with_its_reason_and_neighbours_proceed(aws: dict[str, Any]) -> None:
@@ -703,7 +706,7 @@ def test_a_redrive_after_a_failed_post_update_while_another_run_holds_the_partit
     assert post_update.handler({"plan": newer_plan}, CONTEXT)["follow_up"] is not None
     (routed,) = queued(aws, "queue_b")
     assert routed["trigger"]["run"] == newer_plan["run_token"]
-    (follow_up,) = queued(aws, "queue_a")
+    (follow_up,) = queued(aws, "follow_ups_a")
     router.handler(sqs_event(follow_up), CONTEXT)
     (third,) = [e for e in executions(aws) if e["executionArn"] not in {first["executionArn"], newer["executionArn"]}]
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=third["executionArn"])["input"])["plan"]
@@ -856,7 +859,7 @@ def test_every_file_a_follow_up_run_takes_has_its_raw_input_and_reaches_the_new_
     commit.handler({"plan": plan}, CONTEXT)
     post_update.handler({"plan": plan}, CONTEXT)
     lineage_records(aws)  # the first run's
-    (follow_up,) = queued(aws, "queue_a")
+    (follow_up,) = queued(aws, "follow_ups_a")
     router.handler(sqs_event(follow_up), CONTEXT)
     (second,) = [e for e in executions(aws) if e["executionArn"] != execution["executionArn"]]
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
@@ -975,7 +978,7 @@ def test_a_run_s_end_hands_its_slot_to_its_partition_s_follow_up_ahead_of_runs_w
     plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
     commit.handler({"plan": plan}, CONTEXT)
     post_update.handler({"plan": plan}, CONTEXT)
-    (follow_up,) = queued(aws, "queue_a")  # the other partition's record waits out its delay meanwhile
+    (follow_up,) = queued(aws, "follow_ups_a")  # on its own queue, ahead of what waits in queue A
     router.handler(sqs_event(other), CONTEXT)  # the other partition's record back first: the follow-up holds the slot
     assert len(executions(aws)) == 1
     router.handler(sqs_event(follow_up), CONTEXT)
@@ -989,3 +992,36 @@ def test_a_run_s_end_hands_its_slot_to_its_partition_s_follow_up_ahead_of_runs_w
     ], "the follow-up started with the slot its run's end handed it"
     attributes = aws["sqs"].get_queue_attributes(QueueUrl=aws["queue_a"], AttributeNames=["All"])["Attributes"]
     assert attributes["ApproximateNumberOfMessagesDelayed"] == "2"  # the other's record sent back twice
+
+
+def test_a_follow_up_that_finds_no_free_slot_waits_on_the_follow_up_queue_not_behind_queue_a(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follow-up that finds every slot taken (its handed slot expired and was taken meanwhile) is sent back to the
+    follow-up queue, whose mapping the router reads apart from queue A: sent back to queue A, it waited behind a
+    burst's whole backlog (#39: 12 minutes in the scale benchmark) while holding its partition's lease."""
+    from lakeline.commits.slots import RunSlots
+
+    monkeypatch.setenv("RUNS_IN_FLIGHT", "1")
+    clear_caches()
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
+    later = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv", sequencer="0062E99A88DC407461")
+    router.handler(sqs_event(later), CONTEXT)
+    (first,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    post_update.handler({"plan": plan}, CONTEXT)
+    (follow_up,) = queued(aws, "follow_ups_a")
+    owner = follow_up["lakeline_follow_up"]["owner"]
+    assert RunSlots(boto3.client("dynamodb", region_name=REGION), "pipeline-state", "a").release(owner)
+    other = eventbridge_arrival("engineering/mysql/customers/date=20220121/file.csv")
+    router.handler(sqs_event(other), CONTEXT)  # takes the one slot
+    assert len(executions(aws)) == 2
+
+    assert router.handler(sqs_event(follow_up), CONTEXT)["batchItemFailures"] == []
+    assert len(executions(aws)) == 2 and dead_letters(aws) == []
+    queue_a = aws["sqs"].get_queue_attributes(QueueUrl=aws["queue_a"], AttributeNames=["All"])["Attributes"]
+    assert (queue_a["ApproximateNumberOfMessages"], queue_a["ApproximateNumberOfMessagesDelayed"]) == ("0", "0")
+    follow_ups = aws["sqs"].get_queue_attributes(QueueUrl=aws["follow_ups_a"], AttributeNames=["All"])["Attributes"]
+    assert follow_ups["ApproximateNumberOfMessagesDelayed"] == "1", "the follow-up waits on its own queue"

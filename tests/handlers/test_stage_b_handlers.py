@@ -59,6 +59,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         sqs = boto3.client("sqs", region_name=REGION)
         dlq = sqs.create_queue(QueueName="queue-b-dlq")["QueueUrl"]
         queue_b = sqs.create_queue(QueueName="queue-b")["QueueUrl"]
+        follow_ups_b = sqs.create_queue(QueueName="queue-b-follow-ups")["QueueUrl"]
         lineage_queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = create_pass_state_machine(sfn, "stage-b")
@@ -107,6 +108,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "DEPENDENCIES_BY_TABLE_TABLE": "dependencies-by-table",
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "STAGE_B_QUEUE_URL": queue_b,
+            "STAGE_B_FOLLOW_UP_QUEUE_URL": follow_ups_b,
             "STAGE_B_DEAD_LETTER_QUEUE_URL": dlq,
             "LINEAGE_QUEUE_URL": lineage_queue,
             "ARTIFACTS_BUCKET": "artifacts-bucket",
@@ -121,6 +123,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "sqs": sqs,
             "dlq": dlq,
             "queue_b": queue_b,
+            "follow_ups_b": follow_ups_b,
             "sfn": sfn,
             "machine": machine,
             "s3": s3,

@@ -41,6 +41,8 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         queue_a = sqs.create_queue(QueueName="stage-a")["QueueUrl"]
         dlq_b = sqs.create_queue(QueueName="stage-b-dlq")["QueueUrl"]
         queue_b = sqs.create_queue(QueueName="stage-b")["QueueUrl"]
+        follow_ups_a = sqs.create_queue(QueueName="stage-a-follow-ups")["QueueUrl"]
+        follow_ups_b = sqs.create_queue(QueueName="stage-b-follow-ups")["QueueUrl"]
         dlq_lineage = sqs.create_queue(QueueName="lineage-dlq")["QueueUrl"]
         dlq_stream = sqs.create_queue(QueueName="stream-dlq")["QueueUrl"]
         s3 = boto3.client("s3", region_name=REGION)
@@ -66,6 +68,8 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "StageAStateMachineArn": machines[0],
             "StageBStateMachineArn": machines[1],
             "RawBucket": "raw",
+            "StageAFollowUpQueueUrl": follow_ups_a,
+            "StageBFollowUpQueueUrl": follow_ups_b,
         }
         assert set(values) == {*STACK_OUTPUTS.values(), *LATER_OUTPUTS.values()}
         template = {
@@ -85,6 +89,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "queue_a": queue_a,
             "dlq_stream": dlq_stream,
             "queue_b": queue_b,
+            "follow_ups_b": follow_ups_b,
             "machines": machines,
             "item": item,
         }
@@ -440,7 +445,7 @@ def test_runs_in_flight_and_records_waiting_out_a_delay_are_shown(stack: dict[st
     RunSlots(stack["dynamodb"], "pipeline-state", "b").take("20220120t000000000000_0000000003")
     record = SQSRecord({"body": "{}", "messageAttributes": {}})
     send_back_to_wait(stack["sqs"], stack["queue_a"], record, PartitionFull("full"))
-    send_back_to_wait(stack["sqs"], stack["queue_b"], record, NoRunSlot("no slot"))
+    send_back_to_wait(stack["sqs"], stack["follow_ups_b"], record, NoRunSlot("no slot"))  # a follow-up run
     send_back_to_wait(stack["sqs"], stack["queue_b"], record, PartitionFull("full"))
     report = json.loads(status("--format", "json").output)
     assert report["runs_in_flight"] == {"stage a": 2, "stage b": 1}

@@ -41,6 +41,7 @@ STAGE_B_MACHINE = f"arn:aws:states:{REGION}:123456789012:stateMachine:stage-b"
 def aws(stage_a_aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setenv("STAGE_A_STATE_MACHINE_ARN", stage_a_aws["machine"])
     monkeypatch.setenv("STAGE_B_STATE_MACHINE_ARN", STAGE_B_MACHINE)
+    monkeypatch.setenv("STAGE_B_FOLLOW_UP_QUEUE_URL", stage_a_aws["queue_b"])  # no stage B run ends here
     boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
     for cached in (stranded_run.environment, stranded_run.runtime, stranded_run.aws, stranded_sweep.dependencies):
         cached.cache_clear()
@@ -104,7 +105,7 @@ def test_a_timed_out_run_hands_what_waits_to_a_follow_up(aws: dict[str, Any]) ->
     router.handler(sqs_event(eventbridge_arrival(later)), CONTEXT)  # waits behind the run
     report = stranded_run.handler(status_change(aws, arn, "TIMED_OUT"), CONTEXT)
     assert report["parked"] == [KEY] and report["ended"] is True
-    (follow_up,) = queued(aws, "queue_a")
+    (follow_up,) = queued(aws, "follow_ups_a")
     lease = Lease.from_dict(follow_up["lakeline_follow_up"])
     # The follow-up names its lease; what it takes is what waits in the partition's state (re-read on resume).
     state = partition_state(plan["lease"]["key"])
@@ -200,7 +201,7 @@ def test_the_sweep_function_queues_each_follow_up_on_its_stages_queue(aws: dict[
     )
     report = stranded_sweep.handler({"source": "aws.events", "detail-type": "Scheduled Event"}, CONTEXT)
     assert report["stranded"] == [key] and report["started"] == [key]
-    (follow_up,) = queued(aws, "queue_a")
+    (follow_up,) = queued(aws, "follow_ups_a")
     router.handler(sqs_event(follow_up), CONTEXT)  # the router starts it as any follow-up
     assert len(executions(aws)) == 2
 

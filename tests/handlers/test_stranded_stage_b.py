@@ -1,6 +1,6 @@
 """A stage B run whose execution timed out (6 h) outside its Catch, on moto (#39): the status-change function
-ends it as stage B's failure path does, and a message that waited behind it is handed to a follow-up on queue B;
-the sweep queues a stranded stage B partition's follow-up on queue B as well."""
+ends it as stage B's failure path does, and a message that waited behind it is handed to a follow-up on queue B's
+follow-up queue; the sweep queues a stranded stage B partition's follow-up there as well."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def aws(stage_b_aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterato
     for name, value in {
         "STAGE_A_STATE_MACHINE_ARN": f"arn:aws:states:{REGION}:123456789012:stateMachine:stage-a",
         "STAGE_B_STATE_MACHINE_ARN": stage_b_aws["machine"],
-        "STAGE_A_QUEUE_URL": queue_a,
+        "STAGE_A_FOLLOW_UP_QUEUE_URL": queue_a,
         "STAGE_A_DEAD_LETTER_QUEUE_URL": stage_b_aws["sqs"].create_queue(QueueName="queue-a-dlq")["QueueUrl"],
     }.items():
         monkeypatch.setenv(name, value)
@@ -74,7 +74,7 @@ def test_a_timed_out_stage_b_run_parks_its_message_and_hands_what_waits_to_a_fol
     (letter,) = drained(aws, "dlq")
     assert StageBMessage.model_validate_json(letter["Body"]) == message()
     assert letter["MessageAttributes"]["lakeline_reason"]["StringValue"].startswith("steps failed: States.Timeout")
-    (follow_up,) = drained(aws, "queue_b")
+    (follow_up,) = drained(aws, "follow_ups_b")
     lease = Lease.from_dict(json.loads(follow_up["Body"])["lakeline_follow_up"])
     assert drained(aws, "queue_a") == []
     assert stranded_run.handler(event, CONTEXT)["ended"] is False  # delivered twice
@@ -96,6 +96,6 @@ def test_the_sweep_queues_a_stranded_stage_b_partitions_follow_up_on_queue_b(aws
     )
     report = stranded_sweep.handler({"detail-type": "Scheduled Event"}, CONTEXT)
     assert report["started"] == [key]
-    (follow_up,) = drained(aws, "queue_b")
+    (follow_up,) = drained(aws, "follow_ups_b")
     assert Lease.from_dict(json.loads(follow_up["Body"])["lakeline_follow_up"]).key == key
     assert drained(aws, "queue_a") == []

@@ -216,8 +216,8 @@ def test_queues_have_dead_letter_queues_alarms_and_partial_batch_failures(
     queues = resources(pipeline, "AWS::SQS::Queue")
     work_queues = [q for q in queues.values() if "RedrivePolicy" in q["Properties"]]
     targets = {json.dumps(q["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]) for q in work_queues}
-    assert len(work_queues) == 4, "queue A, queue B, the lineage queue and the trace queue"
-    assert len(targets) == len(work_queues), "each with its own dead-letter queue"
+    assert len(work_queues) == 6, "queue A, queue B, their follow-up queues, the lineage queue and the trace queue"
+    assert len(targets) == 4, "each with its own dead-letter queue, which a stage's follow-up queue shares"
     for queue in queues.values():
         assert "KmsMasterKeyId" in queue["Properties"]
     alarms = {

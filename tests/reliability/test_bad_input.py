@@ -516,6 +516,7 @@ def test_malformed_stage_b_messages_are_parked_with_a_reason(monkeypatch: pytest
             "PIPELINE_STATE_TABLE": "pipeline-state",
             "ARTIFACTS_BUCKET": "artifacts",
             "STAGE_B_QUEUE_URL": sqs.create_queue(QueueName="queue-b")["QueueUrl"],
+            "STAGE_B_FOLLOW_UP_QUEUE_URL": sqs.create_queue(QueueName="queue-b-follow-ups")["QueueUrl"],
             "STAGE_BUCKET": "stage",
             "POWERTOOLS_TRACE_DISABLED": "true",
         }.items():

@@ -217,6 +217,7 @@ def target_cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[TargetCloud]:
             "DEPENDENCIES_BY_TABLE_TABLE": names.by_table,
             "PIPELINE_STATE_TABLE": names.pipeline_state,
             "STAGE_B_QUEUE_URL": queue,
+            "STAGE_B_FOLLOW_UP_QUEUE_URL": queue,  # one queue here: its follow-ups are delivered with the rest
             "STAGE_B_DEAD_LETTER_QUEUE_URL": dead_letters,
             "ARTIFACTS_BUCKET": "artifacts-bucket",
             "STAGE_BUCKET": "stage-bucket",

@@ -29,6 +29,7 @@ def test_structured_settings_are_json_and_named_fields_upper_case() -> None:
             "DEPENDENCIES_TABLE": "deps",
             "ARTIFACTS_BUCKET": "artifacts",
             "STAGE_B_QUEUE_URL": "queue-b",
+            "STAGE_B_FOLLOW_UP_QUEUE_URL": "queue-b-follow-ups",
             "TABLE_SETTINGS": '{"a_b.c": {"bucket_count": 4}}',
         },
     )

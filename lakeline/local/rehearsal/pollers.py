@@ -56,6 +56,7 @@ class Pollers:
         """Batches taken so far: a waiter that sees it unchanged across its checks saw no delivery begin."""
         self._changed = threading.Condition()
         self._busy: set[str] = set()  # the functions (ARNs) a batch is being delivered to
+        self._served: dict[str, int] = {}  # each mapping's (uuid) last batch, by ``deliveries``
         self._stopping = False
         self._pool: ThreadPoolExecutor | None = None
         self._dispatcher: threading.Thread | None = None
@@ -165,7 +166,11 @@ class Pollers:
                 if self._stopping:
                     return
             took = False
-            for queue, mapping in self._mappings():
+            # The mapping served least recently first: a function with two mappings (a router reads its stage's
+            # queue and its follow-up queue) takes turns between them, as Lambda's separate pollers of each do,
+            # instead of always taking the first queue while it has a backlog.
+            mappings = sorted(self._mappings(), key=lambda pair: self._served.get(pair[1].uuid, -1))
+            for queue, mapping in mappings:
                 with self._changed:
                     if mapping.function_arn in self._busy or len(self._busy) >= self.workers:
                         continue
@@ -179,6 +184,7 @@ class Pollers:
                 took = True
                 with self._changed:
                     self.deliveries += 1
+                    self._served[mapping.uuid] = self.deliveries
                 assert self._pool is not None
                 self._pool.submit(self._deliver, backend, queue, mapping, messages)
             if not took:
