@@ -353,6 +353,22 @@ def _result_configuration(config: Any, workgroup: Any, exec_id: str, query: str)
     return configured
 
 
+def _read_now(bucket: Any, key: str, item: Any) -> tuple[Any, bytes]:
+    """The content of ``key`` (moto's ``FakeKey`` ``item``, listed a moment ago) and the key it was read from. A
+    key overwritten or deleted by another request since the listing has its buffer closed by moto (``ValueError``):
+    its current version is read instead; ``(None, b"")`` if it is gone."""
+    from moto.s3.models import FakeKey
+
+    for _ in range(5):
+        try:
+            return item, item.value
+        except ValueError:
+            item = bucket.keys.get(key)
+            if not isinstance(item, FakeKey):  # gone, or a delete marker
+                return None, b""
+    return item, item.value
+
+
 def _statement_type(query: str) -> str:
     first = query.lstrip(" \t\r\n(").split(None, 1)[0].upper() if query.strip() else ""
     if first in {"SHOW", "DESCRIBE", "EXPLAIN"}:
@@ -1292,9 +1308,12 @@ class LocalAthena:
             known = self._objects.get((bucket, key))
             if known is not None and known.etag == item.etag and _same_file(path, known):
                 continue
+            item, value = _read_now(found, key, item)
+            if item is None:  # deleted since the listing: S3 lost it, as the removal below does next time
+                continue
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(item.value)
+                path.write_bytes(value)
             except OSError as error:  # a key that is also a "folder" of other keys: no file can hold both
                 logger.warning("local Athena cannot mirror s3://%s/%s: %s", bucket, key, error)
                 continue
