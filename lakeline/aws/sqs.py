@@ -1,4 +1,5 @@
-"""Sending messages to SQS: the one batch sender, and dead-lettering with a reason.
+"""Sending messages to SQS: the one batch sender, and dead-lettering with a reason; and a received message's
+attributes as Lambda's SQS event spells them.
 
 ``SendMessageBatch`` takes at most 10 entries and 256 KiB of message bodies per call. Entries that
 fail through no fault of the sender (throttling, an internal error) are sent again with backoff;
@@ -7,6 +8,7 @@ entries refused as malformed are not retried and raise, naming the entry.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -117,3 +119,18 @@ def dead_letter(sqs: SQSClient, queue_url: str, body: str, reason: str, source: 
             "lakeline_source": {"DataType": "String", "StringValue": source},
         },
     )
+
+
+def lambda_message_attribute(value: dict[str, Any]) -> dict[str, Any]:
+    """A message attribute as ``ReceiveMessage`` returns it (``StringValue``, ``BinaryValue``, ``DataType``) spelled
+    as Lambda's SQS event spells it (``stringValue``, ..., ``dataType``), which the handlers read."""
+    binary = value.get("BinaryValue")
+    if isinstance(binary, bytes):
+        binary = base64.b64encode(binary).decode()
+    return {
+        "stringValue": value.get("StringValue"),
+        "binaryValue": binary,
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": value["DataType"],
+    }

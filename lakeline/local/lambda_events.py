@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from lakeline.aws.sqs import lambda_message_attribute
 from lakeline.local.cloud import REGION
 
 if TYPE_CHECKING:
@@ -59,7 +60,10 @@ class QueuePoller:
                     "receiptHandle": message["ReceiptHandle"],
                     "body": message["Body"],
                     "attributes": message.get("Attributes", {}),
-                    "messageAttributes": message.get("MessageAttributes", {}),
+                    "messageAttributes": {
+                        name: lambda_message_attribute(value)
+                        for name, value in message.get("MessageAttributes", {}).items()
+                    },
                     "md5OfBody": message.get("MD5OfBody", ""),
                     "eventSource": "aws:sqs",
                     "eventSourceARN": self.arn,

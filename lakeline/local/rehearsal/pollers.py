@@ -23,7 +23,6 @@ from every other receiver.
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import time
@@ -31,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from lakeline.aws.sqs import lambda_message_attribute
 from lakeline.errors import LakelineError
 
 WORKERS = 8
@@ -259,7 +259,7 @@ def sqs_event(queue_arn: str, region: str, messages: list[Any]) -> dict[str, Any
                     ),
                 },
                 "messageAttributes": {
-                    name: _attribute(value) for name, value in (message.message_attributes or {}).items()
+                    name: lambda_message_attribute(value) for name, value in (message.message_attributes or {}).items()
                 },
                 "md5OfBody": message.body_md5,
                 "eventSource": "aws:sqs",
@@ -268,17 +268,4 @@ def sqs_event(queue_arn: str, region: str, messages: list[Any]) -> dict[str, Any
             }
             for message in messages
         ]
-    }
-
-
-def _attribute(value: dict[str, Any]) -> dict[str, Any]:
-    binary = value.get("BinaryValue")
-    if isinstance(binary, bytes):
-        binary = base64.b64encode(binary).decode()
-    return {
-        "stringValue": value.get("StringValue"),
-        "binaryValue": binary,
-        "stringListValues": [],
-        "binaryListValues": [],
-        "dataType": value["DataType"],
     }
