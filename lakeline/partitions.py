@@ -13,7 +13,7 @@ import logging
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -175,23 +175,28 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
     with the reason), and hand the lease to a follow-up for whatever else waits, or release it."""
     state = commits.read(lease.key)
     deleted, left = 0, ""
-    if state.published is None or not same_prefix(state.published, lease.location):
-        table = commit_partition(lease.key)[0]
-        table_root = commit_table_root(lease.key, root)
+    published = state.published is not None and same_prefix(state.published, lease.location)
+    table, table_root = commit_partition(lease.key)[0], commit_table_root(lease.key, root)
+    if not published:
         deleted, left = delete_run_files(store, lease.location, table_root, table)
-        if not left:
-            # The run's manifests (stage A's compactions and rewrites, the list of what it applied) go with its
-            # files; not when those stay (the catalog says they are published: a lost state item), as its list
-            # then says what the published version holds.
-            manifests, left = delete_run_files(store, manifest_prefix(lease.location), table_root, table)
-            deleted += manifests
+    ended = _end_abandoned(commits, lease, state, root)
+    if not published and not left:
+        # The run's manifests (stage A's, its batch, the list of what it applied) go with its files, once its lease
+        # is ended: until then a retry reads its batch there. Not when its files stay (the catalog says they are
+        # published: a lost state item), as its list then says what the published version holds.
+        manifests, left = delete_run_files(store, manifest_prefix(lease.location), table_root, table)
+        deleted += manifests
+    return replace(ended, deleted=deleted, left=left)
+
+
+def _end_abandoned(commits: PartitionCommits, lease: Lease, state: PartitionState, root: str) -> Abandoned:
     if state.lease_owner != lease.owner:
-        return Abandoned(False, None, deleted, left)
+        return Abandoned(False)
     try:
         commits.commit(lease, publish=False)
     except LeaseLost:
-        return Abandoned(False, None, deleted, left)
-    return Abandoned(True, finish_run(commits, lease, new_run_token, root).follow_up, deleted, left)
+        return Abandoned(False)
+    return Abandoned(True, finish_run(commits, lease, new_run_token, root).follow_up)
 
 
 def delete_run_files(store: ObjectStore, location: str, table_root: str, table: str) -> tuple[int, str]:

@@ -50,6 +50,12 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "beside the run's prefix (any partition, any run: <run prefix>/<16-character digest>/manifest).",
     ),
     (
+        r"Resource::Lakeline-[a-z0-9_]+-Storage-StageBucketArn/\*/lakeline_run=\*/batch/\?{16}",
+        "The batch a stage A run takes (the waiting arrivals' entries and ids), which the stage A router writes "
+        "beside the run's prefix when it plans the run (any partition, any run: <run prefix>/batch/<16-character "
+        "digest>), so that the run's state machine input names it instead of listing it.",
+    ),
+    (
         r"Resource::Lakeline-[a-z0-9_]+-Storage-(Stage|Analytics)BucketArn/\*/lakeline_run=\*/applied/\?{16}",
         "Lists of what each partition's published version holds, beside the version (any partition, any run: "
         "<run prefix>/applied/<16-character digest>), which a stage's router reads to plan the next run.",

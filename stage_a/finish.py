@@ -36,6 +36,10 @@ def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[int, str]:
     deleted, left = delete_run_files(store, plan.target_location, plan.table_root, plan.stage_table)
     if left:  # its files stay (published, says the catalog): so does its list of what the version holds
         return deleted, left
+    if plan.lease is not None:
+        # A leased run's manifests hold its batch, which its failure path reads to end the run; that path deletes
+        # them once it has (``lakeline.partitions.abandon_run``).
+        return deleted, left
     # Its manifests too (the run's CTAS has ended: nothing reads them any more).
     manifests, unmade = delete_run_files(
         store, manifest_prefix(plan.target_location), plan.table_root, plan.stage_table

@@ -33,10 +33,12 @@ Every leased plan first points the partition at its committed version (``reconci
 crash between a commit and its catalog swap before anything is read.
 
 A run takes a bounded batch of what waits (``run_batch``): the oldest arrivals, at most ``MAX_RUN_ARRIVALS``
-of them costing the plan at most ``MAX_RUN_ARRIVAL_BYTES``. The rest stay in ``pending``, and the run's end hands
-the lease to a follow-up run that takes the next batch, until nothing waits. The plan carries each thing
-once: the batch as its lease's ``pending`` (what its commit takes out of the partition's state), the SQL
-once (``statements`` is derived, not passed on).
+of them holding at most ``MAX_RUN_ARRIVAL_BYTES``. The rest stay in ``pending``, and the run's end hands the lease
+to a follow-up run that takes the next batch, until nothing waits. The batch (its lease's ``pending`` entries, which
+its commit takes out of the partition's state, and its ``applied`` ids) is written as one object in the run's
+manifest prefix (``lakeline.commits.batch``); the state machine input carries where it is (``batch``), not the
+lists, and whoever ends the run reads it back (``StageAPlan.with_batch``). The SQL is carried once
+(``statements`` is derived, not passed on).
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from lakeline.commits import Lease
-from lakeline.commits.batch import bounded_batch
+from lakeline.commits import MAX_PENDING_BYTES, Lease
+from lakeline.commits.batch import BatchReader, BatchRef, RunBatch, bounded_batch, read_batch, write_batch
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
@@ -84,14 +86,13 @@ __all__ = ["MAX_RUN_ARRIVALS", "MAX_RUN_ARRIVAL_BYTES", "RUN_PREFIX", "StageAPla
 
 WriteMode = Literal["rewrite", "compact", "append", "none"]
 
-MAX_RUN_ARRIVALS = 150
-"""The most arrivals one run takes. Each costs its state machine input about 300 bytes with a 70-character
-key in a 63-character bucket (its ``pending`` entry and its applied id; the SQL names no file, #39): with
-the rest of the plan, a full batch stays under a quarter of Step Functions' 256 KiB (``tests/scale``)."""
-MAX_RUN_ARRIVAL_BYTES = 40 * 1024
-"""The most bytes one run's arrivals may cost its plan, each counted as its ``pending`` entry and its key
-once more (its applied id repeats it): keys longer than the realistic ones make smaller batches, so the
-input stays under a quarter of 256 KiB for any key the door accepts (one arrival is always taken)."""
+MAX_RUN_ARRIVALS = 400
+"""The most arrivals one run takes: about what the partition's item lets wait (``MAX_PENDING_BYTES``, ~200 bytes
+an arrival with a 70-character key), so a run takes all that waits. They cost its state machine input nothing
+(its batch is an object it names, #39); each is one file its failure path parks and one lineage tree."""
+MAX_RUN_ARRIVAL_BYTES = MAX_PENDING_BYTES
+"""The most bytes of ``pending`` entries one run takes: keys longer than the realistic ones make smaller
+batches, as they make the item hold fewer (one arrival is always taken)."""
 
 
 class ManifestWriter(Protocol):
@@ -101,11 +102,16 @@ class ManifestWriter(Protocol):
 def write_manifest(folder: str, text: str, writer: ManifestWriter | None) -> None:
     """Write a run's manifest (``stage_a.manifest``) into ``folder``; without ``writer``, only on the local disk."""
     location = folder + MANIFEST_OBJECT
-    if writer is None:
-        if parse_location(location).scheme != "file":
-            raise InvalidInputError(f"the plan's manifest {location} needs a store to be written to")
-        writer = LocalObjectStore()
-    writer.write_text(location, text)
+    _writer(location, writer, "the plan's manifest").write_text(location, text)
+
+
+def _writer(location: str, writer: ManifestWriter | None, what: str) -> ManifestWriter:
+    """``writer``, or the local disk for a ``file://`` location."""
+    if writer is not None:
+        return writer
+    if parse_location(location).scheme != "file":
+        raise InvalidInputError(f"{what} {location} needs a store to be written to")
+    return LocalObjectStore()
 
 
 def arrival_id(key: str, version: str) -> str:
@@ -134,7 +140,7 @@ def run_batch(lease: Lease) -> Lease:
     waiting = sorted(((pending_arrival(entry), entry) for entry in lease.pending), key=lambda pair: _age(pair[0]))
     batch = bounded_batch(
         waiting,
-        lambda pair: len(pair[1].encode()) + len(pair[0].key.encode()),
+        lambda pair: len(pair[1].encode()),
         max_items=MAX_RUN_ARRIVALS,
         max_bytes=MAX_RUN_ARRIVAL_BYTES,
     )
@@ -161,13 +167,20 @@ class StageAPlan:
     drop_temp: str
     publish: tuple[str, ...]
     mode: WriteMode = "rewrite"
-    applied: tuple[str, ...] = ()  # the ids of the arrivals whose rows this run adds (committed with it)
+    applied: tuple[str, ...] = ()
+    """The ids of the arrivals whose rows this run adds (committed with it); in its batch object when ``batch``."""
     carry_from: str | None = None  # incremental append: the published prefix whose files join the new one
     reconcile: tuple[str, ...] = ()  # point the partition at its committed version before reading it
     type_check: TypeCheck | None = None  # CSV or JSON lines: the run's new files read as text, before the CTAS
     source: ManifestSource | None = None  # compaction and rewrite: the CTAS reads the files its manifest lists
     lease: dict[str, Any] | None = field(default=None, compare=False)
-    """The run's lease; its ``pending`` is the run's batch (``run_batch``), the arrivals it takes."""
+    """The run's lease; its ``pending`` is the run's batch (``run_batch``), the arrivals it takes (in its batch
+    object when ``batch``)."""
+    batch: BatchRef | None = None
+    """Where the run's batch is kept (its ``pending`` entries and ``applied`` ids): what the plan passes on
+    instead of them (``to_dict``); read back with ``with_batch``. ``None``: a plan from before (both inline)."""
+    batch_read: bool = field(default=True, compare=False, repr=False)
+    """The lists are here (the plan as made, or read back); ``False`` in a plan passed on, until ``with_batch``."""
 
     @property
     def statements(self) -> list[str]:
@@ -206,7 +219,29 @@ class StageAPlan:
     @property
     def arrivals(self) -> list[Arrival]:
         """The arrivals this run takes (its lease's batch), oldest first; none without a lease."""
-        return waiting_arrivals(Lease.from_dict(self.lease)) if self.lease is not None else []
+        return waiting_arrivals(self.taken_lease()) if self.lease is not None else []
+
+    def taken_lease(self) -> Lease:
+        """The run's lease with its batch (what its commit, or its failure path, takes out of ``pending``)."""
+        if self.lease is None:
+            raise InvalidInputError(f"the plan of run {self.run_token} holds no lease")
+        self._check_batch_read()
+        return Lease.from_dict(self.lease)
+
+    def _check_batch_read(self) -> None:
+        if not self.batch_read:
+            # Without it, a commit would take nothing out of ``pending`` and record nothing as applied.
+            raise InvalidInputError(f"run {self.run_token}'s batch is at {self.batch}: read it first (with_batch)")
+
+    def with_batch(self, store: BatchReader) -> StageAPlan:
+        """The plan with its batch's lists, read from ``store`` if it was passed on without them (``to_dict``):
+        ``BatchMissing`` if its object is gone."""
+        if self.batch_read or self.batch is None or self.lease is None:
+            return replace(self, batch_read=True)
+        batch = read_batch(store, self.batch, self.target_location)
+        return replace(
+            self, applied=batch.applied, lease={**self.lease, "pending": list(batch.pending)}, batch_read=True
+        )
 
     @property
     def arrival_keys(self) -> list[str]:
@@ -217,14 +252,23 @@ class StageAPlan:
     def from_dict(cls, data: dict[str, Any]) -> StageAPlan:
         """Rebuild a plan passed through a state machine; missing fields are an error, others are ignored
         (the ``arrivals`` and ``statements`` copies of a plan from before an upgrade, still in flight)."""
-        plan = validated_plan(cls, data, "stage A plan")
+        plan = validated_plan(cls, {k: v for k, v in data.items() if k != "batch_read"}, "stage A plan")
         check_run_location(plan.target_location, plan.stage_partition_root, plan.run_token, "stage A plan")
+        if plan.batch is not None and plan.lease is not None:
+            # Its lists are in its batch object (a plan from before holds them inline: ``batch`` is ``None``).
+            return replace(plan, applied=(), lease={**plan.lease, "pending": []}, batch_read=False)
         return plan
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as a state machine passes it on: with a ``batch``, without its lists (the object has them)."""
+        self._check_batch_read()
         data = asdict(self)
+        del data["batch_read"]
         for name in ("publish", "applied", "reconcile"):
             data[name] = list(getattr(self, name))
+        if self.batch is not None and data["lease"] is not None:
+            data["applied"] = []
+            data["lease"]["pending"] = []
         return data
 
 
@@ -387,4 +431,15 @@ def plan_stage_a(
         type_check=type_check,
         source=source,
         lease=lease.to_dict() if lease else None,
+        batch=_write_batch(lease, applied, target_location, manifests),
     )
+
+
+def _write_batch(
+    lease: Lease | None, applied: list[str], target_location: str, writer: ManifestWriter | None
+) -> BatchRef | None:
+    """Write a leased run's batch into its manifest prefix (the local disk without ``writer``); where it is."""
+    if lease is None:
+        return None
+    writer = _writer(target_location, writer, "the batch of the run writing")
+    return write_batch(writer, target_location, RunBatch(lease.pending, tuple(applied)))

@@ -24,11 +24,14 @@ onwards under the run that published it (``stage_end.published.onward_run``)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel
 
 from lakeline.aws.sqs import dead_letter
+from lakeline.commits import Lease, PartitionCommits
+from lakeline.commits.batch import BatchMissing, BatchReader
 from lakeline.lambda_support import FailedStep, StepError
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a, finish_stage_a
@@ -63,6 +66,7 @@ class StageAFailure(BaseModel):
 
 def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdateRuntime) -> Ended:
     """End a published run: sweep, record its lineage, route it onwards, end its lease, in that order."""
+    plan = _with_batch(plan, run.store, run.runs.commits)
     files, superseded = finish_stage_a(plan, run.store)
     table = f"{plan.target_database}.{plan.table}"
     routed_run = onward_run(plan.run_token, plan.writes, plan.lease)
@@ -130,6 +134,13 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
     """End a run whose ``request.failed_step`` failed: delete or keep its output, end its lease, send its
     FAIL events, park what it took."""
     reason = f"{request.failed_step} failed: {request.error.described()}"
+    try:
+        plan = _with_batch(plan, run.store, run.runs.commits)
+    except BatchMissing as missing:
+        # Lost while the run still holds its lease: nothing is taken out of ``pending`` and nothing parked, so the
+        # run's arrivals wait for the follow-up run the lease goes to, which takes them again.
+        plan = replace(plan, batch_read=True)
+        reason += f"; {missing}: its arrivals stay for the follow-up run"
     if request.failed_step == "post_update":
         return _park_published(plan, request, reason, run)
     if plan.lease is not None:
@@ -167,6 +178,20 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
         },
         level="error",
     )
+
+
+def _with_batch(plan: StageAPlan, store: BatchReader, commits: PartitionCommits) -> StageAPlan:
+    """The plan with its batch, read from its object (``StageAPlan.with_batch``). The object is kept beside the
+    run's version once published and beside a live lease's run (the sweep); a run that lost it had been ended
+    already (an earlier attempt, or the sweep after its lease ended), and takes nothing; ``BatchMissing`` if
+    the run still holds its lease."""
+    try:
+        return plan.with_batch(store)
+    except BatchMissing:
+        lease = Lease.from_dict(plan.lease or {})
+        if commits.read(lease.key).lease_owner == lease.owner:
+            raise
+        return replace(plan, batch_read=True)
 
 
 def _applied_arrivals(plan: StageAPlan) -> list[Arrival]:

@@ -5,12 +5,15 @@ It carries the published version's files into the prefix for an incremental appe
 append, all but those of the contribution the run replaces), then commits with
 a compare-and-swap on the version held by the run's lease. A run whose lease was lost (it expired and
 another run took the partition) fails here, before it could move the partition: ``LeaseLost``.
+
+A stage A plan names its batch (``lakeline.commits.batch``): the entries its commit takes out of ``pending``
+and the ids it records as applied are read from there.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -20,11 +23,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 
 from lakeline.aws.clients import AwsClients
-from lakeline.commits import Lease, PartitionCommits
+from lakeline.commits import Lease, PartitionCommits, PartitionState
+from lakeline.commits.batch import BatchRef, read_batch
 from lakeline.errors import InvalidInputError, validated
 from lakeline.lambda_support import load_environment
 from lakeline.partitions import commit_write
-from lakeline.storage import SchemeObjectStore
+from lakeline.storage import ObjectStore, SchemeObjectStore
 from lambdas.environments import CommitEnvironment
 
 logger = Logger(service="partition-commit")
@@ -40,6 +44,7 @@ class LeasedPlan(BaseModel):
     lease: dict[str, Any]
     target_location: str
     applied: list[str]
+    batch: BatchRef | None = None  # stage A: where its lease's pending entries and its applied ids are
     carry_from: str | None = None
     contribution: str | None = None  # stage B append: whose rows the run wrote
     replaces: list[str] = []  # stage B append: the published files of that contribution, not carried
@@ -64,24 +69,35 @@ def runtime() -> Runtime:
     return Runtime(PartitionCommits(aws.dynamodb, environment.pipeline_state_table, lists=store), store)
 
 
+def commit_plan(plan: LeasedPlan, commits: PartitionCommits, store: ObjectStore) -> tuple[Lease, PartitionState]:
+    """Commit the run of ``plan``: its lease, and the partition's state after."""
+    lease = Lease.from_dict(plan.lease)
+    if lease.location != plan.target_location:
+        raise InvalidInputError(f"the plan writes {plan.target_location} but its lease is for {lease.location}")
+    applied = plan.applied
+    if plan.batch is not None:
+        # Exactly the entries the plan took leave ``pending``; a retry reads the same object (named by its content).
+        batch = read_batch(store, plan.batch, plan.target_location)
+        lease, applied = replace(lease, pending=batch.pending), list(batch.applied)
+    state = commit_write(
+        commits,
+        lease,
+        store,
+        carry_from=plan.carry_from,
+        applied=applied,
+        contribution=plan.contribution,
+        replaces=plan.replaces,
+    )
+    return lease, state
+
+
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = validated(CommitInput, event, "commit input")
-    lease = Lease.from_dict(request.plan.lease)
-    if lease.location != request.plan.target_location:
-        raise InvalidInputError(f"the plan writes {request.plan.target_location} but its lease is for {lease.location}")
     run = runtime()
-    state = commit_write(
-        run.commits,
-        lease,
-        run.store,
-        carry_from=request.plan.carry_from,
-        applied=request.plan.applied,
-        contribution=request.plan.contribution,
-        replaces=request.plan.replaces,
-    )
+    lease, state = commit_plan(request.plan, run.commits, run.store)
     metrics.add_metric(name="PartitionCommits", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="CommittedFiles", unit=MetricUnit.Count, value=state.files)
     logger.info(

@@ -16,6 +16,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
+from lakeline.commits.batch import BATCH_FOLDER
 from lakeline.storage import MANIFEST_OBJECT, RUN_PREFIX
 from lambdas.environments import StageAFailureEnvironment, StageAPostUpdateEnvironment, StageARouterEnvironment
 from stacks.constructs.functions import LakelineFunction
@@ -156,6 +157,8 @@ class StageA(Construct):
             # A compaction's or a rewrite's plan lists the files it reads in a manifest (stage_a.manifest),
             # <run prefix>/<16-character digest>/manifest under a partition: only those may be written.
             storage.bucket("Stage").grant_put(router.function, MANIFEST_KEYS)
+            # And every leased plan its batch, which its input names instead of listing it (lakeline.commits.batch).
+            storage.bucket("Stage").grant_put(router.function, f"*/{RUN_PREFIX}*/{BATCH_FOLDER}{'?' * 16}")
             # And reads the list of what its partition's published version holds (lakeline.commits.applied).
             storage.bucket("Stage").grant_read(router.function, APPLIED_KEYS)
 

@@ -19,12 +19,13 @@ import stage_a.raw_files as raw_files
 from harness.faults import create_pass_state_machine
 from harness.raw_objects import put_raw_object
 from lakeline.commits.applied import APPLIED_FOLDER
+from lakeline.commits.batch import BATCH_FOLDER
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.records.model import deterministic_node_id
-from lakeline.storage import MANIFEST_OBJECT
+from lakeline.storage import MANIFEST_OBJECT, S3ObjectStore
 from lambdas.partition_commit import handler as commit
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
@@ -248,7 +249,8 @@ def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws
     router.handler(sqs_event(*later), CONTEXT)
     (execution,) = executions(aws)
     plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
-    assert plan["mode"] == "compact" and len(plan["lease"]["pending"]) == 1
+    # The batch is an object the input names (lakeline.commits.batch): one arrival, its entry not in the input.
+    assert plan["mode"] == "compact" and plan["batch"]["count"] == 1 and plan["lease"]["pending"] == []
     committed = commit.handler({"plan": plan}, CONTEXT)
     assert committed["version"] == 1
     result = post_update.handler({"plan": plan}, CONTEXT)
@@ -259,7 +261,7 @@ def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws
     second = next(e for e in executions(aws) if e["executionArn"] != execution["executionArn"])
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
     # The follow-up takes both waiting arrivals in one run; a re-sent file means a compaction.
-    assert len(follow_plan["lease"]["pending"]) == 2 and follow_plan["mode"] == "compact"
+    assert follow_plan["batch"]["count"] == 2 and follow_plan["mode"] == "compact"
     # The catalog already points at the committed version: one statement swaps it, no reconcile first.
     assert follow_plan["reconcile"] == [] and len(follow_plan["publish"]) == 1
     # Redelivering the follow-up message starts nothing new.
@@ -581,8 +583,9 @@ def test_failure_handler_removes_the_partial_ctas_output(aws: dict[str, Any]) ->
     )
     error = {"Error": "Athena.QueryFailed", "Cause": "HIVE_BAD_DATA: broken.parquet"}
     result = failure.handler({"plan": plan, "error": error}, CONTEXT)
-    # The partial output and the run's manifest (deleted with the run, stage_a.manifest).
-    assert result["partial_objects_deleted"] == 2
+    # The partial output, the run's manifest (stage_a.manifest) and its batch (lakeline.commits.batch), deleted with
+    # the run once its lease is ended.
+    assert result["partial_objects_deleted"] == 3
     assert result["parked"] == ["engineering/mysql/customers/date=20220120/file.csv"]
     left = [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]]
     assert left == ["engineering/mysql/customers/date=20220120/lakeline_run=20200101t000000000000_aaaaaaaaaa/p.parquet"]
@@ -624,8 +627,13 @@ def read_files(plan: dict[str, Any]) -> list[str]:
 
 def without_lists(keys: Iterable[str]) -> list[str]:
     """The keys but the lists of what published versions hold (``lakeline.commits.applied``), beside them, and
-    the runs' manifests (``stage_a.manifest``), in their own run prefixes that the sweep removes."""
-    return [key for key in keys if f"/{APPLIED_FOLDER}" not in key and not key.endswith(f"/{MANIFEST_OBJECT}")]
+    the runs' manifests (``stage_a.manifest``) and batches (``lakeline.commits.batch``), in their own run
+    prefixes that the sweep removes."""
+    return [
+        key
+        for key in keys
+        if f"/{APPLIED_FOLDER}" not in key and f"/{BATCH_FOLDER}" not in key and not key.endswith(f"/{MANIFEST_OBJECT}")
+    ]
 
 
 SEED_ITEM = Path(__file__).resolve().parents[1] / "fixtures" / "dependencies" / "seed_item.json"
@@ -863,7 +871,8 @@ def test_every_file_a_follow_up_run_takes_has_its_raw_input_and_reaches_the_new_
     router.handler(sqs_event(follow_up), CONTEXT)
     (second,) = [e for e in executions(aws) if e["executionArn"] != execution["executionArn"]]
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
-    assert len(follow_plan["applied"]) == 2
+    assert follow_plan["applied"] == [] and follow_plan["batch"]["count"] == 2  # named, not listed
+    assert len(StageAPlan.from_dict(follow_plan).with_batch(S3ObjectStore(boto3.client("s3"))).applied) == 2
     commit.handler({"plan": follow_plan}, CONTEXT)
     post_update.handler({"plan": follow_plan}, CONTEXT)
 

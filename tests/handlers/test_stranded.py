@@ -80,8 +80,8 @@ def test_an_aborted_run_ends_its_lease_and_parks_its_arrival_once(aws: dict[str,
     aws["sfn"].stop_execution(executionArn=arn)
     event = status_change(aws, arn, "ABORTED")
     report = stranded_run.handler(event, CONTEXT)
-    # The partial file, and the manifest naming the files the run read (every leased run has one).
-    assert report["ended"] is True and report["parked"] == [KEY] and report["partial_objects_deleted"] == 2
+    # The partial file, the manifest naming the files the run read and its batch (every leased run has both).
+    assert report["ended"] is True and report["parked"] == [KEY] and report["partial_objects_deleted"] == 3
     assert "lease_owner" not in partition_state(plan["lease"]["key"])
     (parked,) = dead_letters(aws)
     assert parked["MessageAttributes"]["lakeline_reason"]["StringValue"].startswith("ctas failed: States.Aborted")
@@ -126,10 +126,11 @@ def test_a_run_aborted_after_its_commit_keeps_its_version(aws: dict[str, Any]) -
     state = partition_state(plan["lease"]["key"])
     assert "lease_owner" not in state and state["version"]["N"] == "1"
     kept = [o["Key"] for o in s3.list_objects_v2(Bucket="stage-bucket")["Contents"]]
-    # The version's files, and beside them its list of what it holds (lakeline.commits.applied) and the manifest of
-    # the files its run read (stage_a.manifest), both kept with the published version.
-    assert without_lists(kept) == [written] and len(kept) == 3
+    # The version's files, and beside them its list of what it holds (lakeline.commits.applied), the manifest of
+    # the files its run read (stage_a.manifest) and its batch (lakeline.commits.batch), kept with the version.
+    assert without_lists(kept) == [written] and len(kept) == 4
     assert sum("/applied/" in key for key in kept) == 1 and sum(key.endswith("/manifest") for key in kept) == 1
+    assert sum("/batch/" in key for key in kept) == 1
 
 
 def test_an_event_of_another_state_machine_is_refused_by_name(aws: dict[str, Any]) -> None:

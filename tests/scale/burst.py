@@ -16,7 +16,7 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +108,7 @@ class Run:
     mode: str
     taken: tuple[str, ...]  # ids of the arrivals the run's lease takes (its batch)
     applied: tuple[str, ...]
+    largest_statement: int = 0  # bytes of its plan's longest SQL statement
     committed: bool = False  # its commit went through: its applied ids are in the partition's published version
 
 
@@ -122,6 +123,7 @@ class Burst:
     store: S3ObjectStore | None = None
     router: LambdaSqsSource | None = None
     _seen: set[str] = field(default_factory=set)
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # each execution's plan, as its input holds it
 
     @property
     def largest_input(self) -> int:
@@ -190,9 +192,13 @@ class Burst:
         return new
 
     def take(self, execution: dict[str, Any]) -> tuple[StageAPlan, Run]:
-        """Read an execution's input as Step Functions holds it, and note what its plan takes."""
+        """Read an execution's input as Step Functions holds it, and note what its plan takes (read from its batch
+        object, as the functions that end the run read it)."""
         text = self.cloud.sfn.describe_execution(executionArn=execution["executionArn"])["input"]
-        plan = StageAPlan.from_dict(json.loads(text)["plan"])
+        self.inputs[execution["name"]] = json.loads(text)["plan"]
+        plan = StageAPlan.from_dict(self.inputs[execution["name"]])
+        if hasattr(plan, "with_batch"):  # a checkout from before #39's batch objects carries the batch inline
+            plan = plan.with_batch(self.store)
         assert plan.lease is not None
         taken = tuple(
             sorted(
@@ -200,20 +206,36 @@ class Burst:
                 for parsed in (pending_arrival(entry) for entry in Lease.from_dict(plan.lease).pending)
             )
         )
-        run = Run(execution["name"], len(text.encode()), plan.mode, taken, plan.applied)
+        statement = max((len(sql.encode()) for sql in plan.statements), default=0)
+        run = Run(execution["name"], len(text.encode()), plan.mode, taken, plan.applied, statement)
         self.runs.append(run)
         return plan, run
 
-    def end(self, plan: StageAPlan, *, commit: bool = True, hand_over: bool = True) -> None:
+    def end(
+        self,
+        plan: StageAPlan,
+        *,
+        commit: bool = True,
+        hand_over: bool = True,
+        meanwhile: Callable[[], None] = lambda: None,
+    ) -> None:
         """What the state machine does after its SQL: commit the run's prefix, then end its lease, which queues
         the follow-up run on queue A when arrivals wait. ``commit=False``: the run died before its commit;
-        ``hand_over=False``: before its end (its lease stays held until it expires)."""
+        ``hand_over=False``: before its end (its lease stays held until it expires). ``meanwhile``: what happens
+        between the commit and the hand-over (the catalog swap and the post-update take seconds)."""
         assert self.commits is not None and self.store is not None and plan.lease is not None
+        run = next(run for run in self.runs if run.name.endswith(plan_suffix(plan)))
         if commit and plan.writes:
-            commit_write(
-                self.commits, Lease.from_dict(plan.lease), self.store, carry_from=plan.carry_from, applied=plan.applied
-            )
-            next(run for run in self.runs if run.name.endswith(plan_suffix(plan))).committed = True
+            # As the commit task does, from the input as the state machine passes it on (its batch named, not listed).
+            try:
+                from lambdas.partition_commit.handler import LeasedPlan, commit_plan
+
+                commit_plan(LeasedPlan.model_validate(self.inputs[run.name]), self.commits, self.store)
+            except ImportError:  # a checkout from before #39's batch objects
+                lease = Lease.from_dict(plan.lease)
+                commit_write(self.commits, lease, self.store, carry_from=plan.carry_from, applied=plan.applied)
+            run.committed = True
+        meanwhile()
         if hand_over:
             # As the stage's post-update function ends it: its slot given back (lakeline.commits.slots).
             slots = RunSlots(self.commits.client, self.commits.table_name, "a")
@@ -234,18 +256,24 @@ class Burst:
     def run_to_the_end(self, max_runs: int = 1_000, *, sent_back: list[int] | None = None) -> None:
         """Each started execution ends (commit, hand-over); the router starts the follow-ups; until none is left.
         ``sent_back``: arrivals ``wait`` had no room for, offered again while a run holds the partition, as their
-        queue delivers them again after their delay."""
+        queue delivers them again after their delay: while the run works, and between its commit (which makes room
+        in the partition's item) and its hand-over, as queue A's backlog is delivered meanwhile."""
         left = list(sent_back or [])
+
+        def offer() -> None:
+            nonlocal left
+            if left:
+                left = self.wait(left)
+
         for _ in range(max_runs):
             started = self.started()
             if not started:
                 assert not left, f"{len(left)} arrivals still wait in their queue with no run to take them"
                 return
-            if left:
-                left = self.wait(left)
+            offer()
             for execution in started:
                 plan, _ = self.take(execution)
-                self.end(plan)
+                self.end(plan, meanwhile=offer)
             self.drain()
         raise AssertionError(f"runs still starting after {max_runs}")
 
@@ -286,6 +314,7 @@ def measure(arrivals: int) -> dict[str, Any]:
                 "arrivals": arrivals,
                 "executions": len(burst.runs),
                 "largest_input_bytes": burst.largest_input,
+                "largest_statement_bytes": max(run.largest_statement for run in burst.runs),
                 "largest_batch": max(len(run.taken) for run in burst.runs),
                 "applied_once": set(applied) == expected_ids(arrivals) and max(applied.values()) == 1,
                 "left_waiting": len(state.pending),

@@ -1,5 +1,6 @@
-"""A stage A plan's size is bounded by its batch, not by what waits (#39): the whole state machine input stays
-under a quarter of Step Functions' 256 KiB with realistic keys and with the longest keys the door accepts."""
+"""A stage A plan's size depends neither on what waits nor on its batch (#39): the batch is an object the plan names
+(``lakeline.commits.batch``), so the whole state machine input stays well under a quarter of Step Functions'
+256 KiB with realistic keys and with the longest keys the door accepts, and a run takes a full batch."""
 
 from __future__ import annotations
 
@@ -69,6 +70,9 @@ def test_a_realistic_burst_gives_a_full_batch_well_under_the_quota(s3: S3ObjectS
     assert len(f"eng/mysql/customers/date=20220120/00000{name}") == 70
     assert taken == MAX_RUN_ARRIVALS
     assert size < QUARTER_OF_THE_QUOTA
+    # The input of a run that takes one arrival is as large: the batch costs it nothing.
+    alone, _ = waiting_plan_input(s3, "eng", "mysql", "customers", name, 1)
+    assert abs(size - alone) < 100 and size < 8 * 1024, (size, alone)
 
 
 @pytest.mark.parametrize("waiting", [1, 150, 2_000])
@@ -88,7 +92,7 @@ def test_the_oldest_arrivals_are_taken_first(s3: S3ObjectStore) -> None:
     prefix = "eng/mysql/customers/date=20220120/"
     arrivals = [
         Arrival(bucket=BUCKET, key=f"{prefix}f{i:04d}.csv", sequencer=f"{i:018X}", event_time=start - timedelta(i))
-        for i in range(250)
+        for i in range(MAX_RUN_ARRIVALS + 100)
     ]
     root = f"s3://{STAGE}/{prefix}"
     entries = tuple(sorted(pending_entry(arrival) for arrival in arrivals))
@@ -97,6 +101,6 @@ def test_the_oldest_arrivals_are_taken_first(s3: S3ObjectStore) -> None:
     plan = plan_stage_a(
         parse_raw_key(f"{prefix}f0000.csv"), SETTINGS, schema, run_token=TOKEN, lease=lease, manifests=s3
     )
-    assert plan.arrival_keys == [arrival.key for arrival in reversed(arrivals[250 - MAX_RUN_ARRIVALS :])]
+    assert plan.arrival_keys == [arrival.key for arrival in reversed(arrivals[100:])]
     # The arrival that started the run waits for a follow-up: the run is known by the oldest one it takes.
-    assert plan.raw_key == arrivals[249].key
+    assert plan.raw_key == arrivals[-1].key

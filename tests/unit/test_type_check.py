@@ -128,6 +128,9 @@ class Written(dict[str, str]):
     def write_text(self, location: str, text: str) -> None:
         self[location] = text
 
+    def read_text(self, location: str) -> str:
+        return self[location]
+
 
 def leased_plan(
     applied: list[str], pending: list[Arrival], published: str | None, written: Written | None = None
@@ -161,7 +164,8 @@ def test_a_run_checks_its_new_files_only_and_the_plan_carries_the_check_through_
     assert "SymlinkTextInputFormat" in plan.type_check.create
     # The new file only: a.csv was loaded (and checked) before.
     assert written[folder + "manifest"] == "s3://raw-bucket/shop/pos/sales/day=1/b.csv\n"
-    assert StageAPlan.from_dict(plan.to_dict()) == plan
+    # Passed on without its batch's lists (its input names the batch object), and read back whole.
+    assert StageAPlan.from_dict(plan.to_dict()).with_batch(written) == plan
     assert plan.to_dict()["type_check"]["check"] == plan.type_check.check
 
 

@@ -1,0 +1,151 @@
+"""A stage A run's batch is an object its plan names (#39, ``lakeline.commits.batch``), read back by every function
+that ends the run, as deployed: the commit takes exactly those entries out of ``pending`` (once, however often it
+is retried), the failure path parks them and deletes the object only after it has ended the run's lease, and a
+plan from before the objects (its batch inline) is still ended as it was."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import boto3
+import pytest
+
+from lakeline.commits import Lease, PartitionCommits
+from lakeline.commits.batch import BatchRef, RunBatch, read_batch
+from lakeline.errors import InvalidInputError
+from lakeline.storage import S3ObjectStore, manifest_prefix
+from lambdas.partition_commit import handler as commit
+from lambdas.stage_a_failure import handler as failure
+from lambdas.stage_a_post_update import handler as post_update
+from stage_a.arrivals import pending_arrival
+from tests.handlers.test_stage_a_handlers import (
+    CONTEXT,
+    REGION,
+    aws,
+    dead_letters,
+    eventbridge_arrival,
+    executions,
+    partition_state,
+    plan_for,
+    queued,
+    router,
+    sqs_event,
+)
+
+__all__ = ["aws"]  # the fixture
+
+KEY = "engineering/mysql/customers/date=20220120/file.csv"
+LATER = "engineering/mysql/customers/date=20220120/file2.csv"
+ERROR = {"Error": "Athena.QueryFailed", "Cause": "HIVE_BAD_DATA: broken.parquet"}
+
+
+def store() -> S3ObjectStore:
+    return S3ObjectStore(boto3.client("s3", region_name=REGION))
+
+
+def batch_of(plan: dict[str, Any]) -> RunBatch:
+    return read_batch(store(), BatchRef(**plan["batch"]), plan["target_location"])
+
+
+def pending_keys(plan: dict[str, Any]) -> list[str]:
+    state = partition_state(plan["lease"]["key"])
+    return sorted(pending_arrival(entry).key for entry in state.get("pending", {}).get("SS", []))
+
+
+def batch_key(plan: dict[str, Any]) -> str:
+    return str(plan["batch"]["location"]).removeprefix("s3://stage-bucket/")
+
+
+def test_a_retried_commit_takes_its_batch_out_of_pending_once(aws: dict[str, Any]) -> None:
+    plan = plan_for(aws)
+    router.handler(sqs_event(eventbridge_arrival(LATER)), CONTEXT)  # waits behind the run: not in its batch
+    batch = batch_of(plan)
+    assert [pending_arrival(entry).key for entry in batch.pending] == [KEY]
+    assert batch.applied == (f"{KEY}@0062E99A88DC407460",)
+    first = commit.handler({"plan": plan}, CONTEXT)
+    again = commit.handler({"plan": plan}, CONTEXT)
+    assert first == again and first["version"] == 1
+    assert pending_keys(plan) == [LATER]
+
+
+def test_a_plan_naming_a_batch_not_its_own_is_refused_before_anything_is_committed(aws: dict[str, Any]) -> None:
+    plan = plan_for(aws)
+    s3 = boto3.client("s3", region_name=REGION)
+    text = s3.get_object(Bucket="stage-bucket", Key=batch_key(plan))["Body"].read()
+    # The same object under another run's manifests, and the run's own with another count.
+    token = plan["run_token"]
+    another = plan["target_location"].replace(token, token[:-1] + ("a" if token[-1] != "a" else "b"))
+    other = f"{manifest_prefix(another)}batch/{batch_key(plan)[-16:]}"
+    s3.put_object(Bucket="stage-bucket", Key=other.removeprefix("s3://stage-bucket/"), Body=text)
+    for batch, refusal in (
+        ({**plan["batch"], "location": other}, "is not the batch of the run"),
+        ({**plan["batch"], "count": 2}, "takes 1 entries, not 2"),
+    ):
+        with pytest.raises(InvalidInputError, match=refusal):
+            commit.handler({"plan": {**plan, "batch": batch}}, CONTEXT)
+    assert pending_keys(plan) == [KEY] and partition_state(plan["lease"]["key"])["version"]["N"] == "0"
+
+
+def test_the_failure_path_parks_the_batch_once_and_deletes_it_after_ending_the_lease(aws: dict[str, Any]) -> None:
+    plan = plan_for(aws)
+    result = failure.handler({"plan": plan, "error": ERROR}, CONTEXT)
+    assert result["parked"] == [KEY] and result["partial_objects_deleted"] == 2  # its manifest and its batch
+    assert "lease_owner" not in partition_state(plan["lease"]["key"]) and pending_keys(plan) == []
+    # Retried (the Lambda's own retry): the batch is gone with the run, whose lease was ended: nothing more.
+    again = failure.handler({"plan": plan, "error": ERROR}, CONTEXT)
+    assert again["parked"] == [] and len(dead_letters(aws)) == 1
+
+
+def test_a_failure_path_that_dies_before_ending_the_lease_finds_the_batch_on_its_retry(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's manifests (its batch among them) are deleted only once its lease is ended: a retry after a crash
+    between the two still parks the run's arrival."""
+    plan = plan_for(aws)
+    ending = PartitionCommits.commit
+
+    def dies_once(self: PartitionCommits, lease: Lease, **kwargs: Any) -> Any:
+        monkeypatch.setattr(PartitionCommits, "commit", ending)
+        raise RuntimeError("the function timed out")
+
+    monkeypatch.setattr(PartitionCommits, "commit", dies_once)
+    with pytest.raises(RuntimeError, match="timed out"):
+        failure.handler({"plan": plan, "error": ERROR}, CONTEXT)
+    assert batch_of(plan).pending  # still there
+    result = failure.handler({"plan": plan, "error": ERROR}, CONTEXT)
+    assert result["parked"] == [KEY] and pending_keys(plan) == []
+
+
+def test_a_batch_lost_while_its_run_holds_the_lease_leaves_its_arrivals_for_the_follow_up(
+    aws: dict[str, Any],
+) -> None:
+    plan = plan_for(aws)
+    (first,) = executions(aws)
+    router.handler(sqs_event(eventbridge_arrival(LATER)), CONTEXT)
+    boto3.client("s3", region_name=REGION).delete_object(Bucket="stage-bucket", Key=batch_key(plan))
+    result = failure.handler({"plan": plan, "error": ERROR}, CONTEXT)
+    # Nothing parked and nothing taken: both arrivals wait for the follow-up run, which takes them again.
+    assert result["parked"] == [] and dead_letters(aws) == []
+    assert pending_keys(plan) == [KEY, LATER]
+    (follow_up,) = queued(aws, "queue_a")
+    router.handler(sqs_event(follow_up), CONTEXT)
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    assert sorted(pending_arrival(entry).key for entry in batch_of(follow_plan).pending) == [KEY, LATER]
+
+
+def test_a_plan_in_flight_from_before_the_batch_objects_is_committed_and_ended_as_it_was(
+    aws: dict[str, Any],
+) -> None:
+    plan = plan_for(aws)
+    batch = batch_of(plan)
+    inline = copy.deepcopy(plan)
+    del inline["batch"]
+    inline["applied"], inline["lease"]["pending"] = list(batch.applied), list(batch.pending)
+    boto3.client("s3", region_name=REGION).delete_object(Bucket="stage-bucket", Key=batch_key(plan))
+    assert commit.handler({"plan": inline}, CONTEXT)["version"] == 1
+    assert pending_keys(plan) == []
+    ended = post_update.handler({"plan": inline}, CONTEXT)
+    assert ended["follow_up"] is None and "lease_owner" not in partition_state(plan["lease"]["key"])
