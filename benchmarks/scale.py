@@ -39,9 +39,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from lakeline.commits.batch import BatchRef, read_batch
 from lakeline.local.project import ProjectConfig
 from lakeline.local.rehearsal.executions import ExecutionRecord
 from lakeline.operations.deployed_run import DeployedProject
+from lakeline.storage import ObjectStore, S3ObjectStore
 from stage_a.arrivals import pending_arrival
 
 TEAM, DATASET, REPORTS = "scale", "feed", "reports"
@@ -265,7 +267,26 @@ class Figures:
     """Stage A runs by what they wrote (``append``, ``compact``, ...)."""
 
 
-def figures(stage_a: list[ExecutionRecord], stage_b: list[ExecutionRecord], uploaded: dict[str, float]) -> Figures:
+def taken_entries(stage_a: list[ExecutionRecord], store: ObjectStore) -> dict[str, list[str]]:
+    """The ``pending`` entries each stage A run took, by its batch object's location: read from the batch its
+    input names (``lakeline.commits.batch``) while the deployment stands."""
+    taken: dict[str, list[str]] = {}
+    for record in stage_a:
+        plan = _plan(record)
+        if isinstance(plan.get("batch"), dict):
+            ref = BatchRef(**plan["batch"])
+            taken[ref.location] = list(read_batch(store, ref, str(plan["target_location"])).pending)
+    return taken
+
+
+def figures(
+    stage_a: list[ExecutionRecord],
+    stage_b: list[ExecutionRecord],
+    uploaded: dict[str, float],
+    taken: dict[str, list[str]] | None = None,
+) -> Figures:
+    """``taken``: each run's batch by its location (``taken_entries``), for a run whose input names it; a plan from
+    before carries its batch inline, as its lease's ``pending``."""
     committed: dict[str, float] = {}  # raw key → when the run that took it ended
     runs: dict[tuple[str, str], int] = defaultdict(int)
     modes: dict[str, int] = defaultdict(int)
@@ -276,7 +297,9 @@ def figures(stage_a: list[ExecutionRecord], stage_b: list[ExecutionRecord], uplo
         runs[(str(plan.get("table")), partition)] += 1
         if record.status != "SUCCEEDED" or record.ended is None:
             continue
-        for entry in (plan.get("lease") or {}).get("pending", []):
+        batch = plan.get("batch")
+        inline = (plan.get("lease") or {}).get("pending", [])
+        for entry in (taken or {})[batch["location"]] if isinstance(batch, dict) else inline:
             key = pending_arrival(entry).key
             committed[key] = min(committed.get(key, record.ended), record.ended)
     targets: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
@@ -390,6 +413,7 @@ def run(folder: Path, expected: dict[str, int], console: Console) -> ScaleRun:
             project.prepare()
             project.process(project.raw_keys())
             stage_a, stage_b = project.executions()  # before the trace's: the data pipeline's figures
+            taken = taken_entries(stage_a, S3ObjectStore(project.operator.deployment.client("s3")))
             tracing = time.monotonic()
             project.trace()  # as ``lakeline run`` ends: the schedule fans the lineage roots out on the trace queue
             trace_seconds = time.monotonic() - tracing
@@ -406,7 +430,7 @@ def run(folder: Path, expected: dict[str, int], console: Console) -> ScaleRun:
                 if table in expected
             }
     _payload_sizes(served, [*stage_a, *stage_b])
-    found = figures(stage_a, stage_b, served.uploaded)
+    found = figures(stage_a, stage_b, served.uploaded, taken)
     console.print(f"done in {time.monotonic() - started:.0f} s")
     return ScaleRun(found, served, expected, counted, targets, parked, trace_seconds)
 
