@@ -129,7 +129,7 @@ def test_a_batch_lost_while_its_run_holds_the_lease_leaves_its_arrivals_for_the_
     # Nothing parked and nothing taken: both arrivals wait for the follow-up run, which takes them again.
     assert result["parked"] == [] and dead_letters(aws) == []
     assert pending_keys(plan) == [KEY, LATER]
-    (follow_up,) = queued(aws, "queue_a")
+    (follow_up,) = queued(aws, "follow_ups_a")
     router.handler(sqs_event(follow_up), CONTEXT)
     (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
