@@ -69,11 +69,13 @@ class RouterEnvironment(BaseModel):
 
 class SettleEnvironment(BaseModel):
     """What ending a leased run needs: the partition states and how long superseded versions are kept.
-    A follow-up run is queued on the stage's own queue (``STAGE_A_QUEUE_URL``, ``STAGE_B_QUEUE_URL``),
-    whose router starts it."""
+    A follow-up run is queued on the stage's follow-up queue (``STAGE_A_FOLLOW_UP_QUEUE_URL``,
+    ``STAGE_B_FOLLOW_UP_QUEUE_URL``), whose router starts it; a stage A follow-up of a partition that is still
+    receiving files waits ``follow_up_window_seconds`` first (``stage_a.arrivals.follow_up_window``)."""
 
     pipeline_state_table: str
     superseded_grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0)
+    follow_up_window_seconds: int = Field(default=30, ge=0, le=900)  # SQS's longest DelaySeconds
 
 
 FailedStep = Literal[

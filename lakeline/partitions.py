@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -222,6 +222,12 @@ class LeasedRunEnd:
     queue_url: str
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     slots: RunSlots | None = None  # the stage's runs in flight (``lakeline.commits.slots``)
+    follow_up_delay: Callable[[Lease], int] = field(default=lambda _lease: 0)
+    """Seconds a follow-up waits before its router starts it (stage A: ``stage_a.arrivals.follow_up_window``)."""
+
+    def _queue(self, follow_up: Lease | None) -> None:
+        if follow_up is not None:
+            send_follow_up(self.sqs, self.queue_url, follow_up, delay_seconds=self.follow_up_delay(follow_up))
 
     def _end_slot(self, lease: dict[str, Any], follow_up: Lease | None) -> None:
         """The run is over: its slot passes to its follow-up run (``RunSlots.hand_over``), which then starts
@@ -238,8 +244,7 @@ class LeasedRunEnd:
             self.commits, Lease.from_dict(lease), self.store, wrote=wrote, root=root, grace_seconds=self.grace_seconds
         )
         self._end_slot(lease, settled.follow_up)
-        if settled.follow_up is not None:
-            send_follow_up(self.sqs, self.queue_url, settled.follow_up)
+        self._queue(settled.follow_up)
         return settled
 
     def after_failed_post_update(self, lease: dict[str, Any], *, wrote: bool, root: str) -> Settlement:
@@ -259,13 +264,11 @@ class LeasedRunEnd:
         if failed_step == "publish":
             settled = settle_run(self.commits, Lease.from_dict(lease), self.store, wrote=True, root=root, swapped=False)
             self._end_slot(lease, settled.follow_up)
-            if settled.follow_up is not None:
-                send_follow_up(self.sqs, self.queue_url, settled.follow_up)
+            self._queue(settled.follow_up)
             return Abandoned(True, settled.follow_up, 0)
         abandoned = abandon_run(self.commits, Lease.from_dict(lease), self.store, root=root)
         self._end_slot(lease, abandoned.follow_up)
-        if abandoned.follow_up is not None:
-            send_follow_up(self.sqs, self.queue_url, abandoned.follow_up)
+        self._queue(abandoned.follow_up)
         return abandoned
 
 

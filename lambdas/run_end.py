@@ -9,14 +9,17 @@ from lakeline.commits.slots import RunSlots
 from lakeline.lambda_support import SettleEnvironment
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import ObjectStore
+from stage_a.plan import follow_up_window
 
 
 def leased_run_end(
     aws: AwsClients, environment: SettleEnvironment, store: ObjectStore, stage: str, stage_queue_url: str
 ) -> LeasedRunEnd:
-    """The end of stage ``stage``'s (``a`` or ``b``) runs: follow-ups queued on ``stage_queue_url``, slots given
-    back (``lakeline.commits.slots``)."""
+    """The end of stage ``stage``'s (``a`` or ``b``) runs: follow-ups queued on ``stage_queue_url`` (stage A's after
+    a window while their partition still receives files), slots given back (``lakeline.commits.slots``)."""
     table = environment.pipeline_state_table
+    # Stage A only: its waiting entries carry their files' upload times, which tell a burst still arriving.
+    window = {"follow_up_delay": follow_up_window(environment.follow_up_window_seconds)} if stage == "a" else {}
     return LeasedRunEnd(
         PartitionCommits(aws.dynamodb, table),
         store,
@@ -24,4 +27,5 @@ def leased_run_end(
         stage_queue_url,
         environment.superseded_grace_seconds,
         RunSlots(aws.dynamodb, table, stage),
+        **window,
     )

@@ -26,9 +26,10 @@ def follow_up_body(lease: Lease) -> str:
     return json.dumps({FOLLOW_UP: {**lease.to_dict(), "pending": []}}, sort_keys=True)
 
 
-def send_follow_up(sqs: SQSClient, queue_url: str, lease: Lease) -> None:
-    """Queue the follow-up run of a partition on its stage's queue (the stage's router plans and starts it)."""
-    sqs.send_message(QueueUrl=queue_url, MessageBody=follow_up_body(lease))
+def send_follow_up(sqs: SQSClient, queue_url: str, lease: Lease, *, delay_seconds: int = 0) -> None:
+    """Queue the follow-up run of a partition on its stage's follow-up queue (the stage's router plans and starts
+    it), to be delivered after ``delay_seconds``."""
+    sqs.send_message(QueueUrl=queue_url, MessageBody=follow_up_body(lease), DelaySeconds=delay_seconds)
 
 
 def parse_follow_up(event: Any) -> Lease | None:

@@ -115,6 +115,8 @@ class LocalCloud:
             "STAGE_A_QUEUE_URL": self.queue_urls["queue-a"],
             "STAGE_A_FOLLOW_UP_QUEUE_URL": self.queue_urls["queue-a-follow-ups"],
             "STAGE_B_FOLLOW_UP_QUEUE_URL": self.queue_urls["queue-b-follow-ups"],
+            # One run at a time here, and the loop ends when no message is visible: a follow-up starts at once.
+            "FOLLOW_UP_WINDOW_SECONDS": "0",
             "STAGE_A_DEAD_LETTER_QUEUE_URL": self.queue_urls["queue-a-dlq"],
             "STAGE_B_QUEUE_URL": self.queue_urls["queue-b"],
             # Targets a finished partition cannot be routed to are parked there too, with the reason.

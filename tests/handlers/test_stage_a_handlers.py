@@ -1034,3 +1034,23 @@ def test_a_follow_up_that_finds_no_free_slot_waits_on_the_follow_up_queue_not_be
     assert (queue_a["ApproximateNumberOfMessages"], queue_a["ApproximateNumberOfMessagesDelayed"]) == ("0", "0")
     follow_ups = aws["sqs"].get_queue_attributes(QueueUrl=aws["follow_ups_a"], AttributeNames=["All"])["Attributes"]
     assert follow_ups["ApproximateNumberOfMessagesDelayed"] == "1", "the follow-up waits on its own queue"
+
+
+def test_a_follow_up_of_a_partition_still_receiving_files_waits_its_window(
+    aws: dict[str, Any],
+) -> None:
+    """#39: a burst uploaded faster than runs end ran as many small runs (24 for 2,000 files on the local
+    deployment), each follow-up taking what arrived since the run before. A follow-up whose partition received a
+    file within ``STILL_ARRIVING_SECONDS`` waits ``FOLLOW_UP_WINDOW_SECONDS`` (30 s by default) to take more."""
+    from datetime import UTC, datetime
+
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
+    fresh = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv", sequencer="0062E99A88DC407461")
+    fresh["time"] = datetime.now(UTC).isoformat()  # uploaded just now: the burst goes on
+    router.handler(sqs_event(fresh), CONTEXT)
+    (first,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    assert post_update.handler({"plan": plan}, CONTEXT)["follow_up"] is not None
+    follow_ups = aws["sqs"].get_queue_attributes(QueueUrl=aws["follow_ups_a"], AttributeNames=["All"])["Attributes"]
+    assert (follow_ups["ApproximateNumberOfMessages"], follow_ups["ApproximateNumberOfMessagesDelayed"]) == ("0", "1")
