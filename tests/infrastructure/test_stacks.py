@@ -588,17 +588,16 @@ def test_the_stage_a_router_may_read_arriving_files_add_their_new_columns_and_wr
         if "s3:GetObject*" in as_list(statement["Action"]) and "RawBucket" in json.dumps(statement["Resource"])
     ]
     assert raw_reads, statements
-    # It writes only the copies of CSV and JSON files read by name (stage_a.by_name), with the data key, and the
-    # manifests of compactions and rewrites beside run prefixes in the stage bucket (stage_a.manifest, #39).
+    # It writes only the copies of CSV and JSON files read by name (stage_a.by_name), with the data key, and, beside
+    # run prefixes in the stage bucket, the manifests of what runs read (stage_a.manifest) and each run's batch
+    # (lakeline.commits.batch, #39).
     written = sorted(resource for action, resource in grants(statements) if action == "s3:PutObject")
-    assert len(written) == 2, written
+    assert len(written) == 3, written
     (raw,) = [resource for resource in written if "RawBucket" in resource]
     assert raw.count("/*.lakeline-by-name.*") == 1, raw
-    (manifests,) = [json.loads(resource) for resource in written if resource != raw]
-    assert manifests["Fn::Join"][1] == [
-        {"Fn::ImportValue": "Lakeline-dev-Storage-StageBucketArn"},
-        "/*/lakeline_run=*/????????????????/manifest",
-    ], manifests
+    stage = sorted(json.loads(resource)["Fn::Join"][1][1] for resource in written if resource != raw)
+    assert stage == ["/*/lakeline_run=*/????????????????/manifest", "/*/lakeline_run=*/batch/????????????????"], stage
+    assert all("StageBucketArn" in resource for resource in written if resource != raw), written
     assert {"kms:Encrypt", "kms:GenerateDataKey*"} <= actions
 
 

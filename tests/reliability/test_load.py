@@ -34,6 +34,7 @@ from harness.faults import (
 from lakeline.commits import PartitionCommits
 from lakeline.errors import ConfigError
 from stacks.config import LakelineConfig
+from stacks.constructs.stage import FOLLOW_UP_CONCURRENCY
 from stage_a.arrivals import pending_arrival
 
 ARRIVALS = 1_000
@@ -139,16 +140,23 @@ def test_router_concurrency_is_bounded_by_configuration() -> None:
         if "StartingPosition" not in m["Properties"]
     ]
     routers = [m for m in sqs_mappings if "Router" in json.dumps(m["Properties"]["FunctionName"])]
-    assert len(routers) == 2, "queue A → stage A router, queue B → stage B router"
-    for mapping in routers:
+    # Each router reads its stage's queue, as configured, and its follow-up queue, with SQS's least concurrency.
+    follow_ups = [m for m in routers if "FollowUps" in json.dumps(m["Properties"]["EventSourceArn"])]
+    queues = [m for m in routers if m not in follow_ups]
+    assert len(queues) == 2, "queue A → stage A router, queue B → stage B router"
+    assert len(follow_ups) == 2, "each stage's follow-up queue → its router"
+    for mapping in queues:
         assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": 7}
         assert mapping["Properties"]["BatchSize"] == 10
+    for mapping in follow_ups:
+        assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": FOLLOW_UP_CONCURRENCY}
 
     _, default = synthesized_templates("athena")
     defaults = [
         m["Properties"].get("ScalingConfig")
         for m in resources_of(default, "AWS::Lambda::EventSourceMapping").values()
         if "Router" in json.dumps(m["Properties"]["FunctionName"])
+        and "FollowUps" not in json.dumps(m["Properties"]["EventSourceArn"])
     ]
     assert defaults == [{"MaximumConcurrency": LakelineConfig.router_max_concurrency}] * 2
 
