@@ -463,7 +463,10 @@ def follow_up_window(
     def delay(lease: Lease) -> int:
         if window_seconds <= 0 or not lease.pending or len(lease.pending) >= batch:
             return 0
-        newest = max(pending_arrival(entry).event_time.timestamp() for entry in lease.pending)
+        try:
+            newest = max(pending_arrival(entry).event_time.timestamp() for entry in lease.pending)
+        except InvalidInputError:  # an entry it cannot read must not keep the follow-up from being queued
+            return 0
         return window_seconds if clock() - newest < STILL_ARRIVING_SECONDS else 0
 
     return delay

@@ -42,3 +42,10 @@ def test_a_full_batch_starts_at_once_and_a_window_of_0_never_waits() -> None:
     assert follow_up_window(30, batch=2, clock=lambda: NOW)(waiting(0.1, 0.2)) == 0
     assert follow_up_window(0, batch=400, clock=lambda: NOW)(waiting(0.1)) == 0
     assert follow_up_window(30, batch=400, clock=lambda: NOW)(waiting()) == 0
+
+
+def test_an_entry_it_cannot_read_never_keeps_the_follow_up_from_being_queued() -> None:
+    """The delay is asked for after the lease was handed over: raising there would leave the follow-up unqueued."""
+    lease = waiting(0.1)
+    broken = Lease(lease.key, lease.owner, lease.location, 1, None, 0, ("not an entry",), frozenset(), 1)
+    assert follow_up_window(30, batch=400, clock=lambda: NOW)(broken) == 0
