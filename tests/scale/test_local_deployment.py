@@ -25,5 +25,7 @@ def test_a_burst_and_a_spread_run_to_the_end_with_every_row_once_and_every_paylo
     assert not any(scale.parked.values()), scale.parked
     assert scale.largest_share <= 0.25, scale.served.largest
     assert scale.figures.files == burst + 9
-    assert 2 <= max(scale.figures.executions["burst"]) <= 5, scale.figures.executions
+    # At least two runs (the batch is bounded), never one per file. How many more depends on how fast the one router
+    # environment here records arrivals against how fast runs end: 5 to 7 on the 2-core machine (docs/measurements.md).
+    assert 2 <= max(scale.figures.executions["burst"]) <= burst // 30, scale.figures.executions
     assert scale.figures.modes.get("compact", 0) >= 1, scale.figures.modes
