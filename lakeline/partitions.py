@@ -211,6 +211,11 @@ def delete_run_files(store: ObjectStore, location: str, table_root: str, table: 
         return 0, f"its files under {location} were left: {' '.join(str(error).split())}"
 
 
+def no_follow_up_delay(_follow_up: Lease) -> int:
+    """A follow-up starts as soon as its router takes it (stage B's, and stage A's with no window)."""
+    return 0
+
+
 @dataclass(frozen=True)
 class LeasedRunEnd:
     """Ending a leased run, from the stage's post-update or failure function: settle or abandon the run's
@@ -222,10 +227,12 @@ class LeasedRunEnd:
     queue_url: str
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     slots: RunSlots | None = None  # the stage's runs in flight (``lakeline.commits.slots``)
-    follow_up_delay: Callable[[Lease], int] = field(default=lambda _lease: 0)
-    """Seconds a follow-up waits before its router starts it (stage A: ``stage_a.arrivals.follow_up_window``)."""
+    follow_up_delay: Callable[[Lease], int] = no_follow_up_delay
+    """Seconds a follow-up waits before its router starts it (stage A: ``stage_a.plan.follow_up_window``)."""
 
-    def _queue(self, follow_up: Lease | None) -> None:
+    def _pass_on(self, lease: dict[str, Any], follow_up: Lease | None) -> None:
+        """The run's slot to its follow-up (or given back), then the follow-up queued, in that order."""
+        self._end_slot(lease, follow_up)
         if follow_up is not None:
             send_follow_up(self.sqs, self.queue_url, follow_up, delay_seconds=self.follow_up_delay(follow_up))
 
@@ -243,8 +250,7 @@ class LeasedRunEnd:
         settled = settle_run(
             self.commits, Lease.from_dict(lease), self.store, wrote=wrote, root=root, grace_seconds=self.grace_seconds
         )
-        self._end_slot(lease, settled.follow_up)
-        self._queue(settled.follow_up)
+        self._pass_on(lease, settled.follow_up)
         return settled
 
     def after_failed_post_update(self, lease: dict[str, Any], *, wrote: bool, root: str) -> Settlement:
@@ -263,12 +269,10 @@ class LeasedRunEnd:
         are the caller's to park."""
         if failed_step == "publish":
             settled = settle_run(self.commits, Lease.from_dict(lease), self.store, wrote=True, root=root, swapped=False)
-            self._end_slot(lease, settled.follow_up)
-            self._queue(settled.follow_up)
+            self._pass_on(lease, settled.follow_up)
             return Abandoned(True, settled.follow_up, 0)
         abandoned = abandon_run(self.commits, Lease.from_dict(lease), self.store, root=root)
-        self._end_slot(lease, abandoned.follow_up)
-        self._queue(abandoned.follow_up)
+        self._pass_on(lease, abandoned.follow_up)
         return abandoned
 
 

@@ -7,7 +7,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.commits import PartitionCommits
 from lakeline.commits.slots import RunSlots
 from lakeline.lambda_support import SettleEnvironment
-from lakeline.partitions import LeasedRunEnd
+from lakeline.partitions import LeasedRunEnd, no_follow_up_delay
 from lakeline.storage import ObjectStore
 from stage_a.plan import follow_up_window
 
@@ -19,7 +19,7 @@ def leased_run_end(
     a window while their partition still receives files), slots given back (``lakeline.commits.slots``)."""
     table = environment.pipeline_state_table
     # Stage A only: its waiting entries carry their files' upload times, which tell a burst still arriving.
-    window = {"follow_up_delay": follow_up_window(environment.follow_up_window_seconds)} if stage == "a" else {}
+    delay = follow_up_window(environment.follow_up_window_seconds) if stage == "a" else no_follow_up_delay
     return LeasedRunEnd(
         PartitionCommits(aws.dynamodb, table),
         store,
@@ -27,5 +27,5 @@ def leased_run_end(
         stage_queue_url,
         environment.superseded_grace_seconds,
         RunSlots(aws.dynamodb, table, stage),
-        **window,
+        delay,
     )
