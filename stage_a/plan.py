@@ -447,8 +447,8 @@ def _write_batch(
 
 
 STILL_ARRIVING_SECONDS = 2.0
-"""A partition whose newest waiting arrival is younger than this at a run's end is taken to be receiving a burst
-(an upload or a sync still going on): a run ends seconds after the files it took arrived at the earliest."""
+"""A partition whose newest waiting arrival was recorded less than this before a run's end is taken to be receiving
+a burst (an upload or a sync still going on, or a backlog of its arrivals still being recorded)."""
 
 
 def follow_up_window(
@@ -458,15 +458,15 @@ def follow_up_window(
     partition is still receiving files and what waits does not fill a run's ``batch``, else 0. A burst uploaded
     faster than runs end otherwise runs as many small runs, each taking what arrived since the one before (#39:
     24 runs for 2,000 files on the local deployment); waiting lets what waits fill a batch. A partition whose
-    files have all arrived starts its follow-up at once."""
+    files have all arrived starts its follow-up at once.
+
+    "Receiving" is read from when the routers recorded the newest waiting arrival (``Lease.last_waiting``), not
+    from S3's event time: a burst the routers take minutes to record (a backlog in the queue) is still arriving
+    as far as the partition's runs can tell, though every file was uploaded long before."""
 
     def delay(lease: Lease) -> int:
         if window_seconds <= 0 or not lease.pending or len(lease.pending) >= batch:
             return 0
-        try:
-            newest = max(pending_arrival(entry).event_time.timestamp() for entry in lease.pending)
-        except InvalidInputError:  # an entry it cannot read must not keep the follow-up from being queued
-            return 0
-        return window_seconds if clock() - newest < STILL_ARRIVING_SECONDS else 0
+        return window_seconds if clock() - lease.last_waiting < STILL_ARRIVING_SECONDS else 0
 
     return delay

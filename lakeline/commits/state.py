@@ -61,6 +61,8 @@ class PartitionState:
     contributions: frozenset[str] = frozenset()  # ``key|file`` kept in the item (before ``contributions_list``)
     contributions_list: str | None = None  # where the published version's ``key|file`` entries are
     contributed: int | None = None  # how many of the published version's files a contribution owns
+    last_waiting: float = 0.0
+    """When the newest arrival waiting in ``pending`` was recorded (the router's clock, epoch seconds; 0: none yet)."""
 
     @property
     def contributed_files(self) -> int:
@@ -91,6 +93,7 @@ class PartitionState:
             contributions=_strings(values, "contributions"),
             contributions_list=_text(values, "contributions_list"),
             contributed=int(_number(values, "contributed")) if "contributed" in values else None,
+            last_waiting=_number(values, "last_waiting"),
         )
 
 
@@ -117,6 +120,9 @@ class Lease:
     published_lineage: tuple[str, str] | None = None
     """(root id, node id) of the published version's run in the lineage records (``mark_lineage``)."""
     applied_list: str | None = None  # the location of the published version's applied ids
+    last_waiting: float = 0.0
+    """When the newest of ``pending`` was recorded behind the lease's run (``PartitionState.last_waiting``); only a
+    lease read from the item has it (a follow-up's, at its run's end): passed on in no lease."""
 
     def contribution_files(self, key: str) -> tuple[str, ...]:
         """The published version's files that hold contribution ``key``'s rows (sorted)."""
@@ -148,6 +154,7 @@ class Lease:
             routed=_text(values, "routed"),
             published_lineage=(str(noted["root_id"]), str(noted["node_id"])) if noted else None,
             applied_list=state.applied_list,
+            last_waiting=state.last_waiting,
         )
 
     def to_dict(self) -> dict[str, Any]:

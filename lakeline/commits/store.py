@@ -116,7 +116,10 @@ class PartitionCommits:
                 self.client.update_item(
                     TableName=self.table_name,
                     Key=self._key(key),
-                    UpdateExpression="SET arrival_seq = arrival_seq + :one ADD pending :arrivals, pending_bytes :bytes",
+                    UpdateExpression=(
+                        "SET arrival_seq = arrival_seq + :one, last_waiting = :now "
+                        "ADD pending :arrivals, pending_bytes :bytes"
+                    ),
                     # Room for them, and not one already waiting (a redelivery: counted once).
                     ConditionExpression=(
                         "attribute_exists(lease_owner) AND lease_expires >= :now "

@@ -62,6 +62,24 @@ def test_an_arrival_while_the_lease_is_held_waits_and_the_hand_over_takes_it(com
     assert commits.begin(KEY, "r6", location("r6"), ROOT, ["c"]) is not None
 
 
+def test_the_follow_up_s_lease_says_when_the_newest_arrival_waiting_for_it_was_recorded(
+    commits: PartitionCommits, clock: Clock
+) -> None:
+    """``stage_a.plan.follow_up_window`` reads it: arrivals still being recorded mean a burst goes on (#39)."""
+    first = commits.begin(KEY, "r1", location("r1"), ROOT, ["a"])
+    assert first is not None and first.last_waiting == 0.0  # nothing waits behind it
+    clock.now += 5
+    assert commits.begin(KEY, "r2", location("r2"), ROOT, ["b"]) is None
+    clock.now += 5
+    assert commits.begin(KEY, "r3", location("r3"), ROOT, ["c"]) is None
+    recorded = clock.now
+    clock.now += 7
+    commits.commit(first, publish=True, files=1, applied=["a"])
+    follow = commits.finish(first, "r4", location("r4")).follow_up
+    assert follow is not None and follow.pending == ("b", "c") and follow.last_waiting == recorded
+    assert "last_waiting" not in follow.to_dict()  # read from the item where it is needed, never passed on
+
+
 def test_a_run_that_leaves_some_waiting_hands_the_lease_over_even_with_no_new_arrival(
     commits: PartitionCommits,
 ) -> None:

@@ -10,42 +10,52 @@ from stage_a.arrivals import Arrival, pending_entry
 from stage_a.plan import STILL_ARRIVING_SECONDS, follow_up_window
 
 NOW = datetime(2026, 11, 29, 5, 0, tzinfo=UTC).timestamp()
+LONG_AGO = datetime(2026, 11, 29, 4, 0, tzinfo=UTC)
 
 
-def waiting(*seconds_ago: float) -> Lease:
+def waiting(count: int, recorded_ago: float | None) -> Lease:
+    """A follow-up's lease with ``count`` arrivals waiting, the newest recorded ``recorded_ago`` seconds before
+    ``NOW`` (``None``: an item from before the routers noted it). Every file was uploaded an hour before."""
     entries = tuple(
         pending_entry(
             Arrival(
                 bucket="raw",
                 key=f"team/db/table/date=20261129/part-{index}.csv",
                 sequencer=f"{index:018X}",
-                event_time=datetime.fromtimestamp(NOW - ago, UTC),
+                event_time=LONG_AGO,
                 size=10,
             )
         )
-        for index, ago in enumerate(seconds_ago)
+        for index in range(count)
     )
-    return Lease("commit#db.table/date=20261129", "owner", "s3://stage/run/", 1, None, 0, entries, frozenset(), 1)
+    last = 0.0 if recorded_ago is None else NOW - recorded_ago
+    return Lease(
+        "commit#db.table/date=20261129",
+        "owner",
+        "s3://stage/run/",
+        1,
+        None,
+        0,
+        entries,
+        frozenset(),
+        1,
+        last_waiting=last,
+    )
 
 
-def test_a_follow_up_waits_while_files_still_arrive_and_its_batch_is_not_full() -> None:
+def test_a_follow_up_waits_while_its_partition_s_arrivals_are_still_being_recorded() -> None:
+    """Uploaded an hour ago, recorded half a second ago: a backlog of the burst is still coming through."""
     delay = follow_up_window(30, batch=400, clock=lambda: NOW)
-    assert delay(waiting(40.0, 0.5)) == 30  # the newest arrived half a second ago: the burst goes on
+    assert delay(waiting(2, 0.5)) == 30
 
 
-def test_a_follow_up_starts_at_once_when_its_files_have_all_arrived() -> None:
+def test_a_follow_up_starts_at_once_when_its_files_have_all_been_recorded() -> None:
     delay = follow_up_window(30, batch=400, clock=lambda: NOW)
-    assert delay(waiting(9.0, STILL_ARRIVING_SECONDS + 0.1)) == 0  # a run's length after the files: all there
+    assert delay(waiting(2, STILL_ARRIVING_SECONDS + 0.1)) == 0
+    assert delay(waiting(2, None)) == 0  # an item written before the routers noted the time: no wait
 
 
 def test_a_full_batch_starts_at_once_and_a_window_of_0_never_waits() -> None:
-    assert follow_up_window(30, batch=2, clock=lambda: NOW)(waiting(0.1, 0.2)) == 0
-    assert follow_up_window(0, batch=400, clock=lambda: NOW)(waiting(0.1)) == 0
-    assert follow_up_window(30, batch=400, clock=lambda: NOW)(waiting()) == 0
-
-
-def test_an_entry_it_cannot_read_never_keeps_the_follow_up_from_being_queued() -> None:
-    """The delay is asked for after the lease was handed over: raising there would leave the follow-up unqueued."""
-    lease = waiting(0.1)
-    broken = Lease(lease.key, lease.owner, lease.location, 1, None, 0, ("not an entry",), frozenset(), 1)
-    assert follow_up_window(30, batch=400, clock=lambda: NOW)(broken) == 0
+    assert follow_up_window(30, batch=2, clock=lambda: NOW)(waiting(2, 0.1)) == 0
+    assert follow_up_window(0, batch=400, clock=lambda: NOW)(waiting(1, 0.1)) == 0
+    assert follow_up_window(30, batch=400, clock=lambda: NOW)(waiting(0, 0.1)) == 0

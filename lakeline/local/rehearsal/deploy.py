@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import threading
 import zipfile
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -65,15 +66,34 @@ class Deployment:
     credentials: Credentials | None = None
     """Whose requests ``client`` signs (the operator's once IAM is enforced); else the environment's."""
 
+    _clients: dict[tuple[str, Credentials | None, float | None], Any] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _making_clients: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
     def client(self, service: str, *, credentials: Credentials | None = None, read_timeout: float | None = None) -> Any:
+        """A client of ``service`` signed by ``credentials`` (else ``self.credentials``). The deployment's own
+        are made once and kept: making one loads the service's model (tens of milliseconds), which a client per
+        uploaded file paid again each time, and boto3's clients may be shared between threads. A client for
+        other ``credentials`` (a role's session, one per job run) is its caller's to keep."""
         signer = credentials or self.credentials
-        return client(
-            service,
-            region=self.region,
-            endpoint_url=self.endpoint,
-            credentials=signer.client_arguments() if signer else None,
-            read_timeout=read_timeout,
-        )
+
+        def make() -> Any:
+            return client(
+                service,
+                region=self.region,
+                endpoint_url=self.endpoint,
+                credentials=signer.client_arguments() if signer else None,
+                read_timeout=read_timeout,
+            )
+
+        if credentials is not None:
+            return make()
+        key = (service, signer, read_timeout)
+        with self._making_clients:
+            if key not in self._clients:
+                self._clients[key] = make()
+            return self._clients[key]
 
 
 DEPLOYER = Credentials("lakeline-deployer", "lakeline-deployer")

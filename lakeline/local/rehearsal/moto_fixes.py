@@ -28,6 +28,13 @@ changes the code they patch.
   it (a trailing window never rebuilt once its last day was published, #36). Requests are served one at
   a time (``_serialize_dynamodb``).
 
+- Work that grows with what the account holds, on every request (``_serve_in_bounded_time``): the server
+  lists moto's package folder to route each request; receiving a message reads every attribute of its
+  queue, counting all its messages, to find the retention period, and sending one does the same to find
+  whether a FIFO queue deduplicates by content; a DynamoDB query on a table's key sorts
+  every item of the table to find one key's. A burst of 2,000 arrivals, and the nightly trace's query per
+  lineage root, slowed down as the queue and the tables filled (#39).
+
 ``stable_resource_names`` is not a fix but a choice for a deployment stood up again over a kept state
 (``lakeline.local.rehearsal.kept_state``): generated names that do not change from one deployment to the next.
 """
@@ -60,6 +67,7 @@ def install(custom_resources: dict[str, CustomResourceHandler]) -> None:
         _fix_lambda_function_layers()
         _create_catalog_and_workgroups()
         _serialize_dynamodb()
+        _serve_in_bounded_time()
         _done = True
 
 
@@ -127,6 +135,73 @@ def _serialize_dynamodb() -> None:
 
     setattr(DynamoHandler, "call_action", call_action)  # noqa: B010
     setattr(StreamShard, "add", add)  # noqa: B010
+
+
+_querying = threading.local()
+_sending = threading.local()
+
+
+def _serve_in_bounded_time() -> None:
+    """Route requests, receive messages and query a table's key without walking everything the account holds
+    (each replacement gives what moto's own gives)."""
+    from moto import backends
+    from moto.dynamodb.models.table import Table
+    from moto.sqs.models import Queue, SQSBackend
+
+    modules = frozenset(backends.list_of_moto_modules())  # moto's package folder does not change while it runs
+    original_query, original_all_items = Table.query, Table.all_items
+    original_send = SQSBackend.send_message
+    original_attributes: Any = Queue.attributes  # a property
+
+    def list_of_moto_modules() -> frozenset[str]:
+        return modules
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        from moto.core.utils import unix_time
+
+        retention = int(self.get_queue(queue_name).message_retention_period)
+        return bool(retention + message.sent_timestamp / 1000 > unix_time())
+
+    def send_message(self: Any, queue_name: str, *args: Any, **kwargs: Any) -> Any:
+        queue = self.get_queue(queue_name)
+        _sending.queue = None if queue.fifo_queue else queue  # only ``ContentBasedDeduplication`` is read, FIFO's
+        try:
+            return original_send(self, queue_name, *args, **kwargs)
+        finally:
+            _sending.queue = None
+
+    def attributes(self: Any) -> dict[str, Any]:
+        if getattr(_sending, "queue", None) is self:
+            return {}  # a standard queue has no ``ContentBasedDeduplication``
+        return original_attributes.fget(self)  # type: ignore[no-any-return]
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        if index_name or hash_key is None:
+            return original_query(self, hash_key, *args, **kwargs)
+        _querying.key = (self, hash_key)  # the table's own key: only its items are candidates (``all_items``)
+        try:
+            return original_query(self, hash_key, *args, **kwargs)
+        finally:
+            _querying.key = None
+
+    def all_items(self: Any) -> list[Any]:
+        key = getattr(_querying, "key", None)
+        if key is None or key[0] is not self:
+            return original_all_items(self)
+        found = self.items.get(key[1])  # not ``[]``: the items are a defaultdict, and a read must not add a key
+        if found is None:
+            return []
+        if not self.range_key_attr:
+            return [found]
+        return sorted(found.values(), key=lambda item: item.range_key)
+
+    setattr(backends, "list_of_moto_modules", list_of_moto_modules)  # noqa: B010
+    setattr(SQSBackend, "is_message_valid_based_on_retention_period", is_message_valid_based_on_retention_period)  # noqa: B010
+    setattr(SQSBackend, "send_message", send_message)  # noqa: B010
+    setattr(Queue, "attributes", property(attributes))  # noqa: B010
+    setattr(Table, "query", query)  # noqa: B010
+    setattr(Table, "all_items", all_items)  # noqa: B010
 
 
 def _deliver(shard: Any) -> None:
