@@ -20,6 +20,9 @@ class StageARouterEnvironment(RouterEnvironment):
     raw_bucket: str
     stage_a_queue_url: str  # its own queue: records it has no time left for go back there
     stage_a_follow_up_queue_url: str  # a follow-up run that finds no free slot waits there
+    # A follow-up whose partition's arrivals still come waits again (stage_a.start.follow_up_wait): as long as the
+    # run-end functions' window (SettleEnvironment), which the stacks leave at its default on both.
+    follow_up_window_seconds: int = Field(default=30, ge=0, le=900)
 
 
 class StageBRouterEnvironment(RouterEnvironment):

@@ -44,7 +44,7 @@ lists, and whoever ends the run reads it back (``StageAPlan.with_batch``). The S
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -447,26 +447,40 @@ def _write_batch(
 
 
 STILL_ARRIVING_SECONDS = 2.0
-"""A partition whose newest waiting arrival was recorded less than this before a run's end is taken to be receiving
-a burst (an upload or a sync still going on, or a backlog of its arrivals still being recorded)."""
+"""A partition whose newest waiting arrival was recorded less than this ago is taken to be receiving a burst (an
+upload or a sync still going on, or a backlog of its arrivals still being recorded)."""
+MAX_FOLLOW_UP_WINDOWS = 10
+"""The most times a follow-up's router sends it back to wait another window (``follow_up_wait``): a partition that
+receives a file every second for hours still runs every few minutes."""
+FULL_BATCH_BYTES = MAX_RUN_ARRIVAL_BYTES * 19 // 20
+"""Waiting arrivals holding this much fill a run's batch: the router records no more once ``pending`` nears
+``MAX_PENDING_BYTES`` (``PartitionFull``), so a batch of long keys fills by its bytes before its count."""
+
+
+def filling(pending: Collection[str], last_waiting: float, now: float, batch: int = MAX_RUN_ARRIVALS) -> bool:
+    """Whether the arrivals waiting for a stage A partition's next run (``pending``, the newest recorded at
+    ``last_waiting``) are still coming and do not fill a run's ``batch`` yet: that run is better started a window
+    later with more of them. "Coming" is read from when the routers recorded the newest one, not from S3's event
+    time: a burst the routers take minutes to record (a backlog in the queue) is still arriving as far as the
+    partition's runs can tell, though every file was uploaded long before."""
+    if not pending or len(pending) >= batch or sum(len(entry.encode()) for entry in pending) >= FULL_BATCH_BYTES:
+        return False
+    return now - last_waiting < STILL_ARRIVING_SECONDS
 
 
 def follow_up_window(
     window_seconds: int, batch: int = MAX_RUN_ARRIVALS, *, clock: Callable[[], float] = time.time
 ) -> Callable[[Lease], int]:
-    """How long the follow-up run of a stage A partition waits before it starts: ``window_seconds`` while the
-    partition is still receiving files and what waits does not fill a run's ``batch``, else 0. A burst uploaded
-    faster than runs end otherwise runs as many small runs, each taking what arrived since the one before (#39:
+    """How long the follow-up run of a stage A partition waits before it starts, from its run's end:
+    ``window_seconds`` while what waits is still ``filling`` a run's ``batch``, else 0. A burst recorded more
+    slowly than runs end otherwise runs as many small runs, each taking what arrived since the one before (#39:
     24 runs for 2,000 files on the local deployment); waiting lets what waits fill a batch. A partition whose
-    files have all arrived starts its follow-up at once.
-
-    "Receiving" is read from when the routers recorded the newest waiting arrival (``Lease.last_waiting``), not
-    from S3's event time: a burst the routers take minutes to record (a backlog in the queue) is still arriving
-    as far as the partition's runs can tell, though every file was uploaded long before."""
+    files have all arrived starts its follow-up at once. Its router looks again when the window is over
+    (``stage_a.start.follow_up_wait``)."""
 
     def delay(lease: Lease) -> int:
-        if window_seconds <= 0 or not lease.pending or len(lease.pending) >= batch:
+        if window_seconds <= 0:
             return 0
-        return window_seconds if clock() - lease.last_waiting < STILL_ARRIVING_SECONDS else 0
+        return window_seconds if filling(lease.pending, lease.last_waiting, clock(), batch) else 0
 
     return delay

@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from lakeline.aws.stepfunctions import start_execution_once
-from lakeline.commits import Lease, PartitionCommits, commit_key
+from lakeline.commits import Lease, PartitionCommits, PartitionState, commit_key
 from lakeline.commits.slots import RunSlots, start_in_slot
 from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
@@ -28,7 +30,15 @@ from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival, pending_entry
 from stage_a.by_name import copy_key, copy_version, in_table_order, newer_version
 from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
 from stage_a.keys import RawObject, parse_raw_key
-from stage_a.plan import ManifestWriter, StageAPlan, new_run_token, plan_stage_a, waiting_arrivals
+from stage_a.plan import (
+    MAX_FOLLOW_UP_WINDOWS,
+    ManifestWriter,
+    StageAPlan,
+    filling,
+    new_run_token,
+    plan_stage_a,
+    waiting_arrivals,
+)
 from stage_a.raw_files import CopyChanged, ExistingCopy, RawFileChanged
 
 if TYPE_CHECKING:
@@ -231,6 +241,30 @@ def plan_follow_up(
     raw = parse_raw_key(waiting_arrivals(lease)[0].key)
     schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
     return plan_stage_a(raw, settings, schema, run_token=lease.owner, lease=lease, manifests=manifests)
+
+
+class PartitionStates(Protocol):
+    def read(self, key: str) -> PartitionState: ...
+
+
+def follow_up_wait(
+    follow_up: Lease,
+    windows_waited: int,
+    commits: PartitionStates,
+    window_seconds: int,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> int:
+    """Seconds a follow-up its router just received waits again before it starts: ``window_seconds`` while the
+    arrivals waiting for it are still ``filling`` its batch, at most ``MAX_FOLLOW_UP_WINDOWS`` times, else 0.
+    Its run's end gave it one window (``stage_a.plan.follow_up_window``); a burst the routers record for longer
+    than that would otherwise still run in batches of what one window gathered (#39: 10 runs for 2,000 files)."""
+    if window_seconds <= 0 or windows_waited >= MAX_FOLLOW_UP_WINDOWS:
+        return 0
+    state = commits.read(follow_up.key)
+    if state.lease_owner != follow_up.owner:
+        return 0  # no longer its partition's: ``plan_follow_up`` says so and lets it go
+    return window_seconds if filling(tuple(state.pending), state.last_waiting, clock()) else 0
 
 
 def start_plan(

@@ -36,7 +36,7 @@ from lambdas.environments import StageARouterEnvironment
 from lambdas.router import RouterRuntime, router_runtime, send_back, send_back_to_wait, times_waited
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
-from stage_a.start import plan_follow_up, start_plan, start_stage_a
+from stage_a.start import follow_up_wait, plan_follow_up, start_plan, start_stage_a
 
 logger = Logger(service="stage-a-router")
 tracer = Tracer(service="stage-a-router")
@@ -83,6 +83,14 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
         defer(run, record, queue_url)
         return
     if follow_up is not None:
+        waited = times_waited(record)
+        window = follow_up_wait(follow_up, waited, run.commits, run.environment.follow_up_window_seconds)
+        if window:
+            # Its partition's arrivals still come: it waits another window, holding its lease and its slot.
+            send_back(run.sqs, queue_url, record.body, delay_seconds=window, waited=waited + 1)
+            logger.info("follow-up waits for more of its partition's arrivals", extra={"run": follow_up.owner})
+            metrics.add_metric(name="FollowUpWindows", unit=MetricUnit.Count, value=1)
+            return
         plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits, run.manifests)
         if plan is None:
             run.slots.release(follow_up.owner)  # the slot its run's end handed it, if any

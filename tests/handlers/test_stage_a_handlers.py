@@ -1056,3 +1056,45 @@ def test_a_follow_up_of_a_partition_still_receiving_files_waits_its_window(
     assert post_update.handler({"plan": plan}, CONTEXT)["follow_up"] is not None
     follow_ups = aws["sqs"].get_queue_attributes(QueueUrl=aws["follow_ups_a"], AttributeNames=["All"])["Attributes"]
     assert (follow_ups["ApproximateNumberOfMessages"], follow_ups["ApproximateNumberOfMessagesDelayed"]) == ("0", "1")
+
+
+def test_a_follow_up_whose_partition_s_arrivals_still_come_waits_again_up_to_its_bound(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#39: one window from the run's end was not enough for a burst the router records for minutes (10 runs for
+    2,000 files on the local deployment). The router looks again when the follow-up reaches it: arrivals still
+    being recorded and a batch not full send it back for another window, holding its lease (no execution), at most
+    ``MAX_FOLLOW_UP_WINDOWS`` times; then it starts with everything waiting."""
+    from moto.sqs.models import sqs_backends
+
+    from lakeline.commits import parse_follow_up
+    from lambdas.router import WAITS_ATTRIBUTE
+    from stage_a.plan import MAX_FOLLOW_UP_WINDOWS
+
+    monkeypatch.setenv("FOLLOW_UP_WINDOW_SECONDS", "30")
+    clear_caches()
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
+    late = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv", sequencer="0062E99A88DC407461")
+    router.handler(sqs_event(late), CONTEXT)
+    (first,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
+    commit.handler({"plan": plan}, CONTEXT)
+    owner = post_update.handler({"plan": plan}, CONTEXT)["follow_up"]
+    (queued,) = sqs_backends["123456789012"][REGION].get_queue("queue-a-follow-ups")._messages  # delayed: not received
+    body = queued.body
+    parsed = parse_follow_up(json.loads(body))
+    assert parsed is not None and parsed.owner == owner
+
+    assert router.handler(sqs_event(body), CONTEXT)["batchItemFailures"] == []
+    assert len(executions(aws)) == 1, "started while its partition's arrivals still came"
+    follow_ups = aws["sqs"].get_queue_attributes(QueueUrl=aws["follow_ups_a"], AttributeNames=["All"])["Attributes"]
+    assert follow_ups["ApproximateNumberOfMessagesDelayed"] == "2"  # the run end's window, and this one
+
+    bounded = sqs_event(body)
+    bounded["Records"][0]["messageAttributes"] = {
+        WAITS_ATTRIBUTE: {"stringValue": str(MAX_FOLLOW_UP_WINDOWS), "dataType": "Number"}
+    }
+    assert router.handler(bounded, CONTEXT)["batchItemFailures"] == []
+    (_, second) = sorted(executions(aws), key=lambda run: run["startDate"])
+    taken = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    assert taken["run_token"] == owner
