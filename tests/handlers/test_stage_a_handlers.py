@@ -197,6 +197,20 @@ def succeeded(execution_arn: str) -> None:
     stepfunctions_backends["123456789012"][REGION].describe_execution(execution_arn).status = "SUCCEEDED"
 
 
+def committed_run_with_one_waiting(aws: dict[str, Any]) -> dict[str, Any]:
+    """A partition's first arrival starts a run, a second waits behind it (recorded now), and the run commits: its
+    plan, for the post-update that hands the partition to the follow-up."""
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
+    late = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv", sequencer="0062E99A88DC407461")
+    router.handler(sqs_event(late), CONTEXT)
+    (first,) = executions(aws)
+    plan: dict[str, Any] = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])[
+        "plan"
+    ]
+    commit.handler({"plan": plan}, CONTEXT)
+    return plan
+
+
 def partition_state(key: str) -> dict[str, Any]:
     item = boto3.client("dynamodb", region_name=REGION).get_item(
         TableName="pipeline-state", Key={"target_partition": {"S": key}}, ConsistentRead=True
@@ -1016,12 +1030,7 @@ def test_a_follow_up_that_finds_no_free_slot_waits_on_the_follow_up_queue_not_be
     monkeypatch.setenv("RUNS_IN_FLIGHT", "1")
     clear_caches()
     boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
-    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
-    later = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv", sequencer="0062E99A88DC407461")
-    router.handler(sqs_event(later), CONTEXT)
-    (first,) = executions(aws)
-    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
-    commit.handler({"plan": plan}, CONTEXT)
+    plan = committed_run_with_one_waiting(aws)
     post_update.handler({"plan": plan}, CONTEXT)
     (follow_up,) = queued(aws, "follow_ups_a")
     owner = follow_up["lakeline_follow_up"]["owner"]
@@ -1047,12 +1056,7 @@ def test_a_follow_up_of_a_partition_still_receiving_files_waits_its_window(
     take more, however long ago the file was uploaded (2022 here: a backlog still being recorded)."""
     monkeypatch.setenv("FOLLOW_UP_WINDOW_SECONDS", "30")
     clear_caches()
-    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
-    late = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv", sequencer="0062E99A88DC407461")
-    router.handler(sqs_event(late), CONTEXT)  # recorded now, behind the run in flight
-    (first,) = executions(aws)
-    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
-    commit.handler({"plan": plan}, CONTEXT)
+    plan = committed_run_with_one_waiting(aws)
     assert post_update.handler({"plan": plan}, CONTEXT)["follow_up"] is not None
     follow_ups = aws["sqs"].get_queue_attributes(QueueUrl=aws["follow_ups_a"], AttributeNames=["All"])["Attributes"]
     assert (follow_ups["ApproximateNumberOfMessages"], follow_ups["ApproximateNumberOfMessagesDelayed"]) == ("0", "1")
@@ -1073,12 +1077,7 @@ def test_a_follow_up_whose_partition_s_arrivals_still_come_waits_again_up_to_its
 
     monkeypatch.setenv("FOLLOW_UP_WINDOW_SECONDS", "30")
     clear_caches()
-    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220120/file.csv")), CONTEXT)
-    late = eventbridge_arrival("engineering/mysql/customers/date=20220120/file2.csv", sequencer="0062E99A88DC407461")
-    router.handler(sqs_event(late), CONTEXT)
-    (first,) = executions(aws)
-    plan = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])["plan"]
-    commit.handler({"plan": plan}, CONTEXT)
+    plan = committed_run_with_one_waiting(aws)
     owner = post_update.handler({"plan": plan}, CONTEXT)["follow_up"]
     (queued,) = sqs_backends["123456789012"][REGION].get_queue("queue-a-follow-ups")._messages  # delayed: not received
     body = queued.body
