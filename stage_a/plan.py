@@ -34,10 +34,11 @@ crash between a commit and its catalog swap before anything is read.
 
 A run takes a bounded batch of what waits (``run_batch``): the oldest arrivals, at most ``MAX_RUN_ARRIVALS``
 of them holding at most ``MAX_RUN_ARRIVAL_BYTES``. The rest stay in ``pending``, and the run's end hands the lease
-to a follow-up run that takes the next batch, until nothing waits. The batch (its lease's ``pending`` entries, which
-its commit takes out of the partition's state, and its ``applied`` ids) is written as one object in the run's
-manifest prefix (``lakeline.commits.batch``); the state machine input carries where it is (``batch``), not the
-lists, and whoever ends the run reads it back (``StageAPlan.with_batch``). The SQL is carried once
+to a follow-up run that takes the next batch, until nothing waits. The batch (its lease's ``pending`` entries and
+its ``applied`` ids) is written as one object in the run's manifest prefix (``lakeline.commits.batch``), and its
+entries leave the partition's state when the run is planned (``stage_a.start.plan_leased``); the state machine
+input carries where it is (``batch``), not the lists, and whoever ends the run reads it back
+(``StageAPlan.with_batch``). The SQL is carried once
 (``statements`` is derived, not passed on).
 """
 

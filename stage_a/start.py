@@ -14,18 +14,19 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from lakeline.aws.stepfunctions import start_execution_once
-from lakeline.commits import Lease, PartitionCommits, PartitionState, commit_key
+from lakeline.commits import Lease, PartitionCommits, PartitionState, TakenBatch, commit_key
+from lakeline.commits.batch import BatchRef, read_batch
 from lakeline.commits.slots import RunSlots, start_in_slot
 from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
 from lakeline.names import check_identifier
 from lakeline.partitions import hand_over_reentered, run_location
 from lakeline.settings import PipelineSettings
-from lakeline.storage import join_location
+from lakeline.storage import ObjectStore, join_location
 from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival, pending_entry
 from stage_a.by_name import copy_key, copy_version, in_table_order, newer_version
 from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
@@ -223,7 +224,59 @@ def begin_arrival(
     )
     if lease is None:
         return None
-    return plan_stage_a(raw, settings, schema, run_token=token, lease=lease, manifests=manifests)
+    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema)
+
+
+MAX_TAKE_ATTEMPTS = 3
+
+
+def plan_leased(
+    lease: Lease,
+    settings: PipelineSettings,
+    catalog: Catalog,
+    commits: PartitionCommits,
+    manifests: ManifestWriter | None = None,
+    *,
+    raw: RawObject | None = None,
+    schema: TableSchema | None = None,
+) -> StageAPlan:
+    """The plan of the run holding ``lease``, its batch taken out of ``pending`` (``PartitionCommits.take``, #39):
+    while it works, what arrives fills the next batch instead of the partition's item. A redelivery plans the batch
+    its run took already; a run whose lease comes with the batch of a run that ended without ending it (a
+    redelivery planned it after that run's commit) takes that batch first. ``raw`` (and its raw table's
+    ``schema``): the arrival that took the lease, else the batch's oldest."""
+    for _ in range(MAX_TAKE_ATTEMPTS):
+        planned_from = lease
+        if lease.taken is not None:
+            batch = read_batch(
+                _batch_store(commits), BatchRef(lease.taken.location, lease.taken.count), lease.taken.run
+            )
+            planned_from = replace(lease, pending=batch.pending)
+        first = raw or parse_raw_key(waiting_arrivals(planned_from)[0].key)
+        if schema is None:
+            schema = catalog.describe_table(settings.raw_database(first.team, first.dataset), first.table)
+        plan = plan_stage_a(first, settings, schema, run_token=lease.owner, lease=planned_from, manifests=manifests)
+        if plan.batch is None or plan.lease is None:
+            raise LakelineError(f"run {lease.owner}'s plan names no batch")
+        if lease.takes_own_batch:
+            return plan  # a redelivery: its run's batch is taken already, and its lease says so
+        if lease.taken is not None and plan.batch.count != lease.taken.count:
+            raise LakelineError(
+                f"run {lease.owner} would take {plan.batch.count} of the {lease.taken.count} arrivals of the batch "
+                f"{lease.taken.location} it adopts: the rest would be lost"
+            )
+        mine = TakenBatch(lease.owner, plan.batch.location, plan.target_location, plan.batch.count)
+        held = commits.take(lease, mine, plan.lease["pending"])
+        if held == mine:
+            return replace(plan, lease={**plan.lease, "taken": mine.to_dict()})
+        lease = replace(lease, taken=held)  # a redelivery of the same run took its batch first: plan that one
+    raise LakelineError(f"run {lease.owner} could not take its batch in {MAX_TAKE_ATTEMPTS} attempts")
+
+
+def _batch_store(commits: PartitionCommits) -> ObjectStore:
+    if commits.lists is None:
+        raise LakelineError(f"reading a taken batch of {commits.table_name} needs a store")
+    return commits.lists
 
 
 def plan_follow_up(
@@ -236,11 +289,9 @@ def plan_follow_up(
     """The plan of a follow-up run: the lease a finished run handed over, re-read (with the arrivals
     waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it)."""
     lease = commits.resume(handed_over)
-    if lease is None or not lease.pending:
+    if lease is None or not (lease.pending or lease.taken):
         return None
-    raw = parse_raw_key(waiting_arrivals(lease)[0].key)
-    schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
-    return plan_stage_a(raw, settings, schema, run_token=lease.owner, lease=lease, manifests=manifests)
+    return plan_leased(lease, settings, catalog, commits, manifests)
 
 
 class PartitionStates(Protocol):

@@ -134,18 +134,29 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
     """End a run whose ``request.failed_step`` failed: delete or keep its output, end its lease, send its
     FAIL events, park what it took."""
     reason = f"{request.failed_step} failed: {request.error.described()}"
+    lost: list[Arrival] = []
     try:
         plan = _with_batch(plan, run.store, run.runs.commits)
     except BatchMissing as missing:
-        # Lost while the run still holds its lease: nothing is taken out of ``pending`` and nothing parked, so the
-        # run's arrivals wait for the follow-up run the lease goes to, which takes them again.
         plan = replace(plan, batch_read=True)
-        reason += f"; {missing}: its arrivals stay for the follow-up run"
+        if plan.lease is not None and Lease.from_dict(plan.lease).takes_own_batch:
+            # Its arrivals left ``pending`` when it was planned (#39): the object was their only record. The run
+            # ends all the same (a partition is never held by it); what it knows of them is parked, with how to
+            # load the rest.
+            reason += (
+                f"; {missing}, deleted while the run held its partition: the arrivals it took cannot be named; "
+                f"upload the files of {plan.raw_partition_location} that are not loaded again"
+            )
+            lost = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
+        else:
+            # A plan from before the batches were taken (#39): nothing is taken out of ``pending`` and nothing
+            # parked, so the run's arrivals wait for the follow-up run the lease goes to, which takes them again.
+            reason += f"; {missing}: its arrivals stay for the follow-up run"
     if request.failed_step == "post_update":
         return _park_published(plan, request, reason, run)
     if plan.lease is not None:
         ended = run.runs.after_failure(plan.lease, failed_step=request.failed_step, root=plan.stage_partition_root)
-        parked = _applied_arrivals(plan) if ended.held else []
+        parked = (_applied_arrivals(plan) or lost) if ended.held else []
         deleted = ended.deleted
         reason += f"; {ended.left}" if ended.left else ""
     else:

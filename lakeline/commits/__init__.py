@@ -37,7 +37,7 @@ from lakeline.commits.keys import (
     parse_retired,
     retired_entry,
 )
-from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionFull, PartitionState
+from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionFull, PartitionState, TakenBatch
 from lakeline.commits.store import DEFAULT_LEASE_SECONDS, MAX_BEGIN_ATTEMPTS, MAX_PENDING_BYTES, PartitionCommits
 from lakeline.commits.sweep import DEFAULT_GRACE_SECONDS, referenced, sweep_partition, with_manifests
 
@@ -54,6 +54,7 @@ __all__ = [
     "PartitionCommits",
     "PartitionFull",
     "PartitionState",
+    "TakenBatch",
     "commit_key",
     "commit_partition",
     "commit_table_root",

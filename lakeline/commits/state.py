@@ -44,6 +44,35 @@ def _pair(value: Any) -> tuple[str, str] | None:
 
 
 @dataclass(frozen=True)
+class TakenBatch:
+    """The batch a run took out of ``pending`` when it was planned (#39): its entries are in its batch object
+    (``lakeline.commits.batch``), not in the partition's item, so the next batch fills behind the run while it
+    works. Its commit (or its failure path) ends it; a run that takes the lease from one that ended without either
+    adopts it (``PartitionCommits.take``)."""
+
+    owner: str  # the run that took it
+    location: str  # its batch object
+    run: str  # that run's prefix (the object is under its manifest prefix, kept while the batch is taken)
+    count: int
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> TakenBatch | None:
+        owner, location, run = (_text(values, name) for name in ("taken_owner", "taken_batch", "taken_run"))
+        if owner is None or location is None or run is None:
+            return None
+        return cls(owner, location, run, int(_number(values, "taken_count")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"owner": self.owner, "location": self.location, "run": self.run, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> TakenBatch | None:
+        if not data:
+            return None
+        return cls(str(data["owner"]), str(data["location"]), str(data["run"]), int(data["count"]))
+
+
+@dataclass(frozen=True)
 class PartitionState:
     key: str
     version: int = 0
@@ -63,6 +92,12 @@ class PartitionState:
     contributed: int | None = None  # how many of the published version's files a contribution owns
     last_waiting: float = 0.0
     """When the newest arrival waiting in ``pending`` was recorded (the router's clock, epoch seconds; 0: none yet)."""
+    taken: TakenBatch | None = None  # the batch a run took out of ``pending`` (stage A), until its run ends
+
+    @property
+    def waiting(self) -> bool:
+        """Arrivals wait for a run: in ``pending``, or in a batch taken that no run has ended."""
+        return bool(self.pending) or self.taken is not None
 
     @property
     def contributed_files(self) -> int:
@@ -94,6 +129,7 @@ class PartitionState:
             contributions_list=_text(values, "contributions_list"),
             contributed=int(_number(values, "contributed")) if "contributed" in values else None,
             last_waiting=_number(values, "last_waiting"),
+            taken=TakenBatch.from_values(values),
         )
 
 
@@ -123,6 +159,13 @@ class Lease:
     last_waiting: float = 0.0
     """When the newest of ``pending`` was recorded behind the lease's run (``PartitionState.last_waiting``); only a
     lease read from the item has it (a follow-up's, at its run's end): passed on in no lease."""
+    taken: TakenBatch | None = None
+    """The batch taken out of ``pending`` for this lease's run (its plan's), or for an earlier run that ended
+    without ending it (this run adopts it): its commit ends it instead of taking entries out of ``pending``."""
+
+    @property
+    def takes_own_batch(self) -> bool:
+        return self.taken is not None and self.taken.owner == self.owner
 
     def contribution_files(self, key: str) -> tuple[str, ...]:
         """The published version's files that hold contribution ``key``'s rows (sorted)."""
@@ -155,6 +198,7 @@ class Lease:
             published_lineage=(str(noted["root_id"]), str(noted["node_id"])) if noted else None,
             applied_list=state.applied_list,
             last_waiting=state.last_waiting,
+            taken=state.taken,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,6 +217,7 @@ class Lease:
             "routed": self.routed,
             "published_lineage": list(self.published_lineage) if self.published_lineage else None,
             "applied_list": self.applied_list,
+            "taken": self.taken.to_dict() if self.taken else None,
             # ``contributions`` stays behind with ``applied``: the plan passes on the files it replaces.
         }
 
@@ -192,6 +237,7 @@ class Lease:
             routed=data.get("routed"),
             published_lineage=_pair(data.get("published_lineage")),
             applied_list=data.get("applied_list"),
+            taken=TakenBatch.from_dict(data.get("taken")),
         )
 
 

@@ -16,7 +16,15 @@ from botocore.exceptions import ClientError
 from lakeline.aws.dynamodb import attribute_values
 from lakeline.commits.applied import published_contributions, published_ids, write_list
 from lakeline.commits.keys import COMMIT_PREFIX, contribution_entry, retired_entry
-from lakeline.commits.state import Finished, Lease, LeaseLost, PartitionFull, PartitionState, previous_owner
+from lakeline.commits.state import (
+    Finished,
+    Lease,
+    LeaseLost,
+    PartitionFull,
+    PartitionState,
+    TakenBatch,
+    previous_owner,
+)
 from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.storage import ObjectStore
 
@@ -170,6 +178,50 @@ class PartitionCommits:
             return None
         return self._lease(lease.key, lease.owner, lease.location, response.get("Attributes", {}), load=True)
 
+    def take(self, lease: Lease, batch: TakenBatch, entries: Sequence[str]) -> TakenBatch:
+        """Take the run's batch out of the partition's ``pending`` as it is planned (#39): its ``entries`` leave
+        the item, which notes where they are instead (``batch``), so arrivals keep being recorded while the run
+        works and the next batch fills behind it. ``lease.taken`` set by another run (one that ended without ending
+        it): the run adopts that batch (``entries`` are its, read from its object) and ``pending`` is left alone.
+        Returns the batch the lease's run holds taken now: another than ``batch`` when a redelivery of the same
+        run took one first (plan that one). ``LeaseLost`` if the run no longer holds the lease."""
+        values = attribute_values(
+            owner=batch.owner, batch=batch.location, run=batch.run, count=batch.count, now=self.clock()
+        )
+        expression = "SET taken_owner = :owner, taken_batch = :batch, taken_run = :run, taken_count = :count"
+        if lease.taken is not None and lease.taken.owner != batch.owner:
+            values |= attribute_values(adopted=lease.taken.location)
+            condition = "taken_batch = :adopted"
+        else:
+            taken = sorted(set(entries))
+            values |= attribute_values(entries=set(taken), untaken=-_entry_bytes(taken))
+            expression += " ADD pending_bytes :untaken DELETE pending :entries"
+            condition = "attribute_not_exists(taken_batch)"
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=self._key(lease.key),
+                UpdateExpression=expression,
+                ConditionExpression=f"lease_owner = :owner AND lease_expires >= :now AND {condition}",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if not _conditional_failed(error):
+                raise
+            current = self.read(lease.key)
+            if current.lease_owner != batch.owner or not current.leased(self.clock()):
+                raise LeaseLost(
+                    f"{lease.key}: run {batch.owner} no longer holds the lease (held by {current.lease_owner}); "
+                    "it takes no batch"
+                ) from error
+            if current.taken is not None and current.taken.owner == batch.owner:
+                return current.taken  # a redelivery of the same run took its batch first
+            raise LakelineError(
+                f"{lease.key}: run {batch.owner} could not take its batch: the partition's item holds "
+                f"{current.taken} taken, not what the run was planned from ({lease.taken})"
+            ) from error
+        return batch
+
     def _lease(self, key: str, owner: str, location: str, item: Mapping[str, Any], *, load: bool = False) -> Lease:
         """The lease as ``item`` holds it; with ``load``, with every id its published version holds."""
         lease = Lease.from_item(key, owner, location, item)
@@ -237,7 +289,15 @@ class PartitionCommits:
                 values |= attribute_values(applied_list=write_list(self._lists(lease), lease.location, held))
                 sets.append("applied_list = :applied_list")
                 removes.append("applied")  # an item from before the lists: its ids are in the list now
-        if taken_ids:
+        condition = "lease_owner = :owner AND version = :version"
+        own = lease.taken if lease.takes_own_batch else None
+        if own is not None:
+            # Its batch left ``pending`` when it was planned (``take``): the item's note of it goes now.
+            removes += ["taken_owner", "taken_batch", "taken_run", "taken_count"]
+            values |= attribute_values(own_batch=own.location)
+            condition += " AND taken_batch = :own_batch"
+            taken_ids = []
+        elif taken_ids:
             values |= attribute_values(taken=set(taken_ids), untaken=-_entry_bytes(taken_ids))
             adds.append("pending_bytes :untaken")
         expression = ("SET " + ", ".join(sets)) if sets else ""
@@ -254,14 +314,22 @@ class PartitionCommits:
                 TableName=self.table_name,
                 Key=self._key(lease.key),
                 UpdateExpression=expression.strip(),
-                ConditionExpression="lease_owner = :owner AND version = :version",
+                ConditionExpression=condition,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
             if not _conditional_failed(error):
                 raise
-            return self._not_committed(lease, publish, self.read(lease.key), error)
+            current = self.read(lease.key)
+            if (
+                own is not None
+                and not publish
+                and (current.lease_owner, current.version) == (lease.owner, lease.version)
+                and (current.taken is None or current.taken.location != own.location)
+            ):
+                return current  # a retry of an end that went through (a batch taken since is a later plan's)
+            return self._not_committed(lease, publish, current, error)
         return PartitionState.from_item(lease.key, response.get("Attributes", {}))
 
     def _lists(self, lease: Lease) -> ObjectStore:
@@ -336,8 +404,10 @@ class PartitionCommits:
                 Key=self._key(lease.key),
                 # Nothing waits: the count of what waits starts again from zero (a re-sent arrival counted twice).
                 UpdateExpression=noted + "REMOVE lease_owner, lease_expires, lease_location, lease_seq, pending_bytes",
+                # A batch still taken (a redelivery planned it after the run's commit) waits for the follow-up.
                 ConditionExpression=(
-                    "lease_owner = :owner AND arrival_seq = lease_seq AND attribute_not_exists(pending)"
+                    "lease_owner = :owner AND arrival_seq = lease_seq AND attribute_not_exists(pending) "
+                    "AND attribute_not_exists(taken_batch)"
                 ),
                 ExpressionAttributeValues={**attribute_values(owner=lease.owner), **known},
                 ReturnValues="ALL_NEW",

@@ -59,8 +59,8 @@ class SweepReport:
 
 
 def stranded(state: PartitionState, now: float) -> bool:
-    """Arrivals wait and no live run holds the lease."""
-    return bool(state.pending) and not state.leased(now)
+    """Arrivals wait (in ``pending``, or in a batch an ended run took) and no live run holds the lease."""
+    return state.waiting and not state.leased(now)
 
 
 def take_stranded(
@@ -76,7 +76,7 @@ def take_stranded(
     lease = commits.begin(state.key, owner, location, state.root, plans=False)
     if lease is None:
         return False, None
-    if lease.pending:
+    if lease.pending or lease.taken:
         return True, lease
     # A run took them between the scan and the take: hand on or release as ``finish`` does.
     return True, finish_run(commits, lease, next_owner, state.root).follow_up
@@ -104,7 +104,7 @@ def sweep_stranded(
             "Limit": min(PAGE_ITEMS, limits.max_items - report.read),
             "ConsistentRead": True,
             "FilterExpression": (
-                "begins_with(#key, :prefix) AND attribute_exists(pending) "
+                "begins_with(#key, :prefix) AND (attribute_exists(pending) OR attribute_exists(taken_batch)) "
                 "AND (attribute_not_exists(lease_owner) OR lease_expires < :now)"
             ),
             "ExpressionAttributeNames": {"#key": commits.key_attribute},

@@ -17,11 +17,14 @@ DEFAULT_GRACE_SECONDS = 3 * 60 * 60  # longer than a query planned before a swap
 
 
 def referenced(state: PartitionState, now: float) -> set[str]:
-    """Prefixes nobody may delete: the published one and a live run's, and their manifests' prefixes
+    """Prefixes nobody may delete: the published one, a live run's, and the run's whose batch is taken (its
+    object holds arrivals no run has loaded yet), and their manifests' prefixes
     (``lakeline.storage.manifest_prefix``)."""
     keep = {state.published} if state.published else set()
     if state.lease_location and state.leased(now):
         keep.add(state.lease_location)
+    if state.taken is not None:
+        keep.add(state.taken.run)
     return with_manifests(keep)
 
 

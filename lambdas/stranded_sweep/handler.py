@@ -19,7 +19,7 @@ from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
 from lakeline.partitions import new_run_token
 from lambdas.environments import StrandedSweepEnvironment
-from stage_end.waiting import stage_of
+from stage_end.waiting import waiting_stage
 
 logger = Logger(service="stranded-sweep")
 tracer = Tracer(service="stranded-sweep")
@@ -39,14 +39,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     queues = {"A": env.stage_a_follow_up_queue_url, "B": env.stage_b_follow_up_queue_url}
 
     def start(lease: Lease) -> None:
-        send_follow_up(aws.sqs, queues[stage_of(lease.pending[0])], lease)
+        send_follow_up(aws.sqs, queues[waiting_stage(lease.pending, lease.taken)], lease)
 
     report = sweep_stranded(
         PartitionCommits(aws.dynamodb, env.pipeline_state_table),
         new_run_token,
         start,
         SweepLimits(max_items=env.max_items, max_starts=env.max_starts),
-        check=lambda state: stage_of(min(state.pending)),
+        check=lambda state: waiting_stage(state.pending, state.taken),
     )
     # Slots whose runs outlived their lease without ending them (lakeline.commits.slots): given back.
     freed = {stage: RunSlots(aws.dynamodb, env.pipeline_state_table, stage).release_expired() for stage in ("a", "b")}

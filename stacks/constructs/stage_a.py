@@ -158,7 +158,11 @@ class StageA(Construct):
             # <run prefix>/<16-character digest>/manifest under a partition: only those may be written.
             storage.bucket("Stage").grant_put(router.function, MANIFEST_KEYS)
             # And every leased plan its batch, which its input names instead of listing it (lakeline.commits.batch).
-            storage.bucket("Stage").grant_put(router.function, f"*/{RUN_PREFIX}*/{BATCH_FOLDER}{'?' * 16}")
+            batches = f"*/{RUN_PREFIX}*/{BATCH_FOLDER}{'?' * 16}"
+            storage.bucket("Stage").grant_put(router.function, batches)
+            # Its entries leave the partition's item when it is planned (#39): a redelivery plans from it again, and a
+            # follow-up takes over the batch of a run that ended without ending it, so the router reads batches too.
+            storage.bucket("Stage").grant_read(router.function, batches)
             # And reads the list of what its partition's published version holds (lakeline.commits.applied).
             storage.bucket("Stage").grant_read(router.function, APPLIED_KEYS)
 

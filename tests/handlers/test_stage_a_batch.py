@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.commits.batch import BatchRef, RunBatch, read_batch
@@ -54,6 +55,11 @@ def pending_keys(plan: dict[str, Any]) -> list[str]:
     return sorted(pending_arrival(entry).key for entry in state.get("pending", {}).get("SS", []))
 
 
+def taken_batch(plan: dict[str, Any]) -> str | None:
+    """Where the partition's item says the batch its run took out of ``pending`` is."""
+    return partition_state(plan["lease"]["key"]).get("taken_batch", {}).get("S")
+
+
 def batch_key(plan: dict[str, Any]) -> str:
     return str(plan["batch"]["location"]).removeprefix("s3://stage-bucket/")
 
@@ -64,10 +70,12 @@ def test_a_retried_commit_takes_its_batch_out_of_pending_once(aws: dict[str, Any
     batch = batch_of(plan)
     assert [pending_arrival(entry).key for entry in batch.pending] == [KEY]
     assert batch.applied == (f"{KEY}@0062E99A88DC407460",)
+    # Taken out of ``pending`` when it was planned: the item notes where it is.
+    assert pending_keys(plan) == [LATER] and taken_batch(plan) == plan["batch"]["location"]
     first = commit.handler({"plan": plan}, CONTEXT)
     again = commit.handler({"plan": plan}, CONTEXT)
     assert first == again and first["version"] == 1
-    assert pending_keys(plan) == [LATER]
+    assert pending_keys(plan) == [LATER] and taken_batch(plan) is None
 
 
 def test_a_plan_naming_a_batch_not_its_own_is_refused_before_anything_is_committed(aws: dict[str, Any]) -> None:
@@ -85,7 +93,8 @@ def test_a_plan_naming_a_batch_not_its_own_is_refused_before_anything_is_committ
     ):
         with pytest.raises(InvalidInputError, match=refusal):
             commit.handler({"plan": {**plan, "batch": batch}}, CONTEXT)
-    assert pending_keys(plan) == [KEY] and partition_state(plan["lease"]["key"])["version"]["N"] == "0"
+    assert taken_batch(plan) == plan["batch"]["location"]
+    assert partition_state(plan["lease"]["key"])["version"]["N"] == "0"
 
 
 def test_the_failure_path_parks_the_batch_once_and_deletes_it_after_ending_the_lease(aws: dict[str, Any]) -> None:
@@ -118,22 +127,26 @@ def test_a_failure_path_that_dies_before_ending_the_lease_finds_the_batch_on_its
     assert result["parked"] == [KEY] and pending_keys(plan) == []
 
 
-def test_a_batch_lost_while_its_run_holds_the_lease_leaves_its_arrivals_for_the_follow_up(
+def test_a_batch_deleted_while_its_run_holds_the_lease_parks_what_the_run_knows_and_frees_the_partition(
     aws: dict[str, Any],
 ) -> None:
+    """The batch left ``pending`` when it was planned, so its object was the only record of its arrivals: the run
+    ends all the same, parks the arrival it knows with what to do, and the arrivals behind it run."""
     plan = plan_for(aws)
     (first,) = executions(aws)
+    started = json.loads(aws["sfn"].describe_execution(executionArn=first["executionArn"])["input"])
     router.handler(sqs_event(eventbridge_arrival(LATER)), CONTEXT)
     boto3.client("s3", region_name=REGION).delete_object(Bucket="stage-bucket", Key=batch_key(plan))
-    result = failure.handler({"plan": plan, "error": ERROR}, CONTEXT)
-    # Nothing parked and nothing taken: both arrivals wait for the follow-up run, which takes them again.
-    assert result["parked"] == [] and dead_letters(aws) == []
-    assert pending_keys(plan) == [KEY, LATER]
+    result = failure.handler({"plan": plan, "arrival": started["arrival"], "error": ERROR}, CONTEXT)
+    assert result["parked"] == [KEY] and taken_batch(plan) is None
+    (parked,) = dead_letters(aws)
+    assert "cannot be named" in json.dumps(parked) and "upload the files of" in json.dumps(parked)
+    assert pending_keys(plan) == [LATER]
     (follow_up,) = queued(aws, "follow_ups_a")
     router.handler(sqs_event(follow_up), CONTEXT)
     (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
     follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
-    assert sorted(pending_arrival(entry).key for entry in batch_of(follow_plan).pending) == [KEY, LATER]
+    assert [pending_arrival(entry).key for entry in batch_of(follow_plan).pending] == [LATER]
 
 
 def test_a_plan_in_flight_from_before_the_batch_objects_is_committed_and_ended_as_it_was(
@@ -149,3 +162,63 @@ def test_a_plan_in_flight_from_before_the_batch_objects_is_committed_and_ended_a
     assert pending_keys(plan) == []
     ended = post_update.handler({"plan": inline}, CONTEXT)
     assert ended["follow_up"] is None and "lease_owner" not in partition_state(plan["lease"]["key"])
+
+
+def test_a_router_that_dies_between_taking_the_batch_and_starting_the_run_starts_that_batch_on_redelivery(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch leaves ``pending`` before the execution starts (#39): the record's redelivery finds it taken by
+    its run and starts the run with it, once."""
+    import stage_a.start
+
+    starting = stage_a.start.start_execution_once
+
+    def dies_once(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(stage_a.start, "start_execution_once", starting)
+        raise RuntimeError("the function timed out")
+
+    monkeypatch.setattr(stage_a.start, "start_execution_once", dies_once)
+    event = sqs_event(eventbridge_arrival(KEY))
+    with pytest.raises(BatchProcessingError):  # the record comes back
+        router.handler(event, CONTEXT)
+    assert executions(aws) == [] and pending_keys({"lease": {"key": key_of(aws)}}) == []
+    assert router.handler(event, CONTEXT)["batchItemFailures"] == []
+    (execution,) = executions(aws)
+    plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+    assert [pending_arrival(entry).key for entry in batch_of(plan).pending] == [KEY]
+    assert taken_batch(plan) == plan["batch"]["location"]
+
+
+def key_of(aws: dict[str, Any]) -> str:
+    """The key of the only partition item in the pipeline-state table."""
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName="pipeline-state")["Items"]
+    (key,) = [item["target_partition"]["S"] for item in items if item["target_partition"]["S"].startswith("commit#")]
+    return key
+
+
+def test_a_redelivery_that_takes_a_batch_after_its_run_s_commit_leaves_it_to_the_follow_up(
+    aws: dict[str, Any],
+) -> None:
+    """The run's own arrival delivered again between its commit and its end re-takes the lease (its run token is
+    fixed by the arrival) and takes what waits then; its start is a duplicate. The run's end does not release the
+    partition while that batch is taken: its follow-up takes the batch over and loads it."""
+    plan = plan_for(aws)
+    (first,) = executions(aws)
+    router.handler(sqs_event(eventbridge_arrival(LATER)), CONTEXT)
+    assert commit.handler({"plan": plan}, CONTEXT)["version"] == 1
+    router.handler(sqs_event(eventbridge_arrival(KEY)), CONTEXT)  # the redelivery
+    assert len(executions(aws)) == 1 and pending_keys(plan) == [] and taken_batch(plan) is not None
+    ended = post_update.handler({"plan": plan}, CONTEXT)
+    assert ended["follow_up"] is not None
+    (follow_up,) = queued(aws, "follow_ups_a")
+    router.handler(sqs_event(follow_up), CONTEXT)
+    (second,) = [e for e in executions(aws) if e["executionArn"] != first["executionArn"]]
+    follow_plan = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
+    # The redelivered arrival came back with it; its rows are in version 1 already, so only LATER's are added.
+    taken = batch_of(follow_plan)
+    assert sorted(pending_arrival(entry).key for entry in taken.pending) == [KEY, LATER]
+    assert [applied.rsplit("@", 1)[0] for applied in taken.applied] == [LATER]
+    assert taken_batch(plan) == follow_plan["batch"]["location"]  # the follow-up's own batch now
+    assert commit.handler({"plan": follow_plan}, CONTEXT)["version"] == 2
+    assert post_update.handler({"plan": follow_plan}, CONTEXT)["follow_up"] is None
+    assert "lease_owner" not in partition_state(plan["lease"]["key"]) and taken_batch(plan) is None

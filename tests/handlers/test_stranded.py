@@ -12,8 +12,10 @@ import boto3
 import pytest
 
 from lakeline.commits import Lease, PartitionCommits
+from lakeline.commits.batch import BatchRef, read_batch
 from lakeline.commits.stranded import CURSOR_KEY, SweepLimits, sweep_stranded
 from lakeline.partitions import new_run_token
+from lakeline.storage import S3ObjectStore
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stranded_run import handler as stranded_run
 from lambdas.stranded_sweep import handler as stranded_sweep
@@ -205,6 +207,38 @@ def test_the_sweep_function_queues_each_follow_up_on_its_stages_queue(aws: dict[
     (follow_up,) = queued(aws, "follow_ups_a")
     router.handler(sqs_event(follow_up), CONTEXT)  # the router starts it as any follow-up
     assert len(executions(aws)) == 2
+
+
+def test_a_run_that_died_with_its_batch_taken_and_nothing_else_waiting_is_swept_and_its_batch_run_again(
+    aws: dict[str, Any],
+) -> None:
+    """Its batch left ``pending`` when it was planned (#39): the sweep finds the partition by the item's note of the
+    batch, queues the follow-up on stage A's queue, and the follow-up takes the batch over."""
+    arn, plan = started(aws)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    key = plan["lease"]["key"]
+    dynamodb.update_item(
+        TableName="pipeline-state",
+        Key={"target_partition": {"S": key}},
+        UpdateExpression="SET lease_expires = :past",
+        ExpressionAttributeValues={":past": {"N": "1"}},
+    )
+    assert "pending" not in dynamodb.get_item(TableName="pipeline-state", Key={"target_partition": {"S": key}})["Item"]
+    report = stranded_sweep.handler({"source": "aws.events", "detail-type": "Scheduled Event"}, CONTEXT)
+    assert report["stranded"] == [key] and report["started"] == [key]
+    (follow_up,) = queued(aws, "follow_ups_a")
+    router.handler(sqs_event(follow_up), CONTEXT)
+    (second,) = [
+        json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])
+        for execution in executions(aws)
+        if execution["executionArn"] != arn
+    ]
+    batch = read_batch(
+        S3ObjectStore(boto3.client("s3", region_name=REGION)),
+        BatchRef(**second["plan"]["batch"]),
+        second["plan"]["target_location"],
+    )
+    assert [pending_arrival(entry).key for entry in batch.pending] == [plan["raw_key"]]
 
 
 def test_a_stranded_partition_whose_entries_name_no_stage_is_refused_by_name_and_left_alone(
