@@ -265,6 +265,9 @@ class Figures:
     failed: int
     modes: dict[str, int] = field(default_factory=dict)
     """Stage A runs by what they wrote (``append``, ``compact``, ...)."""
+    batches: dict[str, list[int]] = field(default_factory=dict)
+    """The arrivals each stage A run of a table took, in the order the runs started (a partition's batches show
+    whether its follow-ups waited for full ones)."""
 
 
 def taken_entries(stage_a: list[ExecutionRecord], store: ObjectStore) -> dict[str, list[str]]:
@@ -290,9 +293,12 @@ def figures(
     committed: dict[str, float] = {}  # raw key → when the run that took it ended
     runs: dict[tuple[str, str], int] = defaultdict(int)
     modes: dict[str, int] = defaultdict(int)
-    for record in stage_a:
+    batches: dict[str, list[int]] = defaultdict(list)
+    for record in sorted(stage_a, key=lambda record: record.started):
         plan = _plan(record)
         modes[str(plan.get("mode"))] += 1
+        if isinstance(plan.get("batch"), dict):
+            batches[str(plan.get("table"))].append(int(plan["batch"]["count"]))
         partition = json.dumps(plan.get("partition", {}), sort_keys=True)
         runs[(str(plan.get("table")), partition)] += 1
         if record.status != "SUCCEEDED" or record.ended is None:
@@ -334,6 +340,7 @@ def figures(
         executions=executions,
         failed=sum(record.status != "SUCCEEDED" for record in (*stage_a, *stage_b)),
         modes=dict(modes),
+        batches=dict(batches),
     )
 
 
@@ -457,6 +464,9 @@ def report(console: Console, scale: ScaleRun) -> int:
             spread,
         )
     console.print(latency)
+    for table, sizes in sorted(found.batches.items()):
+        if len(sizes) <= 20:
+            console.print(f"stage A batches of {table}, in the order their runs started: {', '.join(map(str, sizes))}")
     console.print(f"the nightly lineage trace over it all: {scale.trace_seconds:.0f} s")
     sizes = Table(title="the largest payloads seen")
     for column in ("what", "bytes", "quota", "share", "where"):

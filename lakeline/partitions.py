@@ -180,13 +180,21 @@ def abandon_run(commits: PartitionCommits, lease: Lease, store: ObjectStore, *, 
     if not published:
         deleted, left = delete_run_files(store, lease.location, table_root, table)
     ended = _end_abandoned(commits, lease, state, root)
-    if not published and not left:
+    if not published and not left and not _batch_taken_under(commits, lease):
         # The run's manifests (stage A's, its batch, the list of what it applied) go with its files, once its lease
         # is ended: until then a retry reads its batch there. Not when its files stay (the catalog says they are
         # published: a lost state item), as its list then says what the published version holds.
         manifests, left = delete_run_files(store, manifest_prefix(lease.location), table_root, table)
         deleted += manifests
     return replace(ended, deleted=deleted, left=left)
+
+
+def _batch_taken_under(commits: PartitionCommits, lease: Lease) -> bool:
+    """Whether the partition's item notes a batch under the run's prefix: one a redelivery of the run's arrival (its
+    run token fixed by the arrival) took after the run had ended its own (#39). Its object is the only record of those
+    arrivals; the sweep deletes the prefix's manifests once nothing refers to them."""
+    taken = commits.read(lease.key).taken
+    return taken is not None and same_prefix(taken.run, lease.location)
 
 
 def _end_abandoned(commits: PartitionCommits, lease: Lease, state: PartitionState, root: str) -> Abandoned:

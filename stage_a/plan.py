@@ -317,10 +317,12 @@ def plan_stage_a(
     table_settings: TableSettings | None = None,
     lease: Lease | None = None,
     manifests: ManifestWriter | None = None,
+    whole: bool = False,
 ) -> StageAPlan:
     """The plan of one run for ``raw``'s partition. Without a lease: the seed's whole-partition rewrite.
     Under a lease (``run_token`` is its owner): the table's write policy over a batch of the lease's
-    arrivals (``run_batch``). A run that reads the partition's loaded files (a compaction, a rewrite) reads
+    arrivals (``run_batch``; with ``whole``, all of them: a batch taken already, which is never cut again). A run
+    that reads the partition's loaded files (a compaction, a rewrite) reads
     them through a manifest, written here into ``manifests`` (the local disk when ``None``)."""
     check_run_token(run_token)
     source_db = settings.raw_database(raw.team, raw.dataset)
@@ -339,7 +341,7 @@ def plan_stage_a(
         raise InvalidInputError(f"the lease of {lease.key} writes {lease.location}, not this run's {target_location}")
     temp_table = temp_table_name(raw.table, run_token)
 
-    lease = run_batch(lease) if lease is not None else None
+    lease = run_batch(lease) if lease is not None and not whole else lease
     taken = waiting_arrivals(lease) if lease is not None else []
     if taken and raw.key not in {arrival.key for arrival in taken}:
         # The arrival that started the run waits behind older ones for a follow-up: the run is known by an

@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from lakeline.aws.stepfunctions import start_execution_once
-from lakeline.commits import Lease, PartitionCommits, PartitionState, TakenBatch, commit_key
-from lakeline.commits.batch import BatchRef, read_batch
+from lakeline.commits import Lease, PartitionCommits, PartitionState, TakenBatch, commit_key, finish_run
+from lakeline.commits.batch import BatchMissing, BatchRef, read_batch
 from lakeline.commits.slots import RunSlots, start_in_slot
 from lakeline.engines.base import Column, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
@@ -201,6 +201,7 @@ def begin_arrival(
     commits: PartitionCommits,
     files: RawFiles,
     manifests: ManifestWriter | None = None,
+    lost: Callable[[str], None] = logger.error,
 ) -> StageAPlan | ReadByName | None:
     """Check the arrival at the door, record it in its partition's state and, if no other run holds the
     partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival
@@ -224,7 +225,7 @@ def begin_arrival(
     )
     if lease is None:
         return None
-    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema)
+    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema, lost=lost)
 
 
 MAX_TAKE_ATTEMPTS = 3
@@ -239,32 +240,59 @@ def plan_leased(
     *,
     raw: RawObject | None = None,
     schema: TableSchema | None = None,
-) -> StageAPlan:
+    lost: Callable[[str], None] = logger.error,
+) -> StageAPlan | None:
     """The plan of the run holding ``lease``, its batch taken out of ``pending`` (``PartitionCommits.take``, #39):
     while it works, what arrives fills the next batch instead of the partition's item. A redelivery plans the batch
     its run took already; a run whose lease comes with the batch of a run that ended without ending it (a
     redelivery planned it after that run's commit) takes that batch first. ``raw`` (and its raw table's
-    ``schema``): the arrival that took the lease, else the batch's oldest."""
+    ``schema``): the arrival that took the lease, else the batch's oldest. A batch to take over whose object is
+    gone is reported to ``lost`` and its note ended (the partition's other arrivals run); ``None``: nothing else
+    waited, and the lease is released."""
     for _ in range(MAX_TAKE_ATTEMPTS):
         planned_from = lease
         if lease.taken is not None:
-            batch = read_batch(
-                _batch_store(commits), BatchRef(lease.taken.location, lease.taken.count), lease.taken.run
-            )
+            try:
+                batch = read_batch(
+                    _batch_store(commits), BatchRef(lease.taken.location, lease.taken.count), lease.taken.run
+                )
+            except BatchMissing as missing:
+                if lease.takes_own_batch:
+                    raise  # its run's end (the failure path) ends it and says so
+                lost(
+                    f"{lease.key}: {missing}, deleted while run {lease.taken.owner} had taken it: its "
+                    f"{lease.taken.count} arrivals cannot be named; upload the partition's files that are not "
+                    "loaded again"
+                )
+                dropped = commits.drop_taken(lease)
+                if dropped.pending:
+                    lease = dropped
+                    continue
+                finished = finish_run(commits, dropped, new_run_token, commits.read(lease.key).root or "")
+                if finished.follow_up is None:
+                    return None
+                lease = finished.follow_up
+                continue
             planned_from = replace(lease, pending=batch.pending)
         first = raw or parse_raw_key(waiting_arrivals(planned_from)[0].key)
         if schema is None:
             schema = catalog.describe_table(settings.raw_database(first.team, first.dataset), first.table)
-        plan = plan_stage_a(first, settings, schema, run_token=lease.owner, lease=planned_from, manifests=manifests)
+        # A batch taken already is planned whole: cut again (a release with smaller batches), the rest would be lost.
+        plan = plan_stage_a(
+            first,
+            settings,
+            schema,
+            run_token=lease.owner,
+            lease=planned_from,
+            manifests=manifests,
+            whole=lease.taken is not None,
+        )
         if plan.batch is None or plan.lease is None:
             raise LakelineError(f"run {lease.owner}'s plan names no batch")
         if lease.takes_own_batch:
-            return plan  # a redelivery: its run's batch is taken already, and its lease says so
-        if lease.taken is not None and plan.batch.count != lease.taken.count:
-            raise LakelineError(
-                f"run {lease.owner} would take {plan.batch.count} of the {lease.taken.count} arrivals of the batch "
-                f"{lease.taken.location} it adopts: the rest would be lost"
-            )
+            # A redelivery: its run's batch is taken already, and its lease says so.
+            commits.forget_waiting(lease, planned_from.pending)
+            return plan
         mine = TakenBatch(lease.owner, plan.batch.location, plan.target_location, plan.batch.count)
         held = commits.take(lease, mine, plan.lease["pending"])
         if held == mine:
@@ -285,13 +313,14 @@ def plan_follow_up(
     catalog: Catalog,
     commits: PartitionCommits,
     manifests: ManifestWriter | None = None,
+    lost: Callable[[str], None] = logger.error,
 ) -> StageAPlan | None:
     """The plan of a follow-up run: the lease a finished run handed over, re-read (with the arrivals
     waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it)."""
     lease = commits.resume(handed_over)
     if lease is None or not (lease.pending or lease.taken):
         return None
-    return plan_leased(lease, settings, catalog, commits, manifests)
+    return plan_leased(lease, settings, catalog, commits, manifests, lost=lost)
 
 
 class PartitionStates(Protocol):
@@ -348,8 +377,9 @@ def start_stage_a(
     state_machine_arn: str,
     manifests: ManifestWriter | None = None,
     slots: RunSlots | None = None,
+    lost: Callable[[str], None] = logger.error,
 ) -> StartedRun:
-    plan = begin_arrival(arrival, settings, catalog, commits, files, manifests)
+    plan = begin_arrival(arrival, settings, catalog, commits, files, manifests, lost)
     if isinstance(plan, ReadByName):
         return StartedRun("", None, False, None, plan)
     if plan is None:
@@ -360,7 +390,7 @@ def start_stage_a(
         # fixed by the arrival) and found the execution done: nothing would ever end the lease, so it
         # goes to a follow-up run at once, which takes the redelivery and anything else waiting.
         handed = hand_over_reentered(commits, Lease.from_dict(plan.lease), root=plan.stage_partition_root)
-        follow_up = plan_follow_up(handed, settings, catalog, commits, manifests) if handed is not None else None
+        follow_up = plan_follow_up(handed, settings, catalog, commits, manifests, lost) if handed else None
         if follow_up is not None:
             logger.info("run %s had ended; its partition's lease goes to run %s", plan.run_token, follow_up.run_token)
             return start_plan(follow_up, sfn, state_machine_arn, slots=slots)

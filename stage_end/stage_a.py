@@ -148,6 +148,9 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
                 f"upload the files of {plan.raw_partition_location} that are not loaded again"
             )
             lost = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
+            if not lost:  # a follow-up run, started by no arrival: the notice is what is parked
+                notice = json.dumps({"lost_batch": plan.batch.location if plan.batch else None, "run": plan.run_token})
+                dead_letter(run.sqs, run.dead_letter_queue_url, notice, reason, "stage-a-failure")
         else:
             # A plan from before the batches were taken (#39): nothing is taken out of ``pending`` and nothing
             # parked, so the run's arrivals wait for the follow-up run the lease goes to, which takes them again.

@@ -222,6 +222,61 @@ class PartitionCommits:
             ) from error
         return batch
 
+    def forget_waiting(self, lease: Lease, taken: Iterable[str]) -> None:
+        """Take out of ``pending`` what the run's own batch holds already: a redelivery of the arrival that started
+        the run (a record back after ``NoRunSlot``, or SQS's) records it again after the batch took it, and a
+        follow-up would run for it once more (#39). One conditional write per entry, so each is counted once."""
+        own = lease.taken if lease.takes_own_batch else None
+        if own is None:
+            return
+        for entry in sorted(set(taken) & set(lease.pending)):
+            try:
+                self.client.update_item(
+                    TableName=self.table_name,
+                    Key=self._key(lease.key),
+                    UpdateExpression="ADD pending_bytes :untaken DELETE pending :entries",
+                    ConditionExpression="lease_owner = :owner AND taken_batch = :own AND contains(pending, :entry)",
+                    ExpressionAttributeValues=attribute_values(
+                        owner=lease.owner,
+                        own=own.location,
+                        entry=entry,
+                        entries={entry},
+                        untaken=-_entry_bytes([entry]),
+                    ),
+                )
+            except ClientError as error:
+                if not _conditional_failed(error):
+                    raise
+
+    def drop_taken(self, lease: Lease) -> Lease:
+        """End the note of the batch ``lease`` would take over when its object is gone (deleted by hand): nothing
+        can name its arrivals, and a note nobody can end would hold the partition for good. Returns the lease as
+        the item holds it then; ``LeaseLost`` if the run no longer holds it."""
+        if lease.taken is None:
+            return lease
+        try:
+            response = self.client.update_item(
+                TableName=self.table_name,
+                Key=self._key(lease.key),
+                UpdateExpression="REMOVE taken_owner, taken_batch, taken_run, taken_count",
+                ConditionExpression="lease_owner = :owner AND taken_batch = :batch",
+                ExpressionAttributeValues=attribute_values(owner=lease.owner, batch=lease.taken.location),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if not _conditional_failed(error):
+                raise
+            current = self.read(lease.key)
+            if current.lease_owner != lease.owner:
+                raise LeaseLost(f"{lease.key}: run {lease.owner} no longer holds the lease") from error
+            return self._lease(lease.key, lease.owner, lease.location, self._item(lease.key), load=True)
+        return self._lease(lease.key, lease.owner, lease.location, response.get("Attributes", {}), load=True)
+
+    def _item(self, key: str) -> dict[str, Any]:
+        return dict(
+            self.client.get_item(TableName=self.table_name, Key=self._key(key), ConsistentRead=True).get("Item", {})
+        )
+
     def _lease(self, key: str, owner: str, location: str, item: Mapping[str, Any], *, load: bool = False) -> Lease:
         """The lease as ``item`` holds it; with ``load``, with every id its published version holds."""
         lease = Lease.from_item(key, owner, location, item)

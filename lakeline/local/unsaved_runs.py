@@ -59,6 +59,8 @@ def undo_unsaved_runs(engine: SparkEngine, commits: PartitionCommits, store: Obj
         # With their manifests' prefixes, which hold what each version applied (lakeline.commits.applied).
         referenced |= with_manifests([state.published] if state.published else [])
         referenced |= with_manifests(parse_retired(entry)[1] for entry in state.retired)
+        # And the run whose batch is taken: its object is the only record of those arrivals (#39).
+        referenced |= with_manifests([state.taken.run] if state.taken else [])
     tables: dict[str, str] = {}  # a table's root → ``database.table``
     for entry in engine.catalog_locations():
         location = prefix_uri(entry.location)

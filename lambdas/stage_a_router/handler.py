@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
@@ -64,6 +65,18 @@ cut off by the function's timeout, which would fail the whole batch and, after a
 arrivals in the DLQ with no reason (#39)."""
 
 
+def lost_batch(run: Runtime, record: SQSRecord) -> Callable[[str], None]:
+    """Where a batch found gone is reported: logged, and the record that found it parked in queue A's DLQ with the
+    reason, where ``lakeline dlq`` lists it (#39)."""
+
+    def report(reason: str) -> None:
+        logger.error("a taken batch is gone", extra={"reason": reason})
+        dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, reason, "stage-a-router")
+        metrics.add_metric(name="LostBatches", unit=MetricUnit.Count, value=1)
+
+    return report
+
+
 def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None) -> None:
     run = runtime()
     try:
@@ -91,7 +104,7 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
             logger.info("follow-up waits for more of its partition's arrivals", extra={"run": follow_up.owner})
             metrics.add_metric(name="FollowUpWindows", unit=MetricUnit.Count, value=1)
             return
-        plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits, run.manifests)
+        plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits, run.manifests, lost_batch(run, record))
         if plan is None:
             run.slots.release(follow_up.owner)  # the slot its run's end handed it, if any
             logger.info("follow-up no longer holds its partition; nothing to start", extra={"run": follow_up.owner})
@@ -116,6 +129,7 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
                 run.environment.state_machine_arn,
                 run.manifests,
                 run.slots,
+                lost_batch(run, record),
             )
         except (NoRunSlot, PartitionFull) as waiting:
             wait_in_queue(run, record, waiting, queue_url)

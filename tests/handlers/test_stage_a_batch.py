@@ -39,6 +39,7 @@ __all__ = ["aws"]  # the fixture
 
 KEY = "engineering/mysql/customers/date=20220120/file.csv"
 LATER = "engineering/mysql/customers/date=20220120/file2.csv"
+OTHER = "engineering/mysql/customers/date=20220120/file3.csv"
 ERROR = {"Error": "Athena.QueryFailed", "Cause": "HIVE_BAD_DATA: broken.parquet"}
 
 
@@ -172,12 +173,7 @@ def test_a_router_that_dies_between_taking_the_batch_and_starting_the_run_starts
     import stage_a.start
 
     starting = stage_a.start.start_execution_once
-
-    def dies_once(*args: Any, **kwargs: Any) -> Any:
-        monkeypatch.setattr(stage_a.start, "start_execution_once", starting)
-        raise RuntimeError("the function timed out")
-
-    monkeypatch.setattr(stage_a.start, "start_execution_once", dies_once)
+    monkeypatch.setattr(stage_a.start, "start_execution_once", dies_once(monkeypatch, starting))
     event = sqs_event(eventbridge_arrival(KEY))
     with pytest.raises(BatchProcessingError):  # the record comes back
         router.handler(event, CONTEXT)
@@ -222,3 +218,81 @@ def test_a_redelivery_that_takes_a_batch_after_its_run_s_commit_leaves_it_to_the
     assert commit.handler({"plan": follow_plan}, CONTEXT)["version"] == 2
     assert post_update.handler({"plan": follow_plan}, CONTEXT)["follow_up"] is None
     assert "lease_owner" not in partition_state(plan["lease"]["key"]) and taken_batch(plan) is None
+
+
+def test_the_run_s_own_arrival_delivered_again_before_its_commit_waits_for_no_second_run(
+    aws: dict[str, Any],
+) -> None:
+    """A record back after ``NoRunSlot``, or SQS's own redelivery, records the arrival again after its run's batch
+    took it: the router takes it out again, so no follow-up runs for it."""
+    plan = plan_for(aws)
+    router.handler(sqs_event(eventbridge_arrival(KEY)), CONTEXT)  # the redelivery, while the run works
+    assert pending_keys(plan) == [] and len(executions(aws)) == 1
+    commit.handler({"plan": plan}, CONTEXT)
+    assert post_update.handler({"plan": plan}, CONTEXT)["follow_up"] is None
+
+
+def test_a_taken_batch_is_planned_whole_when_batches_are_cut_smaller_since(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release that lowers ``MAX_RUN_ARRIVALS`` while a batch is taken (its run waiting for a slot, or its router
+    died before the start): the batch is planned as it was taken, none of it cut off and lost."""
+    import stage_a.plan
+    import stage_a.start
+
+    plan = plan_for(aws)
+    for key in (LATER, OTHER):
+        router.handler(sqs_event(eventbridge_arrival(key)), CONTEXT)
+    commit.handler({"plan": plan}, CONTEXT)
+    post_update.handler({"plan": plan}, CONTEXT)
+    (follow_up,) = queued(aws, "follow_ups_a")
+    starting = stage_a.start.start_execution_once
+    monkeypatch.setattr(stage_a.start, "start_execution_once", dies_once(monkeypatch, starting))
+    with pytest.raises(BatchProcessingError):
+        router.handler(sqs_event(follow_up), CONTEXT)  # took LATER and OTHER, then died
+    monkeypatch.setattr(stage_a.plan, "MAX_RUN_ARRIVALS", 1)
+    router.handler(sqs_event(follow_up), CONTEXT)
+    follow_plans = [
+        json.loads(aws["sfn"].describe_execution(executionArn=e["executionArn"])["input"])["plan"]
+        for e in executions(aws)
+    ]
+    (follow_plan,) = [p for p in follow_plans if p["run_token"] != plan["run_token"]]
+    assert sorted(pending_arrival(entry).key for entry in batch_of(follow_plan).pending) == [LATER, OTHER]
+
+
+def dies_once(monkeypatch: pytest.MonkeyPatch, starting: Any) -> Any:
+    """``start_execution_once`` that dies (the function timed out) the first time, then starts as ``starting``."""
+    import stage_a.start
+
+    def start(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(stage_a.start, "start_execution_once", starting)
+        raise RuntimeError("the function timed out")
+
+    return start
+
+
+def test_a_batch_to_take_over_whose_object_is_gone_is_reported_and_the_partition_s_other_arrivals_run(
+    aws: dict[str, Any],
+) -> None:
+    """A run that ended without ending its batch, whose object was then deleted by hand: the run that takes the
+    partition next parks a notice naming the batch in queue A's DLQ, ends the batch's note, and loads the rest."""
+    plan = plan_for(aws)
+    router.handler(sqs_event(eventbridge_arrival(LATER)), CONTEXT)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dynamodb.update_item(  # the run died with nothing to end it, long ago
+        TableName="pipeline-state",
+        Key={"target_partition": {"S": plan["lease"]["key"]}},
+        UpdateExpression="SET lease_expires = :past",
+        ExpressionAttributeValues={":past": {"N": "1"}},
+    )
+    boto3.client("s3", region_name=REGION).delete_object(Bucket="stage-bucket", Key=batch_key(plan))
+    router.handler(sqs_event(eventbridge_arrival(OTHER)), CONTEXT)
+    (notice,) = dead_letters(aws)
+    assert "cannot be named" in json.dumps(notice) and plan["batch"]["location"] in json.dumps(notice)
+    follow_plans = [
+        json.loads(aws["sfn"].describe_execution(executionArn=e["executionArn"])["input"])["plan"]
+        for e in executions(aws)
+    ]
+    (second,) = [p for p in follow_plans if p["run_token"] != plan["run_token"]]
+    assert sorted(pending_arrival(entry).key for entry in batch_of(second).pending) == [LATER, OTHER]
+    assert taken_batch(plan) == second["batch"]["location"]
