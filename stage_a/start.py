@@ -202,6 +202,7 @@ def begin_arrival(
     files: RawFiles,
     manifests: ManifestWriter | None = None,
     lost: Callable[[str], None] = logger.error,
+    slots: RunSlots | None = None,
 ) -> StageAPlan | ReadByName | None:
     """Check the arrival at the door, record it in its partition's state and, if no other run holds the
     partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival
@@ -225,7 +226,7 @@ def begin_arrival(
     )
     if lease is None:
         return None
-    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema, lost=lost)
+    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema, lost=lost, slots=slots)
 
 
 MAX_TAKE_ATTEMPTS = 3
@@ -241,6 +242,7 @@ def plan_leased(
     raw: RawObject | None = None,
     schema: TableSchema | None = None,
     lost: Callable[[str], None] = logger.error,
+    slots: RunSlots | None = None,
 ) -> StageAPlan | None:
     """The plan of the run holding ``lease``, its batch taken out of ``pending`` (``PartitionCommits.take``, #39):
     while it works, what arrives fills the next batch instead of the partition's item. A redelivery plans the batch
@@ -293,6 +295,10 @@ def plan_leased(
             # A redelivery: its run's batch is taken already, and its lease says so.
             commits.forget_waiting(lease, planned_from.pending)
             return plan
+        if slots is not None:
+            # The batch is taken once the run may start (``NoRunSlot`` otherwise): a run that waits for a slot
+            # takes what waits when it gets one, not the one arrival that found the partition free.
+            slots.take(lease.owner)
         mine = TakenBatch(lease.owner, plan.batch.location, plan.target_location, plan.batch.count)
         held = commits.take(lease, mine, plan.lease["pending"])
         if held == mine:
@@ -314,13 +320,14 @@ def plan_follow_up(
     commits: PartitionCommits,
     manifests: ManifestWriter | None = None,
     lost: Callable[[str], None] = logger.error,
+    slots: RunSlots | None = None,
 ) -> StageAPlan | None:
     """The plan of a follow-up run: the lease a finished run handed over, re-read (with the arrivals
     waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it)."""
     lease = commits.resume(handed_over)
     if lease is None or not (lease.pending or lease.taken):
         return None
-    return plan_leased(lease, settings, catalog, commits, manifests, lost=lost)
+    return plan_leased(lease, settings, catalog, commits, manifests, lost=lost, slots=slots)
 
 
 class PartitionStates(Protocol):
@@ -379,7 +386,7 @@ def start_stage_a(
     slots: RunSlots | None = None,
     lost: Callable[[str], None] = logger.error,
 ) -> StartedRun:
-    plan = begin_arrival(arrival, settings, catalog, commits, files, manifests, lost)
+    plan = begin_arrival(arrival, settings, catalog, commits, files, manifests, lost, slots)
     if isinstance(plan, ReadByName):
         return StartedRun("", None, False, None, plan)
     if plan is None:
@@ -390,7 +397,7 @@ def start_stage_a(
         # fixed by the arrival) and found the execution done: nothing would ever end the lease, so it
         # goes to a follow-up run at once, which takes the redelivery and anything else waiting.
         handed = hand_over_reentered(commits, Lease.from_dict(plan.lease), root=plan.stage_partition_root)
-        follow_up = plan_follow_up(handed, settings, catalog, commits, manifests, lost) if handed else None
+        follow_up = plan_follow_up(handed, settings, catalog, commits, manifests, lost, slots) if handed else None
         if follow_up is not None:
             logger.info("run %s had ended; its partition's lease goes to run %s", plan.run_token, follow_up.run_token)
             return start_plan(follow_up, sfn, state_machine_arn, slots=slots)

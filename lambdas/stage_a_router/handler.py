@@ -104,7 +104,13 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
             logger.info("follow-up waits for more of its partition's arrivals", extra={"run": follow_up.owner})
             metrics.add_metric(name="FollowUpWindows", unit=MetricUnit.Count, value=1)
             return
-        plan = plan_follow_up(follow_up, run.settings, run.catalog, run.commits, run.manifests, lost_batch(run, record))
+        try:
+            plan = plan_follow_up(
+                follow_up, run.settings, run.catalog, run.commits, run.manifests, lost_batch(run, record), run.slots
+            )
+        except NoRunSlot as busy:
+            wait_in_queue(run, record, busy, queue_url)
+            return
         if plan is None:
             run.slots.release(follow_up.owner)  # the slot its run's end handed it, if any
             logger.info("follow-up no longer holds its partition; nothing to start", extra={"run": follow_up.owner})

@@ -976,6 +976,9 @@ def test_a_run_past_its_stage_s_runs_in_flight_waits_in_queue_a_and_starts_when_
     assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
     waiting = partition_state("commit#engineering_mysql_dev.customers/date=20220121")
     assert "lease_owner" in waiting  # it keeps its partition: what arrives there meanwhile waits behind it
+    # Its batch is not taken while it waits for a slot (#39): the run takes what waits when it gets one.
+    assert "taken_batch" not in waiting and len(waiting["pending"]["SS"]) == 1
+    router.handler(sqs_event(eventbridge_arrival("engineering/mysql/customers/date=20220121/file2.csv")), CONTEXT)
     router.handler(sqs_event(second), CONTEXT)  # its record back after the delay: still no slot
     assert len(executions(aws)) == 1
     (execution,) = executions(aws)
@@ -984,6 +987,9 @@ def test_a_run_past_its_stage_s_runs_in_flight_waits_in_queue_a_and_starts_when_
     post_update.handler({"plan": plan}, CONTEXT)  # the first run ends: its slot is free
     router.handler(sqs_event(second), CONTEXT)
     assert len(executions(aws)) == 2
+    (started,) = [e for e in executions(aws) if e["executionArn"] != execution["executionArn"]]
+    later = json.loads(aws["sfn"].describe_execution(executionArn=started["executionArn"])["input"])["plan"]
+    assert later["batch"]["count"] == 2  # both files of its partition in one run
 
 
 def test_a_run_s_end_hands_its_slot_to_its_partition_s_follow_up_ahead_of_runs_waiting_for_one(
