@@ -464,9 +464,9 @@ def report(console: Console, scale: ScaleRun) -> int:
             spread,
         )
     console.print(latency)
-    for table, sizes in sorted(found.batches.items()):
-        if len(sizes) <= 20:
-            console.print(f"stage A batches of {table}, in the order their runs started: {', '.join(map(str, sizes))}")
+    for table, counts in sorted(found.batches.items()):
+        if len(counts) <= 20:
+            console.print(f"stage A batches of {table}, in the order their runs started: {', '.join(map(str, counts))}")
     console.print(f"the nightly lineage trace over it all: {scale.trace_seconds:.0f} s")
     sizes = Table(title="the largest payloads seen")
     for column in ("what", "bytes", "quota", "share", "where"):
