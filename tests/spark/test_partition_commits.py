@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lakeline.commits import Lease, LeaseLost, PartitionCommits
+from lakeline.commits import Lease, LeaseLost, PartitionCommits, TakenBatch
 from lakeline.commits.applied import published_contributions
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.base import QueryError
@@ -28,7 +28,7 @@ from lakeline.local.dependencies import LocalDependencies
 from lakeline.local.sample import write_single_parquet
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
-from lakeline.partitions import abandon_run, commit_write, settle_run, sweep_state
+from lakeline.partitions import abandon_run, commit_write, new_run_token, run_location, settle_run, sweep_state
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root, manifest_prefix
 from stage_a.arrivals import Arrival
@@ -304,7 +304,16 @@ def test_the_sweep_removes_what_a_crashed_run_left_and_nothing_in_flight(
     # The run's token is a day old, but its lease is live: its prefix is not touched.
     commits.begin(key, in_flight.run_token, in_flight.target_location, in_flight.stage_partition_root)
     assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == []
-    clock.now += 601  # the run crashed: its lease expired, its prefix is nobody's, nor its manifests' (#39)
+    clock.now += 601  # the run crashed: its lease expired
+    # Its batch left ``pending`` when it was planned (#39): its prefix keeps the batch's only record until a run
+    # takes the batch over (the stranded sweep's follow-up); from then on it is nobody's, nor its manifests'.
+    assert sweep_state(commits, commits.read(key), a.store, grace_seconds=3600) == []
+    token = new_run_token()
+    root = in_flight.stage_partition_root
+    follow = commits.begin(key, token, run_location(root, token), root)
+    assert follow is not None and follow.taken is not None
+    adopted = TakenBatch(token, f"{manifest_prefix(follow.location)}batch/0000000000000000", follow.location, 1)
+    commits.take(follow, adopted, [])
     swept = sweep_state(commits, commits.read(key), a.store, grace_seconds=3600)
     assert sorted(swept) == sorted([in_flight.target_location, manifest_prefix(in_flight.target_location)])
     assert a.rows() == 100
