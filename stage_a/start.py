@@ -325,7 +325,7 @@ def plan_follow_up(
     """The plan of a follow-up run: the lease a finished run handed over, re-read (with the arrivals
     waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it)."""
     lease = commits.resume(handed_over)
-    if lease is None or not (lease.pending or lease.taken):
+    if lease is None or not lease.waiting:
         return None
     return plan_leased(lease, settings, catalog, commits, manifests, lost=lost, slots=slots)
 

@@ -57,6 +57,6 @@ def finish_run(
         owner = next_owner()
         location = f"{root.rstrip('/')}/{RUN_PREFIX}{owner}/"
         finished = commits.finish(lease, owner, location, catalog_version=catalog_version)
-        if finished.follow_up is None or finished.follow_up.pending or finished.follow_up.taken:
+        if finished.follow_up is None or finished.follow_up.waiting:
             return finished
         lease = finished.follow_up

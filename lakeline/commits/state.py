@@ -164,6 +164,11 @@ class Lease:
     without ending it (this run adopts it): its commit ends it instead of taking entries out of ``pending``."""
 
     @property
+    def waiting(self) -> bool:
+        """Arrivals wait for the lease's run: in ``pending``, or in a batch taken (``PartitionState.waiting``)."""
+        return bool(self.pending) or self.taken is not None
+
+    @property
     def takes_own_batch(self) -> bool:
         return self.taken is not None and self.taken.owner == self.owner
 

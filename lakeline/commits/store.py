@@ -42,6 +42,8 @@ MAX_PENDING_BYTES = 80 * 1024
 to record an arrival (``PartitionFull``) and the router sends it back to its queue to wait there (#39)."""
 
 Clock = Callable[[], float]
+TAKEN_ATTRIBUTES = ("taken_owner", "taken_batch", "taken_run", "taken_count")
+"""The partition item's note of a batch taken out of ``pending`` (``lakeline.commits.TakenBatch``)."""
 
 
 def _entry_bytes(entries: Iterable[str]) -> int:
@@ -71,8 +73,13 @@ class PartitionCommits:
         return {self.key_attribute: {"S": key}}
 
     def read(self, key: str) -> PartitionState:
-        item = self.client.get_item(TableName=self.table_name, Key=self._key(key), ConsistentRead=True).get("Item")
-        return PartitionState.from_item(key, item or {})
+        return PartitionState.from_item(key, self._item(key))
+
+    def _item(self, key: str) -> dict[str, Any]:
+        """The partition's item as it is now (consistent read; empty for a partition never written)."""
+        return dict(
+            self.client.get_item(TableName=self.table_name, Key=self._key(key), ConsistentRead=True).get("Item", {})
+        )
 
     def begin(
         self, key: str, owner: str, location: str, root: str, arrivals: Sequence[str] = (), *, plans: bool = True
@@ -258,7 +265,7 @@ class PartitionCommits:
             response = self.client.update_item(
                 TableName=self.table_name,
                 Key=self._key(lease.key),
-                UpdateExpression="REMOVE taken_owner, taken_batch, taken_run, taken_count",
+                UpdateExpression="REMOVE " + ", ".join(TAKEN_ATTRIBUTES),
                 ConditionExpression="lease_owner = :owner AND taken_batch = :batch",
                 ExpressionAttributeValues=attribute_values(owner=lease.owner, batch=lease.taken.location),
                 ReturnValues="ALL_NEW",
@@ -266,16 +273,11 @@ class PartitionCommits:
         except ClientError as error:
             if not _conditional_failed(error):
                 raise
-            current = self.read(lease.key)
-            if current.lease_owner != lease.owner:
+            item = self._item(lease.key)  # ended already (a retry), or the lease is another run's
+            if PartitionState.from_item(lease.key, item).lease_owner != lease.owner:
                 raise LeaseLost(f"{lease.key}: run {lease.owner} no longer holds the lease") from error
-            return self._lease(lease.key, lease.owner, lease.location, self._item(lease.key), load=True)
+            return self._lease(lease.key, lease.owner, lease.location, item, load=True)
         return self._lease(lease.key, lease.owner, lease.location, response.get("Attributes", {}), load=True)
-
-    def _item(self, key: str) -> dict[str, Any]:
-        return dict(
-            self.client.get_item(TableName=self.table_name, Key=self._key(key), ConsistentRead=True).get("Item", {})
-        )
 
     def _lease(self, key: str, owner: str, location: str, item: Mapping[str, Any], *, load: bool = False) -> Lease:
         """The lease as ``item`` holds it; with ``load``, with every id its published version holds."""
@@ -348,7 +350,7 @@ class PartitionCommits:
         own = lease.taken if lease.takes_own_batch else None
         if own is not None:
             # Its batch left ``pending`` when it was planned (``take``): the item's note of it goes now.
-            removes += ["taken_owner", "taken_batch", "taken_run", "taken_count"]
+            removes += TAKEN_ATTRIBUTES
             values |= attribute_values(own_batch=own.location)
             condition += " AND taken_batch = :own_batch"
             taken_ids = []
@@ -495,9 +497,7 @@ class PartitionCommits:
         except ClientError as error:
             if not _conditional_failed(error):
                 raise
-            item = self.client.get_item(TableName=self.table_name, Key=self._key(lease.key), ConsistentRead=True).get(
-                "Item", {}
-            )
+            item = self._item(lease.key)
             current = PartitionState.from_item(lease.key, item)
             if previous_owner(item) == lease.owner and current.lease_owner and current.lease_location:
                 return Finished(

@@ -76,7 +76,7 @@ def take_stranded(
     lease = commits.begin(state.key, owner, location, state.root, plans=False)
     if lease is None:
         return False, None
-    if lease.pending or lease.taken:
+    if lease.waiting:
         return True, lease
     # A run took them between the scan and the take: hand on or release as ``finish`` does.
     return True, finish_run(commits, lease, next_owner, state.root).follow_up
