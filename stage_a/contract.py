@@ -69,6 +69,14 @@ Python checks typed CSV at ~3 MB/s on one shared core (``benchmarks/door.py``), 
 under a third of a vCPU: a batch of ten files at the bound is decided within the router's minute."""
 
 
+def checked_whole_at_door(key: str, size: int | None) -> bool:
+    """Whether the door checked every value of the CSV or JSON file ``key`` of ``size`` bytes (the S3 event's
+    object size): an uncompressed file of fewer bytes than ``DOOR_CHECK_CHARACTERS`` holds fewer characters,
+    so the door read it to its end. The engine's type check (``stage_a.type_check``) would find nothing more in
+    it. A gzip file's size says nothing of its text, and an unknown size nothing at all."""
+    return size is not None and not key.lower().endswith(".gz") and size < DOOR_CHECK_CHARACTERS
+
+
 class ContractViolation(InvalidInputError):
     """An arriving file does not match its raw table; nothing was planned or executed for it."""
 

@@ -27,7 +27,7 @@ partition and the table's write policy decides what it writes:
 A leased run reads its files (its batch's new files, or for a compaction or a ``rewrite`` run every file the
 partition loaded) through a manifest the plan writes (``stage_a.manifest``), never a list in its SQL: the
 statements stay the same size whatever the batch or the partition holds. Its type check reads the new files
-through a manifest of their own.
+that the door did not read to their end through a manifest of their own.
 
 Every leased plan first points the partition at its committed version (``reconcile``), which repairs a
 crash between a commit and its catalog swap before anything is read.
@@ -80,6 +80,7 @@ from lakeline.storage import (
 )
 from stage_a.arrivals import Arrival, pending_arrival
 from stage_a.by_name import copy_key
+from stage_a.contract import checked_whole_at_door
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.manifest import ManifestSource, plan_source
 from stage_a.type_check import TypeCheck, plan_type_check
@@ -388,9 +389,15 @@ def plan_stage_a(
         write_manifest(folder, text, manifests)
         select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(target_db, source.table)}"
         where = ""
-        # The files of the run's new arrivals, a loaded file sent again with new content among them.
-        arrived = {arrival_key(identity) for identity in new}
-        checked = [path for key, path in zip(keys, paths, strict=True) if key in arrived]
+        # The files of the run's new arrivals, a loaded file sent again with new content among them, but
+        # those the door read to their end: it checked every value of them already.
+        unchecked = {
+            arrival.key
+            for arrival in taken
+            if arrival_id(arrival.key, arrival.sequencer) in new
+            and not checked_whole_at_door(arrival.key, arrival.size)
+        }
+        checked = [path for key, path in zip(keys, paths, strict=True) if key in unchecked]
     if where:
         select += f" WHERE {where}"
     # An incremental append writes the new rows as one file; everything else writes bucket_count files.

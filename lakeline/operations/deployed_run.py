@@ -66,7 +66,7 @@ from lakeline.local.rehearsal.system import REPOSITORY, DeployedSystem, stood_up
 from lakeline.local.relocation import claim_workspace, open_engine
 from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
-from lakeline.names import ddl_name
+from lakeline.names import ddl_name, string_literal
 from lakeline.operations.dead_letters import read_dead_letters
 from lakeline.operations.source_ddl import source_table_ddl
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
@@ -694,37 +694,61 @@ def _lineage_table(operator: Operator) -> str:
     return str(name)
 
 
+TABLES_PER_COUNT = 50
+"""Tables counted by one Athena statement (a UNION ALL of their counts): a few hundred bytes each."""
+
+
 def _tables(operator: Operator, datasets: list[str]) -> list[dict[str, Any]]:
-    """Rows and data files of every partition Glue has of ``datasets``, counted through Athena and listed
-    in S3 (an unpartitioned table is one line)."""
+    """Rows and data files of every partition Glue has of ``datasets``, counted through Athena (one statement
+    for up to ``TABLES_PER_COUNT`` tables) and listed in S3 (an unpartitioned table is one line)."""
     glue = operator.deployment.client("glue")
     s3 = operator.deployment.client("s3")
-    rows: list[dict[str, Any]] = []
+    entries = {}
     for name in datasets:
         database, table = name.split(".")
-        if not operator.table_exists(database, table):
-            continue
-        entry = glue.get_table(DatabaseName=database, Name=table)["Table"]
-        keys = [key["Name"] for key in entry.get("PartitionKeys", [])]
-        if not keys:
-            ((count,),) = operator.athena(f"SELECT count(*) FROM {name}")
+        if operator.table_exists(database, table):
+            entries[name] = glue.get_table(DatabaseName=database, Name=table)["Table"]
+    keys = {name: [key["Name"] for key in entry.get("PartitionKeys", [])] for name, entry in entries.items()}
+    counts = _row_counts(operator, keys)
+    rows: list[dict[str, Any]] = []
+    for name, entry in entries.items():
+        database, table = name.split(".")
+        if not keys[name]:
             location = entry["StorageDescriptor"].get("Location", "")
-            rows.append({"table": name, "partition": "", "rows": int(count), "files": _files(s3, location)})
+            rows.append(
+                {"table": name, "partition": "", "rows": counts.get((name, ()), 0), "files": _files(s3, location)}
+            )
             continue
-        columns = ", ".join(f'"{key}"' for key in keys)
-        grouped = operator.athena(f"SELECT {columns}, count(*) FROM {name} GROUP BY {columns}")
-        counts = {tuple(str(value) for value in values): int(count) for *values, count in grouped}
         pages = glue.get_paginator("get_partitions").paginate(DatabaseName=database, TableName=table)
         for partition in sorted((p for page in pages for p in page["Partitions"]), key=lambda p: p["Values"]):
             rows.append(
                 {
                     "table": name,
-                    "partition": "/".join(f"{k}={v}" for k, v in zip(keys, partition["Values"], strict=True)),
-                    "rows": counts.get(tuple(partition["Values"]), 0),
+                    "partition": "/".join(f"{k}={v}" for k, v in zip(keys[name], partition["Values"], strict=True)),
+                    "rows": counts.get((name, tuple(partition["Values"])), 0),
                     "files": _files(s3, partition["StorageDescriptor"]["Location"]),
                 }
             )
     return rows
+
+
+def _row_counts(operator: Operator, keys: dict[str, list[str]]) -> dict[tuple[str, tuple[str, ...]], int]:
+    """(table, its partition values as text) → rows, for each table of ``keys`` (its partition columns): the
+    tables' counts in a UNION ALL, their values padded to the most partition columns any of them has."""
+    width = max((len(columns) for columns in keys.values()), default=0)
+    names = list(keys)
+    counts: dict[tuple[str, tuple[str, ...]], int] = {}
+    for start in range(0, len(names), TABLES_PER_COUNT):
+        parts = []
+        for name in names[start : start + TABLES_PER_COUNT]:
+            quoted = [f'"{key}"' for key in keys[name]]
+            values = [f"CAST({column} AS varchar)" for column in quoted]
+            padded = [string_literal(name), *values, *["CAST(NULL AS varchar)"] * (width - len(values))]
+            grouped = f" GROUP BY {', '.join(quoted)}" if quoted else ""
+            parts.append(f"SELECT {', '.join(padded)}, count(*) FROM {name}{grouped}")
+        for name, *values, count in operator.athena(" UNION ALL ".join(parts)):
+            counts[(str(name), tuple(str(value) for value in values[: len(keys[str(name)])]))] = int(count)
+    return counts
 
 
 def _files(s3: Any, location: str) -> int:

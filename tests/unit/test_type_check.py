@@ -9,10 +9,12 @@ from datetime import UTC, datetime
 import pytest
 import sqlglot
 
+import stage_a.contract as contract_module
 from lakeline.commits import Lease
 from lakeline.engines.base import Column, TableSchema
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import Arrival
+from stage_a.contract import DOOR_CHECK_CHARACTERS
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan, plan_stage_a
 from stage_a.type_check import plan_type_check, refusal
@@ -118,8 +120,10 @@ def test_refusal_words_the_returned_group() -> None:
     )
 
 
-def arrival(key: str, sequencer: str) -> Arrival:
-    return Arrival(bucket="raw-bucket", key=key, sequencer=sequencer, event_time=datetime(2022, 1, 20, tzinfo=UTC))
+def arrival(key: str, sequencer: str, size: int | None = None) -> Arrival:
+    return Arrival(
+        bucket="raw-bucket", key=key, sequencer=sequencer, event_time=datetime(2022, 1, 20, tzinfo=UTC), size=size
+    )
 
 
 class Written(dict[str, str]):
@@ -167,6 +171,33 @@ def test_a_run_checks_its_new_files_only_and_the_plan_carries_the_check_through_
     # Passed on without its batch's lists (its input names the batch object), and read back whole.
     assert StageAPlan.from_dict(plan.to_dict()).with_batch(written) == plan
     assert plan.to_dict()["type_check"]["check"] == plan.type_check.check
+
+
+def test_a_run_whose_new_files_the_door_read_to_their_end_has_no_check() -> None:
+    """An uncompressed file of fewer bytes than the door's bound had every value checked at the door: the
+    engine's check (three Athena statements) would find nothing more. Any other file of the batch keeps it,
+    and it reads only those."""
+    published = "s3://stage-bucket/shop/pos/sales/day=1/lakeline_run=20220101t000000000000_0123456789/"
+    small = arrival("shop/pos/sales/day=1/b.csv", "2", size=DOOR_CHECK_CHARACTERS - 1)
+    assert leased_plan([], [small], published).type_check is None
+    for other in (
+        arrival("shop/pos/sales/day=1/c.csv", "3", size=DOOR_CHECK_CHARACTERS),  # the door read a sample
+        arrival("shop/pos/sales/day=1/c.csv.gz", "3", size=100),  # its text may be any length
+        arrival("shop/pos/sales/day=1/c.csv", "3"),  # no size in its event
+    ):
+        written = Written()
+        plan = leased_plan([], [small, other], published, written)
+        assert plan.type_check is not None, other
+        (folder,) = re.findall(r"LOCATION '([^']+)'", plan.type_check.create)
+        assert written[folder + "manifest"] == f"s3://raw-bucket/{other.key}\n"
+
+
+def test_the_doors_bound_read_at_plan_time_decides_what_it_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    published = "s3://stage-bucket/shop/pos/sales/day=1/lakeline_run=20220101t000000000000_0123456789/"
+    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)
+    small = arrival("shop/pos/sales/day=1/b.csv", "2", size=999)
+    assert leased_plan([], [small], published).type_check is None
+    assert leased_plan([], [arrival("shop/pos/sales/day=1/b.csv", "2", size=1000)], published).type_check is not None
 
 
 def test_a_run_with_nothing_new_has_no_check() -> None:
