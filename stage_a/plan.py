@@ -27,7 +27,7 @@ partition and the table's write policy decides what it writes:
 A leased run reads its files (its batch's new files, or for a compaction or a ``rewrite`` run every file the
 partition loaded) through a manifest the plan writes (``stage_a.manifest``), never a list in its SQL: the
 statements stay the same size whatever the batch or the partition holds. Its type check reads the new files
-that the door did not read to their end through a manifest of their own.
+through a manifest of their own, but the one the door has just read to its end.
 
 Every leased plan first points the partition at its committed version (``reconcile``), which repairs a
 crash between a commit and its catalog swap before anything is read.
@@ -80,7 +80,6 @@ from lakeline.storage import (
 )
 from stage_a.arrivals import Arrival, pending_arrival
 from stage_a.by_name import copy_key
-from stage_a.contract import checked_whole_at_door
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.manifest import ManifestSource, plan_source
 from stage_a.type_check import TypeCheck, plan_type_check
@@ -319,10 +318,13 @@ def plan_stage_a(
     lease: Lease | None = None,
     manifests: ManifestWriter | None = None,
     whole: bool = False,
+    door_checked: frozenset[str] = frozenset(),
 ) -> StageAPlan:
     """The plan of one run for ``raw``'s partition. Without a lease: the seed's whole-partition rewrite.
     Under a lease (``run_token`` is its owner): the table's write policy over a batch of the lease's
-    arrivals (``run_batch``; with ``whole``, all of them: a batch taken already, which is never cut again). A run
+    arrivals (``run_batch``; with ``whole``, all of them: a batch taken already, which is never cut again); its
+    new files are type-checked in the engine but those of ``door_checked`` (arrival ids whose every value the door
+    has just checked, ``stage_a.start.begin_arrival``). A run
     that reads the partition's loaded files (a compaction, a rewrite) reads
     them through a manifest, written here into ``manifests`` (the local disk when ``None``)."""
     check_run_token(run_token)
@@ -390,13 +392,8 @@ def plan_stage_a(
         select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(target_db, source.table)}"
         where = ""
         # The files of the run's new arrivals, a loaded file sent again with new content among them, but
-        # those the door read to their end: it checked every value of them already.
-        unchecked = {
-            arrival.key
-            for arrival in taken
-            if arrival_id(arrival.key, arrival.sequencer) in new
-            and not checked_whole_at_door(arrival.key, arrival.size)
-        }
+        # those the door has just read to their end: it checked every value of them.
+        unchecked = {arrival_key(identity) for identity in new if identity not in door_checked}
         checked = [path for key, path in zip(keys, paths, strict=True) if key in unchecked]
     if where:
         select += f" WHERE {where}"

@@ -29,12 +29,20 @@ from lakeline.settings import PipelineSettings
 from lakeline.storage import ObjectStore, join_location
 from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival, pending_entry
 from stage_a.by_name import copy_key, copy_version, in_table_order, newer_version
-from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
+from stage_a.contract import (
+    ColumnsByName,
+    ContractViolation,
+    RawContract,
+    RawFile,
+    check_raw_file,
+    checked_whole_at_door,
+)
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.plan import (
     MAX_FOLLOW_UP_WINDOWS,
     ManifestWriter,
     StageAPlan,
+    arrival_id,
     filling,
     new_run_token,
     plan_stage_a,
@@ -151,12 +159,20 @@ def _raw_schema(arrival: Arrival, database: str, table: str, catalog: Catalog) -
         raise ContractViolation(f"{arrival.key}: no raw table {database}.{table} in the catalog") from error
 
 
-def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema | ReadByName:
+@dataclass(frozen=True)
+class Admitted:
+    """An arrival the door let in, loaded as it is."""
+
+    schema: TableSchema  # its raw table's
+    read_whole: bool  # the door read the file to its end: every value of it is type-checked (``checked_whole_at_door``)
+
+
+def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> Admitted | ReadByName:
     """The door (the raw table exists, and ``check_arrival``), and files read by name: an arrival whose
     CSV columns are in another order than its table's, or whose JSON keys are spelled in another case,
     or whose key has been read by name before,
     has its copy in the table's order written (``stage_a.by_name``), which arrives and is loaded in
-    its place. Returns the raw table's schema for an arrival loaded as it is."""
+    its place. Returns the raw table's schema for an arrival loaded as it is, and whether the door read all of it."""
     raw = parse_raw_key(arrival.key)
     schema = _raw_schema(arrival, settings.raw_database(raw.team, raw.dataset), raw.table, catalog)
     table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
@@ -175,7 +191,9 @@ def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files:
             contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
         existing = None if copy is None else files.existing_copy(arrival, copy)
         if copy is None or existing is None:
-            return schema
+            # The size of the version the door read (``raw_file`` pins it), not the event's: a file replaced
+            # since its event was read as it is now.
+            return Admitted(schema, checked_whole_at_door(arrival.key, raw_file.size(), schema.columns))
         # Read by name before: the copy's key holds the file's rows, so this version replaces them there.
         reason = f"{arrival.key}: its earlier version was read by name through {copy}"
     version = copy_version(arrival)
@@ -208,9 +226,10 @@ def begin_arrival(
     partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival
     waits; ``ReadByName``: its copy in the table's column order is loaded instead. ``manifests``: where the
     plan's manifest is written (``plan_stage_a``)."""
-    schema = admit(arrival, settings, catalog, files)
-    if isinstance(schema, ReadByName):
-        return schema
+    admitted = admit(arrival, settings, catalog, files)
+    if isinstance(admitted, ReadByName):
+        return admitted
+    schema = admitted.schema
     raw = parse_raw_key(arrival.key)
     token = arrival_run_token(arrival)
     # Planned once without the lease first: an arrival that cannot be planned is refused before it
@@ -226,7 +245,21 @@ def begin_arrival(
     )
     if lease is None:
         return None
-    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema, lost=lost, slots=slots)
+    # Only this arrival's file was read by the door now: checked whole, it needs no type check in the engine
+    # (what read it and what the run's CTAS reads are moments apart, as the engine's check and the CTAS are).
+    door_checked = frozenset({arrival_id(arrival.key, arrival.sequencer)} if admitted.read_whole else ())
+    return plan_leased(
+        lease,
+        settings,
+        catalog,
+        commits,
+        manifests,
+        raw=raw,
+        schema=schema,
+        lost=lost,
+        slots=slots,
+        door_checked=door_checked,
+    )
 
 
 MAX_TAKE_ATTEMPTS = 3
@@ -243,12 +276,14 @@ def plan_leased(
     schema: TableSchema | None = None,
     lost: Callable[[str], None] = logger.error,
     slots: RunSlots | None = None,
+    door_checked: frozenset[str] = frozenset(),
 ) -> StageAPlan | None:
     """The plan of the run holding ``lease``, its batch taken out of ``pending`` (``PartitionCommits.take``, #39):
     while it works, what arrives fills the next batch instead of the partition's item. A redelivery plans the batch
     its run took already; a run whose lease comes with the batch of a run that ended without ending it (a
     redelivery planned it after that run's commit) takes that batch first. ``raw`` (and its raw table's
-    ``schema``): the arrival that took the lease, else the batch's oldest. A batch to take over whose object is
+    ``schema``): the arrival that took the lease, else the batch's oldest; ``door_checked``: the arrivals whose
+    files the door read to their end in this call (``plan_stage_a``). A batch to take over whose object is
     gone is reported to ``lost`` and its note ended (the partition's other arrivals run); ``None``: nothing else
     waited, and the lease is released."""
     for _ in range(MAX_TAKE_ATTEMPTS):
@@ -288,6 +323,7 @@ def plan_leased(
             lease=planned_from,
             manifests=manifests,
             whole=lease.taken is not None,
+            door_checked=door_checked,
         )
         if plan.batch is None or plan.lease is None:
             raise LakelineError(f"run {lease.owner}'s plan names no batch")

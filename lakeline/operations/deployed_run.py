@@ -66,8 +66,9 @@ from lakeline.local.rehearsal.system import REPOSITORY, DeployedSystem, stood_up
 from lakeline.local.relocation import claim_workspace, open_engine
 from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
-from lakeline.names import ddl_name, string_literal
+from lakeline.names import ddl_name
 from lakeline.operations.dead_letters import read_dead_letters
+from lakeline.operations.deployed_tables import table_summary
 from lakeline.operations.source_ddl import source_table_ddl
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
 from stage_b.artifacts import ARTIFACTS_PREFIX
@@ -571,7 +572,7 @@ class DeployedProject:
         run.quarantined, run.refused_tables = self._quarantined, self._refused_tables
         with self.console.status("reading the lineage and the tables"), timings.phase("reading lineage and tables"):
             _lineage(operator, system, self.workspace, run)
-            run.tables = _tables(operator, self._datasets())
+            run.tables = table_summary(operator, self._datasets())
             for item in self.items:
                 database, table = item.dataset.split(".")
                 if not operator.table_exists(database, table):
@@ -692,77 +693,6 @@ def _lineage_table(operator: Operator) -> str:
     names = operator.deployment.client("dynamodb").list_tables()["TableNames"]
     (name,) = [name for name in names if "lineage" in name.lower()]
     return str(name)
-
-
-TABLES_PER_COUNT = 50
-"""Tables counted by one Athena statement (a UNION ALL of their counts): a few hundred bytes each."""
-
-
-def _tables(operator: Operator, datasets: list[str]) -> list[dict[str, Any]]:
-    """Rows and data files of every partition Glue has of ``datasets``, counted through Athena (one statement
-    for up to ``TABLES_PER_COUNT`` tables) and listed in S3 (an unpartitioned table is one line)."""
-    glue = operator.deployment.client("glue")
-    s3 = operator.deployment.client("s3")
-    entries = {}
-    for name in datasets:
-        database, table = name.split(".")
-        if operator.table_exists(database, table):
-            entries[name] = glue.get_table(DatabaseName=database, Name=table)["Table"]
-    keys = {name: [key["Name"] for key in entry.get("PartitionKeys", [])] for name, entry in entries.items()}
-    counts = _row_counts(operator, keys)
-    rows: list[dict[str, Any]] = []
-    for name, entry in entries.items():
-        database, table = name.split(".")
-        if not keys[name]:
-            location = entry["StorageDescriptor"].get("Location", "")
-            rows.append(
-                {"table": name, "partition": "", "rows": counts.get((name, ()), 0), "files": _files(s3, location)}
-            )
-            continue
-        pages = glue.get_paginator("get_partitions").paginate(DatabaseName=database, TableName=table)
-        for partition in sorted((p for page in pages for p in page["Partitions"]), key=lambda p: p["Values"]):
-            rows.append(
-                {
-                    "table": name,
-                    "partition": "/".join(f"{k}={v}" for k, v in zip(keys[name], partition["Values"], strict=True)),
-                    "rows": counts.get((name, tuple(partition["Values"])), 0),
-                    "files": _files(s3, partition["StorageDescriptor"]["Location"]),
-                }
-            )
-    return rows
-
-
-def _row_counts(operator: Operator, keys: dict[str, list[str]]) -> dict[tuple[str, tuple[str, ...]], int]:
-    """(table, its partition values as text) → rows, for each table of ``keys`` (its partition columns): the
-    tables' counts in a UNION ALL, their values padded to the most partition columns any of them has."""
-    width = max((len(columns) for columns in keys.values()), default=0)
-    names = list(keys)
-    counts: dict[tuple[str, tuple[str, ...]], int] = {}
-    for start in range(0, len(names), TABLES_PER_COUNT):
-        parts = []
-        for name in names[start : start + TABLES_PER_COUNT]:
-            quoted = [f'"{key}"' for key in keys[name]]
-            values = [f"CAST({column} AS varchar)" for column in quoted]
-            padded = [string_literal(name), *values, *["CAST(NULL AS varchar)"] * (width - len(values))]
-            grouped = f" GROUP BY {', '.join(quoted)}" if quoted else ""
-            parts.append(f"SELECT {', '.join(padded)}, count(*) FROM {name}{grouped}")
-        for name, *values, count in operator.athena(" UNION ALL ".join(parts)):
-            counts[(str(name), tuple(str(value) for value in values[: len(keys[str(name)])]))] = int(count)
-    return counts
-
-
-def _files(s3: Any, location: str) -> int:
-    """The data files under an s3:// location (not Spark's or Athena's hidden ones)."""
-    bucket, _, prefix = location.removeprefix("s3://").partition("/")
-    if not bucket:
-        return 0
-    listed = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix.rstrip("/") + "/")
-    return sum(
-        1
-        for page in listed
-        for item in page.get("Contents", [])
-        if not item["Key"].rsplit("/", 1)[-1].startswith(("_", "."))
-    )
 
 
 def _write_summary(run: DeployedRun) -> Path:

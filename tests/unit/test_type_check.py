@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import sqlglot
@@ -14,9 +15,11 @@ from lakeline.commits import Lease
 from lakeline.engines.base import Column, TableSchema
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import Arrival
-from stage_a.contract import DOOR_CHECK_CHARACTERS
+from stage_a.contract import DOOR_CHECK_CHARACTERS, checked_whole_at_door
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan, plan_stage_a
+from stage_a.raw_files import LocalRawFiles
+from stage_a.start import Admitted, admit
 from stage_a.type_check import plan_type_check, refusal
 
 TOKEN = "20220120t101500000000_0123456789"
@@ -120,10 +123,8 @@ def test_refusal_words_the_returned_group() -> None:
     )
 
 
-def arrival(key: str, sequencer: str, size: int | None = None) -> Arrival:
-    return Arrival(
-        bucket="raw-bucket", key=key, sequencer=sequencer, event_time=datetime(2022, 1, 20, tzinfo=UTC), size=size
-    )
+def arrival(key: str, sequencer: str) -> Arrival:
+    return Arrival(bucket="raw-bucket", key=key, sequencer=sequencer, event_time=datetime(2022, 1, 20, tzinfo=UTC))
 
 
 class Written(dict[str, str]):
@@ -137,7 +138,11 @@ class Written(dict[str, str]):
 
 
 def leased_plan(
-    applied: list[str], pending: list[Arrival], published: str | None, written: Written | None = None
+    applied: list[str],
+    pending: list[Arrival],
+    published: str | None,
+    written: Written | None = None,
+    door_checked: frozenset[str] = frozenset(),
 ) -> StageAPlan:
     raw = parse_raw_key("shop/pos/sales/day=1/b.csv")
     location = f"s3://stage-bucket/shop/pos/sales/day=1/lakeline_run={TOKEN}/"
@@ -153,7 +158,13 @@ def leased_plan(
         seq=1,
     )
     return plan_stage_a(
-        raw, SETTINGS, SALES, run_token=TOKEN, lease=lease, manifests=Written() if written is None else written
+        raw,
+        SETTINGS,
+        SALES,
+        run_token=TOKEN,
+        lease=lease,
+        manifests=Written() if written is None else written,
+        door_checked=door_checked,
     )
 
 
@@ -173,31 +184,50 @@ def test_a_run_checks_its_new_files_only_and_the_plan_carries_the_check_through_
     assert plan.to_dict()["type_check"]["check"] == plan.type_check.check
 
 
-def test_a_run_whose_new_files_the_door_read_to_their_end_has_no_check() -> None:
-    """An uncompressed file of fewer bytes than the door's bound had every value checked at the door: the
-    engine's check (three Athena statements) would find nothing more. Any other file of the batch keeps it,
-    and it reads only those."""
+def test_a_run_whose_new_files_the_door_has_just_read_to_their_end_has_no_check() -> None:
+    """The arrival whose file the door has just read whole (``door_checked``) needs no type check in the engine
+    (three Athena statements); any other new file of the batch keeps it, and the check reads only those."""
     published = "s3://stage-bucket/shop/pos/sales/day=1/lakeline_run=20220101t000000000000_0123456789/"
-    small = arrival("shop/pos/sales/day=1/b.csv", "2", size=DOOR_CHECK_CHARACTERS - 1)
-    assert leased_plan([], [small], published).type_check is None
-    for other in (
-        arrival("shop/pos/sales/day=1/c.csv", "3", size=DOOR_CHECK_CHARACTERS),  # the door read a sample
-        arrival("shop/pos/sales/day=1/c.csv.gz", "3", size=100),  # its text may be any length
-        arrival("shop/pos/sales/day=1/c.csv", "3"),  # no size in its event
-    ):
-        written = Written()
-        plan = leased_plan([], [small, other], published, written)
-        assert plan.type_check is not None, other
-        (folder,) = re.findall(r"LOCATION '([^']+)'", plan.type_check.create)
-        assert written[folder + "manifest"] == f"s3://raw-bucket/{other.key}\n"
+    now = arrival("shop/pos/sales/day=1/b.csv", "2")
+    door_checked = frozenset({f"{now.key}@{now.sequencer}"})
+    assert leased_plan([], [now], published, door_checked=door_checked).type_check is None
+    waited = arrival("shop/pos/sales/day=1/c.csv", "1")  # door-checked by an earlier call, which planned nothing
+    written = Written()
+    plan = leased_plan([], [now, waited], published, written, door_checked=door_checked)
+    assert plan.type_check is not None
+    (folder,) = re.findall(r"LOCATION '([^']+)'", plan.type_check.create)
+    assert written[folder + "manifest"] == f"s3://raw-bucket/{waited.key}\n"
+    assert leased_plan([], [now], published).type_check is not None
 
 
-def test_the_doors_bound_read_at_plan_time_decides_what_it_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    published = "s3://stage-bucket/shop/pos/sales/day=1/lakeline_run=20220101t000000000000_0123456789/"
-    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)
-    small = arrival("shop/pos/sales/day=1/b.csv", "2", size=999)
-    assert leased_plan([], [small], published).type_check is None
-    assert leased_plan([], [arrival("shop/pos/sales/day=1/b.csv", "2", size=1000)], published).type_check is not None
+def test_the_door_reads_a_file_whole_as_the_engine_would_only_under_its_bound_uncompressed_and_typed_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    typed = [Column("n", "bigint"), Column("amount", "decimal(10,2)"), Column("day", "date"), Column("s", "string")]
+    assert checked_whole_at_door("a.csv", DOOR_CHECK_CHARACTERS - 1, typed)
+    assert not checked_whole_at_door("a.csv", DOOR_CHECK_CHARACTERS, typed)  # the door read a sample
+    assert not checked_whole_at_door("a.csv.gz", 100, typed)  # its text may be any length
+    # Python reads 2024-01-01T10:00 as a timestamp, Athena's cast does not: the engine checks those.
+    assert not checked_whole_at_door("a.csv", 100, [*typed, Column("at", "timestamp")])
+    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)  # read at each call, as the door reads it
+    assert checked_whole_at_door("a.csv", 999, typed) and not checked_whole_at_door("a.csv", 1000, typed)
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("bigint", "\uff11\uff12\uff13"),
+        ("int", "\u0661\u0662"),
+        ("double", "\uff11.5"),
+        ("bigint", "5\u00a0"),
+        ("int", "5\t"),
+    ],
+)
+def test_the_door_refuses_what_the_engines_check_refuses(kind: str, value: str) -> None:
+    """Digits other than ASCII ones, and blanks other than spaces around a value: Spark's ``trim`` and the
+    check's ``[0-9]`` refuse them, and the door must not be looser than the check it stands in for."""
+    assert not contract_module._reads_as(kind, value)
+    assert contract_module._reads_as(kind, " 12 ")
 
 
 def test_a_run_with_nothing_new_has_no_check() -> None:
@@ -247,3 +277,32 @@ def test_a_json_run_checks_its_files_before_its_ctas() -> None:
     statements = plan.statements
     assert statements.index(plan.type_check.check) < statements.index(plan.ctas)
     assert StageAPlan.from_dict(plan.to_dict()) == plan
+
+
+class OneTable:
+    """A catalog holding the one raw table the door reads a file against."""
+
+    def __init__(self, schema: TableSchema) -> None:
+        self.schema = schema
+
+    def describe_table(self, database: str, table: str) -> TableSchema:
+        return self.schema
+
+    def add_columns(self, database: str, table: str, columns: tuple[Column, ...]) -> None:
+        raise AssertionError("the table's columns are the file's: nothing to add")
+
+
+@pytest.mark.parametrize(("rows", "whole"), [(2, True), (200, False)])
+def test_the_doors_verdict_is_of_the_version_it_read_not_of_the_size_its_event_gave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, whole: bool
+) -> None:
+    """A file replaced since its event (a small one announced, a large one there now) is read as it is now:
+    past the door's bound, only a sample of it was checked, so the engine checks it."""
+    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)
+    key = "shop/pos/sales/day=1/b.csv"
+    path = tmp_path / key
+    path.parent.mkdir(parents=True)
+    path.write_text("sale_id,store,amount,day_sold\n" + "".join(f"{n},east,1.50,2024-03-01\n" for n in range(rows)))
+    announced = Arrival(bucket="raw-bucket", key=key, sequencer="1", event_time=datetime.now(UTC), size=50)
+    admitted = admit(announced, SETTINGS, OneTable(SALES), LocalRawFiles(tmp_path))
+    assert isinstance(admitted, Admitted) and admitted.read_whole is whole
