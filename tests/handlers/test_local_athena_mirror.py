@@ -24,8 +24,8 @@ def test_objects_with_hidden_names_outlive_the_mirror(tmp_path: Path) -> None:
             s3.put_object(Bucket="lake", Key=key, Body=b"1")
         backend = s3_backends["123456789012"]["aws"]
         athena = LocalAthena(engine=None, mirror=tmp_path, database_prefix="p_")  # type: ignore[arg-type]
-        athena._pull(backend, "lake")  # before a query
-        athena._push(backend, "lake")  # after one that wrote nothing
+        athena.store.pull(backend, "lake")  # before a query
+        athena.store.push(backend, "lake")  # after one that wrote nothing
         assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lake")["Contents"]) == sorted(keys)
 
 
@@ -62,7 +62,7 @@ def test_an_object_replaced_or_deleted_while_the_mirror_reads_it_is_read_as_s3_h
         real, bucket.keys = bucket.keys, ListedBefore()
         athena = LocalAthena(engine=None, mirror=tmp_path, database_prefix="p_")  # type: ignore[arg-type]
         try:
-            athena._pull(backend, "lake")
+            athena.store.pull(backend, "lake")
         finally:
             bucket.keys = real
         assert (tmp_path / "lake" / "t" / "replaced.csv").read_bytes() == b"new"

@@ -27,10 +27,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakeline.errors import LakelineError
+from lakeline.local.rehearsal.athena_answers import glue_definition
 from lakeline.local.rehearsal.iam import permitted
+
+if TYPE_CHECKING:
+    from lakeline.local.rehearsal.athena_statements import Statement
 
 CREDENTIAL = re.compile(r"Credential=(?P<key>[^/,\s]+)/")
 
@@ -143,3 +147,57 @@ def authorize(account: str, region: str, caller: Caller, needed: list[Needed]) -
                 if reason.startswith("is not authorized"):
                     reason = f"User: {key.arn} is not authorized to perform: {need.action} on resource: {resource}"
                 raise AccessDenied(reason)
+
+
+def iam_enforced() -> bool:
+    from moto import settings
+
+    return bool(settings.INITIAL_NO_AUTH_ACTION_COUNT == 0)
+
+
+def needed_for(glue: Any, statement: Statement, region: str, account: str, output: str) -> list[Needed]:
+    """What the statement makes Athena do with its caller's credentials (``athena_caller``)."""
+    needed: list[Needed] = []
+    changes = {
+        "ctas": ("glue:CreateTable",),
+        "create": ("glue:CreateTable",),
+        "drop": ("glue:GetTable", "glue:DeleteTable"),
+        "alter": ("glue:GetTable", "glue:UpdateTable"),
+        "alter_partition": ("glue:GetTable", "glue:UpdatePartition"),
+        "add_partition": ("glue:GetTable", "glue:BatchCreatePartition"),
+        "drop_partition": ("glue:GetTable", "glue:BatchDeletePartition"),
+        "insert": ("glue:GetTable",),
+    }.get(statement.kind, ())
+    for database, table in sorted(statement.tables):
+        found = glue.databases.get(database)
+        entry = found.tables.get(table) if found is not None else None
+        definition = glue_definition(entry) if entry is not None else {}
+        location = definition.get("StorageDescriptor", {}).get("Location")
+        partitioned = bool(definition.get("PartitionKeys"))
+        if (database, table) in statement.changes:
+            # A table that is not there is only looked up (DROP TABLE IF EXISTS of a missing one).
+            actions = changes if entry is not None or statement.kind in ("ctas", "create") else ("glue:GetTable",)
+            if statement.kind == "insert" and partitioned:
+                actions = (*actions, "glue:BatchCreatePartition")
+            needed += changing(region, account, database, table, actions)
+            if statement.kind == "insert" and location:
+                needed.append(writing(location))
+        elif entry is not None:
+            # A projected table's partitions are computed, not read from Glue.
+            projected = definition.get("Parameters", {}).get("projection.enabled") == "true"
+            elsewhere = _partitions_outside(entry, location) if partitioned and not projected else set()
+            needed += reading(region, account, database, table, location, partitioned and not projected, elsewhere)
+    if statement.kind == "ctas" and statement.writes_to:
+        needed.append(writing(statement.writes_to))
+    needed.append(result_file(output))
+    return needed
+
+
+def _partitions_outside(entry: Any, location: str | None) -> set[str]:
+    """The locations of the table's partitions that are not under its own ``location``: a partition may be
+    anywhere (``ADD PARTITION ... LOCATION``), and Athena reads it there with the caller's credentials."""
+    folder = location.rstrip("/") + "/" if location else None
+    found = {
+        str(p.partition_input.get("StorageDescriptor", {}).get("Location") or "") for p in entry.partitions.values()
+    }
+    return {uri for uri in found if uri and (folder is None or not (uri.rstrip("/") + "/").startswith(folder))}

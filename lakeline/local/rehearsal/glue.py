@@ -28,7 +28,7 @@ A run does what Glue does with the job's definition, as CloudFormation created i
 - Catalog and storage: the Glue Data Catalog is the job's metastore, so Spark's databases are Glue's own
   names (no prefix; the tests' databases must not be used by other tiers of the same Spark session).
   Before the run, each Glue database the run's arguments name is made in Spark's metastore with its
-  tables as Glue has them (``athena.LocalAthena``'s sync, with ``s3://`` locations kept), and the objects
+  tables as Glue has them (``athena_catalog.SparkCatalog``'s sync, with ``s3://`` locations kept), and the objects
   of the buckets those tables and the arguments name are brought into a local mirror; ``s3://`` and
   ``s3a://`` are Hadoop's view file system over the mirror, one mount per bucket, so the job's SQL runs
   unchanged. After the run (also a failed one: what ran is done) what it changed in those databases is
@@ -77,7 +77,10 @@ from typing import TYPE_CHECKING, Any
 from lakeline.aws.distributions import AWS_SDK
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError
-from lakeline.local.rehearsal import athena, executions
+from lakeline.local.rehearsal import executions
+from lakeline.local.rehearsal.athena_catalog import SparkCatalog, table_buckets
+from lakeline.local.rehearsal.athena_mirror import S3Mirror
+from lakeline.local.rehearsal.athena_statements import S3_URI, Rewriter, Statement, bucket_of
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.iam import Credentials
 
@@ -182,16 +185,20 @@ def install_local_glue(
         return _current
 
 
-class _CatalogBridge(athena.LocalAthena):
+class _CatalogBridge:
     """The local Athena's Glue ↔ Spark metastore sync and S3 ↔ mirror copies, for the job: Spark's
     databases are Glue's names and tables keep their ``s3://`` locations (the file system resolves them)."""
 
     def __init__(self, engine: SparkEngine, mirror: Path) -> None:
-        super().__init__(engine, mirror, "glue")
+        mirror.mkdir(parents=True, exist_ok=True)
         self.names = _GlueNames(mirror, "")
+        self.mirror = self.names.mirror
+        self.catalog = SparkCatalog(engine, self.names)
+        self.store = S3Mirror(self.mirror)
+        self.lock = threading.Lock()  # one job run at a time: the metastore, the mirror and their records
 
 
-class _GlueNames(athena.Rewriter):
+class _GlueNames(Rewriter):
     def local_uri(self, uri: str) -> str:
         return uri
 
@@ -311,7 +318,7 @@ class LocalGlue:
         for key, value in arguments.items():
             argv += [key, value]
         began = time.monotonic()
-        with self.bridge._lock:
+        with self.bridge.lock:
             statement, buckets = self._bring_in(glue, s3_backend, " ".join(arguments.values()))
             ready = time.monotonic()
             try:
@@ -339,7 +346,7 @@ class LocalGlue:
                     time.monotonic() - ran,
                 )
 
-    def _bring_in(self, glue: Any, s3: Any, named: str) -> tuple[athena.Statement, set[str]]:
+    def _bring_in(self, glue: Any, s3: Any, named: str) -> tuple[Statement, set[str]]:
         """Spark's metastore made to hold the Glue databases ``named`` mentions as Glue has them (tables
         Glue does not have dropped), and the mirror their buckets' and the named buckets' objects."""
         words = set(re.findall(r"[A-Za-z0-9_]+", named.lower()))
@@ -350,19 +357,19 @@ class LocalGlue:
             tables |= {(database, table) for table in glue.databases[database].tables}
             if self.session.catalog.databaseExists(database):
                 tables |= {(database, t.name.lower()) for t in self.session.catalog.listTables(database)}
-        statement = athena.Statement("", tables, set(), databases, locations=locations)
-        buckets = {bucket for bucket in (athena._bucket(uri) for uri in locations) if bucket}
+        statement = Statement("", tables, set(), databases, locations=locations)
+        buckets = {bucket for bucket in (bucket_of(uri) for uri in locations) if bucket}
         for database, table in tables:
             entry = glue.databases[database].tables.get(table)
             if entry is not None:
-                buckets |= athena._table_buckets(entry)
+                buckets |= table_buckets(entry)
         self._mount(list(s3.buckets))  # any s3:// path resolves, as on Glue (a missing bucket has no objects)
         for bucket in sorted(buckets):
-            self.bridge._pull(s3, bucket)
-        self.bridge._sync_catalog(glue, statement)
+            self.bridge.store.pull(s3, bucket)
+        self.bridge.catalog.sync(glue, statement)
         return statement, buckets
 
-    def _write_out(self, glue: Any, s3: Any, statement: athena.Statement, buckets: set[str]) -> None:
+    def _write_out(self, glue: Any, s3: Any, statement: Statement, buckets: set[str]) -> None:
         """Glue made to hold what the run changed in the databases it was given; S3 what it wrote."""
         changes: set[tuple[str, str]] = set()
         for database in statement.databases:
@@ -370,9 +377,9 @@ class LocalGlue:
             if self.session.catalog.databaseExists(database):
                 changes |= {(database, t.name.lower()) for t in self.session.catalog.listTables(database)}
         statement.changes = changes
-        written = self.bridge._write_back(glue, statement, succeeded=True)
+        written = self.bridge.catalog.write_back(glue, statement, succeeded=True)
         for bucket in sorted(buckets | written):
-            self.bridge._push(s3, bucket)
+            self.bridge.store.push(s3, bucket)
 
     # -- s3:// as the mirror
 
@@ -429,7 +436,7 @@ def serve_job_task(host: executions.TaskHost, parameters: dict[str, Any]) -> dic
 
 
 def _read(s3: Any, uri: str) -> bytes:
-    found = athena.S3_URI.match(uri)
+    found = S3_URI.match(uri)
     if found is None:
         raise LocalGlueError(f"{uri} is not an s3:// location")
     try:

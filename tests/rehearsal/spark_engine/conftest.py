@@ -34,7 +34,7 @@ def _alone() -> None:
     import moto.awslambda.models as lambda_models
     import moto.stepfunctions.models as sfn_models
 
-    from lakeline.local.rehearsal import athena
+    from lakeline.local.rehearsal import athena_api
 
     patched = [
         name
@@ -44,7 +44,7 @@ def _alone() -> None:
         )
         if "<locals>" in function.__qualname__
     ]
-    if athena._current is not None:
+    if athena_api.current is not None:
         patched.append("LocalAthena")
     assert not patched, f"another rehearsal's {patched} still installed: the tiers cannot run at once"
 
