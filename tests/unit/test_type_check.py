@@ -11,6 +11,7 @@ import pytest
 import sqlglot
 
 import stage_a.contract as contract_module
+import stage_a.start as start_module
 from lakeline.commits import Lease
 from lakeline.engines.base import Column, TableSchema
 from lakeline.settings import PipelineSettings
@@ -19,7 +20,7 @@ from stage_a.contract import DOOR_CHECK_CHARACTERS, checked_whole_at_door
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan, plan_stage_a
 from stage_a.raw_files import LocalRawFiles
-from stage_a.start import Admitted, admit
+from stage_a.start import Admitted, admit, recheck_at_door
 from stage_a.type_check import plan_type_check, refusal
 
 TOKEN = "20220120t101500000000_0123456789"
@@ -306,3 +307,31 @@ def test_the_doors_verdict_is_of_the_version_it_read_not_of_the_size_its_event_g
     announced = Arrival(bucket="raw-bucket", key=key, sequencer="1", event_time=datetime.now(UTC), size=50)
     admitted = admit(announced, SETTINGS, OneTable(SALES), LocalRawFiles(tmp_path))
     assert isinstance(admitted, Admitted) and admitted.read_whole is whole
+
+
+def test_a_follow_up_reads_its_batchs_small_files_again_at_the_door_and_the_engine_checks_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrivals that waited for their run may have been replaced since the door let them in: the run's router
+    reads them again (``recheck_at_door``, within its byte budget); those read to their end and found as they
+    were need no type check in the engine, any other is left to it."""
+    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)
+    header = "sale_id,store,amount,day_sold\n"
+    files = {
+        "as_it_was.csv": header + "1,east,1.50,2024-03-01\n",
+        "grown.csv": header + "".join(f"{n},east,1.50,2024-03-01\n" for n in range(200)),  # past the bound now
+        "bad_now.csv": header + "1,east,oops,2024-03-01\n",  # the door refuses it now: the engine says why
+        "gone.csv": None,  # deleted since: nothing to read
+        "past_budget.csv": header + "2,west,2.50,2024-03-02\n",
+    }
+    arrivals = []
+    for number, (name, text) in enumerate(files.items()):
+        key = f"shop/pos/sales/day=1/{name}"
+        if text is not None:
+            (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / key).write_text(text)
+        announced = Arrival(bucket="raw-bucket", key=key, sequencer=f"{number}", event_time=datetime.now(UTC), size=60)
+        arrivals.append(announced)
+    monkeypatch.setattr(start_module, "RECHECK_BYTES", 4 * 60)  # the fifth file is past the router's budget
+    checked = recheck_at_door(arrivals, SALES, SETTINGS, LocalRawFiles(tmp_path))
+    assert checked == {"shop/pos/sales/day=1/as_it_was.csv@0"}
