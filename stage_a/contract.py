@@ -32,9 +32,7 @@ router's time and memory: a Parquet file's footer (two ranged reads); a CSV or J
 within the bound is checked whole; of a larger one, the header and the records of that first part (a
 sample). The records past the sample are not type-checked at the door: a CSV or JSON-lines file's every
 value is, by the engine, before the run's CTAS (``stage_a.type_check``, ``docs/stage-a.md``; a quoted JSON
-number is the one thing that check cannot tell from a number), but in the one file the door has just read
-whole when its values' rule is the check's (``checked_whole_at_door``): numbers of ASCII digits, a value
-trimmed of spaces only, as the check reads them.
+number is the one thing that check cannot tell from a number).
 """
 
 from __future__ import annotations
@@ -45,7 +43,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -59,11 +57,9 @@ from stage_a.parquet_schema import MAGIC, ParquetFormatError, footer_length, par
 
 RawFormat = Literal["csv", "json", "parquet"]
 SUFFIXES: dict[str, RawFormat] = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
-# ASCII digits only, as the engine's type check (``stage_a.type_check``) reads them: ``\d`` takes any
-# Unicode digit (a full-width one, an Arabic-Indic one), which no engine reads as a number.
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_INTEGER = re.compile(r"[+-]?\d+")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _INTEGER_RANGES = {"tinyint": 7, "smallint": 15, "int": 31, "integer": 31, "bigint": 63}
 _WIDER = {"tinyint": 0, "smallint": 1, "int": 2, "integer": 2, "bigint": 3, "float": 10, "double": 11}
 _MAX_REPORTED_VALUE = 40
@@ -71,25 +67,6 @@ DOOR_CHECK_CHARACTERS = 4 * 1024 * 1024
 """How much of a CSV or JSON file's text the door checks (read at each call, so a test can set it small).
 Python checks typed CSV at ~3 MB/s on one shared core (``benchmarks/door.py``), and a 512 MB Lambda has
 under a third of a vCPU: a batch of ten files at the bound is decided within the router's minute."""
-
-
-DOOR_AS_ENGINE = frozenset({"tinyint", "smallint", "int", "integer", "bigint", "float", "double", "boolean", "date"})
-"""The types whose values the door reads as the engine's type check does (decimals too). A timestamp is not one:
-the door takes what Python's ``fromisoformat`` reads (``2024-01-01T10:00``), Athena's cast less."""
-
-
-def checked_whole_at_door(key: str, size: int, columns: Sequence[Column]) -> bool:
-    """Whether the door checked every value of the CSV or JSON file ``key`` of ``size`` bytes (the version it
-    read) as the engine's type check (``stage_a.type_check``) would: an uncompressed file of fewer bytes than
-    ``DOOR_CHECK_CHARACTERS`` holds fewer characters, so the door read it to its end, and each typed column is
-    of a type the door reads as the engine does. A gzip file's size says nothing of its text."""
-    if key.lower().endswith(".gz") or size >= DOOR_CHECK_CHARACTERS:
-        return False
-    families = {_family(column.type) for column in columns}
-    return all(
-        family in DOOR_AS_ENGINE or family.startswith("decimal(") or family in ("string", "struct", "array", "map")
-        for family in families
-    )
 
 
 class ContractViolation(InvalidInputError):
@@ -481,7 +458,7 @@ def _type_reads_as(table_type: str, file_type: str) -> bool:
 def _reads_as(kind: str, value: str) -> bool:
     """Whether a CSV field holds a value of the column's type (an empty field is NULL, checked before)."""
     family = _family(kind)
-    text = value.strip(" ")  # spaces only, as the engine's check trims (Spark's trim; Trino's takes more)
+    text = value.strip()
     if family in _INTEGER_RANGES:
         bits = _INTEGER_RANGES[family]
         return bool(_INTEGER.fullmatch(text)) and -(2**bits) <= int(text) < 2**bits

@@ -27,7 +27,7 @@ partition and the table's write policy decides what it writes:
 A leased run reads its files (its batch's new files, or for a compaction or a ``rewrite`` run every file the
 partition loaded) through a manifest the plan writes (``stage_a.manifest``), never a list in its SQL: the
 statements stay the same size whatever the batch or the partition holds. Its type check reads the new files
-through a manifest of their own, but the one the door has just read to its end.
+through a manifest of their own.
 
 Every leased plan first points the partition at its committed version (``reconcile``), which repairs a
 crash between a commit and its catalog swap before anything is read.
@@ -318,13 +318,10 @@ def plan_stage_a(
     lease: Lease | None = None,
     manifests: ManifestWriter | None = None,
     whole: bool = False,
-    door_checked: frozenset[str] = frozenset(),
 ) -> StageAPlan:
     """The plan of one run for ``raw``'s partition. Without a lease: the seed's whole-partition rewrite.
     Under a lease (``run_token`` is its owner): the table's write policy over a batch of the lease's
-    arrivals (``run_batch``; with ``whole``, all of them: a batch taken already, which is never cut again); its
-    new files are type-checked in the engine but those of ``door_checked`` (arrival ids whose every value the door
-    has just checked, ``stage_a.start.begin_arrival``). A run
+    arrivals (``run_batch``; with ``whole``, all of them: a batch taken already, which is never cut again). A run
     that reads the partition's loaded files (a compaction, a rewrite) reads
     them through a manifest, written here into ``manifests`` (the local disk when ``None``)."""
     check_run_token(run_token)
@@ -391,10 +388,9 @@ def plan_stage_a(
         write_manifest(folder, text, manifests)
         select = f"SELECT {', '.join(dml_name(c) for c in data_columns)} FROM {dml_name(target_db, source.table)}"
         where = ""
-        # The files of the run's new arrivals, a loaded file sent again with new content among them, but
-        # those the door has just read to their end: it checked every value of them.
-        unchecked = {arrival_key(identity) for identity in new if identity not in door_checked}
-        checked = [path for key, path in zip(keys, paths, strict=True) if key in unchecked]
+        # The files of the run's new arrivals, a loaded file sent again with new content among them.
+        arrived = {arrival_key(identity) for identity in new}
+        checked = [path for key, path in zip(keys, paths, strict=True) if key in arrived]
     if where:
         select += f" WHERE {where}"
     # An incremental append writes the new rows as one file; everything else writes bucket_count files.

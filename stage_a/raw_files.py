@@ -56,18 +56,15 @@ class S3RawFile:
     bucket: str
     key: str
     etag: str = ""
-    known_size: int | None = None  # the pinned version's, once asked
 
     @property
     def name(self) -> str:
         return f"s3://{self.bucket}/{self.key}"
 
     def size(self) -> int:
-        if self.known_size is None or not self.etag:
-            head = self.client.head_object(Bucket=self.bucket, Key=self.key)
-            self.etag = self.etag or str(head.get("ETag", ""))
-            self.known_size = int(head["ContentLength"])
-        return self.known_size
+        head = self.client.head_object(Bucket=self.bucket, Key=self.key)
+        self.etag = self.etag or str(head.get("ETag", ""))
+        return int(head["ContentLength"])
 
     def _get(self, **extra: str) -> Any:
         pinned = {"IfMatch": self.etag} if self.etag else {}

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -29,20 +29,12 @@ from lakeline.settings import PipelineSettings
 from lakeline.storage import ObjectStore, join_location
 from stage_a.arrivals import EXECUTION_NAME_UNSAFE, Arrival, pending_entry
 from stage_a.by_name import copy_key, copy_version, in_table_order, newer_version
-from stage_a.contract import (
-    ColumnsByName,
-    ContractViolation,
-    RawContract,
-    RawFile,
-    check_raw_file,
-    checked_whole_at_door,
-)
+from stage_a.contract import ColumnsByName, ContractViolation, RawContract, RawFile, check_raw_file
 from stage_a.keys import RawObject, parse_raw_key
 from stage_a.plan import (
     MAX_FOLLOW_UP_WINDOWS,
     ManifestWriter,
     StageAPlan,
-    arrival_id,
     filling,
     new_run_token,
     plan_stage_a,
@@ -159,20 +151,12 @@ def _raw_schema(arrival: Arrival, database: str, table: str, catalog: Catalog) -
         raise ContractViolation(f"{arrival.key}: no raw table {database}.{table} in the catalog") from error
 
 
-@dataclass(frozen=True)
-class Admitted:
-    """An arrival the door let in, loaded as it is."""
-
-    schema: TableSchema  # its raw table's
-    read_whole: bool  # the door read the file to its end: every value of it is type-checked (``checked_whole_at_door``)
-
-
-def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> Admitted | ReadByName:
+def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files: RawFiles) -> TableSchema | ReadByName:
     """The door (the raw table exists, and ``check_arrival``), and files read by name: an arrival whose
     CSV columns are in another order than its table's, or whose JSON keys are spelled in another case,
     or whose key has been read by name before,
     has its copy in the table's order written (``stage_a.by_name``), which arrives and is loaded in
-    its place. Returns the raw table's schema for an arrival loaded as it is, and whether the door read all of it."""
+    its place. Returns the raw table's schema for an arrival loaded as it is."""
     raw = parse_raw_key(arrival.key)
     schema = _raw_schema(arrival, settings.raw_database(raw.team, raw.dataset), raw.table, catalog)
     table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
@@ -191,9 +175,7 @@ def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files:
             contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
         existing = None if copy is None else files.existing_copy(arrival, copy)
         if copy is None or existing is None:
-            # The size of the version the door read (``raw_file`` pins it), not the event's: a file replaced
-            # since its event was read as it is now.
-            return Admitted(schema, checked_whole_at_door(arrival.key, raw_file.size(), schema.columns))
+            return schema
         # Read by name before: the copy's key holds the file's rows, so this version replaces them there.
         reason = f"{arrival.key}: its earlier version was read by name through {copy}"
     version = copy_version(arrival)
@@ -226,10 +208,9 @@ def begin_arrival(
     partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival
     waits; ``ReadByName``: its copy in the table's column order is loaded instead. ``manifests``: where the
     plan's manifest is written (``plan_stage_a``)."""
-    admitted = admit(arrival, settings, catalog, files)
-    if isinstance(admitted, ReadByName):
-        return admitted
-    schema = admitted.schema
+    schema = admit(arrival, settings, catalog, files)
+    if isinstance(schema, ReadByName):
+        return schema
     raw = parse_raw_key(arrival.key)
     token = arrival_run_token(arrival)
     # Planned once without the lease first: an arrival that cannot be planned is refused before it
@@ -245,22 +226,7 @@ def begin_arrival(
     )
     if lease is None:
         return None
-    # Only this arrival's file was read by the door now: checked whole, it needs no type check in the engine
-    # (what read it and what the run's CTAS reads are moments apart, as the engine's check and the CTAS are).
-    door_checked = frozenset({arrival_id(arrival.key, arrival.sequencer)} if admitted.read_whole else ())
-    return plan_leased(
-        lease,
-        settings,
-        catalog,
-        commits,
-        manifests,
-        raw=raw,
-        schema=schema,
-        lost=lost,
-        slots=slots,
-        door_checked=door_checked,
-        files=files,
-    )
+    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema, lost=lost, slots=slots)
 
 
 MAX_TAKE_ATTEMPTS = 3
@@ -277,16 +243,12 @@ def plan_leased(
     schema: TableSchema | None = None,
     lost: Callable[[str], None] = logger.error,
     slots: RunSlots | None = None,
-    door_checked: frozenset[str] = frozenset(),
-    files: RawFiles | None = None,
 ) -> StageAPlan | None:
     """The plan of the run holding ``lease``, its batch taken out of ``pending`` (``PartitionCommits.take``, #39):
     while it works, what arrives fills the next batch instead of the partition's item. A redelivery plans the batch
     its run took already; a run whose lease comes with the batch of a run that ended without ending it (a
     redelivery planned it after that run's commit) takes that batch first. ``raw`` (and its raw table's
-    ``schema``): the arrival that took the lease, else the batch's oldest; ``door_checked``: the arrivals whose
-    files the door read to their end in this call (``plan_stage_a``); with ``files``, the batch's other small files
-    are read again at the door first (``recheck_at_door``). A batch to take over whose object is
+    ``schema``): the arrival that took the lease, else the batch's oldest. A batch to take over whose object is
     gone is reported to ``lost`` and its note ended (the partition's other arrivals run); ``None``: nothing else
     waited, and the lease is released."""
     for _ in range(MAX_TAKE_ATTEMPTS):
@@ -317,13 +279,6 @@ def plan_leased(
         first = raw or parse_raw_key(waiting_arrivals(planned_from)[0].key)
         if schema is None:
             schema = catalog.describe_table(settings.raw_database(first.team, first.dataset), first.table)
-        if files is not None:
-            waited = [
-                arrival
-                for arrival in waiting_arrivals(planned_from)
-                if arrival_id(arrival.key, arrival.sequencer) not in door_checked | planned_from.applied
-            ]
-            door_checked = door_checked | recheck_at_door(waited, schema, settings, files)
         # A batch taken already is planned whole: cut again (a release with smaller batches), the rest would be lost.
         plan = plan_stage_a(
             first,
@@ -333,7 +288,6 @@ def plan_leased(
             lease=planned_from,
             manifests=manifests,
             whole=lease.taken is not None,
-            door_checked=door_checked,
         )
         if plan.batch is None or plan.lease is None:
             raise LakelineError(f"run {lease.owner}'s plan names no batch")
@@ -367,53 +321,13 @@ def plan_follow_up(
     manifests: ManifestWriter | None = None,
     lost: Callable[[str], None] = logger.error,
     slots: RunSlots | None = None,
-    files: RawFiles | None = None,
 ) -> StageAPlan | None:
     """The plan of a follow-up run: the lease a finished run handed over, re-read (with the arrivals
-    waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it).
-    ``files``: the raw files, to read the batch's small ones again at the door (``recheck_at_door``)."""
+    waiting now). ``None`` if the run no longer holds it (its lease expired and another run took it)."""
     lease = commits.resume(handed_over)
     if lease is None or not lease.waiting:
         return None
-    return plan_leased(lease, settings, catalog, commits, manifests, lost=lost, slots=slots, files=files)
-
-
-RECHECK_BYTES = 4 * 1024 * 1024
-"""The most a run's router reads again at the door (``recheck_at_door``): about a second of the door's Python."""
-
-
-def recheck_at_door(
-    arrivals: Sequence[Arrival], schema: TableSchema, settings: PipelineSettings, files: RawFiles
-) -> frozenset[str]:
-    """The ids of those of ``arrivals`` (the arrivals a run takes that waited for it, oldest first) whose files
-    the door reads again now, within ``RECHECK_BYTES`` in all, and finds as they were let in: read to their end,
-    their values checked as the engine's type check would (``checked_whole_at_door``). A file may have been
-    replaced while its arrival waited; read now, it is what the run's CTAS reads moments later, and it needs no
-    type check in the engine. Anything else (a larger file, one the door now refuses, one it cannot read) is
-    left to that check."""
-    if not arrivals:
-        return frozenset()
-    raw = parse_raw_key(arrivals[0].key)
-    table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
-    contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
-    checked: set[str] = set()
-    spent = 0
-    for arrival in arrivals:
-        if arrival.size is None or not checked_whole_at_door(arrival.key, arrival.size, schema.columns):
-            continue
-        spent += arrival.size
-        if spent > RECHECK_BYTES:
-            break
-        raw_file = files.raw_file(arrival)
-        try:
-            if check_raw_file(contract, raw_file):
-                continue  # columns the table lacks (add-columns): the table changed since; the engine checks it
-            whole = checked_whole_at_door(arrival.key, raw_file.size(), schema.columns)
-        except Exception:
-            continue
-        if whole:
-            checked.add(arrival_id(arrival.key, arrival.sequencer))
-    return frozenset(checked)
+    return plan_leased(lease, settings, catalog, commits, manifests, lost=lost, slots=slots)
 
 
 class PartitionStates(Protocol):
@@ -483,9 +397,7 @@ def start_stage_a(
         # fixed by the arrival) and found the execution done: nothing would ever end the lease, so it
         # goes to a follow-up run at once, which takes the redelivery and anything else waiting.
         handed = hand_over_reentered(commits, Lease.from_dict(plan.lease), root=plan.stage_partition_root)
-        follow_up = (
-            plan_follow_up(handed, settings, catalog, commits, manifests, lost, slots, files) if handed else None
-        )
+        follow_up = plan_follow_up(handed, settings, catalog, commits, manifests, lost, slots) if handed else None
         if follow_up is not None:
             logger.info("run %s had ended; its partition's lease goes to run %s", plan.run_token, follow_up.run_token)
             return start_plan(follow_up, sfn, state_machine_arn, slots=slots)

@@ -27,9 +27,7 @@ What a STRING column cannot show is a value's JSON type: a quoted ``"5"`` for a 
 Spark as NULL); so does a key spelled in another case past the door's sample, on Spark.
 
 Parquet and ORC files are typed: no check. Nor are STRING and nested columns checked (any text is a
-string; a nested value's fields are not reached by a text column), nor the file the router's door has just
-read to its end (``stage_a.contract.checked_whole_at_door``, ``stage_a.start.begin_arrival``: the plan leaves
-it out, and a run of only such a file has no check).
+string; a nested value's fields are not reached by a text column).
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ class EventFlow:
         body = json.loads(record.body)
         follow_up = parse_follow_up(body)
         if follow_up is not None:
-            resumed = plan_follow_up(follow_up, self.settings, self.catalog, self.commits, files=self.raw_files)
+            resumed = plan_follow_up(follow_up, self.settings, self.catalog, self.commits)
             if resumed is not None:
                 self._run_stage_a(resumed)
             return

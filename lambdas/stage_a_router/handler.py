@@ -106,14 +106,7 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
             return
         try:
             plan = plan_follow_up(
-                follow_up,
-                run.settings,
-                run.catalog,
-                run.commits,
-                run.manifests,
-                lost_batch(run, record),
-                run.slots,
-                run.raw_files,
+                follow_up, run.settings, run.catalog, run.commits, run.manifests, lost_batch(run, record), run.slots
             )
         except NoRunSlot as busy:
             wait_in_queue(run, record, busy, queue_url)

@@ -5,22 +5,16 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import sqlglot
 
-import stage_a.contract as contract_module
-import stage_a.start as start_module
 from lakeline.commits import Lease
 from lakeline.engines.base import Column, TableSchema
 from lakeline.settings import PipelineSettings
 from stage_a.arrivals import Arrival
-from stage_a.contract import DOOR_CHECK_CHARACTERS, checked_whole_at_door
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan, plan_stage_a
-from stage_a.raw_files import LocalRawFiles
-from stage_a.start import Admitted, admit, recheck_at_door
 from stage_a.type_check import plan_type_check, refusal
 
 TOKEN = "20220120t101500000000_0123456789"
@@ -139,11 +133,7 @@ class Written(dict[str, str]):
 
 
 def leased_plan(
-    applied: list[str],
-    pending: list[Arrival],
-    published: str | None,
-    written: Written | None = None,
-    door_checked: frozenset[str] = frozenset(),
+    applied: list[str], pending: list[Arrival], published: str | None, written: Written | None = None
 ) -> StageAPlan:
     raw = parse_raw_key("shop/pos/sales/day=1/b.csv")
     location = f"s3://stage-bucket/shop/pos/sales/day=1/lakeline_run={TOKEN}/"
@@ -159,13 +149,7 @@ def leased_plan(
         seq=1,
     )
     return plan_stage_a(
-        raw,
-        SETTINGS,
-        SALES,
-        run_token=TOKEN,
-        lease=lease,
-        manifests=Written() if written is None else written,
-        door_checked=door_checked,
+        raw, SETTINGS, SALES, run_token=TOKEN, lease=lease, manifests=Written() if written is None else written
     )
 
 
@@ -183,52 +167,6 @@ def test_a_run_checks_its_new_files_only_and_the_plan_carries_the_check_through_
     # Passed on without its batch's lists (its input names the batch object), and read back whole.
     assert StageAPlan.from_dict(plan.to_dict()).with_batch(written) == plan
     assert plan.to_dict()["type_check"]["check"] == plan.type_check.check
-
-
-def test_a_run_whose_new_files_the_door_has_just_read_to_their_end_has_no_check() -> None:
-    """The arrival whose file the door has just read whole (``door_checked``) needs no type check in the engine
-    (three Athena statements); any other new file of the batch keeps it, and the check reads only those."""
-    published = "s3://stage-bucket/shop/pos/sales/day=1/lakeline_run=20220101t000000000000_0123456789/"
-    now = arrival("shop/pos/sales/day=1/b.csv", "2")
-    door_checked = frozenset({f"{now.key}@{now.sequencer}"})
-    assert leased_plan([], [now], published, door_checked=door_checked).type_check is None
-    waited = arrival("shop/pos/sales/day=1/c.csv", "1")  # door-checked by an earlier call, which planned nothing
-    written = Written()
-    plan = leased_plan([], [now, waited], published, written, door_checked=door_checked)
-    assert plan.type_check is not None
-    (folder,) = re.findall(r"LOCATION '([^']+)'", plan.type_check.create)
-    assert written[folder + "manifest"] == f"s3://raw-bucket/{waited.key}\n"
-    assert leased_plan([], [now], published).type_check is not None
-
-
-def test_the_door_reads_a_file_whole_as_the_engine_would_only_under_its_bound_uncompressed_and_typed_alike(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    typed = [Column("n", "bigint"), Column("amount", "decimal(10,2)"), Column("day", "date"), Column("s", "string")]
-    assert checked_whole_at_door("a.csv", DOOR_CHECK_CHARACTERS - 1, typed)
-    assert not checked_whole_at_door("a.csv", DOOR_CHECK_CHARACTERS, typed)  # the door read a sample
-    assert not checked_whole_at_door("a.csv.gz", 100, typed)  # its text may be any length
-    # Python reads 2024-01-01T10:00 as a timestamp, Athena's cast does not: the engine checks those.
-    assert not checked_whole_at_door("a.csv", 100, [*typed, Column("at", "timestamp")])
-    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)  # read at each call, as the door reads it
-    assert checked_whole_at_door("a.csv", 999, typed) and not checked_whole_at_door("a.csv", 1000, typed)
-
-
-@pytest.mark.parametrize(
-    ("kind", "value"),
-    [
-        ("bigint", "\uff11\uff12\uff13"),
-        ("int", "\u0661\u0662"),
-        ("double", "\uff11.5"),
-        ("bigint", "5\u00a0"),
-        ("int", "5\t"),
-    ],
-)
-def test_the_door_refuses_what_the_engines_check_refuses(kind: str, value: str) -> None:
-    """Digits other than ASCII ones, and blanks other than spaces around a value: Spark's ``trim`` and the
-    check's ``[0-9]`` refuse them, and the door must not be looser than the check it stands in for."""
-    assert not contract_module._reads_as(kind, value)
-    assert contract_module._reads_as(kind, " 12 ")
 
 
 def test_a_run_with_nothing_new_has_no_check() -> None:
@@ -278,60 +216,3 @@ def test_a_json_run_checks_its_files_before_its_ctas() -> None:
     statements = plan.statements
     assert statements.index(plan.type_check.check) < statements.index(plan.ctas)
     assert StageAPlan.from_dict(plan.to_dict()) == plan
-
-
-class OneTable:
-    """A catalog holding the one raw table the door reads a file against."""
-
-    def __init__(self, schema: TableSchema) -> None:
-        self.schema = schema
-
-    def describe_table(self, database: str, table: str) -> TableSchema:
-        return self.schema
-
-    def add_columns(self, database: str, table: str, columns: tuple[Column, ...]) -> None:
-        raise AssertionError("the table's columns are the file's: nothing to add")
-
-
-@pytest.mark.parametrize(("rows", "whole"), [(2, True), (200, False)])
-def test_the_doors_verdict_is_of_the_version_it_read_not_of_the_size_its_event_gave(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int, whole: bool
-) -> None:
-    """A file replaced since its event (a small one announced, a large one there now) is read as it is now:
-    past the door's bound, only a sample of it was checked, so the engine checks it."""
-    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)
-    key = "shop/pos/sales/day=1/b.csv"
-    path = tmp_path / key
-    path.parent.mkdir(parents=True)
-    path.write_text("sale_id,store,amount,day_sold\n" + "".join(f"{n},east,1.50,2024-03-01\n" for n in range(rows)))
-    announced = Arrival(bucket="raw-bucket", key=key, sequencer="1", event_time=datetime.now(UTC), size=50)
-    admitted = admit(announced, SETTINGS, OneTable(SALES), LocalRawFiles(tmp_path))
-    assert isinstance(admitted, Admitted) and admitted.read_whole is whole
-
-
-def test_a_follow_up_reads_its_batchs_small_files_again_at_the_door_and_the_engine_checks_the_rest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Arrivals that waited for their run may have been replaced since the door let them in: the run's router
-    reads them again (``recheck_at_door``, within its byte budget); those read to their end and found as they
-    were need no type check in the engine, any other is left to it."""
-    monkeypatch.setattr(contract_module, "DOOR_CHECK_CHARACTERS", 1000)
-    header = "sale_id,store,amount,day_sold\n"
-    files = {
-        "as_it_was.csv": header + "1,east,1.50,2024-03-01\n",
-        "grown.csv": header + "".join(f"{n},east,1.50,2024-03-01\n" for n in range(200)),  # past the bound now
-        "bad_now.csv": header + "1,east,oops,2024-03-01\n",  # the door refuses it now: the engine says why
-        "gone.csv": None,  # deleted since: nothing to read
-        "past_budget.csv": header + "2,west,2.50,2024-03-02\n",
-    }
-    arrivals = []
-    for number, (name, text) in enumerate(files.items()):
-        key = f"shop/pos/sales/day=1/{name}"
-        if text is not None:
-            (tmp_path / key).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / key).write_text(text)
-        announced = Arrival(bucket="raw-bucket", key=key, sequencer=f"{number}", event_time=datetime.now(UTC), size=60)
-        arrivals.append(announced)
-    monkeypatch.setattr(start_module, "RECHECK_BYTES", 4 * 60)  # the fifth file is past the router's budget
-    checked = recheck_at_door(arrivals, SALES, SETTINGS, LocalRawFiles(tmp_path))
-    assert checked == {"shop/pos/sales/day=1/as_it_was.csv@0"}
