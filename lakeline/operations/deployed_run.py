@@ -68,7 +68,7 @@ from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
 from lakeline.names import ddl_name
 from lakeline.operations.dead_letters import read_dead_letters
-from lakeline.operations.deployed_tables import table_summary
+from lakeline.operations.deployed_tables import summarized_tables
 from lakeline.operations.source_ddl import source_table_ddl
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
 from stage_b.artifacts import ARTIFACTS_PREFIX
@@ -572,7 +572,7 @@ class DeployedProject:
         run.quarantined, run.refused_tables = self._quarantined, self._refused_tables
         with self.console.status("reading the lineage and the tables"), timings.phase("reading lineage and tables"):
             _lineage(operator, system, self.workspace, run)
-            run.tables = table_summary(operator, self._datasets())
+            run.tables = summarized_tables(operator, self._datasets())
             for item in self.items:
                 database, table = item.dataset.split(".")
                 if not operator.table_exists(database, table):

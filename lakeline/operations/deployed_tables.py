@@ -17,7 +17,7 @@ AS_GLUE_WRITES = ("string", "varchar", "char", "date", "tinyint", "smallint", "i
 ``1.5`` in Glue): the tables counted together; the others one statement each, their values read typed."""
 
 
-def table_summary(operator: Operator, datasets: list[str]) -> list[dict[str, Any]]:
+def summarized_tables(operator: Operator, datasets: list[str]) -> list[dict[str, Any]]:
     """Rows and data files of every partition Glue has of ``datasets``, counted through Athena (``_row_counts``)
     and listed in S3 (an unpartitioned table is one line)."""
     glue = operator.deployment.client("glue")

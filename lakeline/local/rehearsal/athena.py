@@ -90,7 +90,7 @@ from lakeline.local.rehearsal.athena_answers import (
 )
 from lakeline.local.rehearsal.athena_api import CANCELLED, FAILED, RUNNING, SUCCEEDED, Outcome
 from lakeline.local.rehearsal.athena_caller import Needed, authorize, glue_table, iam_enforced, needed_for, result_file
-from lakeline.local.rehearsal.athena_catalog import SparkCatalog, listed_buckets
+from lakeline.local.rehearsal.athena_catalog import CatalogSync, listed_buckets
 from lakeline.local.rehearsal.athena_mirror import S3Mirror
 from lakeline.local.rehearsal.athena_refusals import refusal
 from lakeline.local.rehearsal.athena_statements import (
@@ -132,7 +132,7 @@ def install_local_athena(engine: SparkEngine, mirror: Path, *, database_prefix: 
     ``database_prefix``: what Spark database names start with (Glue database ``X`` is ``<prefix>X``).
     Call it in the process that runs the moto server; the patches are applied once, a later call
     replaces the endpoint. ``LocalAthena.stop`` ends its worker and gives moto's own behaviour back."""
-    return athena_api.install(lambda: LocalAthena(engine, mirror, database_prefix))
+    return athena_api.install_endpoint(lambda: LocalAthena(engine, mirror, database_prefix))
 
 
 class LocalAthena:
@@ -149,7 +149,7 @@ class LocalAthena:
         self._worker: threading.Thread | None = None
         self._starting = threading.Lock()  # not the query lock: a start must not wait for a running query
         self._lock = threading.Lock()  # one query at a time: the metastore, the mirror and their records
-        self.catalog = SparkCatalog(engine, self.names)
+        self.catalog = CatalogSync(engine, self.names)
         self.store = S3Mirror(self.mirror)
         self.tokens_lock = threading.Lock()
         self.tokens: dict[tuple[str, str, str], tuple[str, str]] = {}
@@ -171,7 +171,7 @@ class LocalAthena:
         if self._worker is not None and self._worker.is_alive():
             self._queue.put(None)
             self._worker.join()
-        athena_api.uninstall(self)
+        athena_api.uninstall_endpoint(self)
 
     def _work(self) -> None:
         while True:

@@ -1,6 +1,6 @@
 """moto's Athena API, made to run its queries on the local Athena (``lakeline.local.rehearsal.athena``).
 
-``install`` patches moto once: ``StartQueryExecution`` answers at once (QUEUED) and gives the query to the
+``install_endpoint`` patches moto once: ``StartQueryExecution`` answers at once (QUEUED) and gives the query to the
 endpoint installed (its one worker runs it), ``GetQueryExecution`` and ``GetQueryResults`` answer from the
 query's ``Outcome`` as Athena does (``StateChangeReason``, ``AthenaError``, statistics, result pages), a
 ``ClientRequestToken`` used again gets the query it started, and a query string over Athena's quota is refused.
@@ -93,7 +93,7 @@ current: Endpoint | None = None
 """The endpoint moto's Athena runs queries on (``None``: moto's own behaviour)."""
 
 
-def install(make: Callable[[], E]) -> E:
+def install_endpoint(make: Callable[[], E]) -> E:
     """Patch moto (once), stop the endpoint installed before, and install the one ``make`` makes."""
     global _patched, current
     with _installed:
@@ -107,7 +107,7 @@ def install(make: Callable[[], E]) -> E:
         return endpoint
 
 
-def uninstall(endpoint: Endpoint) -> None:
+def uninstall_endpoint(endpoint: Endpoint) -> None:
     """moto's own Athena answers again, unless another endpoint was installed since ``endpoint``."""
     global current
     if current is endpoint:

@@ -40,7 +40,7 @@ from lakeline.names import ddl_name, string_literal
 PARTITIONS_PER_STATEMENT = 100
 
 
-class SparkCatalog:
+class CatalogSync:
     """Spark's metastore kept as Glue has the tables queries name (``engine``'s session; ``names``: Glue's
     names and ``s3://`` URIs as Spark's)."""
 

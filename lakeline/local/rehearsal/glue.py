@@ -28,7 +28,7 @@ A run does what Glue does with the job's definition, as CloudFormation created i
 - Catalog and storage: the Glue Data Catalog is the job's metastore, so Spark's databases are Glue's own
   names (no prefix; the tests' databases must not be used by other tiers of the same Spark session).
   Before the run, each Glue database the run's arguments name is made in Spark's metastore with its
-  tables as Glue has them (``athena_catalog.SparkCatalog``'s sync, with ``s3://`` locations kept), and the objects
+  tables as Glue has them (``athena_catalog.CatalogSync``'s sync, with ``s3://`` locations kept), and the objects
   of the buckets those tables and the arguments name are brought into a local mirror; ``s3://`` and
   ``s3a://`` are Hadoop's view file system over the mirror, one mount per bucket, so the job's SQL runs
   unchanged. After the run (also a failed one: what ran is done) what it changed in those databases is
@@ -78,7 +78,7 @@ from lakeline.aws.distributions import AWS_SDK
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal import executions
-from lakeline.local.rehearsal.athena_catalog import SparkCatalog, table_buckets
+from lakeline.local.rehearsal.athena_catalog import CatalogSync, table_buckets
 from lakeline.local.rehearsal.athena_mirror import S3Mirror
 from lakeline.local.rehearsal.athena_statements import S3_URI, Rewriter, Statement, bucket_of
 from lakeline.local.rehearsal.deploy import Deployment
@@ -193,7 +193,7 @@ class _CatalogBridge:
         mirror.mkdir(parents=True, exist_ok=True)
         self.names = _GlueNames(mirror, "")
         self.mirror = self.names.mirror
-        self.catalog = SparkCatalog(engine, self.names)
+        self.catalog = CatalogSync(engine, self.names)
         self.store = S3Mirror(self.mirror)
         self.lock = threading.Lock()  # one job run at a time: the metastore, the mirror and their records
 
