@@ -1,4 +1,4 @@
-"""What a statement makes Athena do with its caller's credentials (``athena._needed``, #20): the Glue and S3
+"""What a statement makes Athena do with its caller's credentials (``athena_caller.needed_for``, #20): the Glue and S3
 actions, on which resources, that ``athena_caller.authorize`` checks. Pure: a Glue catalog of fakes."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from lakeline.local.rehearsal.athena import Rewriter, _needed
+from lakeline.local.rehearsal.athena_caller import needed_for
+from lakeline.local.rehearsal.athena_statements import Rewriter
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 OUTPUT = "s3://results/athena/q1.csv"
@@ -54,7 +55,7 @@ def needs(sql: str) -> list[tuple[str, str]]:
     statement = Rewriter(Path("/mirror"), "p__").statement(sql, "shop_dev", ctas_root="s3://results/tables/q1/")
     return [
         (need.action, resource)
-        for need in _needed(catalog(), statement, REGION, ACCOUNT, OUTPUT)
+        for need in needed_for(catalog(), statement, REGION, ACCOUNT, OUTPUT)
         for resource in need.resources
     ]
 
