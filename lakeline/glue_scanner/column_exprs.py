@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from lakeline.lineage.columns.model import Dependencies, Subtype
-from lakeline.lineage.columns.sql import MASKING_FUNCTIONS
+from lakeline.lineage.columns.walk import MASKING_FUNCTIONS
 
 
 @dataclass(frozen=True, order=True)
