@@ -43,10 +43,10 @@ from lakeline.lineage.columns.model import (
 )
 from lakeline.lineage.columns.walk import (
     Walker,
-    all_columns,
     glue_type,
     mark_unaliased_generators,
     mark_using_joins,
+    schema_columns,
     unique_nodes,
 )
 from lakeline.lineage.columns.writes import GENERATED, WritePlan, plan_write, statement_error, table_parts
@@ -143,7 +143,7 @@ def _result_types(query: exp.Query, schemas: dict[tuple[str, str], TableSchema],
     """
     nested: dict[str, dict[str, dict[str, exp.DataType]]] = {}
     for (database, table), schema in schemas.items():
-        nested.setdefault(database, {})[table] = {c.name: _parsed_type(c.type) for c in all_columns(schema)}
+        nested.setdefault(database, {})[table] = {c.name: _parsed_type(c.type) for c in schema_columns(schema)}
     try:
         annotate_types(query, schema=MappingSchema(dict(nested), dialect=dialect), dialect=dialect)
     except (SqlglotError, ValueError, KeyError):  # types are a detail of the schema facet: unknown, not a failure
@@ -237,13 +237,13 @@ class SqlColumnLineage:
         schemas = {}
         for database, table in sorted(_referenced_tables(query, self.default_database, text)):
             schema = self.describe(database, table)
-            if not all_columns(schema) and (database, table) in self._created:
+            if not schema_columns(schema) and (database, table) in self._created:
                 raise statement_error(
                     f"the columns of {database}.{table} are not known: the statement that creates it has no "
                     "column lineage",
                     text,
                 )
-            if not all_columns(schema):
+            if not schema_columns(schema):
                 raise statement_error(f"table {database}.{table} has no columns in the catalog", text)
             schemas[(database, table)] = schema
         mark_using_joins(query)
@@ -336,7 +336,7 @@ class SqlColumnLineage:
         nested: dict[str, dict[str, dict[str, str]]] = {}
         for (database, table), schema in schemas.items():
             nested.setdefault(database, {})[table] = {
-                column.name: _lineage_type(column.type, self.read) for column in all_columns(schema)
+                column.name: _lineage_type(column.type, self.read) for column in schema_columns(schema)
             }
         return dict(nested)
 
@@ -344,7 +344,7 @@ class SqlColumnLineage:
         self, write: WritePlan, relation: RelationLineage, sql: str
     ) -> tuple[tuple[OutputColumn, ...], Dependencies]:
         if write.kind == "rewrite" and write.target is not None:
-            known = {column.name for column in all_columns(self.describe(*write.target))}
+            known = {column.name for column in schema_columns(self.describe(*write.target))}
             for assignment in write.assignments:
                 if assignment.column not in known:
                     raise statement_error(f"{'.'.join(write.target)} has no column {assignment.column!r}", sql)
@@ -357,7 +357,7 @@ class SqlColumnLineage:
             order = [*names, *static]
         else:
             schema = self.describe(*write.target)
-            if not all_columns(schema):
+            if not schema_columns(schema):
                 raise statement_error(f"table {'.'.join(write.target)} has no columns in the catalog", sql)
             partitions = schema.partition_names
             if write.dynamic_partitions is not None:

@@ -87,7 +87,7 @@ def mark_unaliased_generators(query: exp.Expr) -> None:
                 projection.meta[_UNALIASED_META] = True
 
 
-def all_columns(schema: TableSchema) -> list[Column]:
+def schema_columns(schema: TableSchema) -> list[Column]:
     return [*schema.columns, *schema.partition_columns]
 
 
@@ -300,7 +300,7 @@ class Walker:
             schema = self.schemas[(database, table)]
             dataset = f"{database}.{table}"
             self.inputs.add(dataset)
-            columns = tuple(_source_column(dataset, column.name) for column in all_columns(schema))
+            columns = tuple(_source_column(dataset, column.name) for column in schema_columns(schema))
             return alias, self._renamed(RelationLineage(columns), source.args.get("alias"))
         if isinstance(source, exp.Subquery):
             relation = self.query(source.this, ctes, scope.outer, alias)
@@ -438,7 +438,7 @@ class Walker:
         if field is not None:
             database, table = field.dataset.split(".", 1)
             schema = self.schemas.get((database, table))
-            types = {column.name: column.type for column in all_columns(schema)} if schema else {}
+            types = {column.name: column.type for column in schema_columns(schema)} if schema else {}
             glue_type = types.get(field.field, "")
         return [*names, *(["key", "value"] if glue_type.lower().startswith("map<") else ["col"])]
 
