@@ -104,18 +104,14 @@ def handle_record(record: SQSRecord, lambda_context: LambdaContext | None = None
             logger.info("follow-up waits for more of its partition's arrivals", extra={"run": follow_up.owner})
             metrics.add_metric(name="FollowUpWindows", unit=MetricUnit.Count, value=1)
             return
-        try:
+        try:  # no run slot, at the plan (which takes its batch once it holds one) or at the start: it waits
             plan = plan_follow_up(
                 follow_up, run.settings, run.catalog, run.commits, run.manifests, lost_batch(run, record), run.slots
             )
-        except NoRunSlot as busy:
-            wait_in_queue(run, record, busy, queue_url)
-            return
-        if plan is None:
-            run.slots.release(follow_up.owner)  # the slot its run's end handed it, if any
-            logger.info("follow-up no longer holds its partition; nothing to start", extra={"run": follow_up.owner})
-            return
-        try:
+            if plan is None:
+                run.slots.release(follow_up.owner)  # the slot its run's end handed it, if any
+                logger.info("follow-up no longer holds its partition; nothing to start", extra={"run": follow_up.owner})
+                return
             started = start_plan(plan, run.sfn, run.environment.state_machine_arn, slots=run.slots)
         except NoRunSlot as busy:
             wait_in_queue(run, record, busy, queue_url)

@@ -66,7 +66,8 @@ class Statement:
     is_query: bool = False
     defines: dict[str, Any] | None = None  # CREATE TABLE without AS: the Glue TableInput Athena makes of it
     if_not_exists: bool = False
-    kind: str = "query"  # query, ctas, create, insert, drop, alter[_partition], add/drop_partition (``_needed``)
+    # query, ctas, create, insert, drop, alter[_partition], add/drop_partition (``athena_caller.needed_for``)
+    kind: str = "query"
     writes_to: str | None = None  # a CTAS's location (s3://)
 
 
@@ -129,7 +130,7 @@ def _glue_columns(schema: Any) -> list[dict[str, str]]:
 def _defined_table(tree: exp.Create, name: str) -> dict[str, Any]:
     """The Glue ``TableInput`` Athena makes of ``CREATE [EXTERNAL] TABLE ... (columns) [PARTITIONED BY]
     [CLUSTERED BY] [ROW FORMAT ...] [STORED AS ...] [LOCATION] [TBLPROPERTIES]``: Athena's DDL only
-    writes the catalog, so any SerDe is accepted here, as there, and read as ``_using`` reads it."""
+    writes the catalog, so any SerDe is accepted here, as there, and read as ``athena_catalog.CatalogSync`` reads it."""
     stored: dict[str, Any] = STORED_AS["TEXTFILE"]
     serde: dict[str, Any] | None = None
     parameters: dict[str, str] = {}
