@@ -194,6 +194,46 @@ def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files:
     raise LakelineError(f"{arrival.key}: its copy {copy} kept changing while it was written")
 
 
+@dataclass(frozen=True)
+class EnteredArrival:
+    """An arrival recorded in its partition's state that took the partition's lease: its run is planned and started
+    (``start_entered``) once the other arrivals of its batch have entered too, so that the run takes them with it
+    rather than leaving them to a follow-up run."""
+
+    arrival: Arrival
+    lease: Lease
+    raw: RawObject
+    schema: TableSchema  # its raw table's, as the door read it
+
+
+@dataclass(frozen=True)
+class WaitingArrival:
+    """An arrival recorded in its partition's state behind the run that holds the partition's lease."""
+
+    arrival: Arrival
+    partition: str  # the partition's key in the commits table
+
+
+def enter_arrival(
+    arrival: Arrival, settings: PipelineSettings, catalog: Catalog, commits: PartitionCommits, files: RawFiles
+) -> EnteredArrival | WaitingArrival | ReadByName:
+    """Check the arrival at the door and record it in its partition's state, taking the partition's lease if no
+    other run holds it (``EnteredArrival``), else waiting for that run (``WaitingArrival``); ``ReadByName``: its
+    copy in the table's column order is loaded instead."""
+    schema = admit(arrival, settings, catalog, files)
+    if isinstance(schema, ReadByName):
+        return schema
+    raw = parse_raw_key(arrival.key)
+    token = arrival_run_token(arrival)
+    # Planned once without the lease first: an arrival that cannot be planned is refused before it
+    # enters the partition's state, where it would hold up the arrivals behind it.
+    plan_stage_a(raw, settings, schema, run_token=token)
+    root = stage_partition_root(raw, settings)
+    partition = partition_commit_key(raw, settings)
+    lease = commits.begin(partition, token, run_location(root, token), root, [pending_entry(arrival)])
+    return WaitingArrival(arrival, partition) if lease is None else EnteredArrival(arrival, lease, raw, schema)
+
+
 def begin_arrival(
     arrival: Arrival,
     settings: PipelineSettings,
@@ -204,29 +244,37 @@ def begin_arrival(
     lost: Callable[[str], None] = logger.error,
     slots: RunSlots | None = None,
 ) -> StageAPlan | ReadByName | None:
-    """Check the arrival at the door, record it in its partition's state and, if no other run holds the
-    partition, plan the run that takes it (with every other arrival waiting). ``None``: the arrival
-    waits; ``ReadByName``: its copy in the table's column order is loaded instead. ``manifests``: where the
-    plan's manifest is written (``plan_stage_a``)."""
-    schema = admit(arrival, settings, catalog, files)
-    if isinstance(schema, ReadByName):
-        return schema
-    raw = parse_raw_key(arrival.key)
-    token = arrival_run_token(arrival)
-    # Planned once without the lease first: an arrival that cannot be planned is refused before it
-    # enters the partition's state, where it would hold up the arrivals behind it.
-    plan_stage_a(raw, settings, schema, run_token=token)
-    root = stage_partition_root(raw, settings)
-    lease = commits.begin(
-        partition_commit_key(raw, settings),
-        token,
-        run_location(root, token),
-        root,
-        [pending_entry(arrival)],
-    )
+    """``enter_arrival``, then the plan of the run that took the lease (with every other arrival waiting).
+    ``manifests``: where the plan's manifest is written (``plan_stage_a``)."""
+    entered = enter_arrival(arrival, settings, catalog, commits, files)
+    if isinstance(entered, WaitingArrival):
+        return None
+    if isinstance(entered, ReadByName):
+        return entered
+    return plan_entered(entered, settings, catalog, commits, manifests, lost, slots)
+
+
+def plan_entered(
+    entered: EnteredArrival,
+    settings: PipelineSettings,
+    catalog: Catalog,
+    commits: PartitionCommits,
+    manifests: ManifestWriter | None = None,
+    lost: Callable[[str], None] = logger.error,
+    slots: RunSlots | None = None,
+    *,
+    others_waiting: bool = False,
+) -> StageAPlan | None:
+    """The plan of the run an arrival leased (``plan_leased``). ``others_waiting``: arrivals of the partition
+    entered after it (its own batch's): its lease is read again first, so that its run takes them rather than
+    leaving them to a follow-up run. ``None``: nothing to run (its lease expired and another run took it, with
+    the arrival)."""
+    lease = commits.resume(entered.lease) if others_waiting else entered.lease
     if lease is None:
         return None
-    return plan_leased(lease, settings, catalog, commits, manifests, raw=raw, schema=schema, lost=lost, slots=slots)
+    return plan_leased(
+        lease, settings, catalog, commits, manifests, raw=entered.raw, schema=entered.schema, lost=lost, slots=slots
+    )
 
 
 MAX_TAKE_ATTEMPTS = 3
@@ -374,24 +422,26 @@ def start_plan(
     return StartedRun(started.name, None, started.duplicate, plan, ended=started.ended)
 
 
-def start_stage_a(
-    arrival: Arrival,
+def start_entered(
+    entered: EnteredArrival,
     settings: PipelineSettings,
     catalog: Catalog,
     commits: PartitionCommits,
-    files: RawFiles,
     sfn: SFNClient,
     state_machine_arn: str,
     manifests: ManifestWriter | None = None,
     slots: RunSlots | None = None,
     lost: Callable[[str], None] = logger.error,
+    *,
+    others_waiting: bool = False,
 ) -> StartedRun:
-    plan = begin_arrival(arrival, settings, catalog, commits, files, manifests, lost, slots)
-    if isinstance(plan, ReadByName):
-        return StartedRun("", None, False, None, plan)
+    """Plan (``plan_entered``) and start the run of an arrival that took its partition's lease (``NoRunSlot``: no
+    slot is free; the run keeps its lease)."""
+    plan = plan_entered(entered, settings, catalog, commits, manifests, lost, slots, others_waiting=others_waiting)
     if plan is None:
         return StartedRun("", None, False, None)
-    started = start_plan(plan, sfn, state_machine_arn, {"arrival": arrival.model_dump(mode="json")}, slots)
+    arrival = {"arrival": entered.arrival.model_dump(mode="json")}
+    started = start_plan(plan, sfn, state_machine_arn, arrival, slots)
     if started.ended and plan.lease is not None:
         # An arrival redelivered after its run ended took that run's lease again (its run token is
         # fixed by the arrival) and found the execution done: nothing would ever end the lease, so it

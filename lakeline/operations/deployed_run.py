@@ -460,13 +460,16 @@ class DeployedProject:
         if not keys:
             return
         with _reporting(self.system, self.console), timings.phase("uploads until at rest"):
-            for key in keys:
-                self.operator.upload(self.workspace.raw_dir, key)
-                self.quarantine.release(key)
-                self._uploads += 1
-                if key in digests:
-                    self.uploaded[key] = digests[key]
-                self.console.print(f"[dim]{datetime.now():%H:%M:%S}[/] uploaded {key}", highlight=False)
+            # The uploads are one burst: queue A's batching window gathers their arrivals as it would in AWS, so
+            # a partition's files uploaded together make one run (``Pollers.gathering``).
+            with self.system.functions.pollers.gathering():
+                for key in keys:
+                    self.operator.upload(self.workspace.raw_dir, key)
+                    self.quarantine.release(key)
+                    self._uploads += 1
+                    if key in digests:
+                        self.uploaded[key] = digests[key]
+                    self.console.print(f"[dim]{datetime.now():%H:%M:%S}[/] uploaded {key}", highlight=False)
             self.system.executions.wait(timeout=3600)
         self.keep()
 

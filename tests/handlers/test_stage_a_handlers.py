@@ -11,11 +11,13 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.stepfunctions.models import stepfunctions_backends
 
 import stage_a.contract as contract_module
 import stage_a.raw_files as raw_files
+import stage_a.start as stage_a_start
 from harness.faults import create_pass_state_machine
 from harness.raw_objects import put_raw_object
 from lakeline.commits.applied import APPLIED_FOLDER
@@ -286,6 +288,70 @@ def test_arrivals_during_a_run_wait_and_its_post_update_queues_one_follow_up(aws
     commit.handler({"plan": follow_plan}, CONTEXT)
     assert post_update.handler({"plan": follow_plan}, CONTEXT)["follow_up"] is None
     assert queued(aws, "follow_ups_a") == [] and queued(aws, "queue_a") == []
+
+
+def plans(aws: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each execution's plan, by its partition's folder (``date=...``)."""
+    found = {}
+    for execution in executions(aws):
+        plan = json.loads(aws["sfn"].describe_execution(executionArn=execution["executionArn"])["input"])["plan"]
+        found[plan["target_location"].split("/")[-3]] = plan
+    return found
+
+
+def test_the_files_of_one_partition_in_one_batch_make_one_run_and_no_follow_up(aws: dict[str, Any]) -> None:
+    """Every record of a batch enters before any run is planned: the run the first file leases takes the second,
+    which would otherwise wait for a follow-up run (in AWS, a burst's first batch ran each partition twice)."""
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    folder = "engineering/mysql/customers"
+    batch = sqs_event(
+        eventbridge_arrival(f"{folder}/date=20220120/morning.csv"),
+        eventbridge_arrival(f"{folder}/date=20220121/file.csv"),
+        eventbridge_arrival(f"{folder}/date=20220120/afternoon.csv"),
+    )
+    assert router.handler(batch, CONTEXT) == {"batchItemFailures": []}
+    planned = plans(aws)
+    assert sorted(planned) == ["date=20220120", "date=20220121"]
+    both = planned["date=20220120"]
+    assert both["batch"]["count"] == 2
+    assert read_files(both) == [
+        f"s3://raw-bucket/{folder}/date=20220120/afternoon.csv",
+        f"s3://raw-bucket/{folder}/date=20220120/morning.csv",
+    ]
+    assert planned["date=20220121"]["batch"]["count"] == 1
+    for plan in planned.values():
+        commit.handler({"plan": plan}, CONTEXT)
+        assert post_update.handler({"plan": plan}, CONTEXT)["follow_up"] is None  # nothing was left waiting
+    assert queued(aws, "follow_ups_a") == []
+
+
+def test_a_run_whose_start_fails_fails_its_record_alone_and_its_redelivery_takes_the_batchs_waiting_file(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forced between the two passes: the second file has waited in the partition's state when the run the first
+    leased cannot start. Only the first record is reported failed; its redelivery alone starts one run with both."""
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    folder = "engineering/mysql/customers/date=20220120"
+    first, second = eventbridge_arrival(f"{folder}/morning.csv"), eventbridge_arrival(f"{folder}/afternoon.csv")
+    real = stage_a_start.start_execution_once
+    throttled = iter([ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "Start")])
+
+    def start_once(*args: Any, **kwargs: Any) -> Any:
+        failure = next(throttled, None)
+        if failure is not None:
+            raise failure
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stage_a_start, "start_execution_once", start_once)
+    assert router.handler(sqs_event(first, second), CONTEXT) == {"batchItemFailures": [{"itemIdentifier": "message-0"}]}
+    assert executions(aws) == [] and dead_letters(aws) == []
+    assert router.handler(sqs_event(first), CONTEXT) == {"batchItemFailures": []}  # SQS receives it again
+    (plan,) = plans(aws).values()
+    assert plan["batch"]["count"] == 2
+    assert router.handler(sqs_event(first), CONTEXT) == {"batchItemFailures": []}  # and once more: a duplicate
+    assert len(executions(aws)) == 1
+    commit.handler({"plan": plan}, CONTEXT)
+    assert post_update.handler({"plan": plan}, CONTEXT)["follow_up"] is None
 
 
 def test_invalid_key_goes_to_the_dlq_with_its_reason_and_neighbours_proceed(aws: dict[str, Any]) -> None:
@@ -905,15 +971,16 @@ def test_every_file_a_follow_up_run_takes_has_its_raw_input_and_reaches_the_new_
 
 
 @dataclass
+@dataclass
 class RunningOut(LambdaContextStub):
-    """An invocation whose time runs out as records are handled: each call finds ``step`` ms less left."""
+    """An invocation whose time runs out as records are handled: each call finds the next of ``left`` (ms)."""
 
-    left: int = 60_000
-    step: int = 20_000
+    left: tuple[int, ...] = ()
+    calls: int = 0
 
     def get_remaining_time_in_millis(self) -> int:
-        self.left -= self.step
-        return self.left + self.step
+        self.calls += 1
+        return self.left[min(self.calls, len(self.left)) - 1]
 
 
 def test_records_the_router_has_no_time_left_for_go_back_to_queue_a_and_are_started_from_there(
@@ -924,7 +991,8 @@ def test_records_the_router_has_no_time_left_for_go_back_to_queue_a_and_are_star
     sends what it has no time for back to queue A, as new messages, and fails nothing."""
     keys = [f"engineering/mysql/customers/date=2022012{day}/customers.csv" for day in (1, 2, 3)]
     events = [eventbridge_arrival(key) for key in keys]
-    context = RunningOut()  # 60 s left for the first record, 40 for the second, 20 for the third
+    # 60 s left for the first record, 40 for the second, 20 for the third; 19 when the first's run is started.
+    context = RunningOut(left=(60_000, 40_000, 20_000, 19_000))
     assert router.handler(sqs_event(*events), context) == {"batchItemFailures": []}
     assert len(executions(aws)) == 1, "the records reached with less than RECORD_BUDGET_MS left did not start"
     assert dead_letters(aws) == []
@@ -932,6 +1000,22 @@ def test_records_the_router_has_no_time_left_for_go_back_to_queue_a_and_are_star
     assert sorted(json.loads(m["Body"])["detail"]["object"]["key"] for m in sent_back) == keys[1:]
     assert router.handler(sqs_event(*(json.loads(m["Body"]) for m in sent_back)), CONTEXT) == {"batchItemFailures": []}
     assert len(executions(aws)) == 3
+
+
+def test_a_run_leased_with_no_time_left_to_start_it_goes_back_to_queue_a_and_its_copy_starts_it(
+    aws: dict[str, Any],
+) -> None:
+    """The second pass (the batch's leased runs planned and started) can find the invocation's time gone: the
+    record is sent back to queue A rather than cut off by the timeout, its partition's lease held meanwhile, and
+    its copy enters the same arrival again (the run token is the arrival's) and starts the run."""
+    key = "engineering/mysql/customers/date=20220121/customers.csv"
+    context = RunningOut(left=(60_000, 500))  # enough to enter; half a second when its run would be started
+    assert router.handler(sqs_event(eventbridge_arrival(key)), context) == {"batchItemFailures": []}
+    assert executions(aws) == [] and dead_letters(aws) == []
+    (sent_back,) = aws["sqs"].receive_message(QueueUrl=aws["queue_a"], MaxNumberOfMessages=10)["Messages"]
+    assert router.handler(sqs_event(json.loads(sent_back["Body"])), CONTEXT) == {"batchItemFailures": []}
+    (plan,) = plans(aws).values()
+    assert plan["batch"]["count"] == 1 and read_files(plan) == [f"s3://raw-bucket/{key}"]
 
 
 def test_an_arrival_behind_a_full_partition_goes_back_to_queue_a_to_wait_and_nothing_is_parked(

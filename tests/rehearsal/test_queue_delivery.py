@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 from lakeline.local.rehearsal.deploy import Deployment
@@ -72,3 +73,44 @@ def test_a_follow_up_is_delivered_between_the_batches_of_a_backlog_in_queue_a(
     assert sum(len(batch) for batch in batches) == len(backlog) + 1
     assert batches[1] == [follow_up], f"the follow-up waited behind queue A's backlog: {batches}"
     assert len(batches) >= 5, "queue A's backlog was delivered in batches of at most 10"
+
+
+def test_queue_a_s_batching_window_gathers_a_burst_into_one_batch_and_passes_if_the_burst_lasts(
+    deployment: Deployment, functions: FunctionHost, executions: ExecutionHost
+) -> None:
+    """Queue A's mapping has a 5-second batching window: while a burst is sent (``Pollers.gathering``, around
+    ``lakeline run``'s uploads), what comes goes in one batch once the burst ends, as Lambda's pollers gather it
+    for the window, so a partition's files uploaded together make one run. A burst longer than the window is
+    delivered when the window has passed; outside a burst, a message goes at once."""
+    executions.wait()
+    sqs, queue = deployment.client("sqs"), output(deployment, "StageAQueueUrl")
+    burst = [json.dumps({"not": "an arrival", "burst": index}) for index in range(3)]
+    since = len(functions.invocations)
+    with functions.held(ROUTER) as reached:
+        with executions.pollers.gathering():
+            for body in burst:
+                sqs.send_message(QueueUrl=queue, MessageBody=body)
+                time.sleep(0.5)  # each would have gone alone without the window
+            assert not reached.is_set(), "a message of the burst went before the burst ended"
+        assert reached.wait(30), "the burst was never delivered"
+    executions.wait()
+    assert [[record["body"] for record in event["Records"]] for event in router_events(functions, since)] == [burst]
+
+    lasting = json.dumps({"not": "an arrival", "lasting": True})
+    with executions.pollers.gathering(), functions.held(ROUTER) as reached:
+        sent = time.monotonic()
+        sqs.send_message(QueueUrl=queue, MessageBody=lasting)
+        assert reached.wait(30), "the burst's message was never delivered"
+        waited = time.monotonic() - sent
+    assert 4.5 <= waited < 30, f"delivered {waited:.1f} s after it was sent, inside a burst, with a 5-second window"
+    executions.wait()
+
+    alone = json.dumps({"not": "an arrival", "alone": True})
+    with functions.held(ROUTER) as reached:
+        sent = time.monotonic()
+        sqs.send_message(QueueUrl=queue, MessageBody=alone)
+        assert reached.wait(30), "the message was never delivered"
+        waited = time.monotonic() - sent
+    assert waited < 4.5, f"a message outside a burst waited {waited:.1f} s, as for the batching window"
+    executions.wait()
+    assert all("not an S3 arrival" in parked(deployment)[body] for body in [*burst, lasting, alone])

@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from lakeline.aws.sqs import lambda_message_attribute
@@ -58,6 +59,8 @@ class Pollers:
         self._busy: set[str] = set()  # the functions (ARNs) a batch is being delivered to
         self._served: dict[str, int] = {}  # each mapping's (uuid) last batch, by ``deliveries``
         self._stopping = False
+        self._gathering = 0  # senders of a burst under way (``gathering``)
+        self._gathered: dict[str, float] = {}  # each gathering mapping's (uuid) first message seen, ``time.monotonic``
         self._pool: ThreadPoolExecutor | None = None
         self._dispatcher: threading.Thread | None = None
         self._uninstall: Callable[[], None] = lambda: None
@@ -110,6 +113,37 @@ class Pollers:
     def wake(self) -> None:
         with self._changed:
             self._changed.notify_all()
+
+    @contextmanager
+    def gathering(self) -> Iterator[None]:
+        """Around a burst of sends: a mapping with a batching window gathers its queue's messages into one batch
+        (up to its ``BatchSize``) until the burst ends or the window has passed since its first message came,
+        as Lambda's pollers do for the window's length, instead of giving the function each as it comes."""
+        with self._changed:
+            self._gathering += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._gathering -= 1
+                self._changed.notify_all()
+
+    def _gathers(self, queue: Any, mapping: Any) -> float | None:
+        """Seconds left of the window ``mapping`` is gathering its queue's messages in; ``None``: deliver now."""
+        window = mapping.max_batch_window or 0
+        with self._changed:
+            if not self._gathering or not window:
+                self._gathered.pop(mapping.uuid, None)
+                return None
+        waiting = len(queue.messages)
+        if not waiting:
+            return None
+        first = self._gathered.setdefault(mapping.uuid, time.monotonic())
+        left = first + window - time.monotonic()
+        if waiting >= (mapping.batch_size or 10) or left <= 0:
+            self._gathered.pop(mapping.uuid, None)
+            return None
+        return left
 
     def settle(self, timeout: float, deadline: float | None = None) -> None:
         """Wait until ``at_rest`` (a delayed message may wait on), at most ``timeout`` seconds (or until the
@@ -166,11 +200,16 @@ class Pollers:
                 if self._stopping:
                     return
             took = False
+            gathering: list[float] = []
             # The mapping served least recently first: a function with two mappings (a router reads its stage's
             # queue and its follow-up queue) takes turns between them, as Lambda's separate pollers of each do,
             # instead of always taking the first queue while it has a backlog.
             mappings = sorted(self._mappings(), key=lambda pair: self._served.get(pair[1].uuid, -1))
             for queue, mapping in mappings:
+                left = self._gathers(queue, mapping)
+                if left is not None:
+                    gathering.append(left)
+                    continue
                 with self._changed:
                     if mapping.function_arn in self._busy or len(self._busy) >= self.workers:
                         continue
@@ -188,10 +227,10 @@ class Pollers:
                 assert self._pool is not None
                 self._pool.submit(self._deliver, backend, queue, mapping, messages)
             if not took:
-                delayed = self.next_delayed()
+                waits = [wait + 0.01 for wait in [self.next_delayed(), *gathering] if wait is not None]
                 with self._changed:
                     if not self._stopping:
-                        self._changed.wait(min(IDLE_WAKE_SECONDS, delayed + 0.01 if delayed is not None else 1.0))
+                        self._changed.wait(min([IDLE_WAKE_SECONDS, *waits]))
 
     def _deliver(self, backend: Any, queue: Any, mapping: Any, messages: list[Any]) -> None:
         try:
