@@ -32,7 +32,7 @@ from lakeline.engines.base import TableSchema
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem
 from lakeline.glue_scanner.datasets import is_catalog_table
-from lakeline.glue_scanner.script import ScriptAnalysis
+from lakeline.glue_scanner.script_analysis import ScriptAnalysis
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.events import column_lineage_facet
 from lakeline.lineage.openlineage.naming import DatasetNaming

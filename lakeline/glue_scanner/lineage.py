@@ -33,8 +33,9 @@ from lakeline.glue_scanner.folder import (
     read_json,
     write_atomic,
 )
-from lakeline.glue_scanner.python_eval import module_sources
-from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, analyse_script
+from lakeline.glue_scanner.job_modules import module_sources
+from lakeline.glue_scanner.script import analyse_script
+from lakeline.glue_scanner.script_analysis import ScriptAnalysis, ScriptContext
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict, now, stable_run_id

@@ -3,13 +3,14 @@
 Plain Python values (strings, numbers, lists, dicts) are followed as far as they are literal or built
 from literals and job arguments. Spark and Glue objects are modelled by kind: a frame, a column
 expression, a reader or writer being configured, the Glue context. Anything else is ``Unknown``, which
-carries the problem that made it unknown, so the report can say why when it matters.
+carries the problem that made it unknown, so the report can say why when it matters. ``literal`` and
+``from_literal`` turn values into plain Python values and back.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,3 +160,44 @@ def iterate(value: Value) -> Iterator[Value] | None:
     if isinstance(value, Const) and isinstance(value.value, str):
         return iter(Const(character) for character in value.value)
     return None
+
+
+def const_str(value: Value | None) -> str | None:
+    return value.value if isinstance(value, Const) and isinstance(value.value, str) else None
+
+
+def literal(value: Value) -> tuple[bool, Any]:
+    """The plain Python value of a literal value, if it is one."""
+    if isinstance(value, Const):
+        return True, value.value
+    if isinstance(value, Seq):
+        items = [literal(item) for item in value.items]
+        return all(ok for ok, _ in items), [item for _, item in items]
+    if isinstance(value, Dict):
+        pairs = [(literal(k), literal(v)) for k, v in value.items]
+        if all(k[0] and v[0] for k, v in pairs) and all(
+            isinstance(k[1], str | int | float | bool) or k[1] is None for k, _ in pairs
+        ):
+            return True, {k[1]: v[1] for k, v in pairs}
+    return False, None
+
+
+def from_literal(python: Any) -> Value:
+    if isinstance(python, str | int | float | bool | bytes) or python is None:
+        return Const(python)
+    if isinstance(python, list | tuple | set | frozenset):
+        return Seq(tuple(from_literal(item) for item in python))
+    if isinstance(python, dict):
+        return Dict(tuple((from_literal(k), from_literal(v)) for k, v in python.items()))
+    raise TypeError(f"not a literal: {python!r}")
+
+
+def flatten(values: Iterable[Value]) -> list[Value]:
+    """``select("a", "b")`` and ``select(["a", "b"])`` alike."""
+    result: list[Value] = []
+    for value in values:
+        if isinstance(value, Seq):
+            result.extend(value.items)
+        else:
+            result.append(value)
+    return result

@@ -12,7 +12,8 @@ from benchmarks.glue_scanner import CORPUS, analyse_corpus, expected_lineage, sc
 from lakeline.glue_scanner import datasets as ds
 from lakeline.glue_scanner.folder import load_folder
 from lakeline.glue_scanner.py2 import convert_python2
-from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, Write, analyse_script
+from lakeline.glue_scanner.script import analyse_script
+from lakeline.glue_scanner.script_analysis import ScriptAnalysis, ScriptContext, Write
 from lakeline.lineage.columns.model import simplify
 
 FOLDER = load_folder(CORPUS)

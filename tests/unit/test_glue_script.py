@@ -10,8 +10,9 @@ import pytest
 
 from lakeline.errors import InvalidInputError
 from lakeline.glue_scanner.catalog import GlueCatalog
-from lakeline.glue_scanner.python_eval import ModuleSource, module_sources
-from lakeline.glue_scanner.script import ScriptAnalysis, ScriptContext, Write, analyse_script
+from lakeline.glue_scanner.job_modules import ModuleSource, module_sources
+from lakeline.glue_scanner.script import analyse_script
+from lakeline.glue_scanner.script_analysis import ScriptAnalysis, ScriptContext, Write
 from lakeline.lineage.columns.model import simplify
 
 MANUAL = Path(__file__).parents[1] / "fixtures" / "glue" / "manual"
