@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeline.aws.retry import NO_WAIT
-from lakeline.lineage.records.archive import render_tree
+from lakeline.lineage.records.archive import archive_body
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.model import LineageRecord, build_records
 from lakeline.lineage.records.table import LINEAGE_TABLE, record_item
@@ -169,7 +169,7 @@ def seed_trace(root: str, items: list[dict[str, Any]]) -> bytes:
 
 def lakeline_trace(root: str, items: list[dict[str, Any]]) -> bytes:
     tree = build_tree(root, (LineageNode.from_values(item) for item in items))
-    return render_tree(
+    return archive_body(
         tree, location=f"s3://archive/dt=2026-11-23/trace-{root}.jsonl", action="DATA_COMPACTION", archived_at=NOW
     )
 

@@ -83,7 +83,7 @@ class Measured:
 
 
 def run_demo(folder: Path) -> DeployedRun:
-    from lakeline.operations.deployed_demo import run_demo as demo
+    from lakeline.operations.deployed_demo import run_deployed_demo as demo
 
     return demo(folder / "demo", Console(quiet=True))
 

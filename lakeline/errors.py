@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
-ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+_ModelT = TypeVar("_ModelT", bound=pydantic.BaseModel)
 
 
 class LakelineError(Exception):
@@ -89,7 +89,7 @@ def _general_wording(detail: Mapping[str, Any]) -> str:
     return f"{detail['msg']} (got {detail.get('input')!r})"
 
 
-def validated(model: type[ModelT], data: Any, what: str) -> ModelT:
+def validated(model: type[_ModelT], data: Any, what: str) -> _ModelT:
     """``data`` as a ``model``, else ``InvalidInputError``: ``invalid {what}: field.path: problem; ...``."""
     try:
         return model.model_validate(data)

@@ -15,10 +15,10 @@ from lakeline.commits.slots import DEFAULT_RUNS_IN_FLIGHT
 from lakeline.errors import ConfigError, field_path, validation_problems
 from lakeline.settings import PipelineSettings, TableSettings
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
 
 
-def load_environment(model: type[ModelT], environ: Mapping[str, str]) -> ModelT:
+def load_environment(model: type[_ModelT], environ: Mapping[str, str]) -> _ModelT:
     """Fill ``model`` from environment variables: a field's alias, else its name in upper case.
 
     Structured settings (per-table storage, lists) are passed by the CDK constructs as JSON.

@@ -1,7 +1,7 @@
 """Every function's environment, as the model its handler reads it into (``load_environment``).
 
 One module, free of Powertools, so that the stacks build each function's variables from the same models
-(``stacks.contracts.environment``): a variable's name is its field's alias, else the field's name in
+(``stacks.contracts.handler_environment``): a variable's name is its field's alias, else the field's name in
 upper case. ``tests/infrastructure/test_contracts.py`` checks every function sets what its model requires.
 """
 

@@ -12,7 +12,7 @@ from lakeline.errors import ConfigError
 from lakeline.lineage.openlineage.producer import ATHENA_ENGINE_VERSION, GLUE_SPARK_VERSIONS, glue_spark_version
 from lakeline.names import check_identifier
 
-Engine = Literal["athena", "spark"]
+EngineName = Literal["athena", "spark"]
 
 LOG_RETENTION_DAYS = (
     1,
@@ -93,7 +93,7 @@ class LakelineConfig:
     """What a deployment may choose. Every field has a default that deploys a working pipeline."""
 
     environment: str = "dev"
-    engine: Engine = "athena"
+    engine: EngineName = "athena"
     lineage_ttl_hours: int = 24
     table_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     default_table_settings: dict[str, Any] = field(default_factory=dict)
@@ -145,7 +145,7 @@ class LakelineConfig:
         requested = str(context.get("engine", "athena"))
         if requested not in ("athena", "spark"):
             raise ConfigError(f"context engine={requested!r} must be athena or spark")
-        engine: Engine = "spark" if requested == "spark" else "athena"
+        engine: EngineName = "spark" if requested == "spark" else "athena"
         environment = check_identifier(str(context.get("environment", "dev")), "environment")
         ttl = int(context.get("lineage_ttl_hours", 24))
         if not 1 <= ttl <= 24 * 366:

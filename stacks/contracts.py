@@ -53,9 +53,9 @@ class InputPath:
         return f"{self.root}.{check_field(self.model, name)}"
 
 
-def environment(model: type[BaseModel], **values: str) -> dict[str, str]:
+def handler_environment(model: type[BaseModel], **values: str) -> dict[str, str]:
     """Environment variables for a handler that reads ``model`` with ``load_environment``, in the order
-    given: ``environment(RouterEnvironment, stage_bucket=...)``."""
+    given: ``handler_environment(RouterEnvironment, stage_bucket=...)``."""
     return {variable(model, name): value for name, value in values.items()}
 
 

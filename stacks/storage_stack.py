@@ -203,7 +203,7 @@ class StorageStack(Stack):
         archive_table.node.add_dependency(self.lineage_database)
         archive_table.apply_removal_policy(RemovalPolicy.RETAIN)
         # The OpenLineage events the stage functions keep in the same bucket, under openlineage/.
-        self.openlineage_events_table_name = events_table.DEFAULT_TABLE
+        self.openlineage_events_table_name = events_table.DEFAULT_EVENTS_TABLE
         openlineage_table = glue.CfnTable(
             self,
             "OpenLineageEventsTable",
@@ -213,7 +213,7 @@ class StorageStack(Stack):
         )
         openlineage_table.add_property_override(
             "TableInput",
-            events_table.glue_table_input(
+            events_table.events_glue_table_input(
                 f"s3://{self.lineage_archive_bucket.bucket_name}/{EVENTS_FOLDER}",
                 table=self.openlineage_events_table_name,
             ),

@@ -17,12 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lakeline.engines.base import TableSchema
+from lakeline.engines.serdes import JSON_SERDE, OPEN_CSV
 from lakeline.engines.symlink import MULTILINE_PROPERTY, SYMLINK_INPUT_FORMAT
 from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, string_literal
 
-OPEN_CSV = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
-JSON_SERDE = "org.openx.data.jsonserde.JsonSerDe"
 TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 _TYPED = {
     "parquet": (

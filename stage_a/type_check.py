@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lakeline.engines.base import QueryFailed, TableSchema
+from lakeline.engines.serdes import JSON_SERDE, OPEN_CSV
 from lakeline.errors import InvalidInputError
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
-from stage_a.manifest import JSON_SERDE, OPEN_CSV, symlink_table_ddl
+from stage_a.manifest import symlink_table_ddl
 
-TEXT_FORMATS = ("csv", "json")
+TEXT_FILE_FORMATS = ("csv", "json")
 SHOWN_VALUES = 3  # bad values named in the reason
 SHOWN_CHARACTERS = 40  # of each value
 PREFIX = "lakeline type check: "
@@ -131,7 +132,7 @@ def plan_type_check(
     (``stage_a.manifest``), or else of every file under ``location`` (the raw partition's folder), or
     ``None`` when there is nothing to check (a typed format, only STRING columns)."""
     fmt = schema.format or "csv"
-    if fmt not in TEXT_FORMATS:
+    if fmt not in TEXT_FILE_FORMATS:
         return None
     checks = [
         (column.name, column.type, _valid(column.type, f"trim({dml_name(column.name)})")) for column in schema.columns

@@ -39,7 +39,7 @@ from sqlglot.errors import ParseError
 from lakeline.commits import Lease
 from lakeline.commits.batch import bounded_batch
 from lakeline.dependencies.model import DependencyItem
-from lakeline.dependencies.resolve import resolve_steps
+from lakeline.dependencies.resolve import SqlFileReader, resolve_steps
 from lakeline.dependencies.tokens import builtin_token_values
 from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import InvalidInputError
@@ -59,8 +59,6 @@ from lakeline.partitions import (
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location, table_root_of
 from stage_b.messages import StageBMessage
-
-SqlFileReader = Callable[[str], str]
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,7 @@ from lakeline.settings import PipelineSettings
 from lakeline.storage import ObjectStore
 from stage_b.ledger import AppliedMessages
 from stage_b.messages import LineageParents, StageBMessage
-from stage_b.plan import PlanSources, StageBPlan
-from stage_b.plan import plan_message as plan_from_sources
+from stage_b.plan import PlanSources, StageBPlan, plan_message
 from stage_b.routing import Unrouted, route_finished_partition
 from stage_b.run import StageBResult, run_stage_b
 
@@ -56,7 +55,7 @@ class StageBOutcome:
     unrouted: list[Unrouted] = field(default_factory=list)
 
 
-def plan_message(
+def plan_local_message(
     message: StageBMessage, services: StageBServices, run_token: str, *, lease: Lease | None = None
 ) -> StageBPlan:
     """``stage_b.plan.plan_message`` from the local services (step SQL files from the queries folder)."""
@@ -66,7 +65,7 @@ def plan_message(
         services.settings,
         lambda team: team_sql_reader(services.queries_root, team),
     )
-    return plan_from_sources(message, sources, run_token, lease)
+    return plan_message(message, sources, run_token, lease)
 
 
 def process_stage_b(
@@ -82,7 +81,7 @@ def process_stage_b(
         outcome = StageBOutcome(message, applied, skipped=True)
     else:
         token = run_token or new_run_token()
-        plan = plan_message(message, services, token)
+        plan = plan_local_message(message, services, token)
         result = run_stage_b(plan, services.engine, services.store)
         if message.usage == "append":
             services.ledger.mark_applied(message_id, token)

@@ -7,7 +7,7 @@ the caller. Used by the grants check of the infrastructure tier and by the rehea
 from __future__ import annotations
 
 # IAM action prefixes where they differ from botocore's signing name.
-PREFIX = {"monitoring": "cloudwatch", "email": "ses"}
+ACTION_PREFIXES = {"monitoring": "cloudwatch", "email": "ses"}
 
 # Operations authorized by other actions than their own name (the Service Authorization Reference).
 ACTIONS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -49,6 +49,6 @@ IMPLIED_KMS: dict[str, tuple[str, ...]] = {
 
 
 def iam_actions(signing_name: str, operation: str) -> tuple[str, ...]:
-    prefix = PREFIX.get(signing_name, signing_name)
+    prefix = ACTION_PREFIXES.get(signing_name, signing_name)
     actions = ACTIONS.get((prefix, operation), (f"{prefix}:{operation}",))
     return tuple(dict.fromkeys([*actions, *(kms for action in actions for kms in IMPLIED_KMS.get(action, ()))]))

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from lakeline.errors import LakelineError
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 RETRYABLE_ERROR_CODES = frozenset(
     {
@@ -73,12 +73,12 @@ class RetriesExhausted(LakelineError):
 
 
 def call_retrying(
-    call: Callable[[], T],
+    call: Callable[[], _T],
     backoff: Backoff,
     *,
     retryable: Callable[[ClientError], bool] = is_retryable,
     on_retry: Callable[[ClientError, int], None] = lambda _error, _retry: None,
-) -> T:
+) -> _T:
     """``call()``, again after a ``retryable`` error until ``backoff``'s attempts are spent (then the
     last error is raised as it is)."""
     retry = 0

@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
 RERUNNABLE_STATES = frozenset({"FAILED", "TIMED_OUT", "ABORTED"})
-MAX_ATTEMPTS = 10
+MAX_EXECUTION_ATTEMPTS = 10
+STATUS_CHANGE = "Step Functions Execution Status Change"
+"""The EventBridge detail type of an execution's status change (what Step Functions puts on the default bus)."""
 
 
 class ExecutionStart(NamedTuple):
@@ -29,7 +31,7 @@ def start_execution_once(sfn: SFNClient, state_machine_arn: str, name: str, payl
     execution failed, timed out or was aborted is not a reason to skip.
     """
     execution_prefix = state_machine_arn.replace(":stateMachine:", ":execution:", 1)
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    for attempt in range(1, MAX_EXECUTION_ATTEMPTS + 1):
         candidate = name if attempt == 1 else f"{name[:76]}-{attempt}"
         try:
             sfn.start_execution(stateMachineArn=state_machine_arn, name=candidate, input=payload)
@@ -40,4 +42,4 @@ def start_execution_once(sfn: SFNClient, state_machine_arn: str, name: str, payl
         status = sfn.describe_execution(executionArn=f"{execution_prefix}:{candidate}")["status"]
         if status not in RERUNNABLE_STATES:
             return ExecutionStart(candidate, True, ended=status == "SUCCEEDED")
-    raise ConfigError(f"execution {name} failed {MAX_ATTEMPTS} times; not starting it again")
+    raise ConfigError(f"execution {name} failed {MAX_EXECUTION_ATTEMPTS} times; not starting it again")

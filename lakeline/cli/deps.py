@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from lakeline.cli.shared import EndpointOption, RegionOption
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItemError, parse_dependency_item
@@ -29,11 +30,9 @@ _err = Console(stderr=True)
 
 TableOption = Annotated[str, typer.Option("--table", help="the dependencies table")]
 ByTableOption = Annotated[str, typer.Option("--by-table-table", help="the dependencies-by-table table")]
-RegionOption = Annotated[str | None, typer.Option(help="AWS region (default: from the AWS configuration)")]
 ItemPaths = Annotated[
     list[Path], typer.Argument(help="JSON files (one item or a list of items each) or folders of them")
 ]
-EndpointOption = Annotated[str | None, typer.Option("--endpoint-url", help="DynamoDB endpoint, e.g. a local one")]
 
 
 def _print_json(data: Any) -> None:
@@ -128,7 +127,7 @@ def list_items(
 
 
 @deps_app.command("backfill", short_help="Rebuild dependencies-by-table from the dependencies table.")
-def backfill(
+def backfill_command(
     table: TableOption = DEFAULT_DEPENDENCIES_TABLE,
     by_table_table: ByTableOption = DEFAULT_BY_TABLE_TABLE,
     region: RegionOption = None,

@@ -22,17 +22,16 @@ from rich.text import Text
 from rich.tree import Tree
 
 from lakeline import logs
-from lakeline.cli.shared import RuntimeOption, reads_deployment
+from lakeline.cli.shared import EndpointOption, RegionOption, RuntimeOption, err_console, reads_deployment
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.errors import InvalidInputError, LakelineError
 from lakeline.lineage.records.archive import LOCAL_ARCHIVE_FOLDER
-from lakeline.lineage.records.archive_table import DEFAULT_DATABASE, DEFAULT_TABLE
+from lakeline.lineage.records.archive_table import DEFAULT_TABLE, LINEAGE_DATABASE
 from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, check_lineage_id
 from lakeline.lineage.records.tree import LineageNode, LineageTree, Status, build_tree
 
 console = Console()
-err_console = Console(stderr=True)
 
 RootOption = Annotated[str, typer.Option("--root", help="the root_id to trace")]
 ArchiveOption = Annotated[
@@ -43,11 +42,9 @@ ArchiveOption = Annotated[
     ),
 ]
 DateOption = Annotated[str | None, typer.Option("--date", help="archive date YYYY-MM-DD (default: today, UTC)")]
-RegionOption = Annotated[str | None, typer.Option(help="AWS region")]
-EndpointOption = Annotated[str | None, typer.Option(help="AWS endpoint URL, e.g. a local DynamoDB or moto server")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of a tree or table")]
 LimitOption = Annotated[int, typer.Option(help="print at most this many nodes of the tree", min=1)]
-WorkspaceOption = Annotated[Path, typer.Option(help="local workspace folder")]
+WorkspaceFolderOption = Annotated[Path, typer.Option(help="local workspace folder")]
 
 
 def _parse_date(text: str | None) -> date | None:
@@ -76,7 +73,7 @@ def _node_label(node: LineageNode, status: Status | None) -> Text:
     return label
 
 
-def render_tree(tree: LineageTree, statuses: dict[str, Status], limit: int) -> Tree:
+def rich_tree(tree: LineageTree, statuses: dict[str, Status], limit: int) -> Tree:
     """A rich tree of at most ``limit`` nodes; every top hangs from the root."""
     root = Tree(Text.assemble(("root ", "bold"), tree.root_id))
     branches: dict[str, Tree] = {}
@@ -116,7 +113,7 @@ def _print_tree(tree: LineageTree, statuses: dict[str, Status], as_json: bool, l
     if as_json:
         sys.stdout.write(json.dumps(tree_json(tree, statuses), indent=2) + "\n")
         return
-    console.print(render_tree(tree, statuses, limit))
+    console.print(rich_tree(tree, statuses, limit))
     counts = ", ".join(f"{count} {status}" for status, count in sorted(_count(statuses.values()).items()))
     console.print(f"{len(tree.nodes)} nodes, {len(tree.lines)} records ({counts or 'none'})")
 
@@ -197,7 +194,7 @@ def trace_command(
 def show_command(
     root: RootOption,
     archive: ArchiveOption = None,
-    workspace: WorkspaceOption = Path(".lakeline"),
+    workspace: WorkspaceFolderOption = Path(".lakeline"),
     deployed: RuntimeOption = None,
     trace_date: Annotated[str | None, typer.Option("--date", help="only this archive date YYYY-MM-DD")] = None,
     region: RegionOption = None,
@@ -261,9 +258,9 @@ def query_command(
             "lineage-archive for the local deployment's)"
         ),
     ] = None,
-    workspace: WorkspaceOption = Path(".lakeline"),
+    workspace: WorkspaceFolderOption = Path(".lakeline"),
     deployed: RuntimeOption = None,
-    database: Annotated[str, typer.Option(help="database of the archive table")] = DEFAULT_DATABASE,
+    database: Annotated[str, typer.Option(help="database of the archive table")] = LINEAGE_DATABASE,
     table: Annotated[str, typer.Option(help="archive table")] = DEFAULT_TABLE,
     s3_staging_dir: Annotated[str | None, typer.Option(help="Athena result location s3://...")] = None,
     work_group: Annotated[str | None, typer.Option(help="Athena work group")] = None,

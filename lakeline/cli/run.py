@@ -46,7 +46,7 @@ def demo(
                 code=EXIT_FAILED,
             )
         return
-    from lakeline.operations.deployed_demo import run_demo as run_deployed_demo
+    from lakeline.operations.deployed_demo import run_deployed_demo
     from lakeline.operations.deployed_run import operation_errors
 
     try:

@@ -51,6 +51,10 @@ BucketCount = Annotated[int | None, typer.Option(help="files per partition (defa
 TableFormatOption = Annotated[str | None, typer.Option("--format", help="PARQUET, ORC, JSON or TEXTFILE")]
 CompressionOption = Annotated[str | None, typer.Option(help="e.g. SNAPPY, GZIP, ZSTD, NONE")]
 EnvironmentOption = Annotated[str | None, typer.Option(help="database name suffix, e.g. dev")]
+RegionOption = Annotated[str | None, typer.Option(help="AWS region (default: from the AWS configuration)")]
+EndpointOption = Annotated[
+    str | None, typer.Option("--endpoint-url", help="AWS endpoint URL, e.g. a local DynamoDB or moto server")
+]
 ConfigOption = Annotated[
     Path | None, typer.Option(help="the project's lakeline.yml (or a file of pipeline settings)", show_default=False)
 ]

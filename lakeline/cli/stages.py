@@ -95,7 +95,7 @@ def stage_a_plan(
 
 
 @stage_a_app.command("run")
-def stage_a_run(
+def stage_a_run_command(
     key: Annotated[str, typer.Option(help="raw object key, relative to the workspace's raw folder")],
     workspace: WorkspaceOption = None,
     environment: EnvironmentOption = None,
@@ -149,7 +149,7 @@ def _partition_options(values: list[str]) -> dict[str, str]:
 
 
 @stage_b_app.command("run", short_help="Build one target partition on embedded Spark, then what it triggers.")
-def stage_b_run(
+def stage_b_run_command(
     dataset: Annotated[str, typer.Option(help="target dataset, database.table")],
     partition: Annotated[list[str], typer.Option(help="destination partition COLUMN=VALUE (repeatable)")],
     deps: Annotated[
@@ -211,10 +211,10 @@ def stage_b_run(
         if chain:
             run = pipeline.drain([message])
         else:
-            from lakeline.local.pipeline import PipelineRun
+            from lakeline.local.pipeline import LocalPipelineRun
             from stage_b.process import process_stage_b
 
-            run = PipelineRun(stage_b=[process_stage_b(message, services)])
+            run = LocalPipelineRun(stage_b=[process_stage_b(message, services)])
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
     print_json(

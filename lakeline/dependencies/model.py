@@ -47,13 +47,17 @@ from lakeline.dependencies.dates import (
     shift_problem,
 )
 from lakeline.dependencies.statements import step_problem
-from lakeline.dependencies.tokens import BUILTIN_TOKENS, builtin_token_values, substitute_tokens, undefined_tokens
+from lakeline.dependencies.tokens import (
+    BUILTIN_TOKENS,
+    TOKEN_PATTERN,
+    builtin_token_values,
+    substitute_tokens,
+    undefined_tokens,
+)
 from lakeline.errors import InvalidInputError, validation_problems
 from lakeline.names import check_identifier, check_qualified_table
 
 MAX_SOURCES = 50  # keeps every change of one item inside a single DynamoDB transaction (100 actions)
-TOKEN_NAME = r"\$[A-Za-z_][A-Za-z0-9_]*"
-TOKEN_PATTERN = re.compile(rf"^{TOKEN_NAME}$")
 SQL_FILE_PATTERN = re.compile(r"^[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+)*\.sql$")
 
 Usage = Literal["append", "overwrite"]

@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterator, Mapping
 
 from lakeline.errors import InvalidInputError
 
-TOKEN_NAME = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
+TOKEN_PATTERN = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$")
 _SCAN = re.compile(r'\$\$|(?<!")\$[A-Za-z_][A-Za-z0-9_]*')
 BUILTIN_TOKENS = ("$target_database", "$target_table", "$partition_column", "$partition_value", "$environment")
 """Tokens every step may use besides its item's ``date_substitutions`` (values: ``builtin_token_values``)."""
@@ -62,7 +62,7 @@ def undefined_tokens(sql: str, defined: Collection[str]) -> list[str]:
 def substitute_tokens(sql: str, values: Mapping[str, str]) -> str:
     """Replace every defined ``$token`` by its value and every ``$$`` by ``$``; undefined tokens stay."""
     for token in values:
-        if not TOKEN_NAME.fullmatch(token):
+        if not TOKEN_PATTERN.fullmatch(token):
             raise InvalidInputError(f"{token!r} is not a token name ($ then a letter or '_')")
 
     def replace(match: re.Match[str]) -> str:

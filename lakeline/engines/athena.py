@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 THROTTLING_CODES = frozenset({"ThrottlingException", "TooManyRequestsException", "Throttling", "RequestLimitExceeded"})
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 def _throttled(error: ClientError) -> bool:
@@ -79,7 +79,7 @@ class AthenaEngine:
             sleep=sleep,
         )
 
-    def _call(self, operation: Callable[..., T], **kwargs: Any) -> T:
+    def _call(self, operation: Callable[..., _T], **kwargs: Any) -> _T:
         """Call an Athena API, retrying throttling with exponential backoff and jitter (on top of the
         client's own retries: a burst of queries can outlast them)."""
         return call_retrying(

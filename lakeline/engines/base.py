@@ -7,6 +7,9 @@ from typing import Any, Protocol
 
 from lakeline.errors import LakelineError
 
+DEFAULT_DATABASE = "default"
+"""The database an unqualified table name is in when a statement runs without one (Athena's and Spark's)."""
+
 
 @dataclass(frozen=True)
 class Column:

@@ -16,12 +16,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from lakeline.engines.serdes import LAZY_SIMPLE
 from lakeline.errors import InvalidInputError
 
 SYMLINK_INPUT_FORMAT = "org.apache.hadoop.hive.ql.io.SymlinkTextInputFormat"
 MULTILINE_PROPERTY = "lakeline.multiline_fields"
 """A table property of Lakeline's own: a CSV table whose quoted fields span lines (only Spark reads those)."""
-LAZY_SIMPLE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 
 
 @dataclass(frozen=True)

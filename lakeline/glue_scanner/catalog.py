@@ -23,7 +23,7 @@ from lakeline.errors import InvalidInputError
 _MAX_LINKS = 8
 
 
-def normalize_location(location: str) -> str:
+def canonical_location(location: str) -> str:
     """``s3a://b/p/`` and ``s3://b/p`` are the same place."""
     text = location.strip()
     for scheme in ("s3a://", "s3n://"):
@@ -125,13 +125,13 @@ class GlueCatalog:
 
     def table_at(self, location: str) -> tuple[str, str] | None:
         """The one table stored at ``location``, or ``None`` (none, or several: not guessed)."""
-        wanted = normalize_location(location)
+        wanted = canonical_location(location)
         found = []
         for key, entry in self.tables.items():
             if entry.get("TableType") == "VIRTUAL_VIEW":
                 continue
             stored = (entry.get("StorageDescriptor") or {}).get("Location")
-            if stored and normalize_location(str(stored)) == wanted:
+            if stored and canonical_location(str(stored)) == wanted:
                 found.append(key)
         return found[0] if len(found) == 1 else None
 

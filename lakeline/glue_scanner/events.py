@@ -38,7 +38,7 @@ from lakeline.lineage.openlineage.events import column_lineage_facet
 from lakeline.lineage.openlineage.naming import DatasetNaming
 from lakeline.lineage.openlineage.producer import LAKELINE_VERSION, PRODUCER, glue_spark_version, owned
 
-INTEGRATION = "GLUE"
+GLUE_INTEGRATION = "GLUE"
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def job_event(
     if run.unresolved:
         run_facets["extractionError"] = _extraction_errors(run)
     job_facets: dict[str, Any] = {
-        "jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration=INTEGRATION, jobType="JOB"),
+        "jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration=GLUE_INTEGRATION, jobType="JOB"),
         "sourceCode": source_code_job.SourceCodeJobFacet(language="python", sourceCode=run.script),
     }
     if run.script_location:

@@ -46,7 +46,7 @@ from lakeline.glue_scanner.folder import (
     safe_name,
     tables_file,
     write_atomic,
-    write_json,
+    write_folder_json,
 )
 
 
@@ -116,7 +116,7 @@ def extract_catalog(glue: Any, out: Path, report: ExtractReport, progress: Progr
     except (ClientError, BotoCoreError) as error:
         report.errors.append(ExtractError("catalog", f"cannot list databases: {_describe(error)}"))
         return
-    write_json(out / DATABASES_FILE, {"DatabaseList": aws_json(databases)})
+    write_folder_json(out / DATABASES_FILE, {"DatabaseList": aws_json(databases)})
     report.databases = len(databases)
     progress.phase("catalog", len(databases))
     for database in databases:
@@ -126,7 +126,7 @@ def extract_catalog(glue: Any, out: Path, report: ExtractReport, progress: Progr
         except (ClientError, BotoCoreError) as error:
             report.errors.append(ExtractError(f"database {name}", f"cannot list tables: {_describe(error)}"))
         else:
-            write_json(out / tables_file(name), {"TableList": aws_json(tables)})
+            write_folder_json(out / tables_file(name), {"TableList": aws_json(tables)})
             report.tables += len(tables)
         progress.advance(name)
 
@@ -150,7 +150,7 @@ def extract_connections(glue: Any, out: Path, report: ExtractReport) -> None:
     except (ClientError, BotoCoreError) as error:
         report.errors.append(ExtractError("connections", f"cannot list connections: {_describe(error)}"))
         return
-    write_json(out / CONNECTIONS_FILE, {"ConnectionList": without_secrets(aws_json(connections))})
+    write_folder_json(out / CONNECTIONS_FILE, {"ConnectionList": without_secrets(aws_json(connections))})
     report.connections = len(connections)
 
 
@@ -174,7 +174,7 @@ def extract_job(s3: Any, job: Mapping[str, Any], jobs_dir: Path) -> list[str]:
     final = jobs_dir / safe_name(str(job["Name"]))
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=jobs_dir))
     try:
-        write_json(staging / JOB_FILE, {"Job": aws_json(job)})
+        write_folder_json(staging / JOB_FILE, {"Job": aws_json(job)})
         location = str((job.get("Command") or {}).get("ScriptLocation") or "")
         downloads: list[tuple[str, str, Path]] = []
         if location:
@@ -221,7 +221,7 @@ def extract(
     listener = progress or _Silent()
     report = ExtractReport()
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / CONNECTION_FILE, {"Region": region, "AccountId": account})
+    write_folder_json(out / CONNECTION_FILE, {"Region": region, "AccountId": account})
     extract_catalog(glue, out, report, listener)
     extract_connections(glue, out, report)
     try:

@@ -80,7 +80,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_json(path: Path, document: Any) -> None:
+def write_folder_json(path: Path, document: Any) -> None:
     write_atomic(path, (json.dumps(document, indent=2, sort_keys=False) + "\n").encode("utf-8"))
 
 

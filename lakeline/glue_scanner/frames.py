@@ -153,7 +153,7 @@ def resolve_name(frame: Frame, name: str, site: Site) -> tuple[Dependencies, tup
     return union(*(identity_of(member, plain) for member in frame.open_groups[0] if member)), ()
 
 
-def dependencies(frame: Frame, expression: ColExpr, site: Site) -> tuple[Dependencies, tuple[Problem, ...]]:
+def expression_dependencies(frame: Frame, expression: ColExpr, site: Site) -> tuple[Dependencies, tuple[Problem, ...]]:
     """Dependencies of a column expression evaluated over ``frame``."""
     problems: list[Problem] = []
 
@@ -240,7 +240,7 @@ def select(frame: Frame, items: Sequence[ColExpr], site: Site) -> Frame:
             if source.is_open:
                 keep_open = True
             continue
-        deps, found = dependencies(frame, item, site)
+        deps, found = expression_dependencies(frame, item, site)
         problems.extend(found)
         columns.append(OutputColumn(name_of(item), deps))
     return replace(
@@ -254,7 +254,7 @@ def select(frame: Frame, items: Sequence[ColExpr], site: Site) -> Frame:
 
 
 def with_column(frame: Frame, name: str, expression: ColExpr, site: Site) -> Frame:
-    deps, problems = dependencies(frame, expression, site)
+    deps, problems = expression_dependencies(frame, expression, site)
     column = OutputColumn(name, deps)
     key = name.lower()
     if _matching(frame.columns, key):
@@ -296,7 +296,7 @@ def indirect(frame: Frame, expressions: Sequence[ColExpr], subtype: Subtype, sit
     problems: list[Problem] = []
     parts = []
     for expression in expressions:
-        deps, found = dependencies(frame, expression, site)
+        deps, found = expression_dependencies(frame, expression, site)
         parts.append(deps)
         problems.extend(found)
     return replace(
@@ -371,7 +371,7 @@ def join_on(left: Frame, right: Frame, condition: ColExpr | None, how: str, site
     dataset = both.dataset
     problems: tuple[Problem, ...] = ()
     if condition is not None:
-        deps, problems = dependencies(both, condition, site)
+        deps, problems = expression_dependencies(both, condition, site)
         dataset = union(dataset, as_indirect(deps, Subtype.JOIN))
     if how.lower() in _LEFT_ONLY:
         return replace(left, dataset=dataset, problems=merge_problems(both.problems, problems))

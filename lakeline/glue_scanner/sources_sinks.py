@@ -8,16 +8,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from lakeline.engines.base import TableSchema
+from lakeline.engines.base import DEFAULT_DATABASE, TableSchema
 from lakeline.glue_scanner import frames as fr
-from lakeline.glue_scanner.catalog import normalize_location
+from lakeline.glue_scanner.catalog import canonical_location
 from lakeline.glue_scanner.column_exprs import Problem, Site
 from lakeline.glue_scanner.connections import Endpoints
 from lakeline.glue_scanner.datasets import NamingError
 from lakeline.glue_scanner.frames import Frame, merge_problems, opaque_frame
 from lakeline.glue_scanner.script_analysis import ScriptAnalysis, ScriptContext, Write
 from lakeline.glue_scanner.spark_columns import SparkColumns
-from lakeline.glue_scanner.spark_sql import DEFAULT_DATABASE
 from lakeline.glue_scanner.values import Const, Dict, FrameValue, Unknown, Value, const_str, flatten, literal
 from lakeline.lineage.columns.model import OutputColumn
 
@@ -98,7 +97,7 @@ class SourcesAndSinks(SparkColumns):
         table = self.catalog.table_at(path)
         if table is not None:
             return f"{table[0]}.{table[1]}", self.catalog.schema_or_none(*table)
-        return normalize_location(path), None
+        return canonical_location(path), None
 
     def path_sources(self, paths: Sequence[Value], node: ast.AST, *, dynamic: bool) -> Frame:
         site = self.site(node)

@@ -20,7 +20,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from lakeline.engines.base import Column, TableNotFound, TableSchema
+from lakeline.engines.base import DEFAULT_DATABASE, Column, TableNotFound, TableSchema
 from lakeline.errors import LakelineError
 from lakeline.glue_scanner.catalog import GlueCatalog
 from lakeline.glue_scanner.column_exprs import Problem, Site
@@ -38,7 +38,6 @@ from lakeline.lineage.columns.sql import SqlColumnLineage
 
 TEMP_VIEW_DATABASE = "lakeline_temp_views"
 """Where temp views live while a statement is analysed; never a dataset of the results."""
-DEFAULT_DATABASE = "default"
 
 
 @dataclass(frozen=True)

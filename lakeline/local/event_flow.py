@@ -37,6 +37,7 @@ from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, MAX_RECEIVE_COUNT, LocalCloud
 from lakeline.local.full_disk import DiskFull, full_disk
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
+from lakeline.local.pipeline import Listener
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.workspace import Workspace
 from lakeline.settings import PipelineSettings
@@ -53,14 +54,13 @@ from stage_b.finish import publish_stage_b
 from stage_b.ledger import DynamoDBAppliedMessages
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
-from stage_b.process import StageBServices, plan_message
+from stage_b.process import StageBServices, plan_local_message
 from stage_b.run import StageBStepFailed, execute_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
 from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
 
 LOCAL_RAW_BUCKET = "local-raw"
-Listener = Callable[[str, str], None]
 
 
 @dataclass
@@ -326,7 +326,7 @@ class EventFlow:
         self._run_stage_b(plan)
 
     def _plan_b(self, message: StageBMessage, run_token: str, lease: Lease | None) -> StageBPlan:
-        return plan_message(message, self.services, run_token, lease=lease)
+        return plan_local_message(message, self.services, run_token, lease=lease)
 
     def _run_stage_b(self, plan: StageBPlan) -> None:
         message = StageBMessage.model_validate(plan.message)

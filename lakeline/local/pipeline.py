@@ -29,7 +29,7 @@ class FailedMessage:
 
 
 @dataclass
-class PipelineRun:
+class LocalPipelineRun:
     stage_a: list[StageAResult] = field(default_factory=list)
     stage_b: list[StageBOutcome] = field(default_factory=list)
     failed: list[FailedMessage] = field(default_factory=list)
@@ -48,8 +48,8 @@ class LocalPipeline:
         self.services = services
         self._notify = listener or (lambda _stage, _what: None)
 
-    def process_arrival(self, key: str) -> PipelineRun:
-        run = PipelineRun()
+    def process_arrival(self, key: str) -> LocalPipelineRun:
+        run = LocalPipelineRun()
         self._notify("stage A", key)
         result = run_local_arrival(self.engine, self.workspace, key, self.services.settings)
         run.stage_a.append(result)
@@ -65,13 +65,13 @@ class LocalPipeline:
         self.drain(routing.messages, run)
         return run
 
-    def _set_aside(self, unrouted: list[Unrouted], run: PipelineRun) -> None:
+    def _set_aside(self, unrouted: list[Unrouted], run: LocalPipelineRun) -> None:
         for target in unrouted:
             run.unrouted.append(target)
             self._notify("failed", target.describe())
 
-    def drain(self, messages: list[StageBMessage], run: PipelineRun | None = None) -> PipelineRun:
-        run = run or PipelineRun()
+    def drain(self, messages: list[StageBMessage], run: LocalPipelineRun | None = None) -> LocalPipelineRun:
+        run = run or LocalPipelineRun()
         queue = deque(messages)
         while queue:
             message = queue.popleft()

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 COUNTRIES = ("es", "fr", "de", "it", "pt", "us")
-STATUSES = ("placed", "shipped", "delivered", "returned")
+ORDER_STATUSES = ("placed", "shipped", "delivered", "returned")
 
 
 @dataclass(frozen=True)
@@ -58,12 +58,12 @@ def write_orders_parquet(spark: SparkSession, raw_dir: Path, day: str, rows: int
     target = raw_dir / key
     if target.exists():
         return SampleFile(key, rows)
-    statuses = ", ".join(f"'{status}'" for status in STATUSES)
+    statuses = ", ".join(f"'{status}'" for status in ORDER_STATUSES)
     frame = spark.range(rows).selectExpr(
         f"CAST({day} AS BIGINT) * 100000 + id AS order_id",
         f"CAST({int(day) % 10_000} AS BIGINT) * 100000 + (id * 7919) % {max(rows, 1)} AS customer_id",
         "ROUND(((id * 2654435761) % 100000) / 100.0, 2) AS amount",
-        f"element_at(array({statuses}), CAST(id % {len(STATUSES)} AS INT) + 1) AS status",
+        f"element_at(array({statuses}), CAST(id % {len(ORDER_STATUSES)} AS INT) + 1) AS status",
     )
     write_single_parquet(frame, target)
     return SampleFile(key, rows)

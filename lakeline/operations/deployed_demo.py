@@ -16,7 +16,7 @@ from lakeline.local.rehearsal import timings
 from lakeline.operations.deployed_run import DeployedProject, DeployedRun
 
 
-def run_demo(workspace_dir: Path, console: Console) -> DeployedRun:
+def run_deployed_demo(workspace_dir: Path, console: Console) -> DeployedRun:
     started = time.monotonic()
     config = demo_config(workspace_dir)
     console.print(f"[bold]Lakeline demo[/] in {config.workspace}: the deployed system, on this machine")

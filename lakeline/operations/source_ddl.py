@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lakeline.engines.serdes import JSON_SERDE, OPEN_CSV
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.catalog import inferred_columns, raw_format
 from lakeline.names import ddl_name, string_literal
 from lakeline.settings import PipelineSettings
 from stage_a.keys import RawObject
 
-OPEN_CSV = "org.apache.hadoop.hive.serde2.OpenCSVSerde"
-JSON_SERDE = "org.openx.data.jsonserde.JsonSerDe"
 RAW_STORAGE = {
     # Athena reads a header line as a row unless told to skip it; OpenCSVSerde reads RFC 4180 quoting.
     "csv": f"ROW FORMAT SERDE '{OPEN_CSV}' WITH SERDEPROPERTIES ('separatorChar' = ',', 'quoteChar' = '\"') "

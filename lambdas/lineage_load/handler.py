@@ -71,7 +71,7 @@ def parse_message(record: SQSRecord) -> LineageRecord | None:
         return None
 
 
-def write_batch(results: Sequence[tuple[str, LineageRecord | None]]) -> Mapping[str, str]:
+def load_batch(results: Sequence[tuple[str, LineageRecord | None]]) -> Mapping[str, str]:
     records = [(message_id, record) for message_id, record in results if record is not None]
     report = loader().load(records)
     metrics.add_metric(name="LineageRecordsLoaded", unit=MetricUnit.Count, value=report.records)
@@ -97,7 +97,7 @@ def write_batch(results: Sequence[tuple[str, LineageRecord | None]]) -> Mapping[
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    processor = BufferedSqsBatchProcessor(flush=write_batch)
+    processor = BufferedSqsBatchProcessor(flush=load_batch)
     return dict(
         process_partial_response(event=event, record_handler=parse_message, processor=processor, context=context)
     )

@@ -22,7 +22,7 @@ from constructs import Construct
 
 from stacks.constructs.functions import LakelineFunction
 
-PERIOD = Duration.minutes(5)
+ALARM_PERIOD = Duration.minutes(5)
 
 
 class FailureAlarms(Construct):
@@ -39,15 +39,21 @@ class FailureAlarms(Construct):
         super().__init__(scope, construct_id)
         self.action = actions.SnsAction(topic)
         for name, machine in state_machines.items():
-            self._alarm(machine.metric_failed(period=PERIOD), f"{name}ExecutionsFailed", f"{name}: an execution failed")
             self._alarm(
-                machine.metric_timed_out(period=PERIOD), f"{name}ExecutionsTimedOut", f"{name}: an execution timed out"
+                machine.metric_failed(period=ALARM_PERIOD), f"{name}ExecutionsFailed", f"{name}: an execution failed"
             )
             self._alarm(
-                machine.metric_aborted(period=PERIOD), f"{name}ExecutionsAborted", f"{name}: an execution was aborted"
+                machine.metric_timed_out(period=ALARM_PERIOD),
+                f"{name}ExecutionsTimedOut",
+                f"{name}: an execution timed out",
             )
             self._alarm(
-                machine.metric_throttled(period=PERIOD),
+                machine.metric_aborted(period=ALARM_PERIOD),
+                f"{name}ExecutionsAborted",
+                f"{name}: an execution was aborted",
+            )
+            self._alarm(
+                machine.metric_throttled(period=ALARM_PERIOD),
                 f"{name}ExecutionThrottled",
                 f"{name}: Step Functions throttled the machine's executions or state transitions (its quota)",
             )
@@ -55,12 +61,12 @@ class FailureAlarms(Construct):
             # Named by the function's place in the stack (StageA/Router → StageARouterErrors): unique and stable.
             place = "".join(function.node.path.split("/")[1:])
             self._alarm(
-                function.function.metric_errors(period=PERIOD),
+                function.function.metric_errors(period=ALARM_PERIOD),
                 f"{place}Errors",
                 f"{function.node.path}: the function raised an error",
             )
             self._alarm(
-                function.function.metric_throttles(period=PERIOD),
+                function.function.metric_throttles(period=ALARM_PERIOD),
                 f"{place}Throttles",
                 f"{function.node.path}: invocations were refused for concurrency (the account's or the queue's)",
             )

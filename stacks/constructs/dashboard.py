@@ -22,7 +22,7 @@ from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.workflow import THROTTLED
 
 NAMESPACE = "Lakeline"
-PERIOD = Duration.minutes(5)
+GRAPH_PERIOD = Duration.minutes(5)
 WIDTH = 12  # two widgets a row (the grid is 24 wide)
 
 
@@ -40,13 +40,13 @@ def throttled_tasks(scope: Construct, stage: str, log_group: logs.ILogGroup) -> 
         metric_value="1",
         default_value=0,
     )
-    return metric_filter.metric(period=PERIOD, statistic="Sum")
+    return metric_filter.metric(period=GRAPH_PERIOD, statistic="Sum")
 
 
 def depths(queues: Mapping[str, sqs.IQueue]) -> list[cloudwatch.IMetric]:
     """The most messages each of ``queues`` held in a period, labelled by its name."""
     return [
-        queue.metric_approximate_number_of_messages_visible(period=PERIOD, label=name, statistic="Maximum")
+        queue.metric_approximate_number_of_messages_visible(period=GRAPH_PERIOD, label=name, statistic="Maximum")
         for name, queue in queues.items()
     ]
 
@@ -74,12 +74,12 @@ class PipelineDashboard(Construct):
                 title=f"{stage} executions",
                 width=WIDTH,
                 left=[
-                    machine.metric_started(period=PERIOD, label="started"),
-                    machine.metric_succeeded(period=PERIOD, label="succeeded"),
-                    machine.metric_failed(period=PERIOD, label="failed"),
-                    machine.metric_aborted(period=PERIOD, label="aborted"),
-                    machine.metric_timed_out(period=PERIOD, label="timed out"),
-                    machine.metric_throttled(period=PERIOD, label="throttled"),
+                    machine.metric_started(period=GRAPH_PERIOD, label="started"),
+                    machine.metric_succeeded(period=GRAPH_PERIOD, label="succeeded"),
+                    machine.metric_failed(period=GRAPH_PERIOD, label="failed"),
+                    machine.metric_aborted(period=GRAPH_PERIOD, label="aborted"),
+                    machine.metric_timed_out(period=GRAPH_PERIOD, label="timed out"),
+                    machine.metric_throttled(period=GRAPH_PERIOD, label="throttled"),
                 ],
             )
             for stage, (machine, _) in state_machines.items()
@@ -87,7 +87,7 @@ class PipelineDashboard(Construct):
         arrived = cloudwatch.GraphWidget(
             title="Arrivals (raw files and re-sent records into stage A's queue)",
             width=WIDTH,
-            left=[arrivals.metric_number_of_messages_sent(period=PERIOD, label="arrivals", statistic="Sum")],
+            left=[arrivals.metric_number_of_messages_sent(period=GRAPH_PERIOD, label="arrivals", statistic="Sum")],
         )
         waiting = cloudwatch.GraphWidget(
             title="Messages waiting (queues)",
@@ -95,7 +95,7 @@ class PipelineDashboard(Construct):
             left=depths(queues),
             right=[
                 queue.metric_approximate_age_of_oldest_message(
-                    period=PERIOD, label=f"{name} oldest (s)", statistic="Maximum"
+                    period=GRAPH_PERIOD, label=f"{name} oldest (s)", statistic="Maximum"
                 )
                 for name, queue in queues.items()
             ],
@@ -118,7 +118,7 @@ class PipelineDashboard(Construct):
                     namespace="AWS/Athena",
                     metric_name="ProcessedBytes",
                     dimensions_map={"WorkGroup": workgroup, "QueryState": "SUCCEEDED", "QueryType": "DML"},
-                    period=PERIOD,
+                    period=GRAPH_PERIOD,
                     statistic="Sum",
                     label=workgroup,
                 )
@@ -128,12 +128,12 @@ class PipelineDashboard(Construct):
         errors = cloudwatch.GraphWidget(
             title="Function errors",
             width=WIDTH,
-            left=[f.function.metric_errors(period=PERIOD, label=f.node.path.split("/", 1)[1]) for f in listed],
+            left=[f.function.metric_errors(period=GRAPH_PERIOD, label=f.node.path.split("/", 1)[1]) for f in listed],
         )
         throttles = cloudwatch.GraphWidget(
             title="Function throttles",
             width=WIDTH,
-            left=[f.function.metric_throttles(period=PERIOD, label=f.node.path.split("/", 1)[1]) for f in listed],
+            left=[f.function.metric_throttles(period=GRAPH_PERIOD, label=f.node.path.split("/", 1)[1]) for f in listed],
         )
         self.dashboard.add_widgets(*executions)
         self.dashboard.add_widgets(arrived, waiting)

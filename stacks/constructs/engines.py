@@ -1,7 +1,7 @@
-"""How a stage's writes run in the cloud, one strategy per deployment engine behind ``Engine``.
+"""How a stage's writes run in the cloud, one strategy per deployment engine behind ``EngineSteps``.
 
-``AthenaEngine``: one native ``athena:startQueryExecution.sync`` task per statement, in the workgroup.
-``SparkEngine``: one ``glue:startJobRun.sync`` task running ``lakeline/glue_jobs/stage_job.py``, Lakeline's
+``AthenaEngineSteps``: one native ``athena:startQueryExecution.sync`` task per statement, in the workgroup.
+``SparkEngineSteps``: one ``glue:startJobRun.sync`` task running ``lakeline/glue_jobs/stage_job.py``, Lakeline's
 Spark engine on AWS Glue for Spark against the Glue Data Catalog, which runs the plan's statements itself.
 
 Each strategy gives a stage's state machine the fragment that writes a run's new partition version: it
@@ -28,7 +28,7 @@ STEP_TIMES = "$.step_times"
 """Where the Athena engine keeps a stage B run's step times (``stage_b.failures.StepTime``, one per step)."""
 
 
-class Engine(ABC):
+class EngineSteps(ABC):
     """The Step Functions fragments that run a stage A plan and a stage B plan."""
 
     stage_b_step_times: str | None = None
@@ -79,7 +79,7 @@ class Engine(ABC):
         return has_temp
 
 
-class AthenaEngine(Engine):
+class AthenaEngineSteps(EngineSteps):
     """Each statement of the plan as its own Athena task."""
 
     stage_b_step_times = STEP_TIMES
@@ -256,7 +256,7 @@ class AthenaEngine(Engine):
         return reconcile
 
 
-class SparkEngine(Engine):
+class SparkEngineSteps(EngineSteps):
     """The whole plan (reconcile, writes, drop) as one run of the Glue job."""
 
     def __init__(self, job: SparkJob) -> None:

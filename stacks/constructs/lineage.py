@@ -21,7 +21,7 @@ from lambdas.environments import (
 )
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.queues import EVENT_MAX_AGE, EVENT_RETRIES, DeadLetterQueue, QueueWithDeadLetters
-from stacks.contracts import environment
+from stacks.contracts import handler_environment
 from stacks.storage_refs import StorageImports
 
 
@@ -49,7 +49,7 @@ class Lineage(Construct):
             "Input",
             handler_package="lineage_input",
             description="Lineage requests (single or batched) → standard records → the lineage queue",
-            environment=environment(
+            environment=handler_environment(
                 LineageInputEnvironment, queue_url=self.queue.queue.queue_url, ttl_hours=str(ttl_hours)
             ),
         )
@@ -60,7 +60,7 @@ class Lineage(Construct):
             "Load",
             handler_package="lineage_load",
             description="Lineage queue → lineage table, batched writes",
-            environment=environment(
+            environment=handler_environment(
                 LineageLoadEnvironment,
                 table_name=table_name,
                 dead_letter_queue_url=self.queue.dead_letter_queue.queue_url,
@@ -85,7 +85,7 @@ class Lineage(Construct):
             "Schedule",
             handler_package="lineage_schedule",
             description="Nightly: queue every root recorded since the last trace (no table scan)",
-            environment=environment(
+            environment=handler_environment(
                 LineageScheduleEnvironment,
                 table_name=table_name,
                 trace_queue_url=self.trace_queue.queue.queue_url,
@@ -118,7 +118,7 @@ class Lineage(Construct):
             "Trace",
             handler_package="lineage_trace",
             description="Trace queue → rebuild each root's tree → archive JSON Lines",
-            environment=environment(
+            environment=handler_environment(
                 LineageTraceEnvironment,
                 table_name=table_name,
                 archive_bucket=archive.bucket_name,
@@ -139,7 +139,7 @@ class Lineage(Construct):
             "Expired",
             handler_package="lineage_expired",
             description="Lineage table stream: archive items TTL deleted before they were traced",
-            environment=environment(
+            environment=handler_environment(
                 LineageExpiredEnvironment,
                 table_name=table_name,
                 archive_bucket=archive.bucket_name,

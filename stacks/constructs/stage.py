@@ -27,7 +27,7 @@ from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.queues import QueueWithDeadLetters
 from stacks.constructs.statements import StatementRunner
 from stacks.constructs.workflow import add_retry, failure_marker, failure_recorder, logged_state_machine
-from stacks.contracts import InputPath, environment, variable
+from stacks.contracts import InputPath, handler_environment, variable
 from stacks.storage_refs import StorageImports
 from stage_b.onward import RoutingEnvironment
 
@@ -80,7 +80,7 @@ def routing_environment(
     storage: StorageImports, queue_b: QueueWithDeadLetters, lineage_queue: QueueWithDeadLetters
 ) -> dict[str, str]:
     """What a post-update function needs to record lineage and route a finished partition onwards."""
-    return environment(
+    return handler_environment(
         RoutingEnvironment,
         lineage_queue_url=lineage_queue.queue.queue_url,
         dependencies_table=storage.table_name("Dependencies"),
@@ -127,7 +127,7 @@ def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[st
         handler_package="partition_commit",
         description="Commit a run's prefix as its partition's next version (compare-and-swap under its lease)",
         timeout=Duration.minutes(5),
-        environment=environment(CommitEnvironment, pipeline_state_table=storage.table_name("PipelineState")),
+        environment=handler_environment(CommitEnvironment, pipeline_state_table=storage.table_name("PipelineState")),
     )
     storage.table("PipelineState").grant_read_write_data(function.function)
     for bucket in buckets:
@@ -242,14 +242,14 @@ class StageWorkflow:
             handler_package=handler_package,
             description=description,
             environment={
-                **environment(
+                **handler_environment(
                     RouterEnvironment,
                     state_machine_arn=self.state_machine.state_machine_arn,
                     dead_letter_queue_url=queue.dead_letter_queue.queue_url,
                     pipeline_state_table=storage.table_name("PipelineState"),
                 ),
                 **stage_environment,
-                **environment(
+                **handler_environment(
                     RouterEnvironment,
                     stage_bucket=storage.bucket("Stage").bucket_name,
                     pipeline_environment=settings.pipeline_environment,

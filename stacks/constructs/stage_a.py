@@ -31,7 +31,7 @@ from stacks.constructs.stage import (
     routing_environment,
 )
 from stacks.constructs.statements import StatementRunner
-from stacks.contracts import STAGE_A_PLAN, environment, variable
+from stacks.contracts import STAGE_A_PLAN, handler_environment, variable
 from stacks.storage_refs import StorageImports
 from stage_a.by_name import MARKER as BY_NAME_MARKER
 
@@ -88,7 +88,7 @@ class StageA(Construct):
             "Failure",
             handler_package="stage_a_failure",
             description="Stage A failure: remove a failed run's output, end its lease, dead-letter its arrivals",
-            environment=environment(
+            environment=handler_environment(
                 StageAFailureEnvironment,
                 stage_a_dead_letter_queue_url=self.queue.dead_letter_queue.queue_url,
                 lineage_queue_url=lineage_queue.queue.queue_url,
@@ -171,7 +171,7 @@ class StageA(Construct):
             description="Queue A: validate arrivals, take the partition's lease, plan, start one execution per run",
             queue=self.queue,
             settings=router_settings,
-            stage_environment=environment(
+            stage_environment=handler_environment(
                 StageARouterEnvironment,
                 raw_bucket=storage.bucket("Raw").bucket_name,
                 stage_a_queue_url=self.queue.queue.queue_url,

@@ -27,7 +27,7 @@ from stacks.constructs.stage import (
     routing_environment,
 )
 from stacks.constructs.statements import StatementRunner
-from stacks.contracts import STAGE_B_MESSAGE, STAGE_B_PLAN, environment, variable
+from stacks.contracts import STAGE_B_MESSAGE, STAGE_B_PLAN, handler_environment, variable
 from stacks.storage_refs import StorageImports
 
 
@@ -50,7 +50,7 @@ class StageB(Construct):
             "Failure",
             handler_package="stage_b_failure",
             description="Stage B failure: remove partial output, record the failed step",
-            environment=environment(
+            environment=handler_environment(
                 StageBFailureEnvironment,
                 lineage_queue_url=lineage_queue.queue.queue_url,
                 dead_letter_queue_url=queue_b.dead_letter_queue.queue_url,
@@ -123,7 +123,7 @@ class StageB(Construct):
             description="Queue B: take the target partition's lease, plan, start one execution per run",
             queue=queue_b,
             settings=router_settings,
-            stage_environment=environment(
+            stage_environment=handler_environment(
                 StageBRouterEnvironment,
                 dependencies_table=storage.table_name("Dependencies"),
                 artifacts_bucket=storage.bucket("Artifacts").bucket_name,
@@ -147,7 +147,7 @@ class DependenciesStream(Construct):
             "Function",
             handler_package="dependencies_by_table",
             description="dependencies stream: keep dependencies-by-table in step, refuse cycles",
-            environment=environment(
+            environment=handler_environment(
                 DependenciesStreamEnvironment,
                 dependencies_table=storage.table_name("Dependencies"),
                 by_table_table=storage.table_name("DependenciesByTable"),

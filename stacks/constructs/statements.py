@@ -1,5 +1,5 @@
 """Where a stage's SQL runs: the Athena workgroup (every deployment has one: the catalog swaps run there
-whatever the engine), the grants on the catalog and the data, and the deployment's ``Engine`` strategy,
+whatever the engine), the grants on the catalog and the data, and the deployment's ``EngineSteps`` strategy,
 with the Glue for Spark job when the engine is ``spark``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from constructs import Construct
 
 from stacks.config import LakelineConfig
 from stacks.constructs.athena import AthenaWorkgroup
-from stacks.constructs.engines import AthenaEngine, Engine, SparkEngine
+from stacks.constructs.engines import AthenaEngineSteps, EngineSteps, SparkEngineSteps
 from stacks.constructs.glue_job import SparkJob
 from stacks.constructs.grants import PipelineGrants
 from stacks.storage_refs import StorageImports
@@ -28,9 +28,9 @@ class StatementRunner(Construct):
         )
         self.grants = PipelineGrants(self, environment=config.environment, storage=storage, workgroup=self.workgroup)
         self.spark_job: SparkJob | None = None
-        self.engine: Engine
+        self.engine: EngineSteps
         if config.engine == "spark":
             self.spark_job = SparkJob(self, config=config, storage=storage, grants=self.grants)
-            self.engine = SparkEngine(self.spark_job)
+            self.engine = SparkEngineSteps(self.spark_job)
         else:
-            self.engine = AthenaEngine(self.workgroup)
+            self.engine = AthenaEngineSteps(self.workgroup)

@@ -21,17 +21,17 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from lakeline.aws.stepfunctions import STATUS_CHANGE
 from lambdas.environments import StrandedRunEnvironment, StrandedSweepEnvironment
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import EVENT_MAX_AGE, DeadLetterQueue, QueueWithDeadLetters
 from stacks.constructs.stage import grant_partition_state
 from stacks.constructs.statements import StatementRunner
-from stacks.contracts import environment, variable
+from stacks.contracts import handler_environment, variable
 from stacks.storage_refs import StorageImports
 from stage_end.stranded import ENDED_OUTSIDE_CATCH
 
-STATUS_CHANGE = "Step Functions Execution Status Change"
 SWEEP_SCHEDULE = Duration.minutes(15)
 """How often the sweep looks: a stranded partition waits at most this long past its lease."""
 
@@ -60,7 +60,7 @@ class StrandedRuns(Construct):
             handler_package="stranded_run",
             description="An execution ended outside its Catch: end its run as a failure (lease, parking, follow-up)",
             timeout=Duration.minutes(5),
-            environment=environment(
+            environment=handler_environment(
                 StrandedRunEnvironment,
                 stage_a_state_machine_arn=machine_a.state_machine_arn,
                 stage_b_state_machine_arn=machine_b.state_machine_arn,
@@ -113,7 +113,7 @@ class StrandedRuns(Construct):
             handler_package="stranded_sweep",
             description="Scheduled: start the follow-up of arrivals waiting behind an expired or free lease",
             timeout=Duration.minutes(5),
-            environment=environment(
+            environment=handler_environment(
                 StrandedSweepEnvironment,
                 pipeline_state_table=storage.table_name("PipelineState"),
                 stage_a_follow_up_queue_url=queue_a.follow_ups.queue_url,

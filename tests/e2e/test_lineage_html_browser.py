@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, LineageTree
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldLineageTree, FieldRef
 from lakeline.lineage.viewer.html import build_lineage_graph, dataset_id, job_id, write_lineage_html
 from tests.unit.test_lineage_html import (
     NAMESPACE,
@@ -118,7 +118,7 @@ def test_every_dataset_and_job_is_drawn(
     assert body["data-rendered"] == str(len(graph.node_ids))
 
 
-def tree_links(tree: LineageTree) -> set[tuple[str, str]]:
+def tree_links(tree: FieldLineageTree) -> set[tuple[str, str]]:
     """(source column, target column or whole dataset) of every link in a ``ColumnGraph`` tree."""
     links = set()
     for child in tree.children:

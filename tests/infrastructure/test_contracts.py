@@ -21,7 +21,15 @@ from lakeline.lambda_support import RouterEnvironment
 from stacks import contracts
 from stacks.constructs import engines
 from stacks.constructs import stage as stage_module
-from stacks.contracts import STAGE_A_PLAN, STAGE_B_STEP, ContractError, InputPath, environment, field_names, variable
+from stacks.contracts import (
+    STAGE_A_PLAN,
+    STAGE_B_STEP,
+    ContractError,
+    InputPath,
+    field_names,
+    handler_environment,
+    variable,
+)
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -161,7 +169,7 @@ def test_the_stacks_spell_json_paths_from_the_plan_models() -> None:
         InputPath("$.plan", renamed(StageAPlan, "register_raw", "raw_partition_sql"))("register_raw")
     assert variable(RouterEnvironment, "state_machine_arn") == "STATE_MACHINE_ARN"
     with pytest.raises(ContractError):
-        environment(RouterEnvironment, state_machine="arn")
+        handler_environment(RouterEnvironment, state_machine="arn")
 
 
 @pytest.mark.parametrize("engine", ["athena", "spark"])

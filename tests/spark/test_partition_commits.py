@@ -42,7 +42,7 @@ from stage_b.finish import publish_stage_b
 from stage_b.ledger import FileAppliedMessages
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.plan import StageBPlan
-from stage_b.process import StageBServices, plan_message
+from stage_b.process import StageBServices, plan_local_message
 from stage_b.run import execute_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
@@ -339,7 +339,7 @@ class StageB:
         )
 
     def plan(self, message: StageBMessage, run_token: str, lease: Lease | None) -> StageBPlan:
-        return plan_message(message, self.services, run_token, lease=lease)
+        return plan_local_message(message, self.services, run_token, lease=lease)
 
     def arrive(self, message: StageBMessage) -> StageBPlan | None:
         return begin_message(message, self.plan, self.commits)

@@ -22,11 +22,11 @@ from lakeline.lineage.openlineage.table import (
     FieldType,
     StringMap,
     Struct,
-    athena_ddl,
     bind_column_lineage_query,
+    events_athena_ddl,
     events_columns,
-    glue_table_input,
-    spark_ddl,
+    events_glue_table_input,
+    events_spark_ddl,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -108,7 +108,7 @@ def test_glue_and_athena_types_are_lowercase_and_spark_keeps_the_events_names() 
 
 
 def test_glue_definition_projects_dt_partitions_of_the_events_folder() -> None:
-    table = glue_table_input("s3://archive-bucket/openlineage")
+    table = events_glue_table_input("s3://archive-bucket/openlineage")
     assert table["Name"] == "openlineage_events"
     parameters = table["Parameters"]
     assert parameters["projection.enabled"] == "true"
@@ -120,18 +120,18 @@ def test_glue_definition_projects_dt_partitions_of_the_events_folder() -> None:
     assert descriptor["SerdeInfo"]["SerializationLibrary"] == "org.openx.data.jsonserde.JsonSerDe"
     assert [c["Name"] for c in descriptor["Columns"]] == [name for name, _ in events_columns()]
     with pytest.raises(InvalidInputError):
-        glue_table_input("s3://archive-bucket/openlineage/", table="Events; DROP")
+        events_glue_table_input("s3://archive-bucket/openlineage/", table="Events; DROP")
     with pytest.raises(ValueError, match="must be s3://"):
-        glue_table_input("archive-bucket/openlineage/")
+        events_glue_table_input("archive-bucket/openlineage/")
 
 
 def test_athena_and_spark_ddl_are_the_same_table() -> None:
-    ddl = athena_ddl("lineage", "openlineage_events", "s3://archive-bucket/openlineage/")
+    ddl = events_athena_ddl("lineage", "openlineage_events", "s3://archive-bucket/openlineage/")
     assert ddl.startswith("CREATE EXTERNAL TABLE IF NOT EXISTS `lineage`.`openlineage_events` (\n  `eventtype` string,")
     assert "PARTITIONED BY (`dt` string)" in ddl
     assert "'storage.location.template'='s3://archive-bucket/openlineage/dt=${dt}/'" in ddl
     sqlglot.parse_one(ddl, read="athena")  # valid Athena DDL as far as sqlglot can tell
-    spark = spark_ddl("db", "events", "file:///tmp/events")
+    spark = events_spark_ddl("db", "events", "file:///tmp/events")
     assert spark.startswith("CREATE TABLE `db`.`events` (`eventType` string, `eventTime` string,")
     assert spark.endswith("USING json PARTITIONED BY (`dt`) LOCATION 'file:///tmp/events/'")
 

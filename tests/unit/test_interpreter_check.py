@@ -35,6 +35,6 @@ def test_no_node_at_all_says_to_install_it() -> None:
 
 
 def test_without_npm_ci_it_says_to_run_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executions, "RUNNER", tmp_path / "a" / "b" / "c" / "run_execution.mjs")
+    monkeypatch.setattr(executions, "EXECUTION_RUNNER", tmp_path / "a" / "b" / "c" / "run_execution.mjs")
     with pytest.raises(InterpreterMissing, match=r"run `npm ci`"):
         check_interpreter(fake_node(tmp_path, "v22.1.0"))

@@ -17,7 +17,7 @@ def write_manifest(
 ) -> None:
     folder.mkdir(parents=True)
     manifest = {
-        "format": kept_state.FORMAT,
+        "format": kept_state.KEPT_STATE_FORMAT,
         "stacks": ["lakeline-dev-storage"],
         "outputs": {},
         "extra": {"uploads": uploads},

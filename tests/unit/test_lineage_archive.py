@@ -12,12 +12,12 @@ import sqlglot
 from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.archive import (
     LocalArchiveStore,
+    archive_body,
     archive_step,
     expired_object_key,
     parse_archive,
     read_root_lines,
     render_expired,
-    render_tree,
     trace_object_key,
 )
 from lakeline.lineage.records.archive_table import athena_ddl, glue_table_input, spark_ddl
@@ -45,7 +45,7 @@ def sample_tree() -> list[LineageNode]:
 def test_rendered_lines_have_the_seed_shape_a_status_and_the_archive_step_last() -> None:
     tree = build_tree(ROOT, sample_tree())
     location = "s3://archive/dt=2026-11-23/trace-root-7.jsonl"
-    body = render_tree(tree, location=location, action="DATA_COMPACTION", archived_at=AT)
+    body = archive_body(tree, location=location, action="DATA_COMPACTION", archived_at=AT)
     lines = [json.loads(text) for text in body.decode().splitlines()]
     assert [(line["record_id"], line["status"]) for line in lines] == [("c1", "complete"), ("c2", "unterminated")]
     first = lines[0]
@@ -72,7 +72,7 @@ def test_rendered_lines_have_the_seed_shape_a_status_and_the_archive_step_last()
     assert step["parent_id"] == "c1" and step["storage_location"] == location
     assert step["recordedAt"] == int(AT.timestamp())
     # Same tree, same place: the same bytes, including the archive steps' ids.
-    assert render_tree(tree, location=location, action="DATA_COMPACTION", archived_at=AT) == body
+    assert archive_body(tree, location=location, action="DATA_COMPACTION", archived_at=AT) == body
     first_line = parse_archive(body)[0]
     assert first_line.nodes() == [n for n in sample_tree() if n.node_id != "c2"]
 
@@ -89,7 +89,7 @@ def test_local_store_replaces_objects_whole_and_reads_a_roots_lines_back(tmp_pat
     tree = build_tree(ROOT, sample_tree())
     key = trace_object_key(DAY, ROOT)
     for _ in range(2):  # a redelivered trace writes the same object again
-        store.put(key, render_tree(tree, location=store.location(key), action="DATA_COMPACTION", archived_at=AT))
+        store.put(key, archive_body(tree, location=store.location(key), action="DATA_COMPACTION", archived_at=AT))
     expired = {"root_id": ROOT, "node_id": "late", "parent_id": "c1", "action_taken": "X", "recordedAt": 5}
     expired_key = expired_object_key(date(2026, 11, 24), ROOT, "late")
     store.put(

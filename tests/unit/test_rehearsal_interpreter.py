@@ -7,13 +7,17 @@ import json
 import subprocess
 from typing import Any
 
-from lakeline.local.rehearsal.executions import RUNNER
+from lakeline.local.rehearsal.executions import EXECUTION_RUNNER
 
 
 def run(definition: dict[str, Any], input: Any) -> dict[str, Any]:
     request = {"start": "execution", "definition": definition, "input": input, "context": {}}
     done = subprocess.run(
-        ["node", str(RUNNER)], input=json.dumps(request) + "\n", capture_output=True, text=True, cwd=RUNNER.parent
+        ["node", str(EXECUTION_RUNNER)],
+        input=json.dumps(request) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=EXECUTION_RUNNER.parent,
     )
     (line,) = done.stdout.splitlines()
     message = json.loads(line)

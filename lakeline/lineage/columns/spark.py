@@ -77,7 +77,7 @@ PASS_THROUGH_PLANS = frozenset(
         "Subquery",
     }
 )
-POSITION_GENERATORS = frozenset({"PosExplode"})
+SPARK_POSITION_GENERATORS = frozenset({"PosExplode"})
 SUBQUERY_EXPRESSIONS = frozenset({"ScalarSubquery", "ListQuery", "Exists", "LateralSubquery"})
 LEFT_ONLY_JOINS = ("LeftSemi", "LeftAnti")
 
@@ -332,7 +332,7 @@ class _PlanWalker:
                 name, expr_id = str(attribute.fields.get("name")), _expr_id(attribute)
                 # posexplode's first column is the element's position: computed from the array, like its
                 # values (see lineage.columns.sql.POSITION), but no value of it, as its expression says.
-                is_position = index == 0 and generator.kind in POSITION_GENERATORS and len(produced) > 1
+                is_position = index == 0 and generator.kind in SPARK_POSITION_GENERATORS and len(produced) > 1
                 what = f"position in {render(generator)}" if is_position else render(generator)
                 chain = _node(f"{name}#{expr_id}", what, refs, generated)
                 generated_outputs.append(Attribute(name, expr_id, generated, None, chain))

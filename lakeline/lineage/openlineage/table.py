@@ -29,15 +29,14 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from lakeline.errors import InvalidInputError
-from lakeline.lineage.records.archive_table import PROJECTION_START, JsonTable
+from lakeline.lineage.records.archive_table import LINEAGE_DATABASE, PROJECTION_START, JsonTable
 from lakeline.lineage.records.query import QUERY_FOLDER, point_table_at
 from lakeline.names import check_identifier, check_qualified_table
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
 
-DEFAULT_DATABASE = "lineage"
-DEFAULT_TABLE = "openlineage_events"
+DEFAULT_EVENTS_TABLE = "openlineage_events"
 COLUMN_LINEAGE_QUERY = QUERY_FOLDER / "openlineage_column_lineage.sql"
 
 
@@ -157,21 +156,27 @@ EVENTS_TABLE = JsonTable(
 )
 
 
-def glue_table_input(location: str, *, table: str = DEFAULT_TABLE, start: str = PROJECTION_START) -> dict[str, Any]:
+def events_glue_table_input(
+    location: str, *, table: str = DEFAULT_EVENTS_TABLE, start: str = PROJECTION_START
+) -> dict[str, Any]:
     """``TableInput`` for Glue ``CreateTable`` (and the CDK ``CfnTable``) over the events folder."""
     return EVENTS_TABLE.glue_table_input(table, location, start=start)
 
 
-athena_ddl = EVENTS_TABLE.athena_ddl
-spark_ddl = EVENTS_TABLE.spark_ddl
+events_athena_ddl = EVENTS_TABLE.athena_ddl
+events_spark_ddl = EVENTS_TABLE.spark_ddl
 
 
-def register_local_events(engine: SparkEngine, events_dir: Path, database: str, table: str = DEFAULT_TABLE) -> None:
+def register_local_events(
+    engine: SparkEngine, events_dir: Path, database: str, table: str = DEFAULT_EVENTS_TABLE
+) -> None:
     """(Re)create the Spark table over a local events folder and pick up its ``dt=`` partitions."""
     EVENTS_TABLE.register_local(engine, events_dir, database, table)
 
 
-def bind_column_lineage_query(sql: str, output_dataset: str, *, database: str, table: str = DEFAULT_TABLE) -> str:
+def bind_column_lineage_query(
+    sql: str, output_dataset: str, *, database: str, table: str = DEFAULT_EVENTS_TABLE
+) -> str:
     """The column lineage query for ``output_dataset`` (``database.table``) over ``database.table``: the
     query's ``?`` (Athena's execution parameter) becomes the checked name, its events table is qualified."""
     check_qualified_table(output_dataset, "output dataset")
@@ -187,5 +192,5 @@ def bind_column_lineage_query(sql: str, output_dataset: str, *, database: str, t
             f"the column lineage query needs one '?' for the output dataset, has {len(placeholders)}"
         )
     placeholders[0].replace(exp.Literal.string(output_dataset))
-    point_table_at(statement, (DEFAULT_DATABASE, DEFAULT_TABLE), database, table)
+    point_table_at(statement, (LINEAGE_DATABASE, DEFAULT_EVENTS_TABLE), database, table)
     return statement.sql("athena")

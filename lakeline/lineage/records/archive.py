@@ -49,12 +49,12 @@ LOCAL_ARCHIVE_FOLDER = "lineage-archive"  # inside a local workspace: <workspace
 PARTITION_COLUMN = "dt"
 
 
-def partition_prefix(day: date) -> str:
+def day_prefix(day: date) -> str:
     return f"{PARTITION_COLUMN}={day.isoformat()}/"
 
 
 def trace_object_key(day: date, root_id: str) -> str:
-    return f"{partition_prefix(day)}trace-{root_id}.jsonl"
+    return f"{day_prefix(day)}trace-{root_id}.jsonl"
 
 
 def expired_object_prefix(root_id: str) -> str:
@@ -63,7 +63,7 @@ def expired_object_prefix(root_id: str) -> str:
 
 def expired_object_key(day: date, root_id: str, node_id: str) -> str:
     digest = hashlib.sha256(node_id.encode()).hexdigest()[:32]
-    return f"{partition_prefix(day)}{expired_object_prefix(root_id)}{digest}.jsonl"
+    return f"{day_prefix(day)}{expired_object_prefix(root_id)}{digest}.jsonl"
 
 
 def archive_step_id(location: str, record_id: str) -> str:
@@ -90,7 +90,7 @@ def _line_text(record_json: str, root_json: str, status: Status, lineage: Iterab
     return f'{{"record_id":{record_json},"root_id":{root_json},"status":"{status}","lineage":[{",".join(lineage)}]}}'
 
 
-def render_tree(tree: LineageTree, *, location: str, action: str, archived_at: datetime) -> bytes:
+def archive_body(tree: LineageTree, *, location: str, action: str, archived_at: datetime) -> bytes:
     """The archive object of a traced tree: one line per leaf, in depth-first order.
 
     Each node is encoded once, however many lines share it; the archive step's text is assembled
@@ -289,7 +289,7 @@ class S3ArchiveStore:
 
 def root_archive_keys(store: ArchiveStore, root_id: str, day: date | None = None) -> list[str]:
     """Every archive object holding lines of ``root_id`` (all dates, or one)."""
-    days = [partition_prefix(day)] if day is not None else store.partitions()
+    days = [day_prefix(day)] if day is not None else store.partitions()
     keys: list[str] = []
     for prefix in days:
         trace_key = f"{prefix}trace-{root_id}.jsonl"

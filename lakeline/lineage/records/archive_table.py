@@ -23,7 +23,7 @@ from lakeline.storage import local_root
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
 
-DEFAULT_DATABASE = "lineage"
+LINEAGE_DATABASE = "lineage"
 DEFAULT_TABLE = "lineage_archive"
 PROJECTION_START = "2020-01-01"
 

@@ -19,7 +19,7 @@ from sqlglot.errors import ParseError
 
 from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.errors import ConfigError, InvalidInputError
-from lakeline.lineage.records.archive_table import ARCHIVE_TABLE, DEFAULT_DATABASE, DEFAULT_TABLE
+from lakeline.lineage.records.archive_table import ARCHIVE_TABLE, DEFAULT_TABLE, LINEAGE_DATABASE
 from lakeline.names import check_identifier
 
 if TYPE_CHECKING:
@@ -41,13 +41,13 @@ def bind_archive_table(sql: str, database: str, table: str) -> str:
     """Point references to the placeholder archive table at ``database.table`` (checked names)."""
     check_identifier(database, "archive database")
     check_identifier(table, "archive table")
-    if (database, table) == (DEFAULT_DATABASE, DEFAULT_TABLE):
+    if (database, table) == (LINEAGE_DATABASE, DEFAULT_TABLE):
         return sql
     try:
         statement = sqlglot.parse_one(sql, read="athena")
     except ParseError as error:
         raise InvalidInputError(f"cannot parse the archive query: {error}") from error
-    point_table_at(statement, (DEFAULT_DATABASE, DEFAULT_TABLE), database, table)
+    point_table_at(statement, (LINEAGE_DATABASE, DEFAULT_TABLE), database, table)
     return statement.sql("athena")
 
 
@@ -65,7 +65,7 @@ def query_local_archive(
     archive_dir: Path,
     sql: str,
     *,
-    database: str = DEFAULT_DATABASE,
+    database: str = LINEAGE_DATABASE,
     table: str = DEFAULT_TABLE,
 ) -> QueryResult:
     ARCHIVE_TABLE.register_local(engine, archive_dir, database, table)
@@ -77,7 +77,7 @@ class AthenaTarget:
     s3_staging_dir: str | None = None
     work_group: str | None = None
     region_name: str | None = None
-    database: str = DEFAULT_DATABASE
+    database: str = LINEAGE_DATABASE
     table: str = DEFAULT_TABLE
 
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict
 
-from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, ArchiveStore, render_tree, trace_object_key
+from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, ArchiveStore, archive_body, trace_object_key
 from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, LineageId, LineageRecord
 from lakeline.lineage.records.table import (
     TRACED_AT,
@@ -33,6 +33,7 @@ from lakeline.lineage.records.table import (
     traced_marker_key,
 )
 from lakeline.lineage.records.tree import LineageNode, LineageTree, build_tree
+from lakeline.lineage.records.writer import utc_now
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -65,10 +66,6 @@ class TraceResult:
     location: str | None
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def read_root_nodes(dynamodb: DynamoDBClient, table_name: str, root_id: str) -> list[LineageNode]:
     """Every node of a root, in ``node_id`` order, read consistently (bookkeeping items left out)."""
     nodes: list[LineageNode] = []
@@ -93,7 +90,7 @@ def archive_tree(
     if not tree.lines:
         return None
     key = trace_object_key(trace_date, tree.root_id)
-    body = render_tree(tree, location=store.location(key), action=action, archived_at=archived_at)
+    body = archive_body(tree, location=store.location(key), action=action, archived_at=archived_at)
     return key, store.put(key, body)
 
 

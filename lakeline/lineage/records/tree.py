@@ -28,7 +28,7 @@ from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, LineageRecord
 
 Status = Literal["complete", "missing_parent", "cycle", "unterminated", "expired"]
-Problem = Literal["missing_parent", "cycle"]
+TreeProblem = Literal["missing_parent", "cycle"]
 STATUSES: tuple[Status, ...] = ("complete", "missing_parent", "cycle", "unterminated", "expired")
 
 
@@ -143,7 +143,7 @@ class LineageTree:
 
     root_id: str
     nodes: dict[str, LineageNode]
-    tops: dict[str, Problem | None] = field(default_factory=dict)
+    tops: dict[str, TreeProblem | None] = field(default_factory=dict)
     preorder: list[str] = field(default_factory=list)
     depths: list[int] = field(default_factory=list)
     lines: list[TraceLine] = field(default_factory=list)
@@ -190,7 +190,7 @@ def build_tree(
     tree = LineageTree(root_id=root_id, nodes=by_id)
     preorder, depths, lines = tree.preorder, tree.depths, tree.lines
 
-    def visit(top: str, problem: Problem | None) -> None:
+    def visit(top: str, problem: TreeProblem | None) -> None:
         # Each node has one parent, so it is reached once, from that parent (a cycle's cut node is
         # first taken out of its parent's children).
         tree.tops[top] = problem

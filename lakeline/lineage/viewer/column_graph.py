@@ -57,7 +57,7 @@ def _links(fields: Iterable[InputField], job: str, dataset_level: bool) -> set[L
 
 
 @dataclass
-class LineageTree:
+class FieldLineageTree:
     """A field and the fields it comes from, as far back as the events go."""
 
     ref: FieldRef
@@ -65,7 +65,7 @@ class LineageTree:
     job: str | None = None
     dataset_level: bool = False
     cycle: bool = False
-    children: list[LineageTree] = field(default_factory=list)
+    children: list[FieldLineageTree] = field(default_factory=list)
     step: str | None = None
     """Set on a step inside one statement (a subquery's column and its expression): printed as it is."""
 
@@ -109,8 +109,8 @@ class ColumnGraph:
         # DIRECT inputs first, then the INDIRECT ones of the field, then those of its whole dataset.
         return sorted(links, key=lambda link: (link.transformation.type.value, link.dataset_level, link))
 
-    def tree(self, ref: FieldRef, *, indirect: bool = True) -> LineageTree:
-        return self._tree(LineageTree(ref), indirect, frozenset())
+    def tree(self, ref: FieldRef, *, indirect: bool = True) -> FieldLineageTree:
+        return self._tree(FieldLineageTree(ref), indirect, frozenset())
 
     def tree_from(
         self,
@@ -120,25 +120,25 @@ class ColumnGraph:
         *,
         indirect: bool = True,
         dataset: Dependencies = NO_DEPENDENCIES,
-    ) -> LineageTree:
+    ) -> FieldLineageTree:
         """A tree whose first level is given (a statement's own lineage), followed back through the graph."""
-        root = LineageTree(ref)
+        root = FieldLineageTree(ref)
         levels = [(edge, False) for edge in sorted(dependencies)]
         levels += [(edge, True) for edge in sorted(dataset)]
         for edge, dataset_level in levels:
             if not indirect and edge.transformation.type is TransformationType.INDIRECT:
                 continue
             source = FieldRef(*naming.of(edge.source.dataset), edge.source.field)
-            child = LineageTree(source, edge.transformation, dataset_level=dataset_level)
+            child = FieldLineageTree(source, edge.transformation, dataset_level=dataset_level)
             root.children.append(self._tree(child, indirect, frozenset({ref})))
         return root
 
-    def _tree(self, node: LineageTree, indirect: bool, path: frozenset[FieldRef]) -> LineageTree:
+    def _tree(self, node: FieldLineageTree, indirect: bool, path: frozenset[FieldRef]) -> FieldLineageTree:
         if node.ref in path:
             node.cycle = True
             return node
         for link in self.links(node.ref, indirect=indirect):
-            child = LineageTree(link.source, link.transformation, link.job, link.dataset_level)
+            child = FieldLineageTree(link.source, link.transformation, link.job, link.dataset_level)
             node.children.append(self._tree(child, indirect, path | {node.ref}))
         return node
 
@@ -168,11 +168,11 @@ class _Reached:
     transformation: Transformation
 
 
-def render_tree(tree: LineageTree, *, title: str | None = None) -> str:
+def render_tree(tree: FieldLineageTree, *, title: str | None = None) -> str:
     """Ushas-style text: the field, then ``+-`` branches for what it comes from, indented per step."""
     lines = [title or str(tree.ref)]
 
-    def walk(node: LineageTree, indent: str) -> None:
+    def walk(node: FieldLineageTree, indent: str) -> None:
         for child in node.children:
             if child.step is not None:
                 lines.append(f"{indent}+- {child.step}")

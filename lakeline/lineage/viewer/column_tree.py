@@ -20,7 +20,7 @@ from lakeline.lineage.columns.model import (
     path_transformations,
 )
 from lakeline.lineage.openlineage.naming import DatasetNaming
-from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldRef, LineageTree
+from lakeline.lineage.viewer.column_graph import ColumnGraph, FieldLineageTree, FieldRef
 
 
 def column_tree(
@@ -31,11 +31,11 @@ def column_tree(
     *,
     indirect: bool = True,
     dataset: Dependencies = NO_DEPENDENCIES,
-) -> LineageTree:
+) -> FieldLineageTree:
     """``ref``'s tree: its expression chain (when the source recorded one), then its dataset-wide inputs."""
     if column.node is None:
         return graph.tree_from(ref, column.dependencies, naming, indirect=indirect, dataset=dataset)
-    root = LineageTree(ref)
+    root = FieldLineageTree(ref)
     top = (column.dependencies, column.node.dependencies)
     for child in column.node.children:
         root.children += _steps(child, top, graph, naming, indirect)
@@ -50,28 +50,28 @@ Chain = tuple[Dependencies | None, ...]
 
 def _steps(
     node: ExpressionNode, chain: Chain, graph: ColumnGraph, naming: DatasetNaming, indirect: bool
-) -> list[LineageTree]:
+) -> list[FieldLineageTree]:
     namespace = naming.namespace
     if node.source is not None:
         sources = _source(node.source, chain, graph, naming, indirect)
         if node.label == str(node.source):
             return sources
         # A Spark attribute of a table: its ``name#id`` first, as Ushas prints it, then the table column.
-        return [LineageTree(FieldRef(namespace, "", node.label), step=node.label, children=sources)]
+        return [FieldLineageTree(FieldRef(namespace, "", node.label), step=node.label, children=sources)]
     if not node.children:
         text = f"{node.label} = {node.expression}  [literal]" if node.expression else f"{node.label}  [literal]"
-        return [LineageTree(FieldRef(namespace, "", node.label), step=text)]
+        return [FieldLineageTree(FieldRef(namespace, "", node.label), step=text)]
     below = (*chain, node.dependencies)
     children = [tree for child in node.children for tree in _steps(child, below, graph, naming, indirect)]
     if not children:
         return []  # only INDIRECT inputs below, and they are left out
     text = f"{node.label} = {node.expression}" if node.expression else node.label
-    return [LineageTree(FieldRef(namespace, "", node.label), step=text, children=children)]
+    return [FieldLineageTree(FieldRef(namespace, "", node.label), step=text, children=children)]
 
 
 def _source(
     source: SourceField, chain: Chain, graph: ColumnGraph, naming: DatasetNaming, indirect: bool
-) -> list[LineageTree]:
+) -> list[FieldLineageTree]:
     ref = FieldRef(*naming.of(source.dataset), source.field)
     # The transformations of this path alone, not every one the output has from this source.
     transformations: list[Transformation | None] = [*path_transformations(source, chain)] or [None]
@@ -79,5 +79,5 @@ def _source(
     for transformation in transformations:
         if not indirect and transformation is not None and transformation.type is TransformationType.INDIRECT:
             continue
-        trees.append(LineageTree(ref, transformation, children=graph.tree(ref, indirect=indirect).children))
+        trees.append(FieldLineageTree(ref, transformation, children=graph.tree(ref, indirect=indirect).children))
     return trees

@@ -52,7 +52,7 @@ VENDORED = {"vendor/dagre.min.js": "@dagrejs/dagre/dist/dagre.min.js"}
 
 
 @dataclass(frozen=True)
-class Column:
+class DatasetColumn:
     name: str
     type: str | None = None
 
@@ -62,12 +62,12 @@ class DatasetNode:
     id: str
     namespace: str
     name: str
-    columns: dict[str, Column] = field(default_factory=dict)
+    columns: dict[str, DatasetColumn] = field(default_factory=dict)
 
     def add_column(self, name: str, kind: str | None) -> None:
         known = self.columns.get(name)
         if known is None or (kind and not known.type):
-            self.columns[name] = Column(name, kind or (known.type if known else None))
+            self.columns[name] = DatasetColumn(name, kind or (known.type if known else None))
 
 
 @dataclass

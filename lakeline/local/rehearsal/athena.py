@@ -71,7 +71,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lakeline.engines.base import QueryError, QueryResult
+from lakeline.engines.base import DEFAULT_DATABASE, QueryError, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.spark_semantics import ATHENA
 from lakeline.engines.translate import translate_statement
@@ -88,13 +88,12 @@ from lakeline.local.rehearsal.athena_answers import (
     statement_type,
     value_type,
 )
-from lakeline.local.rehearsal.athena_api import CANCELLED, FAILED, RUNNING, SUCCEEDED, Outcome
+from lakeline.local.rehearsal.athena_api import CANCELLED, FAILED, RUNNING, SUCCEEDED, QueryOutcome
 from lakeline.local.rehearsal.athena_caller import Needed, authorize, glue_table, iam_enforced, needed_for, result_file
 from lakeline.local.rehearsal.athena_catalog import CatalogSync, listed_buckets
 from lakeline.local.rehearsal.athena_mirror import S3Mirror
-from lakeline.local.rehearsal.athena_refusals import refusal
+from lakeline.local.rehearsal.athena_refusals import athena_refusal
 from lakeline.local.rehearsal.athena_statements import (
-    DEFAULT_DATABASE,
     S3_URI,
     TABLE_NAME,
     LocalAthenaError,
@@ -211,7 +210,7 @@ class LocalAthena:
             execution.outcome = outcome
             execution.status = SUCCEEDED
 
-    def _run(self, backend: Any, execution: Any) -> Outcome:
+    def _run(self, backend: Any, execution: Any) -> QueryOutcome:
         from moto.glue.models import glue_backends
         from moto.s3.models import s3_backends
 
@@ -252,7 +251,7 @@ class LocalAthena:
             # As Athena's, a table's DDL only writes the catalog (Spark's Hive DDL would need the SerDe's
             # class): the table is made in Spark from Glue before the next query that names it.
             self.catalog.define(glue, statement, statement.defines)
-            outcome = Outcome(statement_type=statement_type(execution.query))
+            outcome = QueryOutcome(statement_type=statement_type(execution.query))
             self._put_results(s3, output, outcome)
             return outcome
         buckets |= {bucket for bucket in (bucket_of(uri) for uri in statement.locations) if bucket}
@@ -260,7 +259,9 @@ class LocalAthena:
         for bucket in sorted(buckets):
             self.store.pull(s3, bucket)
         self.catalog.project_partitions(glue, statement)
-        refused = refusal(statement.kind, statement.sql, statement.changes, statement.writes_to, glue, s3, self.engine)
+        refused = athena_refusal(
+            statement.kind, statement.sql, statement.changes, statement.writes_to, glue, s3, self.engine
+        )
         if refused:
             raise LocalAthenaError(refused)
         self.executed.append((execution.query, statement.sql))
@@ -295,7 +296,7 @@ class LocalAthena:
         )
         if failure is not None:
             raise failure
-        outcome = Outcome(statement_type=statement_type(execution.query))
+        outcome = QueryOutcome(statement_type=statement_type(execution.query))
         if statement.is_query:
             kinds = self._result_types(statement, result)
             names = athena_names(execution.query, result.columns)
@@ -313,7 +314,7 @@ class LocalAthena:
 
     def _show_databases(
         self, glue: Any, s3: Any, backend: Any, execution: Any, output: str, pattern: str | None
-    ) -> Outcome:
+    ) -> QueryOutcome:
         """``SHOW DATABASES``: Glue's databases (and ``default``, which Athena's catalog always has), those
         whose whole name matches ``pattern`` (a regular expression, as Athena's) if one is given."""
         caller = getattr(execution, "caller", None)
@@ -326,7 +327,7 @@ class LocalAthena:
         except re.error as error:
             raise LocalAthenaError(f"SHOW DATABASES: LIKE '{pattern}' is not a regular expression: {error}") from None
         names = sorted({DEFAULT_DATABASE, *glue.databases})
-        outcome = Outcome(statement_type="UTILITY", columns=[("database_name", "string")])
+        outcome = QueryOutcome(statement_type="UTILITY", columns=[("database_name", "string")])
         outcome.rows = [[name] for name in names if matches.fullmatch(name)]
         self._put_results(s3, output, outcome)
         return outcome
@@ -340,7 +341,7 @@ class LocalAthena:
         output: str,
         name: str,
         answer: Any,
-    ) -> Outcome:
+    ) -> QueryOutcome:
         """A statement about one table answered from its Glue entry by ``answer`` (database, table, entry)
         → (columns, rows)."""
         parts = [unquoted(part) for part in name.split(".")]
@@ -356,7 +357,7 @@ class LocalAthena:
         if entry is None:
             raise LocalAthenaError(f"FAILED: SemanticException [Error 10001]: Table not found {database}.{table}")
         columns, rows = answer(database, table, entry)
-        outcome = Outcome(statement_type="UTILITY", columns=columns, rows=rows)
+        outcome = QueryOutcome(statement_type="UTILITY", columns=columns, rows=rows)
         self._put_results(s3, output, outcome)
         return outcome
 
@@ -377,7 +378,7 @@ class LocalAthena:
         text = athena_text(value)
         return None if text is None else self.names.s3_text(text) if text.startswith("file:") else text
 
-    def _put_results(self, s3: Any, output: str, outcome: Outcome) -> None:
+    def _put_results(self, s3: Any, output: str, outcome: QueryOutcome) -> None:
         found = S3_URI.match(output)
         if found is None:
             raise LocalAthenaError(f"output location {output} is not an s3:// location")

@@ -2,7 +2,7 @@
 
 ``install_endpoint`` patches moto once: ``StartQueryExecution`` answers at once (QUEUED) and gives the query to the
 endpoint installed (its one worker runs it), ``GetQueryExecution`` and ``GetQueryResults`` answer from the
-query's ``Outcome`` as Athena does (``StateChangeReason``, ``AthenaError``, statistics, result pages), a
+query's ``QueryOutcome`` as Athena does (``StateChangeReason``, ``AthenaError``, statistics, result pages), a
 ``ClientRequestToken`` used again gets the query it started, and a query string over Athena's quota is refused.
 """
 
@@ -26,7 +26,7 @@ FINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
 
 
 @dataclass
-class Outcome:
+class QueryOutcome:
     """What a finished query left for ``GetQueryExecution`` and ``GetQueryResults``."""
 
     statement_type: str = "DML"
@@ -50,7 +50,7 @@ def local_execution_class() -> Any:
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 self.local_status = QUEUED
-                self.outcome = Outcome()
+                self.outcome = QueryOutcome()
                 self.submitted = time.time()
 
             @property
@@ -238,7 +238,7 @@ def _result_configuration(config: Any, workgroup: Any, exec_id: str, query: str)
 
 
 def _described(execution: Any) -> dict[str, Any]:
-    outcome: Outcome = execution.outcome
+    outcome: QueryOutcome = execution.outcome
     status: dict[str, Any] = {"State": execution.status, "SubmissionDateTime": execution.start_time}
     if execution.status in FINAL:
         status["CompletionDateTime"] = execution.end_time

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from lakeline.engines.athena import glue_delimiter, glue_format, glue_quote
+from lakeline.engines.base import DEFAULT_DATABASE
+from lakeline.engines.serdes import JSON_SERDE, LAZY_SIMPLE
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.symlink import SYMLINK_INPUT_FORMAT, SymlinkTable, reader
 from lakeline.local.rehearsal.athena_answers import glue_definition
 from lakeline.local.rehearsal.athena_mirror import visible_files
 from lakeline.local.rehearsal.athena_statements import (
-    DEFAULT_DATABASE,
-    JSON_SERDE,
-    LAZY_SIMPLE,
     ORC,
     PARQUET,
     S3_URI,

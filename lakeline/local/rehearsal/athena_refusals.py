@@ -30,7 +30,7 @@ TOO_MANY_PARTITIONS = (
 )
 
 
-def refusal(
+def athena_refusal(
     kind: str, sql: str, changes: set[tuple[str, str]], location: str | None, glue: Any, s3: Any, engine: SparkEngine
 ) -> str | None:
     """Athena's reason to refuse the statement, or ``None``. ``kind``, ``sql`` (rewritten for the local

@@ -18,10 +18,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from lakeline.engines.base import DEFAULT_DATABASE
+from lakeline.engines.serdes import LAZY_SIMPLE
 from lakeline.errors import LakelineError
 from lakeline.names import ddl_name
 
-DEFAULT_DATABASE = "default"
 TABLE_NAME = r"(?P<name>[`\"]?[A-Za-z0-9_]+[`\"]?(?:\.[`\"]?[A-Za-z0-9_]+[`\"]?)?)"
 # Statements sqlglot only knows as opaque commands: the table they name is rewritten by hand.
 COMMAND_TABLE = re.compile(r"^(?P<verb>MSCK\s+REPAIR\s+TABLE)\s+" + TABLE_NAME + r"\s*$", re.IGNORECASE)
@@ -44,8 +45,6 @@ TEXT_FORMATS = {
     "InputFormat": "org.apache.hadoop.mapred.TextInputFormat",
     "OutputFormat": "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
 }
-LAZY_SIMPLE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
-JSON_SERDE = "org.openx.data.jsonserde.JsonSerDe"
 
 
 class LocalAthenaError(LakelineError):

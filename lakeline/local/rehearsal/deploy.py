@@ -11,7 +11,7 @@ What moto's CloudFormation does not create is a gap of this rehearsal, documente
 and its test: Athena named queries, resource policies of buckets, queues and topics, CloudWatch
 alarms and log metric filters are accepted and not made. (Athena workgroups and Glue databases and tables are created by
 ``moto_fixes``.) The public Powertools layer the functions name is published into the local endpoint
-as a stand-in (``POWERTOOLS_LAYER``): its packages are the ones installed beside the rehearsal.
+as a stand-in (``POWERTOOLS_LAYER_ARN``): its packages are the ones installed beside the rehearsal.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ SKIPPED_TYPES = frozenset(
 
 BOOTSTRAP_VERSION = "30"
 POWERTOOLS_LAYER_NAME = "AWSLambdaPowertoolsPythonV3-python313-x86_64"
-POWERTOOLS_LAYER = "arn:aws:lambda:{region}:017000801446:layer:" + POWERTOOLS_LAYER_NAME + ":1"
+POWERTOOLS_LAYER_ARN = "arn:aws:lambda:{region}:017000801446:layer:" + POWERTOOLS_LAYER_NAME + ":1"
 """What the public Powertools layer's SSM parameter resolves to here (moto finds a layer by its name,
 so the stand-in ``_publish_powertools_layer`` puts into the account answers for it; the functions run
 with the Powertools installed beside the rehearsal, not with this layer's content)."""
@@ -183,7 +183,7 @@ def _seed_parameters(deployment: Deployment, template: dict[str, Any]) -> None:
         value = (
             BOOTSTRAP_VERSION
             if name.startswith("/cdk-bootstrap/")
-            else POWERTOOLS_LAYER.format(region=deployment.region)
+            else POWERTOOLS_LAYER_ARN.format(region=deployment.region)
         )
         if backend._parameters.get(name):
             continue

@@ -22,9 +22,10 @@ import json
 import logging
 from typing import Any
 
+from lakeline.aws.stepfunctions import STATUS_CHANGE
+
 logger = logging.getLogger(__name__)
 
-STATUS_CHANGE = "Step Functions Execution Status Change"
 ASYNC_ATTEMPTS = 3  # Lambda's asynchronous invocation: the first and two retries
 
 

@@ -56,7 +56,7 @@ from lakeline.local.rehearsal.holds import Holds
 from lakeline.local.rehearsal.iam import Credentials
 from lakeline.local.rehearsal.pollers import Pollers
 
-RUNNER = Path(__file__).with_name("run_execution.mjs")
+EXECUTION_RUNNER = Path(__file__).with_name("run_execution.mjs")
 INTERPRETER = "aws-local-stepfunctions"
 NODE_AT_LEAST = (20, 6)  # ``register`` of ``node:module``, which run_execution.mjs loads its fix with
 QUERY_POLL_SECONDS = 5.0
@@ -142,10 +142,10 @@ def check_interpreter(node: str = "node") -> None:
         raise InterpreterMissing(
             f"the state machines run on Node.js {'.'.join(map(str, NODE_AT_LEAST))} or newer; {node} is {version}"
         )
-    if not any((folder / "node_modules" / INTERPRETER).is_dir() for folder in RUNNER.parents):
+    if not any((folder / "node_modules" / INTERPRETER).is_dir() for folder in EXECUTION_RUNNER.parents):
         raise InterpreterMissing(
             f"the ASL interpreter ({INTERPRETER}) is not installed: run `npm ci` in the repository "
-            f"({RUNNER.parents[3]}); `make demo` runs it"
+            f"({EXECUTION_RUNNER.parents[3]}); `make demo` runs it"
         )
 
 
@@ -429,12 +429,12 @@ class Interpreter:
 
     def _spawn(self) -> subprocess.Popen[str]:
         process = subprocess.Popen(
-            [self.node, str(RUNNER)],
+            [self.node, str(EXECUTION_RUNNER)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            cwd=RUNNER.parent,
+            cwd=EXECUTION_RUNNER.parent,
         )
         threading.Thread(target=self._read, args=(process,), name="interpreter-out", daemon=True).start()
         threading.Thread(target=self._drain, args=(process,), name="interpreter-err", daemon=True).start()

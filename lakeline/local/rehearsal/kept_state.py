@@ -38,7 +38,7 @@ from lakeline.errors import LakelineError
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.workspace import write_json
 
-FORMAT = 1
+KEPT_STATE_FORMAT = 1
 MANIFEST = "manifest.json"
 TRANSIENT_BUCKETS = ("ArtifactsBucket", "AthenaResultsBucket")
 """Buckets not kept, by logical id: the artifacts bucket is filled by the deployment itself (the stacks'
@@ -117,7 +117,7 @@ def keep(deployment: Deployment, folder: Path, *, extra: dict[str, Any] | None =
     staged.mkdir(parents=True)
     resources = _resources(deployment)
     manifest: dict[str, Any] = {
-        "format": FORMAT,
+        "format": KEPT_STATE_FORMAT,
         "stacks": sorted(deployment.outputs),
         "outputs": deployment.outputs,
         "extra": extra or {},
@@ -184,7 +184,7 @@ def restore(deployment: Deployment, folder: Path) -> Restored:
     """Put what ``keep`` wrote into ``folder`` into ``deployment``, a deployment of the same stacks."""
     recover(folder)
     manifest = _manifest(folder, with_objects=True)
-    if manifest.get("format") != FORMAT:
+    if manifest.get("format") != KEPT_STATE_FORMAT:
         raise KeptStateError(f"{folder} was kept by another version of Lakeline (format {manifest.get('format')})")
     if manifest["stacks"] != sorted(deployment.outputs):
         raise KeptStateError(
