@@ -162,3 +162,68 @@ def test_the_functions_code_is_compiled_once_into_the_hosts_folder_and_not_into_
     finally:
         first.stop()
         second.stop()
+
+
+SHARED_HANDLER = """
+import os
+
+import shared.models
+
+HANDLER_IMPORTED_IN = os.getpid()
+
+
+def report(event, context):
+    return {"models": shared.models.IMPORTED_IN, "handler": HANDLER_IMPORTED_IN, "pid": os.getpid(),
+            "colour": os.environ.get("COLOUR")}
+
+
+def layered(event, context):
+    from shared import needs_a_layer  # its package is in no layer here: the import fails, as in AWS
+"""
+
+
+def _shared(code: Path, handler: str, zygote: Zygote, log: Path) -> WarmFunction:
+    bundled = BundledFunction(handler, f"arn:aws:lambda:us-east-1:1:function:{handler}", f"fn.handler.{handler}",
+                              code, (), {"COLOUR": "teal"}, "", timeout=30)  # fmt: skip
+    return WarmFunction(bundled, endpoint="http://127.0.0.1:1", region="us-east-1", log=log, credentials=None,
+                        zygote=zygote)  # fmt: skip
+
+
+def test_a_zygote_of_the_functions_shared_asset_imports_what_their_handlers_import_from_it_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """The functions share one code asset: the zygote imports the modules of it their handlers import (from the
+    asset's files), so each function's process does not import them again; the handler module itself, whose
+    Powertools objects read the function's environment, is imported in the function's own process. A module
+    needing what only a layer holds is left to the function, which fails on it as it would in AWS; a function of
+    another folder gets a process of its own."""
+    code = tmp_path / "asset"
+    (code / "shared").mkdir(parents=True)
+    (code / "shared" / "__init__.py").write_text("")
+    (code / "shared" / "models.py").write_text("import os\n\nIMPORTED_IN = os.getpid()\n")
+    (code / "shared" / "needs_a_layer.py").write_text("import package_of_a_layer\n")
+    (code / "fn").mkdir()
+    (code / "fn" / "__init__.py").write_text("")
+    (code / "fn" / "handler.py").write_text(SHARED_HANDLER)
+    (code / "fn" / "other.py").write_text("from shared import needs_a_layer\n")
+    zygote = Zygote(tmp_path / "zygote.log", code=code, handlers=["fn.handler", "fn.other"])
+    report = _shared(code, "report", zygote, tmp_path / "report.log")
+    layered = _shared(code, "layered", zygote, tmp_path / "layered.log")
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = _function(tmp_path / "elsewhere", SEEN, "seen", zygote, timeout=30)
+    try:
+        seen = report.invoke({})
+        assert seen["models"] == zygote._process.pid  # imported once, in the zygote, from the asset
+        assert seen["handler"] == seen["pid"] != zygote._process.pid  # the handler: in the function's process
+        assert seen["colour"] == "teal"
+        with pytest.raises(FunctionError) as missing:
+            layered.invoke({})
+        assert (missing.value.error_type, missing.value.error_message) == (
+            "ModuleNotFoundError",
+            "No module named 'package_of_a_layer'",
+        )
+        assert elsewhere.invoke({})["parent"] == os.getpid()  # another asset: a process of its own
+    finally:
+        for function in (report, layered, elsewhere):
+            function.stop()
+        zygote.stop()

@@ -26,7 +26,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -135,7 +136,7 @@ serve(config, sys.stdin, os.fdopen(int(sys.argv[2]), "w"))
 ZYGOTE = (
     COMMON
     + r"""
-import signal, socket, threading
+import ast, signal, socket, threading
 
 setup = json.loads(sys.argv[1])
 allowed.update(setup["allowed"])
@@ -144,9 +145,47 @@ for preloaded in setup["preload"]:
         importlib.import_module(preloaded)
     except ImportError:
         pass  # not provided here: the function that imports it finds it missing, as it would anyway
+code = setup.get("code")
+if code:
+    # The code asset the functions share, as its own: the modules of it their handlers import (not the handlers,
+    # whose Powertools objects read the function's environment), from the asset's files and compiled into the
+    # host's bytecode folder, as the function would. One that needs a layer's package fails here and is left to
+    # the function; none reads the environment or starts a thread at import (each child takes its own).
+    os.chdir(code)
+    sys.path.insert(0, code)
+    if setup.get("bytecode"):
+        sys.pycache_prefix = setup["bytecode"]
+        sys.dont_write_bytecode = False
+    for handler_module in setup["handlers"]:
+        source = os.path.join(code, *handler_module.split(".")) + ".py"
+        try:
+            tree = ast.parse(open(source).read())
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                names = []
+            for name in names:
+                if name.split(".")[0] in setup["code_packages"] and not name.endswith(".handler"):
+                    try:
+                        importlib.import_module(name)
+                    except Exception:
+                        pass  # the function imports it itself, and fails there if it must
+    sys.path.remove(code)
 control = socket.socket(fileno=int(sys.argv[2]))
 loaded = sorted({name.split(".")[0] for name in sys.modules})
-control.send(json.dumps({"modules": loaded, "threads": threading.active_count()}).encode())
+# The code asset's own top-level packages: a function of that asset imports the same files (no shadowing).
+owned = {
+    name.split(".")[0]
+    for name, module in list(sys.modules.items())
+    if code and str(getattr(module, "__file__", None) or "").startswith(code + os.sep)
+}
+state = {"modules": loaded, "code_modules": sorted(owned), "threads": threading.active_count()}
+control.send(json.dumps(state).encode())
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
 sys.stdout.flush()
 sys.stderr.flush()
@@ -268,18 +307,34 @@ def bundled_functions(assembly: Path, lambda_client: Any) -> dict[str, BundledFu
 
 class Zygote:
     """Forks the functions' processes from one that has imported the provided distributions (``PRELOAD``)
-    once, rather than each function's process importing them anew (about a second each on a busy machine).
-    Started at once, so its imports run while the rest of the stand-up does. Each child takes its
-    function's environment variables, folder and layers before it imports anything of the function's, so
-    the function's code still comes from its asset only (a file missing there fails as in AWS). A function
-    whose code or layers hold a module of the same name as one the zygote has imported gets a process of its
-    own (``fork`` answers ``None``): there its own copy is the one imported, as in Lambda."""
+    once, rather than each function's process importing them anew (about a second each on a busy machine),
+    and, when the functions share one code asset (``code``), the modules of it their handlers import (half a
+    second each: the product's models and the packages they use), from the asset's own files. Started at once,
+    so its imports run while the rest of the stand-up does. Each child takes its function's environment
+    variables, folder and layers before it imports anything else of the function's, and its handler module
+    itself, so the function's code still comes from its asset only (a file missing there fails as in AWS). A
+    function whose code is another folder, or whose code or layers hold a module of the same name as one the
+    zygote has imported from elsewhere, gets a process of its own (``fork`` answers ``None``): there its own
+    copy is the one imported, as in Lambda."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(
+        self, log: Path, *, code: Path | None = None, handlers: Sequence[str] = (), bytecode: Path | None = None
+    ) -> None:
+        """``code``: the functions' shared code asset, whose modules that ``handlers`` (module names) import are
+        imported too, compiled into ``bytecode``."""
         log.parent.mkdir(parents=True, exist_ok=True)
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._folder = tempfile.TemporaryDirectory(prefix="lakeline-zygote-")  # nothing importable from it
-        setup = {"allowed": sorted(PROVIDED), "preload": list(PRELOAD)}
+        self.code = code
+        setup: dict[str, Any] = {"allowed": sorted(PROVIDED), "preload": list(PRELOAD)}
+        if code is not None:
+            packages = sorted(entry.name for entry in code.iterdir() if (entry / "__init__.py").is_file())
+            setup |= {
+                "code": str(code),
+                "code_packages": packages,
+                "handlers": list(handlers),
+                "bytecode": str(bytecode) if bytecode else None,
+            }
         environment = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": os.environ.get("HOME", "/tmp"),
@@ -301,6 +356,7 @@ class Zygote:
         theirs.close()
         self._lock = threading.Lock()
         self._loaded: set[str] | None = None
+        self._code_modules: set[str] = set()
         self._broken = False
 
     def fork(
@@ -310,7 +366,9 @@ class Zygote:
         results out), or ``None`` when the function needs a process of its own or the zygote is gone."""
         with self._lock:
             loaded = self._ready()
-            if loaded is None or _shadows(function, loaded):
+            if loaded is None or (self.code is not None and function.code != self.code):
+                return None
+            if _shadows(function, loaded - self._code_modules if function.code == self.code else loaded):
                 return None
             request = {"environment": environment, "cwd": str(function.code), "config": config}
             try:
@@ -335,6 +393,7 @@ class Zygote:
                 self._broken = True
             else:
                 self._loaded = set(state["modules"])
+                self._code_modules = set(state.get("code_modules", []))
         return None if self._broken else self._loaded
 
     def stop(self) -> None:
@@ -559,7 +618,12 @@ class FunctionHost:
         self.functions = bundled_functions(assembly, lambda_client)
         self.logs = logs or Path(tempfile.mkdtemp(prefix="lakeline-functions-"))
         # Started now: its imports run while the stand-up goes on, before the first invocation.
-        self.zygote = Zygote(self.logs / "zygote.log")
+        shared = Counter(function.code for function in self.functions.values()).most_common(1)
+        code = shared[0][0] if shared else None
+        handlers = sorted(
+            {function.handler.rpartition(".")[0] for function in self.functions.values() if function.code == code}
+        )
+        self.zygote = Zygote(self.logs / "zygote.log", code=code, handlers=handlers, bytecode=self.logs / "bytecode")
         self.environments = {
             name: WarmFunction(
                 function,
