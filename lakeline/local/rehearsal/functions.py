@@ -1,6 +1,7 @@
 """The deployed functions run from their bundled assets, as Lambda runs them.
 
-Each invocation runs in a fresh Python process whose working folder is the function's code asset from
+Each environment runs in a Python process of its own (forked from a zygote that has imported what the
+functions share: ``Zygote``) whose working folder is the function's code asset from
 the cloud assembly (``asset.<hash>``, what ``cdk deploy`` uploads), with the environment variables the
 deployed function has (the template's, references resolved by CloudFormation), the endpoint of the
 rehearsal as its AWS, and only the packages the function has in AWS importable: the Python runtime's
@@ -130,9 +131,10 @@ serve(config, sys.stdin, os.fdopen(int(sys.argv[2]), "w"))
 """
 )
 
-# The zygote: the provided distributions imported once (what Lambda's runtime and the layers hold, never the
-# function's own code), then a child forked per function environment, which takes the function's
-# environment variables, folder, layers and descriptors before it imports the handler from its asset.
+# The zygote: the provided distributions imported once (what Lambda's runtime and the layers hold) and, from the
+# functions' shared code asset, the modules their handlers import (never a handler module), then a child forked
+# per function environment, which takes the function's environment variables, folder, layers and descriptors
+# before it imports the handler from its asset.
 ZYGOTE = (
     COMMON
     + r"""
