@@ -72,16 +72,21 @@ def runtime() -> Runtime:
     return Runtime(**parts, raw_files=S3RawFiles(shared.aws.s3), manifests=S3ObjectStore(shared.aws.s3))
 
 
+SMALL_RECORD_BYTES = 8 * 1024 * 1024
+SMALL_RECORD_BUDGET_MS = 10_000
+"""The most a record of small files (each at most ``SMALL_RECORD_BYTES``, as its S3 event says) may take."""
 RECORD_BUDGET_MS = 45_000
 """The most one record may take: its file's door check and a copy by name of up to 64 MB (``stage_a.by_name``).
 A record reached with less of the invocation left is sent back to queue A (``defer``) rather than started and
 cut off by the function's timeout, which would fail the whole batch and, after a few such receives, park good
 arrivals in the DLQ with no reason (#39)."""
-START_BUDGET_MS = 1_000
-"""Kept for each run the batch's arrivals have leased so far: planning it (its batch taken, its manifest written)
-and starting its execution, once every record has entered (a few requests, well under a second). A run reached
-with less left is not started: its record goes back to queue A (``defer``), and its copy enters again and starts
-it (its run token is fixed by the arrival)."""
+START_BUDGET_MS = 3_000
+"""Kept for each run the batch's arrivals have leased so far, and for the run the next record may lease: planning it
+(its lease read again, its batch taken, its manifest written) and starting its execution, once every record has
+entered (a few requests, well under a second unless throttled). A record that would leave less is sent back
+(``defer``): a batch of small files leases up to its ten records' runs, one of large files four, and a burst into
+one partition enters whole. A run reached with less left is not started: its record goes back to queue A, and its
+copy enters again and starts it (its run token is fixed by the arrival)."""
 
 
 @dataclass
@@ -131,9 +136,12 @@ def enter_record(record: SQSRecord, lambda_context: LambdaContext | None, entere
     # A follow-up waits on the follow-up queue, apart from the arrivals a burst left in queue A: there it is
     # started as soon as a slot is free instead of behind the whole backlog, holding the slot its run handed it.
     queue_url = run.environment.stage_a_follow_up_queue_url if follow_up else run.environment.stage_a_queue_url
+    small = bool(arrivals) and all(
+        arrival.size is not None and arrival.size <= SMALL_RECORD_BYTES for arrival in arrivals
+    )
     leased = sum(len(one.arrivals) for one in entered.records.values())
     if lambda_context is not None and lambda_context.get_remaining_time_in_millis() < (
-        RECORD_BUDGET_MS + START_BUDGET_MS * (leased + 1)
+        (SMALL_RECORD_BUDGET_MS if small else RECORD_BUDGET_MS) + START_BUDGET_MS * (leased + 1)
     ):
         defer(run, record, queue_url)
         return
@@ -153,6 +161,9 @@ def enter_record(record: SQSRecord, lambda_context: LambdaContext | None, entere
             dead_letter(run.sqs, run.environment.dead_letter_queue_url, record.body, str(error), "stage-a-router")
             metrics.add_metric(name="RejectedArrivals", unit=MetricUnit.Count, value=1)
             continue
+        except Exception:
+            mine.sent_back = True  # it fails: SQS receives it again, so the second pass sends no copy of it
+            raise
         if isinstance(outcome, ReadByName):
             logger.info(
                 "arrival read by name: its copy in the table's column order is loaded instead",

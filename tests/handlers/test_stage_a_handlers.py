@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.stepfunctions.models import stepfunctions_backends
@@ -971,7 +972,6 @@ def test_every_file_a_follow_up_run_takes_has_its_raw_input_and_reaches_the_new_
 
 
 @dataclass
-@dataclass
 class RunningOut(LambdaContextStub):
     """An invocation whose time runs out as records are handled: each call finds the next of ``left`` (ms)."""
 
@@ -991,6 +991,8 @@ def test_records_the_router_has_no_time_left_for_go_back_to_queue_a_and_are_star
     sends what it has no time for back to queue A, as new messages, and fails nothing."""
     keys = [f"engineering/mysql/customers/date=2022012{day}/customers.csv" for day in (1, 2, 3)]
     events = [eventbridge_arrival(key) for key in keys]
+    for event in events:
+        event["detail"]["object"]["size"] = 64 * 1024 * 1024  # as its event says: a record of large files
     # 60 s left for the first record, 40 for the second, 20 for the third; 19 when the first's run is started.
     context = RunningOut(left=(60_000, 40_000, 20_000, 19_000))
     assert router.handler(sqs_event(*events), context) == {"batchItemFailures": []}
@@ -1016,6 +1018,46 @@ def test_a_run_leased_with_no_time_left_to_start_it_goes_back_to_queue_a_and_its
     assert router.handler(sqs_event(json.loads(sent_back["Body"])), CONTEXT) == {"batchItemFailures": []}
     (plan,) = plans(aws).values()
     assert plan["batch"]["count"] == 1 and read_files(plan) == [f"s3://raw-bucket/{key}"]
+
+
+def test_a_record_that_fails_after_leasing_a_run_is_received_again_and_never_also_sent_back(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record of two arrivals (an S3 notification): the first leases its partition's run, the second fails (the
+    catalog throttled), so the record is reported failed and SQS receives it again. Its leased run is still started
+    if there is time; with none left, it is not sent back as well, which would make two live copies of it."""
+    folder = "engineering/mysql/customers"
+    keys = [f"{folder}/date=20220121/first.csv", f"{folder}/date=20220122/second.csv"]
+    for key in keys:
+        put_raw_object(key)
+    notification = {
+        "Records": [
+            {
+                "eventName": "ObjectCreated:Put",
+                "eventTime": "2022-01-20T10:15:00Z",
+                "s3": {"bucket": {"name": "raw-bucket"}, "object": {"key": key, "size": 1024, "sequencer": "0A"}},
+            }
+            for key in keys
+        ]
+    }
+    real = router.enter_arrival
+    throttled = ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "GetTable")
+
+    def enter(arrival: Any, *args: Any) -> Any:
+        if arrival.key == keys[1]:
+            raise throttled
+        return real(arrival, *args)
+
+    monkeypatch.setattr(router, "enter_arrival", enter)
+    out_of_time = RunningOut(left=(60_000, 500))  # enough to enter; half a second left when its run would start
+    with pytest.raises(BatchProcessingError):  # its only record failed: the batch fails, as Lambda sees it
+        router.handler(sqs_event(notification), out_of_time)
+    assert executions(aws) == [] and dead_letters(aws) == []
+    assert aws["sqs"].receive_message(QueueUrl=aws["queue_a"], MaxNumberOfMessages=10).get("Messages", []) == []
+    # Received again once the catalog answers: both arrivals enter, and both runs start.
+    monkeypatch.setattr(router, "enter_arrival", real)
+    assert router.handler(sqs_event(notification), CONTEXT) == {"batchItemFailures": []}
+    assert sorted(plans(aws)) == ["date=20220121", "date=20220122"]
 
 
 def test_an_arrival_behind_a_full_partition_goes_back_to_queue_a_to_wait_and_nothing_is_parked(

@@ -205,7 +205,7 @@ def test_a_zygote_of_the_functions_shared_asset_imports_what_their_handlers_impo
     (code / "fn").mkdir()
     (code / "fn" / "__init__.py").write_text("")
     (code / "fn" / "handler.py").write_text(SHARED_HANDLER)
-    (code / "fn" / "other.py").write_text("from shared import needs_a_layer\n")
+    (code / "fn" / "other.py").write_text("import shared.needs_a_layer\n")  # the zygote's import of it fails
     zygote = Zygote(tmp_path / "zygote.log", code=code, handlers=["fn.handler", "fn.other"])
     report = _shared(code, "report", zygote, tmp_path / "report.log")
     layered = _shared(code, "layered", zygote, tmp_path / "layered.log")

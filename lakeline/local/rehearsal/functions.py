@@ -164,7 +164,7 @@ if code:
             tree = ast.parse(open(source).read())
         except (OSError, SyntaxError):
             continue
-        for node in ast.walk(tree):
+        for node in tree.body:  # what the handler imports when it is imported (not in functions, not for types)
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

@@ -137,13 +137,12 @@ class Pollers:
                 return None
         waiting = len(queue.messages)
         if not waiting:
+            self._gathered.pop(mapping.uuid, None)  # taken by another receiver: the next message opens a window
             return None
         first = self._gathered.setdefault(mapping.uuid, time.monotonic())
         left = first + window - time.monotonic()
-        if waiting >= (mapping.batch_size or 10) or left <= 0:
-            self._gathered.pop(mapping.uuid, None)
-            return None
-        return left
+        # A window is closed by the batch it gathered being taken (``_dispatch``), not here: its function may be busy.
+        return None if waiting >= (mapping.batch_size or 10) or left <= 0 else left
 
     def settle(self, timeout: float, deadline: float | None = None) -> None:
         """Wait until ``at_rest`` (a delayed message may wait on), at most ``timeout`` seconds (or until the
@@ -221,6 +220,7 @@ class Pollers:
                     self._done(mapping.function_arn)
                     continue
                 took = True
+                self._gathered.pop(mapping.uuid, None)
                 with self._changed:
                     self.deliveries += 1
                     self._served[mapping.uuid] = self.deliveries
