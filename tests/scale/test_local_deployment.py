@@ -12,10 +12,15 @@ from pathlib import Path
 from rich.console import Console
 
 from benchmarks.scale import run, write_project
+from lakeline.engines.spark import SparkEngine
 from stage_a.plan import MAX_RUN_ARRIVALS
 
 
-def test_a_burst_and_a_spread_run_to_the_end_with_every_row_once_and_every_payload_bounded(tmp_path: Path) -> None:
+def test_a_burst_and_a_spread_run_to_the_end_with_every_row_once_and_every_payload_bounded(
+    spark_engine: SparkEngine, tmp_path: Path
+) -> None:
+    # The worker's one Spark session is made first, in the tests' own workspace (``spark_engine``): the deployment's
+    # engine shares it. Made here instead, it would carry this test's warehouse into the worker's later Spark tests.
     burst = MAX_RUN_ARRIVALS + 50  # more than one run's batch: the follow-up takes the rest
     # A stage table of at most 3 files: the runs compact the partition as they go.
     expected = write_project(tmp_path, burst=burst, partitions=3, per_partition=3, big_mb=0, max_files=3)
