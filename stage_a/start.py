@@ -87,8 +87,7 @@ class StartedRun:
     execution_name: str
     execution_arn: str | None
     duplicate: bool
-    plan: StageAPlan | None  # None: the arrival waits for the run that holds the partition, or is read by name
-    by_name: ReadByName | None = None
+    plan: StageAPlan | None  # None: nothing to run (its lease went to another run, or nothing waited)
     ended: bool = False  # a duplicate whose execution had already succeeded
 
 
@@ -210,7 +209,6 @@ class EnteredArrival:
 class WaitingArrival:
     """An arrival recorded in its partition's state behind the run that holds the partition's lease."""
 
-    arrival: Arrival
     partition: str  # the partition's key in the commits table
 
 
@@ -231,7 +229,7 @@ def enter_arrival(
     root = stage_partition_root(raw, settings)
     partition = partition_commit_key(raw, settings)
     lease = commits.begin(partition, token, run_location(root, token), root, [pending_entry(arrival)])
-    return WaitingArrival(arrival, partition) if lease is None else EnteredArrival(arrival, lease, raw, schema)
+    return WaitingArrival(partition) if lease is None else EnteredArrival(arrival, lease, raw, schema)
 
 
 def begin_arrival(

@@ -370,7 +370,7 @@ class Zygote:
             loaded = self._ready()
             if loaded is None or (self.code is not None and function.code != self.code):
                 return None
-            if _shadows(function, loaded - self._code_modules if function.code == self.code else loaded):
+            if _shadows(function, loaded - self._code_modules):  # what came from its own asset shadows nothing
                 return None
             request = {"environment": environment, "cwd": str(function.code), "config": config}
             try:
