@@ -20,6 +20,12 @@ Each run is a process of its own (as each command is: its own endpoint, its own 
 (``LAKELINE_SYNTH_CACHE``) is the user's, so a run after the app's code changed includes a synth.
 
     .venv/bin/python -m benchmarks.runtime [--only demo|shop] [--repeat N]     # about 2-6 minutes
+
+With ``--baseline REV`` each run alternates with the same run of commit ``REV`` (its files checked out into a
+temporary folder and put first on ``PYTHONPATH``), and the end prints the paired differences: the machine's
+speed drifts by a fifth within an hour, so only runs taken minutes apart compare.
+
+    .venv/bin/python -m benchmarks.runtime --only shop --repeat 4 --baseline d4d9314
 """
 
 from __future__ import annotations
@@ -181,10 +187,62 @@ def print_run(console: Console, measured: Measured) -> None:
     console.print(executions)
 
 
+def checkout(revision: str, folder: Path) -> Path:
+    """Commit ``revision``'s files in ``folder`` (``git archive``: no worktree left registered), sharing this
+    checkout's virtualenv and Node packages."""
+    tree = folder / "baseline"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision], cwd=REPOSITORY, check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    for shared in (".venv", "node_modules"):
+        if (REPOSITORY / shared).exists():
+            (tree / shared).symlink_to(REPOSITORY / shared)
+    return tree
+
+
+def run_child(name: str, tree: Path, written: Path) -> dict[str, float]:
+    """One run in its own process, as each command is (its own moto backends and Spark session), of the
+    code in ``tree``."""
+    command = [sys.executable, "-m", "benchmarks.runtime", "--child", name, "--summary", str(written)]
+    environment = {**os.environ, "PYTHONPATH": str(tree)} if tree != REPOSITORY else None
+    subprocess.run(command, check=True, cwd=tree, env=environment)
+    figures: dict[str, float] = json.loads(written.read_text())
+    return figures
+
+
+def print_pairs(
+    console: Console, pairs: dict[str, list[tuple[dict[str, float], dict[str, float]]]], revision: str
+) -> None:
+    table = Table(title=f"this checkout against {revision}, run by run (seconds; CPU seconds)")
+    for column in ("run", "this", revision, "difference", "CPU this", f"CPU {revision}"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for name, runs in pairs.items():
+        for this, base in runs:
+            difference = this["seconds"] - base["seconds"]
+            table.add_row(
+                name,
+                f"{this['seconds']:.1f}",
+                f"{base['seconds']:.1f}",
+                f"{difference:+.1f}",
+                f"{this['cpu']:.0f}",
+                f"{base['cpu']:.0f}",
+            )
+        differences = [this["seconds"] - base["seconds"] for this, base in runs]
+        faster = sum(difference < 0 for difference in differences)
+        console.print(
+            f"{name}: median difference {statistics.median(differences):+.1f} s "
+            f"({faster} of {len(runs)} runs faster than {revision})"
+        )
+    console.print(table)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--only", choices=sorted(RUNS), help="one of the runs (default: both)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each (the medians are printed at the end)")
+    parser.add_argument("--baseline", metavar="REV", help="alternate each run with commit REV's, paired")
     parser.add_argument("--child", choices=sorted(RUNS), help=argparse.SUPPRESS)
     parser.add_argument("--summary", type=Path, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
@@ -204,14 +262,22 @@ def main(argv: list[str] | None = None) -> None:
         return
     names = [arguments.only] if arguments.only else ["demo", "shop"]
     summary: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    pairs: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory(prefix="lakeline-runtime-") as folder:
+        baseline = checkout(arguments.baseline, Path(folder)) if arguments.baseline else None
         for attempt in range(arguments.repeat):
             for name in names:
-                # Each run in its own process, as each command is: its own moto backends and Spark session.
-                written = Path(folder) / f"{name}-{attempt}.json"
-                command = [sys.executable, "-m", "benchmarks.runtime", "--child", name, "--summary", str(written)]
-                subprocess.run(command, check=True, cwd=REPOSITORY)
-                summary[name].append(json.loads(written.read_text()))
+                base_first = attempt % 2 == 1  # neither side always runs first
+                if baseline is not None and base_first:
+                    base = run_child(name, baseline, Path(folder) / f"{name}-{attempt}-baseline.json")
+                this = run_child(name, REPOSITORY, Path(folder) / f"{name}-{attempt}.json")
+                summary[name].append(this)
+                if baseline is not None:
+                    if not base_first:
+                        base = run_child(name, baseline, Path(folder) / f"{name}-{attempt}-baseline.json")
+                    pairs[name].append((this, base))
+    if arguments.baseline:
+        print_pairs(console, pairs, arguments.baseline)
     overview = Table(title="the whole against the SQL itself (medians)")
     for column in ("run", "whole s", "SQL s", "rest s", "whole / SQL", "CPU s", "executions"):
         overview.add_column(column, justify="left" if column == "run" else "right")

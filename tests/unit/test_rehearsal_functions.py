@@ -227,3 +227,76 @@ def test_a_zygote_of_the_functions_shared_asset_imports_what_their_handlers_impo
         for function in (report, layered, elsewhere):
             function.stop()
         zygote.stop()
+
+
+LAYERED_HANDLER = """
+import os
+
+import typing_extensions
+
+import shared.needs_a_layer
+
+
+def handler(event, context):
+    return {"needs_a_layer": shared.needs_a_layer.IMPORTED_IN, "typing_extensions": typing_extensions.__file__,
+            "pid": os.getpid(), "parent": os.getppid()}
+"""
+
+
+def test_a_zygote_with_the_functions_layers_forks_them_with_the_layers_packages_and_the_modules_that_need_them(
+    tmp_path: Path,
+) -> None:
+    """A layer holding a package the first zygote imported from the runtime (the OpenLineage layer's
+    ``typing_extensions``) would be shadowed in a child of that zygote: such a function gets a zygote of its
+    layers, which imports the layer's copy and, from the shared asset, the modules needing the layer; a function
+    without those layers is not forked from it, nor the layered one from the first."""
+    import shutil
+
+    import typing_extensions
+
+    code = tmp_path / "asset"
+    (code / "shared").mkdir(parents=True)
+    (code / "shared" / "__init__.py").write_text("")
+    (code / "shared" / "models.py").write_text("import os\n\nIMPORTED_IN = os.getpid()\n")
+    (code / "shared" / "needs_a_layer.py").write_text(
+        "import os\n\nimport package_of_a_layer\n\nIMPORTED_IN = os.getpid()\n"
+    )
+    (code / "fn").mkdir()
+    (code / "fn" / "__init__.py").write_text("")
+    (code / "fn" / "handler.py").write_text(SHARED_HANDLER)
+    (code / "fn" / "layered.py").write_text(LAYERED_HANDLER)
+    layer = tmp_path / "layer" / "python"
+    (layer / "package_of_a_layer").mkdir(parents=True)
+    (layer / "package_of_a_layer" / "__init__.py").write_text("")
+    shutil.copy(typing_extensions.__file__, layer / "typing_extensions.py")
+    plain = Zygote(tmp_path / "zygote.log", code=code, handlers=["fn.handler"])
+    with_layer = Zygote(tmp_path / "zygote1.log", code=code, handlers=["fn.handler", "fn.layered"], layers=(layer,))
+    bundled = BundledFunction("layered", "arn:aws:lambda:us-east-1:1:function:layered", "fn.layered.handler", code,
+                              (layer,), {}, "", timeout=30)  # fmt: skip
+    functions = [
+        WarmFunction(
+            bundled,
+            endpoint="http://127.0.0.1:1",
+            region="us-east-1",
+            log=tmp_path / f"{name}.log",
+            credentials=None,
+            zygote=zygote,
+        )
+        for name, zygote in (("forked", with_layer), ("own", plain))
+    ]
+    report = _shared(code, "report", with_layer, tmp_path / "report.log")
+    try:
+        forked = functions[0].invoke({})
+        assert forked["parent"] == with_layer._process.pid
+        assert forked["needs_a_layer"] == with_layer._process.pid  # imported once, in the layers' zygote
+        assert forked["typing_extensions"] == str(layer / "typing_extensions.py")  # the layer's copy
+        own = functions[1].invoke({})
+        assert own["parent"] == os.getpid()  # the first zygote's typing_extensions is not the layer's
+        assert own["typing_extensions"] == str(layer / "typing_extensions.py")
+        seen = report.invoke({})  # no layers: not forked from it either (it has imported shared.models)
+        assert seen["models"] == seen["pid"] != with_layer._process.pid
+    finally:
+        for function in (*functions, report):
+            function.stop()
+        plain.stop()
+        with_layer.stop()

@@ -142,6 +142,9 @@ import ast, signal, socket, threading
 
 setup = json.loads(sys.argv[1])
 allowed.update(setup["allowed"])
+# The layers of the functions it forks, where their functions have them (serve puts them there again): a
+# package of a layer's, such as the OpenLineage layer's typing_extensions, is imported from the layer.
+sys.path[1:1] = list(reversed(setup.get("layers", [])))
 for preloaded in setup["preload"]:
     try:
         importlib.import_module(preloaded)
@@ -180,11 +183,13 @@ if code:
     sys.path.remove(code)
 control = socket.socket(fileno=int(sys.argv[2]))
 loaded = sorted({name.split(".")[0] for name in sys.modules})
-# The code asset's own top-level packages: a function of that asset imports the same files (no shadowing).
+# The top-level packages of the code asset and the layers: a function of that asset with those layers imports
+# the same files (no shadowing).
+own_folders = tuple(folder + os.sep for folder in [*([code] if code else []), *setup.get("layers", [])])
 owned = {
     name.split(".")[0]
     for name, module in list(sys.modules.items())
-    if code and str(getattr(module, "__file__", None) or "").startswith(code + os.sep)
+    if own_folders and str(getattr(module, "__file__", None) or "").startswith(own_folders)
 }
 state = {"modules": loaded, "code_modules": sorted(owned), "threads": threading.active_count()}
 control.send(json.dumps(state).encode())
@@ -317,18 +322,31 @@ class Zygote:
     itself, so the function's code still comes from its asset only (a file missing there fails as in AWS). A
     function whose code is another folder, or whose code or layers hold a module of the same name as one the
     zygote has imported from elsewhere, gets a process of its own (``fork`` answers ``None``): there its own
-    copy is the one imported, as in Lambda."""
+    copy is the one imported, as in Lambda. A zygote forks only functions with its ``layers`` (the host starts
+    one per set of layers: the OpenLineage layer's ``typing_extensions`` would shadow the first's)."""
 
     def __init__(
-        self, log: Path, *, code: Path | None = None, handlers: Sequence[str] = (), bytecode: Path | None = None
+        self,
+        log: Path,
+        *,
+        code: Path | None = None,
+        handlers: Sequence[str] = (),
+        bytecode: Path | None = None,
+        layers: tuple[Path, ...] = (),
     ) -> None:
         """``code``: the functions' shared code asset, whose modules that ``handlers`` (module names) import are
-        imported too, compiled into ``bytecode``."""
+        imported too, compiled into ``bytecode``; ``layers``: the layers of the functions it forks, on its path
+        as on theirs."""
         log.parent.mkdir(parents=True, exist_ok=True)
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._folder = tempfile.TemporaryDirectory(prefix="lakeline-zygote-")  # nothing importable from it
         self.code = code
-        setup: dict[str, Any] = {"allowed": sorted(PROVIDED), "preload": list(PRELOAD)}
+        self.layers = layers
+        setup: dict[str, Any] = {
+            "allowed": sorted(PROVIDED),
+            "preload": list(PRELOAD),
+            "layers": [str(layer) for layer in layers],
+        }
         if code is not None:
             packages = sorted(entry.name for entry in code.iterdir() if (entry / "__init__.py").is_file())
             setup |= {
@@ -369,6 +387,8 @@ class Zygote:
         with self._lock:
             loaded = self._ready()
             if loaded is None or (self.code is not None and function.code != self.code):
+                return None
+            if function.layers != self.layers:
                 return None
             if _shadows(function, loaded - self._code_modules):  # what came from its own asset shadows nothing
                 return None
@@ -619,13 +639,27 @@ class FunctionHost:
         enforced); without it, functions sign with a placeholder key."""
         self.functions = bundled_functions(assembly, lambda_client)
         self.logs = logs or Path(tempfile.mkdtemp(prefix="lakeline-functions-"))
-        # Started now: its imports run while the stand-up goes on, before the first invocation.
+        # Started now: their imports run while the stand-up goes on, before the first invocation. One per set of
+        # layers among the functions of the shared code asset (the functions without a layer first).
         shared = Counter(function.code for function in self.functions.values()).most_common(1)
         code = shared[0][0] if shared else None
-        handlers = sorted(
-            {function.handler.rpartition(".")[0] for function in self.functions.values() if function.code == code}
-        )
-        self.zygote = Zygote(self.logs / "zygote.log", code=code, handlers=handlers, bytecode=self.logs / "bytecode")
+        layer_sets = sorted({function.layers for function in self.functions.values() if function.code == code} | {()})
+        self.zygotes = {
+            layers: Zygote(
+                self.logs / f"zygote{index or ''}.log",
+                code=code,
+                handlers=sorted(
+                    {
+                        function.handler.rpartition(".")[0]
+                        for function in self.functions.values()
+                        if function.code == code and function.layers == layers
+                    }
+                ),
+                bytecode=self.logs / "bytecode",
+                layers=layers,
+            )
+            for index, layers in enumerate(layer_sets)
+        }
         self.environments = {
             name: WarmFunction(
                 function,
@@ -633,7 +667,7 @@ class FunctionHost:
                 region=region,
                 log=self.logs / f"{name}.log",
                 credentials=role_credentials(function.role, name) if role_credentials else None,
-                zygote=self.zygote,
+                zygote=self.zygotes.get(function.layers, self.zygotes[()]),
                 bytecode=self.logs / "bytecode",
             )
             for name, function in self.functions.items()
@@ -668,7 +702,8 @@ class FunctionHost:
     def stop(self) -> None:
         for environment in self.environments.values():
             environment.stop()
-        self.zygote.stop()
+        for zygote in self.zygotes.values():
+            zygote.stop()
 
     def install(self) -> None:
         import moto.awslambda.models as lambda_models
