@@ -62,7 +62,6 @@ def arrival_event(key: str, sequencer: str, *, time: str = ARRIVAL_TIME) -> dict
 def expected_execution_name(key: str, sequencer: str, *, time: str = ARRIVAL_TIME) -> str:
     """The execution name the router must give the run this arrival starts (when no other run holds its
     partition), computed here from the contract: fixed by the run, whose token is fixed by the arrival."""
-    from stage_a.keys import parse_raw_key
     from stage_a.start import arrival_run_token, execution_name
 
     arrival = Arrival(
@@ -71,7 +70,7 @@ def expected_execution_name(key: str, sequencer: str, *, time: str = ARRIVAL_TIM
         sequencer=sequencer,
         event_time=datetime.fromisoformat(time.replace("Z", "+00:00")).astimezone(UTC),
     )
-    return execution_name(parse_raw_key(key), arrival_run_token(arrival))
+    return execution_name(arrival.raw.dataset, arrival.raw.table, arrival_run_token(arrival))
 
 
 def lambda_sqs_event(bodies: list[str], source_arn: str = f"arn:aws:sqs:{REGION}:123456789012:queue") -> dict[str, Any]:

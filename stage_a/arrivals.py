@@ -12,12 +12,13 @@ import hashlib
 import json
 import re
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from lakeline.errors import InvalidInputError
-from stage_a.keys import decode_notification_key
+from stage_a.keys import RawObject, decode_notification_key, parse_raw_key
 
 EXECUTION_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -30,6 +31,11 @@ class Arrival(BaseModel):
     sequencer: str = ""
     event_time: datetime
     size: int | None = None
+
+    @cached_property
+    def raw(self) -> RawObject:
+        """The key parsed (``InvalidKey`` if it is not a raw table's): once per arrival, whoever asks."""
+        return parse_raw_key(self.key)
 
     @property
     def identity(self) -> str:

@@ -47,6 +47,12 @@ class RawObject:
     def partition_prefix(self) -> str:
         return self.table_prefix + "".join(f"{col}={value}/" for col, value in self.partition)
 
+    def holds(self, key: str) -> bool:
+        """Whether ``key`` is a file of this object's partition (a key the door has parsed before: the runs'
+        state names only those)."""
+        prefix = self.partition_prefix
+        return key.startswith(prefix) and "/" not in key[len(prefix) :]
+
 
 def decode_notification_key(key: str) -> str:
     """S3 event notifications URL-encode keys (spaces as '+'); decode once, never twice."""

@@ -354,7 +354,7 @@ def plan_stage_a(
     new = [identity for identity in ids if identity not in (lease.applied if lease else ())]
     mode, keys = _write_mode(table_cfg, lease, new)
     for key in keys:
-        if parse_raw_key(key).partition_prefix != raw.partition_prefix:
+        if not raw.holds(key):
             raise InvalidInputError(f"arrival {key!r} is not in the partition {raw.partition_prefix!r}")
 
     register_raw = None

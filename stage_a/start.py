@@ -101,9 +101,9 @@ def stage_partition_root(raw: RawObject, settings: PipelineSettings) -> str:
     return join_location(settings.stage_root, raw.partition_prefix)
 
 
-def execution_name(raw: RawObject, run_token: str) -> str:
+def execution_name(dataset: str, table: str, run_token: str) -> str:
     """A Step Functions execution name (<= 80 chars of [A-Za-z0-9_-]) fixed by the run."""
-    prefix = EXECUTION_NAME_UNSAFE.sub("-", f"{raw.dataset}-{raw.table}")[:38]
+    prefix = EXECUTION_NAME_UNSAFE.sub("-", f"{dataset}-{table}")[:38]
     return f"{prefix}-{hashlib.sha256(run_token.encode()).hexdigest()[:40]}"
 
 
@@ -114,10 +114,10 @@ def arrival_run_token(arrival: Arrival) -> str:
 
 def plan_arrival(arrival: Arrival, settings: PipelineSettings, catalog: Catalog) -> tuple[str, StageAPlan]:
     """The seed's whole-partition plan for an arrival, without a lease (``lakeline stage-a plan``)."""
-    raw = parse_raw_key(arrival.key)
+    raw = arrival.raw
     schema = catalog.describe_table(settings.raw_database(raw.team, raw.dataset), raw.table)
     token = arrival_run_token(arrival)
-    return execution_name(raw, token), plan_stage_a(raw, settings, schema, run_token=token)
+    return execution_name(raw.dataset, raw.table, token), plan_stage_a(raw, settings, schema, run_token=token)
 
 
 def check_arrival(
@@ -131,7 +131,7 @@ def check_arrival(
     if not added:
         return None
     # schema_evolution: add-columns. The stage table gets them too, or its runs would drop them.
-    raw = parse_raw_key(arrival.key)
+    raw = arrival.raw
     database = settings.raw_database(raw.team, raw.dataset)
     for column in added:
         check_identifier(column.name, "column")
@@ -156,7 +156,7 @@ def admit(arrival: Arrival, settings: PipelineSettings, catalog: Catalog, files:
     or whose key has been read by name before,
     has its copy in the table's order written (``stage_a.by_name``), which arrives and is loaded in
     its place. Returns the raw table's schema for an arrival loaded as it is."""
-    raw = parse_raw_key(arrival.key)
+    raw = arrival.raw
     schema = _raw_schema(arrival, settings.raw_database(raw.team, raw.dataset), raw.table, catalog)
     table_cfg = settings.table_settings(settings.stage_database(raw.team, raw.dataset), raw.table)
     contract = RawContract.of(schema, encoding=table_cfg.encoding, evolution=table_cfg.schema_evolution)
@@ -221,7 +221,7 @@ def enter_arrival(
     schema = admit(arrival, settings, catalog, files)
     if isinstance(schema, ReadByName):
         return schema
-    raw = parse_raw_key(arrival.key)
+    raw = arrival.raw
     token = arrival_run_token(arrival)
     # Planned once without the lease first: an arrival that cannot be planned is refused before it
     # enters the partition's state, where it would hold up the arrivals behind it.
@@ -409,7 +409,7 @@ def start_plan(
 ) -> StartedRun:
     """Start the execution of a leased plan (its name is fixed by the run, so a retry is a duplicate), once it has
     one of the stage's ``slots`` (``NoRunSlot``: none is free; the run keeps its lease and is started later)."""
-    name = execution_name(parse_raw_key(plan.raw_key), plan.run_token)
+    name = execution_name(plan.dataset, plan.table, plan.run_token)
     # The failure path reads ``$.arrival``: a follow-up run has none of its own (it parks its arrivals).
     payload = {"plan": plan.to_dict(), "arrival": None, **(extra_input or {})}
     started = start_in_slot(

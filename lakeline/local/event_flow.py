@@ -44,7 +44,7 @@ from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.arrivals import parse_arrivals
 from stage_a.finish import publish_stage_a
-from stage_a.keys import parse_raw_key
+from stage_a.keys import RawObject
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import LocalRawFiles
 from stage_a.run import execute_stage_a
@@ -102,8 +102,7 @@ class SparkCatalog:
         self.workspace = workspace
         self.settings = settings
 
-    def prepare(self, key: str) -> None:
-        raw = parse_raw_key(key)
+    def prepare(self, raw: RawObject) -> None:
         ensure_tables(self.engine, raw, self.workspace.raw_dir / raw.key, self.settings)
 
     def describe_table(self, database: str, table: str) -> TableSchema:
@@ -226,7 +225,7 @@ class EventFlow:
             return
         for arrival in parse_arrivals(body):
             try:
-                self.catalog.prepare(arrival.key)
+                self.catalog.prepare(arrival.raw)
                 plan = begin_arrival(arrival, self.settings, self.catalog, self.commits, self.raw_files)
             except PartitionFull:  # as the deployed router does: it waits in the queue instead
                 self.cloud.sqs.send_message(QueueUrl=self.cloud.queue_urls["queue-a"], MessageBody=record.body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from lambdas.partition_commit import handler as commit
 from lambdas.stage_a_failure import handler as failure
 from lambdas.stage_a_post_update import handler as post_update
 from lambdas.stage_a_router import handler as router
+from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import S3RawFiles
 from stage_lineage.records import (
@@ -1229,3 +1231,25 @@ def test_a_follow_up_whose_partition_s_arrivals_still_come_waits_again_up_to_its
     (_, second) = sorted(executions(aws), key=lambda run: run["startDate"])
     taken = json.loads(aws["sfn"].describe_execution(executionArn=second["executionArn"])["input"])["plan"]
     assert taken["run_token"] == owner
+
+
+def test_the_router_parses_an_arrivals_key_once(aws: dict[str, Any]) -> None:
+    """The raw key is parsed into its table and partition once per arrival (``Arrival.raw``), whatever reads them
+    on the way from the door to the started run."""
+    key = "engineering/mysql/customers/date=20220120/file.csv"
+    parsed: list[str] = []
+    code = parse_raw_key.__code__
+
+    def count(frame: Any, event: str, _argument: Any) -> None:
+        if event == "call" and frame.f_code is code:
+            parsed.append(frame.f_locals["key"])
+
+    event = sqs_event(eventbridge_arrival(key))
+    sys.setprofile(count)
+    try:
+        response = router.handler(event, CONTEXT)
+    finally:
+        sys.setprofile(None)
+    assert response == {"batchItemFailures": []}
+    assert len(executions(aws)) == 1
+    assert parsed == [key]

@@ -129,3 +129,17 @@ def test_a_plan_of_the_version_before_with_its_copies_is_still_read() -> None:
     earlier = {**plan.to_dict(), "arrivals": [], "statements": plan.statements}  # in flight across an upgrade
 
     assert StageAPlan.from_dict(earlier) == plan
+
+
+@pytest.mark.parametrize(
+    ("key", "held"),
+    [
+        ("sales/pos/orders/date=20240301/b.csv", True),
+        ("sales/pos/orders/date=20240302/a.csv", False),  # another partition
+        ("sales/pos/orders/date=20240301/hour=1/a.csv", False),  # a deeper one
+        ("sales/pos/orders/date=202403011/a.csv", False),  # a value that starts alike
+        ("sales/pos/orders_old/date=20240301/a.csv", False),
+    ],
+)
+def test_a_raw_object_holds_the_files_of_its_partition_only(key: str, held: bool) -> None:
+    assert parse_raw_key("sales/pos/orders/date=20240301/a.csv").holds(key) is held
