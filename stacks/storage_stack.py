@@ -124,33 +124,23 @@ class StorageStack(Stack):
 
         self.dependencies_table = self._table(
             "DependenciesTable",
-            partition_key=dynamodb.Attribute(
-                name=dependency_tables.DEPENDENCIES_KEY, type=dynamodb.AttributeType.STRING
-            ),
+            partition_key=_attribute(KeyAttribute(dependency_tables.DEPENDENCIES_KEY)),
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
         )
         self.dependencies_by_table = self._table(
             "DependenciesByTable",
-            partition_key=dynamodb.Attribute(
-                name=dependency_tables.BY_TABLE_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            sort_key=dynamodb.Attribute(name=dependency_tables.BY_TABLE_SORT_KEY, type=dynamodb.AttributeType.STRING),
+            partition_key=_attribute(KeyAttribute(dependency_tables.BY_TABLE_PARTITION_KEY)),
+            sort_key=_attribute(KeyAttribute(dependency_tables.BY_TABLE_SORT_KEY)),
         )
         self.dependencies_by_table.add_global_secondary_index(
             index_name=dependency_tables.BY_TARGET_INDEX,
-            partition_key=dynamodb.Attribute(
-                name=dependency_tables.BY_TABLE_SORT_KEY, type=dynamodb.AttributeType.STRING
-            ),
-            sort_key=dynamodb.Attribute(
-                name=dependency_tables.BY_TABLE_PARTITION_KEY, type=dynamodb.AttributeType.STRING
-            ),
+            partition_key=_attribute(KeyAttribute(dependency_tables.BY_TABLE_SORT_KEY)),
+            sort_key=_attribute(KeyAttribute(dependency_tables.BY_TABLE_PARTITION_KEY)),
             projection_type=dynamodb.ProjectionType.KEYS_ONLY,
         )
         self.pipeline_state_table = self._table(
             "PipelineStateTable",
-            partition_key=dynamodb.Attribute(
-                name=dependency_tables.PIPELINE_STATE_KEY, type=dynamodb.AttributeType.STRING
-            ),
+            partition_key=_attribute(KeyAttribute(dependency_tables.PIPELINE_STATE_KEY)),
         )
         spec = LINEAGE_TABLE
         self.lineage_table = self._table(
@@ -186,41 +176,36 @@ class StorageStack(Stack):
         )
         self.lineage_database.apply_removal_policy(RemovalPolicy.RETAIN)
         self.lineage_archive_table_name = DEFAULT_TABLE
-        archive_table = glue.CfnTable(
-            self,
-            "LineageArchiveTable",
-            catalog_id=self.account,
-            database_name=self.lineage_database_name,
-            table_input=glue.CfnTable.TableInputProperty(name=self.lineage_archive_table_name),
-        )
         # The whole TableInput comes from the one definition the loader and the tests use too.
-        archive_table.add_property_override(
-            "TableInput",
+        self._lineage_glue_table(
+            "LineageArchiveTable",
             glue_table_input(
                 self.lineage_archive_table_name, f"s3://{self.lineage_archive_bucket.bucket_name}/{ARCHIVE_PREFIX}"
             ),
         )
-        archive_table.node.add_dependency(self.lineage_database)
-        archive_table.apply_removal_policy(RemovalPolicy.RETAIN)
         # The OpenLineage events the stage functions keep in the same bucket, under openlineage/.
         self.openlineage_events_table_name = events_table.DEFAULT_EVENTS_TABLE
-        openlineage_table = glue.CfnTable(
-            self,
+        self._lineage_glue_table(
             "OpenLineageEventsTable",
-            catalog_id=self.account,
-            database_name=self.lineage_database_name,
-            table_input=glue.CfnTable.TableInputProperty(name=self.openlineage_events_table_name),
-        )
-        openlineage_table.add_property_override(
-            "TableInput",
             events_table.events_glue_table_input(
                 f"s3://{self.lineage_archive_bucket.bucket_name}/{EVENTS_FOLDER}",
                 table=self.openlineage_events_table_name,
             ),
         )
-        openlineage_table.node.add_dependency(self.lineage_database)
-        openlineage_table.apply_removal_policy(RemovalPolicy.RETAIN)
         self._export_contract()
+
+    def _lineage_glue_table(self, construct_id: str, table_input: dict[str, Any]) -> None:
+        """A table of the lineage database, kept when the stack goes, whose whole TableInput is ``table_input``."""
+        table = glue.CfnTable(
+            self,
+            construct_id,
+            catalog_id=self.account,
+            database_name=self.lineage_database_name,
+            table_input=glue.CfnTable.TableInputProperty(name=table_input["Name"]),
+        )
+        table.add_property_override("TableInput", table_input)
+        table.node.add_dependency(self.lineage_database)
+        table.apply_removal_policy(RemovalPolicy.RETAIN)
 
     def _export_contract(self) -> None:
         """Named exports the pipeline stack imports (see ``stacks/storage_refs.py``)."""

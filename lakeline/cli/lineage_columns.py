@@ -78,8 +78,8 @@ def _step(
     catalog: CatalogFile,
     database: str | None,
     settings: OpenLineageSettings,
-    job_name: str | None,
-    run_id: str | None,
+    job_name: str | None = None,
+    run_id: str | None = None,
 ) -> StepRun:
     if dialect not in DIALECTS:
         fail(f"--dialect {dialect!r} is not supported: use {' or '.join(DIALECTS)}")
@@ -181,15 +181,7 @@ def register(app: typer.Typer) -> None:
         try:
             tables = CatalogFile.load(catalog)
             settings = _settings({"datasetNamespace": dataset_namespace}, tables)
-            step = _step(
-                file,
-                dialect=dialect,
-                catalog=tables,
-                database=database,
-                settings=settings,
-                job_name=None,
-                run_id=None,
-            )
+            step = _step(file, dialect=dialect, catalog=tables, database=database, settings=settings)
             statements: list[StatementLineage] = list(step.statements)
             refused: list[str] = []
             if engine == "spark":

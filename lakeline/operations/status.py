@@ -155,6 +155,15 @@ def read_items(
     return partitions, waiting
 
 
+def _last_run(summary_file: Path) -> tuple[str, dict[str, Any]] | None:
+    """When the last run finished (its summary file's time, ``YYYY-MM-DD HH:MM:SS UTC``) and its summary, if
+    a run left one."""
+    if not summary_file.exists():
+        return None
+    summary: dict[str, Any] = json.loads(summary_file.read_text())
+    return f"{datetime.fromtimestamp(summary_file.stat().st_mtime, UTC):%Y-%m-%d %H:%M:%S} UTC", summary
+
+
 def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now: datetime) -> PipelineStatus:
     """The status of a local workspace: its saved pipeline state, its last run and its quarantine."""
     from lakeline.local.sql_server import server_pid
@@ -166,10 +175,9 @@ def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now
         status.sql_server += " the pipeline here)"
     items = Workspace(workspace).read_pipeline_state()
     status.partitions, status.waiting_targets = read_items(items, required, now)
-    summary_file = workspace / "summary.json"
-    if summary_file.exists():
-        summary = json.loads(summary_file.read_text())
-        finished = f"{datetime.fromtimestamp(summary_file.stat().st_mtime, UTC):%Y-%m-%d %H:%M:%S} UTC"
+    last_run = _last_run(workspace / "summary.json")
+    if last_run is not None:
+        finished, summary = last_run
         status.last_run = (
             f"{finished}: {summary.get('stage_a_runs', 0)} stage A and {summary.get('stage_b_runs', 0)} stage B "
             f"runs in {summary.get('seconds', 0)}s"
@@ -241,10 +249,9 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
     parked = Quarantine.of_deployment(workspace).parked()
     status.dead_letters["quarantine"] = len(parked)
     status.failures += [f"quarantined {key}: {reason}" for key, reason in parked]
-    summary_file = workspace / "deployed" / "summary.json"
-    if summary_file.exists():
-        summary = json.loads(summary_file.read_text())
-        finished = f"{datetime.fromtimestamp(summary_file.stat().st_mtime, UTC):%Y-%m-%d %H:%M:%S} UTC"
+    last_run = _last_run(workspace / "deployed" / "summary.json")
+    if last_run is not None:
+        finished, summary = last_run
         status.last_run = (
             f"{finished}: {summary.get('uploads', 0)} files uploaded, {summary.get('stage_a_runs', 0)} stage A and "
             f"{summary.get('stage_b_runs', 0)} stage B executions in {summary.get('seconds', 0)}s"

@@ -208,15 +208,4 @@ def item_node(item: Mapping[str, Mapping[str, Any]]) -> LineageNode:
     root_id, node_id = _text(get("root_id")), _text(get("node_id"))
     if root_id is None or node_id is None:
         return LineageNode.from_values(item_values(item))  # raises, naming the item
-    return LineageNode(
-        root_id,
-        node_id,
-        _text(get("parent_id")) or "",
-        _text(get("action_taken")) or "",
-        _text(get("storage_location")) or "",
-        _number(get("recordedAt")) or 0,
-        _number(get("ttl_expiry")),
-        _text(get("run_id")),
-        _text(get("job_name")),
-        _text(get("dataset")),
-    )
+    return LineageNode.from_attributes(root_id, node_id, get, _text, _number)

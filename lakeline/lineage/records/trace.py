@@ -132,6 +132,20 @@ def trace_records(
     """Trace records held in memory (the embedded runtime has no lineage table) into ``store``."""
     settings = settings or TraceSettings()
     nodes = [item if isinstance(item, LineageNode) else LineageNode.from_record(item) for item in records]
+    return _archive_nodes(root_id, nodes, store, trace_date, archived_at=archived_at, settings=settings)
+
+
+def _archive_nodes(
+    root_id: str,
+    nodes: Iterable[LineageNode],
+    store: ArchiveStore,
+    trace_date: date,
+    *,
+    archived_at: datetime,
+    settings: TraceSettings,
+) -> TraceResult:
+    """Build the root's tree from its nodes and archive it; the result's ``key`` is ``None`` when nothing was
+    written (an empty tree)."""
     tree = build_tree(root_id, nodes, settings.terminal_actions)
     written = archive_tree(tree, store, trace_date, archived_at=archived_at, action=settings.trace_action)
     return TraceResult(
@@ -158,16 +172,7 @@ def trace_root(
     started = clock()
     trace_date = message.trace_date or started.date()
     nodes = read_root_nodes(dynamodb, table_name, message.root_id)
-    tree = build_tree(message.root_id, nodes, settings.terminal_actions)
-    written = archive_tree(tree, store, trace_date, archived_at=started, action=settings.trace_action)
-    if written is not None:
+    result = _archive_nodes(message.root_id, nodes, store, trace_date, archived_at=started, settings=settings)
+    if result.key is not None:
         mark_traced(dynamodb, table_name, message.root_id, started, settings.marker_retention)
-    return TraceResult(
-        root_id=message.root_id,
-        trace_date=trace_date,
-        nodes=len(tree.nodes),
-        lines=len(tree.lines),
-        statuses=tree.status_counts(),
-        key=written[0] if written else None,
-        location=written[1] if written else None,
-    )
+    return result

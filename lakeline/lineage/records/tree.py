@@ -19,7 +19,7 @@ the same nodes always give the same lines.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple
@@ -76,17 +76,30 @@ class LineageNode(NamedTuple):
         root_id, node_id = get("root_id"), get("node_id")
         if not isinstance(root_id, str) or not isinstance(node_id, str):
             raise InvalidInputError(f"lineage item without root_id/node_id keys: {dict(values)!r:.200}")
+        return cls.from_attributes(root_id, node_id, get, text_value, integer_value)
+
+    @classmethod
+    def from_attributes(
+        cls,
+        root_id: str,
+        node_id: str,
+        get: Callable[[str], Any],
+        text: Callable[[Any], str | None],
+        integer: Callable[[Any], int | None],
+    ) -> LineageNode:
+        """From an item's keys and its other attributes, each read by ``get`` under the item's attribute
+        name and converted by ``text`` or ``integer`` (plain values, or DynamoDB's typed attributes)."""
         return cls(
             root_id,
             node_id,
-            text_value(get("parent_id")) or "",
-            text_value(get("action_taken")) or "",
-            text_value(get("storage_location")) or "",
-            integer_value(get("recordedAt")) or 0,
-            integer_value(get("ttl_expiry")),
-            text_value(get("run_id")),
-            text_value(get("job_name")),
-            text_value(get("dataset")),
+            text(get("parent_id")) or "",
+            text(get("action_taken")) or "",
+            text(get("storage_location")) or "",
+            integer(get("recordedAt")) or 0,
+            integer(get("ttl_expiry")),
+            text(get("run_id")),
+            text(get("job_name")),
+            text(get("dataset")),
         )
 
     def archive_dict(self) -> dict[str, Any]:
