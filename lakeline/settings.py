@@ -7,8 +7,9 @@ this model) and passed down; no logic reads the environment itself.
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -143,13 +144,29 @@ class PipelineSettings(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: Path) -> PipelineSettings:
-        import yaml  # only the CLI reads YAML; Lambda code must not need PyYAML
+        return read_yaml_model(
+            cls,
+            path,
+            what="settings from ",
+            select=lambda data: data.get("pipeline", data) if isinstance(data, dict) else data,
+        )
 
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise ConfigError(f"cannot read settings from {path}: {error}") from error
-        try:
-            return cls.model_validate(data.get("pipeline", data) if isinstance(data, dict) else data)
-        except pydantic.ValidationError as error:  # one readable error, not a traceback
-            raise ConfigError(f"{path}: " + "; ".join(validation_problems(error))) from None
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def read_yaml_model(
+    model: type[Model], path: Path, *, what: str = "", select: Callable[[Any], Any] = lambda data: data
+) -> Model:
+    """The YAML file ``path`` (``select``: the part of its document that is the model) as ``model``; a file that
+    cannot be read (``cannot read <what><path>``) or does not fit is one readable ``ConfigError``."""
+    import yaml  # only the CLI reads YAML; Lambda code must not need PyYAML
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read {what}{path}: {error}") from error
+    try:
+        return model.model_validate(select(data))
+    except pydantic.ValidationError as error:  # one readable error, not a traceback
+        raise ConfigError(f"{path}: " + "; ".join(validation_problems(error))) from None

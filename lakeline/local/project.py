@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote
 
-import pydantic
 import sqlglot
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.markup import escape
@@ -41,7 +39,7 @@ from lakeline.console import print_whole
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.engines.spark import SparkEngine
-from lakeline.errors import ConfigError, InvalidInputError, validation_problems
+from lakeline.errors import InvalidInputError
 from lakeline.lineage.openlineage.config import load_openlineage_settings
 from lakeline.lineage.records.query import load_query, query_local_archive
 from lakeline.lineage.viewer.html import write_lineage_html
@@ -57,7 +55,7 @@ from lakeline.local.unresolved import carry_unresolved
 from lakeline.local.unsaved_runs import undo_unsaved_runs
 from lakeline.local.workspace import Workspace, write_json
 from lakeline.names import check_identifier, ddl_name, dml_name
-from lakeline.settings import PipelineSettings, TableSettings
+from lakeline.settings import PipelineSettings, TableSettings, read_yaml_model
 from lakeline.storage import LocalObjectStore
 from stage_a.keys import InvalidKey, parse_raw_key
 from stage_b.messages import StageBMessage
@@ -79,15 +77,7 @@ class ProjectConfig(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> ProjectConfig:
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
-            raise ConfigError(f"cannot read {path}: {error}") from error
-        try:
-            config = cls.model_validate(data)
-        except pydantic.ValidationError as error:
-            raise ConfigError(f"{path}: " + "; ".join(validation_problems(error))) from None
-        return config.relative_to(path.parent)
+        return read_yaml_model(cls, path).relative_to(path.parent)
 
     def relative_to(self, base: Path) -> ProjectConfig:
         def resolve(path: Path) -> Path:
