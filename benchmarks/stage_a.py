@@ -1,5 +1,5 @@
 """Stage A (partition commits, CTAS-simulated inserts) against a plain INSERT INTO of the same rows, on
-embedded Spark, with the partition states in DynamoDB (moto, in process).
+embedded Spark, with the partition states in DynamoDB (the embedded runtime's local endpoint, moto's server).
 
 The raw data (default 1.2 million rows in 6 daily partitions) arrives as files, in three scenarios:
 
@@ -8,8 +8,9 @@ The raw data (default 1.2 million rows in 6 daily partitions) arrives as files, 
 - ``24 burst``: all 24 files of a partition land while its first run is in flight; they wait for it and
   its follow-up takes them all.
 
-Stage A runs the deployed protocol (lease, plan, SQL, commit, catalog swap, settle, follow-up) with each
-table's write policy (``incremental`` by default: an arrival's rows as one file, compaction back to
+Stage A runs through the embedded runtime (``EventFlow``: the router's start, the SQL, the partition
+commit function, the catalog swap, the post-update function with its follow-up run), with each table's
+write policy (``incremental`` by default: an arrival's rows as one file, compaction back to
 ``bucket_count`` files past ``max_files``; ``--policy rewrite`` for the seed's whole-partition rewrite).
 The baseline is the seed's plain ``INSERT INTO stage SELECT ... FROM raw WHERE "$path" = <file>``, which
 appends the new file's rows and leaves however many files the engine writes. Both run in the same
@@ -22,30 +23,31 @@ any moment for stage A), runs per partition, and rows lost or doubled against th
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
+import os
 import tempfile
 import time
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import boto3
-from moto import mock_aws
 from rich.console import Console
 from rich.table import Table
 
-from lakeline.commits import PartitionCommits
-from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.catalog import ensure_tables
+from lakeline.local.cloud import LocalCloud
+from lakeline.local.event_flow import LOCAL_RAW_BUCKET, EventFlow
 from lakeline.local.sample import write_single_parquet
-from lakeline.local.stage_a import complete_leased_stage_a, partition_row_count
+from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
-from lakeline.settings import PipelineSettings, TableSettings
+from lakeline.settings import TableSettings
 from lakeline.storage import LocalObjectStore, local_root, local_uri
 from stage_a.arrivals import Arrival
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
-from stage_a.raw_files import LocalRawFiles
 from stage_a.start import begin_arrival
 
 SCENARIOS = (("4 one by one", 4, False), ("24 one by one", 24, False), ("24 burst", 24, True))
@@ -72,18 +74,32 @@ def write_arrival(engine: SparkEngine, workspace: Workspace, key: str, first: in
     write_single_parquet(frame.repartition(4), workspace.raw_dir / key)
 
 
+def burst_of(flow: EventFlow, keys: list[str], started_at: datetime) -> None:
+    """Every file of a partition lands while its first run is in flight: the first takes the lease, the others
+    wait behind it (the router's start); the first run's post-update hands them all to one follow-up run."""
+    waiting: list[StageAPlan] = []
+    for index, key in enumerate(keys):
+        digest = hashlib.sha256((flow.workspace.raw_dir / key).read_bytes()).hexdigest()[:18].upper()
+        arrival = Arrival(
+            bucket=LOCAL_RAW_BUCKET, key=key, sequencer=digest, event_time=started_at + timedelta(seconds=index)
+        )
+        plan = begin_arrival(arrival, flow.settings, flow.catalog, flow.commits, flow.raw_files)
+        if isinstance(plan, StageAPlan):
+            waiting.append(plan)
+    for plan in waiting:
+        flow.run_started(plan)
+    flow.run_until_idle()
+
+
 def run_scenario(
-    engine: SparkEngine,
-    workspace: Workspace,
-    settings: PipelineSettings,
-    commits: PartitionCommits,
+    flow: EventFlow,
     name: str,
     arrivals: int,
     burst: bool,
     rows: int,
     partitions: int,
 ) -> Outcome:
-    store = LocalObjectStore()
+    engine, workspace, settings, store = flow.engine, flow.workspace, flow.settings, LocalObjectStore()
     table = f"orders_{arrivals}{'b' if burst else ''}"
     per_file = rows // (partitions * arrivals)
     dates = [f"202201{day + 10:02d}" for day in range(partitions)]
@@ -108,21 +124,20 @@ def run_scenario(
     most_files = runs = 0
     started_at = datetime(2022, 1, 20, tzinfo=UTC)
     for date in dates:
-        waiting: list[StageAPlan] = []
-        for index, key in enumerate(keys[date]):
-            arrival = Arrival(
-                bucket="bench", key=key, sequencer=f"{index:018X}", event_time=started_at + timedelta(seconds=index)
-            )
-            started = time.perf_counter()
-            plan = begin_arrival(arrival, settings, engine, commits, LocalRawFiles(workspace.raw_dir))
-            if isinstance(plan, StageAPlan):
-                waiting.append(plan)
-            if not burst or index == len(keys[date]) - 1:
-                for leased in waiting:
-                    runs += len(complete_leased_stage_a(leased, engine, store, commits, settings, engine))
-                waiting = []
+        if burst:
+            before, started = len(flow.report.stage_a), time.perf_counter()
+            burst_of(flow, keys[date], started_at)
             stage_a_seconds += time.perf_counter() - started
-            if not burst or index == len(keys[date]) - 1:
+            runs += len(flow.report.stage_a) - before
+            location = engine.partition_location(stage_schema.database, table, {"date": date})
+            most_files = max(most_files, len(store.list_data_files(location or "")))
+        for key in keys[date]:
+            if not burst:
+                before, started = len(flow.report.stage_a), time.perf_counter()
+                flow.arrive(key)
+                flow.run_until_idle()
+                stage_a_seconds += time.perf_counter() - started
+                runs += len(flow.report.stage_a) - before
                 location = engine.partition_location(stage_schema.database, table, {"date": date})
                 most_files = max(most_files, len(store.list_data_files(location or "")))
             started = time.perf_counter()
@@ -156,27 +171,30 @@ def main() -> None:
     args = parser.parse_args()
     console = Console()
     outcomes: list[Outcome] = []
-    with tempfile.TemporaryDirectory(prefix="lakeline-bench-") as folder, mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        names = DependencyTableNames()
-        create_dependency_tables(client, names)
-        commits = PartitionCommits(client, names.pipeline_state, lists=LocalObjectStore())
+    environment = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="lakeline-bench-") as folder:
         workspace = Workspace.at(Path(folder))
         table_settings = TableSettings(
             bucketed_by=("order_id",), bucket_count=args.buckets, max_files=args.max_files, write_policy=args.policy
         )
         settings = workspace.settings(default_table=table_settings)
         engine = SparkEngine.local(workspace.root, master="local[2]", shuffle_partitions=8)
-        with console.status("scenarios") as status:
-            for name, arrivals, burst in SCENARIOS:
-                if args.only and name not in args.only:
-                    continue
-                status.update(f"{name}: {args.partitions} partitions x {arrivals} arrivals")
-                outcome = run_scenario(
-                    engine, workspace, settings, commits, name, arrivals, burst, args.rows, args.partitions
-                )
-                outcomes.append(outcome)
-        engine.stop()
+        cloud = LocalCloud.start()
+        try:
+            flow = EventFlow(cloud, engine, workspace, settings, workspace.root / "queries")
+            with console.status("scenarios") as status:
+                for name, arrivals, burst in SCENARIOS:
+                    if args.only and name not in args.only:
+                        continue
+                    status.update(f"{name}: {args.partitions} partitions x {arrivals} arrivals")
+                    # The functions' metrics lines (stdout, as in Lambda) would bury the table.
+                    with redirect_stdout(io.StringIO()):
+                        outcomes.append(run_scenario(flow, name, arrivals, burst, args.rows, args.partitions))
+        finally:
+            cloud.stop()
+            engine.stop()
+            os.environ.clear()
+            os.environ.update(environment)
     table = Table(
         title=f"stage A ({args.policy}, bucket_count={args.buckets}, max_files={args.max_files}) vs INSERT INTO, "
         f"{args.rows:,} rows in {args.partitions} partitions"

@@ -402,36 +402,6 @@ def bucket_columns(table_settings: TableSettings, data_columns: list[str], table
     return chosen
 
 
-def superseded_run_prefixes(store: ObjectStore, partition_root: str, run_token: str) -> list[str]:
-    """Run prefixes of the same partition older than ``run_token``, i.e. replaced by it.
-
-    Only prefixes Lakeline wrote (``lakeline_run=<token>``) are candidates; newer ones belong to a
-    later run and are left alone.
-    """
-    superseded = []
-    for prefix in store.list_child_prefixes(partition_root):
-        name = prefix.rstrip("/").rsplit("/", 1)[-1]
-        if name.startswith(RUN_PREFIX) and name[len(RUN_PREFIX) :] < run_token:
-            superseded.append(prefix)
-    return superseded
-
-
-def delete_superseded(
-    store: ObjectStore, partition_root: str, run_token: str, *, table_root: str, table: str
-) -> list[str]:
-    """Delete the run prefixes ``run_token``'s version replaced; one the catalog still points at (a swap
-    that did not go through) stays, logged. Returns the deleted ones."""
-    deleted = []
-    for prefix in superseded_run_prefixes(store, partition_root, run_token):
-        try:
-            store.delete_prefix(prefix, table_root=table_root, table=table)
-        except DeleteRefused as refused:
-            logger.warning("%s stays: %s", prefix, refused)
-            continue
-        deleted.append(prefix)
-    return deleted
-
-
 def drop_temp_table(
     engine: Engine, drop_sql: str | None, database: str, temp_table: str, failure: QueryError | None
 ) -> list[str]:

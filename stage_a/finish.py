@@ -1,13 +1,13 @@
 """Finishing a stage A run: after its commit (``lakeline.partitions.commit_write``, under a lease),
-point the catalog at the run's prefix (``publish_stage_a``) and, for a run without a lease, delete the
-older prefixes (``finish_stage_a``); after a failure, delete what it wrote (``abandon_stage_a``).
+point the catalog at the run's prefix (``publish_stage_a``); after a failure, delete what it wrote
+(``abandon_stage_a``). Older versions go in the post-update's grace-period sweep, never at once.
 
 The deployed post-update and failure functions and the local runtime finish a run with these."""
 
 from __future__ import annotations
 
 from lakeline.engines.base import Engine
-from lakeline.partitions import delete_run_files, delete_superseded, run_statements
+from lakeline.partitions import delete_run_files, run_statements
 from lakeline.storage import ObjectStore, manifest_prefix
 from stage_a.plan import StageAPlan
 
@@ -15,19 +15,6 @@ from stage_a.plan import StageAPlan
 def publish_stage_a(plan: StageAPlan, engine: Engine) -> list[str]:
     """Point the stage partition at the run's prefix (after its commit, under a lease)."""
     return run_statements(engine, plan.publish, plan.target_database) if plan.writes else []
-
-
-def finish_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[list[str], list[str]]:
-    """After the swap of a run without a lease (a single writer): delete the older run prefixes at once;
-    return (current data files, deleted prefixes). Leased runs leave that to the grace-period sweep."""
-    superseded = (
-        delete_superseded(
-            store, plan.stage_partition_root, plan.run_token, table_root=plan.table_root, table=plan.stage_table
-        )
-        if plan.lease is None
-        else []
-    )
-    return store.list_data_files(plan.target_location), superseded
 
 
 def abandon_stage_a(plan: StageAPlan, store: ObjectStore) -> tuple[int, str]:

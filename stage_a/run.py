@@ -9,25 +9,15 @@ tables. Publishing is separate: under a lease the run commits its prefix first
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from lakeline.engines.base import Engine, QueryError
 from lakeline.partitions import drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
-from stage_a.finish import abandon_stage_a, finish_stage_a, publish_stage_a
+from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan
 from stage_a.type_check import PREFIX, TypeCheck, TypeCheckFailed, refusal
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class StageAResult:
-    plan: StageAPlan
-    raw_key: str
-    data_files: list[str]
-    superseded_deleted: list[str] = field(default_factory=list)
-    query_ids: list[str] = field(default_factory=list)
 
 
 def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> list[str]:
@@ -87,21 +77,3 @@ def check_types(check: TypeCheck, engine: Engine, database: str) -> list[str]:
     finally:
         query_ids.append(engine.execute(check.drop, database=database).query_id)
     return query_ids
-
-
-def run_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> StageAResult:
-    """A whole stage A run by a single writer, without a lease: execute, publish, finish."""
-    query_ids = execute_stage_a(plan, engine, store)
-    query_ids += publish_stage_a(plan, engine)
-    files, superseded = finish_stage_a(plan, store)
-    logger.info(
-        "stage A %s.%s %s: %d files, %d superseded prefixes removed",
-        plan.target_database,
-        plan.table,
-        plan.partition,
-        len(files),
-        len(superseded),
-    )
-    return StageAResult(
-        plan=plan, raw_key=plan.raw_key, data_files=files, superseded_deleted=superseded, query_ids=query_ids
-    )

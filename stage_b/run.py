@@ -8,13 +8,12 @@ first (``lakeline.partitions.commit_write``), then ``publish_stage_b`` points th
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from lakeline.engines.base import Engine, QueryError
 from lakeline.partitions import drop_temp_table, run_statements
 from lakeline.storage import ObjectStore
-from stage_b.finish import abandon_stage_b, finish_stage_b, publish_stage_b
+from stage_b.finish import abandon_stage_b
 from stage_b.plan import PlannedStep, StageBPlan
 
 logger = logging.getLogger(__name__)
@@ -31,14 +30,6 @@ class StageBStepFailed(QueryError):
             reason=error.reason,
         )
         self.step = step
-
-
-@dataclass
-class StageBResult:
-    plan: StageBPlan
-    data_files: list[str] = field(default_factory=list)
-    superseded_deleted: list[str] = field(default_factory=list)
-    query_ids: list[str] = field(default_factory=list)
 
 
 class StepObserver(Protocol):
@@ -74,12 +65,3 @@ def execute_stage_b(
             logger.warning("stage B %s %s failed and %s", plan.dataset, plan.partition, left)
         raise failure
     return query_ids
-
-
-def run_stage_b(plan: StageBPlan, engine: Engine, store: ObjectStore) -> StageBResult:
-    """A whole stage B run by a single writer, without a lease: execute, publish, finish."""
-    query_ids = execute_stage_b(plan, engine, store)
-    query_ids += publish_stage_b(plan, engine)
-    files, superseded = finish_stage_b(plan, store)
-    logger.info("stage B %s %s: %d steps, %d files", plan.dataset, plan.partition, len(plan.steps), len(files))
-    return StageBResult(plan, files, superseded, query_ids)

@@ -55,11 +55,11 @@ def published_parents(lease: dict[str, Any] | None) -> LineageParents | None:
 
 
 def end_lease(
-    runs: LeasedRunEnd, lease: dict[str, Any] | None, root: str, superseded: list[str], *, wrote: bool
+    runs: LeasedRunEnd, lease: dict[str, Any] | None, root: str, *, wrote: bool
 ) -> tuple[list[str], Lease | None]:
-    """End a run's lease (released, or handed to a follow-up run, which is queued): what was swept (else
-    ``superseded``), and the follow-up's lease."""
+    """End a run's lease (released, or handed to a follow-up run, which is queued): what the grace-period
+    sweep deleted, and the follow-up's lease. A plan without a lease (never the pipeline's) ends nothing."""
     if lease is None:
-        return superseded, None
+        return [], None
     settled = runs.after_publish(lease, wrote=wrote, root=root)
     return settled.swept, settled.follow_up

@@ -34,7 +34,7 @@ from lakeline.commits import Lease, PartitionCommits
 from lakeline.commits.batch import BatchMissing, BatchReader
 from lakeline.lambda_support import FailedStep, StepError
 from stage_a.arrivals import Arrival, arrival_event
-from stage_a.finish import abandon_stage_a, finish_stage_a
+from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents
 from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
@@ -67,13 +67,11 @@ class StageAFailure(BaseModel):
 def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdateRuntime) -> Ended:
     """End a published run: sweep, record its lineage, route it onwards, end its lease, in that order."""
     plan = _with_batch(plan, run.store, run.runs.commits)
-    files, superseded = finish_stage_a(plan, run.store)
+    files = run.store.list_data_files(plan.target_location)
     table = f"{plan.target_database}.{plan.table}"
     routed_run = onward_run(plan.run_token, plan.writes, plan.lease)
     if routed_run is None:
-        superseded, follow_up = end_lease(
-            run.runs, plan.lease, plan.stage_partition_root, superseded, wrote=plan.writes
-        )
+        superseded, follow_up = end_lease(run.runs, plan.lease, plan.stage_partition_root, wrote=plan.writes)
         return Ended(
             {
                 "table": table,
@@ -100,7 +98,7 @@ def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdat
     note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=plan.writes)
     # The lease ends after the routing is sent and noted: a run that takes the partition next finds the
     # version routed, and a routing that fails leaves the lease to the failure path (which ends it).
-    superseded, follow_up = end_lease(run.runs, plan.lease, plan.stage_partition_root, superseded, wrote=plan.writes)
+    superseded, follow_up = end_lease(run.runs, plan.lease, plan.stage_partition_root, wrote=plan.writes)
     pruned = prune_table_versions(run.table_versions, table, plan.partition, wrote=plan.writes)
     triggered = [m.node for m in onward.messages]
     return Ended(

@@ -32,7 +32,7 @@ from lakeline.commits import Lease
 from lakeline.errors import validated
 from lakeline.lambda_support import FailedStep, StepError
 from stage_b.failures import StepTime, failed_query_times, failed_step_index, step_times
-from stage_b.finish import abandon_stage_b, finish_stage_b
+from stage_b.finish import abandon_stage_b
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
 from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
@@ -77,10 +77,10 @@ class StageBFailure(BaseModel):
 def complete_stage_b(plan: StageBPlan, request: StageBPostUpdate, run: PostUpdateRuntime) -> Ended:
     """End a published run: sweep, record its lineage, route it onwards, end its lease, in that order."""
     message = validated(StageBMessage, request.message, "stage B message")
-    files, superseded = finish_stage_b(plan, run.store)
+    files = run.store.list_data_files(plan.target_location) if plan.writes else []
     routed_run = onward_run(plan.run_token, bool(plan.message_ids), plan.lease)
     if routed_run is None:
-        superseded, follow_up = end_lease(run.runs, plan.lease, plan.partition_root, superseded, wrote=plan.writes)
+        superseded, follow_up = end_lease(run.runs, plan.lease, plan.partition_root, wrote=plan.writes)
         return Ended(
             {
                 "dataset": message.target_dataset,
@@ -111,7 +111,7 @@ def complete_stage_b(plan: StageBPlan, request: StageBPostUpdate, run: PostUpdat
     note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=bool(plan.message_ids))
     # The lease ends after the routing is sent and noted: a run that takes the partition next finds the
     # version routed, and a routing that fails leaves the lease to the failure path (which ends it).
-    superseded, follow_up = end_lease(run.runs, plan.lease, plan.partition_root, superseded, wrote=plan.writes)
+    superseded, follow_up = end_lease(run.runs, plan.lease, plan.partition_root, wrote=plan.writes)
     pruned = prune_table_versions(run.table_versions, message.target_dataset, message.partition, wrote=plan.writes)
     triggered = [m.node for m in onward.messages]
     return Ended(

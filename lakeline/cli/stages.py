@@ -3,8 +3,10 @@ or one target partition."""
 
 from __future__ import annotations
 
+import sys
+from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,7 +19,6 @@ from lakeline.cli.shared import (
     TableFormatOption,
     WorkspaceOption,
     err_console,
-    moved,
     print_json,
     project_of,
     settings_of,
@@ -27,6 +28,10 @@ from lakeline.cli.shared import (
 from lakeline.console import fail
 from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
 from lakeline.errors import LakelineError, validated
+
+if TYPE_CHECKING:
+    from lakeline.local.project import ProjectConfig
+    from lakeline.local.workspace import Workspace
 
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
 
@@ -94,7 +99,7 @@ def stage_a_plan(
     )
 
 
-@stage_a_app.command("run")
+@stage_a_app.command("run", short_help="Run stage A for one arrival on embedded Spark, as the pipeline does.")
 def stage_a_run_command(
     key: Annotated[str, typer.Option(help="raw object key, relative to the workspace's raw folder")],
     workspace: WorkspaceOption = None,
@@ -104,9 +109,10 @@ def stage_a_run_command(
     table_format: TableFormatOption = None,
     compression: CompressionOption = None,
 ) -> None:
-    """Run stage A for one arrival on embedded Spark, against files under WORKSPACE/raw."""
-    from lakeline.local.relocation import open_engine
-    from lakeline.local.stage_a import partition_row_count, run_local_arrival
+    """Run stage A for one arrival on embedded Spark, against files under WORKSPACE/raw, as the pipeline
+    runs it (lease, commit, catalog swap): a file it has loaded before changes nothing."""
+    from lakeline.local.project import LocalProject
+    from lakeline.local.single_stage import run_arrival
     from stage_a.keys import parse_raw_key
 
     try:
@@ -115,24 +121,26 @@ def stage_a_run_command(
         ws = workspace_of(project, workspace)
         overrides = table_settings(bucket_count, table_format, compression)
         settings = settings_of(config, project, ws.settings(environment=environment).model_dump(), overrides)
-        with err_console.status("starting embedded Spark"):
-            engine = open_engine(ws, moved)
-        with err_console.status(f"stage A: {key}"):
-            result = run_local_arrival(engine, ws, key, settings)
-        rows = partition_row_count(engine, result.plan.target_database, result.plan.table, result.plan.partition)
+        local = LocalProject(_single_stage_project(project, ws, None), err_console, settings=settings)
+        # The functions' metrics lines go to stderr: stdout is the command's JSON.
+        with local, redirect_stdout(sys.stderr):
+            result = run_arrival(local.started_flow, key)
+            local.started_flow.write_openlineage()
+            local.carry_failures(local.started_flow.report)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
-    print_json(
-        {
-            "table": f"{result.plan.target_database}.{result.plan.table}",
-            "partition": result.plan.partition,
-            "location": result.plan.target_location,
-            "rows": rows,
-            "files": result.data_files,
-            "superseded_deleted": result.superseded_deleted,
-            "statements": result.plan.statements,
-        }
-    )
+    if result.failures:  # the run's output is gone, the partition keeps its version (the failure function)
+        fail("; ".join(result.failures), code=1)
+    print_json(result.to_dict())
+
+
+def _single_stage_project(project: ProjectConfig | None, ws: Workspace, queries: Path | None) -> ProjectConfig:
+    """The project a single-stage command runs the embedded runtime with: ``--config``'s, if given, in the
+    command's workspace; its dependency items are registered by the command itself (``stage-b run``)."""
+    from lakeline.local.project import ProjectConfig
+
+    update: dict[str, object] = {"workspace": ws.root, "raw": ws.raw_dir, "dependencies": [], "tables": []}
+    return (project or ProjectConfig()).model_copy(update=update if queries is None else {**update, "queries": queries})
 
 
 stage_b_app = typer.Typer(help="Stage B: templated SQL steps from dependency items, chained.")
@@ -168,13 +176,10 @@ def stage_b_run_command(
 ) -> None:
     """Build one target partition on embedded Spark from its dependency item, then what it triggers."""
     from lakeline.dependencies.files import load_items
-    from lakeline.local.dependencies import LocalDependencies
-    from lakeline.local.pipeline import LocalPipeline
-    from lakeline.local.relocation import open_engine
-    from lakeline.storage import LocalObjectStore
-    from stage_b.ledger import FileAppliedMessages
+    from lakeline.local.project import LocalProject
+    from lakeline.local.single_stage import run_target
+    from lakeline.partitions import new_run_token
     from stage_b.messages import StageBMessage
-    from stage_b.process import StageBServices
 
     try:
         if usage not in ("append", "overwrite"):
@@ -183,55 +188,37 @@ def stage_b_run_command(
         item_paths = deps or (project.dependencies if project else [])
         if not item_paths:
             raise LakelineError("give --deps (dependency item files or folders) or a --config project that lists them")
-        dependencies = LocalDependencies(load_items(item_paths))
+        items = load_items(item_paths)
         target = _partition_options(partition)
+        # The message's id is its trigger's: an append given again is applied once (the commit's applied
+        # ids); an overwrite is rebuilt each time it is asked for (idempotent by construction).
+        trigger_run = "manual" if usage == "append" else f"manual-{new_run_token()}"
         message = validated(
             StageBMessage,
             {
                 "target_dataset": dataset,
                 "partition": target,
-                "trigger": {"table": dataset, "partition": target, "run": "manual"},
+                "trigger": {"table": dataset, "partition": target, "run": trigger_run},
                 "usage": usage,
             },
             "stage B message",
         )
         ws = workspace_of(project, workspace)
         settings = settings_of(config, project, ws.settings(environment=environment).model_dump(), {})
-        with err_console.status("starting embedded Spark"):
-            engine = open_engine(ws, moved)
-        services = StageBServices(
-            engine=engine,
-            store=LocalObjectStore(),
-            settings=settings,
-            dependencies=dependencies,
-            ledger=FileAppliedMessages(ws.root / "state" / "applied.json"),
-            queries_root=queries or (project.queries if project else Path("athena_queries")),
-        )
-        pipeline = LocalPipeline(engine, ws, services, lambda stage, what: err_console.print(f"{stage}: {what}"))
-        if chain:
-            run = pipeline.drain([message])
-        else:
-            from lakeline.local.pipeline import LocalPipelineRun
-            from stage_b.process import process_stage_b
-
-            run = LocalPipelineRun(stage_b=[process_stage_b(message, services)])
+        queries_root = queries or (project.queries if project else Path("athena_queries"))
+        local = LocalProject(_single_stage_project(project, ws, queries_root), err_console, settings=settings)
+        with local, redirect_stdout(sys.stderr):
+            flow = local.started_flow
+            # Without the chain only the target's own item is known: its post-update routes nothing onwards.
+            registered = items if chain else [item for item in items if item.dataset == dataset]
+            if registered:
+                flow.register(registered)
+            runs = run_target(flow, message)
+            flow.write_openlineage()
+            local.carry_failures(flow.report)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
-    print_json(
-        {
-            "runs": [
-                {
-                    "dataset": outcome.message.target_dataset,
-                    "partition": outcome.message.partition,
-                    "skipped": outcome.skipped,
-                    "files": outcome.result.data_files if outcome.result else [],
-                    "statements": outcome.plan.statements if outcome.plan else [],
-                }
-                for outcome in run.stage_b
-            ],
-            "failed": [{"node": failed.message.node, "error": failed.error} for failed in run.failed],
-            "unrouted": [unrouted.describe() for unrouted in run.unrouted],
-        }
-    )
-    if run.failed or run.unrouted:
+    output = runs.to_dict()
+    print_json(output)
+    if output["failed"] or output["unrouted"]:
         raise typer.Exit(1)

@@ -15,9 +15,9 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.errors import InvalidInputError
 from lakeline.storage import ObjectStore
 from stage_a.plan import StageAPlan
-from stage_a.run import execute_stage_a, run_stage_a
+from stage_a.run import execute_stage_a
 from stage_b.plan import StageBPlan
-from stage_b.run import execute_stage_b, run_stage_b
+from stage_b.run import execute_stage_b
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,21 +34,25 @@ def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore
     except (KeyError, json.JSONDecodeError) as error:
         raise InvalidInputError(f"--plan must be the {mode} plan as JSON: {error}") from error
     engine = SparkEngine(session)
-    # A leased plan (the pipeline's) only writes here: the state machine commits it and then points the
-    # catalog at it (``lambdas/partition_commit``, the publish task). An unleased one runs whole.
+    # The plan only writes here: the state machine commits it and then points the catalog at it
+    # (``lambdas/partition_commit``, the publish task), under the lease its router took. A plan without a
+    # lease is not the pipeline's: nothing would commit it, so it is refused before anything runs.
     if mode == "stage_a":
         plan_a = StageAPlan.from_dict(document)
-        if plan_a.lease is not None:
-            execute_stage_a(plan_a, engine, store)
-            return {"table": f"{plan_a.target_database}.{plan_a.table}", "written": plan_a.target_location}
-        result_a = run_stage_a(plan_a, engine, store)
-        return {"table": f"{plan_a.target_database}.{plan_a.table}", "files": len(result_a.data_files)}
+        _leased(plan_a.lease, plan_a.run_token)
+        execute_stage_a(plan_a, engine, store)
+        return {"table": f"{plan_a.target_database}.{plan_a.table}", "written": plan_a.target_location}
     plan_b = StageBPlan.from_dict(document)
-    if plan_b.lease is not None:
-        execute_stage_b(plan_b, engine, store)
-        return {"table": plan_b.dataset, "written": plan_b.target_location}
-    result_b = run_stage_b(plan_b, engine, store)
-    return {"table": plan_b.dataset, "files": len(result_b.data_files)}
+    _leased(plan_b.lease, plan_b.run_token)
+    execute_stage_b(plan_b, engine, store)
+    return {"table": plan_b.dataset, "written": plan_b.target_location}
+
+
+def _leased(lease: dict[str, Any] | None, run_token: str) -> None:
+    if lease is None:
+        raise InvalidInputError(
+            f"the plan of run {run_token} holds no lease: only the pipeline's leased plans run here"
+        )
 
 
 def main(argv: Sequence[str]) -> None:  # pragma: no cover - runs only inside AWS Glue

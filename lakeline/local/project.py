@@ -122,11 +122,12 @@ class ProgressMark:
 class LocalProject:
     """Engine, local AWS endpoint and event flow for one workspace, started together."""
 
-    def __init__(self, config: ProjectConfig, console: Console) -> None:
+    def __init__(self, config: ProjectConfig, console: Console, *, settings: PipelineSettings | None = None) -> None:
+        """``settings``: instead of the project's (a single-stage command's, with its command-line options)."""
         self.config = config
         self.console = console
         self.workspace = Workspace.at(config.workspace, config.raw)
-        self.settings: PipelineSettings = self.workspace.settings(
+        self.settings: PipelineSettings = settings or self.workspace.settings(
             environment=config.environment, default_table=config.default_table, tables=config.tables_settings
         )
         self.engine: SparkEngine | None = None

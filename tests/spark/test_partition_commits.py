@@ -39,7 +39,6 @@ from stage_a.raw_files import LocalRawFiles
 from stage_a.run import execute_stage_a
 from stage_a.start import ReadByName, begin_arrival, plan_follow_up
 from stage_b.finish import publish_stage_b
-from stage_b.ledger import FileAppliedMessages
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.process import StageBServices, plan_local_message
@@ -428,7 +427,6 @@ def stage_b_driver(
         store=LocalObjectStore(),
         settings=workspace.settings(environment=env),
         dependencies=LocalDependencies([item]),
-        ledger=FileAppliedMessages(tmp_path / "unused.json"),
         queries_root=tmp_path,
     )
     return StageB(engine, services, commits, target)

@@ -1,21 +1,33 @@
-"""Stage A on real embedded Spark with real raw files: rows, file counts, redelivery and failure."""
+"""Stage A on real embedded Spark with real raw files, one arrival at a time as ``lakeline stage-a run``
+runs it (``lakeline.local.single_stage``: the embedded runtime's leased protocol): rows, file counts,
+redelivery and failure."""
 
 from __future__ import annotations
 
 import itertools
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from lakeline.engines.base import QueryFailed
+from lakeline.commits import commit_key, parse_retired
+from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.engines.spark import SparkEngine
+from lakeline.errors import InvalidInputError
+from lakeline.local.cloud import LocalCloud
+from lakeline.local.event_flow import EventFlow
+from lakeline.local.handler_caches import reset_handler_caches
 from lakeline.local.sample import write_single_parquet
-from lakeline.local.stage_a import partition_row_count, run_local_arrival
+from lakeline.local.single_stage import ArrivalRun, run_arrival
+from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root
 
 _environments = itertools.count()
+
+Arrive = Callable[[str], ArrivalRun]
 
 
 @pytest.fixture
@@ -27,6 +39,31 @@ def workspace(tmp_path: Path) -> Workspace:
 def settings(workspace: Workspace) -> PipelineSettings:
     # A fresh environment suffix per test gives each test its own databases in the shared metastore.
     return workspace.settings(environment=f"sa{next(_environments)}")
+
+
+@pytest.fixture
+def cloud() -> Iterator[LocalCloud]:
+    environment = dict(os.environ)
+    reset_handler_caches()
+    started = LocalCloud.start()
+    try:
+        yield started
+    finally:
+        started.stop()
+        reset_handler_caches()
+        os.environ.clear()
+        os.environ.update(environment)
+
+
+def arrivals(cloud: LocalCloud, engine: SparkEngine, workspace: Workspace, settings: PipelineSettings) -> Arrive:
+    """``lakeline stage-a run``'s run of one arrival, on the shared session and this test's local cloud."""
+    flow = EventFlow(cloud, engine, workspace, settings, workspace.root / "queries")
+    return lambda key: run_arrival(flow, key)
+
+
+@pytest.fixture
+def arrive(cloud: LocalCloud, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings) -> Arrive:
+    return arrivals(cloud, spark_engine, workspace, settings)
 
 
 def write_orders(engine: SparkEngine, workspace: Workspace, key: str, first_id: int, rows: int) -> str:
@@ -41,110 +78,145 @@ def stage_files(workspace: Workspace, relative: str) -> list[str]:
     return LocalObjectStore().list_data_files(local_root(workspace.stage_dir / relative))
 
 
+def temp_tables(engine: SparkEngine, database: str) -> list[str]:
+    return [t.name for t in engine.session.catalog.listTables(database) if t.name.startswith("lakeline_tmp")]
+
+
 def test_arrivals_accumulate_the_whole_raw_partition_in_bucket_count_files(
-    spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+    cloud: LocalCloud, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
 ) -> None:
-    settings = settings.model_copy(update={"default_table": TableSettings(bucketed_by=("order_id",), bucket_count=3)})
-    first = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 1000)
-    result = run_local_arrival(spark_engine, workspace, first, settings)
+    table = TableSettings(bucketed_by=("order_id",), bucket_count=3, write_policy="rewrite")
+    settings = settings.model_copy(update={"default_table": table})
+    arrive = arrivals(cloud, spark_engine, workspace, settings)
+    first_key = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 1000)
+    first = arrive(first_key)
     stage_db = settings.stage_database("eng", "sales")
     assert partition_row_count(spark_engine, stage_db, "orders", {"date": "20220120"}) == 1000
-    assert len(result.data_files) == 3
+    assert first.rows == 1000 and len(first.files) == 3 and first.plan is not None
 
-    second = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/b.parquet", 1000, 500)
-    result = run_local_arrival(spark_engine, workspace, second, settings)
+    second = arrive(write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/b.parquet", 1000, 500))
     assert partition_row_count(spark_engine, stage_db, "orders", {"date": "20220120"}) == 1500
-    assert len(result.data_files) == 3
-    assert len(result.superseded_deleted) == 1
-    # Only the current run's files remain in the stage partition.
-    assert stage_files(workspace, "eng/sales/orders/date=20220120") == result.data_files
+    assert second.rows == 1500 and len(second.files) == 3 and second.location != first.location
+    assert spark_engine.partition_location(stage_db, "orders", {"date": "20220120"}) == second.location
+    # The version it replaced is retired, not deleted at once: a query planned before the swap may still
+    # read it; the post-update's sweep deletes it past its grace period.
+    assert second.superseded_deleted == []
+    state = EventFlow(cloud, spark_engine, workspace, settings, workspace.root).commits.read(
+        commit_key(f"{stage_db}.orders", "date=20220120")
+    )
+    assert [parse_retired(entry)[1].rstrip("/") for entry in state.retired] == [str(first.location).rstrip("/")]
+    assert set(first.files) <= set(stage_files(workspace, "eng/sales/orders/date=20220120"))
 
     # Another partition is independent.
-    third = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220121/a.parquet", 5000, 200)
-    run_local_arrival(spark_engine, workspace, third, settings)
+    arrive(write_orders(spark_engine, workspace, "eng/sales/orders/date=20220121/a.parquet", 5000, 200))
     assert partition_row_count(spark_engine, stage_db, "orders", {"date": "20220121"}) == 200
     assert partition_row_count(spark_engine, stage_db, "orders", {}) == 1700
 
 
-def test_redelivery_gives_the_same_rows_not_double(
-    spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+def test_redelivery_is_a_no_op(
+    arrive: Arrive, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
 ) -> None:
     key = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 300)
     stage_db = settings.stage_database("eng", "sales")
-    first = run_local_arrival(spark_engine, workspace, key, settings)
+    first = arrive(key)
     before = sorted(spark_engine.execute(f"SELECT order_id, amount FROM {stage_db}.orders").rows)
-    second = run_local_arrival(spark_engine, workspace, key, settings)
+    second = arrive(key)
     after = sorted(spark_engine.execute(f"SELECT order_id, amount FROM {stage_db}.orders").rows)
     assert before == after
     assert len(after) == 300
-    assert first.plan.target_location != second.plan.target_location
-    assert len(second.data_files) == 1
-    assert not Path(first.plan.target_location.removeprefix("file://")).exists()
+    # The commit's applied ids know the file: nothing runs, the published version stays.
+    assert first.plan is not None and second.plan is None and second.to_dict()["duplicate"] is True
+    assert second.location == first.location and second.files == first.files and second.rows == 300
 
 
 def test_csv_arrival_into_an_unpartitioned_table(
-    spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+    arrive: Arrive, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
 ) -> None:
     key = "eng/crm/countries/countries.csv"
     path = workspace.raw_dir / key
     path.parent.mkdir(parents=True)
     path.write_text("code,name,population\nes,Spain,48\nfr,France,68\nde,Germany,84\n")
-    result = run_local_arrival(spark_engine, workspace, key, settings)
+    result = arrive(key)
     stage_db = settings.stage_database("eng", "crm")
     rows = spark_engine.execute(f"SELECT code, name, population FROM {stage_db}.countries ORDER BY code").rows
     assert rows == [("de", "Germany", 84), ("es", "Spain", 48), ("fr", "France", 68)]
-    assert len(result.data_files) == 1
-    assert result.plan.register_raw is None
+    assert result.rows == 3 and len(result.files) == 1
+    assert result.plan is not None and result.plan.register_raw is None
 
 
-def test_multi_level_partitions(spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings) -> None:
-    key = write_orders(spark_engine, workspace, "eng/sales/orders/year=2022/month=01/a.parquet", 0, 100)
-    run_local_arrival(spark_engine, workspace, key, settings)
+def test_multi_level_partitions(
+    arrive: Arrive, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+) -> None:
+    arrive(write_orders(spark_engine, workspace, "eng/sales/orders/year=2022/month=01/a.parquet", 0, 100))
     stage_db = settings.stage_database("eng", "sales")
     schema = spark_engine.describe_table(stage_db, "orders")
     assert schema.partition_names == ["year", "month"]
     assert partition_row_count(spark_engine, stage_db, "orders", {"year": "2022", "month": "01"}) == 100
 
 
-def test_failing_ctas_drops_the_temp_table_and_keeps_the_previous_partition(
-    spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+def test_a_corrupt_file_is_refused_and_the_partition_keeps_its_version(
+    arrive: Arrive, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
 ) -> None:
     key = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 400)
-    good = run_local_arrival(spark_engine, workspace, key, settings)
+    good = arrive(key)
     stage_db = settings.stage_database("eng", "sales")
-    # A corrupt file lands in the same partition: reading the partition fails inside the CTAS.
+    # A corrupt file lands in the same partition: refused at the door, before any SQL, with the reason.
     corrupt = "eng/sales/orders/date=20220120/broken.parquet"
     (workspace.raw_dir / corrupt).write_bytes(b"this is not parquet")
-    with pytest.raises(QueryFailed) as failure:
-        run_local_arrival(spark_engine, workspace, corrupt, settings)
-    failed_plan_location = Path(
-        failure.value.sql.split("external_location = '")[1].split("'")[0].removeprefix("file://")
-    )
-    temp_tables = [
-        t.name for t in spark_engine.session.catalog.listTables(stage_db) if t.name.startswith("lakeline_tmp")
-    ]
-    assert temp_tables == []
-    assert not failed_plan_location.exists()
+    with pytest.raises(InvalidInputError, match=r"broken\.parquet"):
+        arrive(corrupt)
+    assert temp_tables(spark_engine, stage_db) == []
     assert partition_row_count(spark_engine, stage_db, "orders", {"date": "20220120"}) == 400
-    assert stage_files(workspace, "eng/sales/orders/date=20220120") == good.data_files
+    assert spark_engine.partition_location(stage_db, "orders", {"date": "20220120"}) == good.location
+    assert LocalObjectStore().list_data_files(str(good.location)) == good.files
 
 
-def test_a_parquet_file_with_a_mismatched_column_type_fails_naming_the_file_column_and_types(
-    spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+def test_a_parquet_file_with_a_mismatched_column_type_is_refused_naming_the_file_column_and_types(
+    arrive: Arrive, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
 ) -> None:
-    key = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 10)
-    run_local_arrival(spark_engine, workspace, key, settings)
+    good = arrive(write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 10))
     bad = "eng/sales/orders/date=20220120/b.parquet"
     frame = spark_engine.session.range(1).selectExpr("id AS order_id", "id AS customer_id", "'lots' AS amount")
     write_single_parquet(frame, workspace.raw_dir / bad)
-    with pytest.raises(QueryFailed) as failure:
-        run_local_arrival(spark_engine, workspace, bad, settings)
-    reason = failure.value.reason
-    # Not Py4J's "An error occurred while calling o43.sql.": the cause, in one line, without a Java stack.
-    assert str(failure.value) == f"Spark statement failed: {reason}"
+    with pytest.raises(InvalidInputError) as refused:
+        arrive(bad)
+    reason = str(refused.value)
     assert "\n" not in reason and "\tat " not in reason and "An error occurred" not in reason, reason
-    assert "PARQUET_COLUMN_DATA_TYPE_MISMATCH" in reason and f"{workspace.raw_dir}/{bad}" in reason, reason
-    assert "[amount]" in reason and "double" in reason and "BINARY" in reason, reason
+    assert f"{workspace.raw_dir}/{bad}" in reason and "column amount is string" in reason, reason
+    assert "has double" in reason, reason
+    stage_db = settings.stage_database("eng", "sales")
+    assert partition_row_count(spark_engine, stage_db, "orders", {"date": "20220120"}) == 10
+    assert spark_engine.partition_location(stage_db, "orders", {"date": "20220120"}) == good.location
+
+
+class CtasFailsAfterWriting(SparkEngine):
+    """The shared session, with a fault: the run's CTAS writes its files, then reports failure."""
+
+    def execute(self, sql: str, *, database: str | None = None) -> QueryResult:
+        result = super().execute(sql, database=database)
+        if sql.startswith("CREATE TABLE") and "lakeline_tmp" in sql and "external_location" in sql:
+            raise QueryFailed("Spark statement failed: injected after the CTAS wrote", sql=sql, reason="injected")
+        return result
+
+
+def test_failing_ctas_deletes_its_output_drops_the_temp_table_and_keeps_the_previous_version(
+    cloud: LocalCloud, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+) -> None:
+    good = arrivals(cloud, spark_engine, workspace, settings)(
+        write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 400)
+    )
+    partition_dir = workspace.stage_dir / "eng/sales/orders/date=20220120"
+    before = sorted(path.name for path in partition_dir.iterdir())
+    faulty = arrivals(cloud, CtasFailsAfterWriting(spark_engine.session), workspace, settings)
+    second = "eng/sales/orders/date=20220120/b.parquet"
+    failed = faulty(write_orders(spark_engine, workspace, second, 400, 100))
+    assert failed.failures == [f"{second}: Spark statement failed: injected after the CTAS wrote"]
+    assert failed.plan is None and failed.to_dict()["duplicate"] is False
+    stage_db = settings.stage_database("eng", "sales")
+    assert temp_tables(spark_engine, stage_db) == []
+    assert partition_row_count(spark_engine, stage_db, "orders", {"date": "20220120"}) == 400
+    assert failed.location == good.location and failed.files == good.files
+    assert sorted(path.name for path in partition_dir.iterdir()) == before  # the failed run's output is gone
 
 
 def test_bucketed_ctas_writes_exactly_bucket_count_files(spark_engine: SparkEngine, tmp_path: Path) -> None:

@@ -1,9 +1,13 @@
-"""Stage B on real embedded Spark: a two-level chain from raw files, sql_file, failures, append and
-overwrite, and redelivery."""
+"""Stage B on real embedded Spark, through the embedded runtime's leased protocol (``EventFlow``, as
+``lakeline run --embedded`` and ``lakeline stage-b run`` run it): a two-level chain from raw files,
+sql_file, failures, append and overwrite, and redelivery."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,15 +15,13 @@ import pytest
 
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.dependencies import LocalDependencies
-from lakeline.local.pipeline import LocalPipeline
+from lakeline.local.cloud import LocalCloud
+from lakeline.local.event_flow import EventFlow
+from lakeline.local.handler_caches import reset_handler_caches
+from lakeline.local.single_stage import run_target
 from lakeline.local.workspace import Workspace
-from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore, local_root
-from stage_b.ledger import FileAppliedMessages
 from stage_b.messages import SourceArrival, StageBMessage
-from stage_b.process import StageBServices, process_stage_b
-from stage_b.run import StageBStepFailed
 
 _environments = itertools.count()
 
@@ -81,18 +83,18 @@ def item(
     )
 
 
-def services(
-    engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path, items: list[Any]
-) -> StageBServices:
-    settings: PipelineSettings = workspace.settings(environment=env)
-    return StageBServices(
-        engine=engine,
-        store=LocalObjectStore(),
-        settings=settings,
-        dependencies=LocalDependencies(items),
-        ledger=FileAppliedMessages(workspace.root / "state" / "applied.json"),
-        queries_root=queries_root,
-    )
+@pytest.fixture
+def flow(spark_engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path) -> Iterator[EventFlow]:
+    environment = dict(os.environ)
+    reset_handler_caches()
+    cloud = LocalCloud.start()
+    try:
+        yield EventFlow(cloud, spark_engine, workspace, workspace.settings(environment=env), queries_root)
+    finally:
+        cloud.stop()
+        reset_handler_caches()
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 def rows(engine: SparkEngine, sql: str) -> list[tuple[Any, ...]]:
@@ -100,7 +102,7 @@ def rows(engine: SparkEngine, sql: str) -> list[tuple[Any, ...]]:
 
 
 def test_two_level_chain_from_raw_files(
-    spark_engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path
+    flow: EventFlow, spark_engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path
 ) -> None:
     stage = f"engineering_mysql_{env}.customers"
     by_country = f"engineering_analytics_{env}.customers_by_country"
@@ -129,11 +131,12 @@ def test_two_level_chain_from_raw_files(
     key = "engineering/mysql/customers/date=20220120/customers.csv"
     (workspace.raw_dir / key).parent.mkdir(parents=True)
     (workspace.raw_dir / key).write_text(CUSTOMERS)
-    pipeline = LocalPipeline(spark_engine, workspace, services(spark_engine, workspace, env, queries_root, items))
-    run = pipeline.process_arrival(key)
+    flow.register(items)
+    flow.arrive(key)
+    run = flow.run_until_idle()
 
-    assert run.failed == []
-    assert [outcome.message.target_dataset for outcome in run.stage_b] == [by_country, top_country]
+    assert run.failures == []
+    assert [plan.dataset for plan in run.stage_b] == [by_country, top_country]
     assert rows(spark_engine, f"SELECT customer_id, name FROM {stage}") == [
         (1, "ana"),
         (2, "bob"),
@@ -147,16 +150,19 @@ def test_two_level_chain_from_raw_files(
     ]
     assert rows(spark_engine, f'SELECT country, value, "date" FROM {top_country}') == [("es", 125.5, "20220120")]
     second = run.stage_b[1]
-    assert second.message.path == [
+    assert StageBMessage.model_validate(second.message).path == [
         f"{stage}/date=20220120",
         f"{by_country}/date=20220120",
     ]
-    assert second.plan is not None and second.result is not None
-    assert len(second.result.data_files) == 1
+    assert len(LocalObjectStore().list_data_files(second.target_location)) == 1
 
-    # The same arrival again (a new stage A run): the chain rebuilds the same data, not doubled.
-    again = pipeline.process_arrival(key)
-    assert again.failed == []
+    # The same file delivered again changes nothing; sent again as a new version of itself (a new stage A
+    # run), the chain rebuilds the same data, not doubled.
+    flow.arrive(key)
+    assert flow.run_until_idle().duplicates == [key]
+    flow.arrive(key, hashlib.sha256(b"the same rows, a new version").hexdigest())
+    again = flow.run_until_idle()
+    assert again.failures == [] and [plan.dataset for plan in again.stage_b[2:]] == [by_country, top_country]
     assert rows(spark_engine, f"SELECT count(*) FROM {by_country}") == [(3,)]
     assert rows(spark_engine, f"SELECT count(*) FROM {top_country}") == [(1,)]
 
@@ -171,9 +177,17 @@ def message(target: str, source: str, usage: str, run: str) -> StageBMessage:
     )
 
 
+def published_rows(flow: EventFlow, target: str) -> list[tuple[Any, ...]]:
+    """The rows of the partition's published version, read from its files (not through the catalog)."""
+    database, table = target.split(".")
+    location = flow.engine.partition_location(database, table, {"date": "20220120"})
+    assert location is not None
+    return sorted(tuple(row) for row in flow.engine.session.read.parquet(location.removeprefix("file://")).collect())
+
+
 @pytest.mark.parametrize("usage", ["append", "overwrite"])
 def test_append_keeps_rows_overwrite_replaces_and_redelivery_changes_nothing(
-    spark_engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path, usage: str
+    flow: EventFlow, spark_engine: SparkEngine, workspace: Workspace, env: str, usage: str
 ) -> None:
     source = f"engineering_src_{env}.events"
     target = f"engineering_analytics_{env}.event_log"
@@ -187,27 +201,28 @@ def test_append_keeps_rows_overwrite_replaces_and_redelivery_changes_nothing(
             "sql": f"INSERT INTO {target} (id, \"date\") SELECT id, '$day' FROM {source} WHERE \"date\" = '$day'",
         }
     ]
-    svc = services(spark_engine, workspace, env, queries_root, [item(target, source, steps, usage)])
+    flow.register([item(target, source, steps, usage)])
 
-    first = process_stage_b(message(target, source, usage, "run1"), svc)
-    assert first.result is not None
+    first = run_target(flow, message(target, source, usage, "run1"))
+    assert first.failures == [] and [plan.dataset for plan in first.built] == [target]
     assert rows(spark_engine, f"SELECT id, note FROM {target}") == [(1, None), (2, None)]
 
-    redelivered = process_stage_b(message(target, source, usage, "run1"), svc)
+    # The commit's applied ids know the message: its redelivery runs nothing, whatever its usage.
+    redelivered = run_target(flow, message(target, source, usage, "run1"))
     assert rows(spark_engine, f"SELECT id FROM {target}") == [(1,), (2,)]
-    assert redelivered.skipped is (usage == "append")
+    assert redelivered.built == [] and redelivered.repeated == [f"{target}/date=20220120"]
 
-    # A new version of the source partition arrives (a different run).
+    # A new version of the source partition arrives (a different run): an append replaces the rows that
+    # source partition contributed before (its contribution), an overwrite rebuilds the partition.
     spark_engine.execute(f"INSERT INTO {source} SELECT 3, '20220120'")
-    process_stage_b(message(target, source, usage, "run2"), svc)
-    expected = [(1,), (1,), (2,), (2,), (3,)] if usage == "append" else [(1,), (2,), (3,)]
-    assert rows(spark_engine, f"SELECT id FROM {target}") == expected
-    partition_dir = workspace.analytics_dir / target.split(".")[0] / target.split(".")[1] / "date=20220120"
-    assert len(list(partition_dir.iterdir())) == 1, "superseded run prefixes are cleaned"
+    second = run_target(flow, message(target, source, usage, "run2"))
+    assert second.failures == [] and len(second.built) == 1
+    assert rows(spark_engine, f"SELECT id FROM {target}") == [(1,), (2,), (3,)]
+    assert [row[0] for row in published_rows(flow, target)] == [1, 2, 3]
 
 
 def test_failing_step_stops_the_run_and_keeps_the_partition(
-    spark_engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path
+    flow: EventFlow, spark_engine: SparkEngine, workspace: Workspace, env: str
 ) -> None:
     source = f"engineering_src_{env}.events"
     target = f"engineering_analytics_{env}.event_log"
@@ -215,10 +230,9 @@ def test_failing_step_stops_the_run_and_keeps_the_partition(
     create_table(spark_engine, workspace, target, "id BIGINT")
     spark_engine.execute(f"INSERT INTO {source} SELECT 1, '20220120'")
     good = [{"db": f"engineering_analytics_{env}", "sql": f"INSERT INTO {target} SELECT id, '$day' FROM {source}"}]
-    process_stage_b(
-        message(target, source, "overwrite", "run1"),
-        services(spark_engine, workspace, env, queries_root, [item(target, source, good)]),
-    )
+    flow.register([item(target, source, good)])
+    assert run_target(flow, message(target, source, "overwrite", "run1")).failures == []
+    published = flow.engine.partition_location(*target.split("."), {"date": "20220120"})
 
     scratch = f"engineering_analytics_{env}.scratch_after_failure"
     broken = [
@@ -229,19 +243,21 @@ def test_failing_step_stops_the_run_and_keeps_the_partition(
         },
         {"db": f"engineering_analytics_{env}", "info": "never runs", "sql": f"CREATE TABLE {scratch} AS SELECT 1 AS x"},
     ]
-    svc = services(spark_engine, workspace, env, queries_root, [item(target, source, broken, scratch=(scratch,))])
-    with pytest.raises(StageBStepFailed, match=r"steps\[0\] \(the broken step\) failed") as failure:
-        process_stage_b(message(target, source, "overwrite", "run2"), svc)
-    assert failure.value.step.index == 0
+    flow.register([item(target, source, broken, scratch=(scratch,))])
+    failed = run_target(flow, message(target, source, "overwrite", "run2"))
+    (failure,) = failed.failures
+    assert failure.startswith(f"{target}/date=20220120: ") and "steps[0] (the broken step) failed" in failure
+    assert failed.to_dict()["failed"][0]["node"] == f"{target}/date=20220120"
     assert not spark_engine.table_exists(f"engineering_analytics_{env}", "scratch_after_failure")
     database = target.split(".")[0]
     temps = [t.name for t in spark_engine.session.catalog.listTables(database) if t.name.startswith("lakeline_tmp")]
     assert temps == []
     assert rows(spark_engine, f"SELECT id FROM {target}") == [(1,)]
+    assert flow.engine.partition_location(*target.split("."), {"date": "20220120"}) == published
 
 
 def test_unknown_token_stops_the_plan_before_anything_runs(
-    spark_engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path
+    flow: EventFlow, spark_engine: SparkEngine, workspace: Workspace, env: str, queries_root: Path
 ) -> None:
     source = f"engineering_src_{env}.events"
     target = f"engineering_analytics_{env}.event_log"
@@ -250,7 +266,9 @@ def test_unknown_token_stops_the_plan_before_anything_runs(
     # Inline, the unknown token is refused when the item is validated; a sql_file is checked at planning.
     (queries_root / "engineering" / "nope.sql").write_text(f"INSERT INTO {target} SELECT id, '$nope' FROM {source}")
     steps = [{"db": f"engineering_analytics_{env}", "sql_file": "nope.sql"}]
-    svc = services(spark_engine, workspace, env, queries_root, [item(target, source, steps)])
-    with pytest.raises(Exception, match=r"no value for \$nope"):
-        process_stage_b(message(target, source, "overwrite", "run1"), svc)
+    flow.register([item(target, source, steps)])
+    refused = run_target(flow, message(target, source, "overwrite", "run1"))
+    (failure,) = refused.failures
+    assert "cannot be planned" in failure and "no value for $nope" in failure
+    assert refused.built == []
     assert rows(spark_engine, f"SELECT count(*) FROM {target}") == [(0,)]

@@ -13,7 +13,9 @@ import pytest
 from moto import mock_aws
 
 from lakeline.catalog_locations import CatalogUnreadable, GlueLocations
-from lakeline.partitions import delete_run_files, delete_superseded
+from lakeline.commits import PartitionCommits, PartitionState, commit_key, sweep_partition
+from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.partitions import delete_run_files
 from lakeline.storage import DeleteRefused, S3ObjectStore
 
 OLD = "lakeline_run=20220101t000000000000_0000000000"
@@ -80,9 +82,16 @@ def test_the_prefix_an_unpartitioned_table_points_at_is_refused(lake: Lake) -> N
 def test_a_failure_path_reports_the_refusal_and_a_cleanup_skips_it(lake: Lake) -> None:
     deleted, left = delete_run_files(lake.store, f"{TABLE_ROOT}date=1/{OLD}/", TABLE_ROOT, "sales.orders")
     assert deleted == 0 and "is a published version" in left
-    # A later run believes it replaced both: OLD stays, because the catalog still reads it.
-    later = "20220103t000000000000_0000000000"
-    swept = delete_superseded(lake.store, f"{TABLE_ROOT}date=1/", later, table_root=TABLE_ROOT, table="sales.orders")
+    # The grace-period sweep of a partition whose state knows neither prefix (both look like crashed runs'
+    # leftovers, long ago): NEW goes, OLD stays because the catalog still reads it, and the sweep goes on.
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    names = DependencyTableNames()
+    create_dependency_tables(client, names)
+    commits = PartitionCommits(client, names.pipeline_state, lists=lake.store)
+    state = PartitionState(key=commit_key("sales.orders", "date=1"), root=f"{TABLE_ROOT}date=1/")
+    swept = sweep_partition(
+        commits, state, lake.store, grace_seconds=3600, run_prefix="lakeline_run=", token_time=lambda _: 0.0
+    )
     assert swept == [f"{TABLE_ROOT}date=1/{NEW}/"]
     assert lake.files() == [
         f"{TABLE_ROOT}date=1/{OLD}/part-0.parquet",
