@@ -5,6 +5,7 @@ redelivery and failure."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,8 @@ from lakeline.commits import commit_key, parse_retired
 from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import InvalidInputError
+from lakeline.glue_jobs.stage_job import run_job
+from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow
 from lakeline.local.handler_caches import reset_handler_caches
@@ -24,6 +27,8 @@ from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root
+from stage_a.keys import parse_raw_key
+from stage_a.plan import new_run_token, plan_stage_a
 
 _environments = itertools.count()
 
@@ -270,3 +275,19 @@ def test_a_failed_query_is_one_error_and_no_logged_java_stack(
     # PySpark would log the error with its Java stack (~8 KB of JSON on stderr) before raising it.
     printed = capfd.readouterr()
     assert "QueryContextLogger" not in printed.err + printed.out and "\tat org.apache" not in printed.err
+
+
+def test_the_glue_job_refuses_a_plan_without_a_lease_before_anything_runs(
+    spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+) -> None:
+    """Nothing would commit such a run (only the pipeline's routers plan, under a lease): its output would be a
+    version no reader finds and no sweep knows."""
+    key = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 10)
+    raw = parse_raw_key(key)
+    raw_schema, _ = ensure_tables(spark_engine, raw, workspace.raw_dir / key, settings)
+    plan = plan_stage_a(raw, settings, raw_schema, run_token=new_run_token())
+    arguments = {"mode": "stage_a", "plan": json.dumps(plan.to_dict())}
+    with pytest.raises(InvalidInputError, match="holds no lease"):
+        run_job(arguments, spark_engine.session, LocalObjectStore())
+    assert not Path(plan.target_location.removeprefix("file://")).exists()
+    assert spark_engine.partition_location(plan.target_database, plan.table, plan.partition) is None
