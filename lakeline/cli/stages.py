@@ -203,6 +203,8 @@ def stage_b_run_command(
             },
             "stage B message",
         )
+        if not any(item.dataset == dataset for item in items):
+            raise LakelineError(f"no dependency item builds {dataset} in {', '.join(map(str, item_paths))}")
         ws = workspace_of(project, workspace)
         settings = settings_of(config, project, ws.settings(environment=environment).model_dump(), {})
         queries_root = queries or (project.queries if project else Path("athena_queries"))

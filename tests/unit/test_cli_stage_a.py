@@ -136,3 +136,14 @@ def test_an_environment_that_is_not_a_name_is_one_line_naming_it(tmp_path: Path)
     assert result.exit_code == 2, result.output
     assert "invalid settings: environment: environment 'Dev-1' is not a valid name" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_stage_b_run_of_a_target_no_dependency_item_builds_says_so_before_starting_spark(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["stage-b", "run", "--dataset", "engineering_analytics_dev.nothing_builds_it", "--partition",
+         "date=2024-01-01", "--deps", DEMO_ITEMS, "--workspace", str(tmp_path / "ws")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "no dependency item builds engineering_analytics_dev.nothing_builds_it in " in result.stderr
+    assert not (tmp_path / "ws" / "metastore").exists()  # refused before the embedded runtime started
