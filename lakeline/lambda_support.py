@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import pydantic
 from pydantic import BaseModel, Field
@@ -76,14 +76,6 @@ class SettleEnvironment(BaseModel):
     pipeline_state_table: str
     superseded_grace_seconds: float = Field(default=DEFAULT_GRACE_SECONDS, ge=0)
     follow_up_window_seconds: int = Field(default=30, ge=0, le=900)  # SQS's longest DelaySeconds
-
-
-FailedStep = Literal[
-    "reconcile", "register", "type_check", "ctas", "steps", "commit", "publish", "spark", "post_update"
-]
-"""The step of a stage's state machine that failed (``$.failed_step``, set by its Catch): stage A's
-``register``, ``type_check`` and ``ctas`` (Athena) or ``spark``, stage B's ``steps`` or ``spark``, and both stages'
-``reconcile``, ``commit``, ``publish`` and ``post_update``."""
 
 
 class StepError(BaseModel):

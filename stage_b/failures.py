@@ -22,6 +22,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from lakeline.lambda_support import StepError
+from lakeline.run_order import FailedStep
 
 STEP_CAUSE_FORMAT = "steps[{}] failed: {}"
 """A ``States.Format`` template: the failed iteration's index, then the task's own cause."""
@@ -39,7 +40,7 @@ class StepTime(BaseModel):
     ended: datetime
 
 
-def failed_step_index(error: StepError, failed_step: str) -> tuple[int | None, StepError]:
+def failed_step_index(error: StepError, failed_step: FailedStep) -> tuple[int | None, StepError]:
     """The index of the step that failed, if ``error`` says, and the error as the task gave it (the
     iteration's prefix taken off its cause, so that ``StepError.described`` reads the task's own)."""
     if failed_step == "steps":

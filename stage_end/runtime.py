@@ -11,9 +11,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import AfterValidator
 
 from lakeline.catalog_versions import GlueTableVersions
-from lakeline.lambda_support import FailedStep
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
+from lakeline.run_order import FailedStep
 from lakeline.storage import ObjectStore
 from stage_b.onward import OnwardRouting
 from stage_lineage.steps import StepEvents

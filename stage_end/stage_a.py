@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 from pydantic import BaseModel
 
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.commits.batch import BatchMissing, BatchReader
-from lakeline.lambda_support import FailedStep, StepError
+from lakeline.lambda_support import StepError
+from lakeline.run_order import STAGE_A, FailedStep
 from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id
@@ -48,8 +49,6 @@ from stage_end.runtime import (
 )
 from stage_lineage.records import record_stage_a, stage_a_parents
 
-STAGE_A_STEPS = frozenset(get_args(FailedStep)) - {"steps"}
-
 
 class StageAPostUpdate(BaseModel):
     plan: dict[str, Any]
@@ -60,7 +59,7 @@ class StageAFailure(BaseModel):
     plan: dict[str, Any]
     arrival: dict[str, Any] | None = None
     error: StepError
-    failed_step: Annotated[FailedStep, steps_of("stage A", STAGE_A_STEPS)] = "ctas"
+    failed_step: Annotated[FailedStep, steps_of("stage A", STAGE_A.failed_steps)] = "ctas"
     execution_id: str = ""
 
 

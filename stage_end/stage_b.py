@@ -23,14 +23,15 @@ published version onwards under the run that published it (``stage_end.published
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, model_validator
 
 from lakeline.aws.sqs import dead_letter
 from lakeline.commits import Lease
 from lakeline.errors import validated
-from lakeline.lambda_support import FailedStep, StepError
+from lakeline.lambda_support import StepError
+from lakeline.run_order import STAGE_B, FailedStep
 from stage_b.failures import StepTime, failed_query_times, failed_step_index, step_times
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import LineageParents, StageBMessage
@@ -47,8 +48,6 @@ from stage_end.runtime import (
 )
 from stage_lineage.records import record_stage_b, record_stage_b_failure, stage_b_parents
 
-STAGE_B_STEPS = frozenset(get_args(FailedStep)) - {"register", "type_check", "ctas"}
-
 
 class StageBPostUpdate(BaseModel):
     message: dict[str, Any]
@@ -61,7 +60,7 @@ class StageBPostUpdate(BaseModel):
 class StageBFailure(BaseModel):
     plan: dict[str, Any]
     error: StepError
-    failed_step: Annotated[FailedStep, steps_of("stage B", STAGE_B_STEPS)] = "steps"
+    failed_step: Annotated[FailedStep, steps_of("stage B", STAGE_B.failed_steps)] = "steps"
     execution_id: str = ""
     failed_index: int | None = Field(default=None, ge=0)
     """Which of the plan's steps failed, when the error says (``stage_b.failures``); ``error`` is then the

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lakeline.commits import Lease, PartitionCommits
 from lakeline.errors import InvalidInputError, validated
-from lakeline.lambda_support import FailedStep, StepError
+from lakeline.lambda_support import StepError
+from lakeline.run_order import FailedStep
 from lakeline.storage import same_prefix
 from stage_a.plan import StageAPlan
 from stage_b.plan import StageBPlan

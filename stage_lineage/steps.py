@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from openlineage.client.event_v2 import RunEvent
 from pydantic import BaseModel
 
-from lakeline.lambda_support import FailedStep, load_environment
+from lakeline.lambda_support import load_environment
 from lakeline.lineage.columns.sql import TableDescriber
 from lakeline.lineage.openlineage.archive import EventArchive
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference, load_openlineage_settings
@@ -37,6 +37,7 @@ from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict, now
 from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
 from lakeline.lineage.records.archive import S3ArchiveStore
+from lakeline.run_order import AFTER_PUBLISH, FailedStep
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 Outcome = Literal["COMPLETE", "FAIL"]
-# The failure functions' failed_step values that come after every step ran: the steps completed, the run failed.
-AFTER_STEPS = frozenset({"commit", "publish"})
 
 
 class StepEventsEnvironment(BaseModel):
@@ -145,7 +144,7 @@ class StepEvents:
             plan, catalog=self.catalog, settings=self.settings, engine=self.engine, engine_version=self.engine_version
         )
         in_step = outcome == "FAIL" and failed in ("ctas", "spark")
-        after = outcome == "FAIL" and failed in AFTER_STEPS
+        after = outcome == "FAIL" and failed in AFTER_PUBLISH
         return self._replay(lifecycle, plan.run_token, outcome, error, 0 if in_step else None, after_steps=after)
 
     def stage_b(
@@ -172,7 +171,7 @@ class StepEvents:
             engine=self.engine,
             engine_version=self.engine_version,
         )
-        after = outcome == "FAIL" and failed in AFTER_STEPS
+        after = outcome == "FAIL" and failed in AFTER_PUBLISH
         if outcome == "FAIL" and failed == "steps" and failed_step is None and len(lifecycle.steps) == 1:
             failed_step = 0  # a run of one step failed in it
         if step_times is not None and len(step_times) > len(lifecycle.steps):

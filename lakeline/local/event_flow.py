@@ -39,6 +39,7 @@ from lakeline.local.full_disk import DiskFull, full_disk
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.workspace import Workspace
+from lakeline.run_order import STAGE_A, STAGE_B, FailedStep, run_in_order
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
 from stage_a.arrivals import parse_arrivals
@@ -259,46 +260,45 @@ class EventFlow:
     def _run_stage_a(self, plan: StageAPlan) -> None:
         context = {"plan": plan.to_dict()}
         self.report.settled += len(plan.arrival_keys)
-        if not plan.writes:
-            self.report.duplicates.extend(plan.arrival_keys)
-            what = (", ".join(plan.arrival_keys), f"{plan.target_database}.{plan.table} {plan.partition}")
-            self.notify("duplicate", f"{what[1]}: nothing new")
-            execute_stage_a(plan, self.engine, self.services.store)
-            try:  # it routes a version whose post-update failed before, as the state machine's does
-                self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
-            except Exception as error:
-                self._caught(self._stage_a_failure, context, "post_update", error, what)
-            return
-        self.notify("stage A", f"{plan.target_database}.{plan.table} {plan.partition}")
-        runs = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
-        for event in [*runs.started(), runs.step_started(0)]:
-            self.emitter.emit(event)
         what = (", ".join(plan.arrival_keys), f"{plan.target_database}.{plan.table} {plan.partition}")
-        try:
-            execute_stage_a(plan, self.engine, self.services.store)
-        except Exception as error:
-            for event in [runs.step_finished(0, error=str(error)), *runs.finished(error=str(error))]:
+        runs = None
+        if plan.writes:
+            self.notify("stage A", what[1])
+            runs = stage_a_lifecycle(plan, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
+            for event in [*runs.started(), runs.step_started(0)]:
                 self.emitter.emit(event)
-            failed = "type_check" if isinstance(error, TypeCheckFailed) else "ctas"
-            self._caught(self._stage_a_failure, context, failed, error, what)
+        else:  # it routes a version whose post-update failed before, as the state machine's does
+            self.report.duplicates.extend(plan.arrival_keys)
+            self.notify("duplicate", f"{what[1]}: nothing new")
+
+        def written() -> None:
+            if runs is not None:
+                for event in [runs.step_finished(0), *runs.finished()]:
+                    self.emitter.emit(event)
+                self.report.stage_a.append(plan)
+
+        failed = run_in_order(
+            STAGE_A,
+            {
+                "writes": lambda: execute_stage_a(plan, self.engine, self.services.store),
+                "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
+                "publish": lambda: publish_stage_a(plan, self.engine),
+                "post_update": lambda: self._post_update(self._stage_a_post_update, context, "stage-a-post-update"),
+            },
+            wrote=plan.writes,
+            written=written,
+            write_failed=lambda error: "type_check" if isinstance(error, TypeCheckFailed) else "ctas",
+        )
+        if failed is None:
             return
-        failed_step = "commit"
-        try:
-            self._partition_commit(context, LambdaContext("partition-commit"))
-            failed_step = "publish"
-            publish_stage_a(plan, self.engine)
-        except Exception as error:
-            for event in [runs.step_finished(0), *runs.finished(error=str(error))]:
+        if runs is None and failed.step.kind == "writes":
+            raise failed.error  # a run with nothing new that fails to reconcile: SQS tries the arrival again
+        if runs is not None and failed.step.kind != "post_update":
+            error = str(failed.error)
+            step_error = error if failed.step.kind == "writes" else None
+            for event in [runs.step_finished(0, error=step_error), *runs.finished(error=error)]:
                 self.emitter.emit(event)
-            self._caught(self._stage_a_failure, context, failed_step, error, what)
-            return
-        for event in [runs.step_finished(0), *runs.finished()]:
-            self.emitter.emit(event)
-        self.report.stage_a.append(plan)
-        try:
-            self._post_update(self._stage_a_post_update, context, "stage-a-post-update")
-        except Exception as error:
-            self._caught(self._stage_a_failure, context, "post_update", error, what)
+        self._caught(self._stage_a_failure, context, failed.step.name, failed.error, what)
 
     def _stage_b_record(self, record: SQSRecord) -> None:
         body = json.loads(record.body)
@@ -334,43 +334,51 @@ class EventFlow:
     def _run_stage_b(self, plan: StageBPlan) -> None:
         message = StageBMessage.model_validate(plan.message)
         context = {"message": plan.message, "plan": plan.to_dict()}
-        if not plan.message_ids:
+        what = (message.node, message.node)
+        runs = None
+        if plan.message_ids:
+            self.notify("stage B", message.node)
+            runs = stage_b_lifecycle(
+                plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark"
+            )
+            for event in runs.started():
+                self.emitter.emit(event)
+        else:  # it routes a version whose post-update failed before, as the state machine's does
             self.report.duplicates.append(message.node)
             self.notify("duplicate", message.node)
-            execute_stage_b(plan, self.engine, self.services.store)
-            try:  # it routes a version whose post-update failed before, as the state machine's does
-                self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
-            except Exception as error:
-                self._caught(self._stage_b_failure, {"plan": plan.to_dict()}, "post_update", error, (message.node,) * 2)
+        observer = LiveSteps(runs, self.emitter) if runs is not None else None
+
+        def written() -> None:
+            if runs is not None:
+                for event in runs.finished():
+                    self.emitter.emit(event)
+                self.report.stage_b.append(plan)
+
+        def write_failed(_error: Exception) -> FailedStep:
+            # Before the first step: the state machine's reconcile task.
+            waiting = runs is not None and all(state is StepState.WAITING for state in runs.states)
+            return "reconcile" if waiting else "steps"
+
+        failed = run_in_order(
+            STAGE_B,
+            {
+                "writes": lambda: execute_stage_b(plan, self.engine, self.services.store, observer=observer),
+                "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
+                "publish": lambda: publish_stage_b(plan, self.engine),
+                "post_update": lambda: self._post_update(self._stage_b_post_update, context, "stage-b-post-update"),
+            },
+            wrote=bool(plan.message_ids) and plan.writes,
+            written=written,
+            write_failed=write_failed,
+        )
+        if failed is None:
             return
-        self.notify("stage B", message.node)
-        runs = stage_b_lifecycle(plan, message, catalog=self.catalog, settings=self.emitter.settings, engine="spark")
-        for event in runs.started():
-            self.emitter.emit(event)
-        what = (message.node, message.node)
-        failed = {"plan": plan.to_dict()}
-        failed_step = "steps"
-        try:
-            execute_stage_b(plan, self.engine, self.services.store, observer=LiveSteps(runs, self.emitter))
-            if plan.writes:
-                failed_step = "commit"
-                self._partition_commit(context, LambdaContext("partition-commit"))
-                failed_step = "publish"
-                publish_stage_b(plan, self.engine)
-        except Exception as error:
-            if failed_step == "steps" and all(state is StepState.WAITING for state in runs.states):
-                failed_step = "reconcile"  # before the first step: the state machine's reconcile task
-            for event in runs.finished(error=str(error)):  # the steps that never ran are ABORTed
+        if runs is None and failed.step.kind == "writes":
+            raise failed.error  # a run with nothing new that fails to reconcile: SQS tries the message again
+        if runs is not None and failed.step.kind != "post_update":
+            for event in runs.finished(error=str(failed.error)):  # the steps that never ran are ABORTed
                 self.emitter.emit(event)
-            self._caught(self._stage_b_failure, failed, failed_step, error, what)
-            return
-        for event in runs.finished():
-            self.emitter.emit(event)
-        self.report.stage_b.append(plan)
-        try:
-            self._post_update(self._stage_b_post_update, context, "stage-b-post-update")
-        except Exception as error:
-            self._caught(self._stage_b_failure, failed, "post_update", error, what)
+        self._caught(self._stage_b_failure, {"plan": plan.to_dict()}, failed.step.name, failed.error, what)
 
     def _reported(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[SQSRecord], None]:
         """A record whose handling fails returns to its queue and is tried again; on its last try the
@@ -398,7 +406,7 @@ class EventFlow:
         self,
         failure: Callable[[dict[str, Any], Any], Any],
         context: dict[str, Any],
-        failed_step: str,
+        failed_step: FailedStep,
         error: Exception,
         what: tuple[str, str],
     ) -> None:

@@ -15,7 +15,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from lakeline.lambda_support import FailedStep
+from lakeline.run_order import FailedStep
 from stacks.constructs.bundling import REPO_ROOT
 from stacks.constructs.workflow import SQL_TIMEOUT, add_throttling_retry, failure_marker
 

@@ -13,11 +13,13 @@ engines: ``stacks.constructs.stage``) or, when the run wrote nothing, in ``done`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from functools import partial
 
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from lakeline.run_order import STAGE_A, STAGE_B, EngineName, FailedStep, RunOrder
 from stacks.constructs.athena import AthenaWorkgroup
 from stacks.constructs.glue_job import SparkJob
 from stacks.constructs.workflow import SQL_TIMEOUT, add_throttling_retry, failure_marker
@@ -29,7 +31,10 @@ STEP_TIMES = "$.step_times"
 
 
 class EngineSteps(ABC):
-    """The Step Functions fragments that run a stage A plan and a stage B plan."""
+    """The Step Functions fragments that run a stage A plan and a stage B plan: the engine's writes of the stage's
+    run order (``lakeline.run_order``), each failure marked with the name the order gives its step."""
+
+    name: EngineName
 
     stage_b_step_times: str | None = None
     """The path of the stage B steps' times in the state, when the engine's fragment keeps them."""
@@ -82,13 +87,16 @@ class EngineSteps(ABC):
 class AthenaEngineSteps(EngineSteps):
     """Each statement of the plan as its own Athena task."""
 
+    name: EngineName = "athena"
     stage_b_step_times = STEP_TIMES
 
     def __init__(self, workgroup: AthenaWorkgroup) -> None:
         self.workgroup = workgroup
 
-    def _reconcile(self, scope: Construct, construct_id: str, plan: InputPath, on_failure: sfn.IChainable) -> sfn.Map:
-        return self.workgroup.statements(scope, f"{construct_id}Reconcile", plan("reconcile"), on_failure, "reconcile")
+    def _reconcile(
+        self, scope: Construct, construct_id: str, plan: InputPath, on_failure: sfn.IChainable, step: FailedStep
+    ) -> sfn.Map:
+        return self.workgroup.statements(scope, f"{construct_id}Reconcile", plan("reconcile"), on_failure, step)
 
     def stage_a(
         self,
@@ -100,37 +108,43 @@ class AthenaEngineSteps(EngineSteps):
         on_failure: sfn.IChainable,
     ) -> sfn.State:
         plan, statement = STAGE_A_PLAN, self.workgroup.statement
-        reconcile = self._reconcile(scope, construct_id, plan, on_failure)
+        step = partial(STAGE_A.write_step, self.name)
+        reconcile = self._reconcile(scope, construct_id, plan, on_failure, step("reconcile"))
         register = statement(scope, f"{construct_id}RegisterRaw", plan("register_raw"))
         ctas = statement(scope, f"{construct_id}Ctas", plan("ctas"))
         drop = statement(scope, f"{construct_id}DropTemp", plan("drop_temp"))
         drop_after_failure = statement(scope, f"{construct_id}DropTempAfterFailure", plan("drop_temp"))
-        ctas_failed = failure_marker(scope, f"{construct_id}CtasFailed", "ctas")
+        ctas_failed = failure_marker(scope, f"{construct_id}CtasFailed", step("ctas"))
         # The temp table is dropped on the failure path too; if even that fails, the failure is still recorded.
         drop_after_failure.add_catch(ctas_failed, result_path="$.drop_error")
-        drop_after_failure.next(self._drop_source(scope, f"{construct_id}DropSourceAfterFailure", then=ctas_failed))
+        drop_after_failure.next(
+            self._drop_source(scope, f"{construct_id}DropSourceAfterFailure", step("ctas"), then=ctas_failed)
+        )
         ctas_failed.next(on_failure)
         ctas.add_catch(drop_after_failure, result_path="$.error")
-        ctas.next(drop).next(self._drop_source(scope, f"{construct_id}DropSource", then=publish, on_failure=on_failure))
+        ctas.next(drop).next(
+            self._drop_source(scope, f"{construct_id}DropSource", step("ctas"), then=publish, on_failure=on_failure)
+        )
         # The run's new files are not committed yet: a failed DROP of the temp table fails the run like its
         # CTAS (the failure function deletes them, ends the lease and parks the arrivals).
         drop.add_catch(
-            failure_marker(scope, f"{construct_id}DropTempFailed", "ctas").next(on_failure), result_path="$.error"
+            failure_marker(scope, f"{construct_id}DropTempFailed", step("ctas")).next(on_failure), result_path="$.error"
         )
         # Nothing is written before the CTAS: a failed registration of the raw partition only ends the run.
         register.add_catch(
-            failure_marker(scope, f"{construct_id}RegisterRawFailed", "register").next(on_failure),
+            failure_marker(scope, f"{construct_id}RegisterRawFailed", step("register")).next(on_failure),
             result_path="$.error",
         )
         source = statement(scope, f"{construct_id}SourceTable", f"{STAGE_A_PLAN('source')}.create")
         # Nothing is written before the CTAS: a failed table over the manifest only ends the run.
         source.add_catch(
-            failure_marker(scope, f"{construct_id}SourceTableFailed", "ctas").next(on_failure), result_path="$.error"
+            failure_marker(scope, f"{construct_id}SourceTableFailed", step("ctas")).next(on_failure),
+            result_path="$.error",
         )
         source.next(ctas)
         has_source = sfn.Choice(scope, f"{construct_id}HasSource")
         has_source.when(sfn.Condition.is_null(STAGE_A_PLAN("source")), ctas).otherwise(source)
-        checked = self._type_check(scope, construct_id, then=has_source, on_failure=on_failure)
+        checked = self._type_check(scope, construct_id, step("type_check"), then=has_source, on_failure=on_failure)
         has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
         has_raw_partition.when(sfn.Condition.is_string(plan("register_raw")), register.next(checked))
         has_raw_partition.otherwise(checked)
@@ -138,7 +152,13 @@ class AthenaEngineSteps(EngineSteps):
         return reconcile
 
     def _drop_source(
-        self, scope: Construct, construct_id: str, *, then: sfn.IChainable, on_failure: sfn.IChainable | None = None
+        self,
+        scope: Construct,
+        construct_id: str,
+        step: FailedStep,
+        *,
+        then: sfn.IChainable,
+        on_failure: sfn.IChainable | None = None,
     ) -> sfn.Choice:
         """Drop the plan's table over its manifest (``stage_a.manifest``), when it has one, then ``then``.
         After a CTAS that succeeded a failed drop fails the run (``on_failure``, its files not committed);
@@ -148,7 +168,7 @@ class AthenaEngineSteps(EngineSteps):
         if on_failure is None:
             drop.add_catch(then, result_path="$.drop_error")
         else:
-            failed = failure_marker(scope, f"{construct_id}Failed", "ctas").next(on_failure)
+            failed = failure_marker(scope, f"{construct_id}Failed", step).next(on_failure)
             drop.add_catch(failed, result_path="$.error")
         drop.next(then)
         has_source = sfn.Choice(scope, f"{construct_id}IfAny")
@@ -156,7 +176,7 @@ class AthenaEngineSteps(EngineSteps):
         return has_source
 
     def _type_check(
-        self, scope: Construct, construct_id: str, *, then: sfn.State, on_failure: sfn.IChainable
+        self, scope: Construct, construct_id: str, step: FailedStep, *, then: sfn.State, on_failure: sfn.IChainable
     ) -> sfn.Choice:
         """The plan's type check of its CSV or JSON-lines files (``stage_a.type_check``), when it has one, then
         ``then``: make the text table, check (a bad value fails the query, naming file, column and values), drop it
@@ -166,7 +186,7 @@ class AthenaEngineSteps(EngineSteps):
         check = statement(scope, f"{construct_id}TypeCheck", f"{paths}.check")
         drop = statement(scope, f"{construct_id}TypeCheckDrop", f"{paths}.drop")
         drop_after_failure = statement(scope, f"{construct_id}TypeCheckDropAfterFailure", f"{paths}.drop")
-        failed = failure_marker(scope, f"{construct_id}TypeCheckFailed", "type_check")
+        failed = failure_marker(scope, f"{construct_id}TypeCheckFailed", step)
         failed.next(on_failure)
         drop_after_failure.add_catch(failed, result_path="$.drop_error")
         drop_after_failure.next(failed)
@@ -189,7 +209,8 @@ class AthenaEngineSteps(EngineSteps):
         on_failure: sfn.IChainable,
     ) -> sfn.State:
         plan, statement = STAGE_B_PLAN, self.workgroup.statement
-        reconcile = self._reconcile(scope, construct_id, plan, on_failure)
+        named = partial(STAGE_B.write_step, self.name)
+        reconcile = self._reconcile(scope, construct_id, plan, on_failure, named("reconcile"))
         # In its db, as locally; its output is when its query ran (stage_b.failures.StepTime), for the events.
         step = statement(
             scope,
@@ -236,7 +257,7 @@ class AthenaEngineSteps(EngineSteps):
             result_path=STEP_TIMES,
         )
         steps.item_processor(step)
-        steps_failed = failure_marker(scope, f"{construct_id}StepFailed", "steps")
+        steps_failed = failure_marker(scope, f"{construct_id}StepFailed", named("steps"))
         drop_after_failure = statement(scope, f"{construct_id}DropTempAfterFailure", plan("drop_temp"))
         drop_after_failure.add_catch(steps_failed, result_path="$.drop_error")
         drop_after_failure.next(steps_failed)
@@ -250,7 +271,8 @@ class AthenaEngineSteps(EngineSteps):
         drop.next(publish)
         # Not committed yet: a failed DROP fails the run like a failed step (its prefix is deleted).
         drop.add_catch(
-            failure_marker(scope, f"{construct_id}DropTempFailed", "steps").next(on_failure), result_path="$.error"
+            failure_marker(scope, f"{construct_id}DropTempFailed", named("steps")).next(on_failure),
+            result_path="$.error",
         )
         reconcile.next(steps).next(self.if_temp_table(scope, construct_id, write=drop, done=done))
         return reconcile
@@ -259,12 +281,16 @@ class AthenaEngineSteps(EngineSteps):
 class SparkEngineSteps(EngineSteps):
     """The whole plan (reconcile, writes, drop) as one run of the Glue job."""
 
+    name: EngineName = "spark"
+
     def __init__(self, job: SparkJob) -> None:
         self.job = job
 
     def _run(
-        self, scope: Construct, construct_id: str, mode: str, plan: InputPath, on_failure: sfn.IChainable
+        self, scope: Construct, construct_id: str, order: RunOrder, plan: InputPath, on_failure: sfn.IChainable
     ) -> tasks.GlueStartJobRun:
+        (step,) = order.writes[self.name]  # the one job run is all of the stage's writes
+        mode = f"stage_{order.stage.lower()}"
         run = tasks.GlueStartJobRun(
             scope,
             f"{construct_id}Spark",
@@ -281,9 +307,7 @@ class SparkEngineSteps(EngineSteps):
         # the run and parking what it took. Past that, under sustained overload, the run fails and its input
         # is parked.
         add_throttling_retry(run)
-        run.add_catch(
-            failure_marker(scope, f"{construct_id}SparkFailed", "spark").next(on_failure), result_path="$.error"
-        )
+        run.add_catch(failure_marker(scope, f"{construct_id}SparkFailed", step).next(on_failure), result_path="$.error")
         return run
 
     def stage_a(
@@ -295,7 +319,7 @@ class SparkEngineSteps(EngineSteps):
         done: sfn.State,
         on_failure: sfn.IChainable,
     ) -> sfn.State:
-        run = self._run(scope, construct_id, "stage_a", STAGE_A_PLAN, on_failure)
+        run = self._run(scope, construct_id, STAGE_A, STAGE_A_PLAN, on_failure)
         run.next(self.unless_nothing_new(scope, construct_id, write=publish, done=done))
         return run
 
@@ -308,6 +332,6 @@ class SparkEngineSteps(EngineSteps):
         done: sfn.State,
         on_failure: sfn.IChainable,
     ) -> sfn.State:
-        run = self._run(scope, construct_id, "stage_b", STAGE_B_PLAN, on_failure)
+        run = self._run(scope, construct_id, STAGE_B, STAGE_B_PLAN, on_failure)
         run.next(self.if_temp_table(scope, construct_id, write=publish, done=done))
         return run

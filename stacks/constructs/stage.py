@@ -19,10 +19,10 @@ from constructs import Construct
 
 from lakeline.commits.applied import APPLIED_FOLDER
 from lakeline.lambda_support import RouterEnvironment, SettleEnvironment
+from lakeline.run_order import PUBLISHING, FailedStep, RunOrder, StepKind
 from lakeline.storage import RUN_PREFIX
 from lambdas.environments import CommitEnvironment
 from stacks.config import LakelineConfig
-from stacks.constructs.athena import AthenaWorkgroup
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.queues import QueueWithDeadLetters
 from stacks.constructs.statements import StatementRunner
@@ -135,18 +135,17 @@ def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[st
     return function
 
 
-def commit_and_publish(
+def commit_task(
     scope: Construct,
     construct_id: str,
+    step: FailedStep,
     *,
     plan: InputPath,
     commit: lambda_.IFunction,
-    workgroup: AthenaWorkgroup,
     on_failure: sfn.IChainable,
-) -> sfn.Chain:
-    """The partition commit (``lambdas/partition_commit``: the run's prefix becomes the partition's
-    next version, compare-and-swap under the run's lease), then the catalog swap to it (Athena, whatever
-    the engine)."""
+) -> tasks.LambdaInvoke:
+    """The partition commit (``lambdas/partition_commit``: the run's prefix becomes the partition's next version,
+    compare-and-swap under the run's lease)."""
     task = tasks.LambdaInvoke(
         scope,
         f"{construct_id}Commit",
@@ -156,15 +155,51 @@ def commit_and_publish(
         result_path="$.commit",
     )
     add_retry(task)
-    task.add_catch(
-        failure_marker(scope, f"{construct_id}CommitFailed", "commit").next(on_failure), result_path="$.error"
+    task.add_catch(failure_marker(scope, f"{construct_id}CommitFailed", step).next(on_failure), result_path="$.error")
+    return task
+
+
+def post_update_task(
+    scope: Construct,
+    step: FailedStep,
+    post_update: lambda_.IFunction,
+    payload: dict[str, str],
+    on_failure: sfn.IChainable,
+) -> tasks.LambdaInvoke:
+    """The post-update function (the run's end: lease, sweep, lineage, routing onwards)."""
+    task = tasks.LambdaInvoke(
+        scope,
+        "PostUpdateTask",
+        lambda_function=post_update,
+        payload=sfn.TaskInput.from_object({**payload, "execution_id.$": "$$.Execution.Id"}),
+        result_selector={"result.$": "$.Payload"},
+        result_path="$.post_update",
     )
-    publish = workgroup.statements(scope, f"{construct_id}Publish", plan("publish"), on_failure, "publish")
-    return sfn.Chain.start(task).next(publish)
+    add_retry(task)
+    # The post-update handlers are idempotent (cleanup, deterministic lineage nodes, deduplicated
+    # messages), so a failed invocation is retried before the execution fails.
+    task.add_retry(errors=["States.TaskFailed"], interval=Duration.seconds(10), max_attempts=2, backoff_rate=2.0)
+    # Still failing: the failure function, told the step was the post-update, deletes nothing (the
+    # run is published), ends the lease as the post-update would, records the run's lineage and parks
+    # the run's input with the reason; its redrive repeats the post-update (the published version's
+    # routing included) in a run that writes nothing. The execution still fails (alarmed).
+    task.add_catch(failure_marker(scope, "PostUpdateFailed", step).next(on_failure), result_path="$.error")
+    return task
+
+
+def chained(states: list[sfn.IChainable], then: sfn.IChainable) -> sfn.IChainable:
+    """``states`` one after the other, then ``then``."""
+    if not states:
+        return then
+    chain = sfn.Chain.start(states[0])
+    for state in states[1:]:
+        chain = chain.next(state)
+    return chain.next(then)
 
 
 class StageWorkflow:
-    """A stage's state machine and the router that starts it, built in the stage construct ``stage``:
+    """A stage's state machine and the router that starts it, built in the stage construct ``stage``, in the
+    stage's run order ``order`` (``lakeline.run_order``):
 
     ``run_id``: the engine's writes of the plan at ``plan`` (``engine_fragment``), commit and publish,
     ``run_id + "Written"``; then ``PostUpdateTask`` (``post_update`` with ``post_update_payload``) and
@@ -180,6 +215,7 @@ class StageWorkflow:
         run_id: str,
         storage: StorageImports,
         statements: StatementRunner,
+        order: RunOrder,
         engine_fragment: EngineFragment,
         plan: InputPath,
         commit_buckets: tuple[str, ...],
@@ -194,30 +230,25 @@ class StageWorkflow:
         commit = commit_function(stage, storage, commit_buckets)
         on_failure = failure_recorder(stage, name, failure.function, failure_payload)
         done = sfn.Pass(stage, f"{run_id}Written")
-        published = commit_and_publish(
-            stage, run_id, plan=plan, commit=commit.function, workgroup=statements.workgroup, on_failure=on_failure
-        ).next(done)
+        # The run order (lakeline.run_order), as the embedded runtime runs it: the engine's writes, then (only
+        # when they wrote) the steps that publish them, then the post-update; each step's Catch marks its name.
+        after_writes: dict[StepKind, Callable[[FailedStep], sfn.State]] = {
+            "commit": lambda step: commit_task(
+                stage, run_id, step, plan=plan, commit=commit.function, on_failure=on_failure
+            ),
+            # The catalog swap to the committed version (Athena, whatever the engine).
+            "publish": lambda step: statements.workgroup.statements(
+                stage, f"{run_id}Publish", plan("publish"), on_failure, step
+            ),
+            "post_update": lambda step: post_update_task(
+                stage, step, post_update.function, post_update_payload, on_failure
+            ),
+        }
+        steps = [step for step in order.steps(statements.engine.name) if step.kind != "writes"]
+        published = chained([after_writes[step.kind](step.name) for step in steps if step.kind in PUBLISHING], done)
         writes = engine_fragment(stage, run_id, publish=published, done=done, on_failure=on_failure)
-        finish = tasks.LambdaInvoke(
-            stage,
-            "PostUpdateTask",
-            lambda_function=post_update.function,
-            payload=sfn.TaskInput.from_object({**post_update_payload, "execution_id.$": "$$.Execution.Id"}),
-            result_selector={"result.$": "$.Payload"},
-            result_path="$.post_update",
-        )
-        add_retry(finish)
-        # The post-update handlers are idempotent (cleanup, deterministic lineage nodes, deduplicated
-        # messages), so a failed invocation is retried before the execution fails.
-        finish.add_retry(errors=["States.TaskFailed"], interval=Duration.seconds(10), max_attempts=2, backoff_rate=2.0)
-        # Still failing: the failure function, told the step was the post-update, deletes nothing (the
-        # run is published), ends the lease as the post-update would, records the run's lineage and parks
-        # the run's input with the reason; its redrive repeats the post-update (the published version's
-        # routing included) in a run that writes nothing. The execution still fails (alarmed).
-        finish.add_catch(
-            failure_marker(stage, "PostUpdateFailed", "post_update").next(on_failure), result_path="$.error"
-        )
-        definition = sfn.Chain.custom(writes, [done], done).next(finish).next(sfn.Succeed(stage, f"{name}Done"))
+        finish = [after_writes[step.kind](step.name) for step in steps if step.kind not in PUBLISHING]
+        definition = chained([sfn.Chain.custom(writes, [done], done), *finish], sfn.Succeed(stage, f"{name}Done"))
         self.state_machine = logged_state_machine(stage, "StateMachine", definition, key=storage.key)
         statements.grants.grant_plan(self.state_machine.role)
         statements.grants.confine_athena_tasks(self.state_machine)

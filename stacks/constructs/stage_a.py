@@ -17,6 +17,7 @@ from aws_cdk import aws_events_targets as targets
 from constructs import Construct
 
 from lakeline.commits.batch import BATCH_FOLDER
+from lakeline.run_order import STAGE_A
 from lakeline.storage import MANIFEST_OBJECT, RUN_PREFIX
 from lambdas.environments import StageAFailureEnvironment, StageAPostUpdateEnvironment, StageARouterEnvironment
 from stacks.constructs.functions import LakelineFunction
@@ -129,6 +130,7 @@ class StageA(Construct):
             run_id="RunPlan",
             storage=storage,
             statements=statements,
+            order=STAGE_A,
             engine_fragment=statements.engine.stage_a,
             plan=plan,
             commit_buckets=("Stage",),

@@ -9,6 +9,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from lakeline.run_order import STAGE_B
 from lambdas.environments import (
     DependenciesStreamEnvironment,
     StageBFailureEnvironment,
@@ -96,6 +97,7 @@ class StageB(Construct):
             run_id="RunSteps",
             storage=storage,
             statements=statements,
+            order=STAGE_B,
             engine_fragment=statements.engine.stage_b,
             plan=plan,
             commit_buckets=("Stage", "Analytics"),

@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from lakeline.lambda_support import FailedStep
+from lakeline.run_order import FailedStep
 
 TRANSIENT_ERRORS = [
     "Athena.InternalServerException",

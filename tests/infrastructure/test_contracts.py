@@ -18,6 +18,7 @@ from aws_cdk.assertions import Template
 from pydantic import BaseModel, create_model
 
 from lakeline.lambda_support import RouterEnvironment
+from lakeline.run_order import STAGE_A, STAGE_B
 from stacks import contracts
 from stacks.constructs import engines
 from stacks.constructs import stage as stage_module
@@ -33,8 +34,6 @@ from stacks.contracts import (
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
-from stage_end.stage_a import STAGE_A_STEPS
-from stage_end.stage_b import STAGE_B_STEPS
 from tests.infrastructure.test_stacks import (
     functions_by_handler,
     resources,
@@ -143,7 +142,7 @@ def states_of(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-@pytest.mark.parametrize(("stage", "accepted"), [("StageA", STAGE_A_STEPS), ("StageB", STAGE_B_STEPS)])
+@pytest.mark.parametrize(("stage", "accepted"), [("StageA", STAGE_A.failed_steps), ("StageB", STAGE_B.failed_steps)])
 def test_every_failed_step_a_state_machine_marks_is_one_its_failure_handler_accepts(
     pipeline: Template, stage: str, accepted: frozenset[str]
 ) -> None:

@@ -10,13 +10,14 @@ the lease held, so the next file of the partition waits behind a run that is gon
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
+from lakeline.dependencies.model import DependencyItem, parse_dependency_item
 from lakeline.engines.spark import SparkEngine
 from lakeline.local import event_flow
 from lakeline.local.cloud import LocalCloud
@@ -24,6 +25,8 @@ from lakeline.local.event_flow import EventFlow
 from lakeline.local.handler_caches import reset_handler_caches
 from lakeline.local.workspace import Workspace
 from lakeline.operations.dead_letters import redrive
+from lakeline.run_order import EMBEDDED_ENGINE, STAGE_A, STAGE_B, RunOrder, StepKind
+from lakeline.storage import local_root
 
 ENV = "embcatch"
 STAGE = f"eng_shop_{ENV}"
@@ -102,3 +105,112 @@ def test_a_publish_that_fails_ends_the_lease_and_parks_the_file_at_once(
     runtime.run_until_idle()
     assert len(runtime.report.failures) == 1 and parked(cloud, "queue-a-dlq") == []
     assert spark_engine.execute(count).rows == [(6,)]
+
+
+class StepRecorder:
+    """What the embedded runtime runs, by the run order's kinds of step (``lakeline.run_order``), and the failed
+    step each failure function is told; ``failing``: the stage and the kind of step that raises."""
+
+    def __init__(self, runtime: EventFlow, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.ran: list[tuple[str, StepKind]] = []
+        self.failed_steps: list[tuple[str, str]] = []
+        self.failing: tuple[str, StepKind] | None = None
+        for stage in ("a", "b"):
+            for kind, name in (("writes", f"execute_stage_{stage}"), ("publish", f"publish_stage_{stage}")):
+                monkeypatch.setattr(event_flow, name, self.recorded(stage, kind, getattr(event_flow, name)))
+            for kind, name in (("post_update", f"_stage_{stage}_post_update"), ("failure", f"_stage_{stage}_failure")):
+                monkeypatch.setattr(runtime, name, self.recorded(stage, kind, getattr(runtime, name)))
+        monkeypatch.setattr(runtime, "_partition_commit", self.recorded("?", "commit", runtime._partition_commit))
+
+    def recorded(self, stage: str, kind: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def record(*args: Any, **kwargs: Any) -> Any:
+            if kind == "failure":
+                self.failed_steps.append((stage, args[0]["failed_step"]))
+                return call(*args, **kwargs)
+            # The commit function is both stages': its stage is the last step's.
+            step = (self.ran[-1][0] if stage == "?" else stage, cast(StepKind, kind))
+            self.ran.append(step)
+            if step == self.failing:
+                raise RuntimeError(f"stage {step[0].upper()}'s {kind} broke")
+            return call(*args, **kwargs)
+
+        return record
+
+
+def kinds_in_order(order: RunOrder) -> list[StepKind]:
+    """The kinds of step of ``order`` as the embedded runtime runs them (its writes in one call)."""
+    kinds: list[StepKind] = []
+    for step in order.steps(EMBEDDED_ENGINE):
+        if step.kind not in kinds:
+            kinds.append(step.kind)
+    return kinds
+
+
+def daily_orders(workspace: Workspace, engine: SparkEngine) -> DependencyItem:
+    """A stage B target built from each day of ``orders``."""
+    analytics = f"eng_analytics_{ENV}"
+    engine.execute(f"CREATE DATABASE IF NOT EXISTS {analytics}")
+    location = local_root(workspace.analytics_dir / analytics / "orders_daily")
+    engine.session.sql(
+        f"CREATE TABLE {analytics}.orders_daily (orders BIGINT, `date` STRING) USING parquet "
+        f"PARTITIONED BY (`date`) LOCATION '{location}'"
+    )
+    sql = f"INSERT INTO {analytics}.orders_daily SELECT count(*), '$day' FROM {STAGE}.orders WHERE \"date\" = '$day'"
+    return parse_dependency_item(
+        {
+            "dataset": f"{analytics}.orders_daily",
+            "dependencies": [
+                {
+                    "TableName": f"{STAGE}.orders",
+                    "FieldColumn": "date",
+                    "Usage": "overwrite",
+                    "DateExpression": "%Y%m%d",
+                    "relativedelta_attributes": {"days": 0},
+                }
+            ],
+            "partitionColumn": "date",
+            "partitionPythonMask": "%Y%m%d",
+            "steps": [{"db": analytics, "info": "count the day's orders", "sql": sql}],
+            "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
+        }
+    )
+
+
+@pytest.mark.parametrize(("order", "stage"), [(STAGE_A, "a"), (STAGE_B, "b")], ids=["stage_a", "stage_b"])
+def test_the_embedded_runtime_runs_each_stages_steps_in_its_run_order(
+    flow: tuple[EventFlow, LocalCloud, Workspace],
+    spark_engine: SparkEngine,
+    monkeypatch: pytest.MonkeyPatch,
+    order: RunOrder,
+    stage: str,
+) -> None:
+    """#38: the steps the state machines run (``tests/infrastructure/test_run_order.py``) are the ones the embedded
+    runtime runs, in that order: a run that succeeds runs each kind of step of the order once, in the order's order,
+    and a run whose step fails stops there and tells the failure function the name the order gives that step."""
+    runtime, _, workspace = flow
+    spark_engine.execute(f"DROP DATABASE IF EXISTS eng_analytics_{ENV} CASCADE")
+    runtime.register([daily_orders(workspace, spark_engine)])
+    kinds = kinds_in_order(order)
+    expected = {step.kind: step.name for step in order.steps(EMBEDDED_ENGINE) if step.kind != "writes"}
+    # A failed write before any statement ran: stage A names it its CTAS's (unless its type check failed), stage
+    # B its reconcile's (before the first step).
+    expected["writes"] = {"a": "ctas", "b": "reconcile"}[stage]
+    recorder = StepRecorder(runtime, monkeypatch)
+    try:
+        for day, failing in enumerate([None, *kinds], start=10):
+            recorder.ran, recorder.failed_steps = [], []
+            recorder.failing = (stage, failing) if failing else None
+            key = f"eng/shop/orders/date=202203{day}/part1.csv"
+            (workspace.raw_dir / key).parent.mkdir(parents=True)
+            (workspace.raw_dir / key).write_text("id,amount\n1,1.5\n2,2.5\n")
+            runtime.arrive(key)
+            runtime.run_until_idle()
+            ran = [kind for step_stage, kind in recorder.ran if step_stage == stage]
+            if failing is None:
+                assert ran == kinds and recorder.failed_steps == []
+                continue
+            assert ran == kinds[: kinds.index(failing) + 1], f"{failing} failed: the run went on"
+            assert recorder.failed_steps == [(stage, expected[failing])], f"{failing} failed"
+            assert expected[failing] in order.failed_steps
+    finally:
+        spark_engine.execute(f"DROP DATABASE IF EXISTS eng_analytics_{ENV} CASCADE")
