@@ -33,15 +33,15 @@ post-update): the ones that make the run's prefix the partition's published vers
 
 
 @dataclass(frozen=True)
-class Step:
+class RunStep:
     name: FailedStep
     kind: StepKind
 
 
-AFTER_WRITES: tuple[Step, ...] = (
-    Step("commit", "commit"),
-    Step("publish", "publish"),
-    Step("post_update", "post_update"),
+AFTER_WRITES: tuple[RunStep, ...] = (
+    RunStep("commit", "commit"),
+    RunStep("publish", "publish"),
+    RunStep("post_update", "post_update"),
 )
 """What follows the engine's writes, for every stage and engine."""
 
@@ -53,9 +53,9 @@ class RunOrder:
     stage: Literal["A", "B"]
     writes: Mapping[EngineName, tuple[FailedStep, ...]]
 
-    def steps(self, engine: EngineName) -> tuple[Step, ...]:
+    def steps(self, engine: EngineName) -> tuple[RunStep, ...]:
         """The stage's steps on ``engine``, in the order they run."""
-        return (*(Step(name, "writes") for name in self.writes[engine]), *AFTER_WRITES)
+        return (*(RunStep(name, "writes") for name in self.writes[engine]), *AFTER_WRITES)
 
     @property
     def failed_steps(self) -> frozenset[FailedStep]:
@@ -99,7 +99,7 @@ AFTER_PUBLISH: frozenset[FailedStep] = frozenset(step.name for step in AFTER_WRI
 class StepFailed:
     """The step a run stopped at, named as its failure function is told (``$.failed_step``), and its error."""
 
-    step: Step
+    step: RunStep
     error: Exception
 
 
@@ -134,5 +134,5 @@ def run_in_order(
             name = write_failed(error)
             if name not in writes:
                 raise ValueError(f"stage {order.stage}'s writes on {engine} have no step {name!r}: {writes}") from error
-            return StepFailed(Step(name, "writes"), error)
+            return StepFailed(RunStep(name, "writes"), error)
     return None

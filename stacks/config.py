@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from lakeline.commits.slots import DEFAULT_RUNS_IN_FLIGHT
 from lakeline.errors import ConfigError
 from lakeline.lineage.openlineage.producer import ATHENA_ENGINE_VERSION, GLUE_SPARK_VERSIONS, glue_spark_version
 from lakeline.names import check_identifier
-
-EngineName = Literal["athena", "spark"]
+from lakeline.run_order import EngineName
 
 LOG_RETENTION_DAYS = (
     1,

@@ -25,8 +25,11 @@ from lakeline.local.event_flow import EventFlow
 from lakeline.local.handler_caches import reset_handler_caches
 from lakeline.local.workspace import Workspace
 from lakeline.operations.dead_letters import redrive
-from lakeline.run_order import EMBEDDED_ENGINE, STAGE_A, STAGE_B, RunOrder, StepKind
+from lakeline.run_order import EMBEDDED_ENGINE, STAGE_A, STAGE_B, FailedStep, RunOrder, StepKind
 from lakeline.storage import local_root
+from stage_a.plan import StageAPlan
+from stage_b.plan import StageBPlan
+from tests.rehearsal.support import daily_item
 
 ENV = "embcatch"
 STAGE = f"eng_shop_{ENV}"
@@ -115,6 +118,7 @@ class StepRecorder:
         self.ran: list[tuple[str, StepKind]] = []
         self.failed_steps: list[tuple[str, str]] = []
         self.failing: tuple[str, StepKind] | None = None
+        self.plans: list[StageAPlan | StageBPlan] = []  # each run's, as its writes took it
         for stage in ("a", "b"):
             for kind, name in (("writes", f"execute_stage_{stage}"), ("publish", f"publish_stage_{stage}")):
                 monkeypatch.setattr(event_flow, name, self.recorded(stage, kind, getattr(event_flow, name)))
@@ -130,6 +134,8 @@ class StepRecorder:
             # The commit function is both stages': its stage is the last step's.
             step = (self.ran[-1][0] if stage == "?" else stage, cast(StepKind, kind))
             self.ran.append(step)
+            if kind == "writes":
+                self.plans.append(args[0])
             if step == self.failing:
                 raise RuntimeError(f"stage {step[0].upper()}'s {kind} broke")
             return call(*args, **kwargs)
@@ -146,6 +152,20 @@ def kinds_in_order(order: RunOrder) -> list[StepKind]:
     return kinds
 
 
+def write_steps(plan: StageAPlan | StageBPlan) -> dict[str, FailedStep]:
+    """Each statement of ``plan``'s writes, by the step of the Athena engine's that runs it
+    (``stacks.constructs.engines.AthenaEngineSteps``)."""
+    named: dict[str, FailedStep] = dict.fromkeys(plan.reconcile, "reconcile")
+    if isinstance(plan, StageBPlan):
+        return named | dict.fromkeys([*(step.sql for step in plan.steps), *[plan.drop_temp or ""]], "steps")
+    if plan.register_raw:
+        named[plan.register_raw] = "register"
+    if plan.type_check:
+        named |= dict.fromkeys([plan.type_check.create, plan.type_check.check, plan.type_check.drop], "type_check")
+    source = [plan.source.create, plan.source.drop] if plan.source else []
+    return named | dict.fromkeys([*source, plan.ctas, plan.drop_temp], "ctas")
+
+
 def daily_orders(workspace: Workspace, engine: SparkEngine) -> DependencyItem:
     """A stage B target built from each day of ``orders``."""
     analytics = f"eng_analytics_{ENV}"
@@ -156,24 +176,8 @@ def daily_orders(workspace: Workspace, engine: SparkEngine) -> DependencyItem:
         f"PARTITIONED BY (`date`) LOCATION '{location}'"
     )
     sql = f"INSERT INTO {analytics}.orders_daily SELECT count(*), '$day' FROM {STAGE}.orders WHERE \"date\" = '$day'"
-    return parse_dependency_item(
-        {
-            "dataset": f"{analytics}.orders_daily",
-            "dependencies": [
-                {
-                    "TableName": f"{STAGE}.orders",
-                    "FieldColumn": "date",
-                    "Usage": "overwrite",
-                    "DateExpression": "%Y%m%d",
-                    "relativedelta_attributes": {"days": 0},
-                }
-            ],
-            "partitionColumn": "date",
-            "partitionPythonMask": "%Y%m%d",
-            "steps": [{"db": analytics, "info": "count the day's orders", "sql": sql}],
-            "date_substitutions": [{"token": "$day", "format": "%Y%m%d", "relativedelta_attributes": {"days": 0}}],
-        }
-    )
+    step = {"db": analytics, "info": "count the day's orders", "sql": sql}
+    return parse_dependency_item(daily_item(f"{analytics}.orders_daily", "overwrite", [step], source=f"{STAGE}.orders"))
 
 
 @pytest.mark.parametrize(("order", "stage"), [(STAGE_A, "a"), (STAGE_B, "b")], ids=["stage_a", "stage_b"])
@@ -196,21 +200,48 @@ def test_the_embedded_runtime_runs_each_stages_steps_in_its_run_order(
     # B its reconcile's (before the first step).
     expected["writes"] = {"a": "ctas", "b": "reconcile"}[stage]
     recorder = StepRecorder(runtime, monkeypatch)
+    executed: list[str] = []
+    execute = spark_engine.execute
+
+    def recorded_execute(sql: str, *args: Any, **kwargs: Any) -> Any:
+        executed.append(sql)
+        return execute(sql, *args, **kwargs)
+
+    monkeypatch.setattr(spark_engine, "execute", recorded_execute)
+
+    def arrive(day: int, part: int, failing: StepKind | None) -> list[StepKind]:
+        """A file of the day's orders, through the flow: the kinds of step the stage ran."""
+        recorder.ran, recorder.failed_steps, recorder.plans, executed[:] = [], [], [], []
+        recorder.failing = (stage, failing) if failing else None
+        key = f"eng/shop/orders/date=202203{day}/part{part}.csv"
+        (workspace.raw_dir / key).parent.mkdir(parents=True, exist_ok=True)
+        (workspace.raw_dir / key).write_text(f"id,amount\n{part}1,1.5\n{part}2,2.5\n")
+        runtime.arrive(key)
+        runtime.run_until_idle()
+        return [kind for step_stage, kind in recorder.ran if step_stage == stage]
+
+    def writes_in_order() -> list[FailedStep]:
+        """The write steps of the Athena engine's that the run's one call of its writes ran, checked to be in the
+        order's order."""
+        (plan,) = [plan for plan in recorder.plans if isinstance(plan, StageAPlan if stage == "a" else StageBPlan)]
+        named = write_steps(plan)
+        steps = [named[sql] for sql in executed if sql in named]
+        steps = [step for index, step in enumerate(steps) if index == 0 or steps[index - 1] != step]
+        assert steps == [step for step in order.writes[EMBEDDED_ENGINE] if step in steps], steps
+        return steps
+
     try:
         for day, failing in enumerate([None, *kinds], start=10):
-            recorder.ran, recorder.failed_steps = [], []
-            recorder.failing = (stage, failing) if failing else None
-            key = f"eng/shop/orders/date=202203{day}/part1.csv"
-            (workspace.raw_dir / key).parent.mkdir(parents=True)
-            (workspace.raw_dir / key).write_text("id,amount\n1,1.5\n2,2.5\n")
-            runtime.arrive(key)
-            runtime.run_until_idle()
-            ran = [kind for step_stage, kind in recorder.ran if step_stage == stage]
+            ran = arrive(day, 1, failing)
             if failing is None:
                 assert ran == kinds and recorder.failed_steps == []
+                assert writes_in_order() == {"a": ["register", "type_check", "ctas"], "b": ["steps"]}[stage]
                 continue
             assert ran == kinds[: kinds.index(failing) + 1], f"{failing} failed: the run went on"
             assert recorder.failed_steps == [(stage, expected[failing])], f"{failing} failed"
             assert expected[failing] in order.failed_steps
+        # The next run of the partition whose catalog swap failed points its catalog at its committed version first.
+        assert arrive(10 + kinds.index("publish") + 1, 2, None) == kinds and recorder.failed_steps == []
+        assert writes_in_order()[0] == "reconcile"
     finally:
         spark_engine.execute(f"DROP DATABASE IF EXISTS eng_analytics_{ENV} CASCADE")
