@@ -1,5 +1,5 @@
 """The synthesized state machines run each stage's steps in its run order (#38, ``lakeline.run_order``), the one
-the embedded runtime runs (``tests/reliability/test_embedded_run_order.py``).
+the embedded runtime runs (``tests/reliability/test_embedded_catch.py``).
 
 Each state on a success path (from ``StartAt`` along ``Next``, a Choice's branches and its ``Default``) is mapped
 to the step its failure is marked as (the ``$.failed_step`` marker its Catch leads to); consecutive states of one
