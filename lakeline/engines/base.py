@@ -43,6 +43,8 @@ class QueryResult:
     query_id: str
     columns: list[str] = field(default_factory=list)
     rows: list[tuple[Any, ...]] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    """The columns' types as the engine names them (Spark's ``simpleString``), where it gives them."""
 
 
 class QueryError(LakelineError):

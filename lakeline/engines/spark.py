@@ -390,7 +390,13 @@ class SparkEngine:
             raise QueryFailed(f"Spark statement failed: {reason}", sql=sql, query_id=query_id, reason=reason) from error
         if remembered:
             self._added_partitions.setdefault(str(table), set()).add(spark_sql)
-        return QueryResult(query_id=query_id, columns=list(frame.columns), rows=rows)
+        fields = frame.schema.fields  # analyzed already (``columns`` reads it): no second round trip
+        return QueryResult(
+            query_id=query_id,
+            columns=[column.name for column in fields],
+            rows=rows,
+            types=[column.dataType.simpleString() for column in fields],
+        )
 
     def define_symlink(self, name: str, table: SymlinkTable) -> None:
         """Keep the symlink table ``name`` (``database.table``) to read it when a statement names it."""

@@ -74,7 +74,6 @@ from typing import Any
 from lakeline.engines.base import DEFAULT_DATABASE, QueryError, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.spark_semantics import ATHENA
-from lakeline.engines.translate import translate_statement
 from lakeline.errors import LakelineError
 from lakeline.local.rehearsal import athena_api, timings
 from lakeline.local.rehearsal.athena_answers import (
@@ -98,7 +97,6 @@ from lakeline.local.rehearsal.athena_statements import (
     TABLE_NAME,
     LocalAthenaError,
     Rewriter,
-    Statement,
     bucket_of,
     unquoted,
 )
@@ -298,7 +296,7 @@ class LocalAthena:
             raise failure
         outcome = QueryOutcome(statement_type=statement_type(execution.query))
         if statement.is_query:
-            kinds = self._result_types(statement, result)
+            kinds = self._result_types(result)
             names = athena_names(execution.query, result.columns)
             outcome.columns = list(zip(names, kinds, strict=True))
             outcome.rows = [list(names)]
@@ -363,13 +361,9 @@ class LocalAthena:
 
     # -- results
 
-    def _result_types(self, statement: Statement, result: QueryResult) -> list[str]:
-        """Athena's type names for the result's columns, from the schema Spark gives the query."""
-        try:
-            schema = self.engine.session.sql(translate_statement(statement.sql).sql).schema
-            kinds = [athena_type(field.dataType.simpleString()) for field in schema.fields]
-        except Exception:  # the rows' own values say as much as can be said
-            kinds = []
+    def _result_types(self, result: QueryResult) -> list[str]:
+        """Athena's type names for the result's columns, from the schema of the query Spark ran."""
+        kinds = [athena_type(kind) for kind in result.types]
         if len(kinds) != len(result.columns):
             kinds = [value_type([row[i] for row in result.rows]) for i in range(len(result.columns))]
         return kinds
