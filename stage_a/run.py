@@ -9,9 +9,11 @@ tables. Publishing is separate: under a lease the run commits its prefix first
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from lakeline.engines.base import Engine, QueryError
 from lakeline.partitions import drop_temp_table, run_statements
+from lakeline.run_order import FailedStep
 from lakeline.storage import ObjectStore
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan
@@ -20,20 +22,31 @@ from stage_a.type_check import PREFIX, TypeCheck, TypeCheckFailed, refusal
 logger = logging.getLogger(__name__)
 
 
-def execute_stage_a(plan: StageAPlan, engine: Engine, store: ObjectStore) -> list[str]:
+def execute_stage_a(
+    plan: StageAPlan,
+    engine: Engine,
+    store: ObjectStore,
+    *,
+    entering: Callable[[FailedStep], object] = lambda _step: None,
+) -> list[str]:
     """What the state machine's SQL tasks do before the commit: reconcile, register, CTAS, always drop
-    the temp table.
+    the temp table. ``entering`` is told each task's step (``lakeline.run_order.STAGE_A``) as it begins, so
+    that a caller running them all in one call names the one that failed as the state machine would.
 
     If the CTAS fails, its partial output is deleted and the error raised after the temp table is
     dropped; the stage partition keeps pointing at the previous data. Returns the query ids.
     """
+    entering("reconcile")
     query_ids = run_statements(engine, plan.reconcile, plan.target_database)
     if not plan.writes:
         return query_ids
     if plan.register_raw:
+        entering("register")
         query_ids.append(engine.execute(plan.register_raw, database=plan.source_database).query_id)
     if plan.type_check:
+        entering("type_check")
         query_ids += check_types(plan.type_check, engine, plan.target_database)
+    entering("ctas")
     ctas_error: QueryError | None = None
     try:
         if plan.source:

@@ -49,7 +49,6 @@ from stage_a.plan import StageAPlan
 from stage_a.raw_files import LocalRawFiles
 from stage_a.run import execute_stage_a
 from stage_a.start import ReadByName, begin_arrival, plan_follow_up
-from stage_a.type_check import TypeCheckFailed
 from stage_b.finish import publish_stage_b
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -271,6 +270,8 @@ class EventFlow:
             self.report.duplicates.extend(plan.arrival_keys)
             self.notify("duplicate", f"{what[1]}: nothing new")
 
+        entered: list[FailedStep] = []  # the writes' steps as they begin: the last is the one that failed
+
         def written() -> None:
             if runs is not None:
                 for event in [runs.step_finished(0), *runs.finished()]:
@@ -280,19 +281,17 @@ class EventFlow:
         failed = run_in_order(
             STAGE_A,
             {
-                "writes": lambda: execute_stage_a(plan, self.engine, self.services.store),
+                "writes": lambda: execute_stage_a(plan, self.engine, self.services.store, entering=entered.append),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_a(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_a_post_update, context, "stage-a-post-update"),
             },
             wrote=plan.writes,
             written=written,
-            write_failed=lambda error: "type_check" if isinstance(error, TypeCheckFailed) else "ctas",
+            write_failed=lambda _error: entered[-1] if entered else "reconcile",
         )
         if failed is None:
             return
-        if runs is None and failed.step.kind == "writes":
-            raise failed.error  # a run with nothing new that fails to reconcile: SQS tries the arrival again
         if runs is not None and failed.step.kind != "post_update":
             error = str(failed.error)
             step_error = error if failed.step.kind == "writes" else None
@@ -373,8 +372,6 @@ class EventFlow:
         )
         if failed is None:
             return
-        if runs is None and failed.step.kind == "writes":
-            raise failed.error  # a run with nothing new that fails to reconcile: SQS tries the message again
         if runs is not None and failed.step.kind != "post_update":
             for event in runs.finished(error=str(failed.error)):  # the steps that never ran are ABORTed
                 self.emitter.emit(event)

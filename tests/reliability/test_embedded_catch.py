@@ -18,6 +18,7 @@ import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
 from lakeline.dependencies.model import DependencyItem, parse_dependency_item
+from lakeline.engines.base import QueryFailed
 from lakeline.engines.spark import SparkEngine
 from lakeline.local import event_flow
 from lakeline.local.cloud import LocalCloud
@@ -196,9 +197,8 @@ def test_the_embedded_runtime_runs_each_stages_steps_in_its_run_order(
     runtime.register([daily_orders(workspace, spark_engine)])
     kinds = kinds_in_order(order)
     expected = {step.kind: step.name for step in order.steps(EMBEDDED_ENGINE) if step.kind != "writes"}
-    # A failed write before any statement ran: stage A names it its CTAS's (unless its type check failed), stage
-    # B its reconcile's (before the first step).
-    expected["writes"] = {"a": "ctas", "b": "reconcile"}[stage]
+    # A failed write before any statement ran: the first task's, reconcile (as the state machine's Catch on it).
+    expected["writes"] = "reconcile"
     recorder = StepRecorder(runtime, monkeypatch)
     executed: list[str] = []
     execute = spark_engine.execute
@@ -245,3 +245,41 @@ def test_the_embedded_runtime_runs_each_stages_steps_in_its_run_order(
         assert writes_in_order()[0] == "reconcile"
     finally:
         spark_engine.execute(f"DROP DATABASE IF EXISTS eng_analytics_{ENV} CASCADE")
+
+
+@pytest.mark.parametrize(
+    ("failing_sql", "step"),
+    [
+        ("ADD IF NOT EXISTS PARTITION", "register"),  # the raw partition's registration
+        ("lakeline type check", "type_check"),
+        ("CREATE TABLE", "ctas"),
+    ],
+)
+def test_a_failed_write_is_named_as_the_state_machines_task_that_runs_it(
+    flow: tuple[EventFlow, LocalCloud, Workspace],
+    spark_engine: SparkEngine,
+    monkeypatch: pytest.MonkeyPatch,
+    failing_sql: str,
+    step: FailedStep,
+) -> None:
+    """The embedded runtime runs a stage's writes in one call: the failure function is told the step of the task
+    that failed, as the state machine's Catch on that task tells it, and the file is parked with the reason."""
+    runtime, cloud, workspace = flow
+    recorder = StepRecorder(runtime, monkeypatch)
+    execute = spark_engine.execute
+    seen: list[str] = []
+
+    def failing_execute(sql: str, *args: Any, **kwargs: Any) -> Any:
+        if failing_sql in sql and not seen:
+            seen.append(sql)
+            raise QueryFailed("the statement broke", sql=sql, reason="broke")
+        return execute(sql, *args, **kwargs)
+
+    monkeypatch.setattr(spark_engine, "execute", failing_execute)
+    first = orders_file(workspace, 1)
+    runtime.arrive(first)
+    runtime.run_until_idle()
+    assert seen, f"no statement with {failing_sql!r} ran"
+    assert recorder.failed_steps == [("a", step)]
+    (message,) = parked(cloud, "queue-a-dlq")
+    assert first in message["Body"]
