@@ -72,7 +72,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The library, in four layers of its own:
     ("lakeline.glue_scanner", "lakeline.lineage.viewer", "lakeline.lambda_support"),  # read lineage; handler support
     ("lakeline.lineage.openlineage", "lakeline.dependencies", "lakeline.partitions"),  # events; items; commits
-    ("lakeline",),  # the rest: column lineage, lineage records, commit states, settings, the catalog file, ...
+    # the rest: column lineage, lineage records, commit states, settings, the catalog file, ...; and the quality
+    # rules, beneath the settings and dependency items that will declare them and the stages that will run them
+    ("lakeline", "lakeline.quality"),
     ("lakeline.engines", "lakeline.storage", "lakeline.catalog_locations", "lakeline.names"),  # engines, stores, names
     ("lakeline.aws", "lakeline.errors"),  # beneath everything
 )
@@ -136,3 +138,14 @@ def test_the_check_finds_an_offender(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("from tests.conftest import Clock\nimport harness.faults\n")
     assert imports_of(module) == {"tests.conftest", "harness.faults"}
+
+
+def test_the_quality_rules_import_only_the_engine_protocol_errors_and_names() -> None:
+    """``lakeline.quality`` (#41) stands on its own: whatever declares or runs checks imports it, not the reverse."""
+    allowed = ("lakeline.quality", "lakeline.engines.base", "lakeline.errors", "lakeline.names")
+    paths = sorted((REPO / "lakeline" / "quality").glob("*.py"))
+    assert len(paths) >= 5
+    for path in paths:
+        first_party = {name for name in imports_of(path) if name.split(".")[0] in PRODUCT}
+        assert {name for name in first_party if not name.startswith(allowed)} == set(), path.name
+    assert layer_of("lakeline.quality.sql") == layer_of("lakeline.settings") > layer_of("lakeline.dependencies.model")
