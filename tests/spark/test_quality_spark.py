@@ -9,8 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from lakeline.engines.spark import SparkEngine
+from lakeline.engines.spark_semantics import ATHENA
 from lakeline.quality import TableRef, compile_rule, evaluate, parse_checks
-from lakeline.quality.evaluate import CheckResult
+from lakeline.quality.evaluate import CheckResult, QualityReport
 from lakeline.storage import local_root
 
 pytestmark = pytest.mark.spark
@@ -184,3 +185,18 @@ def test_between_excludes_both_ends_as_in_dqdl(engine: SparkEngine) -> None:
     results = evaluate(parse_checks(declared), engine, GOOD).results  # qty 1, 2, 3, 4; 4 rows
     assert [(r.passed, r.metric) for r in results] == [(False, 0.5), (False, 4.0)]
     assert _ids(results[0]) == [("1", "1"), ("4", "4")]
+
+
+def test_the_checks_mean_the_same_under_athenas_semantics(engine: SparkEngine) -> None:
+    """Run as the local Athena runs a query (ANSI failures, Trino's integer division), every rule gives the
+    same verdict, metric and sample as on Glue's Spark."""
+    declared = [{"rule": rule} for rule in RULES]
+    on_glue = evaluate(parse_checks(declared), engine, BAD, reference=GOOD)
+    with engine.imposed(ATHENA):
+        on_athena = evaluate(parse_checks(declared), engine, BAD, reference=GOOD)
+
+    def seen(report: QualityReport) -> list[tuple[str, bool, float | None, list[str]]]:
+        return [(r.rule, r.passed, r.metric, sorted(map(str, r.sample))) for r in report.results]
+
+    assert seen(on_athena) == seen(on_glue)
+    assert on_athena.blocked
