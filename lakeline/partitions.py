@@ -34,6 +34,7 @@ from lakeline.commits import (
 from lakeline.engines.base import Column, Engine, QueryError
 from lakeline.errors import InvalidInputError, validation_problems
 from lakeline.names import check_identifier, ddl_name, dml_name, string_literal
+from lakeline.run_order import FailedStep
 from lakeline.settings import TableSettings
 from lakeline.storage import (
     RUN_PREFIX,
@@ -271,7 +272,7 @@ class LeasedRunEnd:
             return Settlement(None)
         return self.after_publish(lease, wrote=wrote, root=root)
 
-    def after_failure(self, lease: dict[str, Any], *, failed_step: str, root: str) -> Abandoned:
+    def after_failure(self, lease: dict[str, Any], *, failed_step: FailedStep, root: str) -> Abandoned:
         """A failure after the commit (the catalog swap) keeps the committed version (the next run points
         the catalog at it); any other abandons the run's output. ``held`` says whether the run's arrivals
         are the caller's to park."""
