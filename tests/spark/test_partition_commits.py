@@ -16,15 +16,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from lakeline.commits import Lease, LeaseLost, PartitionCommits, TakenBatch
 from lakeline.commits.applied import published_contributions
-from lakeline.dependencies.model import parse_dependency_item
+from lakeline.dependencies.model import DependencyItem, parse_dependency_item
+from lakeline.dependencies.store import DependencyStore
+from lakeline.dependencies.sync import backfill
+from lakeline.dependencies.tables import DependencyTableNames
 from lakeline.engines.base import QueryError
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.catalog import ensure_tables
-from lakeline.local.dependencies import LocalDependencies
 from lakeline.local.sample import write_single_parquet
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.workspace import Workspace
@@ -390,6 +393,16 @@ class StageB:
         return counts
 
 
+def dependency_store(items: list[DependencyItem]) -> DependencyStore:
+    """``items`` in the dependencies table on moto (the ``commits`` fixture's), dependencies-by-table rebuilt
+    from them as the stream function keeps it."""
+    names = DependencyTableNames()
+    store = DependencyStore(boto3.client("dynamodb", region_name="us-east-1"), names.dependencies, names.by_table)
+    store.put_items(items)
+    backfill(store)
+    return store
+
+
 def stage_b_driver(
     engine: SparkEngine, workspace: Workspace, commits: PartitionCommits, tmp_path: Path, usage: str
 ) -> StageB:
@@ -426,7 +439,7 @@ def stage_b_driver(
         engine=engine,
         store=LocalObjectStore(),
         settings=workspace.settings(environment=env),
-        dependencies=LocalDependencies([item]),
+        dependencies=dependency_store([item]),
         queries_root=tmp_path,
     )
     return StageB(engine, services, commits, target)
