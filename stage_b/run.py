@@ -8,10 +8,12 @@ first (``lakeline.partitions.commit_write``), then ``publish_stage_b`` points th
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from lakeline.engines.base import Engine, QueryError
 from lakeline.partitions import drop_temp_table, run_statements
+from lakeline.run_order import FailedStep
 from lakeline.storage import ObjectStore
 from stage_b.finish import abandon_stage_b
 from stage_b.plan import PlannedStep, StageBPlan
@@ -41,11 +43,19 @@ class StepObserver(Protocol):
 
 
 def execute_stage_b(
-    plan: StageBPlan, engine: Engine, store: ObjectStore, *, observer: StepObserver | None = None
+    plan: StageBPlan,
+    engine: Engine,
+    store: ObjectStore,
+    *,
+    observer: StepObserver | None = None,
+    entering: Callable[[FailedStep], object] = lambda _step: None,
 ) -> list[str]:
     """What the state machine's SQL tasks do before the commit: reconcile, the steps in order, always
-    the DROP of the temp table."""
+    the DROP of the temp table. ``entering`` is told each task's step (``lakeline.run_order.STAGE_B``) as it
+    begins, so that a caller running them all in one call names the one that failed as the state machine would."""
+    entering("reconcile")
     query_ids = run_statements(engine, plan.reconcile, plan.target_database)
+    entering("steps")
     failure: StageBStepFailed | None = None
     for position, step in enumerate(plan.steps):
         if observer is not None:

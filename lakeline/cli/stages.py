@@ -129,7 +129,7 @@ def stage_a_run_command(
             local.carry_failures(local.started_flow.report)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)
-    if result.failures:  # the run's output is gone, the partition keeps its version (the failure function)
+    if result.failures:  # as the failure function left it (docs/stage-a.md says what each failed step leaves)
         fail("; ".join(result.failures), code=1)
     print_json(result.to_dict())
 
@@ -203,8 +203,14 @@ def stage_b_run_command(
             },
             "stage B message",
         )
-        if not any(item.dataset == dataset for item in items):
+        builds = [item for item in items if item.dataset == dataset]
+        if not builds:
             raise LakelineError(f"no dependency item builds {dataset} in {', '.join(map(str, item_paths))}")
+        if list(target) != [builds[0].partition_column]:
+            raise LakelineError(
+                f"{dataset} is partitioned by {builds[0].partition_column}: give --partition "
+                f"{builds[0].partition_column}=<value>, not {', '.join(target) or 'none'}"
+            )
         ws = workspace_of(project, workspace)
         settings = settings_of(config, project, ws.settings(environment=environment).model_dump(), {})
         queries_root = queries or (project.queries if project else Path("athena_queries"))
@@ -215,8 +221,11 @@ def stage_b_run_command(
             registered = items if chain else [item for item in items if item.dataset == dataset]
             if registered:
                 flow.register(registered)
-            runs = run_target(flow, message)
+            runs = run_target(flow, message, chain=chain)
             flow.write_openlineage()
+            refused = [failure for failure in runs.refused if failure.startswith(f"{message.node}: ")]
+            if refused:  # the command's own message: nothing ran, nothing for a later run to resolve
+                raise LakelineError("; ".join(refused))
             local.carry_failures(flow.report)
     except (LakelineError, QueryError) as error:
         fail(str(error), code=1 if isinstance(error, QueryError) else 2)

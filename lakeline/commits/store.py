@@ -410,34 +410,34 @@ class PartitionCommits:
         run that takes nothing new (a redelivery) need not route it again; a run that finds it unnoted (its
         post-update failed before routing, and its input was parked) routes it. False if a newer version
         is published already (its own post-update routes that one)."""
-        try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=self._key(key),
-                UpdateExpression="SET routed = :published",
-                ConditionExpression="published = :published",
-                ExpressionAttributeValues=attribute_values(published=published),
-            )
-        except ClientError as error:
-            if not _conditional_failed(error):
-                raise
-            return False
-        return True
+        return self._update_if(key, "SET routed = :published", "published = :published", published=published)
+
+    def forget_routed(self, key: str, published: str) -> bool:
+        """Undo ``mark_routed`` of ``published``: its routing left out dependency items the pipeline has (a
+        single-stage command's), so the next run that takes the partition routes it. False if it is not the
+        version noted routed."""
+        return self._update_if(key, "REMOVE routed", "routed = :published", published=published)
 
     def mark_lineage(self, key: str, published: str, root_id: str, node_id: str) -> bool:
         """Note where the run that published ``published`` sits in the lineage records (its tree's root and its
         own node), before its post-update routes the version onwards: a run that routes it again later (its
         post-update failed, its input was parked and redriven) hangs the targets' runs under that run, not
         under roots of their own. False if a newer version is published already."""
+        lineage = {"root_id": root_id, "node_id": node_id}
+        return self._update_if(
+            key, "SET published_lineage = :lineage", "published = :published", published=published, lineage=lineage
+        )
+
+    def _update_if(self, key: str, update: str, condition: str, **values: Any) -> bool:
+        """Update the partition's item with ``update`` if ``condition`` holds (``values`` its ``:names``);
+        False if it does not."""
         try:
             self.client.update_item(
                 TableName=self.table_name,
                 Key=self._key(key),
-                UpdateExpression="SET published_lineage = :lineage",
-                ConditionExpression="published = :published",
-                ExpressionAttributeValues=attribute_values(
-                    published=published, lineage={"root_id": root_id, "node_id": node_id}
-                ),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=attribute_values(**values),
             )
         except ClientError as error:
             if not _conditional_failed(error):

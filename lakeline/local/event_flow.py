@@ -31,7 +31,7 @@ from lakeline.errors import InvalidInputError, LakelineError, validated
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict
-from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle, StepState
+from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX, LocalArchiveStore
 from lakeline.local.catalog import ensure_tables
 from lakeline.local.cloud import ARCHIVE_BUCKET, MAX_RECEIVE_COUNT, LocalCloud
@@ -59,6 +59,7 @@ from stage_b.start import plan_follow_up as plan_follow_up_b
 from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
 
 LOCAL_RAW_BUCKET = "local-raw"
+CANNOT_BE_PLANNED = ": cannot be planned: "  # in the failure of a stage B message the router refuses
 
 Listener = Callable[[str, str], None]  # told (stage, what) as each run starts, waits, fails
 
@@ -316,7 +317,7 @@ class EventFlow:
         except InvalidInputError as error:
             # As the deployed router does: a message that can never be planned goes to the DLQ with its
             # reason at once, and the run's summary says why.
-            reason = f"{message.node}: cannot be planned: {' '.join(str(error).split())}"
+            reason = f"{message.node}{CANNOT_BE_PLANNED}{' '.join(str(error).split())}"
             dead_letter(self.cloud.sqs, self.cloud.queue_urls["queue-b-dlq"], record.body, reason, "stage-b-router")
             self.report.failures.append(reason)
             self.notify("failed", reason)
@@ -353,22 +354,21 @@ class EventFlow:
                     self.emitter.emit(event)
                 self.report.stage_b.append(plan)
 
-        def write_failed(_error: Exception) -> FailedStep:
-            # Before the first step: the state machine's reconcile task.
-            waiting = runs is not None and all(state is StepState.WAITING for state in runs.states)
-            return "reconcile" if waiting else "steps"
+        entered: list[FailedStep] = []  # the writes' steps as they begin: the last is the one that failed
 
         failed = run_in_order(
             STAGE_B,
             {
-                "writes": lambda: execute_stage_b(plan, self.engine, self.services.store, observer=observer),
+                "writes": lambda: execute_stage_b(
+                    plan, self.engine, self.services.store, observer=observer, entering=entered.append
+                ),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_b(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_b_post_update, context, "stage-b-post-update"),
             },
             wrote=bool(plan.message_ids) and plan.writes,
             written=written,
-            write_failed=write_failed,
+            write_failed=lambda _error: entered[-1] if entered else "reconcile",
         )
         if failed is None:
             return

@@ -8,11 +8,12 @@ own item when the chain is not wanted)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lakeline.errors import InvalidInputError
-from lakeline.local.event_flow import EventFlow, FlowReport
+from lakeline.local.event_flow import CANNOT_BE_PLANNED, EventFlow, FlowReport
 from lakeline.local.stage_a import partition_row_count
 from lakeline.storage import LocalObjectStore, join_location
 from stage_a.keys import parse_raw_key
@@ -84,6 +85,7 @@ def run_arrival(flow: EventFlow, key: str) -> ArrivalRun:
     if report.quarantined[mark.quarantined :]:
         raise InvalidInputError("; ".join(report.quarantined[mark.quarantined :]))
     plans = report.stage_a[mark.stage_a :]
+    unroute(flow, plans)
     plan = plans[-1] if plans else None
     # What the catalog points at now: this run's version, or (nothing new) the one published before.
     location = plan.target_location if plan else flow.engine.partition_location(database, raw.table, partition)
@@ -109,6 +111,11 @@ class TargetRuns:
     repeated: list[str]  # the nodes whose message was applied already: nothing new
     failures: list[str]
 
+    @property
+    def refused(self) -> list[str]:
+        """The failures of messages that could not be planned (the router refuses them before any run)."""
+        return [failure for failure in self.failures if CANNOT_BE_PLANNED in failure]
+
     def to_dict(self) -> dict[str, Any]:
         store = LocalObjectStore()
         runs = [
@@ -133,14 +140,26 @@ class TargetRuns:
         }
 
 
-def run_target(flow: EventFlow, message: StageBMessage) -> TargetRuns:
+def run_target(flow: EventFlow, message: StageBMessage, *, chain: bool = True) -> TargetRuns:
     """Send ``message`` to queue B, as a finished partition's routing does, and run stage B until the flow is
-    idle (the targets it triggers too, as far as the registered dependency items route it)."""
+    idle (the targets it triggers too, as far as the registered dependency items route it; ``chain``: the
+    caller registered every item, else only the target's own, whose routing is then left to the next run)."""
     mark = Mark.of(flow.report)
     flow.cloud.sqs.send_message(QueueUrl=flow.cloud.queue_urls["queue-b"], MessageBody=message.model_dump_json())
     report = flow.run_until_idle()
+    if not chain:
+        unroute(flow, report.stage_b[mark.stage_b :])
     return TargetRuns(
         built=report.stage_b[mark.stage_b :],
         repeated=report.duplicates[mark.duplicates :],
         failures=report.failures[mark.failures :],
     )
+
+
+def unroute(flow: EventFlow, plans: Sequence[StageAPlan | StageBPlan]) -> None:
+    """A single-stage command routes what it publishes without the project's dependency items (stage A's: none;
+    ``stage-b run --no-chain``'s: the target's own), so its post-update noted routed a version the items would
+    route onwards: the note is undone, and the next run of the pipeline that takes the partition routes it."""
+    for plan in plans:
+        if plan.lease is not None:
+            flow.commits.forget_routed(str(plan.lease["key"]), plan.target_location)

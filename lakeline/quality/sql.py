@@ -112,6 +112,10 @@ class Compiled:
 # --- CustomSql: what is accepted ------------------------------------------------------------------
 
 
+JVM_CALLS = frozenset({"reflect", "java_method", "try_reflect"})
+"""Spark's functions that call a Java method by name: a check reads the new version, it runs no code."""
+
+
 def check_custom_sql(text: str, *, row_level: bool) -> exp.Select:
     """The CustomSql statement parsed, if it is one SELECT reading only ``primary``; else ``ValueError``
     saying why. ``row_level``: the form without a condition, ``select <columns> from primary [where ...]``,
@@ -134,6 +138,8 @@ def check_custom_sql(text: str, *, row_level: bool) -> exp.Select:
             raise ValueError(f"the SQL may read only {PRIMARY} (the new version), not {node.sql(_READ)}")
         if isinstance(node, exp.From | exp.Join) and not isinstance(node.this, exp.Table | exp.Subquery):
             raise ValueError(f"the SQL may read only {PRIMARY} (the new version), not {node.this.sql(_READ)}")
+        if isinstance(node, exp.Anonymous) and node.name.lower() in JVM_CALLS:
+            raise ValueError(f"the SQL may not call {node.name}: it runs code on the engine, not a check")
     if statement.args.get("from_") is None:
         raise ValueError(f"the SQL must read {PRIMARY}")
     if row_level:

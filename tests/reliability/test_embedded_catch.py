@@ -283,3 +283,35 @@ def test_a_failed_write_is_named_as_the_state_machines_task_that_runs_it(
     assert recorder.failed_steps == [("a", step)]
     (message,) = parked(cloud, "queue-a-dlq")
     assert first in message["Body"]
+
+
+def test_a_run_with_nothing_new_whose_reconcile_fails_goes_to_the_failure_function_named_reconcile(
+    flow: tuple[EventFlow, LocalCloud, Workspace], spark_engine: SparkEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stage B's catalog swap fails after its commit, and its message is parked; sent back, the message is applied
+    already (nothing new), so its run only points the catalog at the committed version (reconcile). When that fails
+    too, the failure function is told ``reconcile``, as the state machine's Catch on that task tells it."""
+    runtime, cloud, workspace = flow
+    spark_engine.execute(f"DROP DATABASE IF EXISTS eng_analytics_{ENV} CASCADE")
+    runtime.register([daily_orders(workspace, spark_engine)])
+    recorder = StepRecorder(runtime, monkeypatch)
+    recorder.failing = ("b", "publish")
+    try:
+        runtime.arrive(orders_file(workspace, 1))
+        runtime.run_until_idle()
+        assert recorder.failed_steps == [("b", "publish")]
+        recorder.failing, recorder.failed_steps, recorder.ran = None, [], []
+        execute = spark_engine.execute
+
+        def failing_reconcile(sql: str, *args: Any, **kwargs: Any) -> Any:
+            if "SET LOCATION" in sql and "orders_daily" in sql:
+                raise QueryFailed("the reconcile broke", sql=sql, reason="broke")
+            return execute(sql, *args, **kwargs)
+
+        monkeypatch.setattr(spark_engine, "execute", failing_reconcile)
+        assert redrive(cloud.sqs, cloud.queue_urls["queue-b-dlq"], cloud.queue_urls["queue-b"])[0] == 1
+        runtime.run_until_idle()
+        assert recorder.failed_steps == [("b", "reconcile")]
+        assert [kind for stage, kind in recorder.ran if stage == "b"] == ["writes"]
+    finally:
+        spark_engine.execute(f"DROP DATABASE IF EXISTS eng_analytics_{ENV} CASCADE")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lakeline.commits import commit_key, parse_retired
+from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import InvalidInputError
@@ -29,6 +30,7 @@ from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root
 from stage_a.keys import parse_raw_key
 from stage_a.plan import new_run_token, plan_stage_a
+from tests.rehearsal.support import daily_item
 
 _environments = itertools.count()
 
@@ -291,3 +293,33 @@ def test_the_glue_job_refuses_a_plan_without_a_lease_before_anything_runs(
         run_job(arguments, spark_engine.session, LocalObjectStore())
     assert not Path(plan.target_location.removeprefix("file://")).exists()
     assert spark_engine.partition_location(plan.target_database, plan.table, plan.partition) is None
+
+
+def test_a_partition_stage_a_run_published_is_routed_by_the_next_run_of_the_pipeline(
+    cloud: LocalCloud, spark_engine: SparkEngine, workspace: Workspace, settings: PipelineSettings
+) -> None:
+    """``stage-a run`` registers no dependency item, so its post-update routes to nothing: the version is left
+    unrouted, and the pipeline's next run of the file (nothing new to load) builds the targets it feeds."""
+    key = write_orders(spark_engine, workspace, "eng/sales/orders/date=20220120/a.parquet", 0, 30)
+    stage_db = settings.stage_database("eng", "sales")
+    flow = EventFlow(cloud, spark_engine, workspace, settings, workspace.root / "queries")
+    assert run_arrival(flow, key).plan is not None
+    analytics = f"eng_analytics_{settings.environment}"
+    spark_engine.execute(f"CREATE DATABASE IF NOT EXISTS {analytics}")
+    location = local_root(workspace.analytics_dir / analytics / "orders_daily")
+    spark_engine.session.sql(
+        f"CREATE TABLE {analytics}.orders_daily (orders BIGINT, `date` STRING) USING parquet "
+        f"PARTITIONED BY (`date`) LOCATION '{location}'"
+    )
+    sql = f"INSERT INTO {analytics}.orders_daily SELECT count(*), '$day' FROM {stage_db}.orders WHERE \"date\" = '$day'"
+    step = {"db": analytics, "info": "count the day's orders", "sql": sql}
+    try:
+        item = daily_item(f"{analytics}.orders_daily", "overwrite", [step], source=f"{stage_db}.orders")
+        flow.register([parse_dependency_item(item)])
+        flow.arrive(key)  # the pipeline's next run sends every raw file again
+        report = flow.run_until_idle()
+        assert report.failures == []
+        assert [plan.dataset for plan in report.stage_b] == [f"{analytics}.orders_daily"]
+        assert spark_engine.execute(f"SELECT orders FROM {analytics}.orders_daily").rows == [(30,)]
+    finally:
+        spark_engine.execute(f"DROP DATABASE IF EXISTS {analytics} CASCADE")

@@ -147,3 +147,18 @@ def test_stage_b_run_of_a_target_no_dependency_item_builds_says_so_before_starti
     assert result.exit_code == 2, result.output
     assert "no dependency item builds engineering_analytics_dev.nothing_builds_it in " in result.stderr
     assert not (tmp_path / "ws" / "metastore").exists()  # refused before the embedded runtime started
+
+
+def test_stage_b_run_of_a_partition_the_target_is_not_partitioned_by_says_so_before_starting_spark(
+    tmp_path: Path,
+) -> None:
+    """A mistyped partition column is refused at once (exit 2), not left as a failure every later run repeats."""
+    result = runner.invoke(
+        app,
+        ["stage-b", "run", "--dataset", "engineering_analytics_dev.daily_sales", "--partition", "dte=2024-01-01",
+         "--deps", DEMO_ITEMS, "--workspace", str(tmp_path / "ws")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "engineering_analytics_dev.daily_sales is partitioned by " in result.stderr
+    assert "not dte" in result.stderr
+    assert not (tmp_path / "ws" / "metastore").exists()

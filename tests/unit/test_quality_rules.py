@@ -115,6 +115,11 @@ def test_dqdl_rules_read_as_glue_spells_them(text: str, rule: object) -> None:
         ('CustomSql "select count(*) from other" > 0', "may read only primary (the new version), not other"),
         ('CustomSql "select count(*) from db.primary" > 0', "may read only primary"),
         ('CustomSql "select count(*) from primary join other on true" > 0', "may read only primary"),
+        (
+            """CustomSql "select count(*) from primary where reflect('java.lang.System', 'exit', 1) is null" = 0""",
+            "may not call reflect: it runs code on the engine",
+        ),
+        ("""CustomSql "select java_method('a', 'b') from primary" """, "may not call java_method"),
         ('CustomSql "delete from primary" = 0', "must be a SELECT, not DELETE"),
         ('CustomSql "insert into t select * from primary" = 0', "must be a SELECT, not INSERT"),
         ('CustomSql "select 1 from primary; select 2 from primary" = 1', "must be one statement, not 2"),
