@@ -270,5 +270,6 @@ def test_unknown_token_stops_the_plan_before_anything_runs(
     refused = run_target(flow, message(target, source, "overwrite", "run1"))
     (failure,) = refused.failures
     assert "cannot be planned" in failure and "no value for $nope" in failure
+    assert refused.refused == [failure]  # what stage-b run refuses with exit 2, keeping nothing unresolved
     assert refused.built == []
     assert rows(spark_engine, f"SELECT count(*) FROM {target}") == [(0,)]
