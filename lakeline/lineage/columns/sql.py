@@ -49,7 +49,14 @@ from lakeline.lineage.columns.walk import (
     schema_columns,
     unique_nodes,
 )
-from lakeline.lineage.columns.writes import GENERATED, WritePlan, plan_write, statement_error, table_parts
+from lakeline.lineage.columns.writes import (
+    GENERATED,
+    WritePlan,
+    plan_write,
+    statement_error,
+    table_parts,
+    update_target,
+)
 
 DIALECTS = ("athena", "spark", "hive", "trino", "ansi")
 # sqlglot's base dialect is its ANSI SQL; the others are sqlglot's own names.
@@ -160,7 +167,9 @@ class TableLevel:
 
 
 def _write_target(statement: exp.Expr) -> exp.Table | None:
-    target = statement.this if isinstance(statement, exp.Insert | exp.Merge | exp.Update | exp.Delete) else None
+    target = statement.this if isinstance(statement, exp.Insert | exp.Merge | exp.Delete) else None
+    if isinstance(statement, exp.Update):
+        target = update_target(statement)
     if isinstance(statement, exp.Create) and str(statement.args.get("kind") or "").upper() in ("TABLE", "VIEW"):
         target = statement.this
     if isinstance(statement, exp.TruncateTable) and len(statement.expressions) == 1:
@@ -296,9 +305,11 @@ class SqlColumnLineage:
         for statement in parsed:
             text = statement.sql(self.read, unsupported_level=ErrorLevel.IGNORE)
             target = _write_target(statement)
+            # T-SQL's UPDATE t ... FROM tab1 AS t: t is the target's alias, no table of its own.
+            named = statement.this if isinstance(statement, exp.Update) else target
             ctes = _cte_names(statement)
             for table in statement.find_all(exp.Table):
-                if table is target or not table.name or isinstance(table.this, exp.Func):
+                if table is target or table is named or not table.name or isinstance(table.this, exp.Func):
                     continue
                 if table.db or table.name.lower() not in ctes:
                     name = ".".join(table_parts(table, self.default_database, text))

@@ -205,19 +205,50 @@ def _insert_pairs(
     return list(zip(names, value_list, strict=True))
 
 
+def update_target(statement: exp.Update) -> exp.Expr:
+    """The relation an UPDATE writes: the one it names, or the FROM relation it names by its alias or as the
+    same unaliased table (T-SQL's ``UPDATE t SET ... FROM tab1 AS t JOIN ...`` writes tab1)."""
+    named: exp.Expr = statement.this
+    from_ = statement.args.get("from_")
+    if not isinstance(named, exp.Table) or named.alias or not isinstance(from_, exp.From):
+        return named
+    key = (named.name.lower(), named.db.lower())
+    # sqlglot hangs the FROM's joins (comma-separated relations too) on its first relation.
+    relations: list[exp.Expr] = [from_.this, *(join.this for join in from_.this.args.get("joins") or [])]
+    for relation in relations:
+        alias = relation.alias.lower()
+        by_alias = bool(alias) and (alias, "") == key
+        by_name = not alias and isinstance(relation, exp.Table) and (relation.name.lower(), relation.db.lower()) == key
+        if by_alias or by_name:
+            return relation
+    return named
+
+
 def _update(statement: exp.Update, default_database: str | None, sql: str) -> WritePlan:
-    target = _table(statement.this, sql, "UPDATE target")
+    """``UPDATE t SET c = expr [FROM ... [JOIN ...]] [WHERE ...]`` as ``SELECT expr FROM t [JOIN ...] WHERE ...``."""
+    target = _table(update_target(statement), sql, "UPDATE target")
     database, table = table_parts(target, default_database, sql)
+    from_ = statement.args.get("from_")
+    source = from_.this if isinstance(from_, exp.From) else None
+    joins: list[exp.Expr] = []
+    if source is not None:
+        # The query takes the FROM's joins as its own, or the joined relations' columns resolve to nothing.
+        joins = list(source.args.get("joins") or [])
+        source.set("joins", None)
+    if target is not statement.this:
+        # The target is one of the FROM's relations: read once, or a second copy would clash with its alias.
+        first, rest = target, joins
+    else:
+        first, rest = target, ([exp.Join(this=source), *joins] if source is not None else [])
     projections = _Projections()
     assignments = []
     for item in statement.expressions:
         if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column)):
             raise statement_error(f"assignment {item.sql()[:60]!r} is not supported for column lineage", sql)
         assignments.append(Assignment(item.this.name.lower(), projections.add(item.expression), None, "SET"))
-    from_ = statement.args.get("from_")
-    joins = [exp.Join(this=from_.this)] if isinstance(from_, exp.From) else []
     where = statement.args.get("where")
-    query = projections.select(target, joins, where.this if isinstance(where, exp.Where) else None)
+    query = projections.select(first, rest, where.this if isinstance(where, exp.Where) else None)
+    _move_with(statement, query)  # WITH x AS (...) UPDATE ...: the SET, FROM and WHERE read x
     return WritePlan((database, table), query, "rewrite", assignments=tuple(assignments))
 
 
@@ -234,7 +265,8 @@ def _delete(statement: exp.Expr, default_database: str | None, sql: str) -> Writ
 
 
 def _move_with(statement: exp.Expr, query: exp.Expr) -> None:
-    """Spark writes ``WITH x AS (...) INSERT ...``; the CTEs belong to the query either way."""
+    """Spark writes ``WITH x AS (...) INSERT ...`` (and sqlglot reads ``WITH ... UPDATE``); the CTEs belong to
+    the query either way."""
     with_ = statement.args.get("with_")
     if with_ is not None and query.args.get("with_") is None:
         statement.set("with_", None)
@@ -321,7 +353,9 @@ def written_tables(statement: exp.Expr, *, default_database: str | None, sql: st
         return []
     kind = str(statement.args.get("kind") or "").upper()
     targets: list[exp.Expr] = []
-    if isinstance(statement, exp.Insert | exp.Merge | exp.Update | exp.Delete):
+    if isinstance(statement, exp.Update):
+        targets = [update_target(statement)]
+    elif isinstance(statement, exp.Insert | exp.Merge | exp.Delete):
         targets = [statement.this]
     elif isinstance(statement, exp.Create | exp.Drop) and kind in ("TABLE", "VIEW"):
         targets = [statement.this] if isinstance(statement, exp.Create) else list(statement.args.get("tables") or [])
