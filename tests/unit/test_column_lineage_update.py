@@ -204,6 +204,18 @@ def test_tsql_update_of_a_from_alias(dialect: str, alias: str) -> None:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+def test_tsql_update_of_a_joined_alias(dialect: str) -> None:
+    # The target's alias names the joined relation, not the first one of the FROM.
+    lineage = _lineage(
+        "UPDATE t SET c = UPPER(s.c) FROM tab2 AS s JOIN tab1 AS t ON t.id = s.id WHERE s.c > 'a'", dialect
+    )
+    assert lineage.target == "public.tab1"
+    assert lineage.inputs == ("public.tab1", "public.tab2")
+    assert _direct(lineage) == {("public.tab2.c", "public.tab1.c")}
+    assert _indirect(lineage) == {"public.tab1.id JOIN", "public.tab2.id JOIN", "public.tab2.c FILTER"}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_tsql_update_of_a_from_table_by_name(dialect: str) -> None:
     lineage = _lineage("UPDATE tab1 SET c = s.c FROM tab1 JOIN tab2 AS s ON tab1.id = s.id", dialect)
     assert lineage.target == "public.tab1"

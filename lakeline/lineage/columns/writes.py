@@ -235,11 +235,12 @@ def _update(statement: exp.Update, default_database: str | None, sql: str) -> Wr
         # The query takes the FROM's joins as its own, or the joined relations' columns resolve to nothing.
         joins = list(source.args.get("joins") or [])
         source.set("joins", None)
-    if target is not statement.this:
-        # The target is one of the FROM's relations: read once, or a second copy would clash with its alias.
-        first, rest = target, joins
-    else:
-        first, rest = target, ([exp.Join(this=source), *joins] if source is not None else [])
+    first: exp.Expr = target
+    rest = [exp.Join(this=source), *joins] if source is not None else []
+    if source is not None and target is not statement.this:
+        # The target is one of the FROM's relations: the FROM as it is, or a second copy of the target
+        # would clash with its alias.
+        first, rest = source, joins
     projections = _Projections()
     assignments = []
     for item in statement.expressions:
