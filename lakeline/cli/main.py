@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from lakeline.cli import dlq, reprocess, run, sql, stages, status
+from lakeline.cli import dlq, reprocess, run, sql, stages, status, up
 from lakeline.cli.deps import deps_app
 from lakeline.cli.glue import glue_app
 from lakeline.cli.lineage import lineage_app
@@ -32,6 +32,7 @@ app.command("reprocess", short_help="Rebuild what a range of a table's partition
 app.command("watch", short_help="Process files as they land in the project's raw folder, until Ctrl-C.")(
     run.watch_project
 )
+app.command("up", short_help="Keep the project's local deployment up as an AWS endpoint, until Ctrl-C.")(up.up)
 
 app.add_typer(stages.stage_a_app, name="stage-a")
 app.add_typer(deps_app, name="deps")

@@ -441,6 +441,12 @@ class DeployedProject:
                 f"{operator.outputs['DependenciesTable']}"
             )
 
+    def prepare_sources(self) -> None:
+        """The raw and stage tables of every table folder of the raw folder that Glue lacks, as ``process`` makes
+        them before it uploads: for ``lakeline up``, whose arrivals come through the endpoint from any client."""
+        with timings.phase("source tables"):
+            self._create_source_tables(self.raw_keys())
+
     def process(self, keys: list[str], *, again: bool = False) -> None:
         """Upload each raw file of ``keys`` (in that order), its table's raw and stage tables made first if
         Glue has neither; then wait until the deployment is at rest, and keep its state. With a kept state,

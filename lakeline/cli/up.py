@@ -1,0 +1,92 @@
+"""``lakeline up``: the project's local deployment kept up as an AWS endpoint until Ctrl-C, for the AWS CLI,
+boto3 and pyathena (``lakeline.operations.endpoint``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+
+from lakeline.cli.shared import ProjectOption, WorkspaceOption, note_runtime, progress_console
+from lakeline.console import fail
+
+if TYPE_CHECKING:
+    from lakeline.operations.endpoint import RunningEndpoint
+
+AT_REST_SECONDS = 600.0
+"""The longest a stop waits for the work under way to end before it keeps the state."""
+
+
+def up(
+    config: ProjectOption = Path("lakeline.yml"),
+    workspace: WorkspaceOption = None,
+) -> None:
+    """Stand the project's deployment up as `lakeline run` does (with the state the last command kept) and keep
+    it running as a local AWS endpoint until Ctrl-C: it prints what to export for the AWS CLI, boto3 and
+    pyathena, and the resources' names (also in <workspace>/deployed/endpoint.json while it runs). Objects put
+    into the raw bucket go through the pipeline as in AWS. Ctrl-C (or SIGTERM) waits for the work under way,
+    keeps the deployment's state as `lakeline run` does, and stops. Uploads nothing from the raw folder itself:
+    `lakeline run` does, once this has stopped."""
+    from lakeline.local.project import ProjectConfig
+    from lakeline.local.rehearsal.system import check_app
+    from lakeline.operations import endpoint
+    from lakeline.operations.deployed_run import DeployedProject, operation_errors
+
+    console = progress_console()
+    try:
+        check_app()
+        loaded = ProjectConfig.load(config)
+        if workspace is not None:
+            loaded = loaded.model_copy(update={"workspace": workspace.resolve()})
+        endpoint.refuse_if_up(loaded.workspace)  # before a minute of stand-up; the workspace's claim is the guard
+        project = DeployedProject(loaded, console)
+        root = project.workspace.root
+        note_runtime(root, deployed=True, config=config)
+        with project:
+            project.prepare()
+            project.prepare_sources()
+            up_at = endpoint.describe(project.operator, os.getpid())
+            path = endpoint.publish(root, up_at)
+            try:
+                _print_endpoint(console, up_at, path)
+                _serve()
+                with console.status("stopping: waiting for the work under way to end"):
+                    project.system.executions.wait(timeout=AT_REST_SECONDS)
+                project.keep()
+            finally:
+                endpoint.withdraw(root)
+    except operation_errors() as error:
+        fail(str(error))
+    console.print(f"stopped; the deployment's state is kept in {escape(str(project.state_folder))}")
+
+
+def _serve() -> None:
+    """Until SIGINT (Ctrl-C) or SIGTERM: the endpoint's server, pollers and executions run in their own threads."""
+    stop = threading.Event()
+
+    def stopping(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {number: signal.signal(number, stopping) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(1.0):  # the handler runs on the main thread between two waits
+            pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _print_endpoint(console: Console, up_at: RunningEndpoint, path: Path) -> None:
+    console.print(f"the deployment is up at {up_at.url} (pid {up_at.pid}); in another terminal:", soft_wrap=True)
+    for name, value in up_at.exports().items():
+        console.print(f"export {name}={value}", highlight=False, soft_wrap=True)
+    console.print("resources:")
+    for name, value in up_at.resources.items():
+        console.print(f"  {name}: {escape(value)}", highlight=False, soft_wrap=True)
+    console.print(f"(also in {escape(str(path))}) Ctrl-C stops it and keeps its state", soft_wrap=True)
