@@ -35,6 +35,7 @@ def up(
     `lakeline run` does, once this has stopped."""
     from lakeline.local.project import ProjectConfig
     from lakeline.local.rehearsal.system import check_app
+    from lakeline.local.settled import Settled
     from lakeline.operations import endpoint
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
 
@@ -49,6 +50,8 @@ def up(
         root = project.workspace.root
         note_runtime(root, deployed=True, config=config)
         with project:
+            # What arrives through the endpoint changes the deployment: `run` must not find "nothing new" meanwhile.
+            Settled.forget(project.settled_file)
             project.prepare()
             project.prepare_sources()
             up_at = endpoint.describe(project.operator, os.getpid())
@@ -56,13 +59,17 @@ def up(
             try:
                 _print_endpoint(console, up_at, path)
                 _serve()
-                with console.status("stopping: waiting for the work under way to end"):
+                with console.status("stopping: waiting for the work under way to end (Ctrl-C again: keep nothing)"):
                     project.system.executions.wait(timeout=AT_REST_SECONDS)
                 project.keep()
             finally:
                 endpoint.withdraw(root)
     except operation_errors() as error:
         fail(str(error))
+    except KeyboardInterrupt:
+        # Keeping a deployment caught mid-work would lose the messages its executions hold: the next command
+        # starts from the state the last one kept, as after a `run` that broke off.
+        fail("stopped before the work under way ended: nothing of this `up` is kept", code=1)
     console.print(f"stopped; the deployment's state is kept in {escape(str(project.state_folder))}")
 
 

@@ -1,7 +1,7 @@
 """``lakeline up`` on a copy of ``examples/shop``, driven as a user drives it from another terminal: the AWS CLI
-(the ``awscli`` package) puts a raw file into the raw bucket and lists the stage A executions, boto3 queries the
-stage table through the endpoint's Athena; a second ``up`` is refused naming the first; Ctrl-C (SIGINT) stops it
-with exit 0, keeps the state and removes the endpoint file."""
+(the ``awscli`` package) puts a raw file into the raw bucket and lists the stage A executions, boto3 and pyathena
+query the stage table through the endpoint's Athena (docs/endpoint.md); a second ``up`` is refused naming the
+first; Ctrl-C (SIGINT) stops it with exit 0, keeps the state and removes the endpoint file."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pyathena
 import pytest
 
 pytestmark = pytest.mark.spark
@@ -148,6 +149,15 @@ def test_a_user_drives_the_running_deployment_with_the_aws_cli_and_boto3(
         [line.split(",")[header.index("store")], line.split(",")[header.index("region")]] for line in lines[1:]
     )
     assert got == expected
+    # pyathena, as the exports give it the endpoint (boto3 honours AWS_ENDPOINT_URL).
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE"):  # the tests' own: not the user's
+            patch.delenv(name, raising=False)
+        for name, value in exports.items():
+            patch.setenv(name, value)
+        cursor = pyathena.connect(work_group=resources["athena_workgroup"]).cursor()
+        cursor.execute("SELECT store, region FROM shop_pos_dev.stores ORDER BY store")
+        assert [list(row) for row in cursor.fetchall()] == expected
 
     # A second `up` on the same workspace is refused at once, naming the first.
     second = subprocess.run(
