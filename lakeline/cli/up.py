@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -58,10 +60,12 @@ def up(
             path = endpoint.publish(root, up_at)
             try:
                 _print_endpoint(console, up_at, path)
-                _serve()
-                with console.status("stopping: waiting for the work under way to end (Ctrl-C again: keep nothing)"):
-                    project.system.executions.wait(timeout=AT_REST_SECONDS)
-                project.keep()
+                with _signals() as stop:
+                    while not stop.wait(1.0):  # the handler runs on the main thread between two waits
+                        pass
+                    with console.status("stopping: waiting for the work under way to end (Ctrl-C again: keep nothing)"):
+                        project.system.executions.wait(timeout=AT_REST_SECONDS)
+                    project.keep()
             finally:
                 endpoint.withdraw(root)
     except operation_errors() as error:
@@ -73,17 +77,20 @@ def up(
     console.print(f"stopped; the deployment's state is kept in {escape(str(project.state_folder))}")
 
 
-def _serve() -> None:
-    """Until SIGINT (Ctrl-C) or SIGTERM: the endpoint's server, pollers and executions run in their own threads."""
+@contextmanager
+def _signals() -> Iterator[threading.Event]:
+    """An event set by the first SIGINT (Ctrl-C) or SIGTERM; a second one raises ``KeyboardInterrupt`` (stop at
+    once). The endpoint's server, pollers and executions run in their own threads meanwhile."""
     stop = threading.Event()
 
     def stopping(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
         stop.set()
 
     previous = {number: signal.signal(number, stopping) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while not stop.wait(1.0):  # the handler runs on the main thread between two waits
-            pass
+        yield stop
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)

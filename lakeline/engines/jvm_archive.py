@@ -47,7 +47,7 @@ def archive_options(folder: Path, java_options: str) -> list[str]:
             os.utime(final)  # most recently used: kept longest
             _forget_older_archives(folder)
             return [*QUIET_LOGGING, f"-XX:SharedArchiveFile={final}"]
-        if any(_alive(pid) or not _settled(part) for pid, part in _parts(folder, key)):
+        if any(process_alive(pid) or not _settled(part) for pid, part in _parts(folder, key)):
             return list(QUIET_LOGGING)  # another process's JVM writes it, or is about to
         part = folder / f"spark-{key}.part-{os.getpid()}.jsa"
         part.touch()  # claimed now, so that the starts until this JVM exits do not write one each
@@ -97,7 +97,8 @@ def _parts(folder: Path, key: str) -> list[tuple[int, Path]]:
     return found
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs (another user's counts: signalling it is refused, not unknown)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -109,7 +110,7 @@ def _alive(pid: int) -> bool:
 
 def _adopt_settled_part(folder: Path, key: str, final: Path) -> None:
     """The newest part whose writer is gone and that is still becomes the archive; other such parts go."""
-    settled = [part for pid, part in _parts(folder, key) if not _alive(pid) and _settled(part)]
+    settled = [part for pid, part in _parts(folder, key) if not process_alive(pid) and _settled(part)]
     settled.sort(key=lambda part: part.stat().st_mtime)
     for index, part in enumerate(reversed(settled)):
         with contextlib.suppress(FileNotFoundError):  # another start took it

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakeline.engines.jvm_archive import process_alive
 from lakeline.errors import LakelineError
 from lakeline.lineage.records.archive_table import DEFAULT_TABLE
 from lakeline.local.workspace import write_json
@@ -78,16 +79,6 @@ def describe(operator: Operator, pid: int) -> RunningEndpoint:
     )
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: alive
-    return True
-
-
 def running(workspace_root: Path) -> RunningEndpoint | None:
     """The endpoint kept up on this workspace by a live process; ``None`` if none is (no file, or a stale one)."""
     try:
@@ -95,7 +86,7 @@ def running(workspace_root: Path) -> RunningEndpoint | None:
         found = RunningEndpoint(**record)
     except (OSError, ValueError, TypeError):
         return None
-    return found if found.pid != os.getpid() and alive(found.pid) else None
+    return found if found.pid != os.getpid() and process_alive(found.pid) else None
 
 
 def refuse_if_up(workspace_root: Path) -> None:
