@@ -103,23 +103,28 @@ class StepFailed:
     error: Exception
 
 
+Entering = Callable[[FailedStep], object]
+"""Told each of the engine's write steps as it begins (``execute_stage_a``'s and ``execute_stage_b``'s ``entering``)."""
+
+
 def run_in_order(
     order: RunOrder,
     run: Mapping[StepKind, Callable[[], object]],
     *,
+    writes: Callable[[Entering], object],
     wrote: bool,
     written: Callable[[], object],
-    write_failed: Callable[[Exception], FailedStep],
     engine: EngineName = EMBEDDED_ENGINE,
 ) -> StepFailed | None:
-    """Run a stage's steps in ``order`` on ``engine``, as its state machine does, with ``run``'s call for each kind
-    of step: the engine's writes (one call for all of them, whose error ``write_failed`` names), then, only if the
-    run ``wrote``, the steps that publish them, then ``written`` (the state machine's ``Written`` state, where a
-    run with nothing new joins), then the post-update. The first step that raises ends the run: returned, with its
+    """Run a stage's steps in ``order`` on ``engine``, as its state machine does: the engine's writes (``writes``,
+    one call for all of them, which tells its ``Entering`` each step as it begins: a failure is named by the last,
+    the first of them if none began), then, only if the run ``wrote``, the steps that publish them, then
+    ``written`` (the state machine's ``Written`` state, where a run with nothing new joins), then the post-update
+    (``run``'s call for each of those kinds of step). The first step that raises ends the run: returned, with its
     error (``written`` is not called then)."""
-    writes = order.writes[engine]
-    steps = order.steps(engine)
-    for index, step in enumerate(steps):
+    names = order.writes[engine]
+    entered: list[FailedStep] = []
+    for index, step in enumerate(order.steps(engine)):
         if step.kind == "writes" and index > 0:
             continue  # the first of the writes ran them all
         if step.kind in PUBLISHING and not wrote:
@@ -127,12 +132,15 @@ def run_in_order(
         if step.kind == "post_update":
             written()
         try:
-            run[step.kind]()
+            if step.kind == "writes":
+                writes(entered.append)
+            else:
+                run[step.kind]()
         except Exception as error:
             if step.kind != "writes":
                 return StepFailed(step, error)
-            name = write_failed(error)
-            if name not in writes:
-                raise ValueError(f"stage {order.stage}'s writes on {engine} have no step {name!r}: {writes}") from error
+            name = entered[-1] if entered else names[0]
+            if name not in names:
+                raise ValueError(f"stage {order.stage}'s writes on {engine} have no step {name!r}: {names}") from error
             return StepFailed(RunStep(name, "writes"), error)
     return None

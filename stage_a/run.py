@@ -9,11 +9,10 @@ tables. Publishing is separate: under a lease the run commits its prefix first
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from lakeline.engines.base import Engine, QueryError
 from lakeline.partitions import drop_temp_table, run_statements
-from lakeline.run_order import FailedStep
+from lakeline.run_order import Entering
 from lakeline.storage import ObjectStore
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan
@@ -27,7 +26,7 @@ def execute_stage_a(
     engine: Engine,
     store: ObjectStore,
     *,
-    entering: Callable[[FailedStep], object] = lambda _step: None,
+    entering: Entering = lambda _step: None,
 ) -> list[str]:
     """What the state machine's SQL tasks do before the commit: reconcile, register, CTAS, always drop
     the temp table. ``entering`` is told each task's step (``lakeline.run_order.STAGE_A``) as it begins, so

@@ -8,12 +8,11 @@ first (``lakeline.partitions.commit_write``), then ``publish_stage_b`` points th
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Protocol
 
 from lakeline.engines.base import Engine, QueryError
 from lakeline.partitions import drop_temp_table, run_statements
-from lakeline.run_order import FailedStep
+from lakeline.run_order import Entering
 from lakeline.storage import ObjectStore
 from stage_b.finish import abandon_stage_b
 from stage_b.plan import PlannedStep, StageBPlan
@@ -48,7 +47,7 @@ def execute_stage_b(
     store: ObjectStore,
     *,
     observer: StepObserver | None = None,
-    entering: Callable[[FailedStep], object] = lambda _step: None,
+    entering: Entering = lambda _step: None,
 ) -> list[str]:
     """What the state machine's SQL tasks do before the commit: reconcile, the steps in order, always
     the DROP of the temp table. ``entering`` is told each task's step (``lakeline.run_order.STAGE_B``) as it

@@ -271,8 +271,6 @@ class EventFlow:
             self.report.duplicates.extend(plan.arrival_keys)
             self.notify("duplicate", f"{what[1]}: nothing new")
 
-        entered: list[FailedStep] = []  # the writes' steps as they begin: the last is the one that failed
-
         def written() -> None:
             if runs is not None:
                 for event in [runs.step_finished(0), *runs.finished()]:
@@ -282,14 +280,13 @@ class EventFlow:
         failed = run_in_order(
             STAGE_A,
             {
-                "writes": lambda: execute_stage_a(plan, self.engine, self.services.store, entering=entered.append),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_a(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_a_post_update, context, "stage-a-post-update"),
             },
+            writes=lambda entering: execute_stage_a(plan, self.engine, self.services.store, entering=entering),
             wrote=plan.writes,
             written=written,
-            write_failed=lambda _error: entered[-1] if entered else "reconcile",
         )
         if failed is None:
             return
@@ -354,21 +351,18 @@ class EventFlow:
                     self.emitter.emit(event)
                 self.report.stage_b.append(plan)
 
-        entered: list[FailedStep] = []  # the writes' steps as they begin: the last is the one that failed
-
         failed = run_in_order(
             STAGE_B,
             {
-                "writes": lambda: execute_stage_b(
-                    plan, self.engine, self.services.store, observer=observer, entering=entered.append
-                ),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_b(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_b_post_update, context, "stage-b-post-update"),
             },
+            writes=lambda entering: execute_stage_b(
+                plan, self.engine, self.services.store, observer=observer, entering=entering
+            ),
             wrote=bool(plan.message_ids) and plan.writes,
             written=written,
-            write_failed=lambda _error: entered[-1] if entered else "reconcile",
         )
         if failed is None:
             return

@@ -12,8 +12,10 @@ from lakeline.run_order import (
     AFTER_PUBLISH,
     STAGE_A,
     STAGE_B,
+    Entering,
     FailedStep,
     RunOrder,
+    RunStep,
     StepFailed,
     StepKind,
     run_in_order,
@@ -61,13 +63,19 @@ class Recorder:
             raise RuntimeError(f"{kind} broke")
 
     def run(self, order: RunOrder, *, wrote: bool = True, named: FailedStep = "ctas") -> StepFailed | None:
-        kinds: tuple[StepKind, ...] = ("writes", "commit", "publish", "post_update")
+        """``named``: the write step the writes' call enters before it runs."""
+        kinds: tuple[StepKind, ...] = ("commit", "publish", "post_update")
+
+        def writes(entering: Entering) -> None:
+            entering(named)
+            self.call("writes")
+
         return run_in_order(
             order,
             {kind: (lambda kind=kind: self.call(kind)) for kind in kinds},
+            writes=writes,
             wrote=wrote,
             written=lambda: self.ran.append("written"),
-            write_failed=lambda _error: named,
         )
 
 
@@ -95,3 +103,12 @@ def test_a_failed_write_is_named_by_the_runtime_as_one_of_the_engines_writes() -
     assert recorder.ran == ["writes"]
     with pytest.raises(ValueError, match="stage B's writes on athena have no step 'ctas'"):
         Recorder(failing="writes").run(STAGE_B, named="ctas")
+
+
+def test_a_write_that_fails_before_any_step_began_is_named_as_the_first_of_the_engines_writes() -> None:
+    def writes(_entering: Entering) -> None:
+        raise RuntimeError("broke before the first statement")
+
+    for order in (STAGE_A, STAGE_B):
+        failed = run_in_order(order, {}, writes=writes, wrote=True, written=lambda: None)
+        assert failed is not None and failed.step == RunStep("reconcile", "writes")
