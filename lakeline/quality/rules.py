@@ -7,6 +7,8 @@ this module only says what a parsed rule is. Conditions keep DQDL's meaning, whi
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
@@ -15,6 +17,16 @@ Severity = Literal["block", "warn"]
 """``block``: a failed rule keeps the version from being published; ``warn``: it is published and reported."""
 
 ConditionOperator = Literal["=", "!=", ">", ">=", "<", "<=", "between", "not between", "in", "not in"]
+
+NUMBER_COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
+"""DQDL's comparison operators, on numbers."""
 
 Operand = Decimal | str | None
 """A condition's operand: a number, a quoted string, or ``NULL`` (``None``)."""
@@ -31,18 +43,8 @@ class Condition:
         """Whether a numeric ``value`` meets the condition, as Glue decides it (numeric operands only)."""
         numbers = [float(operand) for operand in self.operands if isinstance(operand, Decimal)]
         match self.operator:
-            case "=":
-                return value == numbers[0]
-            case "!=":
-                return value != numbers[0]
-            case ">":
-                return value > numbers[0]
-            case ">=":
-                return value >= numbers[0]
-            case "<":
-                return value < numbers[0]
-            case "<=":
-                return value <= numbers[0]
+            case "=" | "!=" | ">" | ">=" | "<" | "<=":
+                return NUMBER_COMPARISONS[self.operator](value, numbers[0])
             case "between":
                 return numbers[0] < value < numbers[1]
             case "not between":

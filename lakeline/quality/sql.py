@@ -213,22 +213,23 @@ def _literal(value: Operand) -> exp.Expr:
     return exp.Literal.string(value)
 
 
+SQL_COMPARISONS: dict[str, type[exp.Binary]] = {
+    "=": exp.EQ,
+    "!=": exp.NEQ,
+    ">": exp.GT,
+    ">=": exp.GTE,
+    "<": exp.LT,
+    "<=": exp.LTE,
+}
+"""DQDL's comparison operators as SQL's."""
+
+
 def _condition(subject: exp.Expr, condition: Condition) -> exp.Expr:
     """``subject`` meets ``condition`` (its operands numbers or strings, not NULL), as a SQL predicate."""
     operands = [_literal(value) for value in condition.operands]
     match condition.operator:
-        case "=":
-            return exp.EQ(this=subject.copy(), expression=operands[0])
-        case "!=":
-            return exp.NEQ(this=subject.copy(), expression=operands[0])
-        case ">":
-            return exp.GT(this=subject.copy(), expression=operands[0])
-        case ">=":
-            return exp.GTE(this=subject.copy(), expression=operands[0])
-        case "<":
-            return exp.LT(this=subject.copy(), expression=operands[0])
-        case "<=":
-            return exp.LTE(this=subject.copy(), expression=operands[0])
+        case "=" | "!=" | ">" | ">=" | "<" | "<=":
+            return SQL_COMPARISONS[condition.operator](this=subject.copy(), expression=operands[0])
         case "between":  # DQDL's between excludes both ends
             return exp.and_(
                 exp.GT(this=subject.copy(), expression=operands[0]), exp.LT(this=subject.copy(), expression=operands[1])
