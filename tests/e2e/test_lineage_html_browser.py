@@ -14,6 +14,8 @@ import json
 import shutil
 import struct
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,9 @@ def page(events: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory)
     return write_lineage_html(events, tmp_path_factory.mktemp("workspace") / "lineage.html", title="Demo lineage")
 
 
-def run_chromium(chromium: str, profile: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_chromium(
+    chromium: str, profile: Path, url: str, *extra: str, window: tuple[int, int] = WINDOW
+) -> subprocess.CompletedProcess[str]:
     command = [
         chromium,
         "--headless",
@@ -66,7 +70,7 @@ def run_chromium(chromium: str, profile: Path, url: str, *extra: str) -> subproc
         "--no-first-run",
         "--disable-dev-shm-usage",
         f"--user-data-dir={profile}",
-        f"--window-size={WINDOW[0]},{WINDOW[1]}",
+        f"--window-size={window[0]},{window[1]}",
         *extra,
         url,
     ]
@@ -103,8 +107,11 @@ def test_every_dataset_and_job_is_drawn(
     graph = build_lineage_graph(events)
     dom = dump_dom(chromium, tmp_path, page.as_uri())
     drawn = {attrs["data-node-id"]: attrs for _, attrs in dom.found if "data-node-id" in attrs}
-    assert set(drawn) == set(graph.node_ids)
-    assert len(graph.datasets) == 7 and len(graph.jobs) == 4
+    # The parent job, named by every run's parent facet, is the box around the others.
+    groups = {attrs["data-group-id"] for _, attrs in dom.found if "data-group-id" in attrs}
+    assert groups == graph.groups == {job_id("lakeline", "pipeline.sales")}
+    assert set(drawn) == set(graph.node_ids) - groups
+    assert len(graph.datasets) == 7 and len(graph.jobs) == 5
     for node_id in graph.datasets:
         assert drawn[node_id]["class"].split()[:2] == ["node", "dataset"]
     failed = {node_id for node_id, attrs in drawn.items() if "failed" in attrs["class"].split()}
@@ -115,7 +122,7 @@ def test_every_dataset_and_job_is_drawn(
     assert all(e["d"].startswith("M") for e in edges)
     # The SQL holding '</script>' did not break the page: the script got to its last line.
     body = next(attrs for tag, attrs in dom.found if tag == "body")
-    assert body["data-rendered"] == str(len(graph.node_ids))
+    assert body["data-rendered"] == str(len(graph.node_ids) - len(groups))
 
 
 def tree_links(tree: FieldLineageTree) -> set[tuple[str, str]]:
@@ -292,7 +299,8 @@ BOXES = """
   });
   var out = document.createElement("pre");
   out.id = "probe";
-  out.textContent = JSON.stringify(boxes);
+  out.textContent = JSON.stringify({ direction: document.getElementById("graph").getAttribute("data-direction"),
+                                     boxes: boxes });
   document.body.appendChild(out);
 })();
 """
@@ -300,7 +308,14 @@ BOXES = """
 Box = tuple[float, float, float, float]
 
 
-def drawn_boxes(chromium: str, tmp_path: Path, page: str, click: list[str] | None = None) -> dict[str, Box]:
+@dataclass(frozen=True)
+class Drawn:
+    direction: str
+    """Where the layers go: LR (left to right) or TB (top to bottom), whichever the page chose."""
+    boxes: dict[str, Box]
+
+
+def drawn_boxes(chromium: str, tmp_path: Path, page: str, click: list[str] | None = None) -> Drawn:
     script = f"var CLICK = {json.dumps(click or [])};\n" + BOXES
     driven = tmp_path / "boxes.html"
     driven.write_text(with_user_script(page, script), encoding="utf-8")
@@ -308,8 +323,9 @@ def drawn_boxes(chromium: str, tmp_path: Path, page: str, click: list[str] | Non
     probe = Probe()
     probe.feed(result.stdout)
     assert probe.text, f"the probe did not run: {result.stderr[-2000:]}"
-    found: dict[str, list[float]] = json.loads(probe.text)
-    return {node: (box[0], box[1], box[2], box[3]) for node, box in found.items()}
+    found: dict[str, Any] = json.loads(probe.text)
+    assert found["direction"] in ("LR", "TB")
+    return Drawn(found["direction"], {node: (box[0], box[1], box[2], box[3]) for node, box in found["boxes"].items()})
 
 
 def assert_no_overlaps(boxes: dict[str, Box]) -> None:
@@ -322,26 +338,36 @@ def assert_no_overlaps(boxes: dict[str, Box]) -> None:
             assert o_top >= bottom or o_bottom <= top, f"{node} overlaps {other}"
 
 
-def assert_left_to_right(boxes: dict[str, Box], edges: set[tuple[str, str]]) -> None:
+def assert_in_order(drawn: Drawn, edges: set[tuple[str, str]]) -> None:
+    """Every edge goes with the layers: its source left of (LR) or above (TB) its target."""
+    boxes = drawn.boxes
     for source, target in edges:
-        assert boxes[source][2] < boxes[target][0], f"{source} is not left of {target}"
+        if drawn.direction == "LR":
+            assert boxes[source][2] < boxes[target][0], f"{source} is not left of {target}"
+        else:
+            assert boxes[source][3] < boxes[target][1], f"{source} is not above {target}"
 
 
-def layers_of(boxes: dict[str, Box]) -> dict[str, int]:
-    """The layer of each node: dagre centres the nodes of one layer on one vertical line."""
-    centres = sorted({round((left + right) / 2, 1) for left, _, right, _ in boxes.values()})
-    return {node: centres.index(round((box[0] + box[2]) / 2, 1)) for node, box in boxes.items()}
+def layers_of(drawn: Drawn) -> dict[str, int]:
+    """The layer of each node: dagre centres the nodes of one layer on one line across the direction."""
+    axis = (0, 2) if drawn.direction == "LR" else (1, 3)
+
+    def centre(box: Box) -> float:
+        return round((box[axis[0]] + box[axis[1]]) / 2, 1)
+
+    centres = sorted({centre(box) for box in drawn.boxes.values()})
+    return {node: centres.index(centre(box)) for node, box in drawn.boxes.items()}
 
 
-def test_layout_goes_left_to_right_by_depth_without_overlaps(
+def test_layout_goes_in_order_by_depth_without_overlaps(
     chromium: str, page: Path, events: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     graph = build_lineage_graph(events)
-    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
-    assert set(boxes) == set(graph.node_ids)
-    assert_no_overlaps(boxes)
-    assert_left_to_right(boxes, graph.edges)
-    layer = layers_of(boxes)
+    drawn = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    assert set(drawn.boxes) == set(graph.node_ids) - graph.groups
+    assert_no_overlaps(drawn.boxes)
+    assert_in_order(drawn, graph.edges)
+    layer = layers_of(drawn)
 
     def ds(name: str) -> str:
         return dataset_id(NAMESPACE, f"AwsDataCatalog.{name}")
@@ -356,17 +382,18 @@ def test_layout_goes_left_to_right_by_depth_without_overlaps(
 def test_open_datasets_get_room(chromium: str, page: Path, events: list[dict[str, Any]], tmp_path: Path) -> None:
     graph = build_lineage_graph(events)
     opened = [dataset_id(NAMESPACE, f"AwsDataCatalog.{name}") for name in ("sales.orders", "sales.customers")]
-    closed = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
-    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"), click=opened)
+    closed = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8")).boxes
+    drawn = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"), click=opened)
+    boxes = drawn.boxes
     for node in opened:
         assert boxes[node][3] - boxes[node][1] > 2 * (closed[node][3] - closed[node][1]), node  # 4 and 6 column rows
     assert_no_overlaps(boxes)
-    assert_left_to_right(boxes, graph.edges)
+    assert_in_order(drawn, graph.edges)
 
 
 def test_cycles_are_drawn_without_overlaps(chromium: str, tmp_path: Path) -> None:
     page = write_lineage_html(cycle_events(), tmp_path / "cycles.html")
-    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8")).boxes
     assert set(boxes) == set(build_lineage_graph(cycle_events()).node_ids)
     assert_no_overlaps(boxes)
 
@@ -375,11 +402,243 @@ def test_two_hundred_nodes_lay_out_in_order(chromium: str, tmp_path: Path) -> No
     # 20 chains of 5 steps: 100 jobs and 120 datasets, plus a shared dimension read by every first step.
     graph = build_lineage_graph(chain_events())
     page = write_lineage_html(chain_events(), tmp_path / "chains.html")
-    boxes = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    drawn = drawn_boxes(chromium, tmp_path, page.read_text(encoding="utf-8"))
+    boxes = drawn.boxes
     assert len(boxes) == 221
     assert_no_overlaps(boxes)
-    assert_left_to_right(boxes, graph.edges)
+    assert drawn.direction == "LR"  # 6 layers of 40 nodes: left to right shows more of it
+    assert_in_order(drawn, graph.edges)
     # Each chain stays on one row: the layout keeps its nodes level with each other.
     for chain in range(20):
         rows = {round(boxes[dataset_id(NAMESPACE, f"c{chain}.t{step}")][1], 1) for step in range(1, 6)}
         assert len(rows) == 1, (chain, rows)
+
+
+# ------------------------------------------------------------------------------------------- at a glance
+
+SCREEN = (1400, 900)
+ATHENA = "awsathena://athena.us-east-1.amazonaws.com"
+PIPELINE_JOBS = "lakeline-dev"
+
+
+def pipeline_events(
+    stage_a: list[tuple[str, str]], stage_b: list[tuple[str, list[str]]], failed: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """RunEvents shaped as Lakeline's pipeline emits them: ``pipeline`` is the parent of ``stage_a`` and of one
+    ``stage_b.<target>`` per target; ``stage_a`` of one job per (raw, stage) table, ``stage_b.<target>`` of its
+    ``.step0``. ``failed`` maps a target to the error its stage B run (parent and step) failed with."""
+    failed = failed or {}
+    events: list[dict[str, Any]] = []
+
+    def run(name: str, parent: str | None, inputs: list[str], outputs: list[str], error: str | None) -> None:
+        facets: dict[str, Any] = {}
+        if parent is not None:
+            facets["parent"] = {
+                "job": {"namespace": PIPELINE_JOBS, "name": parent},
+                "run": {"runId": f"run-{parent}"},
+            }
+        for state in ("START", "FAIL" if error else "COMPLETE"):
+            events.append(
+                {
+                    "eventType": state,
+                    "eventTime": f"2026-01-20T06:{len(events) // 60:02}:{len(events) % 60:02}+00:00",
+                    "run": {
+                        "runId": f"run-{name}",
+                        "facets": facets | ({"errorMessage": {"message": error}} if error and state == "FAIL" else {}),
+                    },
+                    "job": {"namespace": PIPELINE_JOBS, "name": name},
+                    "inputs": [{"namespace": ATHENA, "name": f"AwsDataCatalog.{table}"} for table in inputs],
+                    "outputs": [{"namespace": ATHENA, "name": f"AwsDataCatalog.{table}"} for table in outputs],
+                }
+            )
+
+    run("pipeline", None, [], [], None)
+    run("stage_a", "pipeline", [], [], None)
+    for raw, stage in stage_a:
+        run(f"stage_a.{stage}", "stage_a", [raw], [stage], None)
+    for target, inputs in stage_b:
+        error = failed.get(target)
+        run(f"stage_b.{target}", "pipeline", [], [], error)
+        run(f"stage_b.{target}.step0", f"stage_b.{target}", inputs, [target], error)
+    return events
+
+
+def demo_events() -> list[dict[str, Any]]:
+    """The graph of ``make demo``'s events: its 8 tables, its jobs and their parents."""
+    orders, customers = "engineering_sales_dev.orders", "engineering_mysql_dev.customers"
+    daily = "engineering_analytics_dev.daily_sales"
+    return pipeline_events(
+        [("engineering_sales_raw_dev.orders", orders), ("engineering_mysql_raw_dev.customers", customers)],
+        [
+            (daily, [orders, customers]),
+            ("engineering_analytics_dev.customers_by_country", [customers]),
+            ("engineering_analytics_dev.destination_table", [customers]),
+            ("engineering_analytics_dev.weekly_sales", [daily]),
+        ],
+    )
+
+
+FAILED_REPORT = "engineering_analytics_dev.report_03"
+BLOCKED_REPORT = "engineering_analytics_dev.report_07"
+
+
+def thirty_table_events() -> list[dict[str, Any]]:
+    """A project of 30 tables: 10 raw tables of three sources, their 10 stage tables, 10 reports reading two
+    stage tables each; one report's run failed in Athena, one was blocked by a data quality check."""
+    teams = ("sales", "mysql", "crm")
+    stage_a = [
+        (
+            f"engineering_{teams[n % 3]}_raw_dev.{teams[n % 3]}_table_{n:02}",
+            f"engineering_{teams[n % 3]}_dev.{teams[n % 3]}_table_{n:02}",
+        )
+        for n in range(10)
+    ]
+    stage_b = [
+        (f"engineering_analytics_dev.report_{n:02}", [stage_a[n][1], stage_a[(n + 1) % 10][1]]) for n in range(10)
+    ]
+    failed = {
+        FAILED_REPORT: "Athena query failed: HIVE_BAD_DATA",
+        BLOCKED_REPORT: "blocked by data quality: RowCount > 0 failed",
+    }
+    return pipeline_events(stage_a, stage_b, failed)
+
+
+# What the first view shows, measured in the page: each node's and group's box on the screen, its label (the
+# text, its length against the box) and the label's font size on the screen.
+GLANCE = """
+(function () {
+  "use strict";
+  var svg = document.getElementById("graph");
+  function rect(element) {
+    var r = element.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  }
+  function onScreen(text) {
+    return parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a;
+  }
+  var seen = { page: [innerWidth, innerHeight], area: rect(svg), nodes: {}, groups: {} };
+  seen.direction = svg.getAttribute("data-direction");
+  document.querySelectorAll("[data-node-id]").forEach(function (node) {
+    var label = node.querySelector(".label");
+    var box = node.querySelector(".box");
+    seen.nodes[node.getAttribute("data-node-id")] = {
+      classes: node.getAttribute("class"),
+      text: label.textContent,
+      title: node.querySelector("title").textContent,
+      room: box.width.baseVal.value - label.x.baseVal[0].value,
+      length: label.getComputedTextLength(),
+      font: onScreen(label),
+      box: rect(box),
+    };
+  });
+  document.querySelectorAll("[data-group-id]").forEach(function (group) {
+    var label = group.querySelector(".group-label");
+    var box = group.querySelector(".group-box");
+    seen.groups[group.getAttribute("data-group-id")] = {
+      classes: group.getAttribute("class"),
+      text: label.textContent,
+      room: box.width.baseVal.value - label.x.baseVal[0].value,
+      length: label.getComputedTextLength(),
+      font: onScreen(label),
+      box: rect(box),
+      shown: getComputedStyle(group).display !== "none",
+    };
+  });
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify(seen);
+  document.body.appendChild(out);
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def screen_window(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, int]:
+    """The window size whose page is SCREEN: headless chromium takes room for its (absent) browser frame
+    out of the window with --dump-dom, not with --screenshot, so the probe asks for that much more."""
+    folder = tmp_path_factory.mktemp("viewport")
+    page = folder / "size.html"
+    script = 'document.body.setAttribute("data-size", innerWidth + "," + innerHeight);'
+    page.write_text(f"<!DOCTYPE html><html><body><script>{script}</script></body></html>", encoding="utf-8")
+    result = run_chromium(chromium, folder / "profile", page.as_uri(), "--dump-dom", window=SCREEN)
+    width, height = (int(n) for n in result.stdout.split('data-size="')[1].split('"')[0].split(","))
+    return 2 * SCREEN[0] - width, 2 * SCREEN[1] - height
+
+
+def glance(chromium: str, tmp_path: Path, page: Path, window: tuple[int, int]) -> dict[str, Any]:
+    driven = tmp_path / f"{page.stem}-glance.html"
+    driven.write_text(with_user_script(page.read_text(encoding="utf-8"), GLANCE), encoding="utf-8")
+    result = run_chromium(chromium, tmp_path / "profile", driven.as_uri(), "--dump-dom", window=window)
+    probe = Probe()
+    probe.feed(result.stdout)
+    assert probe.text, f"the probe did not run: {result.stderr[-2000:]}"
+    seen: dict[str, Any] = json.loads(probe.text)
+    return seen
+
+
+def inside(inner: list[float], outer: list[float]) -> bool:
+    return inner[0] >= outer[0] and inner[1] >= outer[1] and inner[2] <= outer[2] and inner[3] <= outer[3]
+
+
+@pytest.mark.parametrize("project", ["demo", "thirty_tables"])
+def test_the_first_view_reads_at_a_glance(
+    chromium: str, screen_window: tuple[int, int], tmp_path: Path, project: str
+) -> None:
+    events = demo_events() if project == "demo" else thirty_table_events()
+    graph = build_lineage_graph(events)
+    page = write_lineage_html(events, tmp_path / f"{project}.html", title=project)
+    seen = glance(chromium, tmp_path, page, screen_window)
+    assert seen["page"] == list(SCREEN)
+    nodes, groups = seen["nodes"], seen["groups"]
+    assert set(nodes) == set(graph.node_ids) - graph.groups and set(groups) == graph.groups
+    assert len(graph.datasets) == (8 if project == "demo" else 30)
+    for node_id, node in nodes.items():
+        # The label names the table whole (database.table), the catalog kept in the tooltip and the panel.
+        assert node["text"] == graph.display_label(node_id) and "\u2026" not in node["text"], node
+        assert node["length"] <= node["room"] - 4, node
+        if node_id in graph.datasets:
+            name = graph.datasets[node_id].name
+            assert name.startswith("AwsDataCatalog.") and node["text"] == name.removeprefix("AwsDataCatalog.")
+            assert node["text"].count(".") == 1 and name in node["title"]
+        # Every node is on the screen, large enough to read without zooming.
+        assert inside(node["box"], seen["area"]), (node_id, node["box"], seen["area"])
+        assert node["font"] >= 10, node
+    assert_no_overlaps({node_id: (*node["box"],) for node_id, node in nodes.items()})
+    # The parent jobs are boxes around the jobs of their runs (and what those alone write), names whole.
+    assert {graph.jobs[group].name for group in groups} == {
+        "pipeline",
+        "stage_a",
+        *(
+            f"stage_b.{table.name.removeprefix('AwsDataCatalog.')}"
+            for table in graph.datasets.values()
+            if "analytics" in table.name
+        ),
+    }
+    for group_id, group in groups.items():
+        assert group["shown"] and inside(group["box"], seen["area"]), group
+        assert group["length"] <= group["room"] and group["font"] >= 10, group
+        members = [node for node in [*nodes, *groups] if graph.group_of(node) == group_id]
+        assert members, group_id
+        for member in members:
+            assert inside((nodes.get(member) or groups[member])["box"], group["box"]), (member, group_id)
+    stage_a = job_id(PIPELINE_JOBS, "stage_a")
+    assert all(graph.group_of(job) == stage_a for job in graph.jobs if graph.jobs[job].name.startswith("stage_a."))
+    # A failed run is marked, on its job and on its parent's box; one blocked by a quality check apart.
+    marked = {graph.jobs[n].name for n, node in nodes.items() if "failed" in node["classes"].split()}
+    blocked = {graph.jobs[n].name for n, node in nodes.items() if "blocked" in node["classes"].split()}
+    if project == "demo":
+        assert not marked and seen["direction"] == "TB"  # 9 layers of few nodes: top to bottom fills the screen
+    else:
+        assert marked == {f"stage_b.{FAILED_REPORT}.step0", f"stage_b.{BLOCKED_REPORT}.step0"}
+        assert blocked == {f"stage_b.{BLOCKED_REPORT}.step0"}
+        failed_groups = {graph.jobs[n].name for n, group in groups.items() if "failed" in group["classes"].split()}
+        assert failed_groups == {f"stage_b.{FAILED_REPORT}", f"stage_b.{BLOCKED_REPORT}"}
+        assert "\u26a0 BLOCKED" in groups[job_id(PIPELINE_JOBS, f"stage_b.{BLOCKED_REPORT}")]["text"]
+    # The screenshot a person would see, kept with the test's files.
+    shot = tmp_path / "shots" / f"{project}.png"
+    shot.parent.mkdir()
+    run_chromium(
+        chromium, tmp_path / "profile", page.as_uri(), f"--screenshot={shot}", "--hide-scrollbars", window=SCREEN
+    )
+    assert png_size(shot) == SCREEN
+    assert shot.stat().st_size > 40_000, shot.stat().st_size

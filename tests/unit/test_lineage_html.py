@@ -162,7 +162,8 @@ def embedded_document(page: str) -> dict[str, Any]:
 def test_one_node_per_dataset_and_job_merged_across_runs(events: list[dict[str, Any]]) -> None:
     graph = build_lineage_graph(events)
     assert sorted(graph.datasets) == sorted(ds(name) for name in DATASETS)
-    assert sorted(graph.jobs) == sorted(job(name) for name in JOB_NAMES)
+    # The parent named by every run's parent facet is a job too, though it sent no events of its own.
+    assert sorted(graph.jobs) == sorted(job(name) for name in [*JOB_NAMES, PIPELINE.name])
     # The temp table is written and read back inside one step: an output of it, never an input.
     assert ds("mart.tmp_totals") in graph.datasets
     assert graph.edges == {
@@ -411,7 +412,7 @@ def test_title_is_escaped(events: list[dict[str, Any]]) -> None:
 def test_document_carries_what_the_page_draws(events: list[dict[str, Any]]) -> None:
     document = graph_document(build_lineage_graph(events), title="t")
     nodes = {node["id"]: node for node in document["nodes"]}
-    assert set(nodes) == {ds(n) for n in DATASETS} | {job(n) for n in JOB_NAMES}
+    assert set(nodes) == {ds(n) for n in DATASETS} | {job(n) for n in [*JOB_NAMES, PIPELINE.name]}
     flags = nodes[job("stage_b.flags")]
     assert (flags["kind"], flags["state"], flags["failed"], flags["runs"], flags["failedRuns"]) == (
         "job",
@@ -421,11 +422,15 @@ def test_document_carries_what_the_page_draws(events: list[dict[str, Any]]) -> N
         1,
     )
     orders = nodes[ds("sales.orders")]
-    assert (orders["kind"], orders["name"], orders["namespace"]) == (
+    assert (orders["kind"], orders["name"], orders["namespace"], orders["label"]) == (
         "dataset",
         "AwsDataCatalog.sales.orders",
         NAMESPACE,
+        "sales.orders",
     )
+    assert (orders["parent"], orders["group"]) == (job(PIPELINE.name), False)
+    assert (nodes[job(PIPELINE.name)]["group"], nodes[job(PIPELINE.name)]["runs"]) == (True, 0)
+    assert nodes[ds("raw.orders")]["parent"] is None  # written by no job of the pipeline
     assert {"name": "amount", "type": "double"} in orders["columns"]
     assert {"source": ds("raw.orders"), "target": job("stage_a.orders")} in document["edges"]
     assert {
@@ -438,6 +443,70 @@ def test_document_carries_what_the_page_draws(events: list[dict[str, Any]]) -> N
         "subtype": "FILTER",
         "masking": False,
     } in document["columnEdges"]
+
+
+def parented(job_name: str, parent: str | None, inputs: list[str], outputs: list[str], **run: Any) -> dict[str, Any]:
+    event = synthetic_event(job_name, inputs, outputs, run.pop("minute", 0))
+    if parent is not None:
+        event["run"]["facets"] = {"parent": {"job": {"namespace": JOBS, "name": parent}, "run": {"runId": "r"}}}
+    if "error" in run:
+        event["eventType"] = "FAIL"
+        event["run"].setdefault("facets", {})["errorMessage"] = {"message": run.pop("error")}
+    return event
+
+
+def test_parents_are_groups_and_labels_name_tables() -> None:
+    events = [
+        parented("pipeline", None, [], []),
+        parented("stage_a", "pipeline", [], []),
+        parented("stage_a.db.t", "stage_a", ["AwsDataCatalog.db_raw.t"], ["AwsDataCatalog.db.t"]),
+        parented("stage_b.mart.u", "pipeline", [], []),
+        parented("stage_b.mart.u.step0", "stage_b.mart.u", ["AwsDataCatalog.db.t"], ["AwsDataCatalog.mart.tmp"]),
+        parented("stage_b.mart.u.step1", "stage_b.mart.u", ["AwsDataCatalog.mart.tmp"], ["AwsDataCatalog.mart.u"]),
+        # Written by jobs of two groups: it sits in the group around both.
+        parented("stage_b.mart.v", "pipeline", [], []),
+        parented("stage_b.mart.v.step0", "stage_b.mart.v", [], ["AwsDataCatalog.mart.u"]),
+    ]
+    graph = build_lineage_graph(events)
+    assert graph.groups == {job("pipeline"), job("stage_a"), job("stage_b.mart.u"), job("stage_b.mart.v")}
+
+    def table(name: str) -> str:
+        return dataset_id(NAMESPACE, f"AwsDataCatalog.{name}")
+
+    assert graph.group_of(job("stage_a")) == job("pipeline") and graph.group_of(job("pipeline")) is None
+    assert graph.group_of(job("stage_a.db.t")) == job("stage_a")
+    assert graph.group_of(table("db.t")) == job("stage_a")
+    assert graph.group_of(table("mart.tmp")) == job("stage_b.mart.u")
+    assert graph.group_of(table("mart.u")) == job("pipeline")
+    assert graph.group_of(table("db_raw.t")) is None
+    # database.table, without the catalog; a job without its group's name in front.
+    assert graph.display_label(table("db_raw.t")) == "db_raw.t"
+    assert graph.display_label(job("stage_a.db.t")) == "db.t"
+    assert graph.display_label(job("stage_b.mart.u.step1")) == "step1"
+    assert graph.display_label(job("stage_b.mart.u")) == "stage_b.mart.u"
+
+
+def test_a_parent_that_reads_or_writes_is_a_node_and_cycles_end() -> None:
+    events = [
+        parented("outer", "inner", [], [], minute=0),
+        parented("inner", "outer", [], [], minute=1),  # would make a cycle: ignored
+        parented("step", "loader", ["db.a"], ["db.b"]),
+        parented("loader", None, ["db.b"], ["db.c"]),  # a parent that has edges of its own
+    ]
+    graph = build_lineage_graph(events)
+    assert graph.jobs[job("outer")].parent == job("inner") and graph.jobs[job("inner")].parent is None
+    assert graph.groups == {job("inner")}
+    assert graph.group_of(job("step")) is None and graph.display_label(job("step")) == "step"
+
+
+def test_failed_runs_blocked_by_quality_are_told_apart() -> None:
+    events = [
+        parented("a", None, [], ["db.a"], error="blocked by data quality: RowCount > 0 failed"),
+        parented("b", None, [], ["db.b"], error="Athena query failed: HIVE_BAD_DATA"),
+    ]
+    nodes = {node["id"]: node for node in graph_document(build_lineage_graph(events))["nodes"]}
+    assert (nodes[job("a")]["failed"], nodes[job("a")]["blocked"]) == (True, True)
+    assert (nodes[job("b")]["failed"], nodes[job("b")]["blocked"]) == (True, False)
 
 
 def test_no_events_give_an_empty_page() -> None:

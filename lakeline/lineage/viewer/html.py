@@ -1,17 +1,21 @@
 """``lineage.html``: one self-contained page that draws OpenLineage RunEvents as an interactive graph.
 
-The graph has one node per dataset (namespace + name, shown as ``database.table``) and one per job, with
-edges input dataset -> job -> output dataset, merged across runs. A job shows the state of its latest run
-(a FAIL or ABORT is marked) and its SQL. Column-level edges come from the ``columnLineage`` facets of
-COMPLETE events, as in ``lineage.viewer.column_graph``: only a finished run says what was written. Events are
-read by ``lineage.openlineage.reader``, the reader ``lineage.viewer.column_graph`` uses too.
+The graph has one node per dataset (namespace + name, labelled ``database.table``: the catalog prefix is
+left to the details) and one per job, with edges input dataset -> job -> output dataset, merged across runs.
+A job shows the state of its latest run (a FAIL or ABORT is marked, one a data quality check blocked apart)
+and its SQL. A job named in other runs' ``parent`` facet that reads and writes nothing is a group: the page
+draws it as a box around those jobs and the datasets only they write (``Grouping``). Column-level edges
+come from the ``columnLineage`` facets of COMPLETE events, as in ``lineage.viewer.column_graph``: only a
+finished run says what was written. Events are read by ``lineage.openlineage.reader``, the reader
+``lineage.viewer.column_graph`` uses too.
 
 Python builds the graph document (nodes, edges, column edges, run states) and puts it, as JSON, into one
 page together with the page's own files (``assets/``: the HTML template, ``viewer.css``, ``viewer.js``)
 and the graph layout library (``assets/vendor/dagre.min.js``, from ``@dagrejs/dagre`` in package.json).
-The script measures the nodes and lets dagre lay them out left to right in the browser; every size and
-gap of the drawing is in ``viewer.js``. The page's Content-Security-Policy forbids every request (its
-style and scripts are allowed by hash), so it opens the same offline as online.
+The script measures the nodes and lets dagre lay them out in the browser, left to right or top to bottom
+(whichever shows the whole graph larger); every size and gap of the drawing is in ``viewer.js``. The page's
+Content-Security-Policy forbids every request (its style and scripts are allowed by hash), so it opens the
+same offline as online.
 
 In the page: click a dataset to show its columns, click a column to highlight where it comes from
 (DIRECT solid, INDIRECT dashed, through every job on the way), hover a job for its SQL and run state,
@@ -39,6 +43,10 @@ from typing import Any
 from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import Transformation
 from lakeline.lineage.openlineage.reader import FAILED_STATES, EventDataset, InputField, RunEventView, read_run_event
+
+CATALOG_PREFIX = "AwsDataCatalog."
+"""Athena's catalog in a dataset's name (the naming spec's ``catalog.database.table``): the label leaves it out."""
+_BLOCKED = re.compile(r"\bblocked\b|\bquality\b", re.IGNORECASE)
 
 DEFAULT_TITLE = "Lakeline lineage"
 
@@ -83,10 +91,17 @@ class JobNode:
     sql: str | None = None
     dialect: str | None = None
     error: str | None = None
+    parent: str | None = None
+    """The job named by the latest run's ``parent`` facet (its id), if any."""
 
     @property
     def failed(self) -> bool:
         return self.state in FAILED_STATES
+
+    @property
+    def blocked(self) -> bool:
+        """A failed run whose message says a data quality check stopped it (nothing was published)."""
+        return self.failed and self.error is not None and _BLOCKED.search(self.error) is not None
 
 
 @dataclass(frozen=True)
@@ -128,6 +143,60 @@ class LineageGraph:
         node = self.datasets.get(node_id) or self.jobs[node_id]
         return node.name
 
+    def grouping(self) -> Grouping:
+        """Which jobs are groups and the innermost group each node is drawn in."""
+        linked = {node for edge in self.edges for node in edge}
+        groups = frozenset(job.parent for job in self.jobs.values() if job.parent is not None) - linked
+        of: dict[str, str | None] = {job.id: job.parent if job.parent in groups else None for job in self.jobs.values()}
+        writers: dict[str, list[str]] = {}
+        for source, target in self.edges:
+            if target in self.datasets:
+                writers.setdefault(target, []).append(source)
+        for dataset in self.datasets:
+            # The innermost group around every job that writes it.
+            chains = [_chain(of, writer) for writer in writers.get(dataset, [])]
+            common = [group for group in chains[0] if all(group in chain for chain in chains[1:])] if chains else []
+            of[dataset] = common[0] if common else None
+        return Grouping(groups, of)
+
+    @property
+    def groups(self) -> frozenset[str]:
+        return self.grouping().groups
+
+    def group_of(self, node_id: str) -> str | None:
+        return self.grouping().of[node_id]
+
+    def display_label(self, node_id: str) -> str:
+        return self.grouping().label(self, node_id)
+
+
+def _chain(of: Mapping[str, str | None], job: str) -> list[str]:
+    """The groups a job is drawn in, innermost first."""
+    around: list[str] = []
+    group = of[job]
+    while group is not None and group not in around:  # a parent cycle ends at the first repeat
+        around.append(group)
+        group = of[group]
+    return around
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """Parent jobs drawn as boxes: a job named in other runs' ``parent`` facet that reads and writes nothing."""
+
+    groups: frozenset[str]
+    of: Mapping[str, str | None]
+    """The innermost group of each node: a job's parent; a dataset's, the one around all its writers."""
+
+    def label(self, graph: LineageGraph, node_id: str) -> str:
+        """The name in the node: ``database.table``; a job without its group's name in front."""
+        if node_id in graph.datasets:
+            return graph.datasets[node_id].name.removeprefix(CATALOG_PREFIX)
+        name = graph.jobs[node_id].name
+        group = self.of[node_id]
+        prefix = f"{graph.jobs[group].name}." if group is not None else ""
+        return name.removeprefix(prefix) if name != prefix else name
+
 
 def dataset_id(namespace: str, name: str) -> str:
     return f"dataset:{namespace}/{name}"
@@ -158,6 +227,20 @@ def _event(index: int, data: Any) -> _Event:
     if read.time is None:
         raise InvalidInputError(f"{read.where} eventTime must be a non-empty string, not None")
     return _Event(index, read, read.time, job_id(read.job.namespace, read.job.name))
+
+
+def _parent_job(event: _Event) -> tuple[str, str] | None:
+    """The (namespace, name) of the job in the event's ``parent`` run facet, if it names one."""
+    run = event.read.data.get("run")
+    facets = run.get("facets") if isinstance(run, Mapping) else None
+    parent = facets.get("parent") if isinstance(facets, Mapping) else None
+    job = parent.get("job") if isinstance(parent, Mapping) else None
+    if not isinstance(job, Mapping):
+        return None
+    namespace, name = job.get("namespace"), job.get("name")
+    if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
+        return None
+    return namespace, name
 
 
 class _GraphBuilder:
@@ -218,7 +301,31 @@ class _GraphBuilder:
                 if event.read.sql:
                     job.sql, job.dialect = event.read.sql, event.read.dialect
             job.error = last.read.error if job.failed else None
+        self._parents(events)
         return self.graph
+
+    def _parents(self, events: list[_Event]) -> None:
+        # The latest event that names a parent wins; a parent with no events of its own is still a job.
+        for event in sorted(events, key=lambda e: e.order):
+            named = _parent_job(event)
+            if named is None or job_id(*named) == event.job:
+                continue
+            parent = job_id(*named)
+            if parent not in self.graph.jobs:
+                self.graph.jobs[parent] = JobNode(parent, *named)
+            if not self._above(event.job, parent):  # a parent cycle would nest a box in itself
+                self.graph.jobs[event.job].parent = parent
+
+    def _above(self, job: str, start: str) -> bool:
+        """Whether ``job`` is ``start`` or one of its parents."""
+        seen: set[str] = set()
+        at: str | None = start
+        while at is not None and at not in seen:
+            if at == job:
+                return True
+            seen.add(at)
+            at = self.graph.jobs[at].parent
+        return False
 
 
 def build_lineage_graph(events: Iterable[Mapping[str, Any]]) -> LineageGraph:
@@ -236,8 +343,14 @@ def build_lineage_graph(events: Iterable[Mapping[str, Any]]) -> LineageGraph:
 def graph_document(graph: LineageGraph, *, title: str = DEFAULT_TITLE) -> dict[str, Any]:
     """The JSON the page draws: nodes (by name: the layout's input order), dataset edges and column edges."""
     nodes: list[dict[str, Any]] = []
+    grouping = graph.grouping()
     for node_id in sorted(graph.node_ids, key=lambda n: (graph.label(n), n)):
-        item: dict[str, Any] = {"id": node_id}
+        item: dict[str, Any] = {
+            "id": node_id,
+            "label": grouping.label(graph, node_id),
+            "parent": grouping.of[node_id],
+            "group": node_id in grouping.groups,
+        }
         if node_id in graph.datasets:
             dataset = graph.datasets[node_id]
             item |= {
@@ -254,6 +367,7 @@ def graph_document(graph: LineageGraph, *, title: str = DEFAULT_TITLE) -> dict[s
                 "name": job.name,
                 "state": job.state,
                 "failed": job.failed,
+                "blocked": job.blocked,
                 "eventTime": job.event_time,
                 "runId": job.run_id,
                 "runs": job.runs,

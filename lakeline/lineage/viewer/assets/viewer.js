@@ -8,12 +8,19 @@
   const ROW = 18; // one column row of an open dataset
   const ROW_PAD = 6; // below the last row
   const NODE_GAP = 18; // between nodes of one layer
-  const LAYER_GAP = 90; // between layers
-  const EDGE_GAP = 14; // between edges that pass through one layer
+  const LAYER_GAP = 40; // between layers
+  // Between edges that pass through one layer, and, laid out compound, between a group's border and what is
+  // next to it (dagre spaces a border like an edge): room for a group's padding and name.
+  const EDGE_GAP = 28;
+  const FLAT_GAP = 34; // between nodes of one layer when there are groups, laid out flat (see placed)
   const MARGIN = 30;
-  const MIN_NODE_WIDTH = 150;
-  const MAX_NODE_WIDTH = 300;
-  const LABEL_PADDING = 26; // left and right of the widest text of a node
+  const MIN_NODE_WIDTH = 110;
+  const MAX_ROWS_WIDTH = 300; // an open dataset's column rows are cut beyond this; its name never is
+  const LABEL_PADDING = 24; // left and right of the widest text of a node
+  const GROUP_PAD = 8; // between a group's box and what it holds
+  const GROUP_HEADER = 8; // the lower half of a group's name, which sits on its top border (a legend)
+  const READABLE = 0.85; // the smallest zoom of the first view: labels of 12px stay >= 10px on screen
+  const MAX_ZOOM = 1.4;
   const TEXT_X = 12; // where the texts of a node start
   const TYPE_CHARS = 14; // column types longer than this are cut in the rows (the panel shows them whole)
   const TYPE_GAP = 10; // between a column's name and its type
@@ -21,6 +28,7 @@
   const data = JSON.parse(document.getElementById("lineage-data").textContent);
   const svg = document.getElementById("graph");
   const viewport = document.getElementById("viewport");
+  const groupLayer = document.getElementById("groups");
   const edgeLayer = document.getElementById("edges");
   const columnLayer = document.getElementById("column-edges");
   const nodeLayer = document.getElementById("nodes");
@@ -30,12 +38,15 @@
   const indirectBox = document.getElementById("indirect");
   const summary = document.getElementById("summary");
 
-  const nodes = new Map();
+  const nodes = new Map(); // datasets and jobs: the boxes dagre places
+  const groups = new Map(); // parent jobs: boxes around their runs' jobs (and what those alone write)
   const edges = [];
   const byField = new Map();
   const byDataset = new Map();
   let selection = null;
   const view = { x: 0, y: 0, k: 1 };
+  let arrangement = null; // chosen once: the direction and whether dagre nests groups (see layout)
+  let direction = "LR"; // of the arrangement in use: "LR" or "TB"
 
   function svgElement(name, attributes, parent) {
     const element = document.createElementNS(SVG_NS, name);
@@ -119,31 +130,52 @@
   }
 
   function jobCaption(item) {
+    const state = item.blocked ? "BLOCKED" : item.state || "no state";
     return (
-      `${item.failed ? "\u26a0 " : ""}${item.state || "no state"} \u00b7 ${plural(item.runs, "run")}` +
+      `${item.failed ? "\u26a0 " : ""}${state} \u00b7 ${plural(item.runs, "run")}` +
       (item.failedRuns && !item.failed ? ` (${item.failedRuns} failed)` : "")
     );
   }
   function datasetCaption(item, expanded) {
     return plural(item.columns.length, "column") + (item.columns.length ? (expanded ? "  \u25be" : "  \u25b8") : "");
   }
-  // Wide enough for the name, the caption under it and, for a dataset, its column rows.
-  function nodeWidth(item) {
-    let wanted = textWidth(item.name, "label");
-    if (item.kind === "job") {
-      wanted = Math.max(wanted, textWidth(jobCaption(item), "sub"));
-    } else {
-      wanted = Math.max(wanted, textWidth(datasetCaption(item, true), "sub"));
+  // Wide enough for the whole label and the caption under it; an open dataset also for its column rows
+  // (up to MAX_ROWS_WIDTH: a longer row is cut, the panel shows it whole).
+  function nodeWidth(node, expanded) {
+    const item = node.item;
+    const caption = item.kind === "job" ? jobCaption(item) : datasetCaption(item, true);
+    let wanted = Math.max(textWidth(item.label, "label"), textWidth(caption, "sub")) + LABEL_PADDING;
+    if (expanded) {
+      let rows = 0;
       for (const column of item.columns) {
-        wanted = Math.max(wanted, textWidth(column.name, "row") + typeWidth(column));
+        rows = Math.max(rows, textWidth(column.name, "row") + typeWidth(column));
+      }
+      wanted = Math.max(wanted, Math.min(MAX_ROWS_WIDTH, rows + LABEL_PADDING));
+    }
+    return Math.ceil(Math.max(MIN_NODE_WIDTH, node.minWidth || 0, wanted));
+  }
+  // After a group's name: only a failure (the panel and the tooltip say the rest).
+  function groupCaption(item) {
+    return item.failed ? ` \u00b7 \u26a0 ${item.blocked ? "BLOCKED" : item.state}` : "";
+  }
+  // A group is as wide as what it holds: its widest job or dataset is widened to give its name room.
+  function roomForGroupNames() {
+    for (const group of groups.values()) {
+      const wanted = textWidth(group.item.label + groupCaption(group.item), "label") + 2 * GROUP_PAD + 4;
+      const members = Array.from(nodes.values()).filter((node) => node.item.parent === group.item.id);
+      const widest = members.reduce((best, node) => (best && best.width >= node.width ? best : node), null);
+      if (widest && widest.width < wanted - 2 * GROUP_PAD) {
+        widest.minWidth = Math.ceil(wanted - 2 * GROUP_PAD);
+        widest.width = nodeWidth(widest, widest.expanded);
+        widest.element.querySelector(".box").setAttribute("width", widest.width);
       }
     }
-    return Math.min(MAX_NODE_WIDTH, Math.max(MIN_NODE_WIDTH, Math.round(wanted + LABEL_PADDING)));
   }
 
   // ---- nodes and edges, built from the embedded JSON
   for (const item of data.nodes) {
-    nodes.set(item.id, { item, x: 0, y: 0, width: 0, height: HEADER, expanded: false, rows: null, element: null });
+    const entry = { item, x: 0, y: 0, width: 0, height: HEADER, expanded: false, rows: null, element: null };
+    (item.group ? groups : nodes).set(item.id, entry);
   }
   for (const edge of data.columnEdges) {
     const index = edge.targetField === null ? byDataset : byField;
@@ -156,17 +188,17 @@
 
   function drawNode(node) {
     const item = node.item;
-    const classes = `node ${item.kind}${item.failed ? " failed" : ""}`;
+    const classes = `node ${item.kind}${item.failed ? " failed" : ""}${item.blocked ? " blocked" : ""}`;
     const group = svgElement(
       "g",
       { class: classes, "data-node-id": item.id, tabindex: "0", role: "button" },
       nodeLayer,
     );
     node.element = group;
-    node.width = nodeWidth(item);
+    node.width = nodeWidth(node, false);
     svgElement("rect", { class: "box", width: node.width, height: HEADER, rx: item.kind === "job" ? 18 : 5 }, group);
     const label = svgElement("text", { class: "label", x: TEXT_X, y: 17 }, group);
-    label.textContent = cut(item.name, node.width - 2 * TEXT_X, "label");
+    label.textContent = item.label;
     node.sub = svgElement("text", { class: "sub", x: TEXT_X, y: 32 }, group);
     svgElement("title", {}, group).textContent = `${item.namespace} / ${item.name}`;
     if (item.kind === "dataset") {
@@ -177,15 +209,7 @@
       });
     } else {
       node.sub.textContent = jobCaption(item);
-      group.addEventListener("mouseenter", (event) => showJobTip(item, event));
-      group.addEventListener("mousemove", (event) => placeTip(event));
-      group.addEventListener("mouseleave", () => {
-        tooltip.hidden = true;
-      });
-      group.addEventListener("click", (event) => {
-        event.stopPropagation();
-        showJob(item);
-      });
+      jobEvents(group, item);
     }
     group.addEventListener("keydown", (event) => {
       if (event.key === "Enter" || event.key === " ") {
@@ -195,22 +219,50 @@
     });
   }
 
+  function jobEvents(element, item) {
+    element.addEventListener("mouseenter", (event) => showJobTip(item, event));
+    element.addEventListener("mousemove", (event) => placeTip(event));
+    element.addEventListener("mouseleave", () => {
+      tooltip.hidden = true;
+    });
+    element.addEventListener("click", (event) => {
+      event.stopPropagation();
+      showJob(item);
+    });
+  }
+  // A parent job: a box behind the jobs of its runs, its name (and a failure) in a band at its top.
+  function drawGroup(entry) {
+    const item = entry.item;
+    const classes = `group${item.failed ? " failed" : ""}${item.blocked ? " blocked" : ""}`;
+    const element = svgElement("g", { class: classes, "data-group-id": item.id }, groupLayer);
+    entry.element = element;
+    entry.box = svgElement("rect", { class: "group-box", rx: 8 }, element);
+    entry.legend = svgElement("rect", { class: "group-legend", x: GROUP_PAD - 4, y: -8, height: 16, rx: 3 }, element);
+    const label = svgElement("text", { class: "group-label", x: GROUP_PAD, y: 4 }, element);
+    label.textContent = item.label;
+    svgElement("tspan", { class: "group-sub" }, label).textContent = groupCaption(item);
+    entry.legend.setAttribute("width", textWidth(item.label + groupCaption(item), "label") + 8);
+    svgElement("title", {}, element).textContent = `${item.namespace} / ${item.name}`;
+    jobEvents(label, item);
+  }
+
   function drawRows(node) {
     const item = node.item;
+    const width = nodeWidth(node, true);
     node.rows = new Map();
     const box = svgElement("g", { class: "columns" }, node.element);
-    svgElement("line", { class: "divider", x1: 0, y1: HEADER, x2: node.width, y2: HEADER }, box);
+    svgElement("line", { class: "divider", x1: 0, y1: HEADER, x2: width, y2: HEADER }, box);
     item.columns.forEach((column, index) => {
       const row = svgElement(
         "g",
         { class: "column-row", "data-column": column.name, transform: `translate(0,${HEADER + index * ROW})` },
         box,
       );
-      svgElement("rect", { x: 1, y: 0, width: node.width - 2, height: ROW }, row);
-      const room = node.width - 2 * TEXT_X - typeWidth(column);
+      svgElement("rect", { x: 1, y: 0, width: width - 2, height: ROW }, row);
+      const room = width - 2 * TEXT_X - typeWidth(column);
       svgElement("text", { x: TEXT_X, y: 13 }, row).textContent = cut(column.name, room, "row");
       if (column.type) {
-        const type = svgElement("text", { class: "type", x: node.width - 8, y: 13, "text-anchor": "end" }, row);
+        const type = svgElement("text", { class: "type", x: width - 8, y: 13, "text-anchor": "end" }, row);
         type.textContent = typeText(column.type);
       }
       row.addEventListener("click", (event) => {
@@ -234,15 +286,32 @@
     node.columnsBox.style.display = expanded ? "" : "none";
     node.height = expanded ? HEADER + node.item.columns.length * ROW + ROW_PAD : HEADER;
     node.element.querySelector(".box").setAttribute("height", node.height);
+    node.width = nodeWidth(node, expanded);
+    node.element.querySelector(".box").setAttribute("width", node.width);
     node.sub.textContent = datasetCaption(node.item, expanded);
   }
 
-  // ---- placement: dagre lays the nodes out left to right at their present sizes (an open dataset is tall)
-  function layout() {
-    const graph = new dagre.graphlib.Graph();
+  // ---- placement: dagre lays the nodes out at their present sizes (an open dataset is tall), the jobs of a
+  // parent's runs inside its group; left to right or top to bottom, whichever shows the whole graph larger.
+  // Only groups that hold something are drawn (and given to dagre, which has no place for an empty one).
+  function usedGroups() {
+    const used = new Set();
+    for (const entry of [...nodes.values(), ...groups.values()]) {
+      for (let up = entry.item.parent; up && groups.has(up) && !used.has(up); up = groups.get(up).item.parent) {
+        used.add(up);
+      }
+    }
+    return used;
+  }
+  // Flat (groups drawn around wherever their members fell) or compound (dagre keeps each group's members
+  // together, at the cost of room: its borders take layers and gaps of their own).
+  function placed(rankdir, compound) {
+    const graph = new dagre.graphlib.Graph({ compound });
+    const used = usedGroups();
     graph.setGraph({
-      rankdir: "LR",
-      nodesep: NODE_GAP,
+      rankdir,
+      // Flat, two rows of different groups are this far apart: room for both boxes and a name between.
+      nodesep: used.size && !compound ? FLAT_GAP : NODE_GAP,
       ranksep: LAYER_GAP,
       edgesep: EDGE_GAP,
       marginx: MARGIN,
@@ -252,19 +321,133 @@
     for (const [id, node] of nodes) {
       graph.setNode(id, { width: node.width, height: node.height });
     }
+    if (compound) {
+      for (const id of used) {
+        graph.setNode(id, {});
+      }
+      for (const entry of [...nodes.values(), ...groups.values()]) {
+        if (used.has(entry.item.parent) && (nodes.has(entry.item.id) || used.has(entry.item.id))) {
+          graph.setParent(entry.item.id, entry.item.parent);
+        }
+      }
+    }
     for (const edge of edges) {
       graph.setEdge(edge.source.item.id, edge.target.item.id);
     }
     dagre.layout(graph);
+    return { graph, used, rankdir };
+  }
+  function apply(result) {
+    const graph = result.graph;
+    direction = result.rankdir;
     for (const [id, node] of nodes) {
-      const placed = graph.node(id);
-      node.centre = placed.x; // the nodes of one layer share it
-      node.x = placed.x - node.width / 2;
-      node.y = placed.y - node.height / 2;
+      const at = graph.node(id);
+      node.centre = direction === "LR" ? at.x : at.y; // the nodes of one layer share it
+      node.x = at.x - node.width / 2;
+      node.y = at.y - node.height / 2;
     }
+    for (const [id, group] of groups) {
+      group.placed = result.used.has(id);
+      group.element.style.display = group.placed ? "" : "none";
+    }
+    groupBoxes();
     for (const edge of edges) {
       // The bends dagre routed the edge through, between the layers it crosses.
       edge.bends = (graph.edge(edge.source.item.id, edge.target.item.id).points || []).slice(1, -1);
+    }
+  }
+  function within(id, group) {
+    for (let up = id; up; up = (nodes.get(up) || groups.get(up)).item.parent) {
+      if (up === group) {
+        return true;
+      }
+    }
+    return false;
+  }
+  function meet(a, b) {
+    return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  }
+  // Whether a group's box (with its name) reaches over something it does not hold.
+  function clashes() {
+    const drawn = Array.from(groups.values()).filter((group) => group.placed);
+    for (const group of drawn) {
+      const box = { ...group, y: group.y - GROUP_HEADER };
+      for (const other of [...nodes.values(), ...drawn]) {
+        const id = other.item.id;
+        if (id !== group.item.id && !within(id, group.item.id) && !within(group.item.id, id) && meet(box, other)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+  function scale(area) {
+    const box = bounds();
+    return Math.min(area.width / (box.right - box.left), area.height / (box.bottom - box.top));
+  }
+  function layout() {
+    if (arrangement) {
+      apply(placed(arrangement.rankdir, arrangement.compound));
+      if (!arrangement.compound && clashes()) {
+        // An open dataset grew into a group it is not in: from now on dagre keeps the groups apart.
+        arrangement.compound = true;
+        apply(placed(arrangement.rankdir, true));
+      }
+      return;
+    }
+    // Each direction flat, or compound where flat boxes would clash; keep the one the fitted view draws
+    // largest (left to right when it is a tie).
+    const area = svg.getBoundingClientRect();
+    let best = null;
+    for (const rankdir of ["LR", "TB"]) {
+      let candidate = placed(rankdir, false);
+      apply(candidate);
+      if (usedGroups().size && clashes()) {
+        candidate = placed(rankdir, true);
+        apply(candidate);
+      }
+      const k = scale(area);
+      if (!best || k > best.k * 1.05) {
+        best = { k, candidate };
+      }
+    }
+    arrangement = { rankdir: best.candidate.rankdir, compound: best.candidate.graph.isCompound() };
+    svg.setAttribute("data-direction", arrangement.rankdir);
+    svg.setAttribute("data-layout", arrangement.compound ? "compound" : "flat");
+    apply(best.candidate);
+  }
+  // A group's box: around what it holds (nested groups first), with room above for its name (a legend on the
+  // top border).
+  function groupBoxes() {
+    const boxes = new Map();
+    const boxOf = (id, seen) => {
+      if (boxes.has(id)) {
+        return boxes.get(id);
+      }
+      const box = { left: Infinity, top: Infinity, right: -Infinity, bottom: -Infinity };
+      for (const entry of [...nodes.values(), ...groups.values()]) {
+        if (entry.item.parent !== id || seen.has(entry.item.id)) {
+          continue;
+        }
+        const inner = nodes.has(entry.item.id)
+          ? { left: entry.x, top: entry.y, right: entry.x + entry.width, bottom: entry.y + entry.height }
+          : entry.placed && boxOf(entry.item.id, new Set([...seen, entry.item.id]));
+        if (inner) {
+          box.left = Math.min(box.left, inner.left - GROUP_PAD);
+          box.top = Math.min(box.top, inner.top - GROUP_PAD - GROUP_HEADER);
+          box.right = Math.max(box.right, inner.right + GROUP_PAD);
+          box.bottom = Math.max(box.bottom, inner.bottom + GROUP_PAD);
+        }
+      }
+      boxes.set(id, box);
+      return box;
+    };
+    for (const [id, group] of groups) {
+      if (!group.placed) {
+        continue;
+      }
+      const box = boxOf(id, new Set([id]));
+      Object.assign(group, { x: box.left, y: box.top, width: box.right - box.left, height: box.bottom - box.top });
     }
   }
   function reflow() {
@@ -272,18 +455,29 @@
     for (const node of nodes.values()) {
       node.element.setAttribute("transform", `translate(${node.x},${node.y})`);
     }
+    for (const group of groups.values()) {
+      if (group.placed) {
+        group.element.setAttribute("transform", `translate(${group.x},${group.y})`);
+        group.box.setAttribute("width", group.width);
+        group.box.setAttribute("height", group.height);
+      }
+    }
     for (const edge of edges) {
-      edge.path.setAttribute("d", route(rightOf(edge.source), edge.bends, leftOf(edge.target)));
+      edge.path.setAttribute("d", route(exitOf(edge.source), edge.bends, entryOf(edge.target)));
     }
     if (selection?.field) {
       drawColumnEdges();
     }
   }
-  function rightOf(node) {
-    return [node.x + node.width, node.y + HEADER / 2];
+  // Where an edge leaves a node and enters the next: its right and left sides, or its bottom and top.
+  function exitOf(node) {
+    if (direction === "LR") {
+      return [node.x + node.width, node.y + HEADER / 2];
+    }
+    return [node.x + node.width / 2, node.y + node.height];
   }
-  function leftOf(node) {
-    return [node.x, node.y + HEADER / 2];
+  function entryOf(node) {
+    return direction === "LR" ? [node.x, node.y + HEADER / 2] : [node.x + node.width / 2, node.y];
   }
   function point(at) {
     return `${at[0]},${at[1]}`;
@@ -295,14 +489,20 @@
   function curve(from, to) {
     return `M${point(from)}${bezier(from, to)}`;
   }
+  // Through dagre's bends, each stretch a curve that leaves and arrives along the direction of the layers.
   function route(from, bends, to) {
     const stops = [from, ...bends.map((bend) => [bend.x, bend.y]), to];
+    const axis = direction === "LR" ? 0 : 1;
     let path = `M${point(from)}`;
     for (let index = 1; index < stops.length; index += 1) {
       const before = stops[index - 1];
       const at = stops[index];
-      const bend = Math.abs(at[0] - before[0]) / 2;
-      path += ` C${point([before[0] + bend, before[1]])} ${point([at[0] - bend, at[1]])} ${point(at)}`;
+      const bend = (at[axis] - before[axis]) / 2;
+      const first = [...before];
+      const second = [...at];
+      first[axis] += bend;
+      second[axis] -= bend;
+      path += ` C${point(first)} ${point(second)} ${point(at)}`;
     }
     return path;
   }
@@ -334,6 +534,10 @@
   for (const node of nodes.values()) {
     drawNode(node);
   }
+  for (const group of groups.values()) {
+    drawGroup(group);
+  }
+  roomForGroupNames();
 
   // ---- column lineage: everything a column comes from, across jobs
   function upstream(nodeId, field) {
@@ -393,8 +597,9 @@
       const from = rowAnchor(source, edge.sourceField, "right");
       let to = rowAnchor(target, link.targetField, "left");
       let d = curve(from, to);
-      if (Math.abs(target.centre - source.centre) < 0.5) {
-        // Written and read inside one job (a temp table): both in one layer, so link their right sides.
+      if (direction === "TB" || Math.abs(target.centre - source.centre) < 0.5) {
+        // Layers top to bottom, or written and read inside one job (a temp table, both in one layer):
+        // link the rows' right sides.
         to = rowAnchor(target, link.targetField, "right");
         const reach = Math.max(from[0], to[0]) + 50;
         d = `M${point(from)} C${point([reach, from[1]])} ${point([reach, to[1]])} ${point(to)}`;
@@ -491,9 +696,10 @@
   }
 
   // ---- the side panel and the job tooltip
-  function panel() {
+  function panel(kind) {
     details.replaceChildren();
     details.hidden = false;
+    details.className = kind || "";
     const close = htmlElement("button", "\u00d7", "close", details);
     close.type = "button";
     close.title = "Hide this panel";
@@ -508,7 +714,10 @@
       .map((edge) => nodes.get(incoming ? edge.source : edge.target))
       .filter(Boolean);
   }
-  function nodeLinks(title, list, parent) {
+  function entryOfId(id) {
+    return nodes.get(id) || groups.get(id);
+  }
+  function nodeLinks(title, list, parent, whole) {
     if (!list.length) {
       return;
     }
@@ -516,21 +725,27 @@
     const ul = htmlElement("ul", null, null, parent);
     for (const node of list) {
       const li = htmlElement("li", null, null, ul);
-      const button = htmlElement("button", node.item.name, "link", li);
+      const button = htmlElement("button", whole ? node.item.name : node.item.label, "link", li);
+      button.title = node.item.name;
       button.type = "button";
       button.addEventListener("click", () => {
         focusNode(node);
-        node.element.dispatchEvent(new MouseEvent("click"));
+        if (node.item.group) {
+          showJob(node.item);
+        } else {
+          node.element.dispatchEvent(new MouseEvent("click"));
+        }
       });
     }
   }
   function showHelp() {
-    const box = panel();
+    const box = panel("help");
     htmlElement("h2", data.title, null, box);
     const jobs = data.nodes.filter((n) => n.kind === "job");
     const failed = jobs.filter((n) => n.failed);
     const counts =
-      `${plural(data.nodes.length - jobs.length, "dataset")}, ${plural(jobs.length, "job")}, ` +
+      `${plural(data.nodes.length - jobs.length, "dataset")}, ${plural(jobs.length, "job")} ` +
+      `(${plural(groups.size, "parent")} drawn as groups), ` +
       plural(data.columnEdges.length, "column edge") +
       (failed.length ? `; ${failed.length} failed` : "");
     htmlElement("p", `${counts}.`, null, box);
@@ -543,8 +758,9 @@
     );
     nodeLinks(
       "Failed jobs",
-      failed.map((n) => nodes.get(n.id)),
+      failed.map((n) => entryOfId(n.id)),
       box,
+      true,
     );
   }
   function showDataset(item) {
@@ -668,7 +884,7 @@
   }
   function bounds() {
     const box = { left: Infinity, top: Infinity, right: -Infinity, bottom: -Infinity };
-    for (const node of nodes.values()) {
+    for (const node of [...nodes.values(), ...Array.from(groups.values()).filter((group) => group.placed)]) {
       box.left = Math.min(box.left, node.x);
       box.top = Math.min(box.top, node.y);
       box.right = Math.max(box.right, node.x + node.width);
@@ -676,20 +892,27 @@
     }
     return box;
   }
-  function fit() {
+  // The whole graph as large as it fits, never below READABLE: a graph too large for that shows its start
+  // (top left) and is panned from there. On the first view the panel gives way when the graph needs its room.
+  function fit(first) {
     const area = svg.getBoundingClientRect();
     if (!nodes.size || !area.width || !area.height) {
       return;
     }
     const box = bounds();
     const pad = 20;
-    // Leave the panel its room on the right while there is enough left for the graph.
-    const room = details.hidden || area.width < 900 ? area.width : area.width - details.offsetWidth - 20;
     const wide = box.right - box.left;
     const high = box.bottom - box.top;
-    const k = Math.min((room - 2 * pad) / wide, (area.height - 2 * pad) / high, 1.4);
-    view.k = Math.max(0.15, k);
-    view.x = (room - wide * view.k) / 2 - box.left * view.k;
+    const zoom = (room) => Math.min((room - 2 * pad) / wide, (area.height - 2 * pad) / high, MAX_ZOOM);
+    const beside = area.width - details.offsetWidth - 20;
+    const alone = Math.max(READABLE, Math.min(1, zoom(area.width)));
+    if (first === true && details.className === "help" && wide * alone + 2 * pad > beside) {
+      details.hidden = true;
+    }
+    // Leave the panel its room on the right while there is enough left for the graph.
+    const room = details.hidden || area.width < 900 ? area.width : beside;
+    view.k = Math.max(READABLE, zoom(room));
+    view.x = Math.max(pad, (room - wide * view.k) / 2) - box.left * view.k;
     view.y = Math.max(pad, (area.height - high * view.k) / 2) - box.top * view.k;
     applyView();
   }
@@ -750,7 +973,7 @@
     drag = null;
     svg.classList.remove("panning");
   });
-  document.getElementById("fit").addEventListener("click", fit);
+  document.getElementById("fit").addEventListener("click", () => fit(false));
 
   // ---- the address: #dataset=NAME&column=FIELD selects a column, #search=TEXT filters
   function setAddress(params) {
@@ -764,7 +987,8 @@
   function findDataset(name) {
     return (
       nodes.get(name) ||
-      Array.from(nodes.values()).find((node) => node.item.kind === "dataset" && node.item.name === name)
+      Array.from(nodes.values()).find((node) => node.item.kind === "dataset" && node.item.name === name) ||
+      Array.from(nodes.values()).find((node) => node.item.kind === "dataset" && node.item.label === name)
     );
   }
   function fromAddress() {
@@ -785,7 +1009,7 @@
 
   reflow();
   fromAddress();
-  fit();
-  window.addEventListener("resize", fit);
+  fit(true);
+  window.addEventListener("resize", () => fit(false));
   document.body.setAttribute("data-rendered", String(nodes.size));
 })();
