@@ -516,34 +516,32 @@ GLANCE = """
   function onScreen(text) {
     return parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a;
   }
+  function measure(element, label, box) {
+    return {
+      classes: element.getAttribute("class"),
+      text: label.textContent,
+      room: box.width.baseVal.value - label.x.baseVal[0].value,
+      length: label.getComputedTextLength(),
+      font: onScreen(label),
+      box: rect(box),
+    };
+  }
   var seen = { page: [innerWidth, innerHeight], area: rect(svg), nodes: {}, groups: {} };
   seen.direction = svg.getAttribute("data-direction");
   document.querySelectorAll("[data-node-id]").forEach(function (node) {
-    var label = node.querySelector(".label");
-    var box = node.querySelector(".box");
-    seen.nodes[node.getAttribute("data-node-id")] = {
-      classes: node.getAttribute("class"),
-      text: label.textContent,
-      title: node.querySelector("title").textContent,
-      room: box.width.baseVal.value - label.x.baseVal[0].value,
-      length: label.getComputedTextLength(),
-      font: onScreen(label),
-      box: rect(box),
-    };
+    var seenNode = measure(node, node.querySelector(".label"), node.querySelector(".box"));
+    seenNode.title = node.querySelector("title").textContent;
+    seen.nodes[node.getAttribute("data-node-id")] = seenNode;
   });
   document.querySelectorAll("[data-group-id]").forEach(function (group) {
-    var label = group.querySelector(".group-label");
-    var box = group.querySelector(".group-box");
-    seen.groups[group.getAttribute("data-group-id")] = {
-      classes: group.getAttribute("class"),
-      text: label.textContent,
-      room: box.width.baseVal.value - label.x.baseVal[0].value,
-      length: label.getComputedTextLength(),
-      font: onScreen(label),
-      box: rect(box),
-      shown: getComputedStyle(group).display !== "none",
-    };
+    var seenGroup = measure(group, group.querySelector(".group-label"), group.querySelector(".group-box"));
+    seenGroup.shown = getComputedStyle(group).display !== "none";
+    seen.groups[group.getAttribute("data-group-id")] = seenGroup;
   });
+  // Clicking a group's name opens its job in the panel (after the measures: the panel takes room).
+  var first = document.querySelector("[data-group-id]");
+  first.querySelector(".group-label").dispatchEvent(new MouseEvent("click", { bubbles: true }));
+  seen.clicked = [first.getAttribute("data-group-id"), document.querySelector("#details h2").textContent];
   var out = document.createElement("pre");
   out.id = "probe";
   out.textContent = JSON.stringify(seen);
@@ -621,6 +619,8 @@ def test_the_first_view_reads_at_a_glance(
         assert members, group_id
         for member in members:
             assert inside((nodes.get(member) or groups[member])["box"], group["box"]), (member, group_id)
+    clicked, heading = seen["clicked"]
+    assert heading == graph.jobs[clicked].name
     stage_a = job_id(PIPELINE_JOBS, "stage_a")
     assert all(graph.group_of(job) == stage_a for job in graph.jobs if graph.jobs[job].name.startswith("stage_a."))
     # A failed run is marked, on its job and on its parent's box; one blocked by a quality check apart.

@@ -238,12 +238,22 @@
     entry.element = element;
     entry.box = svgElement("rect", { class: "group-box", rx: 8 }, element);
     entry.legend = svgElement("rect", { class: "group-legend", x: GROUP_PAD - 4, y: -8, height: 16, rx: 3 }, element);
-    const label = svgElement("text", { class: "group-label", x: GROUP_PAD, y: 4 }, element);
+    const label = svgElement(
+      "text",
+      { class: "group-label", x: GROUP_PAD, y: 4, tabindex: "0", role: "button" },
+      element,
+    );
     label.textContent = item.label;
     svgElement("tspan", { class: "group-sub" }, label).textContent = groupCaption(item);
     entry.legend.setAttribute("width", textWidth(item.label + groupCaption(item), "label") + 8);
     svgElement("title", {}, element).textContent = `${item.namespace} / ${item.name}`;
     jobEvents(label, item);
+    label.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        showJob(item);
+      }
+    });
   }
 
   function drawRows(node) {
@@ -391,6 +401,7 @@
       if (!arrangement.compound && clashes()) {
         // An open dataset grew into a group it is not in: from now on dagre keeps the groups apart.
         arrangement.compound = true;
+        svg.setAttribute("data-layout", "compound");
         apply(placed(arrangement.rankdir, true));
       }
       return;
