@@ -88,6 +88,8 @@ class StrandedSweepEnvironment(BaseModel):
 class DependenciesStreamEnvironment(BaseModel):
     dependencies_table: str = Field(alias="DEPENDENCIES_TABLE", min_length=1)
     by_table_table: str = Field(alias="DEPENDENCIES_BY_TABLE_TABLE", min_length=1)
+    # The mapping's on-failure queue: an item that can never be applied is parked there by the function, with why.
+    failure_queue_url: str = Field(alias="DEPENDENCIES_STREAM_DEAD_LETTER_QUEUE_URL", min_length=1)
 
 
 class LineageInputEnvironment(BaseModel):

@@ -35,6 +35,11 @@ DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to
     "lineage": ("lineage_dlq", None),
     "dependencies-stream": ("dependencies_stream_dlq", None),
 }
+# A refused dependency item's record, sent back as it is, would be refused again: the item itself is what to fix.
+STREAM_FIX = (
+    "dependencies-stream: put a corrected item under the key named (`lakeline deps put`, or `aws dynamodb put-item`); "
+    "there is nothing to send back"
+)
 
 
 @dlq_app.command("list", short_help="Each parked message or quarantined file, with its reason.")
@@ -102,7 +107,7 @@ def kept_dead_letters(root: Path) -> dict[str, list[KeptMessage]]:
 
 def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> int:
     """The parked messages the local deployment's last run kept (``lakeline.local.rehearsal.kept_state``)."""
-    from lakeline.operations.dead_letters import REASON
+    from lakeline.operations.dead_letters import parked_reason
 
     kept = kept_dead_letters(root)
     parked = 0
@@ -111,11 +116,17 @@ def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> 
         parked += len(letters)
         console.print(f"[bold]{name}[/]: {len(letters)} parked")
         for letter in letters:
-            console.print(f"  {escape(letter.attributes.get(REASON, {}).get('StringValue', '(no reason recorded)'))}")
+            console.print(f"  {escape(parked_reason(letter.attributes, letter.body))}")
             console.print(f"    {escape(letter.body[:200])}", style="dim")
-    if parked:
+    if any(kept[name] for name in queues if DLQ_QUEUES[name][1] is not None):
         console.print("fix the cause, then `lakeline dlq redrive --queue <queue>` sends them back")
+    _print_stream_fix(console, {name: len(kept[name]) for name in queues})
     return parked
+
+
+def _print_stream_fix(console: Console, parked: dict[str, int]) -> None:
+    if parked.get("dependencies-stream"):
+        console.print(STREAM_FIX)
 
 
 def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) -> int:
@@ -125,15 +136,16 @@ def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) ->
 
     aws = AwsClients()
 
-    outputs, sqs, parked = stack_outputs(aws.cloudformation, stack), aws.sqs, 0
+    outputs, sqs, counts = stack_outputs(aws.cloudformation, stack), aws.sqs, {}
     for name in queues:
         letters = read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]])
-        parked += len(letters)
+        counts[name] = len(letters)
         console.print(f"[bold]{name}[/]: {len(letters)} parked")
         for letter in letters:
             console.print(f"  {letter.message_id}  {escape(letter.reason)}")
             console.print(f"    {escape(letter.body[:200])}", style="dim")
-    return parked
+    _print_stream_fix(console, counts)
+    return sum(counts.values())
 
 
 @dlq_app.command("show", short_help="One parked message or quarantined file, whole.")
@@ -209,6 +221,8 @@ def dlq_redrive(
     from botocore.exceptions import BotoCoreError, ClientError
 
     dead_letters, target = DLQ_QUEUES.get(queue, ("", None))
+    if queue == "dependencies-stream":
+        fail(f"--queue must be stage-a or stage-b: {STREAM_FIX}")
     if target is None:
         fail(f"--queue must be stage-a or stage-b, not {queue!r}")
     if deployed is not None and stack is not None:

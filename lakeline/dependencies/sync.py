@@ -10,18 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from lakeline.aws.sqs import dead_letter, json_body
 from lakeline.dependencies.graph import check_no_cycle, datasets_in_cycles
 from lakeline.dependencies.model import (
     DependencyEdge,
     DependencyItem,
     DependencyItemError,
     edges_of,
+    normalise_table_name,
     parse_dependency_item,
 )
 from lakeline.dependencies.store import DependencyStore, source_tables_of_image
 from lakeline.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 ChangeKind = Literal["INSERT", "MODIFY", "REMOVE"]
 
@@ -48,6 +53,13 @@ def _dataset_of(image: Mapping[str, Any]) -> str:
     return dataset
 
 
+def _normalised(dataset: str) -> bool:
+    try:
+        return normalise_table_name(dataset, "dataset") == dataset
+    except InvalidInputError:
+        return False
+
+
 def plan_edge_changes(
     kind: ChangeKind,
     old_image: Mapping[str, Any] | None,
@@ -63,7 +75,11 @@ def plan_edge_changes(
     if kind == "REMOVE":
         if old_image is None:
             raise InvalidInputError("REMOVE record without an old image (the stream must be NEW_AND_OLD_IMAGES)")
-        dataset = _dataset_of(old_image).lower()
+        dataset = _dataset_of(old_image)
+        if not _normalised(dataset):
+            # Every version under this key was refused (``_stored_key``), so it has no pairs; the pairs of the item
+            # under the normalised key are that item's, and stay.
+            return None, EdgeChanges(dataset, (), ())
         gone = source_tables_of_image(old_image) | paired_sources(dataset)
         return None, EdgeChanges(dataset, (), tuple((source, dataset) for source in sorted(gone)))
     if new_image is None:
@@ -93,6 +109,40 @@ def apply_stream_change(
         check_no_cycle(item.dataset, item.source_tables, store.upstream_sources)
     store.replace_edges(changes.puts, changes.deletes)
     return changes
+
+
+STREAM_FUNCTION = "dependencies-by-table"
+REFUSED_FIX = "put a corrected item (lakeline deps put, or PutItem): sent back as it is, it would be refused again"
+
+
+@dataclass(frozen=True)
+class RefusedChange:
+    """A stream record whose item can never be applied (it does not validate, or it closes a cycle): parked in the
+    stream's failure queue with the reason, so the record is done and the records behind it go on."""
+
+    dataset: str | None
+    event_name: str
+    sequence_number: str
+    reason: str
+
+    def body(self) -> str:
+        # The key, not the item: the item is in the dependencies table (and may be larger than a message).
+        return json_body(
+            {
+                "refused_dependency_item": {
+                    "dataset": self.dataset,
+                    "event_name": self.event_name,
+                    "sequence_number": self.sequence_number,
+                    "reason": self.reason,
+                },
+                "fix": REFUSED_FIX,
+            }
+        )
+
+
+def park_refused(sqs: SQSClient, queue_url: str, refused: RefusedChange) -> None:
+    """Park a refused record with its reason (a failed send raises: the record is then retried, not lost)."""
+    dead_letter(sqs, queue_url, refused.body(), refused.reason, STREAM_FUNCTION)
 
 
 @dataclass

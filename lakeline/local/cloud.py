@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 REGION = "us-east-1"
 QUEUES = ("queue-a", "queue-b", "lineage", "trace")
 STAGE_QUEUES = ("queue-a", "queue-b")  # each with a follow-up queue, "<name>-follow-ups"
+STREAM_FAILURES = "dependencies-stream-dlq"
 MAX_RECEIVE_COUNT = 3  # receives before SQS moves a message to its DLQ, as the deployed queues do
 ARCHIVE_BUCKET = "lakeline-lineage-archive"
 LINEAGE_TABLE_NAME = "lineage"
@@ -90,6 +91,8 @@ class LocalCloud:
                 queue_urls[follow_ups] = sqs.create_queue(QueueName=follow_ups, Attributes={"RedrivePolicy": redrive})[
                     "QueueUrl"
                 ]
+        # The stream's failure queue, as deployed: a dependency item the stream function refuses is parked there.
+        queue_urls[STREAM_FAILURES] = sqs.create_queue(QueueName=STREAM_FAILURES)["QueueUrl"]
         aws.s3.create_bucket(Bucket=ARCHIVE_BUCKET)
         cloud = cls(
             server=server,
@@ -111,6 +114,7 @@ class LocalCloud:
         return {
             "DEPENDENCIES_TABLE": self.names.dependencies,
             "DEPENDENCIES_BY_TABLE_TABLE": self.names.by_table,
+            "DEPENDENCIES_STREAM_DEAD_LETTER_QUEUE_URL": self.queue_urls[STREAM_FAILURES],
             "PIPELINE_STATE_TABLE": self.names.pipeline_state,
             "STAGE_A_QUEUE_URL": self.queue_urls["queue-a"],
             "STAGE_A_FOLLOW_UP_QUEUE_URL": self.queue_urls["queue-a-follow-ups"],

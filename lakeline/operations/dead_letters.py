@@ -11,8 +11,9 @@ not a stage B message: fix the dependency item and use ``lakeline reprocess`` in
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -47,11 +48,30 @@ class DeadLetter:
             return True  # not JSON: the stage's router parks it again, with its reason
 
 
+def parked_reason(attributes: Mapping[str, Any], body: str) -> str:
+    """Why a message was parked: the reason Lakeline's function recorded with it; for the record Lambda sends to a
+    stream's on-failure queue once it gave up on a batch (it records none), what that batch was."""
+    recorded = attributes.get(REASON, {}).get("StringValue")
+    if recorded is not None:
+        return str(recorded)
+    try:
+        discarded = json.loads(body)
+        batch, context = discarded["DDBStreamBatchInfo"], discarded.get("requestContext", {})
+        return (
+            f"Lambda gave up on {batch['batchSize']} stream records, sequence numbers {batch['startSequenceNumber']}"
+            f"..{batch['endSequenceNumber']} ({context.get('condition', 'no condition given')}, "
+            f"{context.get('approximateInvokeCount', '?')} invocations): the stream function's log says why; once "
+            "fixed, put those items again"
+        )
+    except (ValueError, TypeError, KeyError):
+        return "(no reason recorded)"
+
+
 def _reasons(message: dict[str, object]) -> tuple[str, str]:
     attributes = message.get("MessageAttributes") or {}
     assert isinstance(attributes, dict)
     return (
-        str(attributes.get(REASON, {}).get("StringValue", "(no reason recorded)")),
+        parked_reason(attributes, str(message.get("Body", ""))),
         str(attributes.get(SOURCE, {}).get("StringValue", "")),
     )
 

@@ -219,7 +219,7 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
     """The status of a project's local deployment as its last command kept it (``lakeline run``; read from
     ``deployed/state``, nothing stood up): its pipeline state, its dead-letter queues and its last run."""
     from lakeline.local.rehearsal import kept_state
-    from lakeline.operations.dead_letters import REASON
+    from lakeline.operations.dead_letters import parked_reason
 
     folder = workspace / "deployed" / "state"
     tables = kept_state.kept_tables(folder)
@@ -242,7 +242,7 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
         status.dead_letters[name.removesuffix("_dlq").replace("_", " ")] = len(messages)
         status.failures += [
             f"parked in {name.removesuffix('_dlq').replace('_', ' ')}: "
-            + message.attributes.get(REASON, {}).get("StringValue", "(no reason recorded)")
+            + parked_reason(message.attributes, message.body)
             for message in messages
         ]
     # The files of a table the runs could not make: never uploaded, so in no queue.

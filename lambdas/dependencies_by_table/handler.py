@@ -1,15 +1,17 @@
 """Lambda on the ``dependencies`` table stream (NEW_AND_OLD_IMAGES) → ``dependencies-by-table``.
 
-Every record of the batch is applied on its own (Powertools batch processing): an invalid item, or one
-that would close a dependency cycle, fails only its record, with the reason logged, and Lambda reports
-it as a partial batch failure.
+Every record of the batch is applied on its own (Powertools batch processing). An item that can never be
+applied (it does not validate, or it would close a dependency cycle) is parked by the function itself in the
+stream's failure queue, with its key, sequence number and reason, and its record is done: the records behind
+it on the shard go on. Any other error (throttling, a missing grant) fails only its record, which Lambda
+retries from there and, once its retries are spent, sends to the same queue (``on_failure``).
 """
 
 from __future__ import annotations
 
 import os
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
@@ -22,10 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.store import DependencyStore
-from lakeline.dependencies.sync import apply_stream_change
-from lakeline.errors import LakelineError
+from lakeline.dependencies.sync import RefusedChange, apply_stream_change, park_refused
+from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
 from lambdas.environments import DependenciesStreamEnvironment
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 logger = Logger(service="dependencies-by-table")
 tracer = Tracer(service="dependencies-by-table")
@@ -41,15 +46,22 @@ class DependencyStreamRecord(BaseModel):
 
     event_name: Literal["INSERT", "MODIFY", "REMOVE"] = Field(alias="eventName")
     sequence_number: str
+    keys: dict[str, Any] | None = None
     old_image: dict[str, Any] | None = None
     new_image: dict[str, Any] | None = None
 
-    @field_validator("old_image", "new_image", mode="before")
+    @field_validator("keys", "old_image", "new_image", mode="before")
     @classmethod
     def _decode(cls, value: Any) -> dict[str, Any] | None:
         if value is None:
             return None
         return {key: _deserializer.deserialize(attribute) for key, attribute in value.items()}
+
+    @property
+    def dataset(self) -> str | None:
+        """The item's key as stored (not normalised: a refused key is named as written)."""
+        key = (self.keys or {}).get("dataset")
+        return key if isinstance(key, str) else None
 
     @classmethod
     def from_event_record(cls, record: dict[str, Any]) -> DependencyStreamRecord:
@@ -58,6 +70,7 @@ class DependencyStreamRecord(BaseModel):
             {
                 "eventName": record.get("eventName"),
                 "sequence_number": change.get("SequenceNumber", ""),
+                "keys": change.get("Keys"),
                 "old_image": change.get("OldImage"),
                 "new_image": change.get("NewImage"),
             }
@@ -65,10 +78,20 @@ class DependencyStreamRecord(BaseModel):
 
 
 @cache
+def _environment() -> DependenciesStreamEnvironment:
+    return load_environment(DependenciesStreamEnvironment, os.environ)
+
+
+@cache
 def _store() -> DependencyStore:
     """Configuration and client, made once per execution environment (at the first invocation)."""
-    environment = load_environment(DependenciesStreamEnvironment, os.environ)
+    environment = _environment()
     return DependencyStore(AwsClients().dynamodb, environment.dependencies_table, environment.by_table_table)
+
+
+@cache
+def _sqs() -> SQSClient:
+    return AwsClients().sqs
 
 
 @tracer.capture_method
@@ -78,13 +101,18 @@ def record_handler(record: DynamoDBRecord) -> None:
     try:
         change = DependencyStreamRecord.from_event_record(record.raw_event)
         where["event_name"] = change.event_name
-        result = apply_stream_change(_store(), change.event_name, change.old_image, change.new_image)
+        try:
+            result = apply_stream_change(_store(), change.event_name, change.old_image, change.new_image)
+        except InvalidInputError as error:  # the item's own fault: retrying would refuse it again
+            refused = RefusedChange(change.dataset, change.event_name, change.sequence_number, str(error))
+            park_refused(_sqs(), _environment().failure_queue_url, refused)
+            logger.error(
+                "dependency item refused", extra={**where, "dataset": refused.dataset, "reason": refused.reason}
+            )
+            metrics.add_metric(name="RefusedDependencyItems", unit=MetricUnit.Count, value=1)
+            return
         metrics.add_metric(name="RoutingItemsWritten", unit=MetricUnit.Count, value=len(result.puts))
         metrics.add_metric(name="RoutingItemsDeleted", unit=MetricUnit.Count, value=len(result.deletes))
-    except LakelineError as error:
-        logger.error("dependency item refused", extra={**where, "reason": str(error)})
-        metrics.add_metric(name="RefusedDependencyItems", unit=MetricUnit.Count, value=1)
-        raise
     except Exception:
         logger.exception("dependencies-by-table update failed", extra=where)
         raise

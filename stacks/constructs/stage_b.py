@@ -153,8 +153,11 @@ class DependenciesStream(Construct):
                 DependenciesStreamEnvironment,
                 dependencies_table=storage.table_name("Dependencies"),
                 by_table_table=storage.table_name("DependenciesByTable"),
+                failure_queue_url=self.failures.queue.queue_url,
             ),
         )
+        # The function parks a refused item's record there itself; Lambda's on_failure sends only what it retried.
+        self.failures.queue.grant_send_messages(function.function)
         storage.table("Dependencies").grant_read_data(function.function)
         storage.table("Dependencies").grant_stream_read(function.function)
         storage.table("DependenciesByTable").grant_read_write_data(function.function)

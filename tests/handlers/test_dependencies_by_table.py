@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from lakeline.dependencies import store as store_module
@@ -24,6 +25,8 @@ from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.errors import ConfigError, LakelineError
+from lakeline.local.handler_caches import reset_handler_caches
+from lakeline.operations.dead_letters import read_dead_letters
 from lambdas.dependencies_by_table import handler as lambda_module
 from tests.seed_items import seed_item
 
@@ -73,6 +76,8 @@ class Aws:
     client: Any
     store: DependencyStore
     stream: StreamReader
+    sqs: Any
+    failures: str
 
     def run_lambda(self) -> dict[str, Any]:
         event = self.stream.next_event()
@@ -88,18 +93,28 @@ class Aws:
         items = self.client.scan(TableName=TABLES.by_table)["Items"]
         return {(i["source_table"]["S"], i["target_dataset"]["S"]): i for i in items}
 
+    def parked(self) -> list[tuple[dict[str, Any], str, str]]:
+        """(the body's refused record, the reason attribute, the source attribute) of every parked message."""
+        letters = read_dead_letters(self.sqs, self.failures)
+        return [
+            (json.loads(letter.body)["refused_dependency_item"], letter.reason, letter.source) for letter in letters
+        ]
+
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     monkeypatch.setenv("DEPENDENCIES_TABLE", TABLES.dependencies)
     monkeypatch.setenv("DEPENDENCIES_BY_TABLE_TABLE", TABLES.by_table)
-    lambda_module._store.cache_clear()
+    reset_handler_caches()
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         stream_arn = create_dependency_tables(client, TABLES)
         store = DependencyStore(client, TABLES.dependencies, TABLES.by_table)
-        yield Aws(client, store, StreamReader(stream_arn))
-    lambda_module._store.cache_clear()
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        failures = sqs.create_queue(QueueName="dependencies-stream-failures")["QueueUrl"]
+        monkeypatch.setenv("DEPENDENCIES_STREAM_DEAD_LETTER_QUEUE_URL", failures)
+        yield Aws(client, store, StreamReader(stream_arn), sqs, failures)
+    reset_handler_caches()
 
 
 def with_sources(*sources: str, **changes: Any) -> dict[str, Any]:
@@ -148,7 +163,9 @@ def log_lines() -> Iterator[io.StringIO]:
     handler.setStream(previous)
 
 
-def test_a_batch_mixing_good_and_bad_records_fails_only_the_bad_ones(aws: Aws, log_lines: io.StringIO) -> None:
+def test_a_batch_mixing_good_and_bad_records_parks_the_bad_ones_with_their_reason(
+    aws: Aws, log_lines: io.StringIO
+) -> None:
     aws.put_raw(seed_item())  # good
     bad_weekday = seed_item(dataset="engineering_analytics_dev.bad_weekday")
     bad_weekday["dependencies"][0]["relativedelta_attributes"] = {"weekday": "Saturday", "dayz": 1}
@@ -161,32 +178,80 @@ def test_a_batch_mixing_good_and_bad_records_fails_only_the_bad_ones(aws: Aws, l
     sequence = {
         record["dynamodb"]["Keys"]["dataset"]["S"]: record["dynamodb"]["SequenceNumber"] for record in event["Records"]
     }
-    result = lambda_module.handler(event, LambdaContext())  # type: ignore[arg-type]
-    failed = {failure["itemIdentifier"] for failure in result["batchItemFailures"]}
-    assert failed == {
-        sequence["engineering_analytics_dev.bad_weekday"],
-        sequence["Engineering_Analytics_Dev.Shouting"],
-        sequence["db.a"],
-        sequence["db.b"],
-    }
+    # Nothing is left for Lambda to retry: the shard goes on past the refused items.
+    assert lambda_module.handler(event, LambdaContext()) == {"batchItemFailures": []}  # type: ignore[arg-type]
     assert sorted(aws.pairs()) == [
         (CUSTOMERS, "engineering_analytics_dev.also_good"),
         (CUSTOMERS, TARGET),
     ]
+    parked = {refused["dataset"]: (refused, reason, source) for refused, reason, source in aws.parked()}
+    assert sorted(parked) == [
+        "Engineering_Analytics_Dev.Shouting",
+        "db.a",
+        "db.b",
+        "engineering_analytics_dev.bad_weekday",
+    ]
+    for dataset, (refused, reason, source) in parked.items():
+        assert (refused["event_name"], refused["sequence_number"], refused["reason"]) == (
+            "INSERT",
+            sequence[dataset],
+            reason,
+        )
+        assert source == "dependencies-by-table"
+    weekday = parked["engineering_analytics_dev.bad_weekday"][1]
+    assert "relativedelta_attributes.weekday: 'Saturday' is not a weekday" in weekday
+    assert "relativedelta_attributes.dayz: unknown relativedelta attribute" in weekday
+    shouting = parked["Engineering_Analytics_Dev.Shouting"][1]
+    assert "is not normalised: store it as 'engineering_analytics_dev.shouting'" in shouting
+    assert "dependency cycle: db.a needs db.b needs db.a" in parked["db.a"][1]
+    assert "dependency cycle: db.b needs db.a needs db.b" in parked["db.b"][1]
     logged = [json.loads(line) for line in log_lines.getvalue().splitlines()]
     reasons = [entry["reason"] for entry in logged if entry.get("message") == "dependency item refused"]
-    assert len(reasons) == 4
-    assert any("relativedelta_attributes.weekday: 'Saturday' is not a weekday" in r for r in reasons)
-    assert any("relativedelta_attributes.dayz: unknown relativedelta attribute" in r for r in reasons)
-    assert any("is not normalised: store it as 'engineering_analytics_dev.shouting'" in r for r in reasons)
-    assert any("dependency cycle: db.a needs db.b needs db.a" in r for r in reasons)
+    assert sorted(reasons) == sorted(reason for _, reason, _ in parked.values())
 
 
-def test_a_batch_where_every_record_fails_is_retried_whole(aws: Aws) -> None:
+def test_a_batch_where_every_item_is_invalid_is_parked_whole_not_retried(aws: Aws) -> None:
     aws.put_raw(seed_item(dataset="engineering_analytics_dev.bad", partitionColumn="Not Valid"))
-    with pytest.raises(BatchProcessingError):
-        aws.run_lambda()
+    assert aws.run_lambda() == {"batchItemFailures": []}
     assert aws.pairs() == {}
+    ((refused, reason, _),) = aws.parked()
+    assert refused["dataset"] == "engineering_analytics_dev.bad"
+    assert "partitionColumn" in reason
+
+
+def test_a_transient_error_fails_the_record_for_lambda_to_retry_and_parks_nothing(aws: Aws) -> None:
+    """Throttling is no fault of the item: the record fails (Lambda retries the shard from it, then ``on_failure``),
+    the records before it are done, and nothing is parked."""
+    aws.put_raw(seed_item(dataset="engineering_analytics_dev.first"))
+    aws.put_raw(seed_item())
+    event = aws.stream.next_event()
+    throttled = 0
+
+    def throttle(params: dict[str, Any], **kwargs: Any) -> None:
+        nonlocal throttled
+        names = [action["Put"]["Item"]["target_dataset"]["S"] for action in params["TransactItems"] if "Put" in action]
+        if TARGET in names:
+            throttled += 1
+            raise ClientError(
+                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
+                "TransactWriteItems",
+            )
+
+    lambda_module._store().client.meta.events.register("provide-client-params.dynamodb.TransactWriteItems", throttle)
+    result = lambda_module.handler(event, LambdaContext())  # type: ignore[arg-type]
+    assert result == {"batchItemFailures": [{"itemIdentifier": event["Records"][1]["dynamodb"]["SequenceNumber"]}]}
+    assert throttled == 1
+    assert list(aws.pairs()) == [(CUSTOMERS, "engineering_analytics_dev.first")]
+    assert aws.parked() == []
+
+
+def test_a_refused_item_whose_parking_fails_is_retried_not_lost(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEPENDENCIES_STREAM_DEAD_LETTER_QUEUE_URL", aws.failures + "-gone")
+    reset_handler_caches()
+    aws.put_raw(seed_item(dataset="engineering_analytics_dev.bad", partitionColumn="Not Valid"))
+    with pytest.raises(BatchProcessingError, match="All records failed"):
+        aws.run_lambda()
+    assert aws.parked() == []
 
 
 def test_redelivered_records_are_idempotent(aws: Aws) -> None:
@@ -202,19 +267,32 @@ def test_no_pair_is_orphaned_after_a_refused_version(aws: Aws) -> None:
     aws.run_lambda()
     invalid = with_sources("engineering_mysql_dev.orders")
     invalid["partitionPythonMask"] = "%Y/%m/%d"
-    aws.put_raw(invalid)  # v2: refused, so the customers pair stays
-    with pytest.raises(BatchProcessingError, match="All records failed"):
-        aws.run_lambda()
+    aws.put_raw(invalid)  # v2: refused and parked; the customers pair stays
+    assert aws.run_lambda() == {"batchItemFailures": []}
     assert list(aws.pairs()) == [(CUSTOMERS, TARGET)]
+    ((refused, reason, _),) = aws.parked()
+    assert (refused["dataset"], refused["event_name"]) == (TARGET, "MODIFY")
+    assert "partitionPythonMask" in reason
     # v3 replaces v2 (its old image never named customers), yet the v1 pair is removed
     aws.store.put_items([parse_dependency_item(with_sources("engineering_mysql_dev.payments"))])
     assert aws.run_lambda() == {"batchItemFailures": []}
     assert list(aws.pairs()) == [("engineering_mysql_dev.payments", TARGET)]
 
 
+def test_removing_a_refused_key_keeps_the_pairs_of_the_item_under_its_normalised_key(aws: Aws) -> None:
+    aws.store.put_items([parse_dependency_item(seed_item())])
+    shouting = seed_item(dataset=TARGET.upper())
+    aws.put_raw(shouting)  # refused: never paired
+    assert aws.run_lambda() == {"batchItemFailures": []}
+    aws.client.delete_item(TableName=TABLES.dependencies, Key={"dataset": {"S": TARGET.upper()}})
+    assert aws.run_lambda() == {"batchItemFailures": []}
+    assert list(aws.pairs()) == [(CUSTOMERS, TARGET)]
+    assert [refused["dataset"] for refused, _, _ in aws.parked()] == [TARGET.upper()]
+
+
 def test_missing_configuration_fails_clearly(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DEPENDENCIES_BY_TABLE_TABLE")
-    lambda_module._store.cache_clear()
+    reset_handler_caches()
     aws.put_raw(seed_item())
     with pytest.raises(BatchProcessingError):
         aws.run_lambda()

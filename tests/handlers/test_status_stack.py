@@ -292,6 +292,28 @@ def test_a_redrive_that_fails_part_way_leaves_what_it_did_not_send_visible(stack
 def test_dlq_redrive_of_a_queue_without_a_stage_is_refused(stack: dict[str, Any]) -> None:
     result = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "lineage"])
     assert result.exit_code == 2 and "--queue must be stage-a or stage-b" in result.output
+    refused = CliRunner().invoke(app, ["dlq", "redrive", "--stack", STACK, "--queue", "dependencies-stream"])
+    assert refused.exit_code == 2 and "put a corrected item under the key named" in refused.output
+
+
+def test_dlq_list_names_a_refused_dependency_item_and_a_batch_lambda_gave_up_on(stack: dict[str, Any]) -> None:
+    from lakeline.dependencies.sync import RefusedChange, park_refused
+
+    reason = "dependency item 'a.b': partitionColumn: 'Not Valid' is not a lowercase identifier"
+    park_refused(stack["sqs"], stack["dlq_stream"], RefusedChange("a.b", "INSERT", "1100000000017454423010", reason))
+    discarded = {
+        "requestContext": {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": 4},
+        "DDBStreamBatchInfo": {"batchSize": 2, "startSequenceNumber": "7", "endSequenceNumber": "8"},
+    }
+    stack["sqs"].send_message(QueueUrl=stack["dlq_stream"], MessageBody=json.dumps(discarded))
+    result = CliRunner().invoke(app, ["dlq", "list", "--stack", STACK, "--queue", "dependencies-stream"])
+    assert result.exit_code == 1, result.output
+    assert "dependencies-stream: 2 parked" in result.output
+    assert reason in result.output and '"sequence_number":"1100000000017454423010"' in result.output
+    assert "Lambda gave up on 2 stream records, sequence numbers 7..8 (RetryAttemptsExhausted, 4 invocations)" in (
+        result.output
+    )
+    assert "put a corrected item under the key named" in result.output
 
 
 def test_dlq_show_prints_one_parked_message_whole_and_leaves_it_there(stack: dict[str, Any]) -> None:

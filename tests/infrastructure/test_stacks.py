@@ -430,6 +430,31 @@ def test_post_update_tasks_retry_their_failures(athena_templates: tuple[Template
 # -- OpenLineage events of the stage functions ---------------------------------------------------------------
 
 
+def test_the_dependencies_stream_function_parks_refused_items_in_its_mappings_failure_queue(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    """The queue the function is told to park in is the one its mapping sends to on failure, and it may send there
+    (its messages encrypted with the queue's key)."""
+    _, pipeline = athena_templates
+    ((name, function),) = [
+        (name, f["Properties"])
+        for name, f in resources(pipeline, "AWS::Lambda::Function").items()
+        if f["Properties"]["Handler"] == "lambdas.dependencies_by_table.handler.handler"
+    ]
+    (mapping,) = [
+        m["Properties"]
+        for m in resources(pipeline, "AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": name}
+    ]
+    destination = mapping["DestinationConfig"]["OnFailure"]["Destination"]  # {"Fn::GetAtt": [queue, "Arn"]}
+    queue = destination["Fn::GetAtt"][0]
+    assert function["Environment"]["Variables"]["DEPENDENCIES_STREAM_DEAD_LETTER_QUEUE_URL"] == {"Ref": queue}
+    allowed = grants(role_statements(pipeline, function))
+    assert ("sqs:SendMessage", json.dumps(destination)) in allowed
+    key = json.dumps(resources(pipeline, "AWS::SQS::Queue")[queue]["Properties"]["KmsMasterKeyId"])
+    assert {("kms:GenerateDataKey*", key), ("kms:Decrypt", key)} <= allowed
+
+
 def functions_by_handler(pipeline: Template) -> dict[str, dict[str, Any]]:
     return {
         f["Properties"]["Handler"].split(".")[1]: f["Properties"]

@@ -27,6 +27,10 @@ changes the code they patch.
   lease met a message queuing behind that lease, and the message was left waiting with no run to take
   it (a trailing window never rebuilt once its last day was published, #36). Requests are served one at
   a time (``_serialize_dynamodb``).
+- DynamoDB streams: moto gives new records to the mapped function and drops them whatever it answered, and numbers
+  a record by its place among those not yet delivered (numbers came round again). Delivery follows the mapping's
+  retries, bisection, partial batch responses and on-failure destination (``_deliver``,
+  ``lakeline.local.rehearsal.streams``), and sequence numbers keep rising.
 
 - Work that grows with what the account holds, on every request (``_serve_in_bounded_time``): the server
   lists moto's package folder to route each request; receiving a message reads every attribute of its
@@ -43,10 +47,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
+
+from lakeline.local.rehearsal import streams
 
 CustomResourceHandler = Callable[[str, str, dict[str, Any]], dict[str, Any]]
 """(account, region, the resource's properties) → the attributes it returns (``Fn::GetAtt``)."""
@@ -131,6 +139,10 @@ def _serialize_dynamodb() -> None:
             original_add(self, old, new)
         finally:
             self.table.lambda_event_source_mappings = mappings
+        # moto numbers a record by its place among the records not yet delivered, so numbers came round again after
+        # each delivery: a sequence number (a partial batch response's, a parked record's) must name one record.
+        self._lakeline_sequence = max(getattr(self, "_lakeline_sequence", 0), int(self.starting_sequence_number)) + 1
+        self.items[-1].record["dynamodb"]["SequenceNumber"] = str(self._lakeline_sequence)
         shards.append(self)
 
     setattr(DynamoHandler, "call_action", call_action)  # noqa: B010
@@ -205,23 +217,76 @@ def _serve_in_bounded_time() -> None:
 
 
 def _deliver(shard: Any) -> None:
-    """What moto's ``StreamShard.add`` does after keeping a record: send the shard's records to the mapped
-    functions, and drop those sent if a function took them."""
-    from moto.awslambda.utils import get_backend
-
-    with DYNAMODB_REQUESTS:
-        records = list(shard.items)
-        mappings = list(shard.table.lambda_event_source_mappings.items())
-    if not records:
-        return
-    result = None
-    for arn, mapping in mappings:
-        result = get_backend(shard.account_id, arn.split(":")[3]).send_dynamodb_items(
-            arn, records, mapping.event_source_arn
-        )
-    if result:
+    """What moto's ``StreamShard.add`` does after keeping a record, as Lambda's stream poller does it
+    (``lakeline.local.rehearsal.streams``): send the shard's records to the mapped functions in order, retrying
+    what a function failed and sending what it kept failing to the mapping's on-failure destination, then drop
+    them. One delivery per shard at a time, so that a shard's records reach a function in their order."""
+    with _shard_lock(shard):
+        with DYNAMODB_REQUESTS:
+            records = list(shard.items)
+            mappings = [mapping for mapping in shard.table.lambda_event_source_mappings.values() if mapping.enabled]
+        if not records:
+            return
+        for mapping in mappings:
+            _deliver_to(shard, streams.StreamMapping.of(mapping), records)
         with DYNAMODB_REQUESTS:
             shard.items = [record for record in shard.items if all(record is not sent for sent in records)]
+
+
+_shard_locks_lock = threading.Lock()
+
+
+def _shard_lock(shard: Any) -> threading.Lock:
+    with _shard_locks_lock:
+        lock: threading.Lock | None = getattr(shard, "_lakeline_delivery", None)
+        if lock is None:
+            lock = threading.Lock()
+            shard._lakeline_delivery = lock
+        return lock
+
+
+def _deliver_to(shard: Any, mapping: streams.StreamMapping, records: list[Any]) -> None:
+    from moto.awslambda.utils import get_backend
+    from moto.core.utils import unix_time
+    from moto.sqs.models import sqs_backends
+
+    region = mapping.function_arn.split(":")[3]
+    events = []
+    for record in records:  # as moto's ``send_dynamodb_items`` spells them, Lambda's event records
+        change = dict(record.record["dynamodb"])
+        if isinstance(change.get("ApproximateCreationDateTime"), datetime):
+            change["ApproximateCreationDateTime"] = unix_time(change["ApproximateCreationDateTime"])
+        events.append(
+            {
+                **{name: record.record[name] for name in ("eventID", "eventName", "eventVersion", "eventSource")},
+                "awsRegion": region,
+                "dynamodb": change,
+                "eventSourceARN": mapping.stream_arn,
+            }
+        )
+
+    def invoke(batch: list[dict[str, Any]]) -> streams.BatchAnswer:
+        headers: dict[str, Any] = {}
+        try:
+            reply = get_backend(shard.account_id, region).invoke(
+                function_name=mapping.function_arn,
+                qualifier=None,
+                body=json.dumps({"Records": batch}),
+                headers={},
+                response_headers=headers,
+            )
+        except Exception:  # the function could not be run at all: the batch failed, as in AWS
+            return streams.BatchAnswer(0, whole=True)
+        errored = "x-amz-function-error" in headers
+        return streams.outcome_of(mapping, batch, errored, None if errored or not reply else json.loads(reply))
+
+    def send_failure(destination: str, body: str) -> None:
+        _, _, service, destination_region, account, name = destination.split(":", 5)
+        if service != "sqs":
+            raise NotImplementedError(f"on-failure destination {destination}: only SQS is rehearsed")
+        sqs_backends[account][destination_region].send_message(name, body)
+
+    streams.deliver_stream(mapping, shard.id, events, invoke, send_failure)
 
 
 def _fix_kms_key_tags() -> None:
