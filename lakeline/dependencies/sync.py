@@ -112,7 +112,10 @@ def apply_stream_change(
 
 
 STREAM_FUNCTION = "dependencies-by-table"
-REFUSED_FIX = "put a corrected item (lakeline deps put, or PutItem): sent back as it is, it would be refused again"
+REFUSED_FIX = (
+    "put a corrected item under the key named (`lakeline deps put`, or `aws dynamodb put-item`): sent back as it is, "
+    "it would be refused again"
+)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from lakeline.operations.endpoint import RunningEndpoint
 from tests.e2e import test_up as up_session
 
 pytestmark = pytest.mark.spark
@@ -38,13 +39,7 @@ def test_an_invalid_item_put_with_the_aws_cli_is_parked_with_its_reason_and_the_
 ) -> None:
     project, process, endpoint = up
     resources = endpoint["resources"]
-    exports = {
-        "AWS_ENDPOINT_URL": endpoint["url"],
-        "AWS_REGION": endpoint["region"],
-        "AWS_DEFAULT_REGION": endpoint["region"],
-        "AWS_ACCESS_KEY_ID": endpoint["access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": endpoint["secret_access_key"],
-    }
+    exports = RunningEndpoint(**endpoint).exports()  # as `up` prints them (tests/e2e/test_up.py checks the printout)
     shell = {name: value for name, value in up_session._environment().items() if not name.startswith("AWS_")} | exports
 
     def run(command: list[str], *, expect: int = 0) -> str:
