@@ -33,6 +33,7 @@ app.command("watch", short_help="Process files as they land in the project's raw
     run.watch_project
 )
 app.command("up", short_help="Keep the project's local deployment up as an AWS endpoint, until Ctrl-C.")(up.up)
+app.command("down", short_help="Stop the `lakeline up` of the project, keeping its state.")(up.down)
 
 app.add_typer(stages.stage_a_app, name="stage-a")
 app.add_typer(deps_app, name="deps")

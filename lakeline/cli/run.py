@@ -97,6 +97,7 @@ def _run_deployed(
         started = time.monotonic()
         check_app()
         project = DeployedProject(ProjectConfig.load(config), console)
+        _refuse_if_up(project.workspace.root)
         note_runtime(project.workspace.root, deployed=True, config=config)
         keys = [] if watching else project.raw_keys()
         seen = project.snapshot(keys)
@@ -150,6 +151,7 @@ def run_project(
     try:
         started = time.monotonic()
         project = LocalProject(ProjectConfig.load(config), console)
+        _refuse_if_up(project.workspace.root)
         note_runtime(project.workspace.root, deployed=False, config=config)
         keys = project.raw_keys()
         seen = project.snapshot(keys)
@@ -208,7 +210,9 @@ def watch_project(
     console = progress_console()
     try:
         started = time.monotonic()
-        with LocalProject(ProjectConfig.load(config), console) as project:
+        project = LocalProject(ProjectConfig.load(config), console)
+        _refuse_if_up(project.workspace.root)
+        with project:
             note_runtime(project.workspace.root, deployed=False, config=config)
             project.prepare()
             try:
@@ -218,6 +222,15 @@ def watch_project(
             project.finish(started)
     except (LakelineError, QueryError, OSError) as error:
         _stopped(error, config)
+
+
+def _refuse_if_up(root: Path) -> None:
+    """``run`` and ``watch`` stand a deployment (or Spark) up of their own and keep its state: while a ``lakeline
+    up`` keeps the workspace's deployment running, its files go in through its endpoint instead (its state is
+    kept by it, when it stops)."""
+    from lakeline.operations.endpoint import refuse_if_up
+
+    refuse_if_up(root, instead="put files into its raw bucket through the endpoint (`aws s3 cp`, `aws s3 sync`)")
 
 
 def _stopped(error: LakelineError | QueryError | OSError, config: Path) -> NoReturn:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
     from lakeline.local.sql_server import SqlClient
     from lakeline.local.workspace import Workspace
+    from lakeline.operations.endpoint import RunningEndpoint
 
 
 class ResultFormat(StrEnum):
@@ -88,8 +89,9 @@ def run_sql(
         typer.Option(
             "--deployed/--embedded",
             help="--deployed: through Athena (pyathena) on the project's local deployment (what `lakeline run` "
-            "stands up), stood up with what its last command kept (about half a minute); --embedded: the embedded "
-            "runtime's Spark [default: the one the workspace's last run used]",
+            "stands up): the one a `lakeline up` keeps running on the workspace, else one stood up with what its "
+            "last command kept (about half a minute); --embedded: the embedded runtime's Spark [default: the one "
+            "the workspace's last run used]",
             show_default=False,
         ),
     ] = None,
@@ -125,6 +127,16 @@ def run_sql(
         fail(str(error))
     if project is not None and theirs is not None and theirs != ws.root:
         fail(f"--workspace {ws.root} is not the workspace of the project {project} ({theirs}): name the project")
+    if project is not None:
+        from lakeline.operations.endpoint import reachable
+
+        try:
+            up = reachable(ws.root)
+        except LakelineError as error:
+            fail(str(error))
+        if up is not None:  # the deployment a `lakeline up` keeps running: through its endpoint, not another
+            _run_on_endpoint(up, statements, output)
+            return
     if project is not None and not server:
         _run_deployed_sql(project, statements, output)
         return
@@ -173,6 +185,22 @@ def _sql_engine(ws: Workspace, server: bool, keep: float, deployed: Path | None)
         for note in client.record.notes:
             moved(note)
     return client
+
+
+def _run_on_endpoint(up: RunningEndpoint, statements: list[str], output: ResultFormat) -> None:
+    """Each statement through the Athena of the deployment ``up`` keeps running, with pyathena as a user's
+    client does; what a statement changes is kept when ``up`` stops, as anything else that arrives through it."""
+    from lakeline.engines.athena import pyathena_statement
+
+    console = Console()
+    connection = up.athena()
+    for statement in statements:
+        try:
+            result = pyathena_statement(connection, statement)
+        except QueryError as error:
+            fail(f"{error}\n{statement}", code=1)
+        if result.columns:
+            print_result(result, output, console)
 
 
 def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat) -> None:

@@ -24,18 +24,28 @@ def status(
     stack: Annotated[
         str | None, typer.Option(help="a deployed pipeline stack (e.g. Lakeline-dev-Pipeline) instead of a workspace")
     ] = None,
-    since_hours: Annotated[float, typer.Option(help="deployed: failed executions of the last N hours")] = 24.0,
+    since_hours: Annotated[
+        float, typer.Option(help="--stack, or a running `lakeline up`: failed executions of the last N hours")
+    ] = 24.0,
     deployed: RuntimeOption = None,
     output: Annotated[str, typer.Option("--format", help="table or json")] = "table",
 ) -> None:
     """What the pipeline holds (partitions and their versions), what waits (arrivals behind a run,
     triggerMode all targets and the sources they lack) and what failed (with the cause, and the
-    dead-letter queues or the quarantine). Exits 1 if anything failed or waits in a dead-letter queue."""
+    dead-letter queues or the quarantine). The local deployment is read as its last command kept it, or through
+    the endpoint of a `lakeline up` running on the workspace. Exits 1 if anything failed or waits in a
+    dead-letter queue."""
     from datetime import UTC, datetime, timedelta
 
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from lakeline.operations.status import StackClients, deployed_status, kept_deployment_status, local_status
+    from lakeline.operations.status import (
+        StackClients,
+        deployed_status,
+        kept_deployment_status,
+        local_status,
+        running_deployment_status,
+    )
 
     now = datetime.now(UTC)
     try:
@@ -52,13 +62,21 @@ def status(
         else:
             root, sources = existing_workspace(config, workspace)
             if reads_deployment(deployed, root):
-                report = kept_deployment_status(root, now)
+                from lakeline.operations.endpoint import reachable
+
+                up = reachable(root)  # a running `lakeline up`'s deployment is newer than what was kept
+                report = (
+                    kept_deployment_status(root, now)
+                    if up is None
+                    else running_deployment_status(up, root, now, since=timedelta(hours=since_hours))
+                )
             else:
                 report = local_status(root, sources, now)
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
     except (ClientError, BotoCoreError) as error:  # a stack that does not exist, no credentials, no region
-        fail(f"cannot read stack {stack}: {error}")
+        what = f"stack {stack}" if stack is not None else "the deployment `lakeline up` keeps up"
+        fail(f"cannot read {what}: {error}")
     if output == "json":
         typer.echo(json.dumps(report.to_dict(), indent=1))
     else:

@@ -1,5 +1,5 @@
-"""``lakeline up``: the project's local deployment kept up as an AWS endpoint until Ctrl-C, for the AWS CLI,
-boto3 and pyathena (``lakeline.operations.endpoint``)."""
+"""``lakeline up``: the project's local deployment kept up as an AWS endpoint until Ctrl-C or ``lakeline down``,
+for the AWS CLI, boto3 and pyathena (``lakeline.operations.endpoint``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 
-from lakeline.cli.shared import ProjectOption, WorkspaceOption, note_runtime, progress_console
+from lakeline.cli.shared import (
+    ConfigOption,
+    ProjectOption,
+    WorkspaceOption,
+    err_console,
+    note_runtime,
+    progress_console,
+    project_of,
+)
 from lakeline.console import fail
+from lakeline.errors import LakelineError
 
 if TYPE_CHECKING:
     from lakeline.operations.endpoint import RunningEndpoint
@@ -28,15 +38,22 @@ AT_REST_SECONDS = 600.0
 def up(
     config: ProjectOption = Path("lakeline.yml"),
     workspace: WorkspaceOption = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="the endpoint's port on 127.0.0.1 [default: a free one]", min=1, max=65535, show_default=False
+        ),
+    ] = None,
 ) -> None:
     """Stand the project's deployment up as `lakeline run` does (with the state the last command kept) and keep
-    it running as a local AWS endpoint until Ctrl-C: it prints what to export for the AWS CLI, boto3 and
-    pyathena, and the resources' names (also in <workspace>/deployed/endpoint.json while it runs). Objects put
-    into the raw bucket go through the pipeline as in AWS. Ctrl-C (or SIGTERM) waits for the work under way,
-    keeps the deployment's state as `lakeline run` does, and stops. Uploads nothing from the raw folder itself:
+    it running as a local AWS endpoint until Ctrl-C or `lakeline down`: it prints what to export for the AWS
+    CLI, boto3 and pyathena, and the resources' names (also in <workspace>/deployed/endpoint.json while it
+    runs). Objects put into the raw bucket go through the pipeline as in AWS; `lakeline status` and `lakeline
+    sql` on the workspace reach it. Ctrl-C (or SIGTERM, or `lakeline down`) waits for the work under way, keeps
+    the deployment's state as `lakeline run` does, and stops. Uploads nothing from the raw folder itself:
     `lakeline run` does, once this has stopped."""
     from lakeline.local.project import ProjectConfig
-    from lakeline.local.rehearsal.system import check_app
+    from lakeline.local.rehearsal.system import check_app, check_port
     from lakeline.local.settled import Settled
     from lakeline.operations import endpoint
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
@@ -48,7 +65,9 @@ def up(
         if workspace is not None:
             loaded = loaded.model_copy(update={"workspace": workspace.resolve()})
         endpoint.refuse_if_up(loaded.workspace)  # before a minute of stand-up; the workspace's claim is the guard
-        project = DeployedProject(loaded, console)
+        if port is not None:
+            check_port(port)  # said now rather than after the stand-up (the server checks it again as it starts)
+        project = DeployedProject(loaded, console, port=port)
         root = project.workspace.root
         note_runtime(root, deployed=True, config=config)
         with project:
@@ -103,4 +122,39 @@ def _print_endpoint(console: Console, up_at: RunningEndpoint, path: Path) -> Non
     console.print("resources:")
     for name, value in up_at.resources.items():
         console.print(f"  {name}: {escape(value)}", highlight=False, soft_wrap=True)
-    console.print(f"(also in {escape(str(path))}) Ctrl-C stops it and keeps its state", soft_wrap=True)
+    console.print(
+        "(the AWS CLI v1 takes AWS_ENDPOINT_URL for every service but SQS: `aws sqs --endpoint-url "
+        '"$AWS_ENDPOINT_URL" ...`)',
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(
+        f"(also in {escape(str(path))}) Ctrl-C or `lakeline down` stops it and keeps its state", soft_wrap=True
+    )
+
+
+def down(config: ConfigOption = None, workspace: WorkspaceOption = None) -> None:
+    """Stop the `lakeline up` that keeps the project's deployment up, as Ctrl-C in its terminal does: it waits
+    for the work under way to end, keeps the deployment's state, and gives the workspace up; this waits for
+    that. Says so (exit 0) if none runs; exits 1 if it stopped without keeping its state."""
+    from lakeline.local.rehearsal.kept_state import kept_at
+    from lakeline.operations import endpoint
+
+    try:
+        here = Path("lakeline.yml")  # what `up` reads by default
+        project = project_of(config if config is not None or workspace is not None or not here.is_file() else here)
+        root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()
+        with err_console.status("stopping `lakeline up`: it waits for the work under way to end, then keeps the state"):
+            stopped = endpoint.stop(root, lambda: kept_at(root / "deployed" / "state"), timeout=AT_REST_SECONDS + 120)
+    except LakelineError as error:
+        fail(str(error))
+    if stopped is None:
+        err_console.print(f"no `lakeline up` runs on the workspace {escape(str(root))}", soft_wrap=True)
+        return
+    if not stopped.kept:
+        fail(f"`lakeline up` (pid {stopped.endpoint.pid}) stopped without keeping its state (see its output)", code=1)
+    state = root / "deployed" / "state"
+    err_console.print(
+        f"stopped `lakeline up` (pid {stopped.endpoint.pid}); the deployment's state is kept in {escape(str(state))}",
+        soft_wrap=True,
+    )

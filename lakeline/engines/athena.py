@@ -250,3 +250,19 @@ def glue_quote(descriptor: Mapping[str, Any]) -> str:
     if "lazysimpleserde" in str(serde.get("SerializationLibrary", "")).lower():
         return ""
     return str(serde.get("Parameters", {}).get("quoteChar", '"'))
+
+
+def pyathena_statement(connection: Any, sql: str) -> QueryResult:
+    """A statement through a pyathena connection: its columns and rows as pyathena types them (none for DDL).
+    One cursor per statement: a cursor holds one query's state."""
+    from pyathena.error import DatabaseError
+
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql)
+        if not cursor.description:
+            return QueryResult(str(cursor.query_id))
+        columns = [str(column[0]) for column in cursor.description]
+        return QueryResult(str(cursor.query_id), columns, list(cursor.fetchall()))
+    except DatabaseError as error:
+        raise QueryFailed(f"Athena statement failed: {error}", sql=sql) from error

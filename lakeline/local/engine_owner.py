@@ -112,3 +112,19 @@ def claim(
         raise
     _held[root] = handle
     write_json(owner_file(workspace), {"pid": os.getpid(), "command": command or this_command()})
+
+
+def held_by_another(root: Path) -> bool:
+    """Whether another process holds the claim on the workspace at ``root`` now (the kernel releases it when
+    that process ends, even before its parent reaps it)."""
+    if root in _held:
+        return False
+    try:
+        handle = lock_file(Workspace(root)).open("r")
+    except FileNotFoundError:
+        return False
+    with handle:
+        if not _try_lock(handle):
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False

@@ -48,7 +48,8 @@ from lakeline.console import counted, print_whole
 from lakeline.dependencies.files import load_items
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
-from lakeline.engines.base import QueryResult
+from lakeline.engines.athena import pyathena_statement
+from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import LakelineError
 from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
@@ -145,7 +146,8 @@ class Operator:
 
     def __init__(self, deployment: Deployment, environment: str) -> None:
         self.deployment = deployment
-        self.outputs = deployment.outputs[f"Lakeline-{environment}-Pipeline"]
+        self.pipeline_stack = f"Lakeline-{environment}-Pipeline"
+        self.outputs = deployment.outputs[self.pipeline_stack]
         self.workgroup = f"lakeline-{environment}"
         self._connection: Any = None  # pyathena's, made on the first statement (``athena_result``)
         self._connection_lock = threading.Lock()
@@ -170,7 +172,6 @@ class Operator:
     def athena_result(self, sql: str) -> QueryResult:
         """A statement through Athena with pyathena: its columns and rows (none for DDL)."""
         import pyathena
-        from pyathena.error import DatabaseError
 
         if self.deployment.credentials is None:
             raise OperationFailed("the deployment has no operator credentials (IAM is not enforced)")
@@ -188,14 +189,9 @@ class Operator:
                 self._connection = pyathena.connect(**options)
             connection = self._connection
         try:
-            cursor = connection.cursor()  # one per statement: a cursor holds one query's state
-            cursor.execute(sql)
-            if not cursor.description:
-                return QueryResult(str(cursor.query_id))
-            columns = [str(column[0]) for column in cursor.description]
-            return QueryResult(str(cursor.query_id), columns, list(cursor.fetchall()))
-        except DatabaseError as error:
-            raise OperationFailed(f"Athena statement failed: {error}\n{sql.strip()}") from error
+            return pyathena_statement(connection, sql)
+        except QueryFailed as error:
+            raise OperationFailed(f"{error}\n{sql.strip()}") from error
 
     def run_ddl(self, text: str, what: str) -> int:
         """Athena DDL, ``$raw_root``, ``$stage_root`` and ``$analytics_root`` standing for the buckets."""
@@ -245,11 +241,16 @@ class Operator:
                     found[name.removesuffix("DeadLetterQueueUrl")] = [letter.reason for letter in letters]
         return found
 
+    def function(self, fragment: str) -> tuple[str, int]:
+        """The name and timeout of the one deployed function whose name contains ``fragment``."""
+        client = self.deployment.client("lambda")
+        found = [entry for entry in client.list_functions()["Functions"] if fragment in entry["FunctionName"]]
+        ((name, timeout),) = [(entry["FunctionName"], entry.get("Timeout", 3)) for entry in found]
+        return name, timeout
+
     def invoke(self, function: str) -> Any:
         """Invoke the deployed function whose name contains ``function`` (as ``aws lambda invoke``)."""
-        client = self.deployment.client("lambda")
-        found = [entry for entry in client.list_functions()["Functions"] if function in entry["FunctionName"]]
-        ((name, timeout),) = [(entry["FunctionName"], entry.get("Timeout", 3)) for entry in found]
+        name, timeout = self.function(function)
         # Answered when the function returns: wait as long as it may run (botocore's 60 s would give up on
         # the nightly schedule of a large lineage table, while the function goes on).
         waiting = self.deployment.client("lambda", read_timeout=timeout + 60)
@@ -265,10 +266,18 @@ class DeployedProject:
     back what the last command's deployment held and keep what this one holds (``deployed/state/``)."""
 
     def __init__(
-        self, config: ProjectConfig, console: Console, *, keep_state: bool = True, keep_results: bool = False
+        self,
+        config: ProjectConfig,
+        console: Console,
+        *,
+        keep_state: bool = True,
+        keep_results: bool = False,
+        port: int | None = None,
     ) -> None:
         """``keep_results``: leave the last run's results, logs and mirror in ``deployed/`` (a command that
-        only looks, ``lakeline sql``, writes no results of its own)."""
+        only looks, ``lakeline sql``, writes no results of its own); ``port``: the endpoint's (default: a free
+        one)."""
+        self.port = port
         self.config = config
         self.keep_state = keep_state
         self.keep_results = keep_results
@@ -365,6 +374,7 @@ class DeployedProject:
                         root / "deployed",
                         database_prefix=DATABASE_PREFIX,
                         stable_names=self.keep_state,
+                        port=self.port,
                     )
                 )
             engine = spark.result()

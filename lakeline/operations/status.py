@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
     from lakeline.local.rehearsal.kept_state import KeptMessage
+    from lakeline.operations.endpoint import RunningEndpoint
 
 MAX_EXECUTION = timedelta(hours=6)  # the state machines' timeout (stacks/constructs/workflow.py)
 
@@ -245,10 +246,7 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
             + parked_reason(message.attributes, message.body)
             for message in messages
         ]
-    # The files of a table the runs could not make: never uploaded, so in no queue.
-    parked = Quarantine.of_deployment(workspace).parked()
-    status.dead_letters["quarantine"] = len(parked)
-    status.failures += [f"quarantined {key}: {reason}" for key, reason in parked]
+    _quarantined(status, workspace)
     last_run = _last_run(workspace / "deployed" / "summary.json")
     if last_run is not None:
         finished, summary = last_run
@@ -260,6 +258,25 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
             f"failed {failed['execution']}: {failed.get('error') or ''} {(failed.get('cause') or '')[:300]}".strip()
             for failed in summary.get("failed_executions", [])
         ]
+    return status
+
+
+def _quarantined(status: PipelineStatus, workspace: Path) -> None:
+    """The files of a table the runs could not make: never uploaded, so in no queue."""
+    parked = Quarantine.of_deployment(workspace).parked()
+    status.dead_letters["quarantine"] = len(parked)
+    status.failures += [f"quarantined {key}: {reason}" for key, reason in parked]
+
+
+def running_deployment_status(
+    up: RunningEndpoint, workspace: Path, now: datetime, *, since: timedelta = timedelta(days=1)
+) -> PipelineStatus:
+    """The status of the local deployment a ``lakeline up`` keeps running, read through its endpoint as
+    ``deployed_status`` reads a stack in AWS, with the workspace's quarantine."""
+    clients = StackClients(*(up.client(name) for name in ("cloudformation", "dynamodb", "sqs", "stepfunctions")))
+    status = deployed_status(clients, up.resources["pipeline_stack"], now, since=since)
+    status.where = f"the local deployment kept up by `lakeline up` at {up.url} (pid {up.pid})"
+    _quarantined(status, workspace)
     return status
 
 

@@ -163,6 +163,24 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+class PortTaken(LakelineError):
+    """The endpoint's fixed port is in use on 127.0.0.1."""
+
+
+def check_port(port: int) -> None:
+    """Fail, naming it, if ``port`` cannot be listened on: moto's server would wait for it forever."""
+    with socket.socket() as probe:
+        # As the server binds (address reuse on): a port left in TIME_WAIT is free, a listener's is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise PortTaken(
+                f"port {port} is taken on 127.0.0.1 ({error.strerror}): another program listens on it; "
+                "choose another --port, or leave --port out for a free one"
+            ) from error
+
+
 @dataclass
 class DeployedSystem:
     deployment: Deployment
@@ -173,18 +191,22 @@ class DeployedSystem:
 
 @contextmanager
 def deployed(
-    assembly: Path, *, credentials: Credentials | None = None, stable_names: bool = False
+    assembly: Path, *, credentials: Credentials | None = None, stable_names: bool = False, port: int | None = None
 ) -> Iterator[Deployment]:
     """The cloud assembly deployed on a new moto server in this process (``credentials``: whose account it
-    is deployed in; by default moto's; ``stable_names``: see ``deploy``), IAM enforced from then on and the
-    operator signing the deployment's clients; the server stopped and IAM relaxed on leaving."""
+    is deployed in; by default moto's; ``stable_names``: see ``deploy``; ``port``: the server's, by default a
+    free one), IAM enforced from then on and the operator signing the deployment's clients; the server
+    stopped and IAM relaxed on leaving."""
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
     # moto warns of each resource type its CloudFormation does not create: deploy.SKIPPED_TYPES says which.
     logging.getLogger("moto").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", message="Tried to parse AWS::", category=UserWarning)
-    port = free_port()
+    if port is None:
+        port = free_port()
+    else:
+        check_port(port)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
@@ -230,15 +252,16 @@ def stood_up(
     *,
     database_prefix: str = "athena_rehearsal__",
     stable_names: bool = False,
+    port: int | None = None,
 ) -> Iterator[DeployedSystem]:
-    """The cloud assembly at ``assembly`` deployed (``deployed``; ``stable_names``: see ``deploy``), its
-    functions, Athena on ``engine`` (its S3 mirror and the functions' logs under ``work``; a callable is
-    asked for it once the stacks are up, so that it can start meanwhile) and its executions running; all of
-    it stopped and uninstalled on leaving."""
+    """The cloud assembly at ``assembly`` deployed (``deployed``; ``stable_names``: see ``deploy``; ``port``: see
+    ``deployed``), its functions, Athena on ``engine`` (its S3 mirror and the functions' logs under ``work``; a
+    callable is asked for it once the stacks are up, so that it can start meanwhile) and its executions
+    running; all of it stopped and uninstalled on leaving."""
     from lakeline.local.rehearsal.athena import install_local_athena
 
     with ExitStack() as stack:
-        deployment = stack.enter_context(deployed(assembly, stable_names=stable_names))
+        deployment = stack.enter_context(deployed(assembly, stable_names=stable_names, port=port))
         functions = function_host(deployment, assembly, work / "logs")
         functions.install()
         stack.callback(functions.uninstall)
