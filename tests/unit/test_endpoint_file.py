@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lakeline.operations import endpoint
-from lakeline.operations.endpoint import AlreadyUp, RunningEndpoint
+from lakeline.operations.endpoint import AlreadyUp, NotAnswering, RunningEndpoint
 
 UP = RunningEndpoint(
     pid=0,
@@ -68,3 +69,82 @@ def test_the_exports_reach_the_endpoint_as_the_operator() -> None:
         "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
         "AWS_SECRET_ACCESS_KEY": "secret",
     }
+
+
+# A stand-in for `lakeline up`: it claims the workspace as `up` does (the lock, the owner file), publishes its
+# endpoint, answers HTTP on it, and on SIGTERM writes ``kept`` (its state) before it ends, or not, if told.
+FAKE_UP = """
+import http.server, json, os, signal, sys, threading
+from pathlib import Path
+from lakeline.local.engine_owner import claim
+from lakeline.local.workspace import Workspace
+from lakeline.operations import endpoint
+from lakeline.operations.endpoint import RunningEndpoint
+root, keep = Path(sys.argv[1]), sys.argv[2] == "keep"
+claim(Workspace(root), "lakeline up")
+server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+url = f"http://127.0.0.1:{server.server_address[1]}"
+endpoint.publish(root, RunningEndpoint(os.getpid(), url, "us-east-1", "AKIA", "secret", {}))
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+print("up", flush=True)
+stop.wait()
+if keep:
+    (root / "kept").write_text("kept")
+endpoint.withdraw(root)
+"""
+
+
+def _fake_up(root: Path, keep: bool) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", FAKE_UP, str(root), "keep" if keep else "lose"], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stdout.readline() == "up\n"
+    return process
+
+
+def _kept_at(root: Path) -> float | None:
+    kept = root / "kept"
+    return kept.stat().st_mtime if kept.exists() else None
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_down_signals_the_up_holding_the_workspace_and_waits_for_it_to_give_it_up(tmp_path: Path, keep: bool) -> None:
+    process = _fake_up(tmp_path, keep)
+    try:
+        assert endpoint.reachable(tmp_path) is not None
+        stopped = endpoint.stop(tmp_path, lambda: _kept_at(tmp_path), timeout=30, poll=0.05)
+        assert stopped is not None and stopped.endpoint.pid == process.pid and stopped.kept is keep
+        # The claim is given up when the process ends, even before its parent reaps it.
+        assert process.wait(timeout=5) == 0
+        assert endpoint.stop(tmp_path, lambda: _kept_at(tmp_path), timeout=30) is None
+    finally:
+        process.kill()
+
+
+def test_down_leaves_a_live_pid_that_does_not_hold_the_workspace_alone(tmp_path: Path) -> None:
+    # A stale endpoint file whose pid a program that is not `up` now has: it is not signalled.
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            endpoint.publish(tmp_path, replace(UP, pid=other.pid))
+            assert endpoint.stop(tmp_path, lambda: None, timeout=5) is None
+            assert other.poll() is None
+        finally:
+            other.kill()
+
+
+def test_an_up_whose_endpoint_does_not_answer_is_named(tmp_path: Path) -> None:
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            with socket.socket() as probe:  # a port nothing listens on once closed
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            endpoint.publish(tmp_path, replace(UP, pid=other.pid, url=f"http://127.0.0.1:{port}"))
+            with pytest.raises(
+                NotAnswering, match=rf"\(pid {other.pid}\) .* its endpoint http://127.0.0.1:{port} does not answer"
+            ):
+                endpoint.reachable(tmp_path)
+        finally:
+            other.kill()
+    assert endpoint.reachable(tmp_path) is None  # its process gone: none runs
