@@ -145,7 +145,9 @@ def down(config: ConfigOption = None, workspace: WorkspaceOption = None) -> None
         project = project_of(config if config is not None or workspace is not None or not here.is_file() else here)
         root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()
         with err_console.status("stopping `lakeline up`: it waits for the work under way to end, then keeps the state"):
-            stopped = endpoint.stop(root, lambda: kept_at(root / "deployed" / "state"), timeout=AT_REST_SECONDS + 120)
+            stopped = endpoint.stop_up(
+                root, lambda: kept_at(root / "deployed" / "state"), timeout=AT_REST_SECONDS + 120
+            )
     except LakelineError as error:
         fail(str(error))
     if stopped is None:

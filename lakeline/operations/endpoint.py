@@ -6,7 +6,7 @@ it names the process (``pid``). A file whose process is gone (a crash, a kill -9
 the next ``up`` replaces it. Two ``up`` at once on one workspace are kept apart by the workspace's own claim
 (``lakeline.local.engine_owner``, a ``flock`` the kernel releases); this file lets the second one name the
 first, ``lakeline status`` and ``sql`` reach the running deployment through its endpoint, and ``lakeline down``
-stop it (``stop``: a signal to the process that holds the workspace's claim, then the wait for that claim).
+stop it (``stop_up``: a signal to the process that holds the workspace's claim, then the wait for that claim).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class NotAnswering(LakelineError):
     """The ``up`` named by the endpoint file runs, but its endpoint does not answer."""
 
 
-QUEUES = ("_queue", "_dlq", "_follow_ups")
+QUEUE_RESOURCES = ("_queue", "_dlq", "_follow_ups")
 """The endings of the resources that are queues: printed as the endpoint's own queue URLs."""
 
 
@@ -103,7 +103,9 @@ def describe(operator: Operator, pid: int) -> RunningEndpoint:
     # The stack's outputs name queues by their URLs in AWS; the endpoint answers them by its own (the AWS CLI's
     # `sqs` commands and `get-queue-url` give and take those).
     outputs = {
-        name: sqs.get_queue_url(QueueName=value.rsplit("/", 1)[-1])["QueueUrl"] if name.endswith(QUEUES) else value
+        name: sqs.get_queue_url(QueueName=value.rsplit("/", 1)[-1])["QueueUrl"]
+        if name.endswith(QUEUE_RESOURCES)
+        else value
         for name, value in operator.named_outputs.items()
     }
     resources = {
@@ -183,7 +185,7 @@ class StillStopping(LakelineError):
     """A signalled ``up`` still holds the workspace after the wait."""
 
 
-def stop(
+def stop_up(
     workspace_root: Path, kept_at: Callable[[], float | None], *, timeout: float, poll: float = 0.5
 ) -> Stopped | None:
     """Stop the ``up`` running on this workspace as Ctrl-C does (SIGTERM: it waits for the work under way and

@@ -114,11 +114,11 @@ def test_down_signals_the_up_holding_the_workspace_and_waits_for_it_to_give_it_u
     process = _fake_up(tmp_path, keep)
     try:
         assert endpoint.reachable(tmp_path) is not None
-        stopped = endpoint.stop(tmp_path, lambda: _kept_at(tmp_path), timeout=30, poll=0.05)
+        stopped = endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=30, poll=0.05)
         assert stopped is not None and stopped.endpoint.pid == process.pid and stopped.kept is keep
         # The claim is given up when the process ends, even before its parent reaps it.
         assert process.wait(timeout=5) == 0
-        assert endpoint.stop(tmp_path, lambda: _kept_at(tmp_path), timeout=30) is None
+        assert endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=30) is None
     finally:
         process.kill()
 
@@ -128,7 +128,7 @@ def test_down_leaves_a_live_pid_that_does_not_hold_the_workspace_alone(tmp_path:
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
         try:
             endpoint.publish(tmp_path, replace(UP, pid=other.pid))
-            assert endpoint.stop(tmp_path, lambda: None, timeout=5) is None
+            assert endpoint.stop_up(tmp_path, lambda: None, timeout=5) is None
             assert other.poll() is None
         finally:
             other.kill()
