@@ -32,7 +32,7 @@ app.command("reprocess", short_help="Rebuild what a range of a table's partition
 app.command("watch", short_help="Process files as they land in the project's raw folder, until Ctrl-C.")(
     run.watch_project
 )
-app.command("up", short_help="Keep the project's local deployment up as an AWS endpoint, until Ctrl-C.")(up.up)
+app.command("up", short_help="Keep the project's local deployment up as an AWS endpoint, until stopped.")(up.up)
 app.command("down", short_help="Stop the `lakeline up` of the project, keeping its state.")(up.down)
 
 app.add_typer(stages.stage_a_app, name="stage-a")

@@ -136,7 +136,8 @@ def _print_endpoint(console: Console, up_at: RunningEndpoint, path: Path) -> Non
 def down(config: ConfigOption = None, workspace: WorkspaceOption = None) -> None:
     """Stop the `lakeline up` that keeps the project's deployment up, as Ctrl-C in its terminal does: it waits
     for the work under way to end, keeps the deployment's state, and gives the workspace up; this waits for
-    that. Says so (exit 0) if none runs; exits 1 if it stopped without keeping its state."""
+    that. Says so (exit 0) if none runs; exits 1 if it stopped without keeping its state, 2 if it has not
+    stopped within the wait (its 10 minutes for the work under way, and two more)."""
     from lakeline.local.rehearsal.kept_state import kept_at
     from lakeline.operations import endpoint
 
