@@ -10,7 +10,6 @@ import json
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,9 +34,9 @@ def _item(dataset: str, **changes: Any) -> dict[str, Any]:
 
 
 def test_an_invalid_item_put_with_the_aws_cli_is_parked_with_its_reason_and_the_next_is_routed(
-    up: tuple[Path, subprocess.Popen[str], dict[str, Any]],
+    up: up_session.Up,
 ) -> None:
-    project, process, endpoint = up
+    project, process, endpoint = up.project, up.process, up.endpoint
     resources = endpoint["resources"]
     exports = RunningEndpoint(**endpoint).exports()  # as `up` prints them (tests/e2e/test_up.py checks the printout)
     shell = {name: value for name, value in up_session._environment().items() if not name.startswith("AWS_")} | exports
