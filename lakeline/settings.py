@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from lakeline.errors import ConfigError, validation_problems
 from lakeline.names import check_identifier
+from lakeline.quality.checks import Checks
 
 TableFormat = Literal["PARQUET", "ORC", "JSON", "TEXTFILE"]
 # ``incremental``: an arrival's rows are written on their own (one file) next to the partition's files,
@@ -62,6 +63,10 @@ class TableSettings(BaseModel):
     encoding: str = Field(default="utf-8", description="raw files' text encoding (CSV and JSON)")
     schema_evolution: SchemaEvolution = Field(
         default="reject", description="raw files with columns the table lacks: reject them, or add-columns"
+    )
+    checks: Checks = Field(
+        default=(),
+        description="quality rules (DQDL) each stage A run's new version must pass before it is committed",
     )
 
     @field_validator("encoding")

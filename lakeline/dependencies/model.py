@@ -56,6 +56,7 @@ from lakeline.dependencies.tokens import (
 )
 from lakeline.errors import InvalidInputError, validation_problems
 from lakeline.names import check_identifier, check_qualified_table
+from lakeline.quality.checks import Checks
 
 MAX_SOURCES = 50  # keeps every change of one item inside a single DynamoDB transaction (100 actions)
 SQL_FILE_PATTERN = re.compile(r"^[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+)*\.sql$")
@@ -210,6 +211,7 @@ class DependencyItem(_Model):
     scratch_tables: Annotated[tuple[str, ...], table_names_field("scratchTables")] = Field(
         default=(), alias="scratchTables"
     )
+    checks: Checks = ()  # quality rules each run's new version of ``dataset`` must pass before its commit
 
     @field_validator("dependencies")
     @classmethod
@@ -270,11 +272,13 @@ class DependencyItem(_Model):
 
     @model_serializer(mode="wrap")
     def _stored(self, serialize: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Items written before scratchTables existed stay as they were: the field is stored only when set.
+        # Items written before scratchTables and checks existed stay as they were: the fields are stored only when set.
         data: dict[str, Any] = serialize(self)
         if not self.scratch_tables:
             data.pop("scratchTables", None)
             data.pop("scratch_tables", None)
+        if not self.checks:
+            data.pop("checks", None)
         return data
 
 

@@ -17,11 +17,12 @@ list is validated, so an invalid one is refused there, named, before anything ru
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
 
 from lakeline.errors import validation_problems
 from lakeline.quality.dqdl import parse_rule
@@ -29,6 +30,9 @@ from lakeline.quality.rules import Rule, Severity
 from lakeline.quality.sql import QualityRuleError
 
 MAX_CHECKS = 100
+MAX_CHECKS_BYTES = 64_000
+"""Of one table's rules' text together: the checks travel in its runs' plans (a state machine's input holds at
+most 256 KiB), so what one table declares stays bounded whatever its rules are."""
 
 
 class Check(BaseModel):
@@ -50,25 +54,34 @@ class Check(BaseModel):
         return parse_rule(self.rule)
 
 
-class _Checks(pydantic.RootModel[list[Check]]):
-    @field_validator("root")
-    @classmethod
-    def _distinct(cls, checks: list[Check]) -> list[Check]:
-        if len(checks) > MAX_CHECKS:
-            raise ValueError(f"at most {MAX_CHECKS} checks, got {len(checks)}")
-        seen: set[str] = set()
-        for check in checks:
-            if check.rule in seen:
-                raise ValueError(f"rule {check.rule!r} is listed twice")
-            seen.add(check.rule)
-        return checks
+def check_list(checks: Sequence[Check]) -> Sequence[Check]:
+    """``checks`` if they are few enough, small enough and each rule listed once; else ``ValueError``."""
+    if len(checks) > MAX_CHECKS:
+        raise ValueError(f"at most {MAX_CHECKS} checks, got {len(checks)}")
+    size = sum(len(check.rule.encode()) for check in checks)
+    if size > MAX_CHECKS_BYTES:
+        raise ValueError(f"the rules hold {size} bytes together, over the {MAX_CHECKS_BYTES} allowed")
+    seen: set[str] = set()
+    for check in checks:
+        if check.rule in seen:
+            raise ValueError(f"rule {check.rule!r} is listed twice")
+        seen.add(check.rule)
+    return checks
+
+
+Checks = Annotated[tuple[Check, ...], AfterValidator(check_list)]
+"""A table's or a target's ``checks`` field: validated as ``parse_checks`` validates a list."""
+
+
+class _Checks(pydantic.RootModel[Checks]):
+    pass
 
 
 def parse_checks(data: Any, what: str = "checks") -> tuple[Check, ...]:
     """``data`` (a list of ``{"rule", "severity"}``) as checks, else ``QualityRuleError`` listing every
     problem as ``what[i].field: problem``."""
     try:
-        return tuple(_Checks.model_validate(data).root)
+        return _Checks.model_validate(data).root
     except pydantic.ValidationError as error:
         problems = validation_problems(error, path=lambda location: _path(what, location), whole=what)
         raise QualityRuleError(f"{what} are invalid:\n" + "\n".join(f"  - {p}" for p in problems)) from None
