@@ -1,8 +1,9 @@
 """Each stage's run order, stated once (#38): the tasks of a stage's state machine in the order they run, each
 named as ``$.failed_step`` names it when it fails (what the stage's failure function is told).
 
-A run is the engine's writes (its own steps, which differ by engine), then the partition commit and the catalog
-swap (only when the run wrote), then the post-update; a failed step goes to the failure function, told which.
+A run is the engine's writes (its own steps, which differ by engine), then the quality checks of the new version,
+the partition commit and the catalog swap (only when the run wrote), then the post-update; a failed step goes to
+the failure function, told which.
 The CDK construct that builds the state machines (``stacks.constructs.stage``) and the embedded runtime
 (``lakeline.local.event_flow``) both read it; ``tests/infrastructure/test_run_order.py`` walks the synthesized
 state machines and ``tests/reliability/test_embedded_catch.py`` the embedded runtime against it.
@@ -15,21 +16,23 @@ from dataclasses import dataclass
 from typing import Literal
 
 FailedStep = Literal[
-    "reconcile", "register", "type_check", "ctas", "steps", "spark", "commit", "publish", "post_update"
+    "reconcile", "register", "type_check", "ctas", "steps", "spark", "quality", "commit", "publish", "post_update"
 ]
 """The step of a stage's state machine that failed (``$.failed_step``, set by its Catch): the engine's writes
 (stage A's ``reconcile``, ``register``, ``type_check``, ``ctas`` on Athena; stage B's ``reconcile``, ``steps`` on
-Athena; ``spark``, the Glue job, for either stage), then both stages' ``commit``, ``publish`` and ``post_update``."""
+Athena; ``spark``, the Glue job, for either stage), then both stages' ``quality``, ``commit``, ``publish`` and
+``post_update``."""
 
-StepKind = Literal["writes", "commit", "publish", "post_update"]
-"""What a step is: one of the engine's writes (into the run's prefix, not committed yet), the partition commit
+StepKind = Literal["writes", "quality", "commit", "publish", "post_update"]
+"""What a step is: one of the engine's writes (into the run's prefix, not committed yet), the quality checks of
+what the commit would publish (#41; a ``block`` rule that fails stops the run before it), the partition commit
 (the prefix becomes the partition's version), the catalog swap to it, or the post-update (the run's end)."""
 
 EngineName = Literal["athena", "spark"]
 
-PUBLISHING: frozenset[StepKind] = frozenset({"commit", "publish"})
+PUBLISHING: frozenset[StepKind] = frozenset({"quality", "commit", "publish"})
 """The kinds of step that run only when the engine wrote (a run with nothing new goes from its writes to its
-post-update): the ones that make the run's prefix the partition's published version."""
+post-update): the ones that check the run's prefix and make it the partition's published version."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class RunStep:
 
 
 AFTER_WRITES: tuple[RunStep, ...] = (
+    RunStep("quality", "quality"),
     RunStep("commit", "commit"),
     RunStep("publish", "publish"),
     RunStep("post_update", "post_update"),
@@ -92,7 +96,8 @@ EMBEDDED_ENGINE: EngineName = "athena"
 task (``lakeline.local.event_flow``)."""
 
 AFTER_PUBLISH: frozenset[FailedStep] = frozenset(step.name for step in AFTER_WRITES if step.kind in PUBLISHING)
-"""The failed steps that come after every one of the engine's writes ran: the run failed, its steps completed."""
+"""The failed steps that come after every one of the engine's writes ran: the run failed, its steps completed
+(a failed quality check among them: the writes completed, their version was refused)."""
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ from lakeline.partitions import (
     temp_table_name,
     validated_plan,
 )
+from lakeline.quality.gate import QualityGate
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import (
     MANIFEST_OBJECT,
@@ -181,6 +182,7 @@ class StageAPlan:
     batch: BatchRef | None = None
     """Where the run's batch is kept (its ``pending`` entries and ``applied`` ids): what the plan passes on
     instead of them (``to_dict``); read back with ``with_batch``. ``None``: a plan from before (both inline)."""
+    quality: QualityGate | None = None  # the table's checks (its settings'), run before the commit (#41)
     batch_read: bool = field(default=True, compare=False, repr=False)
     """The lists are here (the plan as made, or read back); ``False`` in a plan passed on, until ``with_batch``."""
 
@@ -436,6 +438,11 @@ def plan_stage_a(
         source=source,
         lease=lease.to_dict() if lease else None,
         batch=_write_batch(lease, applied, target_location, manifests),
+        quality=None
+        if mode == "none"
+        else QualityGate.of(
+            table_cfg.checks, database=target_db, table=raw.table, temp_table=temp_table, partition=raw.partition_spec
+        ),
     )
 
 

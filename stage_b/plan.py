@@ -56,6 +56,7 @@ from lakeline.partitions import (
     temp_table_name,
     validated_plan,
 )
+from lakeline.quality.gate import QualityGate
 from lakeline.settings import PipelineSettings
 from lakeline.storage import join_location, table_root_of
 from stage_b.messages import StageBMessage
@@ -96,6 +97,7 @@ class StageBPlan:
     contribution: str | None = None
     carry_from: str | None = None
     replaces: tuple[str, ...] = ()
+    quality: QualityGate | None = None  # the target's checks (its item's), run before the commit (#41)
 
     @property
     def dataset(self) -> str:
@@ -316,7 +318,16 @@ def plan_stage_b(
         contribution=contribution if wrote else None,
         carry_from=carry_from if wrote else None,
         replaces=replaces if wrote else (),
+        quality=QualityGate.of(
+            item.checks, database=database, table=table, temp_table=temp, partition=message.partition
+        )
+        if wrote
+        else None,
     )
+
+
+def _gate(item: DependencyItem, database: str, table: str, temp: str, partition: dict[str, str]) -> QualityGate | None:
+    return QualityGate.of(item.checks, database=database, table=table, temp_table=temp, partition=partition)
 
 
 def _taking(lease: Lease | None, left: set[str]) -> dict[str, Any] | None:

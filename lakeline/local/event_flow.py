@@ -39,6 +39,7 @@ from lakeline.local.full_disk import DiskFull, full_disk
 from lakeline.local.lambda_events import LambdaContext, QueuePoller, StreamPoller
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.workspace import Workspace
+from lakeline.quality.gate import QualityGate
 from lakeline.run_order import STAGE_A, STAGE_B, FailedStep, run_in_order
 from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
@@ -56,6 +57,7 @@ from stage_b.process import StageBServices, plan_local_message
 from stage_b.run import StageBStepFailed, execute_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
+from stage_end.quality import run_quality
 from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
 
 LOCAL_RAW_BUCKET = "local-raw"
@@ -280,6 +282,7 @@ class EventFlow:
         failed = run_in_order(
             STAGE_A,
             {
+                "quality": lambda: self._quality(plan.quality, plan.target_location, plan.carry_from),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_a(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_a_post_update, context, "stage-a-post-update"),
@@ -354,6 +357,7 @@ class EventFlow:
         failed = run_in_order(
             STAGE_B,
             {
+                "quality": lambda: self._quality(plan.quality, plan.target_location, plan.carry_from, plan.replaces),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_b(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_b_post_update, context, "stage-b-post-update"),
@@ -370,6 +374,20 @@ class EventFlow:
             for event in runs.finished(error=str(failed.error)):  # the steps that never ran are ABORTed
                 self.emitter.emit(event)
         self._caught(self._stage_b_failure, {"plan": plan.to_dict()}, failed.step.name, failed.error, what)
+
+    def _quality(
+        self, gate: QualityGate | None, location: str, carry_from: str | None, replaces: tuple[str, ...] = ()
+    ) -> None:
+        """The quality step, as the state machine's quality task runs it (skipped, as there, without checks)."""
+        if gate is not None:
+            run_quality(
+                gate,
+                target_location=location,
+                engine=self.engine,
+                store=self.services.store,
+                carry_from=carry_from,
+                replaces=replaces,
+            )
 
     def _reported(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[SQSRecord], None]:
         """A record whose handling fails returns to its queue and is tried again; on its last try the

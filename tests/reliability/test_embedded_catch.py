@@ -126,13 +126,14 @@ class StepRecorder:
             for kind, name in (("post_update", f"_stage_{stage}_post_update"), ("failure", f"_stage_{stage}_failure")):
                 monkeypatch.setattr(runtime, name, self.recorded(stage, kind, getattr(runtime, name)))
         monkeypatch.setattr(runtime, "_partition_commit", self.recorded("?", "commit", runtime._partition_commit))
+        monkeypatch.setattr(runtime, "_quality", self.recorded("?", "quality", runtime._quality))
 
     def recorded(self, stage: str, kind: str, call: Callable[..., Any]) -> Callable[..., Any]:
         def record(*args: Any, **kwargs: Any) -> Any:
             if kind == "failure":
                 self.failed_steps.append((stage, args[0]["failed_step"]))
                 return call(*args, **kwargs)
-            # The commit function is both stages': its stage is the last step's.
+            # The commit function and the quality step are both stages': their stage is the last step's.
             step = (self.ran[-1][0] if stage == "?" else stage, cast(StepKind, kind))
             self.ran.append(step)
             if kind == "writes":

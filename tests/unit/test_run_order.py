@@ -26,7 +26,7 @@ from stage_end.stage_b import StageBFailure
 
 def test_failed_step_names_every_step_of_either_stage_and_nothing_else() -> None:
     assert set(get_args(FailedStep)) == STAGE_A.failed_steps | STAGE_B.failed_steps
-    assert {"commit", "publish"} == AFTER_PUBLISH
+    assert {"quality", "commit", "publish"} == AFTER_PUBLISH
     assert STAGE_A.failed_steps == set(get_args(FailedStep)) - {"steps"}
     assert STAGE_B.failed_steps == set(get_args(FailedStep)) - {"register", "type_check", "ctas"}
 
@@ -64,7 +64,7 @@ class Recorder:
 
     def run(self, order: RunOrder, *, wrote: bool = True, named: FailedStep = "ctas") -> StepFailed | None:
         """``named``: the write step the writes' call enters before it runs."""
-        kinds: tuple[StepKind, ...] = ("commit", "publish", "post_update")
+        kinds: tuple[StepKind, ...] = ("quality", "commit", "publish", "post_update")
 
         def writes(entering: Entering) -> None:
             entering(named)
@@ -82,13 +82,13 @@ class Recorder:
 def test_the_steps_run_in_the_orders_order() -> None:
     recorder = Recorder()
     assert recorder.run(STAGE_A) is None
-    assert recorder.ran == ["writes", "commit", "publish", "written", "post_update"]
+    assert recorder.ran == ["writes", "quality", "commit", "publish", "written", "post_update"]
     nothing_new = Recorder()
     assert nothing_new.run(STAGE_B, wrote=False) is None
     assert nothing_new.ran == ["writes", "written", "post_update"]
 
 
-@pytest.mark.parametrize("kind", ["commit", "publish", "post_update"])
+@pytest.mark.parametrize("kind", ["quality", "commit", "publish", "post_update"])
 def test_a_failed_step_ends_the_run_named_as_the_order_names_it(kind: StepKind) -> None:
     recorder = Recorder(failing=kind)
     failed = recorder.run(STAGE_B)
