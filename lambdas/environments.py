@@ -36,6 +36,10 @@ class CommitEnvironment(BaseModel):
     pipeline_state_table: str
 
 
+class QualityEnvironment(BaseModel):
+    athena_workgroup: str  # its result location and encryption are the workgroup's (enforced)
+
+
 class PostUpdateEnvironment(RoutingEnvironment, SettleEnvironment):
     """Routing onwards (queue B, the dependency tables) and ending the run's lease."""
 

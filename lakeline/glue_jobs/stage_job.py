@@ -1,7 +1,9 @@
 """The AWS Glue for Spark job behind ``-c engine=spark``: runs a stage's statements with Lakeline's own
 Spark engine against the Glue Data Catalog, with the same guarantees as on Athena.
 
-Arguments (Glue job parameters): ``--mode stage_a|stage_b --plan <plan JSON>``.
+Arguments (Glue job parameters): ``--mode stage_a|stage_b|quality_a|quality_b --plan <plan JSON>``: a stage's
+writes, or the quality checks of what they wrote (#41, ``stage_end.quality.run_quality``: the run fails with
+``QualityBlocked`` when a ``block`` rule failed).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from stage_a.plan import StageAPlan
 from stage_a.run import execute_stage_a
 from stage_b.plan import StageBPlan
 from stage_b.run import execute_stage_b
+from stage_end.quality import run_quality
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-MODES = ("stage_a", "stage_b")
+MODES = ("stage_a", "stage_b", "quality_a", "quality_b")
 
 
 def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore) -> dict[str, Any]:
@@ -37,6 +40,20 @@ def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore
     # The plan only writes here: the state machine commits it and then points the catalog at it
     # (``lambdas/partition_commit``, the publish task), under the lease its router took. A plan without a
     # lease is not the pipeline's: nothing would commit it, so it is refused before anything runs.
+    if mode.startswith("quality_"):
+        plan = StageAPlan.from_dict(document) if mode == "quality_a" else StageBPlan.from_dict(document)
+        _leased(plan.lease, plan.run_token)
+        if plan.quality is None:
+            raise InvalidInputError(f"the plan of run {plan.run_token} has no checks")
+        report = run_quality(
+            plan.quality,
+            target_location=plan.target_location,
+            engine=engine,
+            store=store,
+            carry_from=plan.carry_from,
+            replaces=plan.replaces if isinstance(plan, StageBPlan) else (),
+        )
+        return {"table": report.table, "checks": len(report.results), "warned": [r.rule for r in report.failed]}
     if mode == "stage_a":
         plan_a = StageAPlan.from_dict(document)
         _leased(plan_a.lease, plan_a.run_token)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from functools import partial
 
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -22,7 +23,7 @@ from constructs import Construct
 from lakeline.run_order import STAGE_A, STAGE_B, EngineName, FailedStep, RunOrder
 from stacks.constructs.athena import AthenaWorkgroup
 from stacks.constructs.glue_job import SparkJob
-from stacks.constructs.workflow import SQL_TIMEOUT, add_throttling_retry, failure_marker
+from stacks.constructs.workflow import SQL_TIMEOUT, add_retry, add_throttling_retry, failure_marker
 from stacks.contracts import STAGE_A_PLAN, STAGE_B_PLAN, STAGE_B_STEP, InputPath
 from stage_b.failures import STEP_CAUSE_FORMAT
 
@@ -64,6 +65,20 @@ class EngineSteps(ABC):
     ) -> sfn.State:
         """Run a stage B plan: point the partition at its committed version, its steps in order, the
         DROP of the temp table (also on failure)."""
+
+    @abstractmethod
+    def quality(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        order: RunOrder,
+        plan: InputPath,
+        function: lambda_.IFunction | None,
+    ) -> sfn.TaskStateBase:
+        """The quality checks of the run's new version on the engine (``stage_end.quality.run_quality``), a task
+        that fails (``QualityBlocked``) when a ``block`` rule failed. ``function``: the quality function, on an
+        engine that checks through one."""
 
     @staticmethod
     def unless_nothing_new(
@@ -199,6 +214,30 @@ class AthenaEngineSteps(EngineSteps):
         has_check.otherwise(create)
         return has_check
 
+    def quality(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        order: RunOrder,
+        plan: InputPath,
+        function: lambda_.IFunction | None,
+    ) -> sfn.TaskStateBase:
+        # A Lambda task running the checks' queries on Athena one after the other: one query per rule is short,
+        # and a Map of Athena tasks would need the rules' compiled SQL in the state (bounded only by the plan's).
+        if function is None:
+            raise ValueError("the Athena engine checks quality through the quality function")
+        task = tasks.LambdaInvoke(
+            scope,
+            f"{construct_id}Quality",
+            lambda_function=function,
+            payload=sfn.TaskInput.from_object({"stage": order.stage, "plan.$": str(plan)}),
+            result_selector={"checks.$": "$.Payload.checks", "warned.$": "$.Payload.warned"},
+            result_path="$.quality",
+        )
+        add_retry(task)  # the service's transient errors only: a blocked version fails the same way again
+        return task
+
     def stage_b(
         self,
         scope: Construct,
@@ -286,14 +325,11 @@ class SparkEngineSteps(EngineSteps):
     def __init__(self, job: SparkJob) -> None:
         self.job = job
 
-    def _run(
-        self, scope: Construct, construct_id: str, order: RunOrder, plan: InputPath, on_failure: sfn.IChainable
-    ) -> tasks.GlueStartJobRun:
-        (step,) = order.writes[self.name]  # the one job run is all of the stage's writes
-        mode = f"stage_{order.stage.lower()}"
+    def _job_run(self, scope: Construct, construct_id: str, mode: str, plan: InputPath) -> tasks.GlueStartJobRun:
+        """A run of the Glue job in ``mode`` on the plan at ``plan``."""
         run = tasks.GlueStartJobRun(
             scope,
-            f"{construct_id}Spark",
+            construct_id,
             glue_job_name=self.job.name,
             integration_pattern=sfn.IntegrationPattern.RUN_JOB,
             arguments=sfn.TaskInput.from_object(
@@ -302,11 +338,30 @@ class SparkEngineSteps(EngineSteps):
             result_path=sfn.JsonPath.DISCARD,
             task_timeout=sfn.Timeout.duration(SQL_TIMEOUT),
         )
+        add_throttling_retry(run)
+        return run
+
+    def quality(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        order: RunOrder,
+        plan: InputPath,
+        function: lambda_.IFunction | None,
+    ) -> sfn.TaskStateBase:
+        # Checked by Spark, as written: a second run of the job, since the writes' run ends before the step.
+        return self._job_run(scope, f"{construct_id}QualitySpark", f"quality_{order.stage.lower()}", plan)
+
+    def _run(
+        self, scope: Construct, construct_id: str, order: RunOrder, plan: InputPath, on_failure: sfn.IChainable
+    ) -> tasks.GlueStartJobRun:
+        (step,) = order.writes[self.name]  # the one job run is all of the stage's writes
+        run = self._job_run(scope, f"{construct_id}Spark", f"stage_{order.stage.lower()}", plan)
         # The job admits MaxConcurrentRuns runs at once and the routers start more executions than that: a run
         # Glue refuses for concurrency waits and tries again, within the throttling budget, instead of failing
         # the run and parking what it took. Past that, under sustained overload, the run fails and its input
-        # is parked.
-        add_throttling_retry(run)
+        # is parked (add_throttling_retry, in _job_run).
         run.add_catch(failure_marker(scope, f"{construct_id}SparkFailed", step).next(on_failure), result_path="$.error")
         return run
 

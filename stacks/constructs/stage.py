@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_stepfunctions as sfn
@@ -21,7 +22,7 @@ from lakeline.commits.applied import APPLIED_FOLDER
 from lakeline.lambda_support import RouterEnvironment, SettleEnvironment
 from lakeline.run_order import PUBLISHING, FailedStep, RunOrder, StepKind
 from lakeline.storage import RUN_PREFIX
-from lambdas.environments import CommitEnvironment
+from lambdas.environments import CommitEnvironment, QualityEnvironment
 from stacks.config import LakelineConfig
 from stacks.constructs.functions import LakelineFunction
 from stacks.constructs.queues import QueueWithDeadLetters
@@ -135,6 +136,52 @@ def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[st
     return function
 
 
+ATHENA_QUERY_ACTIONS = ["athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults"]
+
+
+def quality_function(scope: Construct, statements: StatementRunner) -> LakelineFunction:
+    """The function that checks a run's new version on Athena (``lambdas/quality``): it runs statements as the
+    state machine's Athena tasks do (``grant_plan``), in the workgroup."""
+    function = LakelineFunction(
+        scope,
+        "Quality",
+        handler_package="quality",
+        description="Run a table's quality checks on a run's new version before its commit (#41)",
+        timeout=Duration.minutes(15),
+        environment=handler_environment(QualityEnvironment, athena_workgroup=statements.workgroup.name),
+    )
+    role = function.function.role
+    assert role is not None
+    statements.grants.grant_plan(role)
+    workgroup = Stack.of(scope).format_arn(
+        service="athena", resource="workgroup", resource_name=statements.workgroup.name
+    )
+    role.add_to_principal_policy(iam.PolicyStatement(actions=ATHENA_QUERY_ACTIONS, resources=[workgroup]))
+    return function
+
+
+def quality_step(
+    scope: Construct,
+    construct_id: str,
+    step: FailedStep,
+    *,
+    order: RunOrder,
+    plan: InputPath,
+    statements: StatementRunner,
+    function: lambda_.IFunction | None,
+    on_failure: sfn.IChainable,
+) -> sfn.Chain:
+    """The quality checks (``EngineSteps.quality``), skipped when the plan has none: state machines are static,
+    and a Choice costs no task, where a task told "no checks" would cost an invocation per run."""
+    task = statements.engine.quality(scope, construct_id, order=order, plan=plan, function=function)
+    task.add_catch(failure_marker(scope, f"{construct_id}QualityFailed", step).next(on_failure), result_path="$.error")
+    checked = sfn.Pass(scope, f"{construct_id}Checked")
+    has_checks = sfn.Choice(scope, f"{construct_id}HasChecks")
+    has_checks.when(sfn.Condition.is_null(plan("quality")), checked).otherwise(task)
+    task.next(checked)
+    return sfn.Chain.custom(has_checks, [checked], checked)
+
+
 def commit_task(
     scope: Construct,
     construct_id: str,
@@ -201,7 +248,8 @@ class StageWorkflow:
     """A stage's state machine and the router that starts it, built in the stage construct ``stage``, in the
     stage's run order ``order`` (``lakeline.run_order``):
 
-    ``run_id``: the engine's writes of the plan at ``plan`` (``engine_fragment``), commit and publish,
+    ``run_id``: the engine's writes of the plan at ``plan`` (``engine_fragment``), the quality checks (skipped
+    without checks), commit and publish,
     ``run_id + "Written"``; then ``PostUpdateTask`` (``post_update`` with ``post_update_payload``) and
     ``<name>Done``. Any failure, the post-update's after its retries included, goes through
     ``<name>Record`` (``failure`` with ``failure_payload``) to ``<name>Failed``.
@@ -232,7 +280,18 @@ class StageWorkflow:
         done = sfn.Pass(stage, f"{run_id}Written")
         # The run order (lakeline.run_order), as the embedded runtime runs it: the engine's writes, then (only
         # when they wrote) the steps that publish them, then the post-update; each step's Catch marks its name.
-        after_writes: dict[StepKind, Callable[[FailedStep], sfn.State]] = {
+        checker = quality_function(stage, statements).function if statements.engine.name == "athena" else None
+        after_writes: dict[StepKind, Callable[[FailedStep], sfn.IChainable]] = {
+            "quality": lambda step: quality_step(
+                stage,
+                run_id,
+                step,
+                order=order,
+                plan=plan,
+                statements=statements,
+                function=checker,
+                on_failure=on_failure,
+            ),
             "commit": lambda step: commit_task(
                 stage, run_id, step, plan=plan, commit=commit.function, on_failure=on_failure
             ),

@@ -1,0 +1,75 @@
+"""State machine task between a run's writes and its commit (both stages, Athena engine): the quality checks of
+what the commit would publish (``stage_end.quality.run_quality``, on Athena in the workgroup). A failed ``block``
+rule fails the task with ``QualityBlocked`` (no retry: the version does not change), which the state machine's
+Catch sends to the stage's failure function as the ``quality`` step. The state machine skips the task when the
+plan has no checks."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
+
+from lakeline.aws.clients import AwsClients
+from lakeline.engines.athena import AthenaEngine, AthenaSettings
+from lakeline.errors import InvalidInputError, validated
+from lakeline.lambda_support import load_environment
+from lakeline.storage import SchemeObjectStore
+from lambdas.environments import QualityEnvironment
+from stage_a.plan import StageAPlan
+from stage_b.plan import StageBPlan
+from stage_end.quality import run_quality
+
+logger = Logger(service="quality")
+tracer = Tracer(service="quality")
+metrics = Metrics(namespace="Lakeline", service="quality")
+
+
+class QualityInput(BaseModel):
+    stage: Literal["A", "B"]
+    plan: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    engine: AthenaEngine
+    store: SchemeObjectStore
+
+
+@cache
+def runtime() -> Runtime:
+    aws = AwsClients()
+    environment = load_environment(QualityEnvironment, os.environ)
+    engine = AthenaEngine(aws.athena, AthenaSettings(workgroup=environment.athena_workgroup), glue=aws.glue)
+    return Runtime(engine, SchemeObjectStore(aws.s3))
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = validated(QualityInput, event, "quality input")
+    plan = StageAPlan.from_dict(request.plan) if request.stage == "A" else StageBPlan.from_dict(request.plan)
+    if plan.quality is None:
+        raise InvalidInputError(f"the plan of run {plan.run_token} has no checks: the quality task must not run")
+    replaces = plan.replaces if isinstance(plan, StageBPlan) else ()
+    run = runtime()
+    report = run_quality(
+        plan.quality,
+        target_location=plan.target_location,
+        engine=run.engine,
+        store=run.store,
+        carry_from=plan.carry_from,
+        replaces=replaces,
+    )
+    failed = [result.rule for result in report.failed]
+    metrics.add_metric(name="QualityChecks", unit=MetricUnit.Count, value=len(report.results))
+    metrics.add_metric(name="QualityWarnings", unit=MetricUnit.Count, value=len(failed))
+    logger.info("quality checks passed", extra={"table": report.table, "checks": len(report.results), "warned": failed})
+    return {"table": report.table, "checks": len(report.results), "warned": failed}
