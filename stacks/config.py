@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+import pydantic
+
 from lakeline.commits.slots import DEFAULT_RUNS_IN_FLIGHT
-from lakeline.errors import ConfigError
+from lakeline.errors import ConfigError, field_path, validation_problems
 from lakeline.lineage.openlineage.producer import ATHENA_ENGINE_VERSION, GLUE_SPARK_VERSIONS, glue_spark_version
 from lakeline.names import check_identifier
 from lakeline.run_order import EngineName
+from lakeline.settings import TableSettings
 
 LOG_RETENTION_DAYS = (
     1,
@@ -177,8 +182,10 @@ class LakelineConfig:
             environment=environment,
             engine=engine,
             lineage_ttl_hours=ttl,
-            table_settings=dict(context.get("table_settings", {})),
-            default_table_settings=dict(context.get("default_table_settings", {})),
+            table_settings=checked_table_settings(context.get("table_settings", {})),
+            default_table_settings=checked_table_settings({"default": context.get("default_table_settings", {})})[
+                "default"
+            ],
             powertools_layer_parameter=str(context.get("powertools_layer_parameter", cls.powertools_layer_parameter)),
             glue_version=glue_version,
             glue_workers=int(context.get("glue_workers", cls.glue_workers)),
@@ -192,6 +199,26 @@ class LakelineConfig:
             log_retention_days=log_retention,
             **storage_days,
         )
+
+
+def checked_table_settings(value: Any) -> dict[str, dict[str, Any]]:
+    """The context's table settings as given, once they validate as the routers will read them (``TableSettings``,
+    its quality checks among them): an invalid rule is refused at synth, naming it, not by the first arrival."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"context table_settings must be an object keyed database.table, got {value!r}")
+    problems: list[str] = []
+    for name, settings in value.items():
+        try:
+            TableSettings.model_validate(settings)
+        except pydantic.ValidationError as error:
+            problems += validation_problems(error, path=partial(_table_path, name))
+    if problems:
+        raise ConfigError("context table_settings: " + "; ".join(problems))
+    return {str(name): dict(settings) for name, settings in value.items()}
+
+
+def _table_path(table: str, location: Sequence[int | str]) -> str:
+    return field_path((table, *location))
 
 
 def _days(context: dict[str, Any], key: str, default: int) -> int:

@@ -16,7 +16,7 @@ from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize_cached
 from tests.openlineage_schema import EventSchemaError, validate_event
-from tests.rehearsal.support import bucket
+from tests.rehearsal.support import CHECKED_TABLE_SETTINGS, bucket
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="package")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``cdk synth`` of the app as users deploy it (athena engine), into a cloud assembly folder."""
-    return synthesize_cached(tmp_path_factory.mktemp("cdk.out"), {"environment": "dev", "engine": "athena"})
+    """``cdk synth`` of the app as users deploy it (athena engine), into a cloud assembly folder; one table carries
+    quality checks (``tests/rehearsal/test_quality_gates.py``)."""
+    context = {"environment": "dev", "engine": "athena", "table_settings": CHECKED_TABLE_SETTINGS}
+    return synthesize_cached(tmp_path_factory.mktemp("cdk.out"), context)
 
 
 @pytest.fixture(scope="package")

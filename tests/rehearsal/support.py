@@ -35,6 +35,14 @@ CSV = {
 }
 
 
+CHECKED_TABLE_SETTINGS = {
+    "retail_shop_dev.checked_orders": {
+        "checks": [{"rule": 'IsComplete "order_id"'}, {"rule": 'IsUnique "order_id"'}],
+    }
+}
+"""The deployed app's table with quality checks (#41): no NULL order id, each id once in a partition's version."""
+
+
 def bucket(deployment: Deployment, kind: str) -> str:
     names = [b["Name"] for b in deployment.client("s3").list_buckets()["Buckets"]]
     (name,) = [n for n in names if f"{kind}bucket" in n.lower() and "accesslogs" not in n.lower()]

@@ -79,3 +79,16 @@ def test_an_invalid_rule_in_an_item_is_refused_by_name() -> None:
     assert any(
         problem.startswith("checks[1].rule: rule 'IsComplete \"Order Id\"'") for problem in caught.value.problems
     ), caught.value.problems
+
+
+def test_the_cdk_contexts_table_settings_are_validated_at_synth() -> None:
+    from stacks.config import LakelineConfig
+
+    good = {"shop.orders": {"checks": [{"rule": "RowCount > 0", "severity": "warn"}]}}
+    assert LakelineConfig.from_context({"table_settings": good}).table_settings == good
+    with pytest.raises(ConfigError) as caught:
+        LakelineConfig.from_context({"table_settings": {"shop.orders": {"checks": [{"rule": "RowCount"}]}}})
+    assert str(caught.value) == (
+        "context table_settings: shop.orders.checks[0].rule: "
+        "rule 'RowCount': expected a condition (e.g. > 0) at the end"
+    )
