@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
-from lakeline.dependencies.model import parse_dependency_item
+from lakeline.dependencies.model import DependencyItem, parse_dependency_item
 from lakeline.engines.spark import SparkEngine
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow
@@ -35,6 +35,7 @@ from lakeline.quality.evaluate import QualityReport
 from lakeline.settings import TableSettings
 from lakeline.storage import LocalObjectStore, local_root
 from stage_end.quality import read_report
+from tests.rehearsal.support import daily_item
 
 ENV = "qgate"
 STAGE = f"eng_shop_{ENV}"
@@ -61,31 +62,15 @@ def orders(ids: list[str], day: str = DAY, part: int = 0) -> tuple[str, str]:
     )
 
 
-def daily_item(checks: list[dict[str, str]]) -> Any:
-    return parse_dependency_item(
-        {
-            "dataset": f"{ANALYTICS}.orders_daily",
-            "dependencies": [
-                {
-                    "TableName": f"{STAGE}.orders",
-                    "FieldColumn": "date",
-                    "Usage": "overwrite",
-                    "DateExpression": "%Y%m%d",
-                    "relativedelta_attributes": {"days": 0},
-                }
-            ],
-            "partitionColumn": "date",
-            "partitionPythonMask": "%Y%m%d",
-            "steps": [
-                {
-                    "db": ANALYTICS,
-                    "sql": f"INSERT INTO {ANALYTICS}.orders_daily SELECT count(*), sum(amount), '$partition_value' "
-                    f"FROM {STAGE}.orders WHERE \"date\" = '$partition_value'",
-                }
-            ],
-            "checks": checks,
-        }
+def orders_daily(checks: list[dict[str, str]]) -> DependencyItem:
+    sql = (
+        f"INSERT INTO {ANALYTICS}.orders_daily SELECT count(*), sum(amount), '$day' "
+        f"FROM {STAGE}.orders WHERE \"date\" = '$day'"
     )
+    item = daily_item(
+        f"{ANALYTICS}.orders_daily", "overwrite", [{"db": ANALYTICS, "sql": sql}], source=f"{STAGE}.orders"
+    )
+    return parse_dependency_item({**item, "checks": checks})
 
 
 @dataclass
@@ -138,7 +123,7 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
     try:
         flow = EventFlow(cloud, spark_engine, workspace, settings, QUERIES)
         # orders_daily must have one row per day: a second (impossible) row would be blocked.
-        flow.register([daily_item([{"rule": "RowCount = 1"}, {"rule": 'ColumnValues "orders" < 10'}])])
+        flow.register([orders_daily([{"rule": "RowCount = 1"}, {"rule": 'ColumnValues "orders" < 10'}])])
         commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state, lists=store)
         phases: list[Phase] = []
 

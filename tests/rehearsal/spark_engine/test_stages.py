@@ -273,3 +273,40 @@ def test_a_job_at_its_concurrency_limit_is_retried_by_the_definition_then_caught
     assert {task.error for task in record.tasks[:attempts]} == {"Glue.ConcurrentRunsExceededException"}
     reasons = [r for body, r in parked(deployment, "StageBDeadLetterQueueUrl").items() if "20240306" in body]
     assert len(reasons) == 1 and reasons[0].startswith("spark failed: Glue.ConcurrentRunsExceededException")
+
+
+CHECKED = {
+    **daily_item(
+        "sparkco_reports_dev.orders_checked",
+        [
+            {
+                "db": "sparkco_shop_dev",
+                "sql": "INSERT INTO sparkco_reports_dev.orders_checked SELECT count(*), '$day' FROM orders "
+                "WHERE \"date\" = '$day'",
+            }
+        ],
+    ),
+    "checks": [{"rule": 'ColumnValues "orders" > 5'}],
+}
+
+
+def test_a_blocked_version_fails_the_quality_job_run_and_is_not_published(
+    deployment: Deployment, executions: ExecutionHost, local_glue: LocalGlue, lake: None
+) -> None:
+    """#41 on the Spark engine: after the writes' job run, a second run of the job (``--mode quality_b``) checks
+    the new version on Spark; a failed ``block`` rule fails it, and its Catch sends the run to the failure path."""
+    create_report_table(deployment, "orders_checked", "orders BIGINT")
+    put_item(deployment, CHECKED)
+    stage_b_message(deployment, CHECKED, "20240301")
+    executions.wait()
+    (run,) = stage_b_runs(deployment, executions, "orders_checked")
+    record = executions.records[run["executionArn"]]
+    assert run["status"] == "FAILED", (record, local_glue.logs)
+    assert record.states() == ["RunStepsSpark", "RunStepsQualitySpark", "StageBRecord"]  # no commit
+    quality = record.tasks[1]
+    assert json.loads(quality.input["Arguments"]["--plan"])["quality"]["rules"] == CHECKED["checks"]
+    assert quality.input["Arguments"]["--mode"] == "quality_b"
+    (reason,) = [r for body, r in parked(deployment, "StageBDeadLetterQueueUrl").items() if "orders_checked" in body]
+    assert reason.startswith("quality failed: States.TaskFailed: Glue job run ") and " FAILED: " in reason
+    assert """rule 'ColumnValues "orders" > 5' failed (metric 0), failing rows: [{"orders":"2"}]""" in reason
+    assert query(deployment, "SELECT count(*) FROM sparkco_reports_dev.orders_checked") == [["0"]]
