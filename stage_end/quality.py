@@ -17,6 +17,7 @@ import json
 import logging
 from collections.abc import Collection
 from dataclasses import asdict
+from typing import Protocol
 
 from lakeline.engines.base import Engine, QueryResult
 from lakeline.errors import InvalidInputError, LakelineError
@@ -109,12 +110,21 @@ def read_report(store: ObjectStore, target_location: str) -> QualityReport | Non
         return None
 
 
+class QualityFiles(Protocol):
+    """What the quality step reads and writes besides the engine's tables: an ``ObjectStore``, or in the Glue
+    job the files as its Spark sees them (``lakeline.glue_jobs.stage_job.HadoopFiles``)."""
+
+    def list_data_files(self, location: str) -> list[str]: ...
+
+    def write_text(self, location: str, text: str) -> None: ...
+
+
 def run_quality(
     gate: QualityGate,
     *,
     target_location: str,
     engine: Engine,
-    store: ObjectStore,
+    store: QualityFiles,
     carry_from: str | None = None,
     replaces: Collection[str] = (),
 ) -> QualityReport:

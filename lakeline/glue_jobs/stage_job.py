@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import InvalidInputError
-from lakeline.storage import ObjectStore
+from lakeline.storage import ObjectStore, is_data_file
 from stage_a.plan import StageAPlan
 from stage_a.run import execute_stage_a
 from stage_b.plan import StageBPlan
@@ -26,6 +26,39 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 MODES = ("stage_a", "stage_b", "quality_a", "quality_b")
+
+
+class HadoopFiles:
+    """The files as the job's Spark reads them, through Hadoop's file system (S3 on Glue): the quality step writes
+    the manifest its symlink table reads with them, so Spark finds it wherever Spark's S3 is."""
+
+    def __init__(self, session: SparkSession) -> None:
+        self.session = session
+
+    def _path(self, location: str) -> tuple[Any, Any]:
+        context: Any = self.session.sparkContext
+        path = context._jvm.org.apache.hadoop.fs.Path(location)
+        return path, path.getFileSystem(context._jsc.hadoopConfiguration())
+
+    def list_data_files(self, location: str) -> list[str]:
+        """Every data file below ``location``, recursively, sorted (as ``ObjectStore.list_data_files``)."""
+        path, filesystem = self._path(location)
+        if not filesystem.exists(path):
+            return []
+        found, listing = [], filesystem.listFiles(path, True)
+        while listing.hasNext():
+            status = listing.next()
+            if is_data_file(status.getPath().getName()):
+                found.append(str(status.getPath().toString()))
+        return sorted(found)
+
+    def write_text(self, location: str, text: str) -> None:
+        path, filesystem = self._path(location)
+        output = filesystem.create(path, True)
+        try:
+            output.write(bytearray(text.encode()))
+        finally:
+            output.close()
 
 
 def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore) -> dict[str, Any]:
@@ -49,7 +82,7 @@ def run_job(arguments: dict[str, str], session: SparkSession, store: ObjectStore
             plan.quality,
             target_location=plan.target_location,
             engine=engine,
-            store=store,
+            store=HadoopFiles(session),
             carry_from=plan.carry_from,
             replaces=plan.replaces if isinstance(plan, StageBPlan) else (),
         )

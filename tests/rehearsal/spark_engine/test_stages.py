@@ -304,7 +304,8 @@ def test_a_blocked_version_fails_the_quality_job_run_and_is_not_published(
     assert run["status"] == "FAILED", (record, local_glue.logs)
     assert record.states() == ["RunStepsSpark", "RunStepsQualitySpark", "StageBRecord"]  # no commit
     quality = record.tasks[1]
-    assert json.loads(quality.input["Arguments"]["--plan"])["quality"]["rules"] == CHECKED["checks"]
+    rules = [{"rule": 'ColumnValues "orders" > 5', "severity": "block"}]  # the item's, its severity made explicit
+    assert json.loads(quality.input["Arguments"]["--plan"])["quality"]["rules"] == rules
     assert quality.input["Arguments"]["--mode"] == "quality_b"
     (reason,) = [r for body, r in parked(deployment, "StageBDeadLetterQueueUrl").items() if "orders_checked" in body]
     assert reason.startswith("quality failed: States.TaskFailed: Glue job run ") and " FAILED: " in reason
