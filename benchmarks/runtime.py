@@ -47,7 +47,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from lakeline.local.project import ProjectConfig
+from lakeline.local.project_config import ProjectConfig
 from lakeline.local.rehearsal import timings
 from lakeline.operations.deployed_run import DeployedProject, DeployedRun
 

@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeline.commits.batch import BatchRef, read_batch
-from lakeline.local.project import ProjectConfig
+from lakeline.local.project_config import ProjectConfig
 from lakeline.local.rehearsal.executions import ExecutionRecord
 from lakeline.operations.deployed_run import DeployedProject
 from lakeline.storage import ObjectStore, S3ObjectStore

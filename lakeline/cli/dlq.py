@@ -262,7 +262,7 @@ def _redrive_deployed(config: Path, queue: str, dead_letters: str, target: str) 
 
     from lakeline.cli.run import fail_unless_clean
     from lakeline.cli.shared import progress_console
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
 
     console = progress_console()

@@ -90,7 +90,8 @@ def reprocess_command(
                 project_file(config, workspace), console, started, Asked(table, first, last, wanted, dry_run, raw)
             )
         else:
-            from lakeline.local.project import LocalProject, ProjectConfig
+            from lakeline.local.project import LocalProject
+            from lakeline.local.project_config import ProjectConfig
 
             with LocalProject(ProjectConfig.load(project_file(config, workspace)), console) as project:
                 project.prepare()
@@ -180,7 +181,7 @@ def _reprocess_local_deployment(
 ) -> tuple[Reprocessing, bool]:
     """As on a stack in AWS, on the project's local deployment stood up with what its last command kept; the
     work it sets going run, the state kept. Whether anything failed or was parked."""
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.operations.deployed_run import DeployedProject
 
     project = DeployedProject(ProjectConfig.load(config), console, keep_results=asked.dry_run)

@@ -88,7 +88,8 @@ def _run_deployed(
     """``run`` and ``watch`` on the local deployment: exits 1 if an execution failed or anything was parked."""
     import time
 
-    from lakeline.local.project import ProjectConfig, watch
+    from lakeline.local.project import watch
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.local.rehearsal.system import check_app
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
 
@@ -144,7 +145,8 @@ def run_project(
         return
     import time
 
-    from lakeline.local.project import LocalProject, ProjectConfig
+    from lakeline.local.project import LocalProject
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.local.unresolved import unresolved_file
 
     console = progress_console()
@@ -205,7 +207,8 @@ def watch_project(
         return
     import time
 
-    from lakeline.local.project import LocalProject, ProjectConfig, watch
+    from lakeline.local.project import LocalProject, watch
+    from lakeline.local.project_config import ProjectConfig
 
     console = progress_console()
     try:

@@ -21,7 +21,7 @@ from lakeline.errors import ConfigError, LakelineError, validated
 from lakeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.local.workspace import Workspace
 
 # Where the commands print: notes and spinners on stderr, progress and results on stdout.
@@ -100,7 +100,7 @@ def note_runtime(root: Path, deployed: bool, config: Path) -> None:
 def recorded_project(root: Path) -> Path | None:
     """The project file the last ``run`` or ``watch`` on the workspace ``root`` ran (``note_runtime``), if it
     is still there and still names this workspace; ``None`` if the workspace records none."""
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
 
     try:
         record = json.loads(project_record(root).read_text())
@@ -180,7 +180,7 @@ def project_of(config: Path | None) -> ProjectConfig | None:
     pipeline settings file (``pipeline:``, or ``raw_root``/``stage_root`` at the top)."""
     import yaml
 
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
 
     if config is None:
         return None
@@ -227,7 +227,7 @@ def existing_workspace(config: Path | None, workspace: Path | None) -> tuple[Pat
     """The workspace folder (which must exist: status and dlq create nothing) and each target's sources, from
     the project's dependency items if ``--config`` names them."""
     from lakeline.dependencies.files import load_items
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
 
     project = project_of(config)
     root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()

@@ -206,7 +206,7 @@ def _run_on_endpoint(up: RunningEndpoint, statements: list[str], output: ResultF
 def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat) -> None:
     """``sql --no-server`` on the deployment: each statement through its Athena workgroup, as users query it in
     AWS; what a statement changes (a table made, rows written) is kept for the next command."""
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.operations.deployed_run import DeployedProject, operation_errors
     from lakeline.operations.deployed_sql_server import DeployedStatements
 

@@ -30,7 +30,7 @@ from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
 from lakeline.errors import LakelineError, validated
 
 if TYPE_CHECKING:
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.local.workspace import Workspace
 
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
@@ -137,7 +137,7 @@ def stage_a_run_command(
 def _single_stage_project(project: ProjectConfig | None, ws: Workspace, queries: Path | None) -> ProjectConfig:
     """The project a single-stage command runs the embedded runtime with: ``--config``'s, if given, in the
     command's workspace; its dependency items are registered by the command itself (``stage-b run``)."""
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
 
     update: dict[str, object] = {"workspace": ws.root, "raw": ws.raw_dir, "dependencies": [], "tables": []}
     return (project or ProjectConfig()).model_copy(update=update if queries is None else {**update, "queries": queries})

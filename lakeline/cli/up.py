@@ -52,7 +52,7 @@ def up(
     sql` on the workspace reach it. Ctrl-C (or SIGTERM, or `lakeline down`) waits for the work under way, keeps
     the deployment's state as `lakeline run` does, and stops. Uploads nothing from the raw folder itself:
     `lakeline run` does, once this has stopped."""
-    from lakeline.local.project import ProjectConfig
+    from lakeline.local.project_config import ProjectConfig
     from lakeline.local.rehearsal.system import check_app, check_port
     from lakeline.local.settled import Settled
     from lakeline.operations import endpoint

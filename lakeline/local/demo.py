@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from lakeline.local.project import LocalProject, ProjectConfig, ProjectRun
+from lakeline.local.project import LocalProject, ProjectRun
+from lakeline.local.project_config import ProjectConfig
 from lakeline.local.sample import SampleFile, daily_partitions, write_customers_csv, write_orders_parquet
 from lakeline.settings import TableSettings
 

@@ -1,16 +1,6 @@
 """``lakeline run`` and ``lakeline watch``: the local pipeline over a user's own folders.
 
-A ``lakeline.yml`` names the folders and files; paths are relative to the file's folder:
-
-    workspace: .lakeline              # metastore, stage and analytics data, lineage, state
-    raw: raw                          # arrivals: raw/<team>/<dataset>/<table>/[k=v/]<file>
-    environment: dev                  # database suffix: <team>_<dataset>_dev
-    dependencies: [dependencies]      # dependency item JSON files or folders
-    tables: [tables.sql]              # Athena DDL for the stage B targets ($analytics_root, $workspace)
-    queries: athena_queries           # <team>/*.sql files named by steps' sql_file
-    default_table: {format: PARQUET, bucket_count: 1}
-    tables_settings:
-      engineering_sales_dev.orders: {bucketed_by: [order_id], bucket_count: 2}
+The project's configuration (``lakeline.yml``), which both runtimes read: ``lakeline.local.project_config``.
 """
 
 from __future__ import annotations
@@ -19,7 +9,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +18,6 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 import sqlglot
-from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -47,51 +36,18 @@ from lakeline.local.catalog import ensure_tables, first_files, split_by_table, t
 from lakeline.local.cloud import LocalCloud
 from lakeline.local.event_flow import EventFlow, FlowReport
 from lakeline.local.full_disk import full_disk
+from lakeline.local.project_config import ProjectConfig, project_snapshot, raw_keys
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.relocation import open_engine
-from lakeline.local.settled import Settled, file_digest, inputs_digest
+from lakeline.local.settled import Settled, file_digest
 from lakeline.local.stage_a import partition_row_count
 from lakeline.local.unresolved import carry_unresolved
 from lakeline.local.unsaved_runs import undo_unsaved_runs
 from lakeline.local.workspace import Workspace, write_json
 from lakeline.names import check_identifier, ddl_name, dml_name
-from lakeline.settings import PipelineSettings, TableSettings, read_yaml_model
+from lakeline.settings import PipelineSettings
 from lakeline.storage import LocalObjectStore
-from stage_a.keys import InvalidKey, parse_raw_key
 from stage_b.messages import StageBMessage
-
-DEFAULT_QUERIES = Path(__file__).resolve().parents[2] / "athena_queries"
-
-
-class ProjectConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    workspace: Path = Path(".lakeline")
-    raw: Path | None = None
-    environment: str | None = None
-    dependencies: list[Path] = Field(default_factory=list)
-    tables: list[Path] = Field(default_factory=list)
-    queries: Path = DEFAULT_QUERIES
-    default_table: TableSettings = TableSettings()
-    tables_settings: dict[str, TableSettings] = Field(default_factory=dict)
-
-    @classmethod
-    def load(cls, path: Path) -> ProjectConfig:
-        return read_yaml_model(cls, path).relative_to(path.parent)
-
-    def relative_to(self, base: Path) -> ProjectConfig:
-        def resolve(path: Path) -> Path:
-            return path if path.is_absolute() else (base / path).resolve()
-
-        return self.model_copy(
-            update={
-                "workspace": resolve(self.workspace),
-                "raw": resolve(self.raw) if self.raw else None,
-                "dependencies": [resolve(p) for p in self.dependencies],
-                "tables": [resolve(p) for p in self.tables],
-                "queries": resolve(self.queries),
-            }
-        )
 
 
 @dataclass
@@ -391,13 +347,6 @@ class LocalProject:
         return run
 
 
-def project_snapshot(config: ProjectConfig, raw_dir: Path, keys: list[str], *, also: Sequence[Path] = ()) -> Settled:
-    """The project's inputs (with the files or folders ``also``) and the raw files ``keys`` as they are now
-    (``lakeline.local.settled``)."""
-    inputs = inputs_digest(config.model_dump_json(), [*config.dependencies, *config.tables, config.queries, *also])
-    return Settled(inputs, {key: file_digest(raw_dir / key) for key in keys})
-
-
 def stage_tables(report: FlowReport) -> list[str]:
     return [f"{plan.target_database}.{plan.table}" for plan in report.stage_a]
 
@@ -484,22 +433,6 @@ def print_summary(run: ProjectRun, console: Console) -> None:
         )
     console.print(f"lineage picture: {run.html}")
     console.print(f"done in {run.seconds:.0f}s")
-
-
-def raw_keys(raw_dir: Path, console: Console) -> list[str]:
-    """Every file under ``raw_dir`` that is an arrival (others are reported and left alone)."""
-    keys = []
-    for path in sorted(raw_dir.rglob("*")):
-        if not path.is_file() or any(part.startswith((".", "_")) for part in path.parts):
-            continue
-        key = path.relative_to(raw_dir).as_posix()
-        try:
-            parse_raw_key(key)
-        except InvalidKey as error:
-            console.print(f"[yellow]skipped[/] {error}")
-            continue
-        keys.append(key)
-    return keys
 
 
 class Watched(Protocol):

@@ -58,7 +58,7 @@ from lakeline.lineage.records.archive_table import DEFAULT_TABLE
 from lakeline.lineage.records.query import bind_archive_table, load_query
 from lakeline.lineage.viewer.html import write_lineage_html
 from lakeline.local.catalog import first_files, split_by_table, table_errors, table_refusal
-from lakeline.local.project import ProjectConfig, project_snapshot, raw_keys
+from lakeline.local.project_config import ProjectConfig, project_snapshot, raw_keys
 from lakeline.local.quarantine import Quarantine
 from lakeline.local.rehearsal import kept_state, timings
 from lakeline.local.rehearsal.deploy import Deployment

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from lakeline.engines.base import QueryResult
 from lakeline.errors import LakelineError
-from lakeline.local.project import ProjectConfig
+from lakeline.local.project_config import ProjectConfig
 from lakeline.local.sql_server import DEPLOYED, serve
 from lakeline.local.workspace import Workspace
 from lakeline.operations.deployed_run import DeployedProject, operation_errors

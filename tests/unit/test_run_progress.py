@@ -9,7 +9,8 @@ from pathlib import Path
 from rich.console import Console
 
 from lakeline.local.event_flow import FlowReport
-from lakeline.local.project import LocalProject, ProgressMark, ProjectConfig
+from lakeline.local.project import LocalProject, ProgressMark
+from lakeline.local.project_config import ProjectConfig
 
 
 def project(tmp_path: Path, terminal: bool) -> tuple[LocalProject, io.StringIO]:

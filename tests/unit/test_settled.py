@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.console import Console
 
 from lakeline.local.event_flow import FlowReport
-from lakeline.local.project import LocalProject, ProjectConfig
+from lakeline.local.project import LocalProject
+from lakeline.local.project_config import ProjectConfig
 from lakeline.local.settled import Settled
 
 
