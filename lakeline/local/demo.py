@@ -23,6 +23,7 @@ from rich.console import Console
 from lakeline.local.project import LocalProject, ProjectRun
 from lakeline.local.project_config import ProjectConfig
 from lakeline.local.sample import SampleFile, daily_partitions, write_customers_csv, write_orders_parquet
+from lakeline.repository import in_repository
 from lakeline.settings import TableSettings
 
 if TYPE_CHECKING:
@@ -30,15 +31,15 @@ if TYPE_CHECKING:
 
 DEMO_DAYS = 4
 DEMO_LAST_DAY = date(2022, 1, 20)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "demo"
 
 
 def demo_config(workspace: Path) -> ProjectConfig:
+    examples = in_repository("examples", "demo", needed_by="the demo")
     return ProjectConfig(
         workspace=workspace.resolve(),
         environment="dev",
-        dependencies=[EXAMPLES / "dependencies.json"],
-        tables=[EXAMPLES / "tables.sql"],
+        dependencies=[examples / "dependencies.json"],
+        tables=[examples / "tables.sql"],
         # Orders are larger: two files per partition, bucketed by the order id.
         tables_settings={"engineering_sales_dev.orders": TableSettings(bucketed_by=("order_id",), bucket_count=2)},
     )

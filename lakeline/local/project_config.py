@@ -23,10 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 
 from lakeline.local.settled import Settled, file_digest, inputs_digest
+from lakeline.repository import REPOSITORY
 from lakeline.settings import TableSettings, read_yaml_model
 from stage_a.keys import InvalidKey, parse_raw_key
 
-DEFAULT_QUERIES = Path(__file__).resolve().parents[2] / "athena_queries"
+# A project that names no queries folder reads the repository's (read when a step names a file).
+DEFAULT_QUERIES = REPOSITORY / "athena_queries"
 
 
 class ProjectConfig(BaseModel):

@@ -15,6 +15,7 @@ with the same bytes is no change and one rewritten with the same size and time i
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,8 +39,7 @@ def inputs_digest(settings_json: str, paths: Iterable[Path]) -> str:
     """The project's settings and the contents of every file under ``paths`` (files or folders), with
     Lakeline's own source files: a change to any of them may change what a run writes."""
     digest = hashlib.sha256(settings_json.encode())
-    root = Path(__file__).resolve().parents[2]
-    sources = [root / package for package in _CODE_PACKAGES]
+    sources = [package_folder(package) for package in _CODE_PACKAGES]
     for base in [*paths, *sources]:
         files = sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else [base]
         for path in files:
@@ -48,6 +48,14 @@ def inputs_digest(settings_json: str, paths: Iterable[Path]) -> str:
             digest.update(str(path).encode())
             digest.update(file_digest(path).encode() if path.is_file() else b"-")
     return digest.hexdigest()
+
+
+def package_folder(package: str) -> Path:
+    """Where the installed ``package`` is (its spec: nothing of it is imported), wherever it was installed."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise LookupError(f"{package} is not an installed package")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 @dataclass(frozen=True)

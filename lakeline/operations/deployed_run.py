@@ -63,7 +63,7 @@ from lakeline.local.quarantine import Quarantine
 from lakeline.local.rehearsal import kept_state, timings
 from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.executions import ExecutionRecord, check_interpreter
-from lakeline.local.rehearsal.system import REPOSITORY, DeployedSystem, stood_up, synthesize_cached
+from lakeline.local.rehearsal.system import DeployedSystem, stood_up, synthesize_cached
 from lakeline.local.relocation import claim_workspace, open_engine
 from lakeline.local.settled import Settled, file_digest
 from lakeline.local.workspace import Workspace
@@ -72,6 +72,7 @@ from lakeline.operations.dead_letters import read_dead_letters
 from lakeline.operations.deployed_tables import summarized_tables
 from lakeline.operations.source_ddl import source_table_ddl
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
+from lakeline.repository import REPOSITORY
 from stage_b.artifacts import ARTIFACTS_PREFIX
 
 DATABASE_PREFIX = "deployed__"  # the local Athena's Spark databases, apart from `lakeline run`'s own

@@ -21,11 +21,13 @@ from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.errors import ConfigError, InvalidInputError
 from lakeline.lineage.records.archive_table import ARCHIVE_TABLE, DEFAULT_TABLE, LINEAGE_DATABASE
 from lakeline.names import check_identifier
+from lakeline.repository import REPOSITORY
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
 
-QUERY_FOLDER = Path(__file__).resolve().parents[3] / "athena_queries" / "lineage"
+# The lineage queries the stacks also save as Athena named queries (stacks/constructs/athena.py).
+QUERY_FOLDER = REPOSITORY / "athena_queries" / "lineage"
 DEFAULT_QUERY = QUERY_FOLDER / "lineage_records.sql"
 
 

@@ -55,6 +55,7 @@ from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.local.rehearsal.holds import Holds
 from lakeline.local.rehearsal.iam import Credentials
 from lakeline.local.rehearsal.pollers import Pollers
+from lakeline.repository import REPOSITORY
 
 EXECUTION_RUNNER = Path(__file__).with_name("run_execution.mjs")
 INTERPRETER = "aws-local-stepfunctions"
@@ -145,7 +146,7 @@ def check_interpreter(node: str = "node") -> None:
     if not any((folder / "node_modules" / INTERPRETER).is_dir() for folder in EXECUTION_RUNNER.parents):
         raise InterpreterMissing(
             f"the ASL interpreter ({INTERPRETER}) is not installed: run `npm ci` in the repository "
-            f"({EXECUTION_RUNNER.parents[3]}); `make demo` runs it"
+            f"({REPOSITORY}); `make demo` runs it"
         )
 
 

@@ -29,13 +29,11 @@ from lakeline.local.rehearsal.deploy import Deployment, deploy
 from lakeline.local.rehearsal.executions import ExecutionHost
 from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.local.rehearsal.iam import Credentials
+from lakeline.repository import REPOSITORY
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
     from lakeline.local.rehearsal.athena import LocalAthena
-
-
-REPOSITORY = Path(__file__).resolve().parents[3]
 
 
 class SynthError(LakelineError):
