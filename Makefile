@@ -58,7 +58,7 @@ demo: $(VENV)/.installed-run node_modules/.installed
 lint: $(VENV)/.installed-dev node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	npx --no-install eslint --max-warnings 0 lakeline/lineage/viewer/assets lakeline/local/rehearsal eslint.config.mjs
+	npx --no-install eslint --max-warnings 0 lakeline/lineage/viewer/assets lakeline/runtimes/deployed/local_aws eslint.config.mjs
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

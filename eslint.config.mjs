@@ -29,8 +29,8 @@ export default [
     rules: { ...JS_RULES, "no-implicit-globals": "error", strict: ["error", "function"] },
   },
   {
-    // Drives aws-local-stepfunctions for lakeline/local/rehearsal/executions.py.
-    files: ["lakeline/local/rehearsal/*.mjs"],
+    // Drives aws-local-stepfunctions for lakeline/runtimes/deployed/local_aws/executions.py.
+    files: ["lakeline/runtimes/deployed/local_aws/*.mjs"],
     ...js.configs.recommended,
     languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: { ...globals.node } },
     linterOptions: { reportUnusedDisableDirectives: "error" },

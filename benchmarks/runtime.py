@@ -3,7 +3,7 @@
 Runs ``lakeline demo`` (the deployed system: the CDK app synthesized, stood up on a local AWS endpoint with
 IAM enforced, its state machines on the ASL interpreter, its functions from their bundled assets, Athena on
 embedded Spark) and the first ``lakeline run`` of ``examples/shop`` (copied into a temporary folder), each
-in this process with the runtime's timing collector on (``lakeline.local.rehearsal.timings``: timers at the
+in this process with the runtime's timing collector on (``lakeline.runtimes.deployed.local_aws.timings``: timers at the
 phases of the command, each execution, task, function invocation and query). The baseline of each run is
 the SQL itself, the Spark statements the local Athena ran; everything else is the runtime's cost. Prints,
 per run: each phase's seconds; the SQL's seconds against the rest (the ratio of the whole to the SQL);
@@ -47,9 +47,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from lakeline.local.project_config import ProjectConfig
-from lakeline.local.rehearsal import timings
-from lakeline.operations.deployed_run import DeployedProject, DeployedRun
+from lakeline.project.config import ProjectConfig
+from lakeline.runtimes.deployed.local_aws import timings
+from lakeline.runtimes.deployed.run import DeployedProject, DeployedRun
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHOP = REPOSITORY / "examples" / "shop"
@@ -89,7 +89,7 @@ class Measured:
 
 
 def run_demo(folder: Path) -> DeployedRun:
-    from lakeline.operations.deployed_demo import run_deployed_demo as demo
+    from lakeline.runtimes.deployed.demo import run_deployed_demo as demo
 
     return demo(folder / "demo", Console(quiet=True))
 

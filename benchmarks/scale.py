@@ -40,9 +40,9 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeline.commits.batch import BatchRef, read_batch
-from lakeline.local.project_config import ProjectConfig
-from lakeline.local.rehearsal.executions import ExecutionRecord
-from lakeline.operations.deployed_run import DeployedProject
+from lakeline.project.config import ProjectConfig
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionRecord
+from lakeline.runtimes.deployed.run import DeployedProject
 from lakeline.storage import ObjectStore, S3ObjectStore
 from stage_a.arrivals import pending_arrival
 

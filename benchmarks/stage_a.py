@@ -37,12 +37,12 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.catalog import ensure_tables
-from lakeline.local.cloud import LocalCloud
-from lakeline.local.event_flow import LOCAL_RAW_BUCKET, EventFlow
-from lakeline.local.sample import write_single_parquet
-from lakeline.local.stage_a import partition_row_count
-from lakeline.local.workspace import Workspace
+from lakeline.project.catalog import ensure_tables
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.embedded.cloud import LocalCloud
+from lakeline.runtimes.embedded.event_flow import LOCAL_RAW_BUCKET, EventFlow
+from lakeline.runtimes.embedded.sample import write_single_parquet
+from lakeline.runtimes.embedded.stage_a import partition_row_count
 from lakeline.settings import TableSettings
 from lakeline.storage import LocalObjectStore, local_root, local_uri
 from stage_a.arrivals import Arrival

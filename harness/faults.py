@@ -24,7 +24,7 @@ from moto import mock_aws
 
 from harness.raw_objects import put_raw_object
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
-from lakeline.local.lambda_events import LambdaContext, QueuePoller
+from lakeline.runtimes.embedded.lambda_events import LambdaContext, QueuePoller
 from stage_a.arrivals import Arrival
 
 REGION = "us-east-1"

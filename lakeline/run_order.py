@@ -5,7 +5,7 @@ A run is the engine's writes (its own steps, which differ by engine), then the q
 the partition commit and the catalog swap (only when the run wrote), then the post-update; a failed step goes to
 the failure function, told which.
 The CDK construct that builds the state machines (``stacks.constructs.stage``) and the embedded runtime
-(``lakeline.local.event_flow``) both read it; ``tests/infrastructure/test_run_order.py`` walks the synthesized
+(``lakeline.runtimes.embedded.event_flow``) both read it; ``tests/infrastructure/test_run_order.py`` walks the synthesized
 state machines and ``tests/reliability/test_embedded_catch.py`` the embedded runtime against it.
 """
 
@@ -93,7 +93,7 @@ STAGE_B = RunOrder(
 EMBEDDED_ENGINE: EngineName = "athena"
 """The embedded runtime runs a stage's writes as one call on embedded Spark (``execute_stage_a``,
 ``execute_stage_b``: the statements the Athena engine's tasks run) and names a failed one as the Athena engine's
-task (``lakeline.local.event_flow``)."""
+task (``lakeline.runtimes.embedded.event_flow``)."""
 
 AFTER_PUBLISH: frozenset[FailedStep] = frozenset(step.name for step in AFTER_WRITES if step.kind in PUBLISHING)
 """The failed steps that come after every one of the engine's writes ran: the run failed, its steps completed

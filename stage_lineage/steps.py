@@ -57,7 +57,7 @@ Outcome = Literal["COMPLETE", "FAIL"]
 
 class StepEventsEnvironment(BaseModel):
     """The function's settings. Without a location no events are made: that is the local flow, which
-    emits its own events from the Spark run as it happens (``lakeline.local.event_flow``)."""
+    emits its own events from the Spark run as it happens (``lakeline.runtimes.embedded.event_flow``)."""
 
     openlineage_events_location: str | None = None
     pipeline_engine: Literal["athena", "spark"] = "athena"

@@ -1,7 +1,7 @@
 """What an AWS runtime provides beside the code it runs, as distribution names: the Lambda Python runtime and
 Glue both have the AWS SDK; the functions have the public Powertools layer too. The OpenLineage layer leaves
 these out (``stacks.constructs.bundling``); the rehearsal lets a function or a job import only these beside
-its own code (``lakeline.local.rehearsal.functions``, ``glue``)."""
+its own code (``lakeline.runtimes.deployed.local_aws.functions``, ``glue``)."""
 
 from __future__ import annotations
 

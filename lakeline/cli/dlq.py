@@ -25,8 +25,8 @@ from lakeline.console import fail
 from lakeline.errors import LakelineError
 
 if TYPE_CHECKING:
-    from lakeline.local.quarantine import Quarantine
-    from lakeline.local.rehearsal.kept_state import KeptMessage
+    from lakeline.project.quarantine import Quarantine
+    from lakeline.runtimes.deployed.local_aws.kept_state import KeptMessage
 
 dlq_app = typer.Typer(help="What waits in the dead-letter queues, and why; send it back once fixed.")
 DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to)
@@ -61,7 +61,7 @@ def dlq_list(
         if stack is not None:
             parked = _list_stack_dead_letters(console, stack, _dead_letter_queues(queue))
         else:
-            from lakeline.local.quarantine import Quarantine
+            from lakeline.project.quarantine import Quarantine
 
             root, _ = existing_workspace(config, workspace)
             if reads_deployment(deployed, root):
@@ -106,7 +106,7 @@ def kept_dead_letters(root: Path) -> dict[str, list[KeptMessage]]:
 
 
 def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> int:
-    """The parked messages the local deployment's last run kept (``lakeline.local.rehearsal.kept_state``)."""
+    """The parked messages the local deployment's last run kept (``lakeline.runtimes.deployed.local_aws.kept_state``)."""
     from lakeline.operations.dead_letters import parked_reason
 
     kept = kept_dead_letters(root)
@@ -169,7 +169,7 @@ def dlq_show(
     console = Console(soft_wrap=True)
     try:
         if stack is None:
-            from lakeline.local.quarantine import Quarantine
+            from lakeline.project.quarantine import Quarantine
 
             root, _ = existing_workspace(config, workspace)
             parked = Quarantine.of(root).parked_record(message) or Quarantine.of_deployment(root).parked_record(message)
@@ -262,8 +262,8 @@ def _redrive_deployed(config: Path, queue: str, dead_letters: str, target: str) 
 
     from lakeline.cli.run import fail_unless_clean
     from lakeline.cli.shared import progress_console
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.operations.deployed_run import DeployedProject, operation_errors
+    from lakeline.project.config import ProjectConfig
+    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
 
     console = progress_console()
     started = time.monotonic()

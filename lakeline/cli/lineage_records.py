@@ -285,7 +285,7 @@ def query_command(
             )
         elif engine == "spark":
             from lakeline.engines.spark import SparkEngine
-            from lakeline.local.workspace import Workspace
+            from lakeline.project.workspace import Workspace
 
             ws = Workspace.at(workspace)
             folder = archive or _archive_folder(ws.root, deployed)

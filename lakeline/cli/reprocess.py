@@ -27,8 +27,8 @@ from lakeline.errors import LakelineError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from lakeline.operations.deployed_run import DeployedProject
     from lakeline.operations.reprocess import Reprocessing
+    from lakeline.runtimes.deployed.run import DeployedProject
 
 
 def reprocess_command(
@@ -90,8 +90,8 @@ def reprocess_command(
                 project_file(config, workspace), console, started, Asked(table, first, last, wanted, dry_run, raw)
             )
         else:
-            from lakeline.local.project import LocalProject
-            from lakeline.local.project_config import ProjectConfig
+            from lakeline.project.config import ProjectConfig
+            from lakeline.runtimes.embedded.project import LocalProject
 
             with LocalProject(ProjectConfig.load(project_file(config, workspace)), console) as project:
                 project.prepare()
@@ -181,8 +181,8 @@ def _reprocess_local_deployment(
 ) -> tuple[Reprocessing, bool]:
     """As on a stack in AWS, on the project's local deployment stood up with what its last command kept; the
     work it sets going run, the state kept. Whether anything failed or was parked."""
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.operations.deployed_run import DeployedProject
+    from lakeline.project.config import ProjectConfig
+    from lakeline.runtimes.deployed.run import DeployedProject
 
     project = DeployedProject(ProjectConfig.load(config), console, keep_results=asked.dry_run)
     project.require_kept()

@@ -15,7 +15,7 @@ from lakeline.engines.base import QueryError
 from lakeline.errors import LakelineError
 
 if TYPE_CHECKING:
-    from lakeline.operations.deployed_run import DeployedRun
+    from lakeline.runtimes.deployed.run import DeployedRun
 
 
 def demo(
@@ -33,7 +33,7 @@ def demo(
     (the CDK app synthesized and deployed on a local AWS endpoint, IAM enforced, Athena on embedded PySpark);
     exits 1 if any execution failed or anything was parked."""
     if embedded:
-        from lakeline.local.demo import run_demo
+        from lakeline.runtimes.embedded.demo import run_demo
 
         try:
             report = run_demo(workspace, progress_console()).report
@@ -46,8 +46,8 @@ def demo(
                 code=EXIT_FAILED,
             )
         return
-    from lakeline.operations.deployed_demo import run_deployed_demo
-    from lakeline.operations.deployed_run import operation_errors
+    from lakeline.runtimes.deployed.demo import run_deployed_demo
+    from lakeline.runtimes.deployed.run import operation_errors
 
     try:
         run = run_deployed_demo(workspace, progress_console())
@@ -88,10 +88,10 @@ def _run_deployed(
     """``run`` and ``watch`` on the local deployment: exits 1 if an execution failed or anything was parked."""
     import time
 
-    from lakeline.local.project import watch
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.local.rehearsal.system import check_app
-    from lakeline.operations.deployed_run import DeployedProject, operation_errors
+    from lakeline.project.config import ProjectConfig
+    from lakeline.runtimes.deployed.local_aws.system import check_app
+    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
+    from lakeline.runtimes.embedded.project import watch
 
     console = progress_console()
     try:
@@ -145,9 +145,9 @@ def run_project(
         return
     import time
 
-    from lakeline.local.project import LocalProject
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.local.unresolved import unresolved_file
+    from lakeline.project.config import ProjectConfig
+    from lakeline.project.unresolved import unresolved_file
+    from lakeline.runtimes.embedded.project import LocalProject
 
     console = progress_console()
     try:
@@ -207,8 +207,8 @@ def watch_project(
         return
     import time
 
-    from lakeline.local.project import LocalProject, watch
-    from lakeline.local.project_config import ProjectConfig
+    from lakeline.project.config import ProjectConfig
+    from lakeline.runtimes.embedded.project import LocalProject, watch
 
     console = progress_console()
     try:
@@ -231,17 +231,17 @@ def _refuse_if_up(root: Path) -> None:
     """``run`` and ``watch`` stand a deployment (or Spark) up of their own and keep its state: while a ``lakeline
     up`` keeps the workspace's deployment running, its files go in through its endpoint instead (its state is
     kept by it, when it stops)."""
-    from lakeline.operations.endpoint import refuse_if_up
+    from lakeline.runtimes.deployed.endpoint import refuse_if_up
 
     refuse_if_up(root, instead="put files into its raw bucket through the endpoint (`aws s3 cp`, `aws s3 sync`)")
 
 
 def _stopped(error: LakelineError | QueryError | OSError, config: Path) -> NoReturn:
     """Exit with one ``error:`` line for an error that stopped ``run`` or ``watch --embedded``: a full disk
-    wherever it struck (``lakeline.local.full_disk``; exit 2, as for a workspace the command cannot run on),
+    wherever it struck (``lakeline.runtimes.embedded.full_disk``; exit 2, as for a workspace the command cannot run on),
     the error's own words otherwise (exit 1 for a query that failed, else 2). Any other ``OSError`` is a
     fault of Lakeline's, raised as it is."""
-    from lakeline.local.full_disk import full_disk
+    from lakeline.runtimes.embedded.full_disk import full_disk
 
     full = full_disk(error, config.resolve().parent)
     if full is not None:

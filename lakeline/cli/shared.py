@@ -21,8 +21,8 @@ from lakeline.errors import ConfigError, LakelineError, validated
 from lakeline.settings import PipelineSettings
 
 if TYPE_CHECKING:
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.local.workspace import Workspace
+    from lakeline.project.config import ProjectConfig
+    from lakeline.project.workspace import Workspace
 
 # Where the commands print: notes and spinners on stderr, progress and results on stdout.
 err_console = Console(stderr=True)
@@ -37,7 +37,7 @@ def progress_console() -> Console:
 
 
 def moved(message: str) -> None:
-    """A workspace opened where it was not made (``lakeline.local.relocation``) says so once."""
+    """A workspace opened where it was not made (``lakeline.project.relocation``) says so once."""
     err_console.print(escape(message), soft_wrap=True)
 
 
@@ -100,7 +100,7 @@ def note_runtime(root: Path, deployed: bool, config: Path) -> None:
 def recorded_project(root: Path) -> Path | None:
     """The project file the last ``run`` or ``watch`` on the workspace ``root`` ran (``note_runtime``), if it
     is still there and still names this workspace; ``None`` if the workspace records none."""
-    from lakeline.local.project_config import ProjectConfig
+    from lakeline.project.config import ProjectConfig
 
     try:
         record = json.loads(project_record(root).read_text())
@@ -147,7 +147,7 @@ def reads_deployment(choice: bool | None, root: Path) -> bool:
     the workspace ``root`` (``note_runtime``); for a workspace of an earlier version, which says nothing, the
     local deployment if its kept state is newer than the embedded runtime's ``summary.json`` (or there is no
     such summary), the embedded runtime if only it ran or nothing did."""
-    from lakeline.local.rehearsal.kept_state import kept_at
+    from lakeline.runtimes.deployed.local_aws.kept_state import kept_at
 
     if choice is not None:
         return choice
@@ -180,7 +180,7 @@ def project_of(config: Path | None) -> ProjectConfig | None:
     pipeline settings file (``pipeline:``, or ``raw_root``/``stage_root`` at the top)."""
     import yaml
 
-    from lakeline.local.project_config import ProjectConfig
+    from lakeline.project.config import ProjectConfig
 
     if config is None:
         return None
@@ -216,7 +216,7 @@ def settings_of(
 
 def workspace_of(project: ProjectConfig | None, workspace: Path | None) -> Workspace:
     """``--workspace``, else the ``--config`` project's workspace (and raw folder), else ``.lakeline``."""
-    from lakeline.local.workspace import Workspace
+    from lakeline.project.workspace import Workspace
 
     if workspace is None and project is not None:
         return Workspace.at(project.workspace, project.raw)
@@ -227,7 +227,7 @@ def existing_workspace(config: Path | None, workspace: Path | None) -> tuple[Pat
     """The workspace folder (which must exist: status and dlq create nothing) and each target's sources, from
     the project's dependency items if ``--config`` names them."""
     from lakeline.dependencies.files import load_items
-    from lakeline.local.project_config import ProjectConfig
+    from lakeline.project.config import ProjectConfig
 
     project = project_of(config)
     root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()

@@ -25,13 +25,13 @@ from lakeline.cli.shared import (
 from lakeline.console import fail
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.errors import LakelineError, plain
-from lakeline.local.sql_server import DEFAULT_KEEP_MINUTES
+from lakeline.project.sql_server import DEFAULT_KEEP_MINUTES
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
-    from lakeline.local.sql_server import SqlClient
-    from lakeline.local.workspace import Workspace
-    from lakeline.operations.endpoint import RunningEndpoint
+    from lakeline.project.sql_server import SqlClient
+    from lakeline.project.workspace import Workspace
+    from lakeline.runtimes.deployed.endpoint import RunningEndpoint
 
 
 class ResultFormat(StrEnum):
@@ -102,7 +102,7 @@ def run_sql(
     workspace stops it first)."""
     import sqlglot
 
-    from lakeline.local import sql_server
+    from lakeline.project import sql_server
 
     try:
         ws = workspace_of(project_of(config), workspace)
@@ -128,7 +128,7 @@ def run_sql(
     if project is not None and theirs is not None and theirs != ws.root:
         fail(f"--workspace {ws.root} is not the workspace of the project {project} ({theirs}): name the project")
     if project is not None:
-        from lakeline.operations.endpoint import reachable
+        from lakeline.runtimes.deployed.endpoint import reachable
 
         try:
             up = reachable(ws.root)
@@ -158,15 +158,15 @@ def _sql_engine(ws: Workspace, server: bool, keep: float, deployed: Path | None)
     """The workspace's server (started if none runs, and telling what opening the workspace said): on the
     embedded Spark, or on the local deployment of the project ``deployed``; or an embedded Spark of this
     command's own."""
-    from lakeline.local import sql_server
-    from lakeline.local.relocation import open_engine
+    from lakeline.project import sql_server
+    from lakeline.project.relocation import open_engine
 
     if not server:
         with err_console.status("starting embedded Spark"):
             return open_engine(ws, moved)
     if deployed is not None:
-        from lakeline.local.rehearsal import kept_state
-        from lakeline.operations.deployed_sql_server import serving_arguments
+        from lakeline.runtimes.deployed.local_aws import kept_state
+        from lakeline.runtimes.deployed.sql_server import serving_arguments
 
         if not deployed.is_file():
             raise LakelineError(f"no project file {deployed}: name the project's lakeline.yml with --config")
@@ -206,9 +206,9 @@ def _run_on_endpoint(up: RunningEndpoint, statements: list[str], output: ResultF
 def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat) -> None:
     """``sql --no-server`` on the deployment: each statement through its Athena workgroup, as users query it in
     AWS; what a statement changes (a table made, rows written) is kept for the next command."""
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.operations.deployed_run import DeployedProject, operation_errors
-    from lakeline.operations.deployed_sql_server import DeployedStatements
+    from lakeline.project.config import ProjectConfig
+    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
+    from lakeline.runtimes.deployed.sql_server import DeployedStatements
 
     console = Console()
     try:

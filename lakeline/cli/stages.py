@@ -30,8 +30,8 @@ from lakeline.engines.base import Column, QueryError, TableNotFound, TableSchema
 from lakeline.errors import LakelineError, validated
 
 if TYPE_CHECKING:
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.local.workspace import Workspace
+    from lakeline.project.config import ProjectConfig
+    from lakeline.project.workspace import Workspace
 
 stage_a_app = typer.Typer(help="Stage A: raw arrivals into stage tables (CTAS-simulated inserts).")
 
@@ -111,8 +111,8 @@ def stage_a_run_command(
 ) -> None:
     """Run stage A for one arrival on embedded Spark, against files under WORKSPACE/raw, as the pipeline
     runs it (lease, commit, catalog swap): a file it has loaded before changes nothing."""
-    from lakeline.local.project import LocalProject
-    from lakeline.local.single_stage import run_arrival
+    from lakeline.runtimes.embedded.project import LocalProject
+    from lakeline.runtimes.embedded.single_stage import run_arrival
     from stage_a.keys import parse_raw_key
 
     try:
@@ -137,7 +137,7 @@ def stage_a_run_command(
 def _single_stage_project(project: ProjectConfig | None, ws: Workspace, queries: Path | None) -> ProjectConfig:
     """The project a single-stage command runs the embedded runtime with: ``--config``'s, if given, in the
     command's workspace; its dependency items are registered by the command itself (``stage-b run``)."""
-    from lakeline.local.project_config import ProjectConfig
+    from lakeline.project.config import ProjectConfig
 
     update: dict[str, object] = {"workspace": ws.root, "raw": ws.raw_dir, "dependencies": [], "tables": []}
     return (project or ProjectConfig()).model_copy(update=update if queries is None else {**update, "queries": queries})
@@ -176,9 +176,9 @@ def stage_b_run_command(
 ) -> None:
     """Build one target partition on embedded Spark from its dependency item, then what it triggers."""
     from lakeline.dependencies.files import load_items
-    from lakeline.local.project import LocalProject
-    from lakeline.local.single_stage import run_target
     from lakeline.partitions import new_run_token
+    from lakeline.runtimes.embedded.project import LocalProject
+    from lakeline.runtimes.embedded.single_stage import run_target
     from stage_b.messages import StageBMessage
 
     try:

@@ -62,7 +62,7 @@ def status(
         else:
             root, sources = existing_workspace(config, workspace)
             if reads_deployment(deployed, root):
-                from lakeline.operations.endpoint import reachable
+                from lakeline.runtimes.deployed.endpoint import reachable
 
                 up = reachable(root)  # a running `lakeline up`'s deployment is newer than what was kept
                 report = (

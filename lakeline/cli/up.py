@@ -1,5 +1,5 @@
 """``lakeline up``: the project's local deployment kept up as an AWS endpoint until Ctrl-C or ``lakeline down``,
-for the AWS CLI, boto3 and pyathena (``lakeline.operations.endpoint``)."""
+for the AWS CLI, boto3 and pyathena (``lakeline.runtimes.deployed.endpoint``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from lakeline.console import fail
 from lakeline.errors import LakelineError
 
 if TYPE_CHECKING:
-    from lakeline.operations.endpoint import RunningEndpoint
+    from lakeline.runtimes.deployed.endpoint import RunningEndpoint
 
 AT_REST_SECONDS = 600.0
 """The longest a stop waits for the work under way to end before it keeps the state."""
@@ -52,11 +52,11 @@ def up(
     sql` on the workspace reach it. Ctrl-C (or SIGTERM, or `lakeline down`) waits for the work under way, keeps
     the deployment's state as `lakeline run` does, and stops. Uploads nothing from the raw folder itself:
     `lakeline run` does, once this has stopped."""
-    from lakeline.local.project_config import ProjectConfig
-    from lakeline.local.rehearsal.system import check_app, check_port
-    from lakeline.local.settled import Settled
-    from lakeline.operations import endpoint
-    from lakeline.operations.deployed_run import DeployedProject, operation_errors
+    from lakeline.project.config import ProjectConfig
+    from lakeline.project.settled import Settled
+    from lakeline.runtimes.deployed import endpoint
+    from lakeline.runtimes.deployed.local_aws.system import check_app, check_port
+    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
 
     console = progress_console()
     try:
@@ -138,8 +138,8 @@ def down(config: ConfigOption = None, workspace: WorkspaceOption = None) -> None
     for the work under way to end, keeps the deployment's state, and gives the workspace up; this waits for
     that. Says so (exit 0) if none runs; exits 1 if it stopped without keeping its state, 2 if it has not
     stopped within the wait (its 10 minutes for the work under way, and two more)."""
-    from lakeline.local.rehearsal.kept_state import kept_at
-    from lakeline.operations import endpoint
+    from lakeline.runtimes.deployed import endpoint
+    from lakeline.runtimes.deployed.local_aws.kept_state import kept_at
 
     try:
         here = Path("lakeline.yml")  # what `up` reads by default

@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.commits import COMMIT_PREFIX
 from lakeline.commits.slots import SLOTS_PREFIX, STAGES
-from lakeline.local.quarantine import Quarantine
-from lakeline.local.unresolved import load_unresolved
-from lakeline.local.workspace import Workspace
+from lakeline.project.quarantine import Quarantine
+from lakeline.project.unresolved import load_unresolved
+from lakeline.project.workspace import Workspace
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
 
-    from lakeline.local.rehearsal.kept_state import KeptMessage
-    from lakeline.operations.endpoint import RunningEndpoint
+    from lakeline.runtimes.deployed.endpoint import RunningEndpoint
+    from lakeline.runtimes.deployed.local_aws.kept_state import KeptMessage
 
 MAX_EXECUTION = timedelta(hours=6)  # the state machines' timeout (stacks/constructs/workflow.py)
 
@@ -167,7 +167,7 @@ def _last_run(summary_file: Path) -> tuple[str, dict[str, Any]] | None:
 
 def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now: datetime) -> PipelineStatus:
     """The status of a local workspace: its saved pipeline state, its last run and its quarantine."""
-    from lakeline.local.sql_server import server_pid
+    from lakeline.project.sql_server import server_pid
 
     status = PipelineStatus(where=str(workspace))
     pid = server_pid(Workspace(workspace))
@@ -200,7 +200,7 @@ def kept_pipeline(workspace: Path) -> tuple[dict[str, str], dict[str, list[KeptM
     """The kept local deployment's pipeline stack outputs (every ``STACK_OUTPUTS`` one) and the messages kept
     of each queue (by URL); a clear error if nothing is kept or it was kept by another version."""
     from lakeline.errors import LakelineError
-    from lakeline.local.rehearsal.kept_state import kept_messages
+    from lakeline.runtimes.deployed.local_aws.kept_state import kept_messages
 
     folder = workspace / "deployed" / "state"
     outputs, queues = kept_messages(folder)
@@ -219,8 +219,8 @@ def kept_pipeline(workspace: Path) -> tuple[dict[str, str], dict[str, list[KeptM
 def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
     """The status of a project's local deployment as its last command kept it (``lakeline run``; read from
     ``deployed/state``, nothing stood up): its pipeline state, its dead-letter queues and its last run."""
-    from lakeline.local.rehearsal import kept_state
     from lakeline.operations.dead_letters import parked_reason
+    from lakeline.runtimes.deployed.local_aws import kept_state
 
     folder = workspace / "deployed" / "state"
     tables = kept_state.kept_tables(folder)

@@ -45,7 +45,7 @@ def customers(workspace: Path, day: str) -> dict[int, tuple[str, float]]:
 
 
 def expected_daily_sales(workspace: Path, day: str) -> dict[str, tuple[int, float]]:
-    """The orders generator's formula (lakeline/local/sample.py), joined to the customers file."""
+    """The orders generator's formula (lakeline/runtimes/embedded/sample.py), joined to the customers file."""
     people = customers(workspace, day)
     totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for order in range(ORDERS_PER_DAY):

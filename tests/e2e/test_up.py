@@ -27,7 +27,7 @@ import pyathena
 import pytest
 
 from lakeline.dependencies.store import to_dynamodb
-from lakeline.local.rehearsal.system import free_port
+from lakeline.runtimes.deployed.local_aws.system import free_port
 
 pytestmark = pytest.mark.spark
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lakeline.operations.endpoint import RunningEndpoint
+from lakeline.runtimes.deployed.endpoint import RunningEndpoint
 from tests.e2e import test_up as up_session
 
 pytestmark = pytest.mark.spark

@@ -25,8 +25,8 @@ from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.errors import ConfigError, LakelineError
-from lakeline.local.handler_caches import reset_handler_caches
 from lakeline.operations.dead_letters import read_dead_letters
+from lakeline.runtimes.embedded.handler_caches import reset_handler_caches
 from lambdas.dependencies_by_table import handler as lambda_module
 from tests.seed_items import seed_item
 

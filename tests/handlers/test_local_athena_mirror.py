@@ -1,4 +1,4 @@
-"""The local Athena's mirror of S3 (``lakeline.local.rehearsal.athena``), on moto's S3 without a query:
+"""The local Athena's mirror of S3 (``lakeline.runtimes.deployed.local_aws.athena``), on moto's S3 without a query:
 kept out of ``tests/rehearsal``, whose moto server ``mock_aws`` would reset."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def test_objects_with_hidden_names_outlive_the_mirror(tmp_path: Path) -> None:
     from moto import mock_aws
     from moto.s3.models import s3_backends
 
-    from lakeline.local.rehearsal.athena import LocalAthena
+    from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
 
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
@@ -37,7 +37,7 @@ def test_an_object_replaced_or_deleted_while_the_mirror_reads_it_is_read_as_s3_h
     from moto import mock_aws
     from moto.s3.models import s3_backends
 
-    from lakeline.local.rehearsal.athena import LocalAthena
+    from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
 
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")

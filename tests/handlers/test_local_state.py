@@ -11,7 +11,7 @@ import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
 from lakeline.commits.applied import published_ids
-from lakeline.local.cloud import LINEAGE_TABLE_NAME, LocalCloud
+from lakeline.runtimes.embedded.cloud import LINEAGE_TABLE_NAME, LocalCloud
 from lakeline.storage import LocalObjectStore, local_root
 
 

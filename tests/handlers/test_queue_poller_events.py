@@ -1,4 +1,4 @@
-"""The embedded runtime's queue poller (``lakeline.local.lambda_events.QueuePoller``) builds Lambda's SQS event, on
+"""The embedded runtime's queue poller (``lakeline.runtimes.embedded.lambda_events.QueuePoller``) builds Lambda's SQS event, on
 moto: message attributes spelled as Lambda spells them, which the routers read (``lambdas/router.py``)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import boto3
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from moto import mock_aws
 
-from lakeline.local.lambda_events import QueuePoller
+from lakeline.runtimes.embedded.lambda_events import QueuePoller
 from lambdas.router import WAITS_ATTRIBUTE, send_back, times_waited
 
 

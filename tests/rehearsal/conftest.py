@@ -1,5 +1,5 @@
 """The rehearsal tier: the CDK app is synthesized once per session and its cloud assembly stood up on a
-moto server in this process (``lakeline.local.rehearsal.deploy``)."""
+moto server in this process (``lakeline.runtimes.deployed.local_aws.deploy``)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
-from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize_cached
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.system import deployed, execution_host, function_host, synthesize_cached
 from tests.openlineage_schema import EventSchemaError, validate_event
 from tests.rehearsal.support import CHECKED_TABLE_SETTINGS, bucket
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
-    from lakeline.local.rehearsal.athena import LocalAthena
+    from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
 
 
 @pytest.fixture(scope="package")
@@ -63,8 +63,8 @@ def local_athena(
     deployment: Deployment, spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalAthena]:
     """The endpoint's Athena runs each query on the session's Spark, against its Glue and S3
-    (``lakeline.local.rehearsal.athena``); Spark databases are prefixed, apart from other tiers' tables."""
-    from lakeline.local.rehearsal.athena import install_local_athena
+    (``lakeline.runtimes.deployed.local_aws.athena``); Spark databases are prefixed, apart from other tiers' tables."""
+    from lakeline.runtimes.deployed.local_aws.athena import install_local_athena
 
     athena = install_local_athena(
         spark_engine, tmp_path_factory.mktemp("athena-mirror"), database_prefix="athena_rehearsal__"

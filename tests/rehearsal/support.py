@@ -12,9 +12,9 @@ from typing import Any
 
 from lakeline.lineage.openlineage.archive import EVENTS_FOLDER, EventArchive
 from lakeline.lineage.records.archive import S3ArchiveStore
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 
 PIPELINE = "Lakeline-dev-Pipeline"
 CSV_SERDE = "org.apache.hadoop.hive.serde2.OpenCSVSerde"

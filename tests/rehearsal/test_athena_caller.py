@@ -1,4 +1,4 @@
-"""Athena acts with its caller's credentials (``lakeline.local.rehearsal.athena_caller``, #20): a query reads
+"""Athena acts with its caller's credentials (``lakeline.runtimes.deployed.local_aws.athena_caller``, #20): a query reads
 Glue and S3, and writes its result file and a CTAS's or an INSERT's files, as the principal that started it.
 A role allowed to start queries but not to read a table's Glue entry, or to write where the query writes,
 has its query failed with Athena's kind of reason, as in AWS; what it is granted goes through."""
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from lakeline.local.rehearsal import iam
-from lakeline.local.rehearsal.athena import LocalAthena
-from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws import iam
+from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 from tests.rehearsal.test_local_athena import rows
 
 pytestmark = pytest.mark.spark

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.rehearsal.athena import LocalAthena
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import bucket, create_table, executions_named, parked, query
 
 pytestmark = pytest.mark.spark

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
 from tests.rehearsal.support import output, parked
 
 DELAY_SECONDS = 3

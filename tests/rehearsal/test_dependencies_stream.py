@@ -10,9 +10,9 @@ from pathlib import Path
 
 from boto3.dynamodb.types import TypeSerializer
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import DeadLetter, read_dead_letters
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import function_role, output, put_item, refused
 
 ITEMS = Path(__file__).parents[2] / "examples" / "demo" / "dependencies.json"

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lakeline.local.rehearsal.deploy import SKIPPED_TYPES, Deployment
-from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.deploy import SKIPPED_TYPES, Deployment
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import bucket
 
 
@@ -112,4 +112,4 @@ def test_the_moto_the_fixes_were_written_for() -> None:
     """``moto_fixes`` patches moto's code: an upgrade must re-check each fix (and may drop some)."""
     import moto
 
-    assert moto.__version__ == "5.2.5", "re-check lakeline/local/rehearsal/moto_fixes.py against this moto"
+    assert moto.__version__ == "5.2.5", "re-check lakeline/runtimes/deployed/local_aws/moto_fixes.py against this moto"

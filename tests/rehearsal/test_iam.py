@@ -1,4 +1,4 @@
-"""IAM on the rehearsal's endpoint (``lakeline.local.rehearsal.iam``): each function acts with its own
+"""IAM on the rehearsal's endpoint (``lakeline.runtimes.deployed.local_aws.iam``): each function acts with its own
 synthesized role's credentials and is refused what that role is not granted, as in AWS; and the gaps
 of moto's evaluation, documented here so that a moto that closes one fails this test."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import output
 
 
@@ -35,7 +35,7 @@ def test_a_function_acts_with_its_own_role_and_is_refused_what_it_is_not_granted
 
 
 def test_an_unsigned_or_unknown_caller_is_refused(deployment: Deployment) -> None:
-    from lakeline.local.rehearsal.iam import Credentials
+    from lakeline.runtimes.deployed.local_aws.iam import Credentials
 
     stranger = deployment.client("sqs", credentials=Credentials("AKIAUNKNOWN000000000", "secret"))
     with pytest.raises(ClientError, match=r"InvalidClientTokenId|security token"):

@@ -1,4 +1,4 @@
-"""How the rehearsal's IAM (``lakeline.local.rehearsal.iam``) decides on a policy's statements where moto's own
+"""How the rehearsal's IAM (``lakeline.runtimes.deployed.local_aws.iam``) decides on a policy's statements where moto's own
 evaluation differs from AWS's: ``NotResource`` (moto took any statement without ``Resource`` as applying everywhere,
 so a ``Deny`` with ``NotResource`` allowed all), ``NotAction``, and action names in any case."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lakeline.local.rehearsal.iam import permitted
+from lakeline.runtimes.deployed.local_aws.iam import permitted
 
 MINE = ["arn:aws:s3:::mine", "arn:aws:s3:::mine/*"]
 ALLOW_S3 = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}

@@ -4,7 +4,7 @@ DynamoDB: the day's message comes while the window's run ends its lease, and mus
 Before (#36): moto checked the run's release (``lease_owner = :owner AND attribute_not_exists(pending)``)
 and applied it with the message's ``ADD pending`` in between; the message then waited with no run to take
 it, and the window kept one day where the files hold two. DynamoDB applies a conditional write atomically,
-and so must the local deployment (``lakeline.local.rehearsal.moto_fixes``).
+and so must the local deployment (``lakeline.runtimes.deployed.local_aws.moto_fixes``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from lakeline.commits import Lease, PartitionCommits, finish_run
-from lakeline.local.rehearsal.deploy import Deployment
 from lakeline.partitions import new_run_token, run_location
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 from lakeline.storage import SchemeObjectStore
 from stage_b.messages import SourceArrival, StageBMessage
 from stage_b.start import message_commit_key, message_run_token

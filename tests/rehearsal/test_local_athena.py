@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from lakeline.local.rehearsal.athena import LocalAthena
-from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine

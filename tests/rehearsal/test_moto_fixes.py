@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 
 
 def test_a_query_on_a_table_s_key_gives_that_key_s_items_in_order_and_adds_no_key(deployment: Deployment) -> None:

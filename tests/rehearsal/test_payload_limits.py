@@ -9,8 +9,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import PAYLOAD_LIMIT, ExecutionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import PAYLOAD_LIMIT, ExecutionHost
 from tests.rehearsal.support import output
 
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import redrive
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from stage_a.plan import StageAPlan
 from stage_lineage.records import STAGE_A_COMPLETE, STAGE_B_COMPLETE, stage_a_root_id
 from tests.rehearsal.support import (

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
 from tests.rehearsal.support import (
     bucket,
     create_report_table,

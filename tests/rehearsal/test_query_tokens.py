@@ -10,8 +10,8 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from lakeline.local.rehearsal.athena import LocalAthena
-from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""Queue → function delivery as Lambda's SQS pollers do it (``lakeline.local.rehearsal.pollers``, #39): a send
+"""Queue → function delivery as Lambda's SQS pollers do it (``lakeline.runtimes.deployed.local_aws.pollers``, #39): a send
 returns at once, whatever the function it wakes does; what waits is delivered in batches of up to the mapping's
 ``BatchSize`` once the function is free. moto delivered inside ``SendMessage``, one message per invocation: a slow
 router held up the S3 put or the function that sent to its queue (the nightly schedule ran every trace inside its
@@ -11,9 +11,9 @@ import threading
 import time
 from typing import Any
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import output, parked
 
 ROUTER = "-StageARouter"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionError, FunctionHost
 from lakeline.operations.dead_letters import redrive
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionError, FunctionHost
 from tests.rehearsal.support import (
     bucket,
     create_source_tables,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import bucket, parked
 
 COLUMNS = [("customer_id", "bigint"), ("name", "string")]

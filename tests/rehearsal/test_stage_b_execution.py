@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from lakeline.local.rehearsal.athena import LocalAthena
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.operations.dead_letters import redrive
+from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import (
     archived_events,
     bucket,

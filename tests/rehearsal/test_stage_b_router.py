@@ -11,8 +11,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 
 ITEMS = Path(__file__).parents[2] / "examples" / "demo" / "dependencies.json"
 SOURCE, TARGET = "engineering_mysql_dev.customers", "engineering_analytics_dev.customers_by_country"

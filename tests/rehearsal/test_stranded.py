@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.events import fire_schedules
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
 from lakeline.partitions import new_run_token
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.events import fire_schedules
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from tests.rehearsal.support import bucket, create_table, executions_named, output, parked, query
 
 pytestmark = pytest.mark.spark

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.local.rehearsal import system
-from lakeline.local.rehearsal.system import synth_digest, synthesize_cached
+from lakeline.runtimes.deployed.local_aws import system
+from lakeline.runtimes.deployed.local_aws.system import synth_digest, synthesize_cached
 
 
 def test_the_same_inputs_are_synthesized_once_and_copied_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,13 +20,13 @@ from lakeline.commits import PartitionCommits, commit_key
 from lakeline.dependencies.model import DependencyItem, parse_dependency_item
 from lakeline.engines.base import QueryFailed
 from lakeline.engines.spark import SparkEngine
-from lakeline.local import event_flow
-from lakeline.local.cloud import LocalCloud
-from lakeline.local.event_flow import EventFlow
-from lakeline.local.handler_caches import reset_handler_caches
-from lakeline.local.workspace import Workspace
 from lakeline.operations.dead_letters import redrive
+from lakeline.project.workspace import Workspace
 from lakeline.run_order import EMBEDDED_ENGINE, STAGE_A, STAGE_B, FailedStep, RunOrder, StepKind
+from lakeline.runtimes.embedded import event_flow
+from lakeline.runtimes.embedded.cloud import LocalCloud
+from lakeline.runtimes.embedded.event_flow import EventFlow
+from lakeline.runtimes.embedded.handler_caches import reset_handler_caches
 from lakeline.storage import local_root
 from stage_a.plan import StageAPlan
 from stage_b.plan import StageBPlan

@@ -26,10 +26,10 @@ import pytest
 from lakeline.commits import PartitionCommits, PartitionState, commit_key, parse_retired, with_manifests
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.cloud import LINEAGE_TABLE_NAME, LocalCloud
-from lakeline.local.event_flow import EventFlow, FlowReport
-from lakeline.local.handler_caches import reset_handler_caches
-from lakeline.local.workspace import Workspace
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.embedded.cloud import LINEAGE_TABLE_NAME, LocalCloud
+from lakeline.runtimes.embedded.event_flow import EventFlow, FlowReport
+from lakeline.runtimes.embedded.handler_caches import reset_handler_caches
 from lakeline.storage import LocalObjectStore, local_root
 from stage_lineage.records import RAW_DATA_INPUT, STAGE_A_COMPLETE, STAGE_B_COMPLETE, STEP_FAILED
 

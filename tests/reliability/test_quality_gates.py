@@ -26,12 +26,12 @@ import pytest
 from lakeline.commits import PartitionCommits, commit_key
 from lakeline.dependencies.model import DependencyItem, parse_dependency_item
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.cloud import LocalCloud
-from lakeline.local.event_flow import EventFlow
-from lakeline.local.handler_caches import reset_handler_caches
-from lakeline.local.workspace import Workspace
+from lakeline.project.workspace import Workspace
 from lakeline.quality.checks import Check
 from lakeline.quality.evaluate import QualityReport
+from lakeline.runtimes.embedded.cloud import LocalCloud
+from lakeline.runtimes.embedded.event_flow import EventFlow
+from lakeline.runtimes.embedded.handler_caches import reset_handler_caches
 from lakeline.settings import TableSettings
 from lakeline.storage import LocalObjectStore, local_root
 from stage_end.quality import read_report

@@ -10,9 +10,9 @@ import pytest
 
 from lakeline.commits import PartitionCommits
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.catalog import ensure_tables
-from lakeline.local.sample import write_single_parquet
-from lakeline.local.workspace import Workspace
+from lakeline.project.catalog import ensure_tables
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.embedded.sample import write_single_parquet
 from lakeline.storage import MANIFEST_OBJECT, manifest_prefix
 from stage_a.contract import ContractViolation
 from stage_a.keys import parse_raw_key

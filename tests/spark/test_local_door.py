@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.cloud import LocalCloud
-from lakeline.local.event_flow import EventFlow
-from lakeline.local.workspace import Workspace
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.embedded.cloud import LocalCloud
+from lakeline.runtimes.embedded.event_flow import EventFlow
 from lakeline.settings import SchemaEvolution, TableSettings
 
 _environments = itertools.count()

@@ -27,11 +27,11 @@ from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames
 from lakeline.engines.base import QueryError
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.catalog import ensure_tables
-from lakeline.local.sample import write_single_parquet
-from lakeline.local.stage_a import partition_row_count
-from lakeline.local.workspace import Workspace
 from lakeline.partitions import abandon_run, commit_write, new_run_token, run_location, settle_run, sweep_state
+from lakeline.project.catalog import ensure_tables
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.embedded.sample import write_single_parquet
+from lakeline.runtimes.embedded.stage_a import partition_row_count
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root, manifest_prefix
 from stage_a.arrivals import Arrival

@@ -11,7 +11,7 @@ import pytest
 
 from lakeline.engines.base import Column, TableSchema
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.sample import write_single_parquet
+from lakeline.runtimes.embedded.sample import write_single_parquet
 from stage_a.contract import ContractViolation, RawContract, check_raw_file
 from stage_a.parquet_schema import footer_length, parquet_columns
 from stage_a.raw_files import LocalRawFile

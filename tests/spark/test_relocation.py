@@ -1,4 +1,4 @@
-"""A workspace that moved (``lakeline.local.relocation``): every table and partition under an old root
+"""A workspace that moved (``lakeline.project.relocation``): every table and partition under an old root
 points at the same place under the new one, in one pass, and nothing else moves."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.relocation import _inferred, mover, relocate, roots_file
-from lakeline.local.workspace import Workspace
+from lakeline.project.relocation import _inferred, mover, relocate, roots_file
+from lakeline.project.workspace import Workspace
 from lakeline.storage import local_root
 
 _databases = itertools.count()

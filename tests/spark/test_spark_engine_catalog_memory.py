@@ -12,7 +12,7 @@ import pytest
 
 from lakeline.engines.base import QueryFailed
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.sample import write_single_parquet
+from lakeline.runtimes.embedded.sample import write_single_parquet
 from lakeline.storage import local_root
 
 _tables = itertools.count()

@@ -1,5 +1,5 @@
 """Stage A on real embedded Spark with real raw files, one arrival at a time as ``lakeline stage-a run``
-runs it (``lakeline.local.single_stage``: the embedded runtime's leased protocol): rows, file counts,
+runs it (``lakeline.runtimes.embedded.single_stage``: the embedded runtime's leased protocol): rows, file counts,
 redelivery and failure."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.errors import InvalidInputError
 from lakeline.glue_jobs.stage_job import run_job
-from lakeline.local.catalog import ensure_tables
-from lakeline.local.cloud import LocalCloud
-from lakeline.local.event_flow import EventFlow
-from lakeline.local.handler_caches import reset_handler_caches
-from lakeline.local.sample import write_single_parquet
-from lakeline.local.single_stage import ArrivalRun, run_arrival
-from lakeline.local.stage_a import partition_row_count
-from lakeline.local.workspace import Workspace
+from lakeline.project.catalog import ensure_tables
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.embedded.cloud import LocalCloud
+from lakeline.runtimes.embedded.event_flow import EventFlow
+from lakeline.runtimes.embedded.handler_caches import reset_handler_caches
+from lakeline.runtimes.embedded.sample import write_single_parquet
+from lakeline.runtimes.embedded.single_stage import ArrivalRun, run_arrival
+from lakeline.runtimes.embedded.stage_a import partition_row_count
 from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import LocalObjectStore, local_root
 from stage_a.keys import parse_raw_key

@@ -15,11 +15,11 @@ import pytest
 
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.engines.spark import SparkEngine
-from lakeline.local.cloud import LocalCloud
-from lakeline.local.event_flow import EventFlow
-from lakeline.local.handler_caches import reset_handler_caches
-from lakeline.local.single_stage import run_target
-from lakeline.local.workspace import Workspace
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.embedded.cloud import LocalCloud
+from lakeline.runtimes.embedded.event_flow import EventFlow
+from lakeline.runtimes.embedded.handler_caches import reset_handler_caches
+from lakeline.runtimes.embedded.single_stage import run_target
 from lakeline.storage import LocalObjectStore, local_root
 from stage_b.messages import SourceArrival, StageBMessage
 

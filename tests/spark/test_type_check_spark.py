@@ -15,8 +15,8 @@ import stage_a.contract as contract_module
 from lakeline.engines.base import Column, TableSchema
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.spark_semantics import ATHENA
-from lakeline.local.cloud import LocalCloud
 from lakeline.names import ddl_name
+from lakeline.runtimes.embedded.cloud import LocalCloud
 from stage_a.run import check_types
 from stage_a.type_check import TypeCheck, TypeCheckFailed, plan_type_check
 from tests.spark.test_local_door import arrive, flow, parked, rows

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lakeline.local.rehearsal.athena_caller import needed_for
-from lakeline.local.rehearsal.athena_statements import Rewriter
+from lakeline.runtimes.deployed.local_aws.athena_caller import needed_for
+from lakeline.runtimes.deployed.local_aws.athena_statements import Rewriter
 
 REGION, ACCOUNT = "us-east-1", "123456789012"
 OUTPUT = "s3://results/athena/q1.csv"

@@ -173,8 +173,8 @@ def test_the_walk_reaches_every_command_and_the_handlers_the_local_runtime_runs(
     modules, packages = reachable_from(ENTRY)
     # The lazily imported command bodies are followed, down to the deployed handlers the demo runs.
     assert {
-        "lakeline.local.demo",
-        "lakeline.local.project",
+        "lakeline.runtimes.embedded.demo",
+        "lakeline.runtimes.embedded.project",
         "lakeline.engines.spark",
         "lakeline.cli.deps",
         "lakeline.cli.lineage",

@@ -7,7 +7,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lakeline.cli import app
-from lakeline.local.quarantine import Quarantine
+from lakeline.project.quarantine import Quarantine
 
 KEY = "shop/pos/sales/day=2024-03-01/bad.csv"
 REASON = "s3://raw/shop/pos/sales/day=2024-03-01/bad.csv: line 3, column amount: 'ten' is not double"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.operations import endpoint
-from lakeline.operations.endpoint import AlreadyUp, NotAnswering, RunningEndpoint
+from lakeline.runtimes.deployed import endpoint
+from lakeline.runtimes.deployed.endpoint import AlreadyUp, NotAnswering, RunningEndpoint
 
 UP = RunningEndpoint(
     pid=0,
@@ -76,10 +76,10 @@ def test_the_exports_reach_the_endpoint_as_the_operator() -> None:
 FAKE_UP = """
 import http.server, json, os, signal, sys, threading
 from pathlib import Path
-from lakeline.local.engine_owner import claim
-from lakeline.local.workspace import Workspace
-from lakeline.operations import endpoint
-from lakeline.operations.endpoint import RunningEndpoint
+from lakeline.project.engine_owner import claim
+from lakeline.project.workspace import Workspace
+from lakeline.runtimes.deployed import endpoint
+from lakeline.runtimes.deployed.endpoint import RunningEndpoint
 root, keep = Path(sys.argv[1]), sys.argv[2] == "keep"
 claim(Workspace(root), "lakeline up")
 server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.local import engine_owner
-from lakeline.local.engine_owner import SQL_SERVER, WorkspaceBusy, claim, current_owner
-from lakeline.local.workspace import Workspace
+from lakeline.project import engine_owner
+from lakeline.project.engine_owner import SQL_SERVER, WorkspaceBusy, claim, current_owner
+from lakeline.project.workspace import Workspace
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from lakeline.local.engine_owner import claim
-from lakeline.local.workspace import Workspace
+from lakeline.project.engine_owner import claim
+from lakeline.project.workspace import Workspace
 claim(Workspace.at(Path(sys.argv[1])), sys.argv[2])
 print("claimed", flush=True)
 time.sleep(120)

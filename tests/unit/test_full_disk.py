@@ -1,4 +1,4 @@
-"""A full disk is recognised in each form it arrives in (``lakeline.local.full_disk``, #37): Python's own
+"""A full disk is recognised in each form it arrives in (``lakeline.runtimes.embedded.full_disk``, #37): Python's own
 writes, Spark's task writers (through Lakeline's ``QueryFailed``), Derby's page writes; nothing else is."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lakeline.engines.base import QueryFailed
-from lakeline.local.full_disk import DiskFull, full_disk
+from lakeline.runtimes.embedded.full_disk import DiskFull, full_disk
 
 
 def test_a_python_write_names_its_file(tmp_path: Path) -> None:

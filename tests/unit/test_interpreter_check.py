@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.local.rehearsal import executions
-from lakeline.local.rehearsal.executions import InterpreterMissing, check_interpreter
+from lakeline.runtimes.deployed.local_aws import executions
+from lakeline.runtimes.deployed.local_aws.executions import InterpreterMissing, check_interpreter
 
 
 def fake_node(folder: Path, version: str) -> str:

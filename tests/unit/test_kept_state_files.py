@@ -1,4 +1,4 @@
-"""The kept state of a local deployment, as files (``lakeline.local.rehearsal.kept_state``): a ``keep`` that
+"""The kept state of a local deployment, as files (``lakeline.runtimes.deployed.local_aws.kept_state``): a ``keep`` that
 stopped between its two renames loses nothing, and parked messages are told apart by command (#20)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.local.rehearsal import kept_state
-from lakeline.operations.deployed_run import _parked_since
+from lakeline.runtimes.deployed.local_aws import kept_state
+from lakeline.runtimes.deployed.run import _parked_since
 
 
 def write_manifest(

@@ -64,7 +64,7 @@ def test_lakeline_aws_imports_nothing_of_the_project_but_lakeline_errors() -> No
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("lakeline.cli", "lakeline.__main__"),  # the `lakeline` command
     ("lakeline.operations",),  # status, reprocess, dead letters: the same against a workspace or a stack
-    ("lakeline.local",),  # the local runtime (runs the handlers in-process)
+    ("lakeline.runtimes.embedded",),  # the local runtime (runs the handlers in-process)
     ("lambdas", "lakeline.glue_jobs"),  # what AWS runs: the handlers and the Glue job script
     ("stage_end",),  # a stage run's end (after the publish, after a failure): what the handlers call
     ("stage_lineage",),  # lineage records and OpenLineage events of stage runs, from their plans
@@ -110,7 +110,11 @@ def test_no_module_imports_a_layer_above_it() -> None:
 
 def test_the_layer_check_finds_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bottom = len(LAYERS) - 1
-    assert [layer_of(m) for m in ("lakeline.cli.main", "lakeline.local.project", "lakeline.aws.sqs")] == [0, 2, bottom]
+    assert [layer_of(m) for m in ("lakeline.cli.main", "lakeline.runtimes.embedded.project", "lakeline.aws.sqs")] == [
+        0,
+        2,
+        bottom,
+    ]
     assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (6, 9, None)
     assert (layer_of("lakeline.lineage.viewer.html"), layer_of("lakeline.lineage.columns.sql")) == (7, 9)
     assert layer_of("stage_end.stage_a") < layer_of("stage_lineage.records") < layer_of("stage_a.finish")

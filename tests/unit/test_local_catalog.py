@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql.types import ArrayType, DataType, LongType, MapType, StringType, StructField, StructType
 
 from lakeline.errors import InvalidInputError
-from lakeline.local.catalog import field_type_sql
+from lakeline.project.catalog import field_type_sql
 
 
 def struct(**fields: DataType) -> StructType:

@@ -1,11 +1,11 @@
 """Which JVM a workspace's Spark gets: the quick-start one while its raw files are few
-(``lakeline.local.relocation.small_lake``), the default one over much data."""
+(``lakeline.project.relocation.small_lake``), the default one over much data."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lakeline.local.relocation import small_lake
+from lakeline.project.relocation import small_lake
 
 
 def test_a_lake_within_the_limit_is_small_and_one_past_it_is_not(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A deployed function's environment in the rehearsal (``lakeline.local.rehearsal.functions``), without an
+"""A deployed function's environment in the rehearsal (``lakeline.runtimes.deployed.local_aws.functions``), without an
 endpoint: warm between invocations, its errors named as Lambda names them, stopped at its timeout; the same
 whether its process is started anew or forked by the zygote, which leaves the function's own code to its
 asset."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.local.rehearsal.functions import BundledFunction, FunctionError, WarmFunction, Zygote
+from lakeline.runtimes.deployed.local_aws.functions import BundledFunction, FunctionError, WarmFunction, Zygote
 
 HANDLER = """
 import time

@@ -1,4 +1,4 @@
-"""What a rehearsed Glue job run can import (``lakeline.local.rehearsal.glue``): the library from the
+"""What a rehearsed Glue job run can import (``lakeline.runtimes.deployed.local_aws.glue``): the library from the
 zips ``--extra-py-files`` names, Glue's own packages and ``--additional-python-modules``, and the gap."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.local.rehearsal.glue import GLUE_PROVIDED, LocalGlueError, _additional_modules, _library
+from lakeline.runtimes.deployed.local_aws.glue import GLUE_PROVIDED, LocalGlueError, _additional_modules, _library
 from stacks.constructs.glue_job import SPARK_DISTRIBUTIONS, SPARK_MODULES, pinned_modules
 
 

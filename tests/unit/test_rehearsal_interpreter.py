@@ -7,7 +7,7 @@ import json
 import subprocess
 from typing import Any
 
-from lakeline.local.rehearsal.executions import EXECUTION_RUNNER
+from lakeline.runtimes.deployed.local_aws.executions import EXECUTION_RUNNER
 
 
 def run(definition: dict[str, Any], input: Any) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def test_gap_an_explicit_result_path_of_the_whole_state_nests_the_result() -> No
 def test_one_node_process_runs_many_executions_side_by_side() -> None:
     """Node's start and the interpreter's load are paid once per deployment, not once per execution (#36):
     two executions run at once in one process, each task's reply reaching its own execution."""
-    from lakeline.local.rehearsal.executions import Interpreter
+    from lakeline.runtimes.deployed.local_aws.executions import Interpreter
 
     definition = {
         "StartAt": "Work",

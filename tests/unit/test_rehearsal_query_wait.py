@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from lakeline.local.rehearsal import executions
+from lakeline.runtimes.deployed.local_aws import executions
 
 
 def test_a_waiting_task_wakes_as_its_query_ends() -> None:

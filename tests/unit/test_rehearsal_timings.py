@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from lakeline.local.rehearsal import timings
+from lakeline.runtimes.deployed.local_aws import timings
 
 
 def test_nothing_is_recorded_while_no_collector_is_on() -> None:

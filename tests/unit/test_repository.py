@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from lakeline import repository
-from lakeline.local import settled
-from lakeline.local.demo import demo_config
+from lakeline.project import settled
 from lakeline.repository import RepositoryMissing, in_repository
+from lakeline.runtimes.embedded.demo import demo_config
 
 REPO = Path(__file__).parents[2]
 PACKAGES = ("lakeline", "lambdas", "stage_a", "stage_b", "stage_lineage", "stage_end")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lakeline.local.event_flow import FlowReport
-from lakeline.local.project import LocalProject, ProgressMark
-from lakeline.local.project_config import ProjectConfig
+from lakeline.project.config import ProjectConfig
+from lakeline.runtimes.embedded.event_flow import FlowReport
+from lakeline.runtimes.embedded.project import LocalProject, ProgressMark
 
 
 def project(tmp_path: Path, terminal: bool) -> tuple[LocalProject, io.StringIO]:
@@ -44,8 +44,8 @@ def test_a_pipe_gets_the_run_lines_alone(tmp_path: Path) -> None:
 
 
 def test_the_summary_table_keeps_every_name_whole_in_a_pipe(tmp_path: Path) -> None:
-    from lakeline.local.project import ProjectRun, print_summary
-    from lakeline.local.workspace import Workspace
+    from lakeline.project.workspace import Workspace
+    from lakeline.runtimes.embedded.project import ProjectRun, print_summary
 
     output = io.StringIO()
     name = "engineering_analytics_dev.customers_by_country_and_segment"

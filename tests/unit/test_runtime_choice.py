@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from lakeline.cli.lineage_records import _archive_folder
 from lakeline.cli.main import app
 from lakeline.cli.shared import reads_deployment
-from lakeline.local.rehearsal import system
-from lakeline.local.rehearsal.kept_state import MANIFEST
+from lakeline.runtimes.deployed.local_aws import system
+from lakeline.runtimes.deployed.local_aws.kept_state import MANIFEST
 
 
 def _kept(root: Path, at: float, folder: str = "state") -> None:
@@ -79,7 +79,7 @@ def test_run_without_the_cdk_app_says_to_use_embedded(tmp_path: Path, monkeypatc
     ],
 )
 def test_the_deployed_sql_server_keeps_the_state_after_what_may_change_it(statement: str, looks_only: bool) -> None:
-    from lakeline.operations.deployed_sql_server import changes_nothing
+    from lakeline.runtimes.deployed.sql_server import changes_nothing
 
     assert changes_nothing(statement) is looks_only
 

@@ -1,4 +1,4 @@
-"""``lakeline run`` with nothing to do (``lakeline.local.settled``): the record of the last clean run
+"""``lakeline run`` with nothing to do (``lakeline.project.settled``): the record of the last clean run
 matches the raw folder and the project only while neither changed."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from lakeline.local.event_flow import FlowReport
-from lakeline.local.project import LocalProject
-from lakeline.local.project_config import ProjectConfig
-from lakeline.local.settled import Settled
+from lakeline.project.config import ProjectConfig
+from lakeline.project.settled import Settled
+from lakeline.runtimes.embedded.event_flow import FlowReport
+from lakeline.runtimes.embedded.project import LocalProject
 
 
 def make_project(root: Path) -> LocalProject:

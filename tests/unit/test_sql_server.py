@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 from lakeline.errors import LakelineError
-from lakeline.local import sql_server
-from lakeline.local.sql_server import read_record, record_file
-from lakeline.local.workspace import Workspace
+from lakeline.project import sql_server
+from lakeline.project.sql_server import read_record, record_file
+from lakeline.project.workspace import Workspace
 
 # The command line names the module and the workspace, as the real server's does (``stop`` checks).
 SERVER = """
 import sys, time
 from pathlib import Path
 from lakeline.engines.base import QueryResult
-from lakeline.local.sql_server import _Server, _write_record
-from lakeline.local.workspace import Workspace
+from lakeline.project.sql_server import _Server, _write_record
+from lakeline.project.workspace import Workspace
 
 class StandIn:
     def execute(self, statement):
@@ -52,7 +52,7 @@ def workspace(tmp_path: Path) -> Workspace:
 
 def start(workspace: Workspace, keep_seconds: float = 600) -> subprocess.Popen[bytes]:
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVER, "lakeline.local.sql_server", str(workspace.root), str(keep_seconds)]
+        [sys.executable, "-c", SERVER, "lakeline.project.sql_server", str(workspace.root), str(keep_seconds)]
     )
     deadline = time.monotonic() + 30
     while not (read_record(workspace) and read_record(workspace).address):  # type: ignore[union-attr]
@@ -130,7 +130,7 @@ from contextlib import contextmanager
 import sqlglot
 
 from lakeline.engines.base import QueryResult
-from lakeline.local import sql_server
+from lakeline.project import sql_server
 
 
 class StandIn:

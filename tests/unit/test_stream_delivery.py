@@ -1,4 +1,4 @@
-"""The rehearsal's DynamoDB stream poller (``lakeline.local.rehearsal.streams``) against a function scripted to fail,
+"""The rehearsal's DynamoDB stream poller (``lakeline.runtimes.deployed.local_aws.streams``) against a function scripted to fail,
 as Lambda's poller handles it: retries, bisection, partial batch responses, the on-failure record, and the records
 behind a failing one delivered, none lost."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from lakeline.local.rehearsal.streams import BatchAnswer, StreamMapping, deliver_stream, outcome_of
+from lakeline.runtimes.deployed.local_aws.streams import BatchAnswer, StreamMapping, deliver_stream, outcome_of
 
 STREAM = "arn:aws:dynamodb:us-east-1:123456789012:table/deps/stream/2026-11-29T00:00:00.000"
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:stream-failures"

@@ -1,7 +1,7 @@
 """The synth cache's digest reads every package the function assets bundle: a change only in one of them must
 make a new synth, or the rehearsal runs stale assets."""
 
-from lakeline.local.rehearsal.system import SYNTH_INPUTS
+from lakeline.runtimes.deployed.local_aws.system import SYNTH_INPUTS
 from stacks.constructs.bundling import CODE_PACKAGES
 
 

@@ -1,10 +1,10 @@
-"""Failures kept across local runs until something resolves them (``lakeline.local.unresolved``)."""
+"""Failures kept across local runs until something resolves them (``lakeline.project.unresolved``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from lakeline.local.unresolved import carry_unresolved, load_unresolved, resolved_by
+from lakeline.project.unresolved import carry_unresolved, load_unresolved, resolved_by
 
 STAGE_A = "shop/pos/sales/day=1/a.csv, shop/pos/sales/day=1/b.csv: [CAST_INVALID_INPUT] ..."
 STAGE_B = "shop_reports_dev.daily/day=2024-03-01: step 1 of 1 failed: [TABLE_OR_VIEW_NOT_FOUND] x"

@@ -2,7 +2,7 @@
 stood up on a moto server of its own, in an account of its own (moto's backends are shared by every
 server of this process: the account keeps its stacks, buckets and tables apart from the Athena engine's
 deployment of ``tests/rehearsal/conftest.py``). Its stage state machines' Glue job tasks run the job's
-script from the cloud assembly on the session's Spark (``lakeline.local.rehearsal.glue``).
+script from the cloud assembly on the session's Spark (``lakeline.runtimes.deployed.local_aws.glue``).
 
 The fixtures have the names of the parent tier's, which they replace here; the parent's are never active
 at the same time (``_alone``: their patches of moto would serve this deployment's executions too)."""
@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from lakeline.local.rehearsal import iam
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.functions import FunctionHost
-from lakeline.local.rehearsal.system import deployed, execution_host, function_host, synthesize
+from lakeline.runtimes.deployed.local_aws import iam
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
+from lakeline.runtimes.deployed.local_aws.system import deployed, execution_host, function_host, synthesize
 
 if TYPE_CHECKING:
     from lakeline.engines.spark import SparkEngine
-    from lakeline.local.rehearsal.athena import LocalAthena
-    from lakeline.local.rehearsal.glue import LocalGlue
+    from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
+    from lakeline.runtimes.deployed.local_aws.glue import LocalGlue
 
 ACCOUNT = "210987654321"
 
@@ -34,7 +34,7 @@ def _alone() -> None:
     import moto.awslambda.models as lambda_models
     import moto.stepfunctions.models as sfn_models
 
-    from lakeline.local.rehearsal import athena_api
+    from lakeline.runtimes.deployed.local_aws import athena_api
 
     patched = [
         name
@@ -78,7 +78,7 @@ def functions(
 def local_athena(
     deployment: Deployment, spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalAthena]:
-    from lakeline.local.rehearsal.athena import install_local_athena
+    from lakeline.runtimes.deployed.local_aws.athena import install_local_athena
 
     athena = install_local_athena(
         spark_engine, tmp_path_factory.mktemp("spark-athena-mirror"), database_prefix="spark_rehearsal_athena__"
@@ -93,7 +93,7 @@ def local_glue(
 ) -> Iterator[LocalGlue]:
     """The endpoint's Glue runs each job run: the job's script from the assembly's asset, on the session's
     Spark, as the job's role."""
-    from lakeline.local.rehearsal.glue import install_local_glue
+    from lakeline.runtimes.deployed.local_aws.glue import install_local_glue
 
     glue = install_local_glue(
         deployment,
@@ -105,7 +105,7 @@ def local_glue(
     )
     yield glue
     glue.stop()
-    from lakeline.local.rehearsal.executions import TASK_SERVERS
+    from lakeline.runtimes.deployed.local_aws.executions import TASK_SERVERS
 
     assert not TASK_SERVERS, "the local Glue left its task server installed"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lakeline.local.rehearsal.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 
 
 def test_the_spark_job_is_deployed_with_its_script_and_library_assets(deployment: Deployment) -> None:

@@ -1,4 +1,4 @@
-"""The local Glue endpoint through Glue's API (``lakeline.local.rehearsal.glue``): a run of the deployed
+"""The local Glue endpoint through Glue's API (``lakeline.runtimes.deployed.local_aws.glue``): a run of the deployed
 job runs its script from the asset with the job's arguments under the run's, as the job's role."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from lakeline.local.rehearsal import iam
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.glue import LocalGlue
+from lakeline.runtimes.deployed.local_aws import iam
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.glue import LocalGlue
 from tests.rehearsal.support import without
 
 

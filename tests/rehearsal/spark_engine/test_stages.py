@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from boto3.dynamodb.types import TypeSerializer
 
-from lakeline.local.rehearsal.deploy import Deployment
-from lakeline.local.rehearsal.executions import ExecutionHost
-from lakeline.local.rehearsal.glue import LocalGlue
+from lakeline.runtimes.deployed.local_aws.deploy import Deployment
+from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.glue import LocalGlue
 from stacks.constructs.workflow import THROTTLED_RETRIES
 from tests.rehearsal.support import (
     archived_events,

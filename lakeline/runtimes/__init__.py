@@ -1,0 +1,1 @@
+"""The two runtimes of a pipeline on one machine: deployed and embedded."""
