@@ -5,8 +5,8 @@ A run is the engine's writes (its own steps, which differ by engine), then the q
 the partition commit and the catalog swap (only when the run wrote), then the post-update; a failed step goes to
 the failure function, told which.
 The CDK construct that builds the state machines (``stacks.constructs.stage``) and the embedded runtime
-(``lakeline.runtimes.embedded.event_flow``) both read it; ``tests/infrastructure/test_run_order.py`` walks the synthesized
-state machines and ``tests/reliability/test_embedded_catch.py`` the embedded runtime against it.
+(``lakeline.runtimes.embedded.event_flow``) both read it; ``tests/infrastructure/test_run_order.py`` walks the
+synthesized state machines and ``tests/reliability/test_embedded_catch.py`` the embedded runtime against it.
 """
 
 from __future__ import annotations

@@ -106,7 +106,8 @@ def kept_dead_letters(root: Path) -> dict[str, list[KeptMessage]]:
 
 
 def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> int:
-    """The parked messages the local deployment's last run kept (``lakeline.runtimes.deployed.local_aws.kept_state``)."""
+    """The parked messages the local deployment's last run kept
+    (``lakeline.runtimes.deployed.local_aws.kept_state``)."""
     from lakeline.operations.dead_letters import parked_reason
 
     kept = kept_dead_letters(root)

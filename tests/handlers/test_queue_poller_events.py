@@ -1,5 +1,5 @@
-"""The embedded runtime's queue poller (``lakeline.runtimes.embedded.lambda_events.QueuePoller``) builds Lambda's SQS event, on
-moto: message attributes spelled as Lambda spells them, which the routers read (``lambdas/router.py``)."""
+"""The embedded runtime's queue poller (``lakeline.runtimes.embedded.lambda_events.QueuePoller``) builds Lambda's
+SQS event, on moto: message attributes spelled as Lambda spells them, which the routers read (``lambdas/router.py``)."""
 
 from __future__ import annotations
 

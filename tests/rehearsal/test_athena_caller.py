@@ -1,5 +1,5 @@
-"""Athena acts with its caller's credentials (``lakeline.runtimes.deployed.local_aws.athena_caller``, #20): a query reads
-Glue and S3, and writes its result file and a CTAS's or an INSERT's files, as the principal that started it.
+"""Athena acts with its caller's credentials (``lakeline.runtimes.deployed.local_aws.athena_caller``, #20): a query
+reads Glue and S3, and writes its result file and a CTAS's or an INSERT's files, as the principal that started it.
 A role allowed to start queries but not to read a table's Glue entry, or to write where the query writes,
 has its query failed with Athena's kind of reason, as in AWS; what it is granted goes through."""
 

@@ -1,5 +1,5 @@
-"""How the rehearsal's IAM (``lakeline.runtimes.deployed.local_aws.iam``) decides on a policy's statements where moto's own
-evaluation differs from AWS's: ``NotResource`` (moto took any statement without ``Resource`` as applying everywhere,
+"""How the rehearsal's IAM (``lakeline.runtimes.deployed.local_aws.iam``) decides on a policy's statements where moto's
+own evaluation differs from AWS's: ``NotResource`` (moto took any statement without ``Resource`` as applying everywhere,
 so a ``Deny`` with ``NotResource`` allowed all), ``NotAction``, and action names in any case."""
 
 from __future__ import annotations

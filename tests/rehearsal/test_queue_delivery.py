@@ -1,5 +1,5 @@
-"""Queue → function delivery as Lambda's SQS pollers do it (``lakeline.runtimes.deployed.local_aws.pollers``, #39): a send
-returns at once, whatever the function it wakes does; what waits is delivered in batches of up to the mapping's
+"""Queue → function delivery as Lambda's SQS pollers do it (``lakeline.runtimes.deployed.local_aws.pollers``, #39): a
+send returns at once, whatever the function it wakes does; what waits is delivered in batches of up to the mapping's
 ``BatchSize`` once the function is free. moto delivered inside ``SendMessage``, one message per invocation: a slow
 router held up the S3 put or the function that sent to its queue (the nightly schedule ran every trace inside its
 own five minutes)."""

@@ -1,6 +1,6 @@
-"""The rehearsal's DynamoDB stream poller (``lakeline.runtimes.deployed.local_aws.streams``) against a function scripted to fail,
-as Lambda's poller handles it: retries, bisection, partial batch responses, the on-failure record, and the records
-behind a failing one delivered, none lost."""
+"""The rehearsal's DynamoDB stream poller (``lakeline.runtimes.deployed.local_aws.streams``) against a function
+scripted to fail, as Lambda's poller handles it: retries, bisection, partial batch responses, the on-failure
+record, and the records behind a failing one delivered, none lost."""
 
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ changes the code they patch.
   lineage root, slowed down as the queue and the tables filled (#39).
 
 ``stable_resource_names`` is not a fix but a choice for a deployment stood up again over a kept state
-(``lakeline.runtimes.deployed.local_aws.kept_state``): generated names that do not change from one deployment to the next.
+(``lakeline.runtimes.deployed.local_aws.kept_state``): generated names that do not change from one deployment to
+the next.
 """
 
 from __future__ import annotations
@@ -218,8 +219,8 @@ def _serve_in_bounded_time() -> None:
 
 def _deliver(shard: Any) -> None:
     """What moto's ``StreamShard.add`` does after keeping a record, as Lambda's stream poller does it
-    (``lakeline.runtimes.deployed.local_aws.streams``): send the shard's records to the mapped functions in order, retrying
-    what a function failed and sending what it kept failing to the mapping's on-failure destination, then drop
+    (``lakeline.runtimes.deployed.local_aws.streams``): send the shard's records to the mapped functions in order,
+    retrying what a function failed and sending what it kept failing to the mapping's on-failure destination, then drop
     them. One delivery per shard at a time, so that a shard's records reach a function in their order."""
     with _shard_lock(shard):
         with DYNAMODB_REQUESTS:
