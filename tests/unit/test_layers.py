@@ -3,13 +3,13 @@ never import the tests (what they share is ``harness/``), ``lakeline.cli`` is th
 ``lakeline.aws`` stands beneath the rest.
 
 And the layers themselves (``LAYERS``): the CLI; the deployed runtime (``lakeline run``'s default: the CDK app
-deployed on a local AWS and operated); operations that work on either runtime (status, reprocess, dead letters);
-the local AWS the deployed runtime stands up (beneath operations, since ``status`` reads a kept deployment's
-state); the embedded runtime (the handlers run in-process); what both runtimes read (``lakeline.project``:
-configuration, workspace, quarantine, the SQL server); the handlers, a stage run's end, the stage lineage glue,
-the stages, the library (itself four layers: what reads lineage back and the Glue scanner; OpenLineage events,
-dependency items and partition commits; the rest; engines, storage and names), and ``lakeline.aws`` with
-``lakeline.errors``; no module imports a layer above its own."""
+deployed on a local AWS and operated) with the operations that work on either runtime (status, reprocess, dead
+letters), which read each other; the local AWS the deployed runtime stands up (beneath operations, since ``status``
+reads a kept deployment's state); the embedded runtime (the handlers run in-process); what both runtimes read
+(``lakeline.project``: configuration, workspace, quarantine, the SQL server); the handlers, a stage run's end, the
+stage lineage glue, the stages, the library (itself four layers: what reads lineage back and the Glue scanner;
+OpenLineage events, dependency items and partition commits; the rest; engines, storage and names), and
+``lakeline.aws`` with ``lakeline.errors``; no module imports a layer above its own."""
 
 from __future__ import annotations
 
@@ -67,8 +67,10 @@ def test_lakeline_aws_imports_nothing_of_the_project_but_lakeline_errors() -> No
 # Top to bottom. A module may import its own layer and the layers below it, never one above.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("lakeline.cli", "lakeline.__main__"),  # the `lakeline` command
-    ("lakeline.runtimes.deployed",),  # the deployed runtime (`lakeline run`): a deployment stood up and operated
-    ("lakeline.operations",),  # status, reprocess, dead letters: the same against either runtime or a stack
+    # The deployed runtime (`lakeline run`: a deployment stood up and operated) and status, reprocess, dead letters
+    # (the same against either runtime or a stack), which read each other: status reads a running `lakeline up`'s
+    # endpoint, a deployed run the stack outputs status names and the dead letters.
+    ("lakeline.runtimes.deployed", "lakeline.operations"),
     ("lakeline.runtimes.deployed.local_aws",),  # the local AWS the deployed runtime stands up, and its kept state
     ("lakeline.runtimes.embedded",),  # the embedded runtime (runs the handlers in-process)
     ("lakeline.project",),  # what both runtimes read: configuration, workspace, quarantine, the SQL server
@@ -118,13 +120,13 @@ def test_no_module_imports_a_layer_above_it() -> None:
 def test_the_layer_check_finds_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bottom = len(LAYERS) - 1
     top = ("lakeline.cli.main", "lakeline.runtimes.embedded.project", "lakeline.aws.sqs")
-    assert [layer_of(m) for m in top] == [0, 4, bottom]
-    assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (9, 12, None)
-    assert (layer_of("lakeline.lineage.viewer.html"), layer_of("lakeline.lineage.columns.sql")) == (10, 12)
+    assert [layer_of(m) for m in top] == [0, 3, bottom]
+    assert (layer_of("stage_b.plan"), layer_of("lakeline.commits"), layer_of("boto3")) == (8, 11, None)
+    assert (layer_of("lakeline.lineage.viewer.html"), layer_of("lakeline.lineage.columns.sql")) == (9, 11)
     # Each runtime a layer of its own, what both read beneath them, the handlers they run beneath that.
     runtimes = ("runtimes.deployed.run", "operations.status", "runtimes.deployed.local_aws.kept_state")
     beneath = ("runtimes.embedded.event_flow", "project.workspace")
-    assert [layer_of(f"lakeline.{name}") for name in (*runtimes, *beneath)] == [1, 2, 3, 4, 5]
+    assert [layer_of(f"lakeline.{name}") for name in (*runtimes, *beneath)] == [1, 1, 2, 3, 4]
     assert layer_of("lakeline.project.config") < layer_of("lambdas.stage_a_router.handler")
     assert layer_of("stage_end.stage_a") < layer_of("stage_lineage.records") < layer_of("stage_a.finish")
     module = tmp_path / "lakeline" / "commits.py"
