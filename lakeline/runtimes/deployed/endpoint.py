@@ -66,15 +66,10 @@ class RunningEndpoint:
 
     def client(self, service: str) -> Any:
         """A boto3 client of ``service`` on this endpoint, signed as the operator."""
-        import boto3
+        from lakeline.aws.clients import client
 
-        return boto3.client(
-            service,  # type: ignore[call-overload]
-            endpoint_url=self.url,
-            region_name=self.region,
-            aws_access_key_id=self.access_key_id,
-            aws_secret_access_key=self.secret_access_key,
-        )
+        keys = {"aws_access_key_id": self.access_key_id, "aws_secret_access_key": self.secret_access_key}
+        return client(service, region=self.region, endpoint_url=self.url, credentials=keys)
 
     def athena(self) -> Any:
         """A pyathena connection to this endpoint's Athena workgroup, as the operator."""
