@@ -88,7 +88,9 @@ class StepError(BaseModel):
         """``Error: why``: what made the task fail, said first. A ``.sync`` task's cause is the whole
         query execution or job run (its query text or arguments, the plan, ahead of the reason), which a
         parked reason cut at 1000 characters would lose; a function's is its error type and message."""
-        return f"{self.Error}: {task_failure_reason(self.Cause)}"
+        reason = task_failure_reason(self.Cause)
+        # A function's cause names its error type already (the Catch's Error is that type): said once.
+        return reason if reason.startswith(f"{self.Error}: ") else f"{self.Error}: {reason}"
 
 
 def task_failure_reason(cause: str) -> str:

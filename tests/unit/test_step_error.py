@@ -38,8 +38,10 @@ def test_a_function_s_error_and_any_other_cause_are_kept() -> None:
     function = json.dumps({"errorType": "LeaseLost", "errorMessage": "run r no longer holds the lease"})
     assert (
         StepError(Error="LeaseLost", Cause=function).described()
-        == "LeaseLost: LeaseLost: run r no longer holds the lease"
+        == "LeaseLost: run r no longer holds the lease"  # the type said once
     )
+    other = json.dumps({"errorType": "KeyError", "errorMessage": "'plan'"})
+    assert StepError(Error="States.TaskFailed", Cause=other).described() == "States.TaskFailed: KeyError: 'plan'"
     assert (
         StepError(Error="Lambda.AWSLambdaException", Cause="throttled").described()
         == "Lambda.AWSLambdaException: throttled"
