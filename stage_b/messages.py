@@ -37,6 +37,11 @@ class SourceArrival(BaseModel):
         description="the run that produced this version of the partition (stage A or B run token), so that a "
         "new version of the same partition is a new arrival while a redelivered message is not",
     )
+    version: str | None = Field(
+        default=None,
+        description="that version's token (lakeline.commits.versions), for the lineage of the runs it triggers; "
+        "none from a run that committed no version",
+    )
 
     @property
     def node(self) -> str:

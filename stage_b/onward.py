@@ -61,9 +61,10 @@ class OnwardRouting:
         run: str,
         path: Sequence[str] = (),
         lineage: LineageParents | None = None,
+        version: str | None = None,
     ) -> Routing:
         routing = route_finished_partition(
-            table, partition, self.dependencies, self.arrivals, lineage=lineage, path=path, run=run
+            table, partition, self.dependencies, self.arrivals, lineage=lineage, path=path, run=run, version=version
         )
         send_stage_b_messages(self.sqs, self.queue_url, routing.messages)
         for unrouted in routing.unrouted:

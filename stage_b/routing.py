@@ -108,15 +108,16 @@ def route_finished_partition(
     lineage: LineageParents | None = None,
     path: Sequence[str] = (),
     run: str | None = None,
+    version: str | None = None,
 ) -> Routing:
     """The stage B messages a finished partition produces (none if it triggers nothing), and the targets
     it could not route.
 
     ``path`` is the chain of nodes built before this one (from the stage B message being finished);
     ``arrivals`` is required only when a target uses trigger mode ``all``; ``run`` identifies the run
-    that produced this version of the partition.
+    that produced this version of the partition, ``version`` its token (``lakeline.commits.versions``).
     """
-    arrival = SourceArrival(table=finished_table, partition=dict(partition), run=run)
+    arrival = SourceArrival(table=finished_table, partition=dict(partition), run=run, version=version)
     routes, unrouted = plan_routes(arrival, edges.edges_from(arrival.table), path)
     if arrivals is None and any(route.edge.trigger_mode == "all" for route in routes):
         raise ConfigError("a target uses triggerMode 'all' but no pipeline-state table was configured")

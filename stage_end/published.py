@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lakeline.commits import Lease, PartitionCommits
+from lakeline.commits.versions import planned_version, published_version
 from lakeline.partitions import LeasedRunEnd
 from lakeline.storage import RUN_PREFIX, RUN_TOKEN_PATTERN
 from stage_b.messages import LineageParents
@@ -26,6 +27,14 @@ def onward_run(run_token: str, wrote: bool, lease: dict[str, Any] | None) -> str
     name = str(published).rstrip("/").rsplit("/", 1)[-1]
     token = name.removeprefix(RUN_PREFIX)
     return token if name.startswith(RUN_PREFIX) and RUN_TOKEN_PATTERN.fullmatch(token) else None
+
+
+def onward_version(run_token: str, routed_run: str, lease: dict[str, Any] | None, *, wrote: bool) -> str | None:
+    """The token of the version a post-update routes onwards (``onward_run``): the one its run committed, or the
+    one its lease found published (``routed_run``'s)."""
+    if routed_run == run_token:
+        return planned_version(lease, run_token, writes=wrote)
+    return published_version(lease, routed_run)
 
 
 def note_routed(commits: PartitionCommits, lease: dict[str, Any] | None, location: str, *, wrote: bool) -> None:

@@ -38,7 +38,14 @@ from stage_a.arrivals import Arrival, arrival_event
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents
-from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
+from stage_end.published import (
+    end_lease,
+    note_lineage,
+    note_routed,
+    onward_run,
+    onward_version,
+    published_parents,
+)
 from stage_end.runtime import (
     Ended,
     FailureRuntime,
@@ -93,7 +100,8 @@ def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdat
     else:
         parents = published_parents(plan.lease)
     events = run.events.stage_a(plan, "COMPLETE") if plan.writes else []
-    onward = run.routing.route(table, plan.partition, run=routed_run, lineage=parents)
+    version = onward_version(plan.run_token, routed_run, plan.lease, wrote=plan.writes)
+    onward = run.routing.route(table, plan.partition, run=routed_run, lineage=parents, version=version)
     note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=plan.writes)
     # The lease ends after the routing is sent and noted: a run that takes the partition next finds the
     # version routed, and a routing that fails leaves the lease to the failure path (which ends it).

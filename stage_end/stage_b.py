@@ -36,7 +36,14 @@ from stage_b.failures import StepTime, failed_query_times, failed_step_index, st
 from stage_b.finish import abandon_stage_b
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan, leased_messages
-from stage_end.published import end_lease, note_lineage, note_routed, onward_run, published_parents
+from stage_end.published import (
+    end_lease,
+    note_lineage,
+    note_routed,
+    onward_run,
+    onward_version,
+    published_parents,
+)
 from stage_end.runtime import (
     Ended,
     FailureRuntime,
@@ -104,8 +111,9 @@ def complete_stage_b(plan: StageBPlan, request: StageBPostUpdate, run: PostUpdat
         parents = published_parents(plan.lease)  # where the publishing run sits (``note_lineage``)
     times = step_times(request.step_times)
     events = run.events.stage_b(plan, message, "COMPLETE", step_times=times) if plan.message_ids else []
+    version = onward_version(plan.run_token, routed_run, plan.lease, wrote=plan.writes)
     onward = run.routing.route(
-        message.target_dataset, message.partition, run=routed_run, path=message.path, lineage=parents
+        message.target_dataset, message.partition, run=routed_run, path=message.path, lineage=parents, version=version
     )
     note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=bool(plan.message_ids))
     # The lease ends after the routing is sent and noted: a run that takes the partition next finds the

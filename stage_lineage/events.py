@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from lakeline.commits.versions import version_number
 from lakeline.engines.base import TableSchema
 from lakeline.errors import LakelineError
 from lakeline.lineage.columns.sql import SqlColumnLineage, TableDescriber
@@ -34,7 +35,7 @@ from lakeline.partitions import partition_filter
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
-from stage_lineage.records import stage_a_root_id, stage_b_lineage_ids
+from stage_lineage.records import run_version, stage_a_root_id, stage_b_lineage_ids, taken_messages
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +196,19 @@ def stage_a_steps(
     return _stage_a_steps(plan, StepContext(stage_a_run(plan, settings), catalog, settings, engine, engine_version))
 
 
+def _with_versions(steps: list[StepRun], versions: dict[str, str | None]) -> list[StepRun]:
+    """``steps`` with the partition versions they read and write (``lakeline.commits.versions``), where known."""
+    known = {name: version for name, version in versions.items() if version is not None}
+    return [replace(step, versions=known) for step in steps] if known else steps
+
+
 def _stage_a_steps(plan: StageAPlan, context: StepContext) -> list[StepRun]:
+    # The raw partition has no versions (its files are the lineage records' roots); the output has the run's.
+    target = f"{plan.target_database}.{plan.table}"
+    return _with_versions(_stage_a_step(plan, context), {target: run_version(plan)})
+
+
+def _stage_a_step(plan: StageAPlan, context: StepContext) -> list[StepRun]:
     catalog = context.catalog
     job_name = f"{STAGE_A_JOB}.{plan.target_database}.{plan.table}"
     try:
@@ -219,15 +232,29 @@ def stage_b_steps(
 ) -> list[StepRun]:
     """One run per step of the stage B run, from the step's SQL as the user wrote it (tokens resolved)."""
     context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine, engine_version)
-    return _stage_b_steps(plan, context)
+    return _stage_b_steps(plan, message, context)
 
 
-def _stage_b_steps(plan: StageBPlan, context: StepContext) -> list[StepRun]:
-    return [
+def _trigger_versions(plan: StageBPlan, message: StageBMessage) -> dict[str, str | None]:
+    """The versions of the sources whose arrivals the run took: the newest of each source's (a run under a lease
+    takes every message waiting). The step reads what the catalog points at when it runs, so this is the
+    version that triggered it; a newer one published meanwhile triggers a run of its own."""
+    newest: dict[str, tuple[int, str]] = {}
+    for taken in taken_messages(plan, message):
+        token = taken.trigger.version
+        if token is not None:
+            key = (version_number(token), token)
+            newest[taken.trigger.table] = max(newest.get(taken.trigger.table, key), key)
+    return {table: token for table, (_, token) in newest.items()}
+
+
+def _stage_b_steps(plan: StageBPlan, message: StageBMessage, context: StepContext) -> list[StepRun]:
+    steps = [
         # Unqualified tables resolve against the step's database, as the engine runs it.
         context.from_sql(f"{STAGE_B_JOB}.{plan.dataset}.step{index}", sql, plan.steps[index].db)
         for index, sql in enumerate(plan.resolved_sql)
     ]
+    return _with_versions(steps, {**_trigger_versions(plan, message), plan.dataset: run_version(plan)})
 
 
 def _owns_root(settings: OpenLineageSettings, opens_tree: bool) -> bool:
@@ -259,7 +286,7 @@ def stage_b_lifecycle(
 ) -> ExecutionLifecycle:
     """The runs of one stage B execution; it owns the root only when nothing upstream triggered it."""
     context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine, engine_version)
-    return _lifecycle(context, _stage_b_steps(plan, context), opens_tree=message.lineage.root_id is None)
+    return _lifecycle(context, _stage_b_steps(plan, message, context), opens_tree=message.lineage.root_id is None)
 
 
 def _lifecycle(context: StepContext, steps: list[StepRun], *, opens_tree: bool) -> ExecutionLifecycle:

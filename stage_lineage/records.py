@@ -13,6 +13,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from lakeline.commits import Lease
+from lakeline.commits.versions import planned_version
 from lakeline.lineage.records.model import deterministic_node_id
 from lakeline.lineage.records.writer import LineageWriter
 from stage_a.plan import StageAPlan, arrival_id
@@ -60,6 +61,11 @@ def _run_fields(execution: RunReference | None, default_job: str) -> dict[str, s
     return {"run_id": execution.run_id, "job_name": f"{execution.namespace}/{execution.name}"}
 
 
+def run_version(plan: StageAPlan | StageBPlan) -> str | None:
+    """The token of the partition version the run commits (``None``: it commits none)."""
+    return planned_version(plan.lease, plan.run_token, writes=plan.writes)
+
+
 def stage_a_parents(plan: StageAPlan) -> LineageParents:
     """Where ``record_stage_a`` puts the run in the lineage records (its root, its STAGE_A_COMPLETE node),
     known before anything is written: the node ids are deterministic (``deterministic_node_id``)."""
@@ -98,6 +104,7 @@ def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, execution: RunRef
             storage_locations=[plan.target_location],
             **_run_fields(execution, "lakeline/stage_a"),
             dataset=f"{plan.target_database}.{plan.table}",
+            version=run_version(plan),
         )
         trees.append(LineageParents(root_id=root, parent_id=done.node_id))
     return trees[0]
@@ -109,7 +116,7 @@ def stage_b_lineage_ids(message: StageBMessage) -> tuple[str, str]:
     return root, message.lineage.parent_id or root
 
 
-def _taken_messages(plan: StageBPlan, message: StageBMessage) -> list[StageBMessage]:
+def taken_messages(plan: StageBPlan, message: StageBMessage) -> list[StageBMessage]:
     """The messages the run took: ``message`` first, then the others of a leased run (every message waiting
     when a coalesced or follow-up run was planned)."""
     if plan.lease is None:
@@ -123,7 +130,7 @@ def _trees(plan: StageBPlan, message: StageBMessage, *, sources: bool) -> list[t
     message the run took (its arrival's) and, with ``sources``, each other source's tree of a triggerMode
     all target (which the run read as well)."""
     trees: dict[tuple[str, str], None] = {}  # in order, each once
-    for taken in _taken_messages(plan, message):
+    for taken in taken_messages(plan, message):
         trees[stage_b_lineage_ids(taken)] = None
         if sources:
             trees.update(
@@ -143,6 +150,7 @@ def _record_stage_b_step(
 ) -> list[str]:
     """One ``action`` node per tree, for the run's target version; the node ids, in the trees' order."""
     run = _run_fields(execution, f"lakeline/stage_b.{plan.dataset}")
+    version = run_version(plan) if action == STAGE_B_COMPLETE else None  # a failed run made no version
     nodes = []
     for root, parent in trees:
         (node,) = writer.step(
@@ -152,6 +160,7 @@ def _record_stage_b_step(
             storage_locations=[plan.target_location],
             **run,
             dataset=plan.dataset,
+            version=version,
         )
         nodes.append(node.node_id)
     return nodes

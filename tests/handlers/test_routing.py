@@ -79,11 +79,15 @@ def needing_both(**changes: Any) -> dict[str, Any]:
 def test_seed_example_routes_and_resolves_end_to_end(aws: Aws) -> None:
     aws.define(seed_item())
     lineage = LineageParents(root_id="root-1", parent_id="stage-a-node-7")
-    [message] = route_finished_partition(CUSTOMERS, {"date": "20220120"}, aws.store, lineage=lineage).messages
+    run = "20220120t101500123456_1a2b3c4d5e"
+    [message] = route_finished_partition(
+        CUSTOMERS, {"date": "20220120"}, aws.store, lineage=lineage, run=run, version=f"v2.{run}"
+    ).messages
     assert message.model_dump() == {
         "target_dataset": TARGET,
         "partition": {"date": "20220115"},
-        "trigger": {"table": CUSTOMERS, "partition": {"date": "20220120"}, "run": None},
+        # the version travels, so the target's run names the input version it was triggered by (#43)
+        "trigger": {"table": CUSTOMERS, "partition": {"date": "20220120"}, "run": run, "version": f"v2.{run}"},
         "usage": "overwrite",
         "lineage": {"root_id": "root-1", "parent_id": "stage-a-node-7"},
         "path": [f"{CUSTOMERS}/date=20220120"],
@@ -223,7 +227,12 @@ def test_an_all_target_is_recorded_in_the_lineage_tree_of_every_source(aws: Aws)
     plan = cast(
         StageBPlan,
         SimpleNamespace(
-            target_location="s3://analytics/t/date=20220115/run/", dataset=TARGET, lease=None, message_ids=()
+            target_location="s3://analytics/t/date=20220115/run/",
+            dataset=TARGET,
+            lease=None,
+            message_ids=(),
+            run_token="20220120t101500123456_1a2b3c4d5e",
+            writes=True,
         ),
     )
     record_stage_b(LineageWriter(sqs, queue), plan, message)
@@ -258,7 +267,14 @@ def test_a_run_that_took_several_messages_is_recorded_in_the_tree_of_each(aws: A
     taken = (first.deduplication_id(), second.deduplication_id())
     plan = cast(
         StageBPlan,
-        SimpleNamespace(target_location="s3://analytics/t/run/", dataset=TARGET, lease=lease, message_ids=taken),
+        SimpleNamespace(
+            target_location="s3://analytics/t/run/",
+            dataset=TARGET,
+            lease=lease,
+            message_ids=taken,
+            run_token="20220120t101500123456_1a2b3c4d5e",
+            writes=True,
+        ),
     )
     sqs = boto3.client("sqs", region_name="us-east-1")
     queue = sqs.create_queue(QueueName="lineage")["QueueUrl"]

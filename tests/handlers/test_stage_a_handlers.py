@@ -899,6 +899,7 @@ def test_post_update_routes_the_finished_partition_to_queue_b(aws: dict[str, Any
         "table": "engineering_mysql_dev.customers",
         "partition": {"date": "20220120"},
         "run": plan["run_token"],
+        "version": f"v{plan['lease']['version'] + 1}.{plan['run_token']}",  # the version it committed (#43)
     }
 
 

@@ -7,7 +7,8 @@ START when it begins, COMPLETE or FAIL when it ends. Each event carries:
   and ``errorMessage`` on FAIL;
 - job facets: ``sql`` (query and dialect) and ``jobType`` (BATCH, integration LAKELINE, QUERY);
 - datasets: inputs with their ``schema``; outputs with ``schema`` and ``columnLineage`` (per-field
-  DIRECT/INDIRECT input fields, and the dataset-wide INDIRECT ones in ``dataset``).
+  DIRECT/INDIRECT input fields, and the dataset-wide INDIRECT ones in ``dataset``); each with its ``version``
+  where the step knows which partition version it reads or writes (``lakeline.commits.versions``).
 
 Datasets are ``database.table`` inside Lakeline and are named per the OpenLineage naming conventions in
 the events (``lineage.openlineage.naming``: ``AwsDataCatalog.database.table`` in Athena's namespace on AWS, with a
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     column_lineage_dataset,
+    dataset_version_dataset,
     error_message_run,
     job_type_job,
     parent_run,
@@ -78,6 +80,8 @@ class StepRun:
     extra_inputs: tuple[str, ...] = ()
     extra_outputs: tuple[str, ...] = ()
     """Datasets known only at table level (a Glue job whose columns were not analysed)."""
+    versions: Mapping[str, str] = field(default_factory=dict)
+    """The partition version read or written, by ``database.table``, where the step knows it."""
 
     def __post_init__(self) -> None:
         try:
@@ -189,13 +193,22 @@ def _schema_fields(step: StepRun, dataset: str) -> list[tuple[str, str | None]] 
     return None
 
 
+def _dataset_facets(step: StepRun, dataset: str) -> dict[str, Any]:
+    """The facets every dataset of the step carries: its naming (``symlinks``) and its ``version``."""
+    facets: dict[str, Any] = dict(step.naming.facets(dataset))
+    version = step.versions.get(dataset)
+    if version is not None:
+        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=version)
+    return facets
+
+
 def _inputs(step: StepRun) -> list[InputDataset]:
     inputs = []
     naming = step.naming
     for dataset in step.input_names:
         fields = _schema_fields(step, dataset)
         facets: dict[str, Any] = {"schema": _schema_facet(fields)} if fields else {}
-        facets.update(naming.facets(dataset))
+        facets.update(_dataset_facets(step, dataset))
         namespace, name = naming.of(dataset)
         inputs.append(InputDataset(namespace=namespace, name=name, facets=facets))
     return inputs
@@ -209,7 +222,7 @@ def _outputs(step: StepRun) -> list[OutputDataset]:
         fields = _schema_fields(step, dataset)
         if fields:
             facets["schema"] = _schema_facet(fields)
-        facets.update(naming.facets(dataset))
+        facets.update(_dataset_facets(step, dataset))
         writers = [statement for statement in step.statements if statement.target == dataset]
         if writers:
             facets["columnLineage"] = column_lineage_facet(writers, naming)

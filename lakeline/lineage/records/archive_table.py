@@ -38,6 +38,9 @@ LINEAGE_FIELDS: tuple[tuple[str, str], ...] = (
     ("run_id", "string"),
     ("job_name", "string"),
     ("dataset", "string"),
+    # Added with partition versions (#43), last: the JSON SerDe and Spark's JSON reader match fields by name,
+    # so lines archived before it read it as NULL.
+    ("version", "string"),
 )
 
 

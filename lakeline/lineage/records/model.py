@@ -29,6 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from lakeline.commits.versions import VERSION_PATTERN
 from lakeline.errors import InvalidInputError, validated
 
 NODE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/lakeline/lineage/node")
@@ -94,6 +95,12 @@ def _check_dataset(value: str) -> str:
     return value
 
 
+def _check_version(value: str) -> str:
+    if not VERSION_PATTERN.fullmatch(value):
+        raise ValueError(f"{value[:100]!r} is not a partition version token (v<version>.<run token>)")
+    return value
+
+
 def check_lineage_id(value: str, what: str) -> str:
     """``value`` if it is a valid lineage id, else ``InvalidInputError`` naming ``what``."""
     try:
@@ -108,6 +115,7 @@ StorageLocation = Annotated[str, AfterValidator(_check_location)]
 RunId = Annotated[str, AfterValidator(_check_run_id)]
 JobName = Annotated[str, AfterValidator(_check_job_name)]
 DatasetName = Annotated[str, AfterValidator(_check_dataset)]
+DatasetVersion = Annotated[str, AfterValidator(_check_version)]
 
 
 def uuid5_text(namespace: uuid.UUID, name: str) -> str:
@@ -139,6 +147,8 @@ class LineageRecord(BaseModel):
     run_id: RunId | None = None
     job_name: JobName | None = None
     dataset: DatasetName | None = None
+    version: DatasetVersion | None = None
+    """The partition version the node's output is (``lakeline.commits.versions``), when it is one."""
 
     @model_validator(mode="after")
     def _links(self) -> LineageRecord:
@@ -169,6 +179,7 @@ class OutputRecord(BaseModel):
     storage_location: StorageLocation
     node_id: LineageId | None = None
     dataset: DatasetName | None = None
+    version: DatasetVersion | None = None
 
 
 class LineageRequest(BaseModel):
@@ -186,6 +197,7 @@ class LineageRequest(BaseModel):
     run_id: RunId | None = None
     job_name: JobName | None = None
     dataset: DatasetName | None = None
+    version: DatasetVersion | None = None
 
     @model_validator(mode="after")
     def _one_shape(self) -> LineageRequest:
@@ -274,6 +286,7 @@ def build_records(
                 run_id=parsed.run_id,
                 job_name=parsed.job_name,
                 dataset=output.dataset or parsed.dataset,
+                version=output.version or parsed.version,
             )
         )
     return records

@@ -179,7 +179,7 @@ def record_item(
         "ttl_expiry": number_value(record.ttl_expiry),
         LOADED_AT: number_value(loaded_at_ms),
     }
-    for name in ("run_id", "job_name", "dataset"):
+    for name in ("run_id", "job_name", "dataset", "version"):
         value = getattr(record, name)
         if value is not None:
             item[name] = string_value(value)

@@ -49,6 +49,7 @@ class LineageNode(NamedTuple):
     run_id: str | None = None
     job_name: str | None = None
     dataset: str | None = None
+    version: str | None = None  # the partition version token of a run's output (``lakeline.commits.versions``)
 
     @classmethod
     def from_record(cls, record: LineageRecord) -> LineageNode:
@@ -63,6 +64,7 @@ class LineageNode(NamedTuple):
             record.run_id,
             record.job_name,
             record.dataset,
+            record.version,
         )
 
     @classmethod
@@ -100,6 +102,7 @@ class LineageNode(NamedTuple):
             text(get("run_id")),
             text(get("job_name")),
             text(get("dataset")),
+            text(get("version")),
         )
 
     def archive_dict(self) -> dict[str, Any]:
@@ -120,6 +123,8 @@ class LineageNode(NamedTuple):
             data["job_name"] = self.job_name
         if self.dataset is not None:
             data["dataset"] = self.dataset
+        if self.version is not None:
+            data["version"] = self.version
         return data
 
 

@@ -82,6 +82,7 @@ class LineageWriter:
         run_id: str | None = None,
         job_name: str | None = None,
         dataset: str | None = None,
+        version: str | None = None,
     ) -> list[LineageRecord]:
         """One step and the locations it wrote; returns the records (their node ids come next)."""
         request: dict[str, Any] = {
@@ -92,5 +93,6 @@ class LineageWriter:
             "run_id": run_id,
             "job_name": job_name,
             "dataset": dataset,
+            "version": version,
         }
         return self.record(request)
