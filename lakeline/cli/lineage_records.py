@@ -2,7 +2,9 @@
 
 - ``trace --root ID`` rebuilds a root's tree from the lineage table (or a JSON Lines file of records)
   and prints it; with ``--archive`` it also writes the archive object, as the trace function does.
-- ``show --root ID --archive DEST`` prints a root's tree as archived (folder or ``s3://``).
+- ``show --root ID --archive DEST`` prints a root's tree as archived (folder or ``s3://``); ``show --table DB.T
+  --partition COL=VALUE [--version V]`` prints the run that wrote a version of a partition (default: the newest
+  archived, the published one), its inputs with their versions, its raw files, and the versions before and after.
 - ``query`` runs ``athena_queries/lineage/lineage_records.sql`` (or ``--sql FILE``) on embedded Spark
   over a local archive folder, or on Athena through pyathena.
 """
@@ -13,7 +15,7 @@ import json
 import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -30,6 +32,9 @@ from lakeline.lineage.records.archive import LOCAL_ARCHIVE_FOLDER
 from lakeline.lineage.records.archive_table import DEFAULT_TABLE, LINEAGE_DATABASE
 from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, check_lineage_id
 from lakeline.lineage.records.tree import LineageNode, LineageTree, Status, build_tree
+
+if TYPE_CHECKING:
+    from lakeline.lineage.records.versions import PartitionVersion, VersionAnswer
 
 console = Console()
 
@@ -192,7 +197,16 @@ def trace_command(
 
 
 def show_command(
-    root: RootOption,
+    root: Annotated[str | None, typer.Option("--root", help="the root_id whose tree to print")] = None,
+    table: Annotated[str | None, typer.Option("--table", help="DATABASE.TABLE: a partition's versions")] = None,
+    partition: Annotated[
+        list[str] | None,
+        typer.Option("--partition", help="with --table: COL=VALUE (repeat it, or COL=VALUE/COL2=VALUE2)"),
+    ] = None,
+    version: Annotated[
+        str | None,
+        typer.Option("--version", help="with --table: 3, v3 or v3.<run token> (default: the newest archived)"),
+    ] = None,
     archive: ArchiveOption = None,
     workspace: WorkspaceFolderOption = Path(".lakeline"),
     deployed: RuntimeOption = None,
@@ -202,10 +216,19 @@ def show_command(
     as_json: JsonOption = False,
     limit: LimitOption = 200,
 ) -> None:
-    """Print one root's tree as archived (every date, or one)."""
+    """Print one root's tree as archived (every date, or one); or, with --table and --partition, which run
+    wrote a version of the partition, from which versions of which inputs and raw files, and the versions
+    before and after it."""
     from lakeline.lineage.records.archive import open_archive, read_root_lines
 
+    if table is not None or partition or version is not None:
+        if root is not None:
+            fail("give --root (a tree) or --table with --partition (a partition's version), not both")
+        _show_version(table, partition or [], version, archive, workspace, deployed, region, endpoint_url, as_json)
+        return
     try:
+        if root is None:
+            raise InvalidInputError("give --root ID, or --table DB.TABLE --partition COL=VALUE")
         check_lineage_id(root, "--root")
         destination = archive or str(_archive_folder(workspace, deployed))
         store = open_archive(destination, lambda: _s3_client(region, endpoint_url))
@@ -222,6 +245,103 @@ def show_command(
         statuses[line.record_id] = line.status
     tree = build_tree(root, nodes.values(), DEFAULT_TERMINAL_ACTIONS)
     _print_tree(tree, statuses, as_json, limit)
+
+
+def _show_version(
+    table: str | None,
+    partition: list[str],
+    version: str | None,
+    archive: str | None,
+    workspace: Path,
+    deployed: bool | None,
+    region: str | None,
+    endpoint_url: str | None,
+    as_json: bool,
+) -> None:
+    """``show --table --partition [--version]``: one version of a partition, from the archive."""
+    from lakeline.commits.versions import parse_version
+    from lakeline.lineage.records.archive import open_archive
+    from lakeline.lineage.records.versions import (
+        VersionNotFound,
+        answer,
+        archive_nodes,
+        archived_partitions,
+        partition_versions,
+    )
+
+    try:
+        name, path = _partition_of(table, partition)
+        wanted = parse_version(version) if version is not None else None
+        destination = archive or str(_archive_folder(workspace, deployed))
+        nodes = archive_nodes(open_archive(destination, lambda: _s3_client(region, endpoint_url)))
+    except LakelineError as error:
+        fail(str(error))
+    try:
+        result = answer(partition_versions(nodes, name, path), name, path, wanted)
+    except VersionNotFound as missing:
+        hint = ""
+        if missing.partition_missing:  # name what is there: another partition, or nothing of the table
+            known = archived_partitions(nodes, name)
+            hint = f"; archived partitions: {', '.join(known)}" if known else f"; {name} has no archived versions"
+        fail(f"{missing}{hint} (archive {destination})", code=EXIT_FAILED)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+        return
+    _print_version(result)
+
+
+def _partition_of(table: str | None, partition: list[str]) -> tuple[str, str]:
+    """``(database.table, col=value/...)`` from the options, each name and value checked."""
+    from lakeline.dependencies.resolve import check_partition, partition_path
+    from lakeline.names import check_identifier
+
+    if table is None or not partition:
+        raise InvalidInputError("a partition's version needs --table DATABASE.TABLE and --partition COL=VALUE")
+    database, dot, name = table.partition(".")
+    if not dot:
+        raise InvalidInputError(f"--table {table!r} is not DATABASE.TABLE")
+    check_identifier(database, "--table database")
+    check_identifier(name, "--table table")
+    values: dict[str, str] = {}
+    for option in partition:
+        for part in option.split("/"):
+            column, equals, value = part.partition("=")
+            if not equals or column in values:
+                raise InvalidInputError(f"--partition {option!r}: write each column once, as COL=VALUE")
+            values[column] = value
+    return f"{database}.{name}", partition_path(check_partition(values, "--partition"))
+
+
+def _version_lines(version: PartitionVersion, indent: str = "  ") -> list[str]:
+    when = datetime.fromtimestamp(version.recorded_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines = [
+        f"{indent}written by  {version.job_name or '?'} run {version.run_id or '?'} (recorded {when})",
+        f"{indent}location    {version.location}",
+    ]
+    for read in version.inputs:
+        lines.append(f"{indent}input       {read.dataset or '?'} {read.version or '(no version)'}  {read.location}")
+    for raw in version.raw_files:
+        lines.append(f"{indent}raw file    {raw}")
+    return lines
+
+
+def _print_version(result: VersionAnswer) -> None:
+    shown = result.version
+    place = f"{result.known.index(shown.token) + 1} of {len(result.known)} archived"
+    newest = ", the newest" if result.after is None else ""
+    console.print(
+        Text.assemble((f"{result.table} {result.partition}", "bold"), f"  version {shown.token} ({place}{newest})"),
+        soft_wrap=True,
+    )
+    for line in _version_lines(shown):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
+    for label, other in (("before", result.before), ("after", result.after)):
+        if other is None:
+            console.print(f"{label}: none archived", highlight=False)
+            continue
+        console.print(Text.assemble((f"{label}: ", "bold"), other.token), soft_wrap=True)
+        for line in _version_lines(other):
+            console.print(line, soft_wrap=True, highlight=False, markup=False)
 
 
 def _archive_folder(workspace: Path, deployed: bool | None) -> Path:

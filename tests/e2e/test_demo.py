@@ -249,6 +249,58 @@ def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(demo: tuple[P
     assert got_weekly == {c: (int(n), round(v, 2)) for c, (n, v) in weekly.items()}
 
 
+def test_lineage_show_names_both_versions_of_the_partition_the_late_file_rebuilt(
+    demo: tuple[Path, dict[str, Any], Any],
+) -> None:
+    """#43's done-when: after the late file (the test above), ``lineage show`` answers which run wrote each
+    version of the rebuilt partitions, from which input versions and raw files, and what came before and after."""
+    workspace, _, _ = demo
+    day = "20220118"
+
+    def show(*args: str) -> subprocess.CompletedProcess[str]:
+        return run(["lineage", "show", "--workspace", str(workspace), "--embedded", *args], cwd=workspace)
+
+    orders = show("--table", "engineering_sales_dev.orders", "--partition", f"date={day}", "--json")
+    assert orders.returncode == 0, orders.stdout[-3000:] + orders.stderr[-3000:]
+    newest = json.loads(orders.stdout)
+    assert len(newest["versions"]) == 2 and newest["after"] is None
+    late, first = newest["version"], newest["before"]
+    assert (late["number"], first["number"]) == (2, 1)
+    assert [Path(raw).name for raw in late["raw_files"]] == [f"orders_{day}_late.parquet"]
+    assert [Path(raw).name for raw in first["raw_files"]] == [f"orders_{day}.parquet"]
+    assert late["location"].endswith(f"/date={day}/lakeline_run={late['version'].split('.', 1)[1]}/")
+    # The first version by its number, as `lakeline status` shows it: the late one after it.
+    older = json.loads(
+        show("--table", "engineering_sales_dev.orders", "--partition", f"date={day}", "--version", "1", "--json").stdout
+    )
+    assert older["version"]["version"] == first["version"] and older["after"]["version"] == late["version"]
+    status = json.loads(
+        run(["status", "--workspace", str(workspace), "--embedded", "--format", "json"], workspace).stdout
+    )
+    [row] = [
+        p
+        for p in status["partitions"]
+        if (p["table"], p["partition"]) == ("engineering_sales_dev.orders", f"date={day}")
+    ]
+    assert row["version"] == late["number"]
+
+    # daily_sales (triggerMode all) was rebuilt from the late version of orders: its inputs say so.
+    daily = show("--table", "engineering_analytics_dev.daily_sales", "--partition", f"date={day}")
+    assert daily.returncode == 0, daily.stdout[-3000:] + daily.stderr[-3000:]
+    assert f"engineering_sales_dev.orders {late['version']}" in daily.stdout
+    assert "before: v1." in daily.stdout and "after: none archived" in daily.stdout
+    assert f"orders_{day}_late.parquet" in daily.stdout
+
+    # What is not there is an error naming what is (exit 1); what cannot be a version is a usage error (exit 2).
+    missing = show("--table", "engineering_sales_dev.orders", "--partition", "date=19990101")
+    assert missing.returncode == 1 and f"date={day}" in missing.stderr, missing.stderr
+    unknown = show("--table", "engineering_sales_dev.orders", "--partition", f"date={day}", "--version", "9")
+    assert unknown.returncode == 1 and late["version"] in unknown.stderr, unknown.stderr
+    assert (
+        show("--table", "engineering_sales_dev.orders", "--partition", f"date={day}", "--version", "x").returncode == 2
+    )
+
+
 def test_every_stored_event_follows_the_openlineage_schemas(demo: tuple[Path, dict[str, Any], Any]) -> None:
     # Last in the module: the runs above add their events to the same file. They are made in a subprocess,
     # out of reach of the check every in-process event goes through (tests/conftest.py).

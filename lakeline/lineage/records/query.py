@@ -9,6 +9,7 @@ does every statement (sqlglot turns ``CROSS JOIN UNNEST ... WITH ORDINALITY`` in
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ from sqlglot.errors import ParseError
 from lakeline.engines.base import QueryFailed, QueryResult
 from lakeline.errors import ConfigError, InvalidInputError
 from lakeline.lineage.records.archive_table import ARCHIVE_TABLE, DEFAULT_TABLE, LINEAGE_DATABASE
-from lakeline.names import check_identifier
+from lakeline.names import check_identifier, check_partition_value, check_qualified_table
 from lakeline.repository import REPOSITORY
 
 if TYPE_CHECKING:
@@ -109,3 +110,41 @@ def query_athena(sql: str, target: AthenaTarget) -> QueryResult:
         raise QueryFailed(f"Athena query failed: {error}", sql=bound, query_id=query_id) from error
     finally:
         connection.close()
+
+
+VERSION_QUERY = QUERY_FOLDER / "partition_version.sql"
+
+
+def bind_version_query(
+    sql: str,
+    table: str,
+    partition: str,
+    version: str = "",
+    *,
+    database: str = LINEAGE_DATABASE,
+    archive_table: str = DEFAULT_TABLE,
+) -> str:
+    """``partition_version.sql`` with its three ``?`` (table, partition path, version; ``""``: the newest) as
+    checked literals, for an engine without execution parameters (Spark, the local Athena), over
+    ``database.archive_table``."""
+    check_qualified_table(table, "table")
+    for part in partition.split("/"):
+        column, equals, value = part.partition("=")
+        if not equals:
+            raise InvalidInputError(f"partition {partition!r} is not col=value/col2=value2")
+        check_identifier(column, "partition column")
+        check_partition_value(value, f"partition {column!r}")
+    if version and not re.fullmatch(r"v?[0-9]{1,18}|v[0-9]{1,18}\.[0-9a-z_]{1,40}", version):
+        raise InvalidInputError(f"version {version!r} is not a number, v<number> or a version token")
+    try:
+        statement = sqlglot.parse_one(bind_archive_table(sql, database, archive_table), read="athena")
+    except ParseError as error:
+        raise InvalidInputError(f"cannot parse the version query: {error}") from error
+    placeholders = list(statement.find_all(exp.Placeholder))
+    if len(placeholders) != 3:
+        raise InvalidInputError(
+            f"the version query needs three '?' (table, partition, version), has {len(placeholders)}"
+        )
+    for placeholder, value in zip(placeholders, (table, partition, version), strict=True):
+        placeholder.replace(exp.Literal.string(value))
+    return statement.sql("athena")

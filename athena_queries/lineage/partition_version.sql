@@ -1,0 +1,66 @@
+-- Which run wrote a version of a partition, from which versions of which inputs and which raw files, and
+-- the versions before and after it: `lakeline lineage show --table --partition [--version]` as one query
+-- over the archive's table (every day of it; add "AND dt >= '2026-01-01'" to the written CTE to read fewer).
+-- Three ? (Athena execution parameters, in this order): the table, database.table; the partition as in its
+-- location, col=value/col2=value2; the version: '' for the newest archived (the published one), its number
+-- as `lakeline status` shows it (3 or v3), or its token (v3.<run token>).
+-- One row per input and raw file of the version (the raw files of the trees the run is recorded in: the
+-- first element of each archive line that holds it); a version with neither gives one row of NULLs there.
+-- "lineage"."lineage_archive" is a placeholder: lakeline.lineage.records.versions.bind_version_query (and
+-- `lakeline lineage query --database --table`) rebinds it.
+WITH wanted AS (
+  SELECT ? AS dataset, ? AS partition_path, ? AS version_asked
+),
+written AS (
+  SELECT
+    n.version,
+    CAST(regexp_extract(n.version, '^v([0-9]+)[.]', 1) AS bigint) AS number,
+    n.storage_location AS location,
+    n.run_id,
+    n.job_name,
+    n.recordedAt AS recorded_at,
+    element_at(filter(lineage, x -> x.node_id = n.parent_id), 1) AS parent,
+    element_at(lineage, 1) AS top
+  FROM "lineage"."lineage_archive"
+  CROSS JOIN UNNEST(lineage) AS t (n)
+  CROSS JOIN wanted
+  WHERE n.dataset = wanted.dataset
+    AND regexp_like(n.version, '^v[0-9]+[.]')
+    AND strpos(n.storage_location, '/' || wanted.partition_path || '/lakeline_run=') > 0
+),
+versions AS (
+  SELECT version, number, min(location) AS location, min(run_id) AS run_id, min(job_name) AS job_name,
+    min(recorded_at) AS recorded_at
+  FROM written
+  GROUP BY version, number
+),
+placed AS (
+  SELECT version, number, location, run_id, job_name, recorded_at,
+    lag(version) OVER (ORDER BY number) AS version_before,
+    lead(version) OVER (ORDER BY number) AS version_after,
+    max(number) OVER () AS newest
+  FROM versions
+),
+chosen AS (
+  SELECT placed.*
+  FROM placed
+  CROSS JOIN wanted
+  WHERE (wanted.version_asked = '' AND number = newest)
+    OR version = wanted.version_asked
+    OR CAST(number AS varchar) = regexp_replace(wanted.version_asked, '^v', '')
+)
+SELECT DISTINCT
+  c.version,
+  c.location,
+  c.job_name,
+  c.run_id,
+  from_unixtime(c.recorded_at) AS recorded_at,
+  c.version_before,
+  c.version_after,
+  CASE WHEN w.parent.action_taken <> 'RAW_DATA_INPUT' THEN w.parent.dataset END AS input_dataset,
+  CASE WHEN w.parent.action_taken <> 'RAW_DATA_INPUT' THEN w.parent.version END AS input_version,
+  CASE WHEN w.parent.action_taken <> 'RAW_DATA_INPUT' THEN w.parent.storage_location END AS input_location,
+  CASE WHEN w.top.action_taken = 'RAW_DATA_INPUT' THEN w.top.storage_location END AS raw_file
+FROM chosen c
+JOIN written w ON w.version = c.version
+ORDER BY input_dataset, raw_file
