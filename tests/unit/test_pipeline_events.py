@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,6 +77,28 @@ def test_stage_a_is_the_raw_partition_inserted_into_the_stage_table() -> None:
     fields = event["outputs"][0]["facets"]["columnLineage"]["fields"]
     assert sorted(fields) == ["customer_id", "date", "name"]
     assert fields["name"]["inputFields"][0]["field"] == "name"
+
+
+def test_the_output_carries_the_version_the_run_commits_and_a_run_without_a_lease_none() -> None:
+    """#43: the version facet names the partition version the run's commit makes (its lease's next), the token
+    the lineage records and ``lakeline status`` (its number) name too."""
+    leased = replace(
+        plan(), lease={"key": "commit#x", "owner": TOKEN, "location": plan().target_location, "version": 2}
+    )
+    (step,) = stage_a_steps(leased, catalog=CATALOG, settings=SETTINGS, engine="athena")
+    event = event_to_dict(run_event(step, RunState.COMPLETE, at=datetime(2022, 1, 20, tzinfo=UTC)))
+    assert event["outputs"][0]["facets"]["version"]["datasetVersion"] == f"v3.{TOKEN}"
+    assert "version" not in event["inputs"][0]["facets"]  # the raw table: its files are the records' roots
+    (unleased,) = stage_a_steps(plan(), catalog=CATALOG, settings=SETTINGS, engine="athena")
+    assert (
+        "version"
+        not in event_to_dict(run_event(unleased, RunState.START, at=datetime(2022, 1, 20, tzinfo=UTC)))["outputs"][0][
+            "facets"
+        ]
+    )
+    nothing = replace(leased, mode="none")  # a run with nothing new commits no version
+    (idle,) = stage_a_steps(nothing, catalog=CATALOG, settings=SETTINGS, engine="athena")
+    assert idle.versions == {}
 
 
 def test_a_raw_table_missing_from_the_catalog_still_gets_its_run() -> None:
