@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from lakeline.commits import Lease
 from lakeline.commits.versions import planned_version
-from lakeline.lineage.records.model import deterministic_node_id
+from lakeline.lineage.records.model import RAW_DATA_INPUT, deterministic_node_id
 from lakeline.lineage.records.writer import LineageWriter
 from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents, StageBMessage
@@ -23,7 +23,6 @@ from stage_b.plan import StageBPlan, leased_messages
 if TYPE_CHECKING:
     from lakeline.lineage.openlineage.config import RunReference
 
-RAW_DATA_INPUT = "RAW_DATA_INPUT"
 STAGE_A_COMPLETE = "STAGE_A_COMPLETE"
 STAGE_B_COMPLETE = "STAGE_B_COMPLETE"
 STEP_FAILED = "STEP_FAILED"

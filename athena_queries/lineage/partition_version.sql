@@ -6,6 +6,8 @@
 -- as `lakeline status` shows it (3 or v3), or its token (v3.<run token>).
 -- One row per input and raw file of the version (the raw files of the trees the run is recorded in: the
 -- first element of each archive line that holds it); a version with neither gives one row of NULLs there.
+-- The archive is read once: the versions before and after come from windows over the partition's nodes
+-- (RANGE frames on the version number), not from a second scan.
 -- "lineage"."lineage_archive" is a placeholder: lakeline.lineage.records.versions.bind_version_query (and
 -- `lakeline lineage query --database --table`) rebinds it.
 WITH wanted AS (
@@ -20,7 +22,8 @@ written AS (
     n.job_name,
     n.recordedAt AS recorded_at,
     element_at(filter(lineage, x -> x.node_id = n.parent_id), 1) AS parent,
-    element_at(lineage, 1) AS top
+    element_at(lineage, 1) AS top,
+    wanted.version_asked
   FROM "lineage"."lineage_archive"
   CROSS JOIN UNNEST(lineage) AS t (n)
   CROSS JOIN wanted
@@ -28,39 +31,32 @@ written AS (
     AND regexp_like(n.version, '^v[0-9]+[.]')
     AND strpos(n.storage_location, '/' || wanted.partition_path || '/lakeline_run=') > 0
 ),
-versions AS (
-  SELECT version, number, min(location) AS location, min(run_id) AS run_id, min(job_name) AS job_name,
-    min(recorded_at) AS recorded_at
-  FROM written
-  GROUP BY version, number
-),
 placed AS (
-  SELECT version, number, location, run_id, job_name, recorded_at,
-    lag(version) OVER (ORDER BY number) AS version_before,
-    lead(version) OVER (ORDER BY number) AS version_after,
-    max(number) OVER () AS newest
-  FROM versions
-),
-chosen AS (
-  SELECT placed.*
-  FROM placed
-  CROSS JOIN wanted
-  WHERE (wanted.version_asked = '' AND number = newest)
-    OR version = wanted.version_asked
-    OR CAST(number AS varchar) = regexp_replace(wanted.version_asked, '^v', '')
+  SELECT
+    written.*,
+    max_by(version, number) OVER (ORDER BY number RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS version_before,
+    min_by(version, number) OVER (ORDER BY number RANGE BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS version_after,
+    max(number) OVER () AS newest,
+    min(location) OVER (PARTITION BY version) AS first_location,
+    min(run_id) OVER (PARTITION BY version) AS first_run_id,
+    min(job_name) OVER (PARTITION BY version) AS first_job_name,
+    min(recorded_at) OVER (PARTITION BY version) AS first_recorded_at
+  FROM written
 )
 SELECT DISTINCT
-  c.version,
-  c.location,
-  c.job_name,
-  c.run_id,
-  from_unixtime(c.recorded_at) AS recorded_at,
-  c.version_before,
-  c.version_after,
-  CASE WHEN w.parent.action_taken <> 'RAW_DATA_INPUT' THEN w.parent.dataset END AS input_dataset,
-  CASE WHEN w.parent.action_taken <> 'RAW_DATA_INPUT' THEN w.parent.version END AS input_version,
-  CASE WHEN w.parent.action_taken <> 'RAW_DATA_INPUT' THEN w.parent.storage_location END AS input_location,
-  CASE WHEN w.top.action_taken = 'RAW_DATA_INPUT' THEN w.top.storage_location END AS raw_file
-FROM chosen c
-JOIN written w ON w.version = c.version
+  version,
+  first_location AS location,
+  first_job_name AS job_name,
+  first_run_id AS run_id,
+  from_unixtime(first_recorded_at) AS recorded_at,
+  version_before,
+  version_after,
+  CASE WHEN parent.action_taken <> 'RAW_DATA_INPUT' THEN parent.dataset END AS input_dataset,
+  CASE WHEN parent.action_taken <> 'RAW_DATA_INPUT' THEN parent.version END AS input_version,
+  CASE WHEN parent.action_taken <> 'RAW_DATA_INPUT' THEN parent.storage_location END AS input_location,
+  CASE WHEN top.action_taken = 'RAW_DATA_INPUT' THEN top.storage_location END AS raw_file
+FROM placed
+WHERE (version_asked = '' AND number = newest)
+  OR version = version_asked
+  OR CAST(number AS varchar) = regexp_replace(version_asked, '^v', '')
 ORDER BY input_dataset, raw_file

@@ -273,7 +273,7 @@ def _show_version(
         name, path = _partition_of(table, partition)
         wanted = parse_version(version) if version is not None else None
         destination = archive or str(_archive_folder(workspace, deployed))
-        nodes = archive_nodes(open_archive(destination, lambda: _s3_client(region, endpoint_url)))
+        nodes = archive_nodes(open_archive(destination, lambda: _s3_client(region, endpoint_url)), name)
     except LakelineError as error:
         fail(str(error))
     try:

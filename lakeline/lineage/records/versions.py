@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 
 from lakeline.commits.versions import VERSION_PATTERN, VersionRef, version_number
 from lakeline.lineage.records.archive import PARTITION_COLUMN, ArchiveStore, parse_archive
+from lakeline.lineage.records.model import RAW_DATA_INPUT
 from lakeline.lineage.records.tree import LineageNode
 from lakeline.storage import RUN_PREFIX
-
-RAW_DATA_INPUT = "RAW_DATA_INPUT"  # stage_lineage.records' action of a raw file (a layer above this one)
 
 
 class VersionNotFound(LookupError):
@@ -183,14 +182,21 @@ def archived_partitions(nodes: Iterable[LineageNode], table: str) -> list[str]:
     return sorted(found)
 
 
-def archive_nodes(store: ArchiveStore) -> list[LineageNode]:
-    """Every node of the archive, each once: a root traced again on a later date wins (keys sort by date)."""
+def archive_nodes(store: ArchiveStore, table: str | None = None) -> list[LineageNode]:
+    """Every node of the archive, each once: a root traced again on a later date wins (keys sort by date).
+    With ``table``, only the lines that name it: a line is a whole path, top to leaf, so it holds a version's
+    node together with what the run read and the raw file its tree starts from; the rest is not parsed."""
+    needle = f'"{table}"'.encode() if table else None
     nodes: dict[str, LineageNode] = {}
     for key in store.keys(f"{PARTITION_COLUMN}="):
         body = store.get(key)
-        if body is None:
+        if body is None or (needle is not None and needle not in body):
             continue
-        for line in parse_archive(body, where=key):
+        where = key
+        if needle is not None:
+            body = b"\n".join(line for line in body.splitlines() if needle in line)
+            where = f"{key} (its lines naming {table})"
+        for line in parse_archive(body, where=where):
             for node in line.nodes():
                 nodes[node.node_id] = node
     return list(nodes.values())
