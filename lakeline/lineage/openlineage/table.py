@@ -24,13 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError
-
-from lakeline.errors import InvalidInputError
 from lakeline.lineage.records.archive_table import LINEAGE_DATABASE, PROJECTION_START, JsonTable
-from lakeline.lineage.records.query import QUERY_FOLDER, point_table_at
+from lakeline.lineage.records.query import QUERY_FOLDER, bind_parameters, point_table_at
 from lakeline.names import check_identifier, check_qualified_table
 
 if TYPE_CHECKING:
@@ -182,15 +177,6 @@ def bind_column_lineage_query(
     check_qualified_table(output_dataset, "output dataset")
     check_identifier(database, "events database")
     check_identifier(table, "events table")
-    try:
-        statement = sqlglot.parse_one(sql, read="athena")
-    except ParseError as error:
-        raise InvalidInputError(f"cannot parse the column lineage query: {error}") from error
-    placeholders = list(statement.find_all(exp.Placeholder))
-    if len(placeholders) != 1:
-        raise InvalidInputError(
-            f"the column lineage query needs one '?' for the output dataset, has {len(placeholders)}"
-        )
-    placeholders[0].replace(exp.Literal.string(output_dataset))
+    statement = bind_parameters(sql, "column lineage query", {"the output dataset": output_dataset})
     point_table_at(statement, (LINEAGE_DATABASE, DEFAULT_EVENTS_TABLE), database, table)
     return statement.sql("athena")

@@ -10,6 +10,7 @@ does every statement (sqlglot turns ``CROSS JOIN UNNEST ... WITH ORDINALITY`` in
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -136,15 +137,23 @@ def bind_version_query(
         check_partition_value(value, f"partition {column!r}")
     if version and not re.fullmatch(r"v?[0-9]{1,18}|v[0-9]{1,18}\.[0-9a-z_]{1,40}", version):
         raise InvalidInputError(f"version {version!r} is not a number, v<number> or a version token")
+    named = {"table": table, "partition": partition, "version": version}
+    return bind_parameters(bind_archive_table(sql, database, archive_table), "version query", named).sql("athena")
+
+
+def bind_parameters(sql: str, what: str, values: Mapping[str, str]) -> exp.Expr:
+    """``sql`` parsed, its ``?`` (Athena's execution parameters, in order) replaced by ``values`` as string
+    literals (checked by the caller); the number of ``?`` must be the number of values (named in the error)."""
     try:
-        statement = sqlglot.parse_one(bind_archive_table(sql, database, archive_table), read="athena")
+        statement = sqlglot.parse_one(sql, read="athena")
     except ParseError as error:
-        raise InvalidInputError(f"cannot parse the version query: {error}") from error
+        raise InvalidInputError(f"cannot parse the {what}: {error}") from error
     placeholders = list(statement.find_all(exp.Placeholder))
-    if len(placeholders) != 3:
+    if len(placeholders) != len(values):
+        count = "one" if len(values) == 1 else str(len(values))
         raise InvalidInputError(
-            f"the version query needs three '?' (table, partition, version), has {len(placeholders)}"
+            f"the {what} needs {count} '?' ({', '.join(values)}, in that order), has {len(placeholders)}"
         )
-    for placeholder, value in zip(placeholders, (table, partition, version), strict=True):
+    for placeholder, value in zip(placeholders, values.values(), strict=True):
         placeholder.replace(exp.Literal.string(value))
-    return statement.sql("athena")
+    return statement
