@@ -155,6 +155,16 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     assert f"quarantined shop/pos/prices/a.csv: {refused}" in status.stdout, status.stdout
     # The late file's partition: its second version, of three files.
     assert re.search(r"shop_pos_dev\.sales\s+│ day=2024-03-02\s+│\s+2 │\s+3 │", status.stdout), status.stdout
+    # Which run wrote that version, from which raw file, and the one before (#43): from the deployment's archive.
+    show = ["lineage", "show", *workspace, "--partition", "day=2024-03-02"]
+    shown = run([*show, "--table", "shop_pos_dev.sales", "--json"], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    answer = json.loads(shown.stdout)
+    assert (answer["version"]["number"], answer["before"]["number"], answer["after"]) == (2, 1, None)
+    assert [raw.rsplit("/", 1)[-1] for raw in answer["version"]["raw_files"]] == ["late.csv"]
+    target = run([*show, "--table", "shop_reports_dev.sales_by_store"], cwd=tmp_path)
+    assert target.returncode == 0, target.stdout[-3000:] + target.stderr[-3000:]
+    assert f"shop_pos_dev.sales {answer['version']['version']}" in target.stdout, target.stdout
 
     # Fixed, it is picked up by `watch` (its first look sees every file; only the changed one is uploaded); the
     # table removed, its files are no longer quarantined.
