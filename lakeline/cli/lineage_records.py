@@ -315,7 +315,7 @@ def _partition_of(table: str | None, partition: list[str]) -> tuple[str, str]:
 def _version_lines(version: PartitionVersion, indent: str = "  ") -> list[str]:
     when = datetime.fromtimestamp(version.recorded_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [
-        f"{indent}written by  {version.job_name or '?'} run {version.run_id or '?'} (recorded {when})",
+        f"{indent}written by  {version.job_name or '(no job)'} run {version.run_id or '(no run id)'} (recorded {when})",
         f"{indent}location    {version.location}",
     ]
     for read in version.inputs:
