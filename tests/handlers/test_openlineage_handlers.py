@@ -216,6 +216,27 @@ def test_events_follow_a_column_from_stage_b_back_to_the_raw_column(aws: dict[st
     ]
 
 
+def test_the_version_stage_a_wrote_is_the_version_stage_b_read_in_events_and_records(aws: dict[str, Any]) -> None:
+    """#43: stage A's output carries the partition version its commit made, the message it routes carries it to
+    stage B, whose step names it as its input's version; the lineage records carry the same tokens."""
+    run_stage_a(aws)
+    stage_b = plan_stage_b(aws)
+    stage_b_post_update.handler({"message": stage_b["message"], "plan": stage_b["plan"]}, CONTEXT)
+    _, events = archived(aws)
+    done = {e["job"]["name"]: e for e in events if e["eventType"] == "COMPLETE" and "sql" in e["job"]["facets"]}
+    [written] = done[f"stage_a.{STAGE}.customers"]["outputs"]
+    stage_a_version = written["facets"]["version"]["datasetVersion"]
+    assert stage_a_version.startswith("v1.")  # the partition's first version
+    step = done[f"stage_b.{TARGET}.step0"]
+    read = {i["name"].removeprefix("AwsDataCatalog."): i["facets"].get("version") for i in step["inputs"]}
+    assert read[f"{STAGE}.customers"]["datasetVersion"] == stage_a_version
+    [target] = step["outputs"]
+    stage_b_version = target["facets"]["version"]["datasetVersion"]
+    assert stage_b_version.startswith("v1.") and stage_b_version != stage_a_version
+    versions = {r["dataset"]: r.get("version") for r in lineage_records(aws) if r["action_taken"] != "RAW_DATA_INPUT"}
+    assert versions == {f"{STAGE}.customers": stage_a_version, TARGET: stage_b_version}
+
+
 def test_parent_is_the_execution_and_root_is_the_arrival_named_by_the_lineage_records(aws: dict[str, Any]) -> None:
     stage_a = run_stage_a(aws)
     stage_b = plan_stage_b(aws)
