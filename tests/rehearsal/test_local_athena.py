@@ -393,6 +393,55 @@ def test_a_date_projected_table_reads_the_folders_of_its_range_that_hold_objects
     assert glue.get_partitions(DatabaseName=DATABASE, TableName="events")["Partitions"] == []
 
 
+def test_the_partition_version_query_runs_over_the_archive_table_as_the_stack_defines_it(
+    deployment: Deployment, sales: str, tmp_path: Path
+) -> None:
+    """#43: ``athena_queries/lineage/partition_version.sql`` on the archive's Glue table (the CDK stack's
+    definition: OpenX JSON SerDe, lowercase struct fields, dt projected) over objects the trace's renderer
+    wrote, lines from before versions among them: the answer ``lakeline lineage show`` gives."""
+    from harness.versions_archive import DAILY, partition_of, write_history
+    from lakeline.commits.versions import parse_version
+    from lakeline.lineage.records.archive import LocalArchiveStore
+    from lakeline.lineage.records.archive_table import glue_table_input
+    from lakeline.lineage.records.query import VERSION_QUERY, bind_version_query
+    from lakeline.lineage.records.versions import answer, archive_nodes, partition_versions
+
+    store = LocalArchiveStore(tmp_path / "archive")
+    write_history(store, partitions=3, versions=3, legacy=1)
+    s3 = deployment.client("s3")
+    for key in store.keys("dt="):
+        s3.put_object(Bucket=DATA, Key=f"lineage-archive/{key}", Body=store.get(key) or b"")
+    deployment.client("glue").create_table(
+        DatabaseName=DATABASE, TableInput=glue_table_input("lineage_archive", f"s3://{DATA}/lineage-archive/")
+    )
+    nodes = archive_nodes(store)
+    for partition, asked in ((partition_of(1), ""), (partition_of(2), "v2"), (partition_of(0), "")):
+        sql = bind_version_query(VERSION_QUERY.read_text(), DAILY, partition, asked, database=DATABASE)
+        got = rows(deployment, succeeded(deployment, sql))
+        header, found = got[0], [dict(zip(got[0], row, strict=True)) for row in got[1:]]
+        assert header[:7] == [
+            "version",
+            "location",
+            "job_name",
+            "run_id",
+            "recorded_at",
+            "version_before",
+            "version_after",
+        ]
+        versions = partition_versions(nodes, DAILY, partition)
+        if not versions:  # archived before versions: no key in its lines, NULL in the table
+            assert found == []
+            continue
+        shown = answer(versions, DAILY, partition, parse_version(asked) if asked else None)
+        [row] = found
+        assert (row["version"], row["location"]) == (shown.version.token, shown.version.location)
+        assert row["version_before"] == (shown.before.token if shown.before else None)
+        assert row["version_after"] == (shown.after.token if shown.after else None)
+        [read] = shown.version.inputs
+        assert (row["input_dataset"], row["input_version"]) == (read.dataset, read.version)
+        assert [row["raw_file"]] == shown.version.raw_files
+
+
 # --- what Athena refuses and Spark would run, and Athena's semantics where Spark's differ (#36) ---------
 
 
