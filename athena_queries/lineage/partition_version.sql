@@ -8,8 +8,9 @@
 -- first element of each archive line that holds it); a version with neither gives one row of NULLs there.
 -- The archive is read once: the versions before and after come from windows over the partition's nodes
 -- (RANGE frames on the version number), not from a second scan.
--- "lineage"."lineage_archive" is a placeholder: lakeline.lineage.records.versions.bind_version_query (and
--- `lakeline lineage query --database --table`) rebinds it.
+-- "lineage"."lineage_archive" is a placeholder: `lakeline lineage query --sql THIS --parameter DB.TABLE
+-- --parameter COL=VALUE --parameter '' [--database --table]` binds the ? and the table (Spark and the local
+-- Athena take no execution parameters); lakeline.lineage.records.query.bind_version_query also checks them.
 WITH wanted AS (
   SELECT ? AS dataset, ? AS partition_path, ? AS version_asked
 ),

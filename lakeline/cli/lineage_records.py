@@ -5,8 +5,8 @@
 - ``show --root ID --archive DEST`` prints a root's tree as archived (folder or ``s3://``); ``show --table DB.T
   --partition COL=VALUE [--version V]`` prints the run that wrote a version of a partition (default: the newest
   archived, the published one), its inputs with their versions, its raw files, and the versions before and after.
-- ``query`` runs ``athena_queries/lineage/lineage_records.sql`` (or ``--sql FILE``) on embedded Spark
-  over a local archive folder, or on Athena through pyathena.
+- ``query`` runs ``athena_queries/lineage/lineage_records.sql`` (or ``--sql FILE``, its ``?`` bound to the
+  ``--parameter`` values in order) on embedded Spark over a local archive folder, or on Athena through pyathena.
 """
 
 from __future__ import annotations
@@ -385,13 +385,30 @@ def query_command(
     s3_staging_dir: Annotated[str | None, typer.Option(help="Athena result location s3://...")] = None,
     work_group: Annotated[str | None, typer.Option(help="Athena work group")] = None,
     region: RegionOption = None,
+    parameter: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--parameter",
+            help="a value for the query's next ? (repeat it, in order), bound as a string literal: e.g. "
+            "partition_version.sql's table, partition and version ('' for the newest)",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run an archive query (the seed's UNNEST query by default) on Spark or Athena."""
-    from lakeline.lineage.records.query import AthenaTarget, load_query, query_athena, query_local_archive
+    from lakeline.lineage.records.query import (
+        AthenaTarget,
+        bind_parameters,
+        load_query,
+        query_athena,
+        query_local_archive,
+    )
 
     try:
         text = load_query(sql)
+        if parameter:
+            named = {f"--parameter {number}": value for number, value in enumerate(parameter, start=1)}
+            text = bind_parameters(text, "query", named).sql("athena")
         if engine == "athena":
             result = query_athena(
                 text,

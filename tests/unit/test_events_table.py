@@ -148,5 +148,5 @@ def test_the_column_lineage_query_is_bound_to_a_table_and_an_output() -> None:
         bind_column_lineage_query(sql, "customer_totals", database="audit")
     with pytest.raises(InvalidInputError, match="events database"):
         bind_column_lineage_query(sql, "mart.customer_totals", database="Audit")
-    with pytest.raises(InvalidInputError, match="needs one '\\?'"):
+    with pytest.raises(InvalidInputError, match="has 0 '\\?' for one value"):
         bind_column_lineage_query("SELECT 1 FROM openlineage_events", "mart.customer_totals", database="audit")

@@ -150,9 +150,10 @@ def bind_parameters(sql: str, what: str, values: Mapping[str, str]) -> exp.Expr:
         raise InvalidInputError(f"cannot parse the {what}: {error}") from error
     placeholders = list(statement.find_all(exp.Placeholder))
     if len(placeholders) != len(values):
-        count = "one" if len(values) == 1 else str(len(values))
+        count = "one value" if len(values) == 1 else f"{len(values)} values"
         raise InvalidInputError(
-            f"the {what} needs {count} '?' ({', '.join(values)}, in that order), has {len(placeholders)}"
+            f"the {what} has {len(placeholders)} '?' for {count} ({', '.join(values)}, in that order): "
+            "give one value per '?'"
         )
     for placeholder, value in zip(placeholders, values.values(), strict=True):
         placeholder.replace(exp.Literal.string(value))
