@@ -293,15 +293,11 @@ def _show_version(
 def _partition_of(table: str | None, partition: list[str]) -> tuple[str, str]:
     """``(database.table, col=value/...)`` from the options, each name and value checked."""
     from lakeline.dependencies.resolve import check_partition, partition_path
-    from lakeline.names import check_identifier
+    from lakeline.names import check_qualified_table
 
     if table is None or not partition:
         raise InvalidInputError("a partition's version needs --table DATABASE.TABLE and --partition COL=VALUE")
-    database, dot, name = table.partition(".")
-    if not dot:
-        raise InvalidInputError(f"--table {table!r} is not DATABASE.TABLE")
-    check_identifier(database, "--table database")
-    check_identifier(name, "--table table")
+    database, name = check_qualified_table(table, "--table")
     values: dict[str, str] = {}
     for option in partition:
         for part in option.split("/"):
