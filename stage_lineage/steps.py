@@ -108,9 +108,10 @@ class StepEvents:
         """Emit ``events``; keep them in the archive; return them."""
         for event in events:
             self.emitter.emit(event)
-        emitted = [event_to_dict(event) for event in self.emitter.drain()]
+        parts = self.emitter.drain_parts()
+        emitted = [event_to_dict(part.event) for part in parts]
         if self.archive is not None:
-            self.archive.put(emitted)
+            self.archive.put(emitted, [part.archive_name for part in parts])
         return emitted
 
     def _replay(

@@ -1,6 +1,8 @@
 -- Column lineage of one output table, from the OpenLineage events the stage functions stored: one row
 -- per output column, input dataset.field and transformation (DIRECT/INDIRECT and its subtype), over
--- every completed run that wrote the table, with the time of the latest such run.
+-- every completed run that wrote the table, with the time of the latest such run. An event too large to send
+-- whole (lakeline.lineage.openlineage.bound) is stored as parts: RUNNING events of the same run carry the rest
+-- of its column lineage, and count when their run completed.
 -- The ? is the output table, database.table (an Athena execution parameter: the console asks for it).
 -- Events name catalog tables AwsDataCatalog.database.table (the OpenLineage naming of Athena tables);
 -- the catalog prefix is left out here, in the filter and in the rows.
@@ -20,6 +22,10 @@ CROSS JOIN UNNEST(outputs) AS o (written)
 CROSS JOIN UNNEST(written.facets.columnlineage.fields) AS c (column_name, column_lineage)
 CROSS JOIN UNNEST(column_lineage.inputfields) AS i (input_field)
 CROSS JOIN UNNEST(input_field.transformations) AS t (transformation)
-WHERE eventtype = 'COMPLETE' AND replace(written.name, 'AwsDataCatalog.', '') = ?
+WHERE (
+    eventtype = 'COMPLETE'
+    OR (eventtype = 'RUNNING' AND run.runid IN (SELECT run.runid FROM "openlineage_events" WHERE eventtype = 'COMPLETE'))
+  )
+  AND replace(written.name, 'AwsDataCatalog.', '') = ?
 GROUP BY written.name, column_name, input_field.name, input_field.field, transformation.type, transformation.subtype
 ORDER BY output_column, input_dataset, input_field, transformation_type, transformation_subtype

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from openlineage.client.event_v2 import RunState
+from openlineage.client.event_v2 import RunEvent, RunState
 
 from lakeline.catalog_json import CatalogFile
 from lakeline.lineage.openlineage.archive import EventArchive
+from lakeline.lineage.openlineage.bound import in_order, split_event
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import event_to_dict, run_event, sql_step_run
 from lakeline.lineage.openlineage.table import COLUMN_LINEAGE_QUERY, bind_column_lineage_query, register_local_events
@@ -34,6 +35,8 @@ TOTALS_BY_REGION = (
 )
 TOTALS_PER_ORDER = "INSERT INTO mart.customer_totals SELECT customer_id, 'all', amount, 1, dt FROM sales.orders"
 TOTALS_BY_NAME = "INSERT INTO mart.customer_totals SELECT customer_id, name, 0.0, 0, 'x' FROM sales.customers"
+SMALL_BOUND = 3500
+"""Bytes: the events of runs 1 and 2 are 3,600 to 5,900."""
 FLAGS = "INSERT INTO mart.customer_flags SELECT customer_id, status FROM sales.orders"
 
 
@@ -47,6 +50,10 @@ def run_id(n: int) -> str:
 
 def step_events(n: int, sql: str, outcome: RunState, started: str, ended: str) -> list[dict[str, Any]]:
     """START and the outcome of one stage B step, as the stage functions emit them."""
+    return [event_to_dict(event) for event in step_run_events(n, sql, outcome, started, ended)]
+
+
+def step_run_events(n: int, sql: str, outcome: RunState, started: str, ended: str) -> list[RunEvent]:
     settings = OpenLineageSettings(
         namespace=NAMESPACE,
         dataset_namespace=DATASETS,
@@ -57,10 +64,16 @@ def step_events(n: int, sql: str, outcome: RunState, started: str, ended: str) -
         sql, catalog=CATALOG, job_name=f"stage_b.mart.step{n}", run_id=run_id(n), settings=settings, engine="athena"
     )
     error = "HIVE_BAD_DATA: bad row" if outcome is RunState.FAIL else None
-    return [
-        event_to_dict(run_event(step, RunState.START, at=at(started))),
-        event_to_dict(run_event(step, outcome, at=at(ended), error=error)),
-    ]
+    return [run_event(step, RunState.START, at=at(started)), run_event(step, outcome, at=at(ended), error=error)]
+
+
+def put_in_parts(archive: EventArchive, events: list[RunEvent], limit: int) -> list[str]:
+    """Store ``events`` as an event over the bound is stored: each in parts of at most ``limit`` bytes
+    (here small, so that a run of five columns is split as one of thousands would be). Returns their names."""
+    parts = [part for event in events for part in in_order(split_event(event, limit))]
+    assert any(part.number for part in parts)
+    archive.put([event_to_dict(part.event) for part in parts], [part.archive_name for part in parts])
+    return [part.archive_name for part in parts]
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +81,21 @@ def events_database(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPath
     """Four runs stored by the functions' event archive into a local folder, registered as the table."""
     folder = tmp_path_factory.mktemp("lineage-archive") / "openlineage"
     archive = EventArchive(LocalArchiveStore(folder))
-    archive.put(step_events(1, TOTALS_BY_REGION, RunState.COMPLETE, "2024-01-20T06:30:00", "2024-01-20T06:35:00"))
-    archive.put(step_events(2, TOTALS_BY_NAME, RunState.FAIL, "2024-01-21T06:30:00", "2024-01-21T06:31:00"))
+    # Runs 1 and 2 stored in parts (RUNNING events beside their START and end): the query reads the column
+    # lineage of a completed run's parts, never of a failed one's.
+    first = step_run_events(1, TOTALS_BY_REGION, RunState.COMPLETE, "2024-01-20T06:30:00", "2024-01-20T06:35:00")
+    split = put_in_parts(archive, first, SMALL_BOUND)
+    second = step_run_events(2, TOTALS_BY_NAME, RunState.FAIL, "2024-01-21T06:30:00", "2024-01-21T06:31:00")
+    split += put_in_parts(archive, second, SMALL_BOUND)
     # Started one day, completed the next: its two events are in two partitions.
     archive.put(step_events(3, TOTALS_PER_ORDER, RunState.COMPLETE, "2024-01-21T23:59:00", "2024-01-22T00:01:00"))
     archive.put(step_events(4, FLAGS, RunState.COMPLETE, "2024-01-22T01:00:00", "2024-01-22T01:02:00"))
-    assert sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.json")) == [
+    stored = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.json"))
+    day = {run_id(1): "2024-01-20", run_id(2): "2024-01-21"}
+    assert [name for name in stored if ".part" in name] == sorted(
+        f"dt={day[name.split('.')[0]]}/{name}.json" for name in split if ".part" in name
+    )
+    assert [name for name in stored if ".part" not in name] == [
         f"dt=2024-01-20/{run_id(1)}.COMPLETE.json",
         f"dt=2024-01-20/{run_id(1)}.START.json",
         f"dt=2024-01-21/{run_id(2)}.FAIL.json",
@@ -121,8 +143,8 @@ def test_runs_jobs_parents_sql_and_errors_read_back_by_partition(
         "SELECT dt, run.runid, eventtype, job.namespace, job.name, run.facets.parent.run.runid, "
         "run.facets.parent.job.name, run.facets.parent.root.run.runid, run.facets.parent.root.job.name, "
         "job.facets.sql.query, run.facets.errormessage.message, cardinality(inputs), outputs[1].name "
-        f"FROM \"{events_database}\".\"openlineage_events\" WHERE dt >= '2024-01-21' AND eventtype <> 'START' "
-        "ORDER BY eventtime"
+        f'FROM "{events_database}"."openlineage_events" WHERE dt >= \'2024-01-21\' '
+        "AND eventtype NOT IN ('START', 'RUNNING') ORDER BY eventtime"
     )
     parent = "stage_b.mart.customer_totals"
     assert result.rows == [

@@ -5,7 +5,9 @@
 ``dt`` is the event's own date (UTC), so the Glue table over the folder (``lineage.openlineage.table``) is
 partitioned like the lineage archive and Athena reads one day at a time. The key is fixed by the
 run id and the event type: a retried step writes its events again onto the same objects instead of
-adding twins. Each object is the event as one line of JSON, exactly what a transport would send.
+adding twins. An event sent in parts (``lineage.openlineage.bound``) keeps its name for its part 0 and
+``<runId>.<EVENTTYPE>.part<N>.json`` for the RUNNING parts after it. Each object is the event (or part) as one
+line of JSON, exactly what a transport would send.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ EVENTS_FOLDER = "openlineage/"
 EVENT_TYPES = frozenset({"START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"})
 
 
-def event_object_key(event: Mapping[str, Any]) -> str:
-    """``dt=<event date>/<runId>.<eventType>.json``; a clear error if the event lacks what names it."""
+def event_object_key(event: Mapping[str, Any], name: str | None = None) -> str:
+    """``dt=<event date>/<runId>.<eventType>.json`` (or ``<name>.json``: a part's ``archive_name``); a clear
+    error if the event lacks what names it."""
     try:
         run_id = str(uuid.UUID(str(event["run"]["runId"])))
         event_type = str(event["eventType"])
@@ -37,7 +40,7 @@ def event_object_key(event: Mapping[str, Any]) -> str:
     if moment.tzinfo is None:
         raise InvalidInputError(f"eventTime {event['eventTime']!r} has no time zone")
     day = moment.astimezone(UTC).date()
-    return f"{PARTITION_COLUMN}={day.isoformat()}/{run_id}.{event_type}.json"
+    return f"{PARTITION_COLUMN}={day.isoformat()}/{name or f'{run_id}.{event_type}'}.json"
 
 
 class EventArchive:
@@ -46,9 +49,14 @@ class EventArchive:
     def __init__(self, store: ArchiveStore) -> None:
         self.store = store
 
-    def put(self, events: Iterable[Mapping[str, Any]]) -> list[str]:
-        """Store each event; all are checked before the first is written. Returns their locations."""
-        named = [(event_object_key(event), event) for event in events]
+    def put(self, events: Iterable[Mapping[str, Any]], names: Iterable[str | None] = ()) -> list[str]:
+        """Store each event (under its part's name, ``names``, where given); all are checked before the first
+        is written. Returns their locations."""
+        given = list(names)
+        named = [
+            (event_object_key(event, given[index] if index < len(given) else None), event)
+            for index, event in enumerate(events)
+        ]
         return [
             self.store.put(key, (json.dumps(event, sort_keys=True, separators=(",", ":")) + "\n").encode())
             for key, event in named

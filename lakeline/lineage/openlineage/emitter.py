@@ -11,6 +11,11 @@ configured, a ``tags`` job facet to the event it is given, in place. So the clie
 the copy already carries Lakeline's tags facets: the client fills an existing tags facet and keeps it
 (``OpenLineageClient.update_event_tags_facets``), so every facet sent names Lakeline as its producer,
 and the events kept (and archived) are the events Lakeline made.
+
+Every event is kept and sent in parts of at most 300,000 bytes (``bound``): the bound is applied to the event
+as the client will send it (what the client adds, its tags and any environment facets, is measured on a copy
+and taken off the bound), so the parts kept are the parts sent. Each part is sent with its client token in
+``bound.sending_token``, which the DataZone transport (``datazone``) puts on its request.
 """
 
 from __future__ import annotations
@@ -32,7 +37,16 @@ from openlineage.client.transport import Transport, get_default_factory
 from openlineage.client.transport.transport import Config
 
 from lakeline.errors import ConfigError
+from lakeline.lineage.openlineage.bound import (
+    EVENT_SIZE_LIMIT,
+    EventPart,
+    EventTooLarge,
+    event_size,
+    in_order,
+    split_event,
+)
 from lakeline.lineage.openlineage.config import OpenLineageSettings
+from lakeline.lineage.openlineage.datazone import register_datazone_transport, sending_token
 from lakeline.lineage.openlineage.events import StepRun, now, run_event
 from lakeline.lineage.openlineage.producer import owned
 
@@ -44,32 +58,38 @@ class MemoryConfig(Config):
 
 
 class MemoryTransport(Transport):
-    """Keeps every event in process until ``drain``; thread-safe."""
+    """Keeps every event (as its parts, ``bound.EventPart``) in process until ``drain``; thread-safe."""
 
     kind = "lakeline_memory"
     config_class = MemoryConfig
 
     def __init__(self, config: MemoryConfig | None = None) -> None:
         self.config = config or MemoryConfig()
-        self._events: list[Event] = []
+        self._parts: list[EventPart] = []
         self._lock = threading.Lock()
 
     def emit(self, event: Event) -> None:
-        with self._lock:
-            self._events.append(event)
+        if isinstance(event, RunEvent):
+            self.keep(EventPart(event, event.eventType.value if event.eventType else "OTHER"))
 
-    def drain(self) -> list[Event]:
+    def keep(self, part: EventPart) -> None:
         with self._lock:
-            events, self._events = self._events, []
-        return events
+            self._parts.append(part)
 
-    def peek(self) -> list[Event]:
+    def drain(self) -> list[EventPart]:
         with self._lock:
-            return list(self._events)
+            parts, self._parts = self._parts, []
+        return parts
+
+    def peek(self) -> list[EventPart]:
+        with self._lock:
+            return list(self._parts)
 
 
 def build_transport(config: dict[str, Any]) -> Transport:
-    """A transport from an openlineage.yml ``transport`` section, by openlineage-python's factory."""
+    """A transport from an openlineage.yml ``transport`` section, by openlineage-python's factory
+    (``amazon_datazone_api``: Lakeline's, which sends each event's client token)."""
+    register_datazone_transport()
     try:
         return get_default_factory().create(dict(config))
     except (KeyError, TypeError, ValueError, RuntimeError, ImportError) as error:
@@ -105,14 +125,43 @@ class LineageEmitter:
         return self._client is not None
 
     def emit(self, event: RunEvent) -> None:
-        self.collector.emit(event)
-        if self._client is None:
-            return
         try:
-            self._client.emit(self._for_client(self._client, event))
-        except Exception as error:
+            parts = in_order(split_event(event, EVENT_SIZE_LIMIT - self._client_adds(event)))
+        except EventTooLarge as error:
+            # Kept whole (nothing is lost from the records and the archive), not sent: no consumer takes it.
             self.failures += 1
-            logger.warning("OpenLineage transport failed to emit %s event: %s", event.eventType, error)
+            logger.error("OpenLineage %s event of %s not sent: %s", event.eventType, event.job.name, error)
+            self.collector.emit(event)
+            return
+        for part in parts:
+            self.collector.keep(part)
+            if self._client is None:
+                continue
+            try:
+                with sending_token(part.client_token):
+                    self._client.emit(self._for_client(self._client, part.event))
+            except Exception as error:
+                self.failures += 1
+                # Some transports put the whole event in their message: the first line is enough.
+                logger.warning(
+                    "OpenLineage transport failed to emit %s event: %s", part.event.eventType, str(error)[:500]
+                )
+
+    def _client_adds(self, event: RunEvent) -> int:
+        """How many bytes the client adds to an event (its tags, environment, source facets), measured on a
+        copy of the event without datasets: they go on the run and the job, the same on every part."""
+        if self._client is None:
+            return 0
+        bare = copy.copy(event)
+        bare.inputs, bare.outputs = [], []
+        made = self._for_client(self._client, bare)
+        for add in (
+            self._client.add_environment_facets,
+            self._client.update_event_tags_facets,
+            self._client.add_source_code_location_facet,
+        ):
+            made = add(made)  # type: ignore[assignment]
+        return max(0, event_size(made) - event_size(bare))
 
     @staticmethod
     def _for_client(client: OpenLineageClient, event: RunEvent) -> RunEvent:
@@ -127,8 +176,12 @@ class LineageEmitter:
         return owned(sent)
 
     def drain(self) -> list[RunEvent]:
-        """The events emitted so far (and not yet drained), in order."""
-        return [event for event in self.collector.drain() if isinstance(event, RunEvent)]
+        """The events emitted so far (and not yet drained), in order, each as its parts."""
+        return [part.event for part in self.collector.drain()]
+
+    def drain_parts(self) -> list[EventPart]:
+        """``drain``, with what names each part (its event's type and its number) for the archive."""
+        return self.collector.drain()
 
     def emit_state(
         self,

@@ -10,7 +10,7 @@ and time, the input and output datasets with their schema fields, a COMPLETE eve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -241,3 +241,51 @@ def read_run_event(data: Any, where: str) -> RunEventView:
         dialect=(str(sql.get("dialect") or "") or None) if sql.get("query") else None,
         error=str(message) if message else None,
     )
+
+
+def with_parts(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The events, each COMPLETE one with the column lineage of its run's RUNNING events merged in.
+
+    OpenLineage consumers merge the facets of one run's events; an event too large to send whole reaches
+    the readers as its parts (``lineage.openlineage.bound``: RUNNING events of the same run before the
+    COMPLETE), and what a run wrote is read from its COMPLETE event. Events that are not JSON objects, and
+    runs without a COMPLETE event, pass unchanged (the readers refuse or skip them as before).
+    """
+    events = list(events)
+    running: dict[str, list[Mapping[str, Any]]] = {}
+    for event in events:
+        if isinstance(event, Mapping) and str(event.get("eventType", "")).upper() == "RUNNING":
+            running.setdefault(_run_id(event), []).append(event)
+    if not running:
+        return events
+    return [_merged(event, running.get(_run_id(event), [])) for event in events]
+
+
+def _run_id(event: Mapping[str, Any]) -> str:
+    run = event.get("run")
+    return str(run.get("runId") or "") if isinstance(run, Mapping) else ""
+
+
+def _merged(event: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    if not parts or not isinstance(event, Mapping) or str(event.get("eventType", "")).upper() != "COMPLETE":
+        return event
+    outputs = [dict(output) if isinstance(output, Mapping) else output for output in event.get("outputs") or []]
+    by_name = {(o.get("namespace"), o.get("name")): o for o in outputs if isinstance(o, dict)}
+    for part in parts:
+        for extra in part.get("outputs") or []:
+            lineage = (extra.get("facets") or {}).get("columnLineage") if isinstance(extra, Mapping) else None
+            if not isinstance(lineage, Mapping):
+                continue
+            output = by_name.get((extra.get("namespace"), extra.get("name")))
+            if output is None:
+                output = by_name[(extra.get("namespace"), extra.get("name"))] = {**extra, "facets": {}}
+                outputs.append(output)
+            facets = output["facets"] = dict(output.get("facets") or {})
+            have = dict(facets.get("columnLineage") or {"_producer": lineage.get("_producer"), "fields": {}})
+            have["fields"] = {**(have.get("fields") or {}), **(lineage.get("fields") or {})}
+            if lineage.get("dataset"):
+                known = list(have.get("dataset") or [])  # the START's parts bring the same again
+                have["dataset"] = known + [field for field in lineage["dataset"] if field not in known]
+            have.setdefault("_schemaURL", lineage.get("_schemaURL"))
+            facets["columnLineage"] = have
+    return {**event, "outputs": outputs}

@@ -24,7 +24,7 @@ from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import NO_DEPENDENCIES, Dependencies, Transformation, TransformationType, compose
 from lakeline.lineage.openlineage.events import event_to_dict
 from lakeline.lineage.openlineage.naming import DatasetNaming, table_of
-from lakeline.lineage.openlineage.reader import InputField, read_written_lineage
+from lakeline.lineage.openlineage.reader import InputField, read_written_lineage, with_parts
 
 
 @dataclass(frozen=True, order=True)
@@ -78,7 +78,8 @@ class ColumnGraph:
     @classmethod
     def from_events(cls, events: Iterable[RunEvent | Mapping[str, Any]]) -> ColumnGraph:
         graph = cls()
-        for event in events:
+        # A run's COMPLETE event with the column lineage of its parts (an event too large to send whole).
+        for event in with_parts(event_to_dict(e) if isinstance(e, RunEvent) else e for e in events):
             graph.add_event(event)
         return graph
 

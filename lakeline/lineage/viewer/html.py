@@ -42,7 +42,14 @@ from typing import Any
 
 from lakeline.errors import InvalidInputError
 from lakeline.lineage.columns.model import Transformation
-from lakeline.lineage.openlineage.reader import FAILED_STATES, EventDataset, InputField, RunEventView, read_run_event
+from lakeline.lineage.openlineage.reader import (
+    FAILED_STATES,
+    EventDataset,
+    InputField,
+    RunEventView,
+    read_run_event,
+    with_parts,
+)
 
 CATALOG_PREFIX = "AwsDataCatalog."
 """Athena's catalog in a dataset's name (the naming spec's ``catalog.database.table``): the label leaves it out."""
@@ -330,7 +337,7 @@ class _GraphBuilder:
 
 def build_lineage_graph(events: Iterable[Mapping[str, Any]]) -> LineageGraph:
     """The datasets, jobs and edges that ``events`` describe, merged across runs."""
-    read = [_event(index, data) for index, data in enumerate(events)]
+    read = [_event(index, data) for index, data in enumerate(with_parts(events))]
     builder = _GraphBuilder()
     for event in read:
         builder.add(event)
