@@ -9,7 +9,9 @@ layer from ``LakelineFunction`` and, from ``StageEvents.attach``:
   region), ``OPENLINEAGE_GLUE_CATALOG`` (``arn:aws:glue:<region>:<account>``: the tables' ``symlinks``) and
   ``PIPELINE_ENGINE`` (``athena`` or ``spark``) with ``PIPELINE_ENGINE_VERSION`` (the Spark of the Glue job's
   Glue version, or Athena's engine version: the functions run neither engine, so cannot ask it);
-- the deployment's ``openlineage_environment`` (a transport configured the standard OpenLineage way);
+- the deployment's ``openlineage_environment`` (a transport configured the standard OpenLineage way), and when
+  that transport is (or includes) Amazon DataZone, ``datazone:PostLineageEvent`` on each domain it names, in the
+  deployment's account (and the transport's region, else the stack's); no DataZone grant otherwise;
 - ``glue:GetTable`` on the pipeline's catalog databases and tables, for the schemas behind column lineage.
 """
 
@@ -20,7 +22,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from lakeline.lineage.openlineage.archive import EVENTS_FOLDER
-from lakeline.lineage.openlineage.config import athena_dataset_namespace
+from lakeline.lineage.openlineage.config import athena_dataset_namespace, environment_transport
+from lakeline.lineage.openlineage.datazone import datazone_domains
 from stacks.config import (
     OPENLINEAGE_DATASET_NAMESPACE,
     OPENLINEAGE_EVENTS_LOCATION,
@@ -36,6 +39,8 @@ from stacks.storage_refs import StorageImports
 
 # Describing a table is all column lineage reads (lakeline.engines.athena.AthenaEngine.describe_table).
 CATALOG_LINEAGE_ACTIONS = ["glue:GetTable"]
+# All the DataZone transport calls (openlineage-python's AmazonDataZoneTransport).
+DATAZONE_LINEAGE_ACTIONS = ["datazone:PostLineageEvent"]
 
 
 def job_namespace(environment: str) -> str:
@@ -60,6 +65,11 @@ class StageEvents:
             PIPELINE_ENGINE: config.engine,
             PIPELINE_ENGINE_VERSION: config.engine_version,
         }
+        stack = Stack.of(scope)
+        self.datazone_domains = [
+            f"arn:{stack.partition}:datazone:{region or stack.region}:{stack.account}:domain/{domain}"
+            for domain, region in datazone_domains(environment_transport(config.openlineage_environment))
+        ]
 
     def attach(self, function: LakelineFunction) -> None:
         if function.handler_package not in OPENLINEAGE_HANDLERS:
@@ -72,3 +82,7 @@ class StageEvents:
         function.function.add_to_role_policy(
             iam.PolicyStatement(actions=CATALOG_LINEAGE_ACTIONS, resources=self.catalog_resources)
         )
+        if self.datazone_domains:
+            function.function.add_to_role_policy(
+                iam.PolicyStatement(actions=DATAZONE_LINEAGE_ACTIONS, resources=self.datazone_domains)
+            )

@@ -558,6 +558,43 @@ def test_stage_functions_may_only_put_events_into_the_archive(athena_templates: 
         assert catalog.count('":catalog"') == 1 and ":database/*_dev" in catalog and ":table/*_dev/*" in catalog
 
 
+DATAZONE_ENVIRONMENT = {
+    # A composite transport: Marquez and DataZone, the way OpenLineage variables configure it.
+    "OPENLINEAGE__TRANSPORT": json.dumps(
+        {
+            "type": "composite",
+            "transports": {
+                "marquez": {"type": "http", "url": "https://marquez.example.com"},
+                "datazone": {"type": "amazon_datazone_api", "domainId": "dzd_abc123", "region": "us-east-1"},
+            },
+        }
+    )
+}
+
+
+def test_only_a_configured_datazone_transport_gets_post_lineage_event_on_its_domain(
+    athena_templates: tuple[Template, Template],
+) -> None:
+    from stacks.constructs.functions import OPENLINEAGE_HANDLERS
+
+    _, plain = athena_templates
+    _, pipeline = synth("athena", openlineage_environment=DATAZONE_ENVIRONMENT)
+    for template, configured in ((plain, False), (pipeline, True)):
+        for handler, function in functions_by_handler(template).items():
+            datazone = {(a, r) for a, r in grants(role_statements(template, function)) if a.startswith("datazone:")}
+            if not configured or handler not in OPENLINEAGE_HANDLERS:
+                assert datazone == set(), handler
+                continue
+            domain = {
+                "Fn::Join": [
+                    "",
+                    ["arn:", {"Ref": "AWS::Partition"}, ":datazone:us-east-1:", {"Ref": "AWS::AccountId"},
+                     ":domain/dzd_abc123"],
+                ]
+            }  # fmt: skip
+            assert datazone == {("datazone:PostLineageEvent", json.dumps(domain))}, handler
+
+
 def grants(statements: list[dict[str, Any]]) -> set[tuple[str, str]]:
     """Each (action, resource as JSON) the statements allow, however ``minimizePolicies`` groups them."""
     return {

@@ -290,3 +290,25 @@ def test_readers_take_a_completed_run_s_column_lineage_from_all_its_parts(wide: 
     assert [ref.field for ref in graph.fields] == sorted([f"column_{i:04d}" for i in range(COLUMNS)] + ["v"])
     written = {(edge.target_field, edge.source_field) for edge in page.column_edges if edge.target_field}
     assert len(written) == COLUMNS + 1
+
+
+def test_the_datazone_domains_a_deployment_configures_are_read_from_its_variables() -> None:
+    from lakeline.lineage.openlineage.config import environment_transport
+    from lakeline.lineage.openlineage.datazone import datazone_domains
+
+    variables = {"OPENLINEAGE__TRANSPORT__TYPE": "amazon_datazone_api", "OPENLINEAGE__TRANSPORT__DOMAINID": "dzd_a"}
+    assert datazone_domains(environment_transport(variables)) == [("dzd_a", None)]
+    composite = {
+        "OPENLINEAGE__TRANSPORT": json.dumps(
+            {
+                "type": "composite",
+                "transports": [
+                    {"type": "amazon_datazone_api", "domainId": "dzd_b", "region": "us-east-1"},
+                    {"type": "http", "url": "https://marquez.example.com"},
+                ],
+            }
+        )
+    }
+    assert datazone_domains(environment_transport(composite)) == [("dzd_b", "us-east-1")]
+    assert datazone_domains(environment_transport({"OPENLINEAGE_URL": "https://marquez.example.com"})) == []
+    assert datazone_domains(environment_transport({})) == []

@@ -212,6 +212,13 @@ def _parent(merged: Mapping[str, Any], environ: Mapping[str, str]) -> RunReferen
     return None
 
 
+def environment_transport(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """The transport of a process configured by its variables alone (a deployed function: no openlineage.yml
+    ships with it), as ``load_openlineage_settings`` reads them."""
+    transport = dynamic_config(environ).get("transport") or _http_transport(environ)
+    return dict(transport) if isinstance(transport, Mapping) else None
+
+
 def load_openlineage_settings(
     environ: Mapping[str, str],
     *,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -79,6 +79,20 @@ class DataZoneTransport(AmazonDataZoneTransport):
     def _setup_datazone(self, region: str | None = None, endpoint_url: str | None = None) -> None:
         super()._setup_datazone(region, endpoint_url)
         self.datazone = _TokenedClient(self.datazone)  # type: ignore[assignment]
+
+
+def datazone_domains(transport: Mapping[str, Any] | None) -> list[tuple[str, str | None]]:
+    """(domain id, region or None) of each DataZone transport in a transport config, inside ``composite`` ones too."""
+    if not transport:
+        return []
+    if transport.get("type") == AmazonDataZoneTransport.kind:
+        params = {_SPELLINGS.get(key, key): value for key, value in transport.items()}
+        return [(str(params["domainId"]), str(params["region"]) if params.get("region") else None)]
+    if transport.get("type") == "composite":
+        inner = transport.get("transports") or []
+        configs = inner.values() if isinstance(inner, Mapping) else inner
+        return [domain for config in configs if isinstance(config, Mapping) for domain in datazone_domains(config)]
+    return []
 
 
 def register_datazone_transport() -> None:
