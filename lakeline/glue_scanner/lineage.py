@@ -145,12 +145,13 @@ def default_events_path(folder: GlueFolder) -> Path:
 
 
 def store_events(events: Sequence[RunEvent], path: Path, settings: OpenLineageSettings) -> LineageEmitter:
-    """Write the events as JSON lines (the whole file at once), then send them if a transport is set."""
-    lines = "".join(json.dumps(event_to_dict(event), sort_keys=True) + "\n" for event in events)
-    write_atomic(path, lines.encode("utf-8"))
+    """Send the events if a transport is set, and write them as JSON lines (the whole file at once): as the
+    emitter keeps them, an event over the bound in parts (``lineage.openlineage.bound``), so the file holds
+    what was sent."""
     emitter = LineageEmitter(settings)
-    if emitter.sends_events:
-        for event in events:
-            emitter.emit(event)
-        emitter.close()
+    for event in events:
+        emitter.emit(event)
+    lines = "".join(json.dumps(event_to_dict(event), sort_keys=True) + "\n" for event in emitter.drain())
+    write_atomic(path, lines.encode("utf-8"))
+    emitter.close()
     return emitter

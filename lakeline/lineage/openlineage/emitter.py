@@ -15,7 +15,7 @@ and the events kept (and archived) are the events Lakeline made.
 Every event is kept and sent in parts of at most 300,000 bytes (``bound``): the bound is applied to the event
 as the client will send it (what the client adds, its tags and any environment facets, is measured on a copy
 and taken off the bound), so the parts kept are the parts sent. Each part is sent with its client token in
-``bound.sending_token``, which the DataZone transport (``datazone``) puts on its request.
+``datazone.sending_token``, which the DataZone transport puts on its request.
 """
 
 from __future__ import annotations

@@ -699,7 +699,8 @@ def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, r
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 copy.write_bytes(body)
                 run.archive_objects += 1
-    events.sort(key=lambda event: (event["eventTime"], event["eventType"] != "START"))
+    # In time order; at one time a START first, an end event after the RUNNING parts sent before it (bound).
+    events.sort(key=lambda event: (event["eventTime"], {"START": 0, "RUNNING": 1}.get(event["eventType"], 2)))
     run.events = len(events)
     stored = workspace.root / "deployed" / "lineage" / "openlineage.jsonl"
     stored.parent.mkdir(parents=True, exist_ok=True)
