@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -151,37 +148,6 @@ def test_run_ids() -> None:
         StepRun(job_name="j", run_id="step-2", job_namespace="n", dataset_namespace="d")
     with pytest.raises(ValueError, match="timezone-aware"):
         run_event(StepRun("j", RUN_ID, "n", "d"), RunState.START, at=datetime(2024, 1, 1))
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    requests: list[dict[str, Any]]
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-        reply = json.dumps({"id": "evt-1", "domainId": "dzd_test"}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def lineage_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """A local stand-in for Marquez (or DataZone's endpoint) on 127.0.0.1, recording what it receives."""
-    requests: list[dict[str, Any]] = []
-    handler = type("Handler", (_Recorder,), {"requests": requests})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", requests
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
 
 
 def test_http_transport_from_openlineage_variables(
