@@ -99,11 +99,20 @@ def validate_event(event: Mapping[str, Any]) -> None:
 
 def validate_events_file(path: Path) -> int:
     """Validate each event of a JSON Lines file (what a subprocess wrote: the autouse check in
-    ``tests/conftest.py`` sees only events made in the test process); return how many there are."""
+    ``tests/conftest.py`` sees only events made in the test process); return how many there are.
+
+    The events kept are the events sent, so each is also held to the bound every transport's event is
+    (``lineage.openlineage.bound``: DataZone's 300,000), as the JSON transports write it."""
+    from lakeline.lineage.openlineage.bound import EVENT_SIZE_LIMIT
+
     lines = path.read_text().splitlines()
     for number, line in enumerate(lines, start=1):
         try:
-            validate_event(json.loads(line))
+            event = json.loads(line)
+            validate_event(event)
+            size = len(json.dumps(event, sort_keys=True).encode("utf-8"))
+            if size > EVENT_SIZE_LIMIT:
+                raise EventSchemaError(f"{size} bytes, over the {EVENT_SIZE_LIMIT} every event is held to")
         except EventSchemaError as error:
             raise EventSchemaError(f"{path}, line {number}: {error}") from None
     return len(lines)

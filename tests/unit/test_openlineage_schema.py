@@ -117,3 +117,8 @@ def test_every_event_of_a_file_is_checked(event: dict[str, Any], tmp_path: Path)
     path.write_text(json.dumps(event) + "\n" + json.dumps(_broken(event, "producer not a URI")) + "\n")
     with pytest.raises(EventSchemaError, match=r"openlineage\.jsonl, line 2: event .* at 'producer'"):
         validate_events_file(path)
+    # Valid, but over the bound every event Lakeline emits is held to (DataZone's).
+    large = {**event, "job": {**event["job"], "name": "j" * 300_000}}
+    path.write_text(json.dumps(event) + "\n" + json.dumps(large) + "\n")
+    with pytest.raises(EventSchemaError, match=r"line 2: 30\d{4} bytes, over the 300000"):
+        validate_events_file(path)
