@@ -12,12 +12,15 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lakeline.lineage.openlineage.bound import EVENT_SIZE_LIMIT
+from tests.lineage_endpoint import recording_endpoint
 from tests.openlineage_schema import validate_events_file
 
 LAKELINE = [sys.executable, "-m", "lakeline"]
@@ -25,15 +28,33 @@ DAYS = ["20220117", "20220118", "20220119", "20220120"]
 ORDERS_PER_DAY = 5_000
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
+def run(args: list[str], cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", **variables}
     return subprocess.run([*LAKELINE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]:
+def datazone() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Amazon DataZone's endpoint, as the demo's runs send their events to it (``tests.lineage_endpoint``)."""
+    with recording_endpoint() as endpoint:
+        yield endpoint
+
+
+def with_datazone(url: str) -> dict[str, str]:
+    """The demo's OpenLineage transport: DataZone, configured by variables the way a user configures it."""
+    return {
+        "OPENLINEAGE__TRANSPORT__TYPE": "amazon_datazone_api",
+        "OPENLINEAGE__TRANSPORT__DOMAINID": "dzd_demo",
+        "OPENLINEAGE__TRANSPORT__ENDPOINTOVERRIDE": url,
+    }
+
+
+@pytest.fixture(scope="module")
+def demo(
+    tmp_path_factory: pytest.TempPathFactory, datazone: tuple[str, list[dict[str, Any]]]
+) -> tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]:
     workspace = tmp_path_factory.mktemp("demo")
-    result = run(["demo", "--embedded", "--workspace", str(workspace)], cwd=workspace)
+    result = run(["demo", "--embedded", "--workspace", str(workspace)], cwd=workspace, **with_datazone(datazone[0]))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return workspace, json.loads((workspace / "summary.json").read_text()), result
 
@@ -191,10 +212,12 @@ def test_a_column_is_followed_back_to_raw_columns_from_the_stored_events(
     assert "_raw_dev." in lines[-1], lines
 
 
-def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, dict[str, Any], Any]) -> None:
+def test_a_second_run_in_the_same_workspace_changes_nothing(
+    demo: tuple[Path, dict[str, Any], Any], datazone: tuple[str, list[dict[str, Any]]]
+) -> None:
     workspace, first, _ = demo
     events = (workspace / "lineage/openlineage.jsonl").read_text().splitlines()
-    again = run(["demo", "--embedded", "--workspace", str(workspace)], cwd=workspace)
+    again = run(["demo", "--embedded", "--workspace", str(workspace)], cwd=workspace, **with_datazone(datazone[0]))
     assert again.returncode == 0, again.stderr[-3000:]
     second = json.loads((workspace / "summary.json").read_text())
     # The lineage outputs keep the first run's events (the second run appends its own, if any).
@@ -208,7 +231,9 @@ def test_a_second_run_in_the_same_workspace_changes_nothing(demo: tuple[Path, di
     assert len(archive) == first["archive_objects"]
 
 
-def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(demo: tuple[Path, dict[str, Any], Any]) -> None:
+def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(
+    demo: tuple[Path, dict[str, Any], Any], datazone: tuple[str, list[dict[str, Any]]]
+) -> None:
     """After the demo (and its rerun), a second orders file lands in a day already processed, and the
     user runs ``lakeline run`` over the same workspace: daily_sales (``triggerMode: all``, complete
     since the first run) is rebuilt with the late rows, and the weekly rollup after it follows."""
@@ -222,7 +247,8 @@ def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(demo: tuple[P
         f"dependencies: ['{examples / 'dependencies.json'}']\ntables: ['{examples / 'tables.sql'}']\n"
         "tables_settings:\n  engineering_sales_dev.orders: {bucketed_by: [order_id], bucket_count: 2}\n"
     )
-    result = run(["run", "--embedded", "--config", str(workspace / "lakeline.yml")], cwd=workspace)
+    config = str(workspace / "lakeline.yml")
+    result = run(["run", "--embedded", "--config", config], cwd=workspace, **with_datazone(datazone[0]))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     # Re-adding the partitions the first runs made is no error, and says nothing.
     assert (
@@ -301,8 +327,25 @@ def test_lineage_show_names_both_versions_of_the_partition_the_late_file_rebuilt
     )
 
 
-def test_every_stored_event_follows_the_openlineage_schemas(demo: tuple[Path, dict[str, Any], Any]) -> None:
+def test_every_stored_event_follows_the_openlineage_schemas(
+    demo: tuple[Path, dict[str, Any], Any], datazone: tuple[str, list[dict[str, Any]]]
+) -> None:
     # Last in the module: the runs above add their events to the same file. They are made in a subprocess,
     # out of reach of the check every in-process event goes through (tests/conftest.py).
     workspace, _, _ = demo
-    assert validate_events_file(workspace / "lineage/openlineage.jsonl") > 0
+    stored = workspace / "lineage/openlineage.jsonl"
+    assert validate_events_file(stored) > 0  # the schemas and the 300,000 bound
+    # With DataZone configured, every event stored was posted to the domain, each with its own client token,
+    # and what was posted is what is stored but the client's tags.
+    _, requests = datazone
+    assert {request["path"] for request in requests} == {"/v2/domains/dzd_demo/lineage/events"}
+    tokens = [request["headers"]["Client-Token"] for request in requests]
+    assert len(set(tokens)) == len(tokens)
+    posted = []
+    for request in requests:
+        assert len(request["raw"]) <= EVENT_SIZE_LIMIT
+        sent = request["body"]
+        sent["run"]["facets"].pop("tags")
+        posted.append(json.dumps(sent, sort_keys=True))
+    kept = [json.dumps(json.loads(line), sort_keys=True) for line in stored.read_text().splitlines()]
+    assert sorted(posted) == sorted(kept)

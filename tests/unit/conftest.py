@@ -2,42 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-
-class _Recorder(BaseHTTPRequestHandler):
-    requests: list[dict[str, Any]]
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers["Content-Length"]))
-        self.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw), "raw": raw})
-        reply = json.dumps({"id": f"evt-{len(self.requests)}", "domainId": "dzd_test"}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+from tests.lineage_endpoint import recording_endpoint
 
 
 @pytest.fixture
 def lineage_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """A local stand-in for Marquez (or DataZone's endpoint) on 127.0.0.1, recording each request: its path,
-    headers, JSON body and the body's bytes (``raw``)."""
-    requests: list[dict[str, Any]] = []
-    handler = type("Handler", (_Recorder,), {"requests": requests})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", requests
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    """A local stand-in for Marquez (or DataZone's endpoint) on 127.0.0.1 (``tests.lineage_endpoint``)."""
+    with recording_endpoint() as endpoint:
+        yield endpoint

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import BotoCoreError
 from openlineage.client import OpenLineageClient
 from openlineage.client.client import Event
 from openlineage.client.event_v2 import RunEvent, RunState
@@ -92,7 +93,7 @@ def build_transport(config: dict[str, Any]) -> Transport:
     register_datazone_transport()
     try:
         return get_default_factory().create(dict(config))
-    except (KeyError, TypeError, ValueError, RuntimeError, ImportError) as error:
+    except (KeyError, TypeError, ValueError, RuntimeError, ImportError, BotoCoreError) as error:  # boto3's: no region
         raise ConfigError(f"cannot build OpenLineage transport {config.get('type')!r}: {error}") from error
 
 
