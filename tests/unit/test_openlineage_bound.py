@@ -286,8 +286,8 @@ def test_the_datazone_domains_a_deployment_configures_are_read_from_its_variable
 def test_datazone_without_a_region_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from lakeline.errors import ConfigError
 
-    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_CONFIG_FILE"):
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    with pytest.raises(ConfigError, match="amazon_datazone_api.*region"):
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")  # no profile's region either
+    with pytest.raises(ConfigError, match=r"amazon_datazone_api.*region"):
         build_transport({"type": "amazon_datazone_api", "domainId": "dzd_test"})
