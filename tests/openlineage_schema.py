@@ -3,19 +3,27 @@
 The event is checked against the schema its ``schemaURL`` names (``RunEvent`` of 2-0-2), and every facet
 (run, job, dataset, input and output facets) against the schema its ``_schemaURL`` names: the core schema
 only says a facet is an object with ``_producer`` and ``_schemaURL``. A facet with no vendored schema is
-an error, so nothing goes unchecked.
+checked against the facet class openlineage-python generated from that schema (the same ``_schemaURL``,
+from PyPI): its fields' names, types and which are required, as a JSON schema (``_client_schema``). A facet
+neither knows is an error, so nothing goes unchecked.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import re
+import types
+import typing
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import attr
+import openlineage.client.generated
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
@@ -62,11 +70,53 @@ def _registry() -> Registry:
 
 
 @cache
+def _client_facets() -> dict[str, type]:
+    """openlineage-python's generated facet classes by the schema URL each names."""
+    found: dict[str, type] = {}
+    package = openlineage.client.generated
+    for module in pkgutil.iter_modules(package.__path__):
+        for value in vars(importlib.import_module(f"{package.__name__}.{module.name}")).values():
+            if isinstance(value, type) and attr.has(value) and "_get_schema" in vars(value):
+                found[value._get_schema()] = value
+    return found
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    """The JSON schema of a generated class's field type (a facet's JSON has no nulls: the client drops them)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [_type_schema(arg) for arg in args if arg is not type(None)]
+        return options[0] if len(options) == 1 else {"anyOf": options}
+    if origin is list:
+        return {"type": "array", "items": _type_schema(args[0])}
+    if origin is dict or hint is dict:
+        return {"type": "object", "additionalProperties": _type_schema(args[1]) if args else {}}
+    if isinstance(hint, type) and attr.has(hint):
+        return _client_schema(hint)
+    simple = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    return {"type": simple[hint]} if hint in simple else {}
+
+
+def _client_schema(facet_class: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(facet_class)
+    fields = attr.fields(facet_class)
+    return {
+        "type": "object",
+        "properties": {field.name: _type_schema(hints[field.name]) for field in fields},
+        # Every facet names its producer and schema (BaseFacet's required fields; the class fills them in).
+        "required": [f.name for f in fields if f.default is attr.NOTHING or f.name in ("_producer", "_schemaURL")],
+    }
+
+
+@cache
 def _validator(schema_url: str) -> Draft202012Validator:
     document = schema_url.partition("#")[0]
     registry = _registry()
     if document not in registry:
-        raise EventSchemaError(f"no vendored OpenLineage schema for {schema_url} (add it to {SPEC.name}/)")
+        facet_class = _client_facets().get(schema_url)
+        if facet_class is None:
+            raise EventSchemaError(f"no OpenLineage schema known for {schema_url} (vendored or openlineage-python's)")
+        return Draft202012Validator(_client_schema(facet_class), format_checker=_format_checker())
     # Formats too: run ids are "uuid", event times "date-time", producers and schema URLs "uri".
     return Draft202012Validator({"$ref": schema_url}, registry=registry, format_checker=_format_checker())
 

@@ -122,3 +122,23 @@ def test_every_event_of_a_file_is_checked(event: dict[str, Any], tmp_path: Path)
     path.write_text(json.dumps(event) + "\n" + json.dumps(large) + "\n")
     with pytest.raises(EventSchemaError, match=r"line 2: 30\d{4} bytes, over the 300000"):
         validate_events_file(path)
+
+
+def test_a_facet_with_no_vendored_schema_is_checked_against_openlineage_pythons_class(event: dict[str, Any]) -> None:
+    """The dataset version facet (1-0-1) has no file in openlineage_spec/: openlineage-python's generated class
+    for its schema URL says what it holds (``datasetVersion``, a string, required)."""
+    url = "https://openlineage.io/spec/facets/1-0-1/DatasetVersionDatasetFacet.json#/$defs/DatasetVersionDatasetFacet"
+    producer = event["producer"]
+    output = event["outputs"][0]
+    output.setdefault("facets", {})["version"] = {"_producer": producer, "_schemaURL": url, "datasetVersion": "v2.x"}
+    validate_event(event)
+    for wrong in ({"datasetVersion": 2}, {}, {"datasetVersion": "v2", "_producer": None}):
+        bad = copy.deepcopy(event)
+        facet = {"_producer": producer, "_schemaURL": url, **wrong}
+        bad["outputs"][0]["facets"]["version"] = {key: value for key, value in facet.items() if value is not None}
+        with pytest.raises(EventSchemaError, match="version"):
+            validate_event(bad)
+    unknown = copy.deepcopy(event)
+    unknown["outputs"][0]["facets"]["version"]["_schemaURL"] = url.replace("1-0-1", "9-9-9")
+    with pytest.raises(EventSchemaError, match="no OpenLineage schema known"):
+        validate_event(unknown)
