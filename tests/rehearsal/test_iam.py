@@ -4,6 +4,11 @@ of moto's evaluation, documented here so that a moto that closes one fails this 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from botocore.exceptions import ClientError
 
@@ -64,3 +69,35 @@ def test_s3_and_sqs_resources_are_checked(deployment: Deployment, functions: Fun
     sqs = deployment.client("sqs", credentials=credentials)
     with pytest.raises(ClientError, match="not authorized to perform: sqs:SendMessage"):
         sqs.send_message(QueueUrl=output(deployment, "LineageDeadLetterQueueUrl"), MessageBody="x")
+
+
+def test_a_request_without_a_body_is_checked_over_the_empty_body_its_caller_signed(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """``aws lambda invoke`` without ``--payload`` sends no body (``Content-Length: 0``): moto checked its
+    signature over the request's headers instead (``SignatureDoesNotMatch``, #42). Signed right, it reaches
+    Lambda (which has no such function); signed with a wrong secret, it is still refused."""
+    credentials = deployment.credentials
+    assert credentials is not None
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+        "AWS_ENDPOINT_URL": deployment.endpoint,
+        "AWS_DEFAULT_REGION": deployment.region,
+        "AWS_ACCESS_KEY_ID": credentials.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key,
+    }
+    aws = str(Path(sys.executable).parent / "aws")
+
+    def invoke(**changed: str) -> str:
+        command = [aws, "lambda", "invoke", str(tmp_path / "out.json"), "--function-name", "lakeline-none"]
+        done = subprocess.run(command, env={**environment, **changed}, capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0
+        return done.stderr
+
+    assert "ResourceNotFoundException" in invoke()
+    assert "SignatureDoesNotMatch" in invoke(AWS_SECRET_ACCESS_KEY="wrong" + credentials.secret_access_key[5:])
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        deployment.client("lambda").invoke(FunctionName="lakeline-none")  # boto3, without a Payload

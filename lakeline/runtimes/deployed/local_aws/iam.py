@@ -188,9 +188,12 @@ def _patch_moto() -> None:
                 self._action = asked
 
         def create_aws_request(self: Any) -> Any:
-            # moto signs a bodiless request (a GET with a query string) over its parsed query parameters,
-            # so the signature of ``ListFunctions?MaxItems=…`` never matches: sign it over no body.
-            if not self._body and self._method in ("GET", "HEAD", "DELETE"):
+            # moto checks a signature over ``body or data``, and for a request without a body its data is
+            # the query string's parameters (``ListFunctions?MaxItems=…``) or, with none, the request's
+            # headers (``lambda invoke`` without a payload, ``Content-Length: 0``): neither is what the
+            # client signed, an empty body. Only a form post's data is its body (werkzeug parsed it).
+            form = "application/x-www-form-urlencoded" in str(self._headers.get("Content-Type", ""))
+            if not self._body and not form:
                 self._data = {}
             return create_request(self)
 
