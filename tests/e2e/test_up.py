@@ -44,6 +44,7 @@ VOLATILE = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
     (re.compile(r"-[0-9a-f]{40}\b"), "-<digest>"),
     (re.compile(r"dt=\d{4}-\d\d-\d\d"), "dt=<day>"),
+    (re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\+00:00"), "<time in UTC>"),
 ]
 
 

@@ -5,6 +5,7 @@ afterwards, where the deployed functions read it. Driven through the API only (b
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import time
 from pathlib import Path
@@ -744,3 +745,79 @@ def test_describe_show_create_table_show_partitions_and_show_columns_answer_from
     assert "DESCRIBE FORMATTED" in failed["Status"]["StateChangeReason"]
     missing = run(deployment, f"DESCRIBE {DATABASE}.no_such_table")
     assert "Table not found local_athena_sales.no_such_table" in missing["Status"]["StateChangeReason"]
+
+
+def test_a_json_table_reads_keys_in_any_case_and_zoned_timestamps_are_typed_and_written_as_athena_s(
+    deployment: Deployment, sales: str
+) -> None:
+    """As the lineage archive's table and the seed's query over it (#42): Glue lowercases struct fields
+    (``recordedat``), the files spell them as written (``recordedAt``), and Athena's JSON SerDes match keys
+    in any case; a key written after the table was first read is read too. ``from_unixtime`` (and the other
+    functions that return a ``timestamp with time zone``) give that type and Trino's text, which pyathena
+    converts to an aware datetime; a plain timestamp stays ``timestamp``."""
+    import pyathena
+
+    s3 = deployment.client("s3")
+    s3.put_object(Bucket=DATA, Key="steps/a.json", Body=b'{"id": "a", "steps": [{"action": "in"}]}\n')
+    openx = "ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'"
+    succeeded(
+        deployment,
+        "CREATE EXTERNAL TABLE steps (id string, steps array<struct<action:string,recordedAt:bigint>>) "
+        f"{openx} LOCATION 's3://{DATA}/steps/'",
+        database=DATABASE,
+    )
+    query = (
+        "SELECT id, s.action, s.recordedAt AS seconds, from_unixtime(s.recordedAt) AS recordedAt "
+        "FROM steps CROSS JOIN UNNEST(steps) WITH ORDINALITY AS t (s, step) ORDER BY id"
+    )
+    assert rows(deployment, succeeded(deployment, query, database=DATABASE))[1:] == [["a", "in", None, None]]
+    s3.put_object(
+        Bucket=DATA, Key="steps/b.json", Body=b'{"id": "b", "steps": [{"action": "out", "recordedAt": 1700000000}]}\n'
+    )
+    execution = succeeded(deployment, query, database=DATABASE)
+    assert rows(deployment, execution)[1:] == [
+        ["a", "in", None, None],
+        ["b", "out", "1700000000", "2023-11-14 22:13:20.000 UTC"],
+    ]
+    result = deployment.client("athena").get_query_results(QueryExecutionId=execution["QueryExecutionId"])
+    assert [(c["Name"], c["Type"]) for c in result["ResultSet"]["ResultSetMetadata"]["ColumnInfo"]] == [
+        ("id", "varchar"),
+        ("action", "varchar"),
+        ("seconds", "bigint"),
+        ("recordedAt", "timestamp with time zone"),
+    ]
+
+    zoned = (
+        "SELECT from_unixtime(1700000000) AS a, current_timestamp AS b, now() AS c, "
+        "from_iso8601_timestamp('2024-03-01T10:00:00Z') AS d, TIMESTAMP '2024-03-01 10:00:00 UTC' AS e, "
+        "TIMESTAMP '2024-03-01 10:00:00' AS plain"
+    )
+    execution = succeeded(deployment, zoned)
+    result = deployment.client("athena").get_query_results(QueryExecutionId=execution["QueryExecutionId"])
+    kinds = [c["Type"] for c in result["ResultSet"]["ResultSetMetadata"]["ColumnInfo"]]
+    assert kinds == ["timestamp with time zone"] * 5 + ["timestamp"]
+    (values,) = rows(deployment, execution)[1:]
+    assert values[0] == "2023-11-14 22:13:20.000 UTC"
+    assert values[3:] == ["2024-03-01 10:00:00.000 UTC", "2024-03-01 10:00:00.000 UTC", "2024-03-01 10:00:00.000"]
+
+    assert deployment.credentials is not None
+    connection = pyathena.connect(
+        s3_staging_dir=OUTPUT,
+        region_name=deployment.region,
+        endpoint_url=deployment.endpoint,
+        schema_name=DATABASE,
+        **deployment.credentials.client_arguments(),
+    )
+    cursor = connection.cursor()
+    cursor.execute(query)
+    utc = datetime.UTC
+    assert cursor.fetchall() == [
+        ("a", "in", None, None),
+        ("b", "out", 1700000000, datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=utc)),
+    ]
+    cursor.execute(zoned)
+    (row,) = cursor.fetchall()
+    now = datetime.datetime.now(utc)
+    assert all(isinstance(value, datetime.datetime) and value.utcoffset() is not None for value in row[:5])
+    assert abs(now - row[1]).total_seconds() < 600 and abs(now - row[2]).total_seconds() < 600
+    assert row[5] == datetime.datetime(2024, 3, 1, 10, 0)

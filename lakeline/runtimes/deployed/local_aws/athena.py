@@ -32,8 +32,9 @@ and ``athena_refusals`` (what Athena refuses).
 Gaps against real Athena, said plainly:
 - Spark semantics, not Trino's: functions, integer division (``7 / 2`` is 3.5 here), NULL handling of CSV
   (an empty field is NULL here, an empty string with OpenCSVSerde in Athena), result types (inferred from
-  Spark's). Spark runs in ANSI mode (``spark_semantics.ATHENA``): an invalid cast, an overflow and a
-  division by zero fail, as in Trino (a double divided by zero too, which is Infinity in Trino).
+  Spark's; a ``timestamp with time zone`` only where the select list makes one, written in UTC: see
+  ``athena_answers.zoned_columns``). Spark runs in ANSI mode (``spark_semantics.ATHENA``): an invalid
+  cast, an overflow and a division by zero fail, as in Trino (a double divided by zero too, which is Infinity in Trino).
 - Refused as Athena refuses them (``athena_refusals``): INSERT INTO a bucketed table, a CTAS into a
   location that holds objects, more than 100 partitions written by one statement; a query string over
   262,144 bytes (refused when started, as Athena does).
@@ -41,7 +42,8 @@ Gaps against real Athena, said plainly:
   columns are headed as Athena heads them (``$path``, ``_col<i>`` for an expression without an alias).
 - ``DESCRIBE``, ``SHOW CREATE TABLE``, ``SHOW PARTITIONS``, ``SHOW COLUMNS`` and ``SHOW DATABASES`` are
   answered from Glue in Athena's shapes; ``DESCRIBE EXTENDED | FORMATTED`` and other ``SHOW``s are refused.
-- Formats: Parquet, ORC, JSON (OpenX and Hive JSON SerDes, not OpenX's ``mapping.*``) and CSV (OpenCSVSerde,
+- Formats: Parquet, ORC, JSON (OpenX and Hive JSON SerDes, keys in any case as they match them:
+  ``CatalogSync.respell``; not OpenX's ``mapping.*``) and CSV (OpenCSVSerde,
   LazySimpleSerDe, ``skip.header.line.count`` of 0 or 1) only, text gzip-compressed by its ``.gz`` name; a
   table ``STORED AS INPUTFORMAT 'org.apache.hadoop.hive.ql.io.SymlinkTextInputFormat'`` reads the files its
   manifests list in its SerDe's format, as Athena does (``lakeline.engines.symlink``). A
@@ -77,6 +79,7 @@ from lakeline.engines.spark_semantics import ATHENA
 from lakeline.errors import LakelineError
 from lakeline.runtimes.deployed.local_aws import athena_api, timings
 from lakeline.runtimes.deployed.local_aws.athena_answers import (
+    ZONED,
     athena_names,
     athena_text,
     athena_type,
@@ -86,6 +89,7 @@ from lakeline.runtimes.deployed.local_aws.athena_answers import (
     listed_partitions,
     statement_type,
     value_type,
+    zoned_columns,
 )
 from lakeline.runtimes.deployed.local_aws.athena_api import CANCELLED, FAILED, RUNNING, SUCCEEDED, QueryOutcome
 from lakeline.runtimes.deployed.local_aws.athena_caller import (
@@ -263,6 +267,7 @@ class LocalAthena:
         buckets |= listed_buckets(glue, s3, statement)
         for bucket in sorted(buckets):
             self.store.pull(s3, bucket)
+        self.catalog.respell(glue, statement)
         self.catalog.project_partitions(glue, statement)
         refused = athena_refusal(
             statement.kind, statement.sql, statement.changes, statement.writes_to, glue, s3, self.engine
@@ -302,8 +307,11 @@ class LocalAthena:
         if failure is not None:
             raise failure
         outcome = QueryOutcome(statement_type=statement_type(execution.query))
+        zoned = [False] * len(result.columns)
         if statement.is_query:
             kinds = self._result_types(result)
+            zoned = zoned_columns(execution.query, len(result.columns))
+            kinds = [ZONED if zone else kind for kind, zone in zip(kinds, zoned, strict=True)]
             names = athena_names(execution.query, result.columns)
             outcome.columns = list(zip(names, kinds, strict=True))
             outcome.rows = [list(names)]
@@ -312,7 +320,9 @@ class LocalAthena:
             if not result.columns:
                 raise LocalAthenaError(f"statement is not supported by the local Athena endpoint: {text[:80]}")
             outcome.columns = [(name, "varchar") for name in result.columns]
-        outcome.rows += [[self._text(value) for value in row] for row in result.rows]
+        outcome.rows += [
+            [self._text(value, zone) for value, zone in zip(row, zoned, strict=False)] for row in result.rows
+        ]
         self._put_results(s3, output, outcome)
         timings.record("athena: write back, mirror out, results", time.monotonic() - ran, execution.id)
         return outcome
@@ -375,8 +385,10 @@ class LocalAthena:
             kinds = [value_type([row[i] for row in result.rows]) for i in range(len(result.columns))]
         return kinds
 
-    def _text(self, value: Any) -> str | None:
+    def _text(self, value: Any, zoned: bool = False) -> str | None:
         text = athena_text(value)
+        if zoned and text is not None:
+            return f"{text} UTC"  # Spark's timestamp is the UTC instant (its session's zone): Athena names it
         return None if text is None else self.names.s3_text(text) if text.startswith("file:") else text
 
     def _put_results(self, s3: Any, output: str, outcome: QueryOutcome) -> None:

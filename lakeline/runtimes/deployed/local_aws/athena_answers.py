@@ -46,21 +46,28 @@ def column_info(name: str, kind: str) -> dict[str, Any]:
     }
 
 
+def _selected(query: str, count: int) -> list[exp.Expression] | None:
+    """The expressions of a query's select list, one a result column; ``None`` where they cannot be
+    matched to the ``count`` columns (a ``*``, not a query)."""
+    try:
+        tree = sqlglot.parse_one(query, read="athena")
+    except ParseError:
+        return None
+    while isinstance(tree, exp.SetOperation):
+        tree = tree.left
+    if not isinstance(tree, exp.Select):
+        return None
+    selected = tree.expressions
+    starred = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in selected)
+    return None if starred or len(selected) != count else list(selected)
+
+
 def athena_names(query: str, spark_names: list[str]) -> list[str]:
     """A query's column names as Athena gives them: an expression without an alias is ``_col<i>`` (Spark
     names it by its text, ``count(1)``) and ``"$path"`` is ``$path`` (Spark's ``input_file_name()``).
     Spark's names where the select list cannot be matched to them (a ``*``)."""
-    try:
-        tree = sqlglot.parse_one(query, read="athena")
-    except ParseError:
-        return spark_names
-    while isinstance(tree, exp.SetOperation):
-        tree = tree.left
-    if not isinstance(tree, exp.Select):
-        return spark_names
-    selected = tree.expressions
-    starred = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in selected)
-    if starred or len(selected) != len(spark_names):
+    selected = _selected(query, len(spark_names))
+    if selected is None:
         return spark_names
     names = []
     for index, (expression, spark_name) in enumerate(zip(selected, spark_names, strict=True)):
@@ -71,6 +78,27 @@ def athena_names(query: str, spark_names: list[str]) -> list[str]:
         else:
             names.append(f"_col{index}")
     return names
+
+
+ZONED = "timestamp with time zone"
+"""Trino's ``timestamp(p) with time zone``, as Athena names it in ``ResultSetMetadata`` (pyathena converts
+its values, ``2024-03-01 10:00:00.000 UTC``, to aware datetimes)."""
+
+
+def zoned_columns(query: str, count: int) -> list[bool]:
+    """Which of a query's ``count`` columns Athena types ``timestamp with time zone``: those the select list
+    makes with a function that returns one (``from_unixtime``, ``current_timestamp`` / ``now()``,
+    ``from_iso8601_timestamp``, a ``TIMESTAMP '… UTC'`` literal or cast). Spark has no such type: its
+    timestamp is the same instant (its session is in UTC), which Athena writes in the query's zone, UTC."""
+    selected = _selected(query, count) or []
+    zoned = [False] * count
+    for index, expression in enumerate(selected):
+        made = expression.this if isinstance(expression, exp.Alias) else expression
+        if isinstance(made, exp.Cast):
+            zoned[index] = made.to.this in {exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ}
+        else:
+            zoned[index] = isinstance(made, exp.UnixToTime | exp.CurrentTimestamp | exp.FromISO8601Timestamp)
+    return zoned
 
 
 Answer = tuple[list[tuple[str, str]], list[list[str | None]]]

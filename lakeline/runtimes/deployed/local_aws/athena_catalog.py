@@ -10,6 +10,7 @@ LOCATION, INSERT's new partitions, CREATE / DROP DATABASE) back to Glue, so the 
 from __future__ import annotations
 
 import datetime
+import gzip
 import hashlib
 import json
 import re
@@ -37,6 +38,8 @@ from lakeline.runtimes.deployed.local_aws.athena_statements import (
 )
 
 PARTITIONS_PER_STATEMENT = 100
+# How many of a JSON table's files are sampled for the spelling of its keys (their first line each).
+SPELLING_SAMPLE = 200
 
 
 class CatalogSync:
@@ -47,6 +50,10 @@ class CatalogSync:
         self.engine = engine
         self.names = names
         self._catalog: dict[tuple[str, str], str | None] = {}  # Glue fingerprint each Spark table was made from
+        # The keys of a JSON table's files as written, by their lowercase name, where they differ from it: the
+        # Spark table read with them (Spark's JSON reader matches keys as written; Athena's SerDes and Glue,
+        # which lowercases struct fields, ignore case).
+        self._spellings: dict[tuple[str, str], dict[str, str]] = {}
 
     def forget(self, keys: set[tuple[str, str]]) -> None:
         """Make these tables again from Glue before the next query that names them (their state is unknown)."""
@@ -82,6 +89,24 @@ class CatalogSync:
             self._rebuild(database, table, entry)
             self._catalog[key] = fingerprint
         return buckets
+
+    def respell(self, glue: Any, statement: Statement) -> None:
+        """Each JSON table the statement reads made again in Spark if its files (in the mirror, after the pull)
+        spell keys otherwise than it was made with, so that ``recordedAt`` in a file is Glue's ``recordedat``
+        as Athena reads it. A table the statement writes is made with Glue's names, as before."""
+        for database, table in sorted(statement.tables):
+            found = glue.databases.get(database)
+            entry = found.tables.get(table) if found is not None else None
+            key = (database, table)
+            if entry is None or glue_format(glue_definition(entry).get("StorageDescriptor", {})) != "json":
+                continue
+            spellings: dict[str, str] = {}
+            if (database, table) not in statement.changes:
+                location = str(glue_definition(entry).get("StorageDescriptor", {}).get("Location", ""))
+                spellings = json_spellings(Path(self.names.local_uri(location).removeprefix("file://")))
+            if spellings != self._spellings.get(key, {}):
+                self._spellings[key] = spellings
+                self._rebuild(database, table, entry)
 
     def project_partitions(self, glue: Any, statement: Statement) -> None:
         """The partitions of each projected table the statement reads, found in the mirror (Glue holds none)."""
@@ -169,7 +194,10 @@ class CatalogSync:
         definition = glue_definition(entry)
         descriptor = definition.get("StorageDescriptor", {})
         columns = [*descriptor.get("Columns", []), *definition.get("PartitionKeys", [])]
-        listed = ", ".join(f"{ddl_name(c['Name'].lower())} {c.get('Type', 'string')}" for c in columns)
+        spelled = self._spellings.get((database, table), {})
+        names = [spelled.get(c["Name"].lower(), c["Name"].lower()) for c in columns]
+        kinds = [respelled(c.get("Type", "string"), spelled) for c in columns]
+        listed = ", ".join(f"{ddl_name(name)} {kind}" for name, kind in zip(names, kinds, strict=True))
         if descriptor.get("InputFormat") == SYMLINK_INPUT_FORMAT:
             # Athena reads the files its manifests list with its SerDe; so does the engine (engines.symlink).
             serde = descriptor.get("SerdeInfo", {})
@@ -434,6 +462,40 @@ def table_buckets(entry: Any) -> set[str]:
         p.partition_input.get("StorageDescriptor", {}).get("Location") for p in list(entry.partitions.values())
     ]
     return {bucket for bucket in (bucket_of(location) for location in locations) if bucket}
+
+
+def json_spellings(root: Path) -> dict[str, str]:
+    """The keys of the JSON objects in the first line of (some of) the files under ``root`` that are not
+    lowercase, by their lowercase name."""
+    found: dict[str, str] = {}
+
+    def visit(value: Any) -> None:
+        if isinstance(value, dict):
+            for name, inner in value.items():
+                if name != name.lower():
+                    found.setdefault(name.lower(), name)
+                visit(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                visit(inner)
+
+    for count, path in enumerate(visible_files(root)):
+        if count >= SPELLING_SAMPLE:
+            break
+        try:
+            with gzip.open(path, "rt") if path.name.endswith(".gz") else path.open() as lines:
+                visit(json.loads(lines.readline() or "null"))
+        except (OSError, ValueError, EOFError):
+            continue  # not a JSON line: the query reads (or refuses) it as before
+    return found
+
+
+def respelled(kind: str, spellings: dict[str, str]) -> str:
+    """A Hive type with its struct fields named as ``spellings`` spell them (``struct<recordedat:bigint>``
+    → ``struct<recordedAt:bigint>``)."""
+    if not spellings:
+        return kind
+    return re.sub(r"(?<=[<,])\s*(\w+)\s*:", lambda m: f"{spellings.get(m.group(1).lower(), m.group(1))}:", kind)
 
 
 def _fingerprint(entry: Any) -> str | None:
