@@ -4,6 +4,7 @@ of moto's evaluation, documented here so that a moto that closes one fails this 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -71,12 +72,13 @@ def test_s3_and_sqs_resources_are_checked(deployment: Deployment, functions: Fun
         sqs.send_message(QueueUrl=output(deployment, "LineageDeadLetterQueueUrl"), MessageBody="x")
 
 
-def test_a_request_without_a_body_is_checked_over_the_empty_body_its_caller_signed(
-    deployment: Deployment, tmp_path: Path
+def test_a_function_invoked_without_a_payload_is_signed_checked_and_given_the_event_lambda_gives(
+    deployment: Deployment, functions: FunctionHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``aws lambda invoke`` without ``--payload`` sends no body (``Content-Length: 0``): moto checked its
-    signature over the request's headers instead (``SignatureDoesNotMatch``, #42). Signed right, it reaches
-    Lambda (which has no such function); signed with a wrong secret, it is still refused."""
+    signature over the request's headers instead (``SignatureDoesNotMatch``), and the function was given
+    ``None`` where Lambda gives ``{}`` (#42). Signed with a wrong secret, it is still refused. The function's
+    own code is left out (it is the router's, which would route nothing): what it is given is echoed."""
     credentials = deployment.credentials
     assert credentials is not None
     environment = {
@@ -90,14 +92,19 @@ def test_a_request_without_a_body_is_checked_over_the_empty_body_its_caller_sign
         "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key,
     }
     aws = str(Path(sys.executable).parent / "aws")
+    router = _router(functions)
+    monkeypatch.setattr(functions, "invoke", lambda name, event: {"function": name, "event": event})
 
-    def invoke(**changed: str) -> str:
-        command = [aws, "lambda", "invoke", str(tmp_path / "out.json"), "--function-name", "lakeline-none"]
-        done = subprocess.run(command, env={**environment, **changed}, capture_output=True, text=True, timeout=120)
-        assert done.returncode != 0
-        return done.stderr
+    def invoke(name: str, **changed: str) -> subprocess.CompletedProcess[str]:
+        command = [aws, "lambda", "invoke", str(tmp_path / "out.json"), "--function-name", name]
+        return subprocess.run(command, env={**environment, **changed}, capture_output=True, text=True, timeout=120)
 
-    assert "ResourceNotFoundException" in invoke()
-    assert "SignatureDoesNotMatch" in invoke(AWS_SECRET_ACCESS_KEY="wrong" + credentials.secret_access_key[5:])
-    with pytest.raises(ClientError, match="ResourceNotFoundException"):
-        deployment.client("lambda").invoke(FunctionName="lakeline-none")  # boto3, without a Payload
+    done = invoke(router)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"StatusCode": 200}
+    assert json.loads((tmp_path / "out.json").read_text()) == {"function": router, "event": {}}
+    assert "ResourceNotFoundException" in invoke("lakeline-none").stderr
+    wrong = invoke(router, AWS_SECRET_ACCESS_KEY="wrong" + credentials.secret_access_key[5:])
+    assert wrong.returncode != 0 and "SignatureDoesNotMatch" in wrong.stderr
+    answer = deployment.client("lambda").invoke(FunctionName=router)  # boto3, without a Payload
+    assert json.loads(answer["Payload"].read()) == {"function": router, "event": {}}

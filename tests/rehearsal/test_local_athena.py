@@ -62,6 +62,21 @@ def keys(deployment: Deployment, bucket: str, prefix: str) -> list[str]:
     return sorted(item["Key"] for item in listed.get("Contents", []))
 
 
+def pyathena_cursor(deployment: Deployment) -> Any:
+    """A pyathena cursor on the endpoint, in the sales database."""
+    import pyathena
+
+    assert deployment.credentials is not None  # IAM is enforced: pyathena signs as the operator
+    connection = pyathena.connect(
+        s3_staging_dir=OUTPUT,
+        region_name=deployment.region,
+        endpoint_url=deployment.endpoint,
+        schema_name=DATABASE,
+        **deployment.credentials.client_arguments(),
+    )
+    return connection.cursor()
+
+
 @pytest.fixture(scope="module")
 def sales(deployment: Deployment, local_athena: LocalAthena) -> str:
     """A raw CSV table as a team defines it in Glue (OpenCSVSerde, a header line), with one partition."""
@@ -131,17 +146,7 @@ def test_show_databases_lists_glues_and_a_like_pattern_filters_them(deployment: 
 
 
 def test_pyathena_reads_a_select_s_rows_with_their_types(deployment: Deployment, sales: str) -> None:
-    import pyathena
-
-    assert deployment.credentials is not None  # IAM is enforced: pyathena signs as the operator
-    connection = pyathena.connect(
-        s3_staging_dir=OUTPUT,
-        region_name=deployment.region,
-        endpoint_url=deployment.endpoint,
-        schema_name=DATABASE,
-        **deployment.credentials.client_arguments(),
-    )
-    cursor = connection.cursor()
+    cursor = pyathena_cursor(deployment)
     cursor.execute("SELECT item, amount * 2 AS twice FROM sales WHERE id = 1")
     assert cursor.fetchall() == [("tea, green", 5.0)]
     assert [column[0] for column in cursor.description] == ["item", "twice"]
@@ -755,8 +760,6 @@ def test_a_json_table_reads_keys_in_any_case_and_zoned_timestamps_are_typed_and_
     in any case; a key written after the table was first read is read too. ``from_unixtime`` (and the other
     functions that return a ``timestamp with time zone``) give that type and Trino's text, which pyathena
     converts to an aware datetime; a plain timestamp stays ``timestamp``."""
-    import pyathena
-
     s3 = deployment.client("s3")
     s3.put_object(Bucket=DATA, Key="steps/a.json", Body=b'{"id": "a", "steps": [{"action": "in"}]}\n')
     openx = "ROW FORMAT SERDE 'org.openx.data.jsonserde.JsonSerDe'"
@@ -800,15 +803,7 @@ def test_a_json_table_reads_keys_in_any_case_and_zoned_timestamps_are_typed_and_
     assert values[0] == "2023-11-14 22:13:20.000 UTC"
     assert values[3:] == ["2024-03-01 10:00:00.000 UTC", "2024-03-01 10:00:00.000 UTC", "2024-03-01 10:00:00.000"]
 
-    assert deployment.credentials is not None
-    connection = pyathena.connect(
-        s3_staging_dir=OUTPUT,
-        region_name=deployment.region,
-        endpoint_url=deployment.endpoint,
-        schema_name=DATABASE,
-        **deployment.credentials.client_arguments(),
-    )
-    cursor = connection.cursor()
+    cursor = pyathena_cursor(deployment)
     cursor.execute(query)
     utc = datetime.UTC
     assert cursor.fetchall() == [

@@ -712,7 +712,9 @@ class FunctionHost:
 
         def run(model: Any, body: Any, request_headers: Any, response_headers: Any) -> bytes:
             try:
-                result = host.invoke(model.function_name, json.loads(body) if body else None)
+                # Lambda gives a function invoked without a payload (``aws lambda invoke`` without
+                # ``--payload``) the event ``{}``.
+                result = host.invoke(model.function_name, json.loads(body) if body else {})
             except FunctionError as error:
                 response_headers["x-amz-function-error"] = "Unhandled"
                 return json.dumps({"errorMessage": error.error_message, "errorType": error.error_type}).encode()
