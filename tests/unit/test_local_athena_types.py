@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lakeline.local.rehearsal.athena_answers import zoned_columns
-from lakeline.local.rehearsal.athena_catalog import json_spellings, respelled
+from lakeline.runtimes.deployed.local_aws.athena_answers import zoned_columns
+from lakeline.runtimes.deployed.local_aws.athena_catalog import json_spellings, respelled
 
 
 @pytest.mark.parametrize(
