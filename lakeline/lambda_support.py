@@ -45,7 +45,9 @@ def load_environment(model: type[_ModelT], environ: Mapping[str, str]) -> _Model
 
 
 class RouterEnvironment(BaseModel):
-    """What both routers read: the state machine they start, their DLQ, and how tables are written."""
+    """What both routers read: the state machine they start, their DLQ, where tables are written. How each table is
+    written (its settings, with its quality checks) is not here but in the code asset (``lambdas.table_settings``):
+    Lambda bounds a function's environment at 4 KB."""
 
     state_machine_arn: str
     dead_letter_queue_url: str
@@ -53,17 +55,19 @@ class RouterEnvironment(BaseModel):
     stage_bucket: str
     raw_bucket: str = "unused"
     pipeline_environment: str | None = None
-    table_settings: dict[str, TableSettings] = Field(default_factory=dict)
-    default_table_settings: TableSettings = TableSettings()
     runs_in_flight: int = Field(default=DEFAULT_RUNS_IN_FLIGHT, ge=1)  # the stage's executions at once
+    # A file of table settings read in place of the code asset's: never set by the stacks; for a test's settings.
+    table_settings_file: str | None = None
 
-    def pipeline_settings(self) -> PipelineSettings:
+    def pipeline_settings(self, default_table: TableSettings, tables: Mapping[str, TableSettings]) -> PipelineSettings:
+        """The pipeline's settings with the deployed table settings (``default_table``, ``tables`` keyed
+        'database.table')."""
         return PipelineSettings(
             raw_root=f"s3://{self.raw_bucket}/",
             stage_root=f"s3://{self.stage_bucket}/",
             environment=self.pipeline_environment,
-            default_table=self.default_table_settings,
-            tables=self.table_settings,
+            default_table=default_table,
+            tables=dict(tables),
         )
 
 

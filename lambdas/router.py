@@ -15,6 +15,7 @@ from lakeline.engines.athena import AthenaEngine
 from lakeline.lambda_support import RouterEnvironment
 from lakeline.settings import PipelineSettings
 from lakeline.storage import SchemeObjectStore
+from lambdas.table_settings import deployed_table_settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -40,10 +41,11 @@ class RouterRuntime(Generic[EnvironmentT]):
 def router_runtime(environment: EnvironmentT, stage: str) -> RouterRuntime[EnvironmentT]:
     """The runtime of stage ``stage``'s (``a`` or ``b``) router."""
     aws = AwsClients()
+    tables = deployed_table_settings(environment.table_settings_file)
     return RouterRuntime(
         environment,
         aws,
-        environment.pipeline_settings(),
+        environment.pipeline_settings(tables.default, tables.tables),
         AthenaEngine(aws.athena, glue=aws.glue),
         # A plan reads what the partition's published version holds (lakeline.commits.applied).
         PartitionCommits(aws.dynamodb, environment.pipeline_state_table, lists=SchemeObjectStore(aws.s3)),

@@ -13,6 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
 from stacks.config import LakelineConfig
+from stacks.environment_bound import EnvironmentBound
 from stacks.nag import AcknowledgeGrantWildcards
 from stacks.pipeline_stack import PipelineStack
 from stacks.storage_stack import StorageStack
@@ -87,5 +88,5 @@ def build_app(app: cdk.App, config: LakelineConfig | None = None) -> tuple[Stora
     cdk.Tags.of(app).add("lakeline:environment", config.environment)
     cdk.Aspects.of(app).add(AcknowledgeGrantWildcards())
     cdk.Aspects.of(app).add(LogRetention(config.log_retention_days))
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), EnvironmentBound())
     return storage, pipeline

@@ -42,7 +42,12 @@ class PipelineStack(Stack):
             lineage_archive_table=storage.lineage_archive_table_name,
         )
         SharedLambdaCode(
-            self, "SharedLambdaCode", powertools_layer_parameter=config.powertools_layer_parameter, log_key=refs.key
+            self,
+            "SharedLambdaCode",
+            powertools_layer_parameter=config.powertools_layer_parameter,
+            log_key=refs.key,
+            table_settings=config.table_settings,
+            default_table_settings=config.default_table_settings,
         )
         self.storage = refs
         self.alarm_topic = sns.Topic(

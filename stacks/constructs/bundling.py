@@ -15,8 +15,10 @@ and charset_normalizer have pure-Python fallbacks, and bundling fails on a compi
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
+import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -30,6 +32,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from lakeline.aws.distributions import AWS_SDK, POWERTOOLS_LAYER
+from lambdas.table_settings import TABLE_SETTINGS_FILE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CODE_PACKAGES = ("lambdas", "lakeline", "stage_a", "stage_b", "stage_lineage", "stage_end")
@@ -128,9 +131,18 @@ def _copy_package(source: Path, target: Path) -> None:
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.pyi"))
 
 
+def settings_document(table_settings: Mapping[str, Any], default_table_settings: Mapping[str, Any]) -> str:
+    """The project's table settings as the code asset carries them (``lambdas.table_settings`` reads them)."""
+    return json.dumps({"default": default_table_settings, "tables": table_settings}, sort_keys=True, indent=1)
+
+
 @jsii.implements(cdk.ILocalBundling)
 class LambdaCodeBundle:
-    """Local bundling of the Lambda code: our packages plus vendored pure-Python dependencies."""
+    """Local bundling of the Lambda code: our packages plus vendored pure-Python dependencies, and the project's
+    table settings (``settings``, a ``settings_document``) as ``lambdas/table_settings.json``."""
+
+    def __init__(self, settings: str) -> None:
+        self.settings = settings
 
     def try_bundle(self, output_dir: str, options: Any) -> bool:
         del options  # the Docker image and command are never used: bundling is always local
@@ -141,6 +153,7 @@ class LambdaCodeBundle:
             module = importlib.import_module(name)
             assert module.__file__ is not None
             _copy_package(Path(module.__file__).parent, output / name)
+        (output / "lambdas" / TABLE_SETTINGS_FILE).write_text(self.settings)
         return True
 
 
@@ -154,10 +167,14 @@ class OpenLineageLayerBundle:
         return True
 
 
-def local_asset(bundle: Any, *, runtime: lambda_.Runtime, exclude: Sequence[str]) -> lambda_.AssetCode:
+def local_asset(
+    bundle: Any, *, runtime: lambda_.Runtime, exclude: Sequence[str], content: str = ""
+) -> lambda_.AssetCode:
     """A Lambda asset from the repository, bundled locally by ``bundle`` (``LambdaCodeBundle`` or
     ``OpenLineageLayerBundle``), hashed by what is shipped so that a different vendored version is a
-    different asset."""
+    different asset. ``content``: what the bundle writes besides the repository's files (the table settings),
+    in the key of CDK's cache of bundled assets, so that an app with other settings in the same process is
+    not given the first one's bundle."""
     return lambda_.Code.from_asset(
         str(REPO_ROOT),
         exclude=list(exclude),
@@ -167,5 +184,7 @@ def local_asset(bundle: Any, *, runtime: lambda_.Runtime, exclude: Sequence[str]
             # jsii calls try_bundle(output_dir, options) positionally, unlike the typed protocol.
             local=cast(cdk.ILocalBundling, bundle),
             command=["false"],
+            # Never read (bundling is local); here only to be in CDK's cache key, which holds the bundling options.
+            environment={"LAKELINE_CONTENT_SHA256": hashlib.sha256(content.encode()).hexdigest()} if content else None,
         ),
     )

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -16,6 +18,7 @@ from stacks.constructs.bundling import (
     LambdaCodeBundle,
     OpenLineageLayerBundle,
     local_asset,
+    settings_document,
 )
 from stacks.nag import acknowledge
 
@@ -31,15 +34,25 @@ OPENLINEAGE_HANDLERS = frozenset(
 
 class SharedLambdaCode(Construct):
     """One code asset and one Powertools layer reference per stack, shared by every function, and the
-    OpenLineage layer, created with the first function that needs it."""
+    OpenLineage layer, created with the first function that needs it. The code asset carries the project's
+    table settings (``lambdas.table_settings``), which outgrow Lambda's 4 KB of environment once tables have
+    quality checks: in the asset, each deployment's settings are its code's, replaced with it in one update."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, powertools_layer_parameter: str, log_key: kms.IKey
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        powertools_layer_parameter: str,
+        log_key: kms.IKey,
+        table_settings: dict[str, Any],
+        default_table_settings: dict[str, Any],
     ) -> None:
         super().__init__(scope, construct_id)
         # The functions log SQL, keys and partition values: their logs are encrypted with the data key (#40).
         self.log_key = log_key
-        self.code = local_asset(LambdaCodeBundle(), runtime=RUNTIME, exclude=CODE_EXCLUDES)
+        settings = settings_document(table_settings, default_table_settings)
+        self.code = local_asset(LambdaCodeBundle(settings), runtime=RUNTIME, exclude=CODE_EXCLUDES, content=settings)
         # The public layer's ARN is published in SSM by the Powertools team; resolved at deploy time.
         layer_arn = ssm.StringParameter.value_for_string_parameter(self, powertools_layer_parameter)
         self.powertools = lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", layer_arn)

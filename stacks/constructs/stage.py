@@ -5,10 +5,9 @@ its functions' settings and grants, the engine fragment, the models its input fo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
@@ -44,11 +43,10 @@ well under a second, and the run slots bound the runs anyway."""
 
 @dataclass(frozen=True)
 class RouterSettings:
-    """What both routers are configured with: how tables are written, and how many run at once."""
+    """What both routers are configured with: the environment's suffix and how many run at once (how tables are
+    written travels in the code asset: ``stacks.constructs.functions.SharedLambdaCode``)."""
 
     pipeline_environment: str
-    table_settings: dict[str, Any]
-    default_table_settings: dict[str, Any]
     max_concurrency: int
     runs_in_flight: int  # the stage's executions at once (lakeline.commits.slots)
 
@@ -56,8 +54,6 @@ class RouterSettings:
     def from_config(cls, config: LakelineConfig) -> RouterSettings:
         return cls(
             pipeline_environment=config.environment,
-            table_settings=config.table_settings,
-            default_table_settings=config.default_table_settings,
             max_concurrency=config.router_max_concurrency,
             runs_in_flight=config.runs_in_flight,
         )
@@ -343,8 +339,6 @@ class StageWorkflow:
                     RouterEnvironment,
                     stage_bucket=storage.bucket("Stage").bucket_name,
                     pipeline_environment=settings.pipeline_environment,
-                    table_settings=json.dumps(settings.table_settings, sort_keys=True),
-                    default_table_settings=json.dumps(settings.default_table_settings, sort_keys=True),
                     runs_in_flight=str(settings.runs_in_flight),
                 ),
             },

@@ -44,6 +44,7 @@ from stage_lineage.records import (
     raw_object_location,
     stage_a_root_id,
 )
+from tests.handlers.settings_file import use_table_settings
 from tests.lambda_context import LambdaContextStub
 
 REGION = "us-east-1"
@@ -92,7 +93,8 @@ def sqs_event(*bodies: dict[str, Any] | str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    use_table_settings(monkeypatch, tmp_path, {"engineering_mysql_dev.customers": {"bucket_count": 3}})
     with mock_aws():
         sqs = boto3.client("sqs", region_name=REGION)
         dlq_url = sqs.create_queue(QueueName="queue-a-dlq")["QueueUrl"]
@@ -121,7 +123,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "RAW_BUCKET": "raw-bucket",
             "STAGE_BUCKET": "stage-bucket",
             "PIPELINE_ENVIRONMENT": "dev",
-            "TABLE_SETTINGS": json.dumps({"engineering_mysql_dev.customers": {"bucket_count": 3}}),
             # A follow-up is queued to start at once; the window's own test opens it.
             "FOLLOW_UP_WINDOW_SECONDS": "0",
         }.items():
@@ -593,10 +594,10 @@ def test_a_nested_json_value_of_another_type_is_parked_and_a_good_file_starts(aw
 
 
 def test_add_columns_grows_the_raw_and_stage_tables_in_glue_before_the_run_is_planned(
-    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     settings = {"engineering_mysql_dev.customers": {"bucket_count": 3, "schema_evolution": "add-columns"}}
-    monkeypatch.setenv("TABLE_SETTINGS", json.dumps(settings))
+    use_table_settings(monkeypatch, tmp_path, settings)
     clear_caches()
     glue = boto3.client("glue", region_name=REGION)
     glue.create_database(DatabaseInput={"Name": "engineering_mysql_dev"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from lakeline.runtimes.deployed.local_aws.athena import LocalAthena
 from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
 from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
+from lambdas.table_settings import TABLE_SETTINGS_FILE
 from tests.rehearsal.support import bucket, create_table, executions_named, parked, query
 
 pytestmark = pytest.mark.spark
@@ -42,22 +44,22 @@ def no_arrivals(deployment: Deployment) -> Iterator[None]:
 @contextlib.contextmanager
 def compacting_past_two_files(functions: FunctionHost, tables: list[str]) -> Iterator[None]:
     """The stage A router plans ``tables`` with ``max_files`` 2 (a third file compacts), as a team's deployment
-    configured so would (its ``TABLE_SETTINGS``), instead of after 16 runs; the router's environment restarts."""
+    configured so would (its table settings), instead of after 16 runs: the settings bundled in its code asset with
+    these, in a file its ``TABLE_SETTINGS_FILE`` names; the router's environment restarts."""
     (router,) = [environment for name, environment in functions.environments.items() if "StageARouter" in name]
-    variables = router.function.environment
-    before = variables.get("TABLE_SETTINGS")
-    variables["TABLE_SETTINGS"] = json.dumps(
-        {**json.loads(before or "{}"), **{table: {"max_files": 2} for table in tables}}
-    )
-    router.stop()
-    try:
-        yield
-    finally:
-        if before is None:
-            variables.pop("TABLE_SETTINGS")
-        else:
-            variables["TABLE_SETTINGS"] = before
+    bundled = json.loads((router.function.code / "lambdas" / TABLE_SETTINGS_FILE).read_text())
+    bundled["tables"] = {**bundled["tables"], **{table: {"max_files": 2} for table in tables}}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / TABLE_SETTINGS_FILE
+        path.write_text(json.dumps(bundled))
+        variables = router.function.environment
+        variables["TABLE_SETTINGS_FILE"] = str(path)
         router.stop()
+        try:
+            yield
+        finally:
+            variables.pop("TABLE_SETTINGS_FILE")
+            router.stop()
 
 
 def body(engine: SparkEngine, tmp: Path, file_format: str, first: int, rows: int, *, bad: bool = False) -> bytes:

@@ -4,6 +4,7 @@ upper case); structured settings arrive as JSON, a string is taken as written.""
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from lakeline.errors import ConfigError
 from lakeline.lambda_support import load_environment
@@ -30,10 +31,18 @@ def test_structured_settings_are_json_and_named_fields_upper_case() -> None:
             "ARTIFACTS_BUCKET": "artifacts",
             "STAGE_B_QUEUE_URL": "queue-b",
             "STAGE_B_FOLLOW_UP_QUEUE_URL": "queue-b-follow-ups",
-            "TABLE_SETTINGS": '{"a_b.c": {"bucket_count": 4}}',
+            "RUNS_IN_FLIGHT": "4",
         },
     )
-    assert environment.table_settings["a_b.c"].bucket_count == 4
+    assert (environment.runs_in_flight, environment.dependencies_table) == (4, "deps")
+    assert environment.table_settings_file is None  # the table settings are the code asset's (lambdas.table_settings)
+    structured = load_environment(Structured, {"SIZES": '{"a_b.c": 4}', "NAMES": '["a", "b"]'})
+    assert (structured.sizes, structured.names) == ({"a_b.c": 4}, ["a", "b"])
+
+
+class Structured(BaseModel):
+    sizes: dict[str, int]
+    names: list[str]
 
 
 def test_a_missing_variable_is_named_as_the_function_sees_it() -> None:

@@ -15,6 +15,10 @@ changes the code they patch.
   inside Docker. Here they are carried out in-process (``custom_resources``), as the CDK handlers would.
 - ``AWS::Lambda::Function``: moto's CloudFormation drops ``Layers``, so every deployed function ran with
   no layer at all (the stage functions failed to import ``openlineage``). The layers are attached here.
+- Lambda's 4 KB bound on a function's environment (``lakeline.aws.lambda_limits``): moto takes any size, so a
+  deployment that AWS refuses (too many table settings in a router's environment, before they moved to the code
+  asset) stood up here. A function whose environment is over the bound is refused, created or updated, with
+  the biggest variables named (``_refuse_large_environments``).
 - ``AWS::Athena::WorkGroup``, ``AWS::Glue::Database``, ``AWS::Glue::Table``: moto's CloudFormation
   skips them ("No Moto CloudFormation support"), so every statement failed on a missing workgroup.
   They are created through moto's own Athena and Glue backends (``_CATALOG_MODELS``), with the
@@ -55,6 +59,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from lakeline.aws.lambda_limits import environment_refusal
 from lakeline.runtimes.deployed.local_aws import streams
 
 CustomResourceHandler = Callable[[str, str, dict[str, Any]], dict[str, Any]]
@@ -74,6 +79,7 @@ def install(custom_resources: dict[str, CustomResourceHandler]) -> None:
         _fix_events_lambda_targets()
         _carry_out_custom_resources(custom_resources)
         _fix_lambda_function_layers()
+        _refuse_large_environments()
         _create_catalog_and_workgroups()
         _serialize_dynamodb()
         _serve_in_bounded_time()
@@ -363,6 +369,35 @@ def _fix_lambda_function_layers() -> None:
         return function
 
     setattr(lambda_models.LambdaFunction, "create_from_cloudformation_json", classmethod(create))  # noqa: B010
+
+
+def _refuse_large_environments() -> None:
+    """Lambda refuses a function whose environment passes 4 KB (``lakeline.aws.lambda_limits``), whether
+    CloudFormation creates it or an update configures it; moto takes any size, so a deployment that fails in AWS
+    would pass here."""
+    import moto.awslambda.models as lambda_models
+    from moto.awslambda.exceptions import InvalidParameterValueException
+
+    def refuse(function: str, environment: Any) -> None:
+        variables = (environment or {}).get("Variables") or {}
+        refusal = environment_refusal(function, {str(key): str(value) for key, value in variables.items()})
+        if refusal is not None:
+            raise InvalidParameterValueException(refusal)
+
+    original_init = lambda_models.LambdaFunction.__init__
+    original_update = lambda_models.LambdaFunction.update_configuration
+
+    def init(self: Any, account_id: str, spec: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        refuse(str(spec.get("FunctionName")), spec.get("Environment"))
+        original_init(self, account_id, spec, *args, **kwargs)
+
+    def update(self: Any, config_updates: dict[str, Any]) -> Any:
+        if "Environment" in config_updates:
+            refuse(self.function_name, config_updates["Environment"])
+        return original_update(self, config_updates)
+
+    setattr(lambda_models.LambdaFunction, "__init__", init)  # noqa: B010
+    setattr(lambda_models.LambdaFunction, "update_configuration", update)  # noqa: B010
 
 
 class _CreatedByApi:
