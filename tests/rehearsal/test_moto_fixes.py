@@ -1,5 +1,6 @@
 """The local endpoint answers as moto would where ``moto_fixes`` replaced moto's work with a bounded one:
-a query on a table's key, a receive past a queue's retention period, the routing of every request."""
+a query on a table's key, a receive past a queue's retention period, the routing of every request; and where it refuses
+what AWS refuses: a function environment over 4 KB."""
 
 from __future__ import annotations
 
@@ -84,3 +85,45 @@ def test_a_fifo_queue_still_deduplicates_by_content_and_a_standard_queue_does_no
     assert len(sqs.receive_message(QueueUrl=standard, MaxNumberOfMessages=10)["Messages"]) == 2
     attributes = sqs.get_queue_attributes(QueueUrl=standard, AttributeNames=["All"])["Attributes"]
     assert attributes["ApproximateNumberOfMessagesNotVisible"] == "2"
+
+
+def test_a_function_environment_over_4_kb_is_refused_as_lambda_refuses_it(deployment: Deployment) -> None:
+    """Lambda refuses a function whose environment variables measure over 4 KB together, created or updated
+    (``lakeline.aws.lambda_limits``); moto took any size, so a deployment AWS refuses stood up here."""
+    import io
+    import zipfile
+
+    from botocore.exceptions import ClientError
+
+    lambda_client = deployment.client("lambda")
+    role = lambda_client.list_functions()["Functions"][0]["Role"]
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as files:
+        files.writestr("index.py", "def handler(event, context):\n    return None\n")
+    name = f"fixes-{uuid.uuid4().hex[:8]}"
+    create = {
+        "FunctionName": name,
+        "Runtime": "python3.13",
+        "Role": role,
+        "Handler": "index.handler",
+        "Code": {"ZipFile": archive.getvalue()},
+    }
+    over = {"TABLE_SETTINGS": "x" * 4_000, "QUEUE_URL": "q" * 100}
+    try:
+        lambda_client.create_function(**create, Environment={"Variables": over})
+        raise AssertionError("a 4 KB environment was taken")
+    except ClientError as error:
+        assert error.response["Error"]["Code"] == "InvalidParameterValueException"
+        message = error.response["Error"]["Message"]
+        assert f"{name}: they measure 4136 bytes, over the 4096-byte (4 KB) limit" in message
+        assert "the biggest: TABLE_SETTINGS (4014 bytes), QUEUE_URL (109 bytes)" in message
+    within = {"TABLE_SETTINGS": "x" * 3_900, "QUEUE_URL": "q" * 100}  # 4036 bytes measured: taken
+    lambda_client.create_function(**create, Environment={"Variables": within})
+    try:
+        lambda_client.update_function_configuration(FunctionName=name, Environment={"Variables": over})
+        raise AssertionError("an update to a 4 KB environment was taken")
+    except ClientError as error:
+        assert error.response["Error"]["Code"] == "InvalidParameterValueException"
+    configuration = lambda_client.get_function_configuration(FunctionName=name)
+    assert configuration["Environment"]["Variables"] == within  # the refused update changed nothing
+    lambda_client.delete_function(FunctionName=name)

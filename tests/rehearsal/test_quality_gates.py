@@ -18,7 +18,10 @@ import pytest
 
 from lakeline.runtimes.deployed.local_aws.deploy import Deployment
 from lakeline.runtimes.deployed.local_aws.executions import ExecutionHost
+from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
+from lambdas.table_settings import TABLE_SETTINGS_FILE, DeployedTableSettings, read_table_settings
 from tests.rehearsal.support import (
+    CHECKED_TABLE_SETTINGS,
     bucket,
     create_report_table,
     create_source_tables,
@@ -75,6 +78,17 @@ def orders(deployment: Deployment) -> list[list[str]]:
 
 def daily(deployment: Deployment) -> list[list[str]]:
     return query(deployment, "SELECT orders, date FROM retail_reports_dev.checked_daily")
+
+
+def test_the_routers_read_the_checks_from_their_code_asset_not_their_environment(functions: FunctionHost) -> None:
+    """The table settings, checks included, are in the routers' code asset (``lambdas.table_settings``), which Lambda
+    does not bound at 4 KB as it bounds their environment; the gates below are planned from there."""
+    routers = [environment.function for name, environment in functions.environments.items() if "Router" in name]
+    assert len(routers) == 2
+    for router in routers:
+        assert not {"TABLE_SETTINGS", "DEFAULT_TABLE_SETTINGS", "TABLE_SETTINGS_FILE"} & set(router.environment)
+        bundled = read_table_settings((router.code / "lambdas" / TABLE_SETTINGS_FILE).read_text())
+        assert bundled.tables == DeployedTableSettings.model_validate({"tables": CHECKED_TABLE_SETTINGS}).tables
 
 
 def test_a_bad_version_is_blocked_in_either_stage_and_readers_keep_the_previous_one(

@@ -15,7 +15,8 @@ from moto import mock_aws
 from lakeline.commits import Lease
 from lakeline.engines.base import Column, TableSchema
 from lakeline.partitions import run_location
-from lakeline.settings import PipelineSettings
+from lakeline.quality.checks import MAX_CHECKS, MAX_CHECKS_BYTES
+from lakeline.settings import PipelineSettings, TableSettings
 from lakeline.storage import S3ObjectStore
 from stage_a.arrivals import Arrival, pending_entry
 from stage_a.keys import parse_raw_key
@@ -38,7 +39,13 @@ def s3() -> Iterator[S3ObjectStore]:
 
 
 def waiting_plan_input(
-    s3: S3ObjectStore, team: str, dataset: str, table: str, file_name: str, waiting: int
+    s3: S3ObjectStore,
+    team: str,
+    dataset: str,
+    table: str,
+    file_name: str,
+    waiting: int,
+    settings: PipelineSettings = SETTINGS,
 ) -> tuple[int, int]:
     """(bytes of the state machine input, arrivals its run takes) with ``waiting`` arrivals on one partition."""
     prefix = f"{team}/{dataset}/{table}/date=20220120/"
@@ -58,7 +65,7 @@ def waiting_plan_input(
         (Column("date", "string"),),
     )
     raw = parse_raw_key(f"{prefix}00000{file_name}")
-    plan = plan_stage_a(raw, SETTINGS, schema, run_token=TOKEN, lease=lease, manifests=s3)
+    plan = plan_stage_a(raw, settings, schema, run_token=TOKEN, lease=lease, manifests=s3)
     assert plan.lease is not None
     document = json.dumps({"plan": plan.to_dict(), "arrival": None})
     return len(document.encode()), len(plan.lease["pending"])
@@ -84,6 +91,24 @@ def test_the_longest_keys_the_door_accepts_make_smaller_batches_under_the_same_b
     size, taken = waiting_plan_input(s3, team, dataset, table, "f" * 250, waiting)
     assert 1 <= taken < min(waiting + 1, MAX_RUN_ARRIVALS)
     assert size < QUARTER_OF_THE_QUOTA
+
+
+def test_the_most_checks_a_table_may_declare_travel_in_the_plan_under_the_quota(s3: S3ObjectStore) -> None:
+    """A table's quality checks travel in its runs' plans (``QualityGate``): at their bound (100 checks, 64,000 bytes
+    of rules) and quoted at every other character, so JSON escapes half of them again, with the longest keys and a
+    full batch, the input stays under half of Step Functions' 256 KiB (the table settings themselves travel in the
+    functions' code asset, not their 4 KB environment: lambdas.table_settings)."""
+    team, dataset, table = "t" * 59, "d" * 59, "c" * 128
+    values = ", ".join(f'"{n:x}"' for n in range(104))
+    rules = [{"rule": f'ColumnValues "c{n:02d}" in [{values}]'} for n in range(MAX_CHECKS)]
+    assert MAX_CHECKS_BYTES - 1_000 <= sum(len(rule["rule"]) for rule in rules) <= MAX_CHECKS_BYTES
+    checked = SETTINGS.model_copy(
+        update={"tables": {f"{team}_{dataset}_dev.{table}": TableSettings.model_validate({"checks": rules})}}
+    )
+    plain, _ = waiting_plan_input(s3, team, dataset, table, "f" * 250, 2_000)
+    size, _ = waiting_plan_input(s3, team, dataset, table, "f" * 250, 2_000, checked)
+    assert size - plain > MAX_CHECKS_BYTES  # the rules are in it
+    assert size < 2 * QUARTER_OF_THE_QUOTA, size
 
 
 def test_the_oldest_arrivals_are_taken_first(s3: S3ObjectStore) -> None:
