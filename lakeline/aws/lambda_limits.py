@@ -1,4 +1,4 @@
-"""Lambda's bound on a function's environment, measured one way by the synth check (``stacks.constructs.bounds``)
+"""Lambda's bound on a function's environment, measured one way by the synth check (``stacks.environment_bound``)
 and by the local deployment's Lambda (``lakeline.runtimes.deployed.local_aws.moto_fixes``), which refuses what AWS
 refuses."""
 
