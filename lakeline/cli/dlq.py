@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -59,13 +59,26 @@ def dlq_list(
         if deployed is not None and stack is not None:
             raise LakelineError("--deployed/--embedded (a local project) and --stack (one in AWS): say one")
         if stack is not None:
-            parked = _list_stack_dead_letters(console, stack, _dead_letter_queues(queue))
+            from lakeline.aws.clients import AwsClients
+
+            aws = AwsClients()
+            parked = _list_stack_dead_letters(console, aws.cloudformation, aws.sqs, stack, _dead_letter_queues(queue))
         else:
             from lakeline.project.quarantine import Quarantine
 
             root, _ = existing_workspace(config, workspace)
             if reads_deployment(deployed, root):
-                parked = _list_kept_dead_letters(console, root, _dead_letter_queues(queue))
+                from lakeline.runtimes.deployed.endpoint import reachable
+
+                up = reachable(root)  # a running `lakeline up`'s queues hold what was parked since it started
+                if up is None:
+                    parked = _list_kept_dead_letters(console, root, _dead_letter_queues(queue))
+                else:
+                    console.print(f"the local deployment kept up by `lakeline up` at {up.url} (pid {up.pid})")
+                    stack_name, queues = up.resources["pipeline_stack"], _dead_letter_queues(queue)
+                    parked = _list_stack_dead_letters(
+                        console, up.client("cloudformation"), up.client("sqs"), stack_name, queues
+                    )
                 if queue is None or "stage-a" in queue:  # files of a table no run could make: never uploaded
                     parked += _list_quarantine(console, Quarantine.of_deployment(root), only_parked=True)
             else:
@@ -73,7 +86,8 @@ def dlq_list(
     except (LakelineError, OSError, ValueError) as error:
         fail(str(error))
     except (ClientError, BotoCoreError) as error:
-        fail(f"cannot read stack {stack}: {error}")
+        what = f"stack {stack}" if stack is not None else "the deployment `lakeline up` keeps up"
+        fail(f"cannot read {what}: {error}")
     if parked:
         raise typer.Exit(1)
 
@@ -130,14 +144,11 @@ def _print_stream_fix(console: Console, parked: dict[str, int]) -> None:
         console.print(STREAM_FIX)
 
 
-def _list_stack_dead_letters(console: Console, stack: str, queues: list[str]) -> int:
-    from lakeline.aws.clients import AwsClients
+def _list_stack_dead_letters(console: Console, cloudformation: Any, sqs: Any, stack: str, queues: list[str]) -> int:
     from lakeline.operations.dead_letters import read_dead_letters
     from lakeline.operations.status import stack_outputs
 
-    aws = AwsClients()
-
-    outputs, sqs, counts = stack_outputs(aws.cloudformation, stack), aws.sqs, {}
+    outputs, counts = stack_outputs(cloudformation, stack), {}
     for name in queues:
         letters = read_dead_letters(sqs, outputs[DLQ_QUEUES[name][0]])
         counts[name] = len(letters)

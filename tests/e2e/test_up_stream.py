@@ -71,6 +71,10 @@ def test_an_invalid_item_put_with_the_aws_cli_is_parked_with_its_reason_and_the_
     assert "dependency item 'shop_reports_dev.refused'" in listed and "partitionColumn" in listed, listed
     assert '"dataset":"shop_reports_dev.refused","event_name":"INSERT"' in listed, listed
     assert "put a corrected item under the key named" in listed, listed
+    # From the project's folder, as `status` does, the listing reaches the running deployment (not what was kept).
+    running = run(up_session._lakeline("dlq", "list", "--config", "lakeline.yml"), expect=1)
+    assert "kept up by `lakeline up` at" in running, running
+    assert "dependencies-stream: 1 parked" in running and "dependency item 'shop_reports_dev.refused'" in running
 
     # Stopped, the state is kept with the parked message: the listing from the workspace shows it too.
     process.send_signal(signal.SIGINT)
