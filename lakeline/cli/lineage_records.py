@@ -437,5 +437,7 @@ def query_command(
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
     app.command("trace")(trace_command)
-    app.command("show")(show_command)
+    app.command("show", short_help="Which run wrote a partition version, from which inputs and raw files.")(
+        show_command
+    )
     app.command("query")(query_command)

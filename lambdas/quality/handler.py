@@ -14,10 +14,11 @@ from typing import Any, Literal
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from lakeline.aws.clients import AwsClients
-from lakeline.engines.athena import AthenaEngine, AthenaSettings
+from lakeline.engines.athena import THROTTLING_CODES, AthenaEngine, AthenaSettings
 from lakeline.errors import InvalidInputError, validated
 from lakeline.lambda_support import load_environment
 from lakeline.storage import SchemeObjectStore
@@ -29,6 +30,12 @@ from stage_end.quality import run_quality
 logger = Logger(service="quality")
 tracer = Tracer(service="quality")
 metrics = Metrics(namespace="Lakeline", service="quality")
+
+
+class QualityThrottled(Exception):
+    """Athena stayed at its quota past the engine's own retries (a backfill holding every query slot): the task's
+    throttling retry waits, as for the state machines' own Athena tasks (``stacks.constructs.engines``), instead
+    of the run failing and parking what it took."""
 
 
 class QualityInput(BaseModel):
@@ -60,14 +67,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise InvalidInputError(f"the plan of run {plan.run_token} has no checks: the quality task must not run")
     replaces = plan.replaces if isinstance(plan, StageBPlan) else ()
     run = runtime()
-    report = run_quality(
-        plan.quality,
-        target_location=plan.target_location,
-        engine=run.engine,
-        store=run.store,
-        carry_from=plan.carry_from,
-        replaces=replaces,
-    )
+    try:
+        report = run_quality(
+            plan.quality,
+            target_location=plan.target_location,
+            engine=run.engine,
+            store=run.store,
+            carry_from=plan.carry_from,
+            replaces=replaces,
+        )
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in THROTTLING_CODES:
+            raise QualityThrottled(str(error)) from error
+        raise
     failed = [result.rule for result in report.failed]
     metrics.add_metric(name="QualityChecks", unit=MetricUnit.Count, value=len(report.results))
     metrics.add_metric(name="QualityWarnings", unit=MetricUnit.Count, value=len(failed))

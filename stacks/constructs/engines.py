@@ -235,7 +235,9 @@ class AthenaEngineSteps(EngineSteps):
             result_selector={"checks.$": "$.Payload.checks", "warned.$": "$.Payload.warned"},
             result_path="$.quality",
         )
-        add_retry(task)  # the service's transient errors only: a blocked version fails the same way again
+        # The service's transient errors and Athena's quota (the function's QualityThrottled) only: a blocked
+        # version fails the same way again.
+        add_retry(task, throttled=["QualityThrottled"])
         return task
 
     def stage_b(

@@ -3,6 +3,7 @@ failure path that records what failed before the execution fails."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import Duration
@@ -36,13 +37,14 @@ THROTTLED_LONGEST_WAIT = Duration.minutes(5)
 SQL_TIMEOUT = Duration.hours(2)
 
 
-def add_throttling_retry(state: sfn.TaskStateBase) -> None:
+def add_throttling_retry(state: sfn.TaskStateBase, also: Sequence[str] = ()) -> None:
     """Throttling is retried for up to about 80 minutes (20 retries, waits growing 1.5x from 30 s to at most 5
     minutes, full jitter: about 40 minutes on average): a backfill that holds Athena, Glue or Lambda at its quota
     for that long delays runs instead of failing them and parking what they took in bulk (#39). Listed first,
-    so a throttled call uses this budget and not the transient errors' (each retrier counts its own attempts)."""
+    so a throttled call uses this budget and not the transient errors' (each retrier counts its own attempts).
+    ``also``: the error names a task's own function raises when its service throttles it."""
     state.add_retry(
-        errors=THROTTLED,
+        errors=[*THROTTLED, *also],
         interval=THROTTLED_FIRST_WAIT,
         max_attempts=THROTTLED_RETRIES,
         backoff_rate=1.5,
@@ -51,8 +53,8 @@ def add_throttling_retry(state: sfn.TaskStateBase) -> None:
     )
 
 
-def add_retry(state: sfn.TaskStateBase) -> None:
-    add_throttling_retry(state)
+def add_retry(state: sfn.TaskStateBase, throttled: Sequence[str] = ()) -> None:
+    add_throttling_retry(state, throttled)
     state.add_retry(
         errors=TRANSIENT_ERRORS,
         interval=Duration.seconds(5),

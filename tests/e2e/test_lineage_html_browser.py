@@ -498,7 +498,7 @@ def thirty_table_events() -> list[dict[str, Any]]:
     ]
     failed = {
         FAILED_REPORT: "Athena query failed: HIVE_BAD_DATA",
-        BLOCKED_REPORT: "blocked by data quality: RowCount > 0 failed",
+        BLOCKED_REPORT: "quality failed: QualityBlocked: quality checks blocked report_07: rule 'RowCount > 0' failed",
     }
     return pipeline_events(stage_a, stage_b, failed)
 

@@ -673,3 +673,17 @@ def test_the_pipeline_stack_outputs_what_lakeline_status_reads(athena_templates:
     assert "Fn::ImportValue" in json.dumps(outputs["PipelineStateTable"]["Value"])
     assert "StateMachine" in json.dumps(outputs["StageAStateMachineArn"]["Value"])
     assert "QueueB" in json.dumps(outputs["StageBDeadLetterQueueUrl"]["Value"])
+
+
+@pytest.mark.parametrize("stage", ["StageA", "StageB"])
+def test_the_quality_task_waits_out_athenas_quota_as_the_athena_tasks_do(
+    athena_templates: tuple[Template, Template], stage: str
+) -> None:
+    """The quality function raises QualityThrottled when Athena stays at its quota past the engine's own
+    retries: the task retries it with the throttling budget (#39), not the failure path's parking."""
+    _, pipeline = athena_templates
+    states = state_machine_definition(pipeline, stage)["States"]
+    (quality,) = [state for name, state in states.items() if state.get("Type") == "Task" and name.endswith("Quality")]
+    (throttling,) = [retry for retry in quality["Retry"] if "QualityThrottled" in retry["ErrorEquals"]]
+    assert "Lambda.TooManyRequestsException" in throttling["ErrorEquals"]
+    assert throttling["MaxAttempts"] == 20 and throttling["IntervalSeconds"] == 30

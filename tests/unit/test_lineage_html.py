@@ -501,12 +501,16 @@ def test_a_parent_that_reads_or_writes_is_a_node_and_cycles_end() -> None:
 
 def test_failed_runs_blocked_by_quality_are_told_apart() -> None:
     events = [
-        parented("a", None, [], ["db.a"], error="blocked by data quality: RowCount > 0 failed"),
+        parented("a", None, [], ["db.a"], error="quality failed: QualityBlocked: quality checks blocked db.a: ..."),
         parented("b", None, [], ["db.b"], error="Athena query failed: HIVE_BAD_DATA"),
+        # The check itself crashed (nothing was judged), or the table's name says quality: failed, not blocked.
+        parented("c", None, [], ["db.c"], error="quality failed: Sandbox.Timedout: Task timed out"),
+        parented("d", None, [], ["db.quality"], error="ctas failed: blocked by a lock on db.quality"),
     ]
     nodes = {node["id"]: node for node in graph_document(build_lineage_graph(events))["nodes"]}
     assert (nodes[job("a")]["failed"], nodes[job("a")]["blocked"]) == (True, True)
-    assert (nodes[job("b")]["failed"], nodes[job("b")]["blocked"]) == (True, False)
+    for other in ("b", "c", "d"):
+        assert (nodes[job(other)]["failed"], nodes[job(other)]["blocked"]) == (True, False), other
 
 
 def test_no_events_give_an_empty_page() -> None:

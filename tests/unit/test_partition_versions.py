@@ -71,3 +71,12 @@ def test_versions_of_a_partition_their_inputs_raw_files_and_neighbours() -> None
     orphaned = [node for node in arrival_nodes(7, 4) if node.action_taken != "RAW_DATA_INPUT"]
     [fourth] = partition_versions(nodes + orphaned, ORDERS, partition_of(7))[3:]
     assert fourth.number == 4 and fourth.raw_files == [] and fourth.inputs == []
+
+
+def test_query_parameters_fill_the_question_marks_in_the_order_of_the_text() -> None:
+    """``lineage query --parameter`` binds in order: a ``?`` in a subquery between two others is the second."""
+    from lakeline.lineage.records.query import bind_parameters
+
+    sql = "SELECT x FROM t WHERE a = ? AND c IN (SELECT y FROM u WHERE z = ?) AND d = ?"
+    bound = bind_parameters(sql, "query", {"1": "one", "2": "two", "3": "three"}).sql("athena")
+    assert bound == "SELECT x FROM t WHERE a = 'one' AND c IN (SELECT y FROM u WHERE z = 'two') AND d = 'three'"

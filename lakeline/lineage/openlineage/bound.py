@@ -51,9 +51,11 @@ def event_size(event: RunEvent) -> int:
     return len(Serde.to_json(event).encode("utf-8"))
 
 
-def client_token(run_id: str, event_type: str, event_time: str, part: int = 0) -> str:
-    """The idempotency token of one part of one event: the same for the same event sent again."""
-    return str(uuid.uuid5(_TOKENS, f"{run_id}/{event_type}/{event_time}/{part}"))
+def client_token(run_id: str, event_type: str, part: int = 0) -> str:
+    """The idempotency token of one part of one event: the same for the same event sent again. Not its time:
+    a run has one START and one end event (other RUNNING events are parts), and a retried function dates
+    its end event anew."""
+    return str(uuid.uuid5(_TOKENS, f"{run_id}/{event_type}/{part}"))
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class EventPart:
 
     @property
     def client_token(self) -> str:
-        return client_token(self.event.run.runId, self.of, self.event.eventTime, self.number)
+        return client_token(self.event.run.runId, self.of, self.number)
 
     @property
     def archive_name(self) -> str:

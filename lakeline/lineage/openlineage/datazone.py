@@ -39,12 +39,12 @@ def sending_token(token: str) -> Iterator[None]:
 
 
 def token_of(body: bytes) -> str:
-    """The token of the event being sent: the one set by the emitter, else that of the event's run, type, time."""
+    """The token of the event being sent: the one set by the emitter, else that of the event's run and type."""
     token = _TOKEN.get()
     if token is not None:
         return token
     event = json.loads(body)
-    return client_token(str(event["run"]["runId"]), str(event["eventType"]), str(event["eventTime"]))
+    return client_token(str(event["run"]["runId"]), str(event["eventType"]))
 
 
 class _TokenedClient:

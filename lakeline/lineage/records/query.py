@@ -148,7 +148,7 @@ def bind_parameters(sql: str, what: str, values: Mapping[str, str]) -> exp.Expr:
         statement = sqlglot.parse_one(sql, read="athena")
     except ParseError as error:
         raise InvalidInputError(f"cannot parse the {what}: {error}") from error
-    placeholders = list(statement.find_all(exp.Placeholder))
+    placeholders = list(statement.find_all(exp.Placeholder, bfs=False))  # in the order of the text (depth first)
     if len(placeholders) != len(values):
         count = "one value" if len(values) == 1 else f"{len(values)} values"
         raise InvalidInputError(

@@ -53,7 +53,8 @@ from lakeline.lineage.openlineage.reader import (
 
 CATALOG_PREFIX = "AwsDataCatalog."
 """Athena's catalog in a dataset's name (the naming spec's ``catalog.database.table``): the label leaves it out."""
-_BLOCKED = re.compile(r"\bblocked\b|\bquality\b", re.IGNORECASE)
+_BLOCKED = re.compile(r"\bQualityBlocked\b")
+"""A run a failed ``block`` check stopped (``stage_end.quality``'s error), not one whose check crashed."""
 
 DEFAULT_TITLE = "Lakeline lineage"
 
