@@ -74,7 +74,7 @@ def test_the_exports_reach_the_endpoint_as_the_operator() -> None:
 # A stand-in for `lakeline up`: it claims the workspace as `up` does (the lock, the owner file), publishes its
 # endpoint, answers HTTP on it, and on SIGTERM writes ``kept`` (its state) before it ends, or not, if told.
 FAKE_UP = """
-import http.server, json, os, signal, sys, threading
+import http.server, json, os, signal, sys, threading, time
 from pathlib import Path
 from lakeline.project.engine_owner import claim
 from lakeline.project.workspace import Workspace
@@ -87,19 +87,24 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 url = f"http://127.0.0.1:{server.server_address[1]}"
 endpoint.publish(root, RunningEndpoint(os.getpid(), url, "us-east-1", "AKIA", "secret", {}))
 stop = threading.Event()
-signal.signal(signal.SIGTERM, lambda *_: stop.set())
+def stopping(*_):
+    if stop.is_set():  # a second signal: `up` stops at once, keeping nothing
+        (root / "signalled twice").write_text("")
+        os._exit(1)
+    stop.set()
+signal.signal(signal.SIGTERM, stopping)
 print("up", flush=True)
 stop.wait()
+time.sleep(float(sys.argv[3]))  # the work under way
 if keep:
     (root / "kept").write_text("kept")
 endpoint.withdraw(root)
 """
 
 
-def _fake_up(root: Path, keep: bool) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-c", FAKE_UP, str(root), "keep" if keep else "lose"], stdout=subprocess.PIPE, text=True
-    )
+def _fake_up(root: Path, keep: bool, stopping_seconds: float = 0.0) -> subprocess.Popen[str]:
+    arguments = [str(root), "keep" if keep else "lose", str(stopping_seconds)]
+    process = subprocess.Popen([sys.executable, "-c", FAKE_UP, *arguments], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline() == "up\n"
     return process
 
@@ -119,6 +124,26 @@ def test_down_signals_the_up_holding_the_workspace_and_waits_for_it_to_give_it_u
         # The claim is given up when the process ends, even before its parent reaps it.
         assert process.wait(timeout=5) == 0
         assert endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=30) is None
+    finally:
+        process.kill()
+
+
+def test_down_run_again_while_up_stops_waits_for_it_without_a_second_signal(tmp_path: Path) -> None:
+    """A second signal stops `up` at once, keeping nothing: a `down` that timed out and is run again (or a
+    second one from another terminal) waits for the stop already asked instead."""
+    process = _fake_up(tmp_path, keep=True, stopping_seconds=3.0)
+    try:
+        with pytest.raises(endpoint.StillStopping, match="run `lakeline down` again"):
+            endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=0.5, poll=0.05)
+        stopped = endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=30, poll=0.05)
+        assert process.wait(timeout=5) == 0 and not (tmp_path / "signalled twice").exists()
+        assert stopped is not None and (tmp_path / "kept").exists()
+        # The next `up` on the workspace is asked to stop afresh.
+        later = _fake_up(tmp_path, keep=True)
+        try:
+            assert endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=30, poll=0.05) is not None
+        finally:
+            later.kill()
     finally:
         process.kill()
 

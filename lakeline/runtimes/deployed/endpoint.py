@@ -194,7 +194,10 @@ def stop_up(
     if owner is None or owner.pid != found.pid or not held_by_another(workspace_root):
         return None  # the file's process no longer holds the workspace: not an `up` to stop
     before = kept_at()
-    os.kill(found.pid, signal.SIGTERM)
+    if _first_to_ask_a_stop(workspace_root, found.pid):
+        # One signal only: a second one stops `up` at once, keeping nothing (a `down` run again, or from
+        # another terminal, waits for the stop already asked).
+        os.kill(found.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while held_by_another(workspace_root):
         if time.monotonic() > deadline:
@@ -206,6 +209,29 @@ def stop_up(
         time.sleep(poll)
     after = kept_at()
     return Stopped(found, kept=after is not None and after != before)
+
+
+def _stop_file(workspace_root: Path) -> Path:
+    return endpoint_file(workspace_root).with_suffix(".stopping")
+
+
+def _first_to_ask_a_stop(workspace_root: Path, pid: int) -> bool:
+    """Claim the one stop signal of the ``up`` running as ``pid``: whether no ``down`` asked it to stop before
+    (the file is made exclusively, so of two at once one is first)."""
+    path = _stop_file(workspace_root)
+    try:
+        with path.open("x") as claim:
+            claim.write(str(pid))
+        return True
+    except FileExistsError:
+        try:
+            asked = path.read_text().strip()
+        except OSError:
+            asked = ""
+        if asked == str(pid):
+            return False
+        path.write_text(str(pid))  # left by an earlier `up`, which ended: this one was not asked yet
+        return True
 
 
 def publish(workspace_root: Path, endpoint: RunningEndpoint) -> Path:
@@ -224,3 +250,4 @@ def withdraw(workspace_root: Path) -> None:
         return
     if isinstance(record, dict) and record.get("pid") == os.getpid():
         path.unlink(missing_ok=True)
+        _stop_file(workspace_root).unlink(missing_ok=True)
