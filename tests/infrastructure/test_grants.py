@@ -72,12 +72,15 @@ def test_every_call_a_function_makes_is_granted_to_its_role(pipeline: Template) 
     for call in RECORDER.calls:
         calls[call.function].add(call)
     functions = functions_of(pipeline)
-    assert set(calls) <= set(functions), f"calls from code no function runs: {sorted(set(calls) - set(functions))}"
-    assert set(calls) == set(functions), f"handlers the tier never ran: {sorted(set(functions) - set(calls))}"
+    # A function one engine deploys and the other does not (the quality function is Athena's: the Spark engine's
+    # quality step is a Glue job run) is checked against the template that has it.
+    anywhere = {name for engine in ("athena", "spark") for name in functions_of(synthesized(engine)[1])}
+    assert set(calls) <= anywhere, f"calls from code no function runs: {sorted(set(calls) - anywhere)}"
+    assert set(functions) <= set(calls), f"handlers the tier never ran: {sorted(set(functions) - set(calls))}"
     missing = sorted(
         f"{function}: {action} (for {call.operation})"
         for function, made in calls.items()
-        for deployed in functions[function]
+        for deployed in functions.get(function, [])
         for call in made
         for action in call.actions
         if not allows(allowed_actions(pipeline, deployed), action)

@@ -56,11 +56,16 @@ def test_the_job_role_may_associate_the_key_with_its_log_groups(spark: tuple[Tem
 @pytest.mark.parametrize("stage", ["StageA", "StageB"])
 def test_a_job_run_refused_for_concurrency_is_retried(spark: tuple[Template, Template], stage: str) -> None:
     """``MaxConcurrentRuns`` is 20 and the routers start more executions than that: Glue answers
-    ``ConcurrentRunsExceededException``, which must wait and retry, not fail the run (and park its input)."""
+    ``ConcurrentRunsExceededException``, which must wait and retry, not fail the run (and park its input).
+    Both job runs a stage starts are retried so: the writes and the quality run (#41), which shares the job's
+    concurrency."""
     _, pipeline = spark
     states = state_machine_definition(pipeline, stage)["States"]
-    (job,) = [s for s in states.values() if s.get("Resource", "").endswith(":glue:startJobRun.sync")]
-    retried = {error for retry in job.get("Retry", []) for error in retry["ErrorEquals"]}
-    assert "Glue.ConcurrentRunsExceededException" in retried
-    (retry,) = [r for r in job["Retry"] if "Glue.ConcurrentRunsExceededException" in r["ErrorEquals"]]
-    assert retry["MaxAttempts"] >= 8 and retry.get("BackoffRate", 1) > 1
+    prefix = "RunPlan" if stage == "StageA" else "RunSteps"
+    jobs = {name: s for name, s in states.items() if s.get("Resource", "").endswith(":glue:startJobRun.sync")}
+    assert set(jobs) == {f"{prefix}Spark", f"{prefix}QualitySpark"}
+    for job in jobs.values():
+        retried = {error for retry in job.get("Retry", []) for error in retry["ErrorEquals"]}
+        assert "Glue.ConcurrentRunsExceededException" in retried
+        (retry,) = [r for r in job["Retry"] if "Glue.ConcurrentRunsExceededException" in r["ErrorEquals"]]
+        assert retry["MaxAttempts"] >= 8 and retry.get("BackoffRate", 1) > 1

@@ -201,12 +201,35 @@ def test_stage_a_runs_native_athena_sync_tasks_with_retry_and_catch(
         "Next": "RunPlanWritten",
     }
     assert states["RunPlanDropTemp"]["Next"] == "RunPlanDropSourceIfAny"
-    assert states["RunPlanDropSourceIfAny"]["Choices"][0]["Next"] == "RunPlanCommit"
-    assert states["RunPlanDropSource"]["Next"] == "RunPlanCommit"
+    assert states["RunPlanDropSourceIfAny"]["Choices"][0]["Next"] == "RunPlanHasChecks"
+    assert states["RunPlanDropSource"]["Next"] == "RunPlanHasChecks"
+    # The quality step (#41) between the writes and the commit: skipped by a Choice when the plan has no checks;
+    # a failed check goes to the failure path as the 'quality' step, never to the commit.
+    assert_quality_step(states, "RunPlan", "A", "StageARecord")
     assert states["RunPlanCommit"]["Next"] == "RunPlanPublish"
     assert states["RunPlanCommit"]["Parameters"]["Payload"]["plan.$"] == "$.plan"
     assert states["RunPlanCommitFailed"]["Next"] == "StageARecord"
     assert states["RunPlanPublish"]["Next"] == "RunPlanWritten"
+
+
+def assert_quality_step(states: dict[str, Any], prefix: str, stage: str, record: str) -> None:
+    """The quality step (#41) as the Athena engine deploys it: a Choice on the plan's checks, the quality
+    function's task with the stage and the plan, its Catch marking the ``quality`` step on the failure path,
+    and the commit only after it (or after the Choice skipped it)."""
+    has_checks = states[f"{prefix}HasChecks"]
+    assert has_checks["Type"] == "Choice"
+    assert has_checks["Choices"] == [{"Variable": "$.plan.quality", "IsNull": True, "Next": f"{prefix}Checked"}]
+    assert has_checks["Default"] == f"{prefix}Quality"
+    task = states[f"{prefix}Quality"]
+    assert task["Resource"].endswith(":states:::lambda:invoke")
+    assert task["Parameters"]["Payload"] == {"stage": stage, "plan.$": "$.plan"}
+    assert task["Next"] == f"{prefix}Checked"
+    assert "Athena.TooManyRequestsException" in {e for retry in task["Retry"] for e in retry["ErrorEquals"]}
+    (catch,) = task["Catch"]
+    assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == f"{prefix}QualityFailed"
+    failed = states[f"{prefix}QualityFailed"]
+    assert (failed["Result"], failed["ResultPath"], failed["Next"]) == ("quality", "$.failed_step", record)
+    assert states[f"{prefix}Checked"]["Next"] == f"{prefix}Commit"
 
 
 def test_queues_have_dead_letter_queues_alarms_and_partial_batch_failures(
@@ -323,7 +346,8 @@ def test_stage_b_runs_steps_in_order_drops_the_temp_table_on_failure_and_swaps(
     assert states["RunStepsStepFailed"]["Next"] == "StageBRecord"
     assert states["RunStepsHasTemp"]["Choices"][0]["Next"] == "RunStepsDropTemp"
     # The run's prefix is committed as the partition's next version before the catalog swap.
-    assert states["RunStepsDropTemp"]["Next"] == "RunStepsCommit"
+    assert states["RunStepsDropTemp"]["Next"] == "RunStepsHasChecks"
+    assert_quality_step(states, "RunSteps", "B", "StageBRecord")
     assert states["RunStepsCommit"]["Next"] == "RunStepsPublish"
     assert states["RunStepsCommit"]["Catch"][0]["Next"] == "RunStepsCommitFailed"
     assert states["RunStepsPublish"]["ItemsPath"] == "$.plan.publish"
