@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Collection
 from dataclasses import asdict
-from typing import Protocol
+from typing import Any, Protocol
 
 from lakeline.engines.base import Engine, QueryResult
 from lakeline.errors import InvalidInputError, LakelineError
@@ -78,11 +78,13 @@ def report_location(target_location: str) -> str:
     return manifest_prefix(target_location) + REPORT_OBJECT
 
 
+def report_to_dict(report: QualityReport) -> dict[str, Any]:
+    """The report as ``quality.json`` and a run's ``summary.json`` hold it."""
+    return {"table": report.table, "blocked": report.blocked, "results": [asdict(result) for result in report.results]}
+
+
 def report_to_json(report: QualityReport) -> str:
-    return json.dumps(
-        {"table": report.table, "blocked": report.blocked, "results": [asdict(result) for result in report.results]},
-        sort_keys=True,
-    )
+    return json.dumps(report_to_dict(report), sort_keys=True)
 
 
 def report_from_json(text: str) -> QualityReport:

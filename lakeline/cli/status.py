@@ -57,7 +57,7 @@ def status(
             from lakeline.aws.clients import AwsClients
 
             aws = AwsClients()
-            clients = StackClients(aws.cloudformation, aws.dynamodb, aws.sqs, aws.stepfunctions)
+            clients = StackClients(aws.cloudformation, aws.dynamodb, aws.sqs, aws.stepfunctions, aws.s3)
             report: PipelineStatus = deployed_status(clients, stack, now, since=timedelta(hours=since_hours))
         else:
             root, sources = existing_workspace(config, workspace)
@@ -96,7 +96,7 @@ def _print_status(report: PipelineStatus) -> None:
     if report.sql_server:
         console.print(f"SQL server: {escape(report.sql_server)}")
     partitions = Table(title="partitions")
-    for column in ("table", "partition", "version", "files", "published (UTC)", "waiting", "run in flight"):
+    for column in ("table", "partition", "version", "files", "published (UTC)", "waiting", "run in flight", "checks"):
         justify = "right" if column in ("version", "files", "waiting") else "left"
         partitions.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for part in report.partitions:
@@ -108,6 +108,7 @@ def _print_status(report: PipelineStatus) -> None:
             part.published_at or "-",
             str(part.waiting),
             part.run_in_flight or "",
+            part.quality or "",
         )
     print_whole(console, partitions)  # a pipe or a log gets whole rows, not values cut at 80 columns
     for target in report.waiting_targets:

@@ -19,12 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from lakeline.commits import COMMIT_PREFIX
 from lakeline.commits.slots import SLOTS_PREFIX, STAGES
+from lakeline.errors import InvalidInputError
 from lakeline.project.quarantine import Quarantine
 from lakeline.project.unresolved import load_unresolved
 from lakeline.project.workspace import Workspace
+from lakeline.storage import LocalObjectStore, ObjectMissing, ObjectStore, S3ObjectStore
+from stage_end.quality import report_from_json, report_location
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
 
@@ -64,6 +68,8 @@ class PartitionStatus:
     published_at: str | None
     waiting: int  # arrivals or messages recorded, for the run that holds the partition or the next one
     run_in_flight: str | None
+    quality: str | None = None
+    """The published version's checks (#41), e.g. ``3/3 passed``, from its run's report; ``None``: none ran."""
 
 
 @dataclass(frozen=True)
@@ -123,11 +129,43 @@ def runs_in_flight(items: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return {f"stage {stage}": counted.get(stage, 0) for stage in STAGES}
 
 
+TextReader = Callable[[str], "str | None"]
+"""An object's text by its location (``s3://`` or ``file://``); ``None`` if there is no such object."""
+
+
+def store_reader(store: ObjectStore) -> TextReader:
+    def read(location: str) -> str | None:
+        try:
+            return store.read_text(location)
+        except ObjectMissing:
+            return None
+
+    return read
+
+
+def quality_of(read: TextReader, published: str | None) -> str | None:
+    """The checks the published version passed, as the quality step's report beside its run says
+    (``stage_end.quality``); ``None`` if no check ran on it (a table without checks, a compaction). A blocked
+    version is never published: its rules are in the parked input's reason, which ``failures`` shows."""
+    if not published:
+        return None
+    try:
+        location = report_location(published)
+    except InvalidInputError:  # a version not written into a run prefix: no run checked it
+        return None
+    text = read(location)
+    return None if text is None else report_from_json(text).summary
+
+
 def read_items(
-    items: Iterable[Mapping[str, Any]], required: Callable[[str], frozenset[str]], now: datetime
+    items: Iterable[Mapping[str, Any]],
+    required: Callable[[str], frozenset[str]],
+    now: datetime,
+    read: TextReader | None = None,
 ) -> tuple[list[PartitionStatus], list[TargetWaiting]]:
     """Partitions and waiting ``all`` targets from pipeline-state items (DynamoDB's typed JSON).
-    ``required(target_dataset)`` gives a target's sources (empty if its item is unknown)."""
+    ``required(target_dataset)`` gives a target's sources (empty if its item is unknown); ``read``, the objects
+    where each published version's quality report is (none read without it)."""
     partitions, waiting = [], []
     for item in items:
         key = _text(item, "target_partition") or ""
@@ -145,6 +183,7 @@ def read_items(
                     f"{datetime.fromtimestamp(published, UTC):%Y-%m-%d %H:%M:%S}" if published else None,
                     len(item.get("pending", {}).get("SS", [])),
                     leased,
+                    quality_of(read, _text(item, "published")) if read is not None else None,
                 )
             )
         elif "arrived_sources" in item and "completed_by" not in item:
@@ -175,7 +214,7 @@ def local_status(workspace: Path, required: Callable[[str], frozenset[str]], now
         status.sql_server = f"running as pid {pid} (`lakeline sql --stop` ends it, as does any command that runs"
         status.sql_server += " the pipeline here)"
     items = Workspace(workspace).read_pipeline_state()
-    status.partitions, status.waiting_targets = read_items(items, required, now)
+    status.partitions, status.waiting_targets = read_items(items, required, now, store_reader(LocalObjectStore()))
     last_run = _last_run(workspace / "summary.json")
     if last_run is not None:
         finished, summary = last_run
@@ -236,7 +275,8 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
         return frozenset(source for dataset, source in edges if dataset == target)
 
     items = tables.get(pipeline[STACK_OUTPUTS["pipeline_state"]], [])
-    status.partitions, status.waiting_targets = read_items(items, required, now)
+    kept_objects = kept_state.kept_object_reader(folder)
+    status.partitions, status.waiting_targets = read_items(items, required, now, kept_objects)
     status.runs_in_flight = runs_in_flight(items)
     for name in ("stage_a_dlq", "stage_b_dlq", "lineage_dlq", "dependencies_stream_dlq"):
         messages = queues.get(pipeline[STACK_OUTPUTS[name]], [])
@@ -273,7 +313,7 @@ def running_deployment_status(
 ) -> PipelineStatus:
     """The status of the local deployment a ``lakeline up`` keeps running, read through its endpoint as
     ``deployed_status`` reads a stack in AWS, with the workspace's quarantine."""
-    clients = StackClients(*(up.client(name) for name in ("cloudformation", "dynamodb", "sqs", "stepfunctions")))
+    clients = StackClients(*(up.client(name) for name in ("cloudformation", "dynamodb", "sqs", "stepfunctions", "s3")))
     status = deployed_status(clients, up.resources["pipeline_stack"], now, since=since)
     status.where = f"the local deployment kept up by `lakeline up` at {up.url} (pid {up.pid})"
     _quarantined(status, workspace)
@@ -286,6 +326,7 @@ class StackClients:
     dynamodb: DynamoDBClient
     sqs: SQSClient
     sfn: SFNClient
+    s3: S3Client | None = None  # where the published versions' quality reports are; ``None``: not read
 
 
 def stack_outputs(cloudformation: Any, stack: str) -> dict[str, str]:
@@ -315,7 +356,8 @@ def deployed_status(
     items: list[Mapping[str, Any]] = []
     for scanned in clients.dynamodb.get_paginator("scan").paginate(TableName=outputs["pipeline_state"]):
         items.extend(scanned.get("Items", []))
-    status.partitions, status.waiting_targets = read_items(items, required, now)
+    reports = store_reader(S3ObjectStore(clients.s3)) if clients.s3 is not None else None
+    status.partitions, status.waiting_targets = read_items(items, required, now, reports)
     status.runs_in_flight = runs_in_flight(items)
     for stage in STAGES:
         # Both of the stage's queues: its follow-up runs wait for a free slot on their own (#39); a stack deployed

@@ -44,6 +44,14 @@ class QualityReport:
     def failed(self) -> tuple[CheckResult, ...]:
         return tuple(result for result in self.results if not result.passed)
 
+    @property
+    def summary(self) -> str:
+        """One line for ``status`` and a run's summary: ``2/3 passed; failed: RowCount > 10 (warn)``."""
+        line = f"{len(self.results) - len(self.failed)}/{len(self.results)} passed"
+        if self.failed:
+            line += "; failed: " + ", ".join(f"{result.rule} ({result.severity})" for result in self.failed)
+        return line
+
 
 def evaluate(
     checks: Sequence[Check],

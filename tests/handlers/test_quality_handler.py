@@ -49,7 +49,8 @@ def checked(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[di
         "SerdeInfo": {"SerializationLibrary": parquet},
         "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
     }
-    table: Any = {"Name": STAGE[1], "StorageDescriptor": descriptor, "PartitionKeys": [{"Name": "date", "Type": "string"}]}
+    partition_keys = [{"Name": "date", "Type": "string"}]
+    table: Any = {"Name": STAGE[1], "StorageDescriptor": descriptor, "PartitionKeys": partition_keys}
     try:
         glue.update_table(DatabaseName=STAGE[0], TableInput=table)
     except glue.exceptions.EntityNotFoundException:

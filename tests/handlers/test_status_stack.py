@@ -18,6 +18,8 @@ from lakeline.dependencies.store import DependencyStore
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.operations.status import LATER_OUTPUTS, STACK_OUTPUTS
+from lakeline.quality.evaluate import CheckResult, QualityReport
+from stage_end.quality import report_location, report_to_json
 from tests.seed_items import seed_item
 
 REGION = "us-east-1"
@@ -113,6 +115,39 @@ def test_a_quiet_stack_reports_its_partitions_and_exits_0(stack: dict[str, Any])
     ]
     assert report["dead_letters"] == {"stage a": 0, "stage b": 0, "lineage": 0, "dependencies stream": 0}
     assert report["failures"] == []
+
+
+def test_each_published_versions_checks_are_read_from_its_runs_report_in_s3(stack: dict[str, Any]) -> None:
+    """#41: the quality step keeps ``quality.json`` beside the run (its manifest prefix); the version that run
+    published shows its checks, one published without checks shows none."""
+    checked = "s3://stage/eng/t/date=20220120/lakeline_run=20261130t000000000000_aaaaaaaaaa/"
+    unchecked = "s3://stage/eng/u/date=20220120/lakeline_run=20261130t000000000000_bbbbbbbbbb/"
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="stage")
+    report = QualityReport(
+        "eng_dev.t (date=20220120)",
+        (
+            CheckResult('IsComplete "id"', "block", True, 1.0),
+            CheckResult("RowCount > 10", "warn", False, 3.0),
+        ),
+    )
+    where = report_location(checked).removeprefix("s3://stage/")
+    s3.put_object(Bucket="stage", Key=where, Body=report_to_json(report).encode())
+    for table, published in (("t", checked), ("u", unchecked)):
+        stack["dynamodb"].put_item(
+            TableName="pipeline-state",
+            Item={
+                "target_partition": {"S": f"commit#eng_dev.{table}/date=20220120"},
+                "version": {"N": "1"},
+                "published": {"S": published},
+            },
+        )
+    result = status("--format", "json")
+    assert result.exit_code == 0, result.output
+    shown = {p["table"]: p["quality"] for p in json.loads(result.output)["partitions"]}
+    assert shown == {"eng_dev.t": "1/2 passed; failed: RowCount > 10 (warn)", "eng_dev.u": None}
+    table = status()
+    assert "RowCount > 10 (warn)" in table.output and "checks" in table.output
 
 
 def test_what_waits_what_is_parked_and_what_failed_and_exit_1(stack: dict[str, Any]) -> None:

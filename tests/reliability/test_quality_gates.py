@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import pytest
 from lakeline.commits import PartitionCommits, commit_key
 from lakeline.dependencies.model import DependencyItem, parse_dependency_item
 from lakeline.engines.spark import SparkEngine
+from lakeline.operations.status import read_items, store_reader
 from lakeline.project.workspace import Workspace
 from lakeline.quality.checks import Check
 from lakeline.quality.evaluate import QualityReport
@@ -42,6 +44,10 @@ STAGE = f"eng_shop_{ENV}"
 ANALYTICS = f"eng_analytics_{ENV}"
 QUERIES = Path(__file__).resolve().parents[2] / "athena_queries"
 DAY = "20220120"
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+ORDERS = f"{STAGE}.orders/date={DAY}"
+DAILY = f"{ANALYTICS}.orders_daily/date={DAY}"
+WARNED = '2/3 passed; failed: ColumnValues "amount" < 30 (warn)'
 ORDERS_CHECKS = (
     Check(rule='IsComplete "id"'),
     Check(rule='IsUnique "id"'),
@@ -84,6 +90,8 @@ class Phase:
     orders_report: QualityReport | None  # the report of the orders partition's published version
     prefixes: list[str]
     quality_tables: list[str] = field(default_factory=list)
+    checks: dict[str, str | None] = field(default_factory=dict)  # `lakeline status`'s column, by table/partition
+    reports: list[dict[str, Any]] = field(default_factory=list)  # the phase's entries of summary.json's quality
 
 
 @dataclass
@@ -128,11 +136,18 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
         phases: list[Phase] = []
 
         def phase(*files: tuple[str, str]) -> None:
-            before = (len(flow.report.stage_a), len(flow.report.stage_b), len(flow.report.failures))
+            before = (
+                len(flow.report.stage_a),
+                len(flow.report.stage_b),
+                len(flow.report.failures),
+                len(flow.report.quality),
+            )
             for key, text in files:
                 flow.arrive(write(workspace, key, text))
             flow.run_until_idle()
             published = commits.read(commit_key(f"{STAGE}.orders", f"date={DAY}")).published
+            items = cloud.dynamodb.scan(TableName=cloud.names.pipeline_state)["Items"]
+            partitions, _ = read_items(items, lambda target: frozenset(), NOW, store_reader(store))
             phases.append(
                 Phase(
                     orders=sorted(spark_engine.execute(f"SELECT id, amount FROM {STAGE}.orders").rows),
@@ -149,6 +164,8 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
                         for t in spark_engine.session.catalog.listTables(database)
                         if t.name.startswith("lakeline_tmp")
                     ],
+                    checks={f"{p.table}/{p.partition}": p.quality for p in partitions},
+                    reports=flow.report.quality[before[3] :],
                 )
             )
 
@@ -176,6 +193,12 @@ def test_a_good_file_is_published_and_a_failed_warn_rule_reported(scenario: Scen
     assert verdicts == {'IsComplete "id"': True, 'IsUnique "id"': True, 'ColumnValues "amount" < 30': False}
     warned = next(result for result in report.results if not result.passed)
     assert warned.severity == "warn" and warned.metric == 0.0 and len(warned.sample) == 3
+    # `lakeline status` shows each published version's checks; the run's summary carries each report.
+    assert first.checks == {ORDERS: WARNED, DAILY: "2/2 passed"}
+    assert [(r["table"], r["blocked"], len(r["results"])) for r in first.reports] == [
+        (f"{STAGE}.orders (date={DAY})", False, 3),
+        (f"{ANALYTICS}.orders_daily (date={DAY})", False, 2),
+    ]
 
 
 def test_a_bad_file_is_blocked_and_readers_still_see_the_previous_version(scenario: Scenario) -> None:
@@ -193,6 +216,12 @@ def test_a_bad_file_is_blocked_and_readers_still_see_the_previous_version(scenar
     assert '{"id":"1","amount":"30.0"}' in reason and '{"id":"1","amount":"33.0"}' in reason
     assert "amount" not in reason.split("IsUnique")[0].split("IsComplete")[0]  # the warn rule is not a reason
     assert [failure.split(":")[0] for failure in second.failures] == ["eng/shop/orders/date=20220120/part1.csv"]
+    assert second.checks == first.checks, "status shows the checks of the version still published"
+    ((table, blocked, failed),) = [
+        (r["table"], r["blocked"], [x["rule"] for x in r["results"] if not x["passed"]]) for r in second.reports
+    ]
+    assert (table, blocked) == (f"{STAGE}.orders (date={DAY})", True)
+    assert failed == ['IsComplete "id"', 'IsUnique "id"', 'ColumnValues "amount" < 30']
 
 
 def test_the_fixed_file_sent_again_is_published_and_the_target_rebuilt(scenario: Scenario) -> None:
@@ -211,6 +240,11 @@ def test_a_target_whose_own_check_blocks_keeps_its_version(scenario: Scenario) -
     assert fourth.stage_a == 1 and fourth.stage_b == 0
     assert len(fourth.orders) == 11, "the source is published"
     assert fourth.daily == third.daily == [(6, 189.0, DAY)], "the target keeps its previous version"
+    assert fourth.checks[DAILY] == third.checks[DAILY] == "2/2 passed"
+    assert [(r["table"].split(" ")[0], r["blocked"]) for r in fourth.reports] == [
+        (f"{STAGE}.orders", False),
+        (f"{ANALYTICS}.orders_daily", True),
+    ]
     [(body, reason)] = fourth.parked
     assert json.loads(body)["target_dataset"] == f"{ANALYTICS}.orders_daily"
     assert reason.startswith(f"quality failed: QualityBlocked: quality checks blocked {ANALYTICS}.orders_daily")

@@ -83,3 +83,17 @@ def test_a_damaged_kept_state_is_refused_whole_saying_what_to_do(tmp_path: Path,
     with pytest.raises(kept_state.KeptStateError, match="move it aside and run again") as refused:
         kept_state.check(folder)
     assert words in str(refused.value)
+
+
+def test_a_kept_object_is_read_by_its_location_from_the_folder_alone(tmp_path: Path) -> None:
+    """What ``status`` reads of a kept deployment's buckets (a published version's quality report, #41)."""
+    folder = tmp_path / "state"
+    entry = {"key": "eng/t/quality.json", "sha256": "abc", "content_type": "", "metadata": {}}
+    write_manifest(folder, {}, {"stage": [entry]})  # type: ignore[list-item]
+    (folder / "objects").mkdir()
+    (folder / "objects" / "abc").write_text('{"table": "t"}')
+    read = kept_state.kept_object_reader(folder)
+    assert read("s3://stage/eng/t/quality.json") == '{"table": "t"}'
+    assert read("s3://stage/eng/u/quality.json") is None
+    assert read("s3://other/eng/t/quality.json") is None
+    assert kept_state.kept_object_reader(tmp_path / "nothing")("s3://stage/eng/t/quality.json") is None

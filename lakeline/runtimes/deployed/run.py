@@ -73,7 +73,9 @@ from lakeline.runtimes.deployed.local_aws.executions import ExecutionRecord, che
 from lakeline.runtimes.deployed.local_aws.system import DeployedSystem, stood_up, synthesize_cached
 from lakeline.runtimes.deployed.source_ddl import source_table_ddl
 from lakeline.runtimes.deployed.tables import summarized_tables
+from lakeline.storage import SchemeObjectStore
 from stage_b.artifacts import ARTIFACTS_PREFIX
+from stage_end.quality import read_report, report_to_dict
 
 DATABASE_PREFIX = "deployed__"  # the local Athena's Spark databases, apart from `lakeline run`'s own
 
@@ -122,6 +124,9 @@ class DeployedRun:
     contents: dict[str, list[list[Any]]] = field(default_factory=dict)
     """Each dependency item's table, all of its rows (read with Athena)."""
     lineage_records: int = 0
+    quality: list[dict[str, Any]] = field(default_factory=list)
+    """The quality report of each execution that ran checks and published (#41); a blocked one's rules are in its
+    failed execution's cause (its report went with its run's prefix)."""
     archive_objects: int = 0
     archived_lineage_rows: int = 0
     events: int = 0
@@ -586,6 +591,7 @@ class DeployedProject:
         operator, system = self.operator, self.system
         run = DeployedRun(self.workspace.root / "deployed", uploads=self._uploads, unchanged=self._unchanged)
         run.stage_a, run.stage_b = self.executions()
+        run.quality = _quality_reports(operator, [*run.stage_a, *run.stage_b])
         self.trace()
         run.parked_before = self._parked_before
         run.parked = _parked_since(operator.parked(), self._parked_before)
@@ -710,6 +716,21 @@ def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, r
     run.html = write_lineage_html(events, workspace.root / "deployed" / "lineage.html")
 
 
+def _quality_reports(operator: Operator, records: list[ExecutionRecord]) -> list[dict[str, Any]]:
+    """The reports the quality step kept beside each checked run that published; read before the trace and the
+    next runs' sweeps can delete a superseded version's prefix with its report."""
+    store = SchemeObjectStore(operator.deployment.client("s3"))
+    reports = []
+    for record in records:
+        plan = record.input.get("plan", {}) if isinstance(record.input, dict) else {}
+        if record.status != "SUCCEEDED" or not plan.get("quality") or not plan.get("target_location"):
+            continue
+        report = read_report(store, plan["target_location"])
+        if report is not None:
+            reports.append(report_to_dict(report))
+    return reports
+
+
 def _lineage_table(operator: Operator) -> str:
     names = operator.deployment.client("dynamodb").list_tables()["TableNames"]
     (name,) = [name for name in names if "lineage" in name.lower()]
@@ -736,6 +757,7 @@ def _write_summary(run: DeployedRun) -> Path:
                 "quarantined": run.quarantined,
                 "refused_tables": run.refused_tables,
                 "lineage_records": run.lineage_records,
+                "quality": run.quality,
                 "archive_objects": run.archive_objects,
                 "archived_lineage_rows": run.archived_lineage_rows,
                 "openlineage_events": run.events,

@@ -57,7 +57,7 @@ from stage_b.process import StageBServices, plan_local_message
 from stage_b.run import StageBStepFailed, execute_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
-from stage_end.quality import run_quality
+from stage_end.quality import QualityBlocked, report_to_dict, run_quality
 from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
 
 LOCAL_RAW_BUCKET = "local-raw"
@@ -92,6 +92,8 @@ class FlowReport:
     read_by_name: list[str] = field(default_factory=list)  # CSV arrivals loaded through a copy in table order
     copies: list[str] = field(default_factory=list)  # the keys of those copies
     lineage_records: int = 0
+    quality: list[dict[str, Any]] = field(default_factory=list)
+    """Each quality step's report (``stage_end.quality.report_to_dict``), blocked ones too (#41)."""
     arrived: int = 0  # arrivals sent (files, and by-name copies)
     settled: int = 0  # arrivals a stage A run took (loaded, duplicate or failed), quarantined or read by name
 
@@ -379,8 +381,10 @@ class EventFlow:
         self, gate: QualityGate | None, location: str, carry_from: str | None, replaces: tuple[str, ...] = ()
     ) -> None:
         """The quality step, as the state machine's quality task runs it (skipped, as there, without checks)."""
-        if gate is not None:
-            run_quality(
+        if gate is None:
+            return
+        try:
+            report = run_quality(
                 gate,
                 target_location=location,
                 engine=self.engine,
@@ -388,6 +392,10 @@ class EventFlow:
                 carry_from=carry_from,
                 replaces=replaces,
             )
+        except QualityBlocked as blocked:
+            self.report.quality.append(report_to_dict(blocked.report))
+            raise
+        self.report.quality.append(report_to_dict(report))
 
     def _reported(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[SQSRecord], None]:
         """A record whose handling fails returns to its queue and is tried again; on its last try the

@@ -395,6 +395,7 @@ def write_summary(run: ProjectRun) -> Path:
                 "refused_tables": report.refused_tables,
                 "read_by_name": report.read_by_name,
                 "lineage_records": report.lineage_records,
+                "quality": report.quality,
                 "archive_objects": run.archive_objects,
                 "archived_lineage_rows": run.archived_lineage_rows,
                 "seconds": round(run.seconds, 1),

@@ -28,7 +28,7 @@ import base64
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +170,25 @@ def kept_messages(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, li
         for url, messages in manifest.get("queues", {}).items()
     }
     return dict(manifest.get("outputs", {})), queues
+
+
+def kept_object_reader(folder: Path) -> Callable[[str], str | None]:
+    """The text of a kept object by its ``s3://`` location (``None`` if none is kept there), read from the folder
+    alone: what ``status`` reads of a kept deployment's buckets (the quality reports)."""
+    where = _readable(folder)
+    kept: dict[str, str] = {
+        f"s3://{bucket}/{entry['key']}": entry["sha256"]
+        for bucket, entries in (_manifest(where)["buckets"].items() if where else ())
+        for entry in entries
+    }
+
+    def read(location: str) -> str | None:
+        digest = kept.get(location)
+        if where is None or digest is None:
+            return None
+        return (where / "objects" / digest).read_text(encoding="utf-8")
+
+    return read
 
 
 def kept_tables(folder: Path) -> dict[str, list[dict[str, Any]]]:
