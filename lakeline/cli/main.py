@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from lakeline.cli import dlq, reprocess, run, sql, stages, status, up
+from lakeline.cli import check, dlq, reprocess, run, sql, stages, status, up
 from lakeline.cli.deps import deps_app
 from lakeline.cli.glue import glue_app
 from lakeline.cli.lineage import lineage_app
@@ -26,6 +26,7 @@ app.command("run", short_help="Run the pipeline over the project's folders: ever
     run.run_project
 )
 app.command("status", short_help="What the pipeline holds, what waits and what failed.")(status.status)
+app.command("check", short_help="Run a table's quality checks over what is published.")(check.check_command)
 app.command("reprocess", short_help="Rebuild what a range of a table's partitions feeds (backfills, fixes).")(
     reprocess.reprocess_command
 )

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from lakeline.engines.base import Engine, QueryResult
+from lakeline.engines.base import QueryResult
 from lakeline.quality.checks import Check
 from lakeline.quality.rules import ColumnCount, RowCountMatch, Severity, is_row_level
 from lakeline.quality.sql import SAMPLE_ROWS, TableRef, compile_rule
 
 SampleRow = dict[str, str | None]
+
+
+class Queries(Protocol):
+    """What checks need of an engine: its queries (an ``Engine``, or ``lakeline check``'s SQL connection)."""
+
+    def execute(self, sql: str, *, database: str | None = None) -> QueryResult: ...
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class QualityReport:
 
 def evaluate(
     checks: Sequence[Check],
-    engine: Engine,
+    engine: Queries,
     table: TableRef,
     reference: TableRef | None = None,
     *,
@@ -65,7 +71,7 @@ def evaluate(
     return QualityReport(str(table), tuple(_check(check, engine, table, reference, sample_rows) for check in checks))
 
 
-def _check(check: Check, engine: Engine, table: TableRef, reference: TableRef | None, limit: int) -> CheckResult:
+def _check(check: Check, engine: Queries, table: TableRef, reference: TableRef | None, limit: int) -> CheckResult:
     rule = check.parsed
     if isinstance(rule, RowCountMatch) and reference is None:
         return CheckResult(check.rule, check.severity, True, None, note="no published version to compare with")
@@ -86,7 +92,7 @@ def _check(check: Check, engine: Engine, table: TableRef, reference: TableRef | 
     return CheckResult(check.rule, check.severity, passed, _number(metric), sample)
 
 
-def _run(engine: Engine, sql: str, table: TableRef, check: Check) -> QueryResult:
+def _run(engine: Queries, sql: str, table: TableRef, check: Check) -> QueryResult:
     try:
         return engine.execute(sql, database=table.database)
     except Exception as error:
