@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -17,6 +18,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 
 from lambdas.quality import handler as quality
 from stage_end.quality import QualityBlocked, report_location
+from tests.handlers.settings_file import use_table_settings
 from tests.handlers.test_stage_a_handlers import REGION, aws, clear_caches, plan_for  # noqa: F401  (aws: a fixture)
 from tests.lambda_context import LambdaContextStub
 
@@ -29,11 +31,14 @@ CHECKS = [
 
 
 @pytest.fixture
-def checked(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:  # noqa: F811
-    """The stage A fixture with checks on the table, a workgroup for the quality function, and the stage table
-    stored as Parquet (what the router's CTAS makes)."""
-    settings = {".".join(STAGE): {"bucket_count": 3, "checks": CHECKS}}
-    monkeypatch.setenv("TABLE_SETTINGS", json.dumps(settings))
+def checked(
+    aws: dict[str, Any],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> Iterator[dict[str, Any]]:
+    """The stage A fixture with checks on the table (in the router's settings file, as the code asset has it), a
+    workgroup for the quality function, and the stage table stored as Parquet (what the router's CTAS makes)."""
+    use_table_settings(monkeypatch, tmp_path, {".".join(STAGE): {"bucket_count": 3, "checks": CHECKS}})
     monkeypatch.setenv("ATHENA_WORKGROUP", "lakeline")
     athena = boto3.client("athena", region_name=REGION)
     athena.create_work_group(Name="lakeline", Configuration={"ResultConfiguration": {"OutputLocation": "s3://r/"}})
