@@ -85,6 +85,14 @@ def up(
                     with console.status("stopping: waiting for the work under way to end (Ctrl-C again: keep nothing)"):
                         project.system.executions.wait(timeout=AT_REST_SECONDS)
                     project.keep()
+                    # What `lakeline lineage show` and the picture read, as after `run` (no trace: the schedule
+                    # function traces when invoked, as in AWS); after the state is kept, which it must not hold up.
+                    errors: tuple[type[Exception], ...] = (*operation_errors(), OSError)
+                    try:
+                        picture = project.copy_lineage()
+                        console.print(f"lineage picture: {escape(str(picture))}", soft_wrap=True)
+                    except errors as error:
+                        console.print(f"[yellow]the lineage was not copied into the workspace:[/] {escape(str(error))}")
             finally:
                 endpoint.withdraw(root)
     except operation_errors() as error:

@@ -385,6 +385,14 @@ def test_down_stops_it_and_the_state_is_kept(up: Up, readme: list[tuple[list[str
     assert report["where"] == f"the local deployment kept in {state}"
     tables = {(part["table"], part["partition"]) for part in report["partitions"]}
     assert {("shop_pos_dev.sales", "day=2024-03-01"), (SALES_BY_STORE, "day=2024-03-01")} <= tables
+    # The lineage that went through the endpoint (traced by the README's invoke) is in the workspace, as after
+    # `run`: `lineage show` answers from it, and the picture was made.
+    deployed = up.project / ".lakeline" / "deployed"
+    assert f"lineage picture: {deployed / 'lineage.html'}" in up.log.read_text()
+    assert (deployed / "lineage.html").exists() and (deployed / "lineage" / "openlineage.jsonl").stat().st_size
+    shown = lakeline("lineage", "show", "--table", SALES_BY_STORE, "--partition", "day=2024-03-01", cwd=up.project)
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    assert "shop_pos_dev.sales v1." in shown.stdout, shown.stdout
 
 
 def test_a_taken_port_is_refused_before_the_stand_up(tmp_path: Path) -> None:

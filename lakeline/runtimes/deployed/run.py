@@ -580,6 +580,13 @@ class DeployedProject:
             [record for record in records if _machine(record.arn) == machine_b],
         )
 
+    def copy_lineage(self) -> Path:
+        """The lineage archive and OpenLineage events copied into the workspace (``copy_lineage``) and the
+        lineage picture made from them, as at the end of ``lakeline run``; returns the picture's path."""
+        with self.console.status("copying the lineage archive and events into the workspace"):
+            _, events = copy_lineage(self.operator, self.workspace)
+            return write_lineage_html(events, self.workspace.root / "deployed" / "lineage.html")
+
     def trace(self) -> None:
         """The nightly lineage trace, as its schedule starts it: the lineage table's roots traced and archived."""
         with self.console.status("nightly lineage trace: lineage table → archive"), timings.phase("lineage trace"):
@@ -684,17 +691,28 @@ def _machine(execution_arn: str) -> str:
 
 
 def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, run: DeployedRun) -> None:
-    """The lineage table's records; the archive bucket copied into the workspace (its traced trees into
-    ``deployed/lineage-archive/``, its OpenLineage events into ``deployed/lineage/openlineage.jsonl``), as
-    ``aws s3 sync`` would; the archive queried with Athena; the lineage picture."""
+    """The lineage table's records; the archive bucket copied into the workspace (``copy_lineage``); the archive
+    queried with Athena; the lineage picture."""
     deployment = system.deployment
     table = deployment.client("dynamodb").scan(TableName=_lineage_table(operator), Select="COUNT")
     run.lineage_records = int(table["Count"])
-    s3 = deployment.client("s3")
+    run.archive_objects, events = copy_lineage(operator, workspace)
+    run.events = len(events)
+    query = bind_archive_table(load_query(), operator.lineage_database, DEFAULT_TABLE)
+    run.archived_lineage_rows = len(operator.athena(query))
+    run.html = write_lineage_html(events, workspace.root / "deployed" / "lineage.html")
+
+
+def copy_lineage(operator: Operator, workspace: Workspace) -> tuple[int, list[dict[str, Any]]]:
+    """The lineage archive bucket copied into the workspace, as ``aws s3 sync`` would: its traced trees into
+    ``deployed/lineage-archive/`` (what ``lakeline lineage show`` reads), its OpenLineage events into
+    ``deployed/lineage/openlineage.jsonl``. Returns how many archive objects, and the events in order."""
+    s3 = operator.deployment.client("s3")
     archive = operator.buckets["lineagearchive"]
     copies = workspace.root / "deployed" / "lineage-archive"
     shutil.rmtree(copies, ignore_errors=True)
     events: list[dict[str, Any]] = []
+    objects = 0
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=archive):
         for entry in page.get("Contents", []):
             body = s3.get_object(Bucket=archive, Key=entry["Key"])["Body"].read()
@@ -704,16 +722,13 @@ def _lineage(operator: Operator, system: DeployedSystem, workspace: Workspace, r
                 copy = copies / entry["Key"].removeprefix(ARCHIVE_PREFIX)
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 copy.write_bytes(body)
-                run.archive_objects += 1
+                objects += 1
     # In time order; at one time a START first, an end event after the RUNNING parts sent before it (bound).
     events.sort(key=lambda event: (event["eventTime"], {"START": 0, "RUNNING": 1}.get(event["eventType"], 2)))
-    run.events = len(events)
     stored = workspace.root / "deployed" / "lineage" / "openlineage.jsonl"
     stored.parent.mkdir(parents=True, exist_ok=True)
     stored.write_text("".join(json.dumps(event, sort_keys=True) + "\n" for event in events))
-    query = bind_archive_table(load_query(), operator.lineage_database, DEFAULT_TABLE)
-    run.archived_lineage_rows = len(operator.athena(query))
-    run.html = write_lineage_html(events, workspace.root / "deployed" / "lineage.html")
+    return objects, events
 
 
 def _quality_reports(operator: Operator, records: list[ExecutionRecord]) -> list[dict[str, Any]]:
