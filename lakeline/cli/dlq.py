@@ -38,7 +38,8 @@ DLQ_QUEUES = {  # --queue: (its DLQ's stack output, the queue a redrive sends to
 # A refused dependency item's record, sent back as it is, would be refused again: the item itself is what to fix.
 STREAM_FIX = (
     "dependencies-stream: put a corrected item under the key named (`lakeline deps put`, or `aws dynamodb put-item`); "
-    "there is nothing to send back"
+    "there is nothing to send back; an item refused for closing a cycle since broken elsewhere is applied by "
+    "`lakeline deps backfill`"
 )
 
 

@@ -114,8 +114,11 @@ def apply_stream_change(
 STREAM_FUNCTION = "dependencies-by-table"
 REFUSED_FIX = (
     "put a corrected item under the key named (`lakeline deps put`, or `aws dynamodb put-item`): sent back as it is, "
-    "it would be refused again"
+    "it would be refused again; an item refused for closing a cycle since broken elsewhere is applied by "
+    "`lakeline deps backfill` (putting the identical item again writes no stream record)"
 )
+# The reason in the message body, cut well under SQS's 256 KiB (an item's every problem can be longer).
+BODY_REASON_LIMIT = 16_000
 
 
 @dataclass(frozen=True)
@@ -136,11 +139,18 @@ class RefusedChange:
                     "dataset": self.dataset,
                     "event_name": self.event_name,
                     "sequence_number": self.sequence_number,
-                    "reason": self.reason,
+                    "reason": _cut(self.reason, BODY_REASON_LIMIT),
                 },
                 "fix": REFUSED_FIX,
             }
         )
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    note = f"\n... (cut: {len(text):,} characters in all; the stream function's log has the whole reason)"
+    return text[: limit - len(note)] + note
 
 
 def park_refused(sqs: SQSClient, queue_url: str, refused: RefusedChange) -> None:

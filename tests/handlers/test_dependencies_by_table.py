@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from lakeline.dependencies import store as store_module
+from lakeline.dependencies import sync as sync_module
 from lakeline.dependencies.graph import DependencyCycleError
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
@@ -355,3 +356,39 @@ def test_unprocessed_entries_that_never_clear_are_an_error(aws: Aws, monkeypatch
     aws.put_raw(seed_item())
     with pytest.raises(LakelineError, match="still not done after 9 attempts"):
         backfill(aws.store)
+
+
+def test_a_refused_items_long_reason_is_cut_in_the_message_body_and_whole_in_the_log(
+    aws: Aws, log_lines: io.StringIO
+) -> None:
+    """An item's every problem can be longer than an SQS message (256 KiB): the body keeps a capped reason, says so."""
+    data = seed_item(dataset="engineering_analytics_dev.many_problems")
+    data["dependencies"][0]["relativedelta_attributes"] = {f"unknown_{n:04d}_" + "x" * 150: 1 for n in range(600)}
+    aws.put_raw(data)
+    assert aws.run_lambda() == {"batchItemFailures": []}
+    (letter,) = read_dead_letters(aws.sqs, aws.failures)
+    body = json.loads(letter.body)
+    reason = body["refused_dependency_item"]["reason"]
+    logged = [json.loads(line) for line in log_lines.getvalue().splitlines()]
+    (whole,) = [entry["reason"] for entry in logged if entry.get("message") == "dependency item refused"]
+    assert len(whole) > 100_000  # the item's every problem, as the log keeps it
+    assert len(reason) == sync_module.BODY_REASON_LIMIT and len(letter.body) < 20_000
+    assert reason.startswith(whole[:10_000]) and f"(cut: {len(whole):,} characters in all" in reason
+    assert "lakeline deps backfill" in body["fix"]
+
+
+def test_an_item_refused_for_a_cycle_is_applied_by_backfill_once_the_cycle_is_broken(aws: Aws) -> None:
+    """Putting the identical item again writes no stream record on DynamoDB (moto writes one: not modelled here), so
+    the fix names ``lakeline deps backfill``, which applies it."""
+    aws.store.put_items([parse_dependency_item(with_sources("db.b", dataset="db.a"))])
+    aws.run_lambda()
+    aws.put_raw(with_sources("db.a", dataset="db.b"))  # closes db.a -> db.b -> db.a: refused
+    aws.run_lambda()
+    assert sorted(aws.pairs()) == [("db.b", "db.a")]
+    ((refused, _, _),) = aws.parked()
+    assert refused["dataset"] == "db.b"
+    aws.store.put_items([parse_dependency_item(with_sources("db.c", dataset="db.a"))])  # the cycle broken elsewhere
+    aws.run_lambda()
+    assert sorted(aws.pairs()) == [("db.c", "db.a")]  # still not applied
+    assert backfill(aws.store).invalid == {}
+    assert sorted(aws.pairs()) == [("db.a", "db.b"), ("db.c", "db.a")]
