@@ -19,6 +19,8 @@ from lakeline.errors import LakelineError
 if TYPE_CHECKING:
     from mypy_boto3_glue import GlueClient
 
+    from lakeline.engines.base import Engine
+
 
 class CatalogUnreadable(LakelineError):
     """The catalog could not say where a partition is (not: the partition does not exist)."""
@@ -59,6 +61,41 @@ class GlueLocations:
         except BotoCoreError as error:
             raise CatalogUnreadable(f"cannot read {database}.{table} from the Glue catalog: {error}") from error
         return descriptor.get("Location")
+
+
+class CatalogTables(Protocol):
+    def drop_table(self, database: str, table: str) -> None:
+        """Drop ``database.table`` from the catalog if it is there (a missing one is no error)."""
+        ...
+
+
+class GlueTables:
+    """Tables dropped from the Glue Data Catalog (``glue:DeleteTable``): a run's own temp tables, whose data
+    is the run's or nothing (a symlink table's manifest), so only the entry goes."""
+
+    def __init__(self, glue: GlueClient) -> None:
+        self._glue = glue
+
+    def drop_table(self, database: str, table: str) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            self._glue.delete_table(DatabaseName=database, Name=table)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "EntityNotFoundException":
+                raise
+
+
+class EngineTables:
+    """Tables dropped through an engine's SQL: the embedded runtime's, whose catalog is its Spark metastore."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def drop_table(self, database: str, table: str) -> None:
+        from lakeline.names import ddl_name
+
+        self._engine.execute(f"DROP TABLE IF EXISTS {ddl_name(database, table)}", database=database)
 
 
 _local_lock = threading.Lock()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from lakeline.aws.clients import AwsClients
-from lakeline.catalog_locations import GlueLocations
+from lakeline.catalog_locations import GlueLocations, GlueTables
 from lakeline.engines.athena import AthenaEngine
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.storage import SchemeObjectStore
@@ -32,4 +32,5 @@ def failure_runtime(
         dead_letter_queue_url,
         StepEvents.in_lambda(os.environ, s3=aws.s3, catalog=AthenaEngine(aws.athena, glue=aws.glue)),
         LineageWriter(aws.sqs, environment.lineage_queue_url),
+        GlueTables(aws.glue),
     )

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import AfterValidator
 
+from lakeline.catalog_locations import CatalogTables
 from lakeline.catalog_versions import GlueTableVersions
 from lakeline.lineage.records.writer import LineageWriter
 from lakeline.partitions import LeasedRunEnd
+from lakeline.quality.gate import QualityGate
 from lakeline.run_order import FailedStep
 from lakeline.storage import ObjectStore
 from stage_b.onward import OnwardRouting
@@ -45,6 +47,8 @@ class FailureRuntime:
     events: StepEvents
     """The failed run's OpenLineage events; their column lineage is read from the Glue catalog."""
     lineage: LineageWriter
+    tables: CatalogTables
+    """The catalog the failed run's quality table is dropped from (``drop_quality_table``)."""
 
 
 Level = Literal["info", "warning", "error"]
@@ -81,6 +85,21 @@ def prune_table_versions(
     except (BotoCoreError, ClientError) as error:
         return [("warning", "old Glue table versions not pruned", {"table": table, "error": str(error)})]
     return [("info", "old Glue table versions pruned", {"table": table, "versions": deleted})] if deleted else []
+
+
+def drop_quality_table(gate: QualityGate | None, tables: CatalogTables) -> list[Note]:
+    """After a failed run, its quality step's table (named by the plan), which the step drops in its own ``finally``
+    unless it is killed there: a Lambda timeout or out of memory, a Glue job stopped at its timeout, a crash.
+    Idempotent (a redelivered failure finds it gone). Housekeeping, as ``prune_table_versions``: a failure is noted
+    with the table to drop, not raised (raising would leave the run's input unparked)."""
+    if gate is None:
+        return []
+    table = f"{gate.database}.{gate.quality_table}"
+    try:
+        tables.drop_table(gate.database, gate.quality_table)
+    except Exception as error:  # any catalog's: the table is named, to drop by hand
+        return [("warning", "quality table not dropped; drop it by hand", {"table": table, "error": str(error)})]
+    return [("info", "quality table dropped (if the step left it)", {"table": table})]
 
 
 def unrouted_note(reason: str) -> tuple[Level, str, dict[str, Any]]:

@@ -5,14 +5,14 @@ follow-up run that takes the arrivals that came meanwhile), sweep superseded ver
 period, record lineage (records and OpenLineage events), then route the finished partition to the stage B
 targets it triggers (queue B). Every part is idempotent, so the task is retried on failure.
 
-After a failed step (``fail_stage_a``, the state machine's Catch): report the failure, delete the run's
-output unless it was committed, end its lease (handing it to a follow-up run for arrivals that came
-meanwhile) and park the arrivals it took in queue A's DLQ with the reason; the stage partition still
-points at its previous version. A failure after the commit (while pointing the catalog at the new
-version) keeps the new files: they are the partition's committed version, and the next run points the
-catalog at them first. A run whose lease was lost parks nothing: its arrivals wait for the run that holds
-the partition now. The run's FAIL event (with its START) goes to the OpenLineage event archive and any
-configured transport.
+After a failed step (``fail_stage_a``, the state machine's Catch): report the failure, drop its quality table
+(left when the quality step was killed), delete the run's output unless it was committed, end its lease
+(handing it to a follow-up run for arrivals that came meanwhile) and park the arrivals it took in queue A's
+DLQ with the reason; the stage partition still points at its previous version. A failure after the commit
+(while pointing the catalog at the new version) keeps the new files: they are the partition's committed
+version, and the next run points the catalog at them first. A run whose lease was lost parks nothing: its
+arrivals wait for the run that holds the partition now. The run's FAIL event (with its START) goes to the
+OpenLineage event archive and any configured transport.
 
 A failure of the post-update (``post_update``, after its retries) comes after the publish: nothing is
 deleted and nothing abandoned. The lease is ended as the post-update ends it (handed to a follow-up run
@@ -50,6 +50,7 @@ from stage_end.runtime import (
     Ended,
     FailureRuntime,
     PostUpdateRuntime,
+    drop_quality_table,
     prune_table_versions,
     steps_of,
     unrouted_note,
@@ -162,6 +163,7 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
             reason += f"; {missing}: its arrivals stay for the follow-up run"
     if request.failed_step == "post_update":
         return _park_published(plan, request, reason, run)
+    dropped = drop_quality_table(plan.quality, run.tables)
     if plan.lease is not None:
         ended = run.runs.after_failure(plan.lease, failed_step=request.failed_step, root=plan.stage_partition_root)
         parked = (_applied_arrivals(plan) or lost) if ended.held else []
@@ -196,6 +198,7 @@ def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) 
             "openlineage_events": len(emitted),
         },
         level="error",
+        notes=dropped,
     )
 
 

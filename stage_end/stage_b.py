@@ -6,13 +6,13 @@ period, record lineage (records and OpenLineage events), and route the finished 
 chains). Appends are recorded as applied by the commit itself (``lambdas/partition_commit``). Every part
 is idempotent.
 
-After a failed step (``fail_stage_b``, the state machine's Catch; its temp table is already dropped):
-remove what the run wrote to its fresh prefix unless it was committed (the partition still points at its
-previous version), end its lease (handing it to a follow-up run for messages that came meanwhile), record
-the failure (a lineage record, and OpenLineage events: the steps before the failed one COMPLETE, it FAIL,
-the later ones ABORT, when the error names the step, ``stage_b.failures``) and park the messages it took
-in the DLQ. A run whose lease was lost parks nothing: its messages wait for the run that holds the
-partition now.
+After a failed step (``fail_stage_b``, the state machine's Catch; its temp table is already dropped): drop its
+quality table (left when the quality step was killed), remove what the run wrote to its fresh prefix unless it
+was committed (the partition still points at its previous version), end its lease (handing it to a follow-up
+run for messages that came meanwhile), record the failure (a lineage record, and OpenLineage events: the steps
+before the failed one COMPLETE, it FAIL, the later ones ABORT, when the error names the step,
+``stage_b.failures``) and park the messages it took in the DLQ. A run whose lease was lost parks nothing: its
+messages wait for the run that holds the partition now.
 
 A failure of the post-update (``post_update``, after its retries) comes after the publish: nothing is
 deleted and nothing abandoned. The lease is ended as the post-update ends it, the run's lineage record
@@ -47,8 +47,8 @@ from stage_end.published import (
 from stage_end.runtime import (
     Ended,
     FailureRuntime,
-    Level,
     PostUpdateRuntime,
+    drop_quality_table,
     prune_table_versions,
     steps_of,
     unrouted_note,
@@ -150,6 +150,7 @@ def fail_stage_b(plan: StageBPlan, request: StageBFailure, run: FailureRuntime) 
     message = validated(StageBMessage, plan.message, "stage B message")
     if request.failed_step == "post_update":
         return _park_published(plan, message, request, run)
+    notes = drop_quality_table(plan.quality, run.tables)
     parked, left = [message], ""
     if plan.lease is not None:
         ended = run.runs.after_failure(plan.lease, failed_step=request.failed_step, root=plan.partition_root)
@@ -161,7 +162,6 @@ def fail_stage_b(plan: StageBPlan, request: StageBFailure, run: FailureRuntime) 
     reason = f"{request.failed_step} failed: {request.error.described()}" + (f"; {left}" if left else "")
     # The steps before the failed one COMPLETE, it FAILs, the later ones ABORT (never ran); the run FAILs.
     failed_index = request.failed_index
-    notes: list[tuple[Level, str, dict[str, Any]]] = []
     if failed_index is not None and failed_index >= len(plan.steps):
         notes.append(("warning", "the failed step's index is not one of the plan's steps", {"index": failed_index}))
         failed_index = None  # then no step events, rather than a FAIL for a step that may not have run

@@ -7,6 +7,7 @@ plan has no checks."""
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
@@ -18,7 +19,7 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from lakeline.aws.clients import AwsClients
-from lakeline.engines.athena import THROTTLING_CODES, AthenaEngine, AthenaSettings
+from lakeline.engines.athena import DEADLINE_GRACE_SECONDS, THROTTLING_CODES, AthenaEngine, AthenaSettings
 from lakeline.errors import InvalidInputError, validated
 from lakeline.lambda_support import load_environment
 from lakeline.storage import SchemeObjectStore
@@ -43,18 +44,31 @@ class QualityInput(BaseModel):
     plan: dict[str, Any]
 
 
+# What the step needs after the engine's deadline: the check running then (``DEADLINE_GRACE_SECONDS``), dropping the
+# quality table (as long) and failing the task cleanly, which a Lambda killed at its timeout does not
+# (Sandbox.Timedout skips the step's ``finally``).
+CLEAN_END_SECONDS = 2 * DEADLINE_GRACE_SECONDS + 30.0
+
+
 @dataclass(frozen=True)
 class Runtime:
-    engine: AthenaEngine
+    aws: AwsClients
+    workgroup: str
     store: SchemeObjectStore
+
+    def engine(self, context: LambdaContext) -> AthenaEngine:
+        """The engine of one invocation: no query waits past ``CLEAN_END_SECONDS`` before the function's timeout."""
+        now = time.monotonic()
+        deadline = now + context.get_remaining_time_in_millis() / 1000 - CLEAN_END_SECONDS
+        settings = AthenaSettings(workgroup=self.workgroup)
+        return AthenaEngine(self.aws.athena, settings, glue=self.aws.glue, deadline=max(deadline, now))
 
 
 @cache
 def runtime() -> Runtime:
     aws = AwsClients()
     environment = load_environment(QualityEnvironment, os.environ)
-    engine = AthenaEngine(aws.athena, AthenaSettings(workgroup=environment.athena_workgroup), glue=aws.glue)
-    return Runtime(engine, SchemeObjectStore(aws.s3))
+    return Runtime(aws, environment.athena_workgroup, SchemeObjectStore(aws.s3))
 
 
 @logger.inject_lambda_context
@@ -71,7 +85,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         report = run_quality(
             plan.quality,
             target_location=plan.target_location,
-            engine=run.engine,
+            engine=run.engine(context),
             store=run.store,
             carry_from=plan.carry_from,
             replaces=replaces,

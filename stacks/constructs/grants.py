@@ -98,6 +98,7 @@ class PipelineGrants:
         self.workgroup = workgroup
         stack = Stack.of(scope)
         suffix = f"_{environment}"
+        self._stack, self._suffix = stack, suffix
         # Pipeline databases all end in the environment suffix (<team>_<dataset>[_raw]_<env>).
         self.catalog_resources = [
             stack.format_arn(service="glue", resource="catalog"),
@@ -115,6 +116,17 @@ class PipelineGrants:
         point (``lakeline.catalog_locations``): a prefix the catalog points at is never deleted."""
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(actions=DELETE_GUARD_ACTIONS, resources=self.catalog_resources)
+        )
+
+    def grant_drop_quality_tables(self, grantee: iam.IGrantable) -> None:
+        """A failure function drops the failed run's quality table (``stage_end.runtime.drop_quality_table``): only
+        the run temp tables' names (``lakeline_tmp_*``), never a published table."""
+        catalog, database, _ = self.catalog_resources
+        temp_tables = self._stack.format_arn(
+            service="glue", resource="table", resource_name=f"*{self._suffix}/lakeline_tmp_*"
+        )
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["glue:DeleteTable"], resources=[catalog, database, temp_tables])
         )
 
     def grant_prune_versions(self, grantee: iam.IGrantable) -> None:

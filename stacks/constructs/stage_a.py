@@ -104,6 +104,7 @@ class StageA(Construct):
         storage.bucket("Stage").grant_read_write(failure.function)
         storage.bucket("Stage").grant_delete(failure.function)
         statements.grants.grant_delete_guard(failure.function)
+        statements.grants.grant_drop_quality_tables(failure.function)
         stage_events.attach(failure)
         post_update = LakelineFunction(
             self,

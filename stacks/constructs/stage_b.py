@@ -66,6 +66,7 @@ class StageB(Construct):
             storage.bucket(bucket).grant_read(failure.function)
             storage.bucket(bucket).grant_delete(failure.function)
         statements.grants.grant_delete_guard(failure.function)
+        statements.grants.grant_drop_quality_tables(failure.function)
         stage_events.attach(failure)
         post_update = LakelineFunction(
             self,

@@ -84,6 +84,7 @@ class StrandedRuns(Construct):
         storage.bucket("Analytics").grant_read(function)
         storage.bucket("Analytics").grant_delete(function)
         statements.grants.grant_delete_guard(function)
+        statements.grants.grant_drop_quality_tables(function)
         stage_events.attach(self.run_end)
         for machine in (machine_a, machine_b):
             machine.grant_execution(function, "states:DescribeExecution")  # the event leaves a large input out

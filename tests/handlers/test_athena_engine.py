@@ -162,6 +162,21 @@ def test_query_that_never_finishes_times_out_and_is_stopped(athena: Any) -> None
     assert stopped["QueryExecution"]["Status"]["State"] == "CANCELLED"
 
 
+def test_a_deadline_stops_queries_before_it_then_gives_each_later_query_its_grace(athena: Any) -> None:
+    """The quality function's engine (``deadline``: its own timeout less a clean end): the check running at the
+    deadline is stopped there, and the cleanup query after it still has ``DEADLINE_GRACE_SECONDS``."""
+    state_manager.set_transition("athena::execution", {"progression": "manual", "times": 10_000})
+    clock = FakeClock()
+    options = {"workgroup": "lakeline", "output_location": "s3://results/lakeline/"}
+    engine = AthenaEngine(athena, AthenaSettings(**options), sleep=clock.sleep, clock=clock, deadline=100.0)
+    with pytest.raises(QueryTimedOut, match="did not finish before the function's own timeout"):
+        engine.execute("SELECT 1")
+    assert 100 <= clock.now < 100 + 5  # at the deadline (one poll's sleep at most), not 1,800 s later
+    with pytest.raises(QueryTimedOut):
+        engine.execute("DROP TABLE IF EXISTS `db`.`t`")
+    assert 130 <= clock.now < 130 + 10
+
+
 def test_describe_table_reads_the_glue_catalog(athena: Any) -> None:
     glue = boto3.client("glue", region_name=REGION)
     glue.create_database(DatabaseInput={"Name": "engineering_mysql_raw_dev"})

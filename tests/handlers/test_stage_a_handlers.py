@@ -684,6 +684,33 @@ def test_failure_handler_removes_the_partial_ctas_output(aws: dict[str, Any]) ->
     assert len(executions(aws)) == 2
 
 
+def test_a_failure_after_the_quality_step_was_killed_drops_its_table_once_and_again(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Stage A's failure function drops the quality table its killed quality step left (Sandbox.Timedout skips the
+    step's ``finally``), named by the plan; a redelivered failure finds it gone."""
+    settings = {"engineering_mysql_dev.customers": {"bucket_count": 3, "checks": [{"rule": "RowCount > 0"}]}}
+    use_table_settings(monkeypatch, tmp_path, settings)
+    clear_caches()
+    plan = plan_for(aws)
+    gate = plan["quality"]
+    glue = boto3.client("glue", region_name=REGION)
+    glue.create_database(DatabaseInput={"Name": gate["database"]})
+    glue.create_table(
+        DatabaseName=gate["database"],
+        TableInput={
+            "Name": gate["quality_table"],
+            "StorageDescriptor": {"Columns": [{"Name": "id", "Type": "bigint"}], "Location": "s3://x/manifest/"},
+        },
+    )
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    error = {"Error": "Sandbox.Timedout", "Cause": "Task timed out after 900.00 seconds"}
+    for _ in range(2):  # the failure, then its redelivery
+        failure.handler({"plan": plan, "error": error, "failed_step": "quality"}, CONTEXT)
+        tables = glue.get_tables(DatabaseName=gate["database"])["TableList"]
+        assert [table["Name"] for table in tables if table["Name"].startswith("lakeline_tmp")] == []
+
+
 def test_post_update_rejects_a_tampered_plan(aws: dict[str, Any]) -> None:
     plan = plan_for(aws)
     del plan["ctas"]

@@ -278,6 +278,34 @@ def test_failure_removes_the_runs_partial_output(aws: dict[str, Any]) -> None:
     assert result["partial_objects_deleted"] == 2
 
 
+def test_a_failure_after_the_quality_step_was_killed_drops_its_table_once_and_again(aws: dict[str, Any]) -> None:
+    """The quality step drops its table in its own ``finally``, which a Lambda timeout (Sandbox.Timedout), running
+    out of memory or a Glue job stopped at its timeout skip: the failure function drops it (named by the plan),
+    and a redelivered failure finds it gone."""
+    checked = item(TARGET, "engineering_mysql_dev.customers", sql_file="daily.sql", usage="append")
+    checked["checks"] = [{"rule": "RowCount > 0"}]
+    DependencyStore(aws["dynamodb"]).put_items([parse_dependency_item(checked)])
+    payload = planned(aws, message())
+    gate = payload["plan"]["quality"]
+    assert gate["quality_table"].startswith("lakeline_tmp_") and gate["quality_table"].endswith("_quality")
+    glue = boto3.client("glue", region_name=REGION)
+    # What the step's CREATE made before it was killed (a symlink table over the run's manifest).
+    glue.create_table(
+        DatabaseName=gate["database"],
+        TableInput={
+            "Name": gate["quality_table"],
+            "StorageDescriptor": {"Columns": [{"Name": "id", "Type": "bigint"}], "Location": "s3://x/manifest/"},
+        },
+    )
+    error = {"Error": "Sandbox.Timedout", "Cause": "Task timed out after 900.00 seconds"}
+    request = {"plan": payload["plan"], "error": error, "failed_step": "quality"}
+    for _ in range(2):  # the failure, then its redelivery
+        failure.handler(request, CONTEXT)
+        names = [table["Name"] for table in glue.get_tables(DatabaseName=gate["database"])["TableList"]]
+        assert [name for name in names if name.startswith("lakeline_tmp")] == []
+        assert TARGET.split(".")[1] in names, "the published table stays"
+
+
 def test_failure_parks_the_message_in_the_dlq_and_a_redrive_runs_again(aws: dict[str, Any]) -> None:
     payload = planned(aws, message())
     error = {"Error": "Athena.QueryFailed", "Cause": "COLUMN_NOT_FOUND: no_such_column"}

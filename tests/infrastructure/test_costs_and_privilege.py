@@ -250,3 +250,19 @@ def test_only_the_post_updates_may_delete_glue_table_versions_and_only_this_envi
         if "glue:DeleteTableVersion" in json.dumps(policy)
     ]
     assert sorted(everywhere) == granted
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_failure_functions_may_delete_only_run_temp_tables(engine: str) -> None:
+    """They drop a failed run's quality table (``stage_end.runtime.drop_quality_table``): ``lakeline_tmp_*`` of
+    this environment's databases, never a published table."""
+    _, pipeline = synthesized(engine)
+    granted = sorted(
+        name
+        for name, policy in resources(pipeline, "AWS::IAM::Policy").items()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if as_list(statement["Action"]) == ["glue:DeleteTable"]
+        and [flatten_reference(resource).rsplit(":", 1)[-1] for resource in as_list(statement["Resource"])]
+        == ["catalog", "database/*_dev", "table/*_dev/lakeline_tmp_*"]
+    )
+    assert [name.split("Function")[0] for name in granted] == ["StageAFailure", "StageBFailure", "StrandedRunEnd"]

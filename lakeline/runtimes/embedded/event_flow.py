@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from lakeline.aws.sqs import dead_letter
+from lakeline.catalog_locations import EngineTables
 from lakeline.commits import Lease, PartitionCommits, PartitionFull, parse_follow_up
 from lakeline.dependencies.model import DependencyItem
 from lakeline.dependencies.store import DependencyStore
@@ -58,8 +60,10 @@ from stage_b.run import StageBStepFailed, execute_stage_b
 from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
 from stage_end.quality import QualityBlocked, report_to_dict, run_quality
+from stage_end.runtime import drop_quality_table
 from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
 
+logger = logging.getLogger(__name__)
 LOCAL_RAW_BUCKET = "local-raw"
 CANNOT_BE_PLANNED = ": cannot be planned: "  # in the failure of a stage B message the router refuses
 
@@ -300,7 +304,7 @@ class EventFlow:
             step_error = error if failed.step.kind == "writes" else None
             for event in [runs.step_finished(0, error=step_error), *runs.finished(error=error)]:
                 self.emitter.emit(event)
-        self._caught(self._stage_a_failure, context, failed.step.name, failed.error, what)
+        self._caught(self._stage_a_failure, context, failed.step.name, failed.error, what, plan.quality)
 
     def _stage_b_record(self, record: SQSRecord) -> None:
         body = json.loads(record.body)
@@ -375,7 +379,9 @@ class EventFlow:
         if runs is not None and failed.step.kind != "post_update":
             for event in runs.finished(error=str(failed.error)):  # the steps that never ran are ABORTed
                 self.emitter.emit(event)
-        self._caught(self._stage_b_failure, {"plan": plan.to_dict()}, failed.step.name, failed.error, what)
+        self._caught(
+            self._stage_b_failure, {"plan": plan.to_dict()}, failed.step.name, failed.error, what, plan.quality
+        )
 
     def _quality(
         self, gate: QualityGate | None, location: str, carry_from: str | None, replaces: tuple[str, ...] = ()
@@ -426,13 +432,18 @@ class EventFlow:
         failed_step: FailedStep,
         error: Exception,
         what: tuple[str, str],
+        quality: QualityGate | None,
     ) -> None:
         """As the state machine's Catch on every state after the router: the stage's failure function with
         the step that failed (it ends the lease and parks the input with its reason), and the run reported.
+        The failure function drops the run's quality table from Glue; here the tables are the engine's
+        metastore's, so it is dropped there as well.
         ``what``: the input as the report names it, and as the progress line does. A full disk stops the
         flow (after the failure function deleted what the run wrote): the next file would fail as well."""
         cause = {"Error": type(error).__name__, "Cause": str(error)}
         full = self.stopped or full_disk(error, self.workspace.root)
+        for level, message, details in drop_quality_table(quality, EngineTables(self.engine)):
+            getattr(logger, level)("%s: %s", message, details)
         try:
             failure({**context, "error": cause, "failed_step": failed_step}, LambdaContext(f"failure-{failed_step}"))
         except Exception:
