@@ -38,7 +38,7 @@ from sqlglot.errors import ParseError
 
 from lakeline.commits import Lease
 from lakeline.commits.batch import bounded_batch
-from lakeline.dependencies.model import DependencyItem
+from lakeline.dependencies.model import MAX_PLAN_BYTES, DependencyItem, plan_size_problem, worst_case_plan_bytes
 from lakeline.dependencies.resolve import SqlFileReader, resolve_steps
 from lakeline.dependencies.tokens import builtin_token_values
 from lakeline.engines.base import Column, TableSchema
@@ -265,6 +265,10 @@ def plan_stage_b(
         item.dataset, item.partition_column, message.partition.get(item.partition_column), settings.environment or ""
     )
     resolved = resolve_steps(item, message.partition, read_sql_file, extra_values=builtins)
+    # The item's inline SQL was measured when it was put; ``sql_file`` steps are known only now.
+    size = worst_case_plan_bytes(item, [step.sql for step in resolved.steps])
+    if size > MAX_PLAN_BYTES:
+        raise InvalidInputError(f"dependency item {item.dataset!r}: {plan_size_problem(size)}")
     planned = resolved.steps if taken else ()
     parsed = [_step_statement(index, step.sql, step.info or step.db) for index, step in enumerate(planned)]
     inserts = [_insert_target(statement, step.db) for statement, step in zip(parsed, planned, strict=True)]

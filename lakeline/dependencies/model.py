@@ -15,6 +15,7 @@ Table names are normalised one way, lowercase ``database.table``, for reads and 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,6 +59,12 @@ from lakeline.errors import InvalidInputError, validation_problems
 from lakeline.names import check_identifier, check_qualified_table
 from lakeline.quality.checks import Checks
 
+# A stage B run's plan travels in its state machine's input, which Step Functions refuses over 256 KiB. A plan is
+# refused well under it: the rest is for the lease's waiting messages and what the state machine adds (an error,
+# the steps' results). Its steps' SQL is in it twice (as run, rewritten into the run's temp table, and as resolved,
+# for the lineage events), and its checks once.
+MAX_PLAN_BYTES = 192 * 1024
+PLAN_FRAME_BYTES = 16 * 1024  # the plan's names, locations, publish statements and message, with room to spare
 MAX_SOURCES = 50  # keeps every change of one item inside a single DynamoDB transaction (100 actions)
 SQL_FILE_PATTERN = re.compile(r"^[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+)*\.sql$")
 
@@ -318,6 +325,9 @@ def item_problems(item: DependencyItem) -> list[str]:
         )
         if problem:
             problems.append(f"date_substitutions[{index}].relativedelta_attributes: {problem}")
+    size = worst_case_plan_bytes(item)
+    if size > MAX_PLAN_BYTES:
+        problems.append(f"steps: {plan_size_problem(size)}")
     samples = sample_token_values(item)
     for index, step in enumerate(item.steps):
         if not step.sql.strip():
@@ -331,6 +341,21 @@ def item_problems(item: DependencyItem) -> list[str]:
         if problem:
             problems.append(f"steps[{index}].sql: {problem}")
     return problems
+
+
+def worst_case_plan_bytes(item: DependencyItem, resolved_sql: list[str] | None = None) -> int:
+    """The most bytes a run plan of ``item`` takes in its state machine's input, as JSON: its steps' SQL twice
+    (inline, or ``resolved_sql`` once its ``sql_file`` steps are read), its checks, and the frame around them."""
+    sql = resolved_sql if resolved_sql is not None else [step.sql for step in item.steps]
+    checks = [check.model_dump() for check in item.checks]
+    return 2 * len(json.dumps(sql).encode()) + len(json.dumps(checks).encode()) + PLAN_FRAME_BYTES
+
+
+def plan_size_problem(size: int) -> str:
+    return (
+        f"a run's plan would take up to {size:,} bytes of its state machine's input, over the {MAX_PLAN_BYTES:,} a "
+        f"plan may take (Step Functions refuses 256 KiB): shorten the steps' SQL or the checks, or split the target"
+    )
 
 
 def undefined_token_problem(tokens: list[str]) -> str:
