@@ -14,6 +14,8 @@ SETTINGS``); its target ``retail_reports_dev.checked_daily`` carries one in its 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from lakeline.runtimes.deployed.local_aws.deploy import Deployment
@@ -27,6 +29,7 @@ from tests.rehearsal.support import (
     create_source_tables,
     daily_item,
     executions_named,
+    output,
     parked,
     put_item,
     query,
@@ -56,10 +59,41 @@ ITEM = {
 
 
 @pytest.fixture(scope="module")
-def checked(deployment: Deployment, executions: ExecutionHost) -> None:
+def checked(deployment: Deployment, executions: ExecutionHost) -> Iterator[None]:
     create_source_tables(deployment, "retail/shop/checked_orders", [("order_id", "bigint"), ("amount", "double")])
     create_report_table(deployment, "checked_daily", "orders BIGINT")
     put_item(deployment, ITEM)
+    yield
+    # The deployment is shared with the other rehearsal modules, which count its tables and what is parked: the
+    # tables, the item and the messages this module parked go (the arrival's fixed file was published after).
+    executions.wait()
+    glue = deployment.client("glue")
+    for database, table in (
+        ("retail_shop_raw_dev", "checked_orders"),
+        ("retail_shop_dev", "checked_orders"),
+        ("retail_reports_dev", "checked_daily"),
+    ):
+        glue.delete_table(DatabaseName=database, Name=table)
+    key = {"dataset": {"S": "retail_reports_dev.checked_daily"}}
+    deployment.client("dynamodb").delete_item(TableName=output(deployment, "DependenciesTable"), Key=key)
+    for queue in ("StageADeadLetterQueueUrl", "StageBDeadLetterQueueUrl"):
+        _forget_parked(deployment, queue, "checked_")
+
+
+def _forget_parked(deployment: Deployment, queue: str, naming: str) -> None:
+    """Delete the messages of ``queue`` whose body names ``naming``; the others are made visible again."""
+    sqs, url = deployment.client("sqs"), output(deployment, queue)
+    others: list[str] = []
+    while received := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30).get(
+        "Messages", []
+    ):
+        for message in received:
+            if naming in message["Body"]:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            else:
+                others.append(message["ReceiptHandle"])
+    for receipt in others:
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=receipt, VisibilityTimeout=0)
 
 
 def send(deployment: Deployment, executions: ExecutionHost, name: str, body: bytes) -> None:

@@ -35,7 +35,7 @@ def test_a_run_gets_the_job_s_default_arguments_under_its_own_and_fails_as_its_s
 ) -> None:
     run = run_job(deployment, {"--mode": "stage_c", "--plan": "{}"})
     assert run["JobRunState"] == "FAILED"
-    assert run["ErrorMessage"].startswith("InvalidInputError: --mode must be one of ('stage_a', 'stage_b')")
+    assert run["ErrorMessage"].startswith("InvalidInputError: --mode must be one of ('stage_a', 'stage_b', ")
     assert run["Arguments"]["--mode"] == "stage_c" and run["Arguments"]["--extra-py-files"].endswith(".zip")
     assert "CompletedOn" in run and run["GlueVersion"] == "5.0"
 
