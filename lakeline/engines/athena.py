@@ -36,7 +36,8 @@ THROTTLING_CODES = frozenset({"ThrottlingException", "TooManyRequestsException",
 _T = TypeVar("_T")
 
 
-def _throttled(error: ClientError) -> bool:
+def athena_throttled(error: ClientError) -> bool:
+    """Whether Athena refused the call for its quota (the engine retries it; past that, callers name it)."""
     return error.response.get("Error", {}).get("Code", "") in THROTTLING_CODES
 
 
@@ -91,7 +92,7 @@ class AthenaEngine:
         """Call an Athena API, retrying throttling with exponential backoff and jitter (on top of the
         client's own retries: a burst of queries can outlast them)."""
         return call_retrying(
-            lambda: operation(**kwargs), self._throttle_backoff, retryable=_throttled, on_retry=_note_throttled
+            lambda: operation(**kwargs), self._throttle_backoff, retryable=athena_throttled, on_retry=_note_throttled
         )
 
     def start(self, sql: str, *, database: str | None = None) -> str:

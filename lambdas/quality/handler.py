@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
 from lakeline.aws.clients import AwsClients
-from lakeline.engines.athena import DEADLINE_GRACE_SECONDS, THROTTLING_CODES, AthenaEngine, AthenaSettings
+from lakeline.engines.athena import DEADLINE_GRACE_SECONDS, AthenaEngine, AthenaSettings, athena_throttled
 from lakeline.errors import InvalidInputError, validated
 from lakeline.lambda_support import load_environment
 from lakeline.storage import SchemeObjectStore
@@ -91,7 +91,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             replaces=replaces,
         )
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in THROTTLING_CODES:
+        if athena_throttled(error):
             raise QualityThrottled(str(error)) from error
         raise
     failed = [result.rule for result in report.failed]
