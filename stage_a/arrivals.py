@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,6 +37,12 @@ class Arrival(BaseModel):
     def raw(self) -> RawObject:
         """The key parsed (``InvalidKey`` if it is not a raw table's): once per arrival, whoever asks."""
         return parse_raw_key(self.key)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy whose key is parsed afresh: the parsed key is cached in the instance, which a copy shares."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("raw", None)
+        return copied
 
     @property
     def identity(self) -> str:

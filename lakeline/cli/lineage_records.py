@@ -24,7 +24,16 @@ from rich.text import Text
 from rich.tree import Tree
 
 from lakeline import logs
-from lakeline.cli.shared import EndpointOption, RegionOption, RuntimeOption, err_console, reads_deployment
+from lakeline.cli.shared import (
+    ConfigOption,
+    EndpointOption,
+    RegionOption,
+    RuntimeOption,
+    WorkspaceOption,
+    err_console,
+    reads_deployment,
+    workspace_root,
+)
 from lakeline.console import EXIT_FAILED, fail
 from lakeline.engines.base import QueryError, QueryResult
 from lakeline.errors import InvalidInputError, LakelineError
@@ -49,7 +58,6 @@ ArchiveOption = Annotated[
 DateOption = Annotated[str | None, typer.Option("--date", help="archive date YYYY-MM-DD (default: today, UTC)")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of a tree or table")]
 LimitOption = Annotated[int, typer.Option(help="print at most this many nodes of the tree", min=1)]
-WorkspaceFolderOption = Annotated[Path, typer.Option(help="local workspace folder")]
 
 
 def _parse_date(text: str | None) -> date | None:
@@ -208,7 +216,8 @@ def show_command(
         typer.Option("--version", help="with --table: 3, v3 or v3.<run token> (default: the newest archived)"),
     ] = None,
     archive: ArchiveOption = None,
-    workspace: WorkspaceFolderOption = Path(".lakeline"),
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
     deployed: RuntimeOption = None,
     trace_date: Annotated[str | None, typer.Option("--date", help="only this archive date YYYY-MM-DD")] = None,
     region: RegionOption = None,
@@ -224,13 +233,15 @@ def show_command(
     if table is not None or partition or version is not None:
         if root is not None:
             fail("give --root (a tree) or --table with --partition (a partition's version), not both")
-        _show_version(table, partition or [], version, archive, workspace, deployed, region, endpoint_url, as_json)
+        _show_version(
+            table, partition or [], version, archive, config, workspace, deployed, region, endpoint_url, as_json
+        )
         return
     try:
         if root is None:
             raise InvalidInputError("give --root ID, or --table DB.TABLE --partition COL=VALUE")
         check_lineage_id(root, "--root")
-        destination = archive or str(_archive_folder(workspace, deployed))
+        destination = archive or str(_archive_folder(workspace_root(config, workspace), deployed))
         store = open_archive(destination, lambda: _s3_client(region, endpoint_url))
         lines = read_root_lines(store, root, _parse_date(trace_date))
     except LakelineError as error:
@@ -252,7 +263,8 @@ def _show_version(
     partition: list[str],
     version: str | None,
     archive: str | None,
-    workspace: Path,
+    config: Path | None,
+    workspace: Path | None,
     deployed: bool | None,
     region: str | None,
     endpoint_url: str | None,
@@ -272,7 +284,7 @@ def _show_version(
     try:
         name, path = _partition_of(table, partition)
         wanted = parse_version(version) if version is not None else None
-        destination = archive or str(_archive_folder(workspace, deployed))
+        destination = archive or str(_archive_folder(workspace_root(config, workspace), deployed))
         nodes = archive_nodes(open_archive(destination, lambda: _s3_client(region, endpoint_url)), name)
     except LakelineError as error:
         fail(str(error))
@@ -374,7 +386,8 @@ def query_command(
             "lineage-archive for the local deployment's)"
         ),
     ] = None,
-    workspace: WorkspaceFolderOption = Path(".lakeline"),
+    config: ConfigOption = None,
+    workspace: WorkspaceOption = None,
     deployed: RuntimeOption = None,
     database: Annotated[str, typer.Option(help="database of the archive table")] = LINEAGE_DATABASE,
     table: Annotated[str, typer.Option(help="archive table")] = DEFAULT_TABLE,
@@ -420,7 +433,7 @@ def query_command(
             from lakeline.engines.spark import SparkEngine
             from lakeline.project.workspace import Workspace
 
-            ws = Workspace.at(workspace)
+            ws = Workspace.at(workspace_root(config, workspace))
             folder = archive or _archive_folder(ws.root, deployed)
             with err_console.status("starting embedded Spark"):
                 spark = SparkEngine.local(ws.root)

@@ -223,6 +223,14 @@ def workspace_of(project: ProjectConfig | None, workspace: Path | None) -> Works
     return Workspace.at(workspace or Path(".lakeline"))
 
 
+def workspace_root(config: Path | None, workspace: Path | None, project: ProjectConfig | None = None) -> Path:
+    """The workspace a command reads: ``--workspace``; else the ``--config`` project's; else ``.lakeline``."""
+    if workspace is not None:
+        return workspace.resolve()
+    project = project or project_of(config)
+    return (project.workspace if project else Path(".lakeline")).resolve()
+
+
 def existing_workspace(config: Path | None, workspace: Path | None) -> tuple[Path, Callable[[str], frozenset[str]]]:
     """The workspace folder (which must exist: status and dlq create nothing) and each target's sources, from
     the project's dependency items if ``--config`` names them."""
@@ -230,7 +238,7 @@ def existing_workspace(config: Path | None, workspace: Path | None) -> tuple[Pat
     from lakeline.project.config import ProjectConfig
 
     project = project_of(config)
-    root = (workspace or (project.workspace if project else Path(".lakeline"))).resolve()
+    root = workspace_root(config, workspace, project)
     if not (root / "state").is_dir() and not (root / "summary.json").exists():
         raise LakelineError(f"no Lakeline workspace at {root}: run `lakeline run` first, or name it with --workspace")
     logs.to_workspace(root)

@@ -76,10 +76,11 @@ def up(
             project.prepare()
             project.prepare_sources()
             up_at = endpoint.describe(project.operator, os.getpid())
-            path = endpoint.publish(root, up_at)
-            try:
-                _print_endpoint(console, up_at, path)
-                with _signals() as stop:
+            # The handlers first: a `lakeline down` waiting for the endpoint signals as soon as it is published.
+            with _signals() as stop:
+                path = endpoint.publish(root, up_at)
+                try:
+                    _print_endpoint(console, up_at, path)
                     while not stop.wait(1.0):  # the handler runs on the main thread between two waits
                         pass
                     with console.status("stopping: waiting for the work under way to end (Ctrl-C again: keep nothing)"):
@@ -93,8 +94,8 @@ def up(
                         console.print(f"lineage picture: {escape(str(picture))}", soft_wrap=True)
                     except errors as error:
                         console.print(f"[yellow]the lineage was not copied into the workspace:[/] {escape(str(error))}")
-            finally:
-                endpoint.withdraw(root)
+                finally:
+                    endpoint.withdraw(root)
     except operation_errors() as error:
         fail(str(error))
     except KeyboardInterrupt:
@@ -144,8 +145,9 @@ def _print_endpoint(console: Console, up_at: RunningEndpoint, path: Path) -> Non
 def down(config: ConfigOption = None, workspace: WorkspaceOption = None) -> None:
     """Stop the `lakeline up` that keeps the project's deployment up, as Ctrl-C in its terminal does: it waits
     for the work under way to end, keeps the deployment's state, and gives the workspace up; this waits for
-    that. Says so (exit 0) if none runs; exits 1 if it stopped without keeping its state, 2 if it has not
-    stopped within the wait (its 10 minutes for the work under way, and two more)."""
+    that (one still standing the deployment up is waited for, then stopped). Says so (exit 0) if none runs;
+    exits 1 if it stopped without keeping its state, 2 if it has not stopped within the wait (its 10 minutes
+    for the work under way, and two more)."""
     from lakeline.runtimes.deployed import endpoint
     from lakeline.runtimes.deployed.local_aws.kept_state import kept_at
 

@@ -162,7 +162,9 @@ def test_the_deployment_lives_on_between_runs_wherever_the_project_goes(
     answer = json.loads(shown.stdout)
     assert (answer["version"]["number"], answer["before"]["number"], answer["after"]) == (2, 1, None)
     assert [raw.rsplit("/", 1)[-1] for raw in answer["version"]["raw_files"]] == ["late.csv"]
-    target = run([*show, "--table", "shop_reports_dev.sales_by_store"], cwd=tmp_path)
+    # Named by the project file, as `run` and `status` are.
+    by_config = ["lineage", "show", "--config", str(moved / "lakeline.yml"), "--partition", "day=2024-03-02"]
+    target = run([*by_config, "--table", "shop_reports_dev.sales_by_store"], cwd=tmp_path)
     assert target.returncode == 0, target.stdout[-3000:] + target.stderr[-3000:]
     assert f"shop_pos_dev.sales {answer['version']['version']}" in target.stdout, target.stdout
 

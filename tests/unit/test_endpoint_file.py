@@ -82,6 +82,8 @@ from lakeline.runtimes.deployed import endpoint
 from lakeline.runtimes.deployed.endpoint import RunningEndpoint
 root, keep = Path(sys.argv[1]), sys.argv[2] == "keep"
 claim(Workspace(root), "lakeline up")
+print("claimed", flush=True)
+time.sleep(float(sys.argv[4]))  # the stand-up
 server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -102,10 +104,14 @@ endpoint.withdraw(root)
 """
 
 
-def _fake_up(root: Path, keep: bool, stopping_seconds: float = 0.0) -> subprocess.Popen[str]:
-    arguments = [str(root), "keep" if keep else "lose", str(stopping_seconds)]
+def _fake_up(
+    root: Path, keep: bool, stopping_seconds: float = 0.0, standing_up_seconds: float = 0.0, *, wait: bool = True
+) -> subprocess.Popen[str]:
+    arguments = [str(root), "keep" if keep else "lose", str(stopping_seconds), str(standing_up_seconds)]
     process = subprocess.Popen([sys.executable, "-c", FAKE_UP, *arguments], stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdout.readline() == "up\n"
+    assert process.stdout is not None and process.stdout.readline() == "claimed\n"
+    if wait:
+        assert process.stdout.readline() == "up\n"
     return process
 
 
@@ -173,3 +179,18 @@ def test_an_up_whose_endpoint_does_not_answer_is_named(tmp_path: Path) -> None:
         finally:
             other.kill()
     assert endpoint.reachable(tmp_path) is None  # its process gone: none runs
+
+
+def test_down_during_the_stand_up_waits_for_the_endpoint_then_stops_it(tmp_path: Path) -> None:
+    """`up` holds the workspace from its start but publishes its endpoint only once the deployment stands: a
+    `down` in between waits for it and stops it, instead of saying that none runs."""
+    process = _fake_up(tmp_path, keep=True, standing_up_seconds=2.0, wait=False)
+    try:
+        assert endpoint.running(tmp_path) is None
+        with pytest.raises(endpoint.StillStopping, match="still standing the deployment"):
+            endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=0.2, poll=0.05)
+        stopped = endpoint.stop_up(tmp_path, lambda: _kept_at(tmp_path), timeout=30, poll=0.05)
+        assert stopped is not None and stopped.endpoint.pid == process.pid and stopped.kept
+        assert process.wait(timeout=5) == 0
+    finally:
+        process.kill()

@@ -80,3 +80,16 @@ def test_notification_keys_are_decoded_exactly_once() -> None:
     assert doubly_encoded == "eng/ds/t/date=x%27/f.csv"
     with pytest.raises(InvalidKey):
         parse_raw_key(doubly_encoded)
+
+
+def test_an_arrival_copied_with_another_key_parses_its_own_key() -> None:
+    """The parsed key is cached on the arrival (parsed once, whoever asks): a copy with another key must not
+    keep the original's."""
+    from datetime import UTC, datetime
+
+    from stage_a.arrivals import Arrival
+
+    arrival = Arrival(bucket="raw", key="eng/ds/first/date=20220101/f.csv", event_time=datetime.now(UTC))
+    assert arrival.raw.table == "first"
+    copied = arrival.model_copy(update={"key": "eng/ds/second/date=20220101/f.csv"})
+    assert (copied.raw.table, arrival.raw.table) == ("second", "first")

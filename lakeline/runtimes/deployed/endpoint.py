@@ -186,8 +186,18 @@ def stop_up(
     """Stop the ``up`` running on this workspace as Ctrl-C does (SIGTERM: it waits for the work under way and
     keeps the state) and wait until it has given the workspace up; ``None`` if none runs. ``kept_at``: when the
     deployment's state was last kept. Only the process that holds the workspace's claim is signalled (a pid
-    that ended and was reused by another program is left alone)."""
+    that ended and was reused by another program is left alone). An ``up`` still standing the deployment up
+    (it holds the workspace, its endpoint not yet published) is waited for, then stopped."""
+    deadline = time.monotonic() + timeout
     found = running(workspace_root)
+    while found is None and _standing_up(workspace_root):
+        if time.monotonic() > deadline:
+            raise StillStopping(
+                f"`lakeline up` is still standing the deployment of {workspace_root} up after {timeout:.0f}s: run "
+                "`lakeline down` again once it prints its endpoint"
+            )
+        time.sleep(poll)
+        found = running(workspace_root)
     if found is None:
         return None
     owner = current_owner(Workspace(workspace_root))
@@ -198,7 +208,6 @@ def stop_up(
         # One signal only: a second one stops `up` at once, keeping nothing (a `down` run again, or from
         # another terminal, waits for the stop already asked).
         os.kill(found.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
     while held_by_another(workspace_root):
         if time.monotonic() > deadline:
             raise StillStopping(
@@ -209,6 +218,18 @@ def stop_up(
         time.sleep(poll)
     after = kept_at()
     return Stopped(found, kept=after is not None and after != before)
+
+
+def _standing_up(workspace_root: Path) -> bool:
+    """Whether a live ``lakeline up`` holds the workspace (its owner file names it): with no live endpoint
+    published, it is still standing the deployment up."""
+    owner = current_owner(Workspace(workspace_root))
+    return (
+        owner is not None
+        and owner.command.endswith(" up")
+        and process_alive(owner.pid)
+        and held_by_another(workspace_root)
+    )
 
 
 def _stop_file(workspace_root: Path) -> Path:

@@ -416,7 +416,7 @@ class EventFlow:
                 self._stop_if_disk_full(error)
                 tries = int(record.attributes.approximate_receive_count)
                 if tries >= MAX_RECEIVE_COUNT:
-                    what = ", ".join(arrival_keys(record.body)) or record.body[:120]
+                    what = record_subject(record.body)
                     self.report.failures.append(
                         f"{what}: {describe_failure(error)} (failed {tries} times; parked in the DLQ)"
                     )
@@ -552,6 +552,19 @@ def arrival_keys(body: str) -> list[str]:
         return [arrival.key for arrival in parse_arrivals(json.loads(body))]
     except (ValueError, LakelineError):
         return []
+
+
+def record_subject(body: str) -> str:
+    """What a queue record is about, for its failure line ``<subject>: <error>``: the raw keys of an arrival,
+    the target partition (``db.table/k=v``) of a stage B message, else the start of the body (a colon in it
+    replaced, so that the line still splits at the first ``: ``)."""
+    keys = arrival_keys(body)
+    if keys:
+        return ", ".join(keys)
+    try:
+        return StageBMessage.model_validate_json(body).node
+    except ValueError:
+        return body[:120].replace(": ", ":")
 
 
 def describe_failure(error: BaseException) -> str:
