@@ -66,9 +66,11 @@ class Ended:
     level: Level = "info"
     notes: list[tuple[Level, str, dict[str, Any]]] = field(default_factory=list)
 
-    def log(self, logger: Logger) -> None:
+    def reported(self, logger: Logger) -> dict[str, Any]:
+        """The report, once the notes and the summary are logged."""
         for level, message, details in [*self.notes, (self.level, self.summary, self.details)]:
             getattr(logger, level)(message, extra=details)
+        return self.report
 
 
 def prune_table_versions(

@@ -71,9 +71,9 @@ class StageAFailure(BaseModel):
     execution_id: str = ""
 
 
-def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdateRuntime) -> Ended:
+def complete_stage_a(request: StageAPostUpdate, run: PostUpdateRuntime) -> Ended:
     """End a published run: sweep, record its lineage, route it onwards, end its lease, in that order."""
-    plan = _with_batch(plan, run.store, run.runs.commits)
+    plan = _with_batch(StageAPlan.from_dict(request.plan), run.store, run.runs.commits)
     files = run.store.list_data_files(plan.target_location)
     table = f"{plan.target_database}.{plan.table}"
     routed_run = onward_run(plan.run_token, plan.writes, plan.lease)
@@ -136,9 +136,10 @@ def complete_stage_a(plan: StageAPlan, request: StageAPostUpdate, run: PostUpdat
     )
 
 
-def fail_stage_a(plan: StageAPlan, request: StageAFailure, run: FailureRuntime) -> Ended:
+def fail_stage_a(request: StageAFailure, run: FailureRuntime) -> Ended:
     """End a run whose ``request.failed_step`` failed: delete or keep its output, end its lease, send its
     FAIL events, park what it took."""
+    plan = StageAPlan.from_dict(request.plan)
     reason = f"{request.failed_step} failed: {request.error.described()}"
     lost: list[Arrival] = []
     try:

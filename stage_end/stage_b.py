@@ -80,8 +80,9 @@ class StageBFailure(BaseModel):
         return self
 
 
-def complete_stage_b(plan: StageBPlan, request: StageBPostUpdate, run: PostUpdateRuntime) -> Ended:
+def complete_stage_b(request: StageBPostUpdate, run: PostUpdateRuntime) -> Ended:
     """End a published run: sweep, record its lineage, route it onwards, end its lease, in that order."""
+    plan = StageBPlan.from_dict(request.plan)
     message = validated(StageBMessage, request.message, "stage B message")
     files = run.store.list_data_files(plan.target_location) if plan.writes else []
     routed_run = onward_run(plan.run_token, bool(plan.message_ids), plan.lease)
@@ -144,9 +145,10 @@ def complete_stage_b(plan: StageBPlan, request: StageBPostUpdate, run: PostUpdat
     )
 
 
-def fail_stage_b(plan: StageBPlan, request: StageBFailure, run: FailureRuntime) -> Ended:
+def fail_stage_b(request: StageBFailure, run: FailureRuntime) -> Ended:
     """End a run whose ``request.failed_step`` failed: delete or keep its output, end its lease, record the
     failure and send its step events, park what it took."""
+    plan = StageBPlan.from_dict(request.plan)
     message = validated(StageBMessage, plan.message, "stage B message")
     if request.failed_step == "post_update":
         return _park_published(plan, message, request, run)

@@ -21,8 +21,6 @@ from lakeline.errors import InvalidInputError, validated
 from lakeline.lambda_support import StepError
 from lakeline.run_order import FailedStep
 from lakeline.storage import same_prefix
-from stage_a.plan import StageAPlan
-from stage_b.plan import StageBPlan
 from stage_end.runtime import Ended, FailureRuntime
 from stage_end.stage_a import StageAFailure, fail_stage_a
 from stage_end.stage_b import StageBFailure, fail_stage_b
@@ -92,10 +90,10 @@ def end_stranded(
         request_a = StageAFailure(
             **common, arrival=execution_input.get("arrival"), failed_step=_failed_step(commits, lease, "ctas")
         )
-        ended = fail_stage_a(StageAPlan.from_dict(plan), request_a, run)
+        ended = fail_stage_a(request_a, run)
     else:
         request_b = StageBFailure(**common, failed_step=_failed_step(commits, lease, "steps"))
-        ended = fail_stage_b(StageBPlan.from_dict(plan), request_b, run)
+        ended = fail_stage_b(request_b, run)
     noted = {"execution": status.execution_arn, "status": status.status, "ended": True}
     return replace(ended, report={**ended.report, **noted})
 

@@ -13,7 +13,6 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -28,13 +27,12 @@ from lakeline.dependencies.sync import RefusedChange, apply_stream_change, park_
 from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
 from lambdas.environments import DependenciesStreamEnvironment
+from lambdas.observability import observability
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-logger = Logger(service="dependencies-by-table")
-tracer = Tracer(service="dependencies-by-table")
-metrics = Metrics(namespace="Lakeline", service="dependencies-by-table")
+logger, tracer, metrics = observability("dependencies-by-table")
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 _deserializer = TypeDeserializer()
 

@@ -12,7 +12,6 @@ from datetime import timedelta
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -20,10 +19,9 @@ from lakeline.aws.clients import AwsClients
 from lakeline.lambda_support import load_environment
 from lakeline.lineage.records.writer import LineageWriter
 from lambdas.environments import LineageInputEnvironment
+from lambdas.observability import observability
 
-logger = Logger(service="lakeline-lineage")
-tracer = Tracer(service="lakeline-lineage")
-metrics = Metrics(namespace="Lakeline", service="lineage-input")
+logger, tracer, metrics = observability("lakeline-lineage", metrics_service="lineage-input")
 
 
 @cache

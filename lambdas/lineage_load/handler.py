@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -29,13 +28,12 @@ from lakeline.lambda_support import load_environment
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.model import LineageRecord, parse_record
 from lambdas.environments import LineageLoadEnvironment
+from lambdas.observability import observability
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-logger = Logger(service="lakeline-lineage")
-tracer = Tracer(service="lakeline-lineage")
-metrics = Metrics(namespace="Lakeline", service="lineage-load")
+logger, tracer, metrics = observability("lakeline-lineage", metrics_service="lineage-load")
 
 
 @cache

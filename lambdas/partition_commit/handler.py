@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
@@ -30,10 +29,9 @@ from lakeline.lambda_support import load_environment
 from lakeline.partitions import commit_write
 from lakeline.storage import ObjectStore, SchemeObjectStore
 from lambdas.environments import CommitEnvironment
+from lambdas.observability import observability
 
-logger = Logger(service="partition-commit")
-tracer = Tracer(service="partition-commit")
-metrics = Metrics(namespace="Lakeline", service="partition-commit")
+logger, tracer, metrics = observability("partition-commit")
 
 
 class LeasedPlan(BaseModel):

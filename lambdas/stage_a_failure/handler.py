@@ -7,7 +7,6 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -15,13 +14,11 @@ from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageAFailureEnvironment
 from lambdas.failure import failure_runtime
-from stage_a.plan import StageAPlan
+from lambdas.observability import observability
 from stage_end.runtime import FailureRuntime
 from stage_end.stage_a import StageAFailure, fail_stage_a
 
-logger = Logger(service="stage-a-failure")
-tracer = Tracer(service="stage-a-failure")
-metrics = Metrics(namespace="Lakeline", service="stage-a-failure")
+logger, tracer, metrics = observability("stage-a-failure")
 
 
 @cache
@@ -36,9 +33,7 @@ def runtime() -> FailureRuntime:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = validated(StageAFailure, event, "failure input")
-    ended = fail_stage_a(StageAPlan.from_dict(request.plan), request, runtime())
-    ended.log(logger)
+    report = fail_stage_a(validated(StageAFailure, event, "failure input"), runtime()).reported(logger)
     metrics.add_metric(name="FailedRuns", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="ParkedArrivals", unit=MetricUnit.Count, value=len(ended.report.get("parked", [])))
-    return ended.report
+    metrics.add_metric(name="ParkedArrivals", unit=MetricUnit.Count, value=len(report.get("parked", [])))
+    return report

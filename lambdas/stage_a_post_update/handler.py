@@ -7,21 +7,18 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageAPostUpdateEnvironment
+from lambdas.observability import observability
 from lambdas.post_update import post_update_runtime
-from stage_a.plan import StageAPlan
 from stage_end.runtime import PostUpdateRuntime
 from stage_end.stage_a import StageAPostUpdate, complete_stage_a
 
-logger = Logger(service="stage-a-post-update")
-tracer = Tracer(service="stage-a-post-update")
-metrics = Metrics(namespace="Lakeline", service="stage-a-post-update")
+logger, tracer, metrics = observability("stage-a-post-update")
 
 
 @cache
@@ -34,9 +31,7 @@ def runtime() -> PostUpdateRuntime:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = validated(StageAPostUpdate, event, "post-update input")
-    ended = complete_stage_a(StageAPlan.from_dict(request.plan), request, runtime())
-    ended.log(logger)
-    metrics.add_metric(name="PublishedFiles", unit=MetricUnit.Count, value=ended.report["files"])
-    metrics.add_metric(name="TriggeredTargets", unit=MetricUnit.Count, value=len(ended.report["triggered"]))
-    return ended.report
+    report = complete_stage_a(validated(StageAPostUpdate, event, "post-update input"), runtime()).reported(logger)
+    metrics.add_metric(name="PublishedFiles", unit=MetricUnit.Count, value=report["files"])
+    metrics.add_metric(name="TriggeredTargets", unit=MetricUnit.Count, value=len(report["triggered"]))
+    return report

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
@@ -37,6 +36,7 @@ from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
 from lakeline.storage import S3ObjectStore
 from lambdas.environments import StageARouterEnvironment
+from lambdas.observability import observability
 from lambdas.router import RouterRuntime, router_runtime, send_back, send_back_to_wait, times_waited
 from stage_a.arrivals import parse_arrivals
 from stage_a.raw_files import S3RawFiles
@@ -51,9 +51,7 @@ from stage_a.start import (
     start_plan,
 )
 
-logger = Logger(service="stage-a-router")
-tracer = Tracer(service="stage-a-router")
-metrics = Metrics(namespace="Lakeline", service="stage-a-router")
+logger, tracer, metrics = observability("stage-a-router")
 # Two passes over each batch (``handler``); the batch fails whole only if every record failed in either.
 entering = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 starting = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -7,7 +7,6 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -15,13 +14,11 @@ from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageBFailureEnvironment
 from lambdas.failure import failure_runtime
-from stage_b.plan import StageBPlan
+from lambdas.observability import observability
 from stage_end.runtime import FailureRuntime
 from stage_end.stage_b import StageBFailure, fail_stage_b
 
-logger = Logger(service="stage-b-failure")
-tracer = Tracer(service="stage-b-failure")
-metrics = Metrics(namespace="Lakeline", service="stage-b-failure")
+logger, tracer, metrics = observability("stage-b-failure")
 
 
 @cache
@@ -34,9 +31,7 @@ def runtime() -> FailureRuntime:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = validated(StageBFailure, event, "failure input")
-    ended = fail_stage_b(StageBPlan.from_dict(request.plan), request, runtime())
-    ended.log(logger)
+    report = fail_stage_b(validated(StageBFailure, event, "failure input"), runtime()).reported(logger)
     metrics.add_metric(name="FailedRuns", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="ParkedMessages", unit=MetricUnit.Count, value=ended.report.get("parked", 0))
-    return ended.report
+    metrics.add_metric(name="ParkedMessages", unit=MetricUnit.Count, value=report.get("parked", 0))
+    return report

@@ -15,7 +15,6 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -29,6 +28,7 @@ from lakeline.dependencies.store import DependencyStore
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StageBRouterEnvironment
+from lambdas.observability import observability
 from lambdas.router import RouterRuntime, router_runtime, send_back_to_wait
 from stage_b.artifacts import s3_sql_reader
 from stage_b.messages import StageBMessage
@@ -38,9 +38,7 @@ from stage_b.start import begin_message, plan_follow_up, start_leased
 if TYPE_CHECKING:
     pass
 
-logger = Logger(service="stage-b-router")
-tracer = Tracer(service="stage-b-router")
-metrics = Metrics(namespace="Lakeline", service="stage-b-router")
+logger, tracer, metrics = observability("stage-b-router")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 

@@ -8,7 +8,6 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -17,13 +16,12 @@ from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
 from lambdas.environments import StrandedRunEnvironment
 from lambdas.failure import failure_runtime
+from lambdas.observability import observability
 from stage_end.runtime import FailureRuntime
 from stage_end.stranded import end_stranded, parse_status_change
 from stage_end.waiting import Stage
 
-logger = Logger(service="stranded-run")
-tracer = Tracer(service="stranded-run")
-metrics = Metrics(namespace="Lakeline", service="stranded-run")
+logger, tracer, metrics = observability("stranded-run")
 
 
 @cache
@@ -56,7 +54,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise InvalidInputError(f"{status.state_machine_arn} is not a stage state machine of this pipeline")
     # Read from the execution: the event leaves the input out when it is large.
     described = aws().stepfunctions.describe_execution(executionArn=status.execution_arn)
-    ended = end_stranded(stage, json.loads(described.get("input") or "{}"), status, runtime(stage))
-    ended.log(logger)
-    metrics.add_metric(name="StrandedRunsEnded", unit=MetricUnit.Count, value=1 if ended.report["ended"] else 0)
-    return ended.report
+    report = end_stranded(stage, json.loads(described.get("input") or "{}"), status, runtime(stage)).reported(logger)
+    metrics.add_metric(name="StrandedRunsEnded", unit=MetricUnit.Count, value=1 if report["ended"] else 0)
+    return report

@@ -7,7 +7,6 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -19,11 +18,10 @@ from lakeline.errors import InvalidInputError
 from lakeline.lambda_support import load_environment
 from lakeline.partitions import new_run_token
 from lambdas.environments import StrandedSweepEnvironment
+from lambdas.observability import observability
 from stage_end.waiting import waiting_stage
 
-logger = Logger(service="stranded-sweep")
-tracer = Tracer(service="stranded-sweep")
-metrics = Metrics(namespace="Lakeline", service="stranded-sweep")
+logger, tracer, metrics = observability("stranded-sweep")
 
 
 @cache
