@@ -23,7 +23,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -50,31 +50,33 @@ LAKELINE_TERMINAL_ACTIONS = ("STAGE_A_COMPLETE", "STAGE_B_COMPLETE", "STEP_FAILE
 DEFAULT_TERMINAL_ACTIONS = frozenset(SEED_TERMINAL_ACTIONS + LAKELINE_TERMINAL_ACTIONS)
 
 
-def _check_id(value: str) -> str:
-    if not ID_PATTERN.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a valid lineage id: use letters, digits and '_', '-', '.', ':', "
-            "start with a letter or digit, at most 200 characters"
-        )
-    return value
+def _matching(pattern: re.Pattern[str], refusal: str, *, longest: int | None = None) -> Callable[[str], str]:
+    """The check that a value matches ``pattern`` whole (and is at most ``longest`` characters): the value, else
+    ``ValueError``: its first 100 characters, then ``refusal``."""
+
+    def check(value: str) -> str:
+        if (longest is not None and len(value) > longest) or not pattern.fullmatch(value):
+            raise ValueError(f"{value[:100]!r} {refusal}")
+        return value
+
+    return check
 
 
-def _check_action(value: str) -> str:
-    if not ACTION_PATTERN.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a valid action: use letters, digits and '_', starting with a letter, "
-            "at most 128 characters (e.g. RAW_DATA_INPUT)"
-        )
-    return value
-
-
-def _check_location(value: str) -> str:
-    if len(value) > 2048 or not LOCATION_PATTERN.fullmatch(value):
-        raise ValueError(
-            f"{value[:100]!r} is not a storage location: write it as a URI such as s3://bucket/key, "
-            "without spaces, at most 2048 characters"
-        )
-    return value
+_check_id = _matching(
+    ID_PATTERN,
+    "is not a valid lineage id: use letters, digits and '_', '-', '.', ':', start with a letter or digit, "
+    "at most 200 characters",
+)
+_check_action = _matching(
+    ACTION_PATTERN,
+    "is not a valid action: use letters, digits and '_', starting with a letter, at most 128 characters "
+    "(e.g. RAW_DATA_INPUT)",
+)
+_check_location = _matching(
+    LOCATION_PATTERN,
+    "is not a storage location: write it as a URI such as s3://bucket/key, without spaces, at most 2048 characters",
+    longest=2048,
+)
 
 
 def _check_run_id(value: str) -> str:
@@ -84,10 +86,9 @@ def _check_run_id(value: str) -> str:
         raise ValueError(f"{value!r} is not an OpenLineage run id (a UUID)") from None
 
 
-def _check_job_name(value: str) -> str:
-    if len(value) > 512 or not JOB_NAME_PATTERN.fullmatch(value):
-        raise ValueError(f"{value!r} is not an OpenLineage job: write it namespace/name, without spaces")
-    return value
+_check_job_name = _matching(
+    JOB_NAME_PATTERN, "is not an OpenLineage job: write it namespace/name, without spaces", longest=512
+)
 
 
 def _check_dataset(value: str) -> str:
@@ -96,10 +97,7 @@ def _check_dataset(value: str) -> str:
     return value
 
 
-def _check_version(value: str) -> str:
-    if not VERSION_PATTERN.fullmatch(value):
-        raise ValueError(f"{value[:100]!r} is not a partition version token (v<version>.<run token>)")
-    return value
+_check_version = _matching(VERSION_PATTERN, "is not a partition version token (v<version>.<run token>)")
 
 
 def check_lineage_id(value: str, what: str) -> str:
