@@ -15,7 +15,10 @@ from lakeline.engines.base import QueryError
 from lakeline.errors import LakelineError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from lakeline.runtimes.deployed.run import DeployedRun
+    from lakeline.runtimes.embedded.project import LocalProject
 
 
 def demo(
@@ -145,15 +148,12 @@ def run_project(
         return
     import time
 
-    from lakeline.project.config import ProjectConfig
     from lakeline.project.unresolved import unresolved_file
-    from lakeline.runtimes.embedded.project import LocalProject
 
     console = progress_console()
     try:
         started = time.monotonic()
-        project = LocalProject(ProjectConfig.load(config), console)
-        _refuse_if_up(project.workspace.root)
+        project = _embedded_project(config, console)
         note_runtime(project.workspace.root, deployed=False, config=config)
         keys = project.raw_keys()
         seen = project.snapshot(keys)
@@ -207,14 +207,12 @@ def watch_project(
         return
     import time
 
-    from lakeline.project.config import ProjectConfig
-    from lakeline.runtimes.embedded.project import LocalProject, watch
+    from lakeline.runtimes.embedded.project import watch
 
     console = progress_console()
     try:
         started = time.monotonic()
-        project = LocalProject(ProjectConfig.load(config), console)
-        _refuse_if_up(project.workspace.root)
+        project = _embedded_project(config, console)
         with project:
             note_runtime(project.workspace.root, deployed=False, config=config)
             project.prepare()
@@ -225,6 +223,17 @@ def watch_project(
             project.finish(started)
     except (LakelineError, QueryError, OSError) as error:
         _stopped(error, config)
+
+
+def _embedded_project(config: Path, console: Console) -> LocalProject:
+    """The project of ``config`` on the embedded runtime, for ``run`` and ``watch --embedded`` (refused while ``lakeline
+    up`` keeps its workspace's deployment running: ``_refuse_if_up``)."""
+    from lakeline.project.config import ProjectConfig
+    from lakeline.runtimes.embedded.project import LocalProject
+
+    project = LocalProject(ProjectConfig.load(config), console)
+    _refuse_if_up(project.workspace.root)
+    return project
 
 
 def _refuse_if_up(root: Path) -> None:
