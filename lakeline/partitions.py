@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import pydantic
 
@@ -420,6 +420,15 @@ def drop_temp_table(
             raise
         failure.add_note(f"dropping temp table {temp_table} also failed: {drop_error}")
         return []
+
+
+def raise_abandoned(failure: Exception, abandoned: tuple[int, str], run: str) -> NoReturn:
+    """Raise ``failure``, the error of ``run``'s writes, once their output is abandoned: ``abandoned`` is how many
+    objects were deleted and why any could not be (``delete_run_files``), which is logged."""
+    _, left = abandoned
+    if left:
+        logger.warning("%s failed and %s", run, left)
+    raise failure
 
 
 def run_statements(engine: Engine, statements: Sequence[str], database: str) -> list[str]:

@@ -8,17 +8,13 @@ tables. Publishing is separate: under a lease the run commits its prefix first
 
 from __future__ import annotations
 
-import logging
-
 from lakeline.engines.base import Engine, QueryError
-from lakeline.partitions import drop_temp_table, run_statements
+from lakeline.partitions import drop_temp_table, raise_abandoned, run_statements
 from lakeline.run_order import Entering
 from lakeline.storage import ObjectStore
 from stage_a.finish import abandon_stage_a
 from stage_a.plan import StageAPlan
 from stage_a.type_check import PREFIX, TypeCheck, TypeCheckFailed, refusal
-
-logger = logging.getLogger(__name__)
 
 
 def execute_stage_a(
@@ -57,10 +53,7 @@ def execute_stage_a(
     if plan.source:  # the manifest's table too, whatever happened (its manifest goes with the run's prefix)
         query_ids += drop_temp_table(engine, plan.source.drop, plan.target_database, plan.source.table, ctas_error)
     if ctas_error is not None:
-        _, left = abandon_stage_a(plan, store)
-        if left:
-            logger.warning("stage A %s %s failed and %s", plan.stage_table, plan.partition, left)
-        raise ctas_error
+        raise_abandoned(ctas_error, abandon_stage_a(plan, store), f"stage A {plan.stage_table} {plan.partition}")
     return query_ids
 
 

@@ -7,17 +7,14 @@ first (``lakeline.partitions.commit_write``), then ``publish_stage_b`` points th
 
 from __future__ import annotations
 
-import logging
 from typing import Protocol
 
 from lakeline.engines.base import Engine, QueryError
-from lakeline.partitions import drop_temp_table, run_statements
+from lakeline.partitions import drop_temp_table, raise_abandoned, run_statements
 from lakeline.run_order import Entering
 from lakeline.storage import ObjectStore
 from stage_b.finish import abandon_stage_b
 from stage_b.plan import PlannedStep, StageBPlan
-
-logger = logging.getLogger(__name__)
 
 
 class StageBStepFailed(QueryError):
@@ -69,8 +66,5 @@ def execute_stage_b(
             break
     query_ids += drop_temp_table(engine, plan.drop_temp, plan.target_database, plan.temp_table, failure)
     if failure is not None:
-        _, left = abandon_stage_b(plan, store)
-        if left:
-            logger.warning("stage B %s %s failed and %s", plan.dataset, plan.partition, left)
-        raise failure
+        raise_abandoned(failure, abandon_stage_b(plan, store), f"stage B {plan.dataset} {plan.partition}")
     return query_ids
