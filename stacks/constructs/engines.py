@@ -13,6 +13,7 @@ engines: ``stacks.constructs.stage``) or, when the run wrote nothing, in ``done`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from functools import partial
 
 from aws_cdk import aws_lambda as lambda_
@@ -31,6 +32,16 @@ STEP_TIMES = "$.step_times"
 """Where the Athena engine keeps a stage B run's step times (``stage_b.failures.StepTime``, one per step)."""
 
 
+@dataclass(frozen=True)
+class WriteExits:
+    """Where a stage's write fragment goes on: ``publish`` once it wrote the run's new version, ``done`` when the run
+    had nothing to write, ``on_failure`` once it marked ``$.failed_step``."""
+
+    publish: sfn.IChainable
+    done: sfn.State
+    on_failure: sfn.IChainable
+
+
 class EngineSteps(ABC):
     """The Step Functions fragments that run a stage A plan and a stage B plan: the engine's writes of the stage's
     run order (``lakeline.run_order``), each failure marked with the name the order gives its step."""
@@ -41,28 +52,12 @@ class EngineSteps(ABC):
     """The path of the stage B steps' times in the state, when the engine's fragment keeps them."""
 
     @abstractmethod
-    def stage_a(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        publish: sfn.IChainable,
-        done: sfn.State,
-        on_failure: sfn.IChainable,
-    ) -> sfn.State:
+    def stage_a(self, scope: Construct, construct_id: str, exits: WriteExits) -> sfn.State:
         """Run a stage A plan: point the partition at its committed version, then (unless the run has
         nothing new) register the raw partition, CTAS into the run's prefix, drop the temp table."""
 
     @abstractmethod
-    def stage_b(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        publish: sfn.IChainable,
-        done: sfn.State,
-        on_failure: sfn.IChainable,
-    ) -> sfn.State:
+    def stage_b(self, scope: Construct, construct_id: str, exits: WriteExits) -> sfn.State:
         """Run a stage B plan: point the partition at its committed version, its steps in order, the
         DROP of the temp table (also on failure)."""
 
@@ -113,18 +108,10 @@ class AthenaEngineSteps(EngineSteps):
     ) -> sfn.Map:
         return self.workgroup.statements(scope, f"{construct_id}Reconcile", plan("reconcile"), on_failure, step)
 
-    def stage_a(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        publish: sfn.IChainable,
-        done: sfn.State,
-        on_failure: sfn.IChainable,
-    ) -> sfn.State:
+    def stage_a(self, scope: Construct, construct_id: str, exits: WriteExits) -> sfn.State:
         plan, statement = STAGE_A_PLAN, self.workgroup.statement
         step = partial(STAGE_A.write_step, self.name)
-        reconcile = self._reconcile(scope, construct_id, plan, on_failure, step("reconcile"))
+        reconcile = self._reconcile(scope, construct_id, plan, exits.on_failure, step("reconcile"))
         register = statement(scope, f"{construct_id}RegisterRaw", plan("register_raw"))
         ctas = statement(scope, f"{construct_id}Ctas", plan("ctas"))
         drop = statement(scope, f"{construct_id}DropTemp", plan("drop_temp"))
@@ -135,35 +122,40 @@ class AthenaEngineSteps(EngineSteps):
         drop_after_failure.next(
             self._drop_source(scope, f"{construct_id}DropSourceAfterFailure", step("ctas"), then=ctas_failed)
         )
-        ctas_failed.next(on_failure)
+        ctas_failed.next(exits.on_failure)
         ctas.add_catch(drop_after_failure, result_path="$.error")
         ctas.next(drop).next(
-            self._drop_source(scope, f"{construct_id}DropSource", step("ctas"), then=publish, on_failure=on_failure)
+            self._drop_source(
+                scope, f"{construct_id}DropSource", step("ctas"), then=exits.publish, on_failure=exits.on_failure
+            )
         )
         # The run's new files are not committed yet: a failed DROP of the temp table fails the run like its
         # CTAS (the failure function deletes them, ends the lease and parks the arrivals).
         drop.add_catch(
-            failure_marker(scope, f"{construct_id}DropTempFailed", step("ctas")).next(on_failure), result_path="$.error"
+            failure_marker(scope, f"{construct_id}DropTempFailed", step("ctas")).next(exits.on_failure),
+            result_path="$.error",
         )
         # Nothing is written before the CTAS: a failed registration of the raw partition only ends the run.
         register.add_catch(
-            failure_marker(scope, f"{construct_id}RegisterRawFailed", step("register")).next(on_failure),
+            failure_marker(scope, f"{construct_id}RegisterRawFailed", step("register")).next(exits.on_failure),
             result_path="$.error",
         )
         source = statement(scope, f"{construct_id}SourceTable", f"{STAGE_A_PLAN('source')}.create")
         # Nothing is written before the CTAS: a failed table over the manifest only ends the run.
         source.add_catch(
-            failure_marker(scope, f"{construct_id}SourceTableFailed", step("ctas")).next(on_failure),
+            failure_marker(scope, f"{construct_id}SourceTableFailed", step("ctas")).next(exits.on_failure),
             result_path="$.error",
         )
         source.next(ctas)
         has_source = sfn.Choice(scope, f"{construct_id}HasSource")
         has_source.when(sfn.Condition.is_null(STAGE_A_PLAN("source")), ctas).otherwise(source)
-        checked = self._type_check(scope, construct_id, step("type_check"), then=has_source, on_failure=on_failure)
+        checked = self._type_check(
+            scope, construct_id, step("type_check"), then=has_source, on_failure=exits.on_failure
+        )
         has_raw_partition = sfn.Choice(scope, f"{construct_id}IsPartitioned")
         has_raw_partition.when(sfn.Condition.is_string(plan("register_raw")), register.next(checked))
         has_raw_partition.otherwise(checked)
-        reconcile.next(self.unless_nothing_new(scope, construct_id, write=has_raw_partition, done=done))
+        reconcile.next(self.unless_nothing_new(scope, construct_id, write=has_raw_partition, done=exits.done))
         return reconcile
 
     def _drop_source(
@@ -240,18 +232,10 @@ class AthenaEngineSteps(EngineSteps):
         add_retry(task, throttled=["QualityThrottled"])
         return task
 
-    def stage_b(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        publish: sfn.IChainable,
-        done: sfn.State,
-        on_failure: sfn.IChainable,
-    ) -> sfn.State:
+    def stage_b(self, scope: Construct, construct_id: str, exits: WriteExits) -> sfn.State:
         plan, statement = STAGE_B_PLAN, self.workgroup.statement
         named = partial(STAGE_B.write_step, self.name)
-        reconcile = self._reconcile(scope, construct_id, plan, on_failure, named("reconcile"))
+        reconcile = self._reconcile(scope, construct_id, plan, exits.on_failure, named("reconcile"))
         # In its db, as locally; its output is when its query ran (stage_b.failures.StepTime), for the events.
         step = statement(
             scope,
@@ -302,20 +286,20 @@ class AthenaEngineSteps(EngineSteps):
         drop_after_failure = statement(scope, f"{construct_id}DropTempAfterFailure", plan("drop_temp"))
         drop_after_failure.add_catch(steps_failed, result_path="$.drop_error")
         drop_after_failure.next(steps_failed)
-        steps_failed.next(on_failure)
+        steps_failed.next(exits.on_failure)
         has_temp_after_failure = sfn.Choice(scope, f"{construct_id}HasTempAfterFailure")
         has_temp_after_failure.when(sfn.Condition.is_string(plan("drop_temp")), drop_after_failure)
         has_temp_after_failure.otherwise(steps_failed)
         steps.add_catch(has_temp_after_failure, result_path="$.error")
 
         drop = statement(scope, f"{construct_id}DropTemp", plan("drop_temp"))
-        drop.next(publish)
+        drop.next(exits.publish)
         # Not committed yet: a failed DROP fails the run like a failed step (its prefix is deleted).
         drop.add_catch(
-            failure_marker(scope, f"{construct_id}DropTempFailed", named("steps")).next(on_failure),
+            failure_marker(scope, f"{construct_id}DropTempFailed", named("steps")).next(exits.on_failure),
             result_path="$.error",
         )
-        reconcile.next(steps).next(self.if_temp_table(scope, construct_id, write=drop, done=done))
+        reconcile.next(steps).next(self.if_temp_table(scope, construct_id, write=drop, done=exits.done))
         return reconcile
 
 
@@ -367,28 +351,12 @@ class SparkEngineSteps(EngineSteps):
         run.add_catch(failure_marker(scope, f"{construct_id}SparkFailed", step).next(on_failure), result_path="$.error")
         return run
 
-    def stage_a(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        publish: sfn.IChainable,
-        done: sfn.State,
-        on_failure: sfn.IChainable,
-    ) -> sfn.State:
-        run = self._run(scope, construct_id, STAGE_A, STAGE_A_PLAN, on_failure)
-        run.next(self.unless_nothing_new(scope, construct_id, write=publish, done=done))
+    def stage_a(self, scope: Construct, construct_id: str, exits: WriteExits) -> sfn.State:
+        run = self._run(scope, construct_id, STAGE_A, STAGE_A_PLAN, exits.on_failure)
+        run.next(self.unless_nothing_new(scope, construct_id, write=exits.publish, done=exits.done))
         return run
 
-    def stage_b(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        publish: sfn.IChainable,
-        done: sfn.State,
-        on_failure: sfn.IChainable,
-    ) -> sfn.State:
-        run = self._run(scope, construct_id, STAGE_B, STAGE_B_PLAN, on_failure)
-        run.next(self.if_temp_table(scope, construct_id, write=publish, done=done))
+    def stage_b(self, scope: Construct, construct_id: str, exits: WriteExits) -> sfn.State:
+        run = self._run(scope, construct_id, STAGE_B, STAGE_B_PLAN, exits.on_failure)
+        run.next(self.if_temp_table(scope, construct_id, write=exits.publish, done=exits.done))
         return run

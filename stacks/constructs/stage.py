@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
@@ -23,7 +22,9 @@ from lakeline.run_order import PUBLISHING, FailedStep, RunOrder, StepKind
 from lakeline.storage import RUN_PREFIX
 from lambdas.environments import CommitEnvironment, QualityEnvironment
 from stacks.config import LakelineConfig
+from stacks.constructs.engines import WriteExits
 from stacks.constructs.functions import LakelineFunction
+from stacks.constructs.openlineage import StageEvents
 from stacks.constructs.queues import QueueWithDeadLetters
 from stacks.constructs.statements import StatementRunner
 from stacks.constructs.workflow import add_retry, failure_marker, failure_recorder, logged_state_machine
@@ -59,18 +60,8 @@ class RouterSettings:
         )
 
 
-class EngineFragment(Protocol):
-    """``Engine.stage_a`` or ``Engine.stage_b``."""
-
-    def __call__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        publish: sfn.IChainable,
-        done: sfn.State,
-        on_failure: sfn.IChainable,
-    ) -> sfn.State: ...
+EngineFragment = Callable[[Construct, str, WriteExits], sfn.State]
+"""``EngineSteps.stage_a`` or ``EngineSteps.stage_b``."""
 
 
 def routing_environment(
@@ -113,6 +104,42 @@ def grant_partition_state(
     function.function.add_environment(queue_variable, stage_queue.follow_ups.queue_url)
     storage.table("PipelineState").grant_read_write_data(function.function)
     stage_queue.follow_ups.grant_send_messages(function.function)
+
+
+def post_update_function(
+    scope: Construct,
+    handler_package: str,
+    description: str,
+    *,
+    storage: StorageImports,
+    statements: StatementRunner,
+    queue_b: QueueWithDeadLetters,
+    lineage_queue: QueueWithDeadLetters,
+    stage_queue: QueueWithDeadLetters,
+    queue_variable: str,
+    stage_events: StageEvents,
+    buckets: tuple[str, ...],
+) -> LakelineFunction:
+    """A stage's post-update function (``handler_package``): after a run's publish it sweeps the superseded versions
+    in ``buckets``, prunes old table versions, routes the partition onwards (``grant_routing``), ends the run's lease
+    or queues its follow-up on ``stage_queue`` (``grant_partition_state``) and sends its OpenLineage events."""
+    function = LakelineFunction(
+        scope,
+        "PostUpdate",
+        handler_package=handler_package,
+        description=description,
+        timeout=Duration.minutes(5),
+        environment=routing_environment(storage, queue_b, lineage_queue),
+    )
+    for bucket in buckets:
+        storage.bucket(bucket).grant_read(function.function)
+        storage.bucket(bucket).grant_delete(function.function)
+    statements.grants.grant_delete_guard(function.function)
+    statements.grants.grant_prune_versions(function.function)
+    grant_routing(function, storage, queue_b, lineage_queue)
+    grant_partition_state(function, storage, stage_queue, queue_variable)
+    stage_events.attach(function)
+    return function
 
 
 def commit_function(scope: Construct, storage: StorageImports, buckets: tuple[str, ...]) -> LakelineFunction:
@@ -301,7 +328,7 @@ class StageWorkflow:
         }
         steps = [step for step in order.steps(statements.engine.name) if step.kind != "writes"]
         published = chained([after_writes[step.kind](step.name) for step in steps if step.kind in PUBLISHING], done)
-        writes = engine_fragment(stage, run_id, publish=published, done=done, on_failure=on_failure)
+        writes = engine_fragment(stage, run_id, WriteExits(publish=published, done=done, on_failure=on_failure))
         finish = [after_writes[step.kind](step.name) for step in steps if step.kind not in PUBLISHING]
         definition = chained([sfn.Chain.custom(writes, [done], done), *finish], sfn.Succeed(stage, f"{name}Done"))
         self.state_machine = logged_state_machine(stage, "StateMachine", definition, key=storage.key)

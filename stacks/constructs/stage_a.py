@@ -28,8 +28,7 @@ from stacks.constructs.stage import (
     RouterSettings,
     StageWorkflow,
     grant_partition_state,
-    grant_routing,
-    routing_environment,
+    post_update_function,
 )
 from stacks.constructs.statements import StatementRunner
 from stacks.contracts import STAGE_A_PLAN, handler_environment, variable
@@ -106,23 +105,19 @@ class StageA(Construct):
         statements.grants.grant_delete_guard(failure.function)
         statements.grants.grant_drop_quality_tables(failure.function)
         stage_events.attach(failure)
-        post_update = LakelineFunction(
+        post_update = post_update_function(
             self,
-            "PostUpdate",
-            handler_package="stage_a_post_update",
-            description="Stage A after the swap: end the lease or queue the follow-up, sweep, route to stage B",
-            timeout=Duration.minutes(5),
-            environment=routing_environment(storage, queue_b, lineage_queue),
+            "stage_a_post_update",
+            "Stage A after the swap: end the lease or queue the follow-up, sweep, route to stage B",
+            storage=storage,
+            statements=statements,
+            queue_b=queue_b,
+            lineage_queue=lineage_queue,
+            stage_queue=self.queue,
+            queue_variable=variable(StageAPostUpdateEnvironment, "stage_a_follow_up_queue_url"),
+            stage_events=stage_events,
+            buckets=("Stage",),
         )
-        storage.bucket("Stage").grant_read(post_update.function)
-        storage.bucket("Stage").grant_delete(post_update.function)
-        statements.grants.grant_delete_guard(post_update.function)
-        statements.grants.grant_prune_versions(post_update.function)
-        grant_routing(post_update, storage, queue_b, lineage_queue)
-        grant_partition_state(
-            post_update, storage, self.queue, variable(StageAPostUpdateEnvironment, "stage_a_follow_up_queue_url")
-        )
-        stage_events.attach(post_update)
 
         plan = STAGE_A_PLAN
         workflow = StageWorkflow(

@@ -3,7 +3,6 @@ routes the finished partition onwards to queue B again (B→B chains)."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sns as sns
@@ -24,8 +23,7 @@ from stacks.constructs.stage import (
     RouterSettings,
     StageWorkflow,
     grant_partition_state,
-    grant_routing,
-    routing_environment,
+    post_update_function,
 )
 from stacks.constructs.statements import StatementRunner
 from stacks.contracts import STAGE_B_MESSAGE, STAGE_B_PLAN, handler_environment, variable
@@ -68,24 +66,19 @@ class StageB(Construct):
         statements.grants.grant_delete_guard(failure.function)
         statements.grants.grant_drop_quality_tables(failure.function)
         stage_events.attach(failure)
-        post_update = LakelineFunction(
+        post_update = post_update_function(
             self,
-            "PostUpdate",
-            handler_package="stage_b_post_update",
-            description="Stage B after the swap: clean up, record appends, route onwards",
-            timeout=Duration.minutes(5),
-            environment=routing_environment(storage, queue_b, lineage_queue),
+            "stage_b_post_update",
+            "Stage B after the swap: clean up, record appends, route onwards",
+            storage=storage,
+            statements=statements,
+            queue_b=queue_b,
+            lineage_queue=lineage_queue,
+            stage_queue=queue_b,
+            queue_variable=variable(StageBPostUpdateEnvironment, "stage_b_follow_up_queue_url"),
+            stage_events=stage_events,
+            buckets=("Stage", "Analytics"),
         )
-        for bucket in ("Stage", "Analytics"):
-            storage.bucket(bucket).grant_read(post_update.function)
-            storage.bucket(bucket).grant_delete(post_update.function)
-        statements.grants.grant_delete_guard(post_update.function)
-        statements.grants.grant_prune_versions(post_update.function)
-        grant_routing(post_update, storage, queue_b, lineage_queue)
-        grant_partition_state(
-            post_update, storage, queue_b, variable(StageBPostUpdateEnvironment, "stage_b_follow_up_queue_url")
-        )
-        stage_events.attach(post_update)
 
         plan = STAGE_B_PLAN
         post_update_payload = {"message.$": str(STAGE_B_MESSAGE), "plan.$": str(plan)}
