@@ -86,11 +86,13 @@ def commit_write(
     applied: Sequence[str],
     contribution: str | None = None,
     replaces: Sequence[str] = (),
+    checked: str | None = None,
 ) -> PartitionState:
     """Make the run's prefix the partition's next version: carry the published version's files into it
     (incremental appends) except the ``replaces`` ones, count its files, and commit it (compare-and-swap
     on the version). ``contribution``: the key of the stage B append contribution the run wrote; the
-    files it wrote are recorded as that contribution's. Idempotent, so the task can be retried."""
+    files it wrote are recorded as that contribution's; ``checked``, the summary of the checks the run passed.
+    Idempotent, so the task can be retried."""
     recorded: tuple[str, list[str]] | None = None
     if contribution:
         # Listed before the carry; on a retry the prefix already holds carried files, which are the
@@ -101,7 +103,7 @@ def commit_write(
     if carry_from:
         store.carry_files(carry_from, lease.location, leave=frozenset(replaces))
     files = len(store.list_data_files(lease.location))
-    return commits.commit(lease, publish=True, files=files, applied=applied, contribution=recorded)
+    return commits.commit(lease, publish=True, files=files, applied=applied, contribution=recorded, checked=checked)
 
 
 def file_name(uri: str) -> str:

@@ -44,6 +44,13 @@ to record an arrival (``PartitionFull``) and the router sends it back to its que
 Clock = Callable[[], float]
 TAKEN_ATTRIBUTES = ("taken_owner", "taken_batch", "taken_run", "taken_count")
 """The partition item's note of a batch taken out of ``pending`` (``lakeline.commits.TakenBatch``)."""
+CHECKED_CHARS = 1_000
+"""Of the last checked version's summary in the partition's item (``checked``): a table's rules may hold 64,000
+bytes, which the item need not repeat; the whole report is beside the run (``stage_end.quality``)."""
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _entry_bytes(entries: Iterable[str]) -> int:
@@ -300,6 +307,7 @@ class PartitionCommits:
         applied: Iterable[str] = (),
         taken: Iterable[str] | None = None,
         contribution: tuple[str, Sequence[str]] | None = None,
+        checked: str | None = None,
     ) -> PartitionState:
         """End the run's write: with ``publish``, the partition's next version is the run's prefix
         (``files`` files, with ``applied`` arrivals in it); the arrivals it took (default: all of
@@ -338,6 +346,9 @@ class PartitionCommits:
             values |= attribute_values(next=lease.version + 1, location=lease.location, files=files, now=self.clock())
             sets += ["version = :next", "published = :location", "files = :files", "published_at = :now"]
             removes.append("published_lineage")  # the new version's run notes its own (``mark_lineage``)
+            if checked is not None:
+                values |= attribute_values(checked=_cut(checked, CHECKED_CHARS))
+                sets += ["checked_version = :next", "checked = :checked"]
             if lease.published:
                 values |= attribute_values(retired={retired_entry(lease.published, self.clock())})
                 adds.append("retired :retired")

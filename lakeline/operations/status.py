@@ -69,7 +69,8 @@ class PartitionStatus:
     waiting: int  # arrivals or messages recorded, for the run that holds the partition or the next one
     run_in_flight: str | None
     quality: str | None = None
-    """The published version's checks (#41), e.g. ``3/3 passed``, from its run's report; ``None``: none ran."""
+    """The published version's checks (#41), e.g. ``3/3 passed``, from its run's report, or the last checked
+    version's, named (``3/3 passed (version 2, the last checked)``); ``None``: none ever ran."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,21 @@ def quality_of(read: TextReader, published: str | None) -> str | None:
     return None if text is None else report_from_json(text).summary
 
 
+def _checks(item: Mapping[str, Any], read: TextReader | None) -> str | None:
+    """The ``checks`` column of a partition: its published version's checks (their report beside the run), else
+    the last checked version's as the item keeps them (a version published without checks, a compaction of a
+    table without them then), said to be of that version: ``3/3 passed (version 2, the last checked)``."""
+    found = quality_of(read, _text(item, "published")) if read is not None else None
+    if found is not None:
+        return found
+    summary, version = _text(item, "checked"), _number(item, "checked_version")
+    if summary is None or version is None:
+        return None
+    if int(version) == int(_number(item, "version") or 0):
+        return summary  # its report is not readable here (no reader), the item says the same
+    return f"{summary} (version {int(version)}, the last checked)"
+
+
 def read_items(
     items: Iterable[Mapping[str, Any]],
     required: Callable[[str], frozenset[str]],
@@ -183,7 +199,7 @@ def read_items(
                     f"{datetime.fromtimestamp(published, UTC):%Y-%m-%d %H:%M:%S}" if published else None,
                     len(item.get("pending", {}).get("SS", [])),
                     leased,
-                    quality_of(read, _text(item, "published")) if read is not None else None,
+                    _checks(item, read),
                 )
             )
         elif "arrived_sources" in item and "completed_by" not in item:

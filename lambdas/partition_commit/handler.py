@@ -30,6 +30,7 @@ from lakeline.partitions import commit_write
 from lakeline.storage import ObjectStore, SchemeObjectStore
 from lambdas.environments import CommitEnvironment
 from lambdas.observability import observability
+from stage_end.quality import read_report
 
 logger, tracer, metrics = observability("partition-commit")
 
@@ -46,6 +47,7 @@ class LeasedPlan(BaseModel):
     carry_from: str | None = None
     contribution: str | None = None  # stage B append: whose rows the run wrote
     replaces: list[str] = []  # stage B append: the published files of that contribution, not carried
+    quality: dict[str, Any] | None = None  # the run's checks (#41): its quality step's report is beside the run
 
 
 class CommitInput(BaseModel):
@@ -85,8 +87,18 @@ def commit_plan(plan: LeasedPlan, commits: PartitionCommits, store: ObjectStore)
         applied=applied,
         contribution=plan.contribution,
         replaces=plan.replaces,
+        checked=_checked(plan, store),
     )
     return lease, state
+
+
+def _checked(plan: LeasedPlan, store: ObjectStore) -> str | None:
+    """The summary of the checks the run passed, kept in the partition's item as its last checked version's; the
+    report is there when the plan has checks (the quality step ran before the commit)."""
+    if plan.quality is None:
+        return None
+    report = read_report(store, plan.target_location)
+    return None if report is None else report.summary
 
 
 @logger.inject_lambda_context

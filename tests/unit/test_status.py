@@ -4,10 +4,16 @@ flight, waiting arrivals and the ``all`` targets that lack sources."""
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from lakeline.operations.status import local_status, read_items
+from lakeline.commits import PartitionCommits, commit_key
+from lakeline.operations.status import local_status, read_items, store_reader
+from lakeline.quality.evaluate import CheckResult, QualityReport
+from lambdas.partition_commit.handler import LeasedPlan, commit_plan
+from stage_end.quality import report_location, report_to_json
 
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)
 ITEMS = [
@@ -69,3 +75,35 @@ def test_a_workspace_reports_its_last_run_failures_and_quarantine(tmp_path: Path
         "quarantined shop/pos/sales/day=1/bad.csv: header lacks column amount",
     ]
     assert len(status.partitions) == 2
+
+
+def test_a_version_published_without_checks_shows_the_last_checked_versions_named(commits: PartitionCommits) -> None:
+    """The commit function keeps the summary of the checks a run passed in the partition's item; a later version
+    published without checks (the table's checks removed, a compaction then) leaves it, and ``status`` says whose
+    it is. The checked version's own report is read first while it is there."""
+    store, root = commits.lists, "s3://stage/db/t/date=20220120/"
+    assert store is not None
+    gate = {"rules": [{"rule": "RowCount > 0", "severity": "block"}], "database": "db", "table": "t"}
+    report = QualityReport("db.t (date=20220120)", (CheckResult("RowCount > 0", "block", True, 3.0),))
+
+    def run(owner: str, quality: dict[str, Any] | None) -> None:
+        target = f"{root}lakeline_run=20220120t00000000000{owner[-1]}_{uuid.uuid5(uuid.NAMESPACE_URL, owner).hex[:10]}/"
+        lease = commits.begin(commit_key("db.t", "date=20220120"), owner, target, root, [owner])
+        assert lease is not None
+        if quality is not None:  # what the quality step leaves beside the run
+            store.write_text(report_location(target), report_to_json(report))
+        plan = LeasedPlan(lease=lease.to_dict(), target_location=target, applied=[owner], quality=quality)
+        commit_plan(plan, commits, store)
+        commits.finish(lease, f"{owner}-next", f"{root}x/")
+
+    def checks_column(read: bool = True) -> str | None:
+        items = commits.client.scan(TableName=commits.table_name)["Items"]
+        (partition,), _ = read_items(items, lambda target: frozenset(), NOW, store_reader(store) if read else None)
+        return partition.quality
+
+    run("r1", gate)
+    assert checks_column() == checks_column(read=False) == "1/1 passed"
+    run("r2", None)
+    assert checks_column() == "1/1 passed (version 1, the last checked)"
+    run("r3", gate)
+    assert checks_column() == "1/1 passed"
