@@ -9,14 +9,15 @@ and one ``warn`` (amounts under 30). ``orders_daily`` (stage B, built from ``ord
    is parked with the rules and failing rows, ``orders_daily`` is not rebuilt;
 3. the fixed file sent again under the same key: published, ``orders_daily`` rebuilt;
 4. a target whose own check blocks (11 orders in a day): its source published, the target keeps its version,
-   its message parked with the reason.
+   its message parked with the reason;
+5. ``reprocess`` of that day: the target's run again, checked as any run, blocked again the same way.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +26,10 @@ from typing import Any
 import pytest
 
 from lakeline.commits import PartitionCommits, commit_key
+from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.model import DependencyItem, parse_dependency_item
 from lakeline.engines.spark import SparkEngine
+from lakeline.operations.reprocess import reprocess, scan_table_partitions
 from lakeline.operations.status import read_items, store_reader
 from lakeline.project.workspace import Workspace
 from lakeline.quality.checks import Check
@@ -135,7 +138,7 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
         commits = PartitionCommits(cloud.dynamodb, cloud.names.pipeline_state, lists=store)
         phases: list[Phase] = []
 
-        def phase(*files: tuple[str, str]) -> None:
+        def phase(*files: tuple[str, str], then: Callable[[], object] = lambda: None) -> None:
             before = (
                 len(flow.report.stage_a),
                 len(flow.report.stage_b),
@@ -144,6 +147,7 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
             )
             for key, text in files:
                 flow.arrive(write(workspace, key, text))
+            then()
             flow.run_until_idle()
             published = commits.read(commit_key(f"{STAGE}.orders", f"date={DAY}")).published
             items = cloud.dynamodb.scan(TableName=cloud.names.pipeline_state)["Items"]
@@ -173,6 +177,19 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
         phase(orders(["4", "", "1"], part=1))  # 2. a NULL id and id 1 again
         phase(orders(["4", "5", "6"], part=1))  # 3. the fixed file, the same key
         phase(orders(["7", "8", "9", "10", "11"], part=2))  # 4. fine for orders; orders_daily's 11 orders are not
+        # 5. `lakeline reprocess` of the day, as its embedded path does: the target's message sent again, its run
+        # checked as any: blocked again by its own check.
+        state = cloud.names.pipeline_state
+        phase(
+            then=lambda: reprocess(
+                f"{STAGE}.orders",
+                scan_table_partitions(cloud.dynamodb, state, f"{STAGE}.orders", DAY, DAY),
+                flow.store,
+                ArrivalTracker(cloud.dynamodb, state),
+                cloud.sqs,
+                cloud.queue_urls["queue-b"],
+            )
+        )
         yield Scenario(phases)
     finally:
         cloud.stop()
@@ -236,7 +253,7 @@ def test_the_fixed_file_sent_again_is_published_and_the_target_rebuilt(scenario:
 
 
 def test_a_target_whose_own_check_blocks_keeps_its_version(scenario: Scenario) -> None:
-    third, fourth = scenario.phases[2:]
+    third, fourth = scenario.phases[2:4]
     assert fourth.stage_a == 1 and fourth.stage_b == 0
     assert len(fourth.orders) == 11, "the source is published"
     assert fourth.daily == third.daily == [(6, 189.0, DAY)], "the target keeps its previous version"
@@ -250,3 +267,14 @@ def test_a_target_whose_own_check_blocks_keeps_its_version(scenario: Scenario) -
     assert reason.startswith(f"quality failed: QualityBlocked: quality checks blocked {ANALYTICS}.orders_daily")
     assert """rule 'ColumnValues "orders" < 10' failed (metric 0), failing rows: [{"orders":"11",""" in reason
     assert fourth.quality_tables == []
+
+
+def test_a_reprocess_rebuilds_through_the_targets_checks_and_is_blocked_the_same_way(scenario: Scenario) -> None:
+    fourth, fifth = scenario.phases[3:]
+    assert fifth.stage_a == 0 and fifth.stage_b == 0
+    assert fifth.daily == fourth.daily and fifth.checks[DAILY] == "2/2 passed", "nothing published"
+    [(body, reason)] = fifth.parked
+    assert json.loads(body)["trigger"]["run"].startswith("reprocess-")
+    assert reason.startswith(f"quality failed: QualityBlocked: quality checks blocked {ANALYTICS}.orders_daily")
+    assert [(r["table"].split(" ")[0], r["blocked"]) for r in fifth.reports] == [(f"{ANALYTICS}.orders_daily", True)]
+    assert len(fifth.failures) == 1 and fifth.quality_tables == []
