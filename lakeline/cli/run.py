@@ -34,7 +34,8 @@ def demo(
 ) -> None:
     """Run the pipeline on generated sample data, with no AWS account: by default the system users deploy
     (the CDK app synthesized and deployed on a local AWS endpoint, IAM enforced, Athena on embedded PySpark);
-    exits 1 if any execution failed or anything was parked."""
+    one file of it breaks a quality check and is blocked, as the demo shows. Exits 1 if any other execution
+    failed or anything else was parked, or if that file was not blocked."""
     if embedded:
         from lakeline.runtimes.embedded.demo import run_demo
 

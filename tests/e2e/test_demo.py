@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from lakeline.lineage.openlineage.bound import EVENT_SIZE_LIMIT
+from lakeline.runtimes.embedded.demo import BLOCKED_KEY, COUNTRY_RULE
 from tests.lineage_endpoint import recording_endpoint
 from tests.openlineage_schema import validate_events_file
 
@@ -84,8 +85,8 @@ def test_stage_a_wrote_every_partition_with_its_bucket_count(demo: tuple[Path, d
     for day in DAYS:
         assert tables[("engineering_mysql_dev.customers", f"date={day}")] == (500, 1)
         assert tables[("engineering_sales_dev.orders", f"date={day}")] == (ORDERS_PER_DAY, 2)
-    assert summary["failures"] == []
-    assert summary["stage_a_runs"] == 8, "eight arrivals; the redelivered one does not run again"
+    assert [failure.split(": ")[0] for failure in summary["failures"]] == [BLOCKED_KEY], "the blocked file alone"
+    assert summary["stage_a_runs"] == 8, "eight arrivals; the redelivered one does not run again, the blocked fails"
     assert summary["duplicates"][0].startswith("engineering/sales/orders/date=20220120/")
 
 
@@ -131,13 +132,34 @@ def test_the_seeds_example_lands_in_the_saturday_before(demo: tuple[Path, dict[s
     assert summary["contents"]["engineering_analytics_dev.destination_table"] == []
 
 
+def test_the_file_breaking_a_check_is_blocked_and_the_previous_version_served(
+    demo: tuple[Path, dict[str, Any], Any],
+) -> None:
+    """The demo's last file breaks the customers table's country rule: blocked, said with the rule and the row,
+    nothing of it published, its targets not rebuilt (their figures are the sample files', checked above); the
+    demo exits 0, the block being what it shows."""
+    _, summary, result = demo
+    assert f"blocked, as expected: {BLOCKED_KEY}" in result.stdout
+    printed = result.stdout.split("blocked, as expected:")[1]
+    assert f"rule '{COUNTRY_RULE}' failed" in printed and '"country":"uk"' in printed, printed
+    assert "still serves its previous version (500 rows)" in printed
+    (failure,) = summary["failures"]  # summary.json keeps it
+    assert failure.startswith(f"{BLOCKED_KEY}: quality checks blocked engineering_mysql_dev.customers (date=20220120)")
+    reports = [(report["table"], report["blocked"]) for report in summary["quality"]]
+    assert reports == [(f"engineering_mysql_dev.customers (date={day})", False) for day in DAYS] + [
+        ("engineering_mysql_dev.customers (date=20220120)", True)
+    ]
+    tables = {(t["table"], t["partition"]): t["rows"] for t in summary["tables"]}
+    assert tables[("engineering_mysql_dev.customers", "date=20220120")] == 500
+
+
 def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any]) -> None:
     workspace, summary, _ = demo
     archive = workspace / "lineage-archive"
     objects = {path.relative_to(archive).as_posix(): path for path in sorted(archive.rglob("*.jsonl"))}
     lines = [(key, json.loads(line)) for key, path in objects.items() for line in path.read_text().splitlines()]
     roots = {line["root_id"] for _, line in lines}
-    assert len(roots) == 8, "one tree per arrival; the redelivered arrival is the same tree"
+    assert len(roots) == 8, "one tree per arrival; the redelivered arrival is the same tree; the blocked one none"
     assert summary["archive_objects"] == len(objects) == 8
     actions = {node["action_taken"] for _, line in lines for node in line["lineage"]}
     assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
@@ -155,7 +177,11 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     # The archive query gives one row per archived step: every line's lineage, nothing lost or added.
     assert summary["archived_lineage_rows"] == sum(len(line["lineage"]) for _, line in lines)
     every_event = [json.loads(e) for e in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
-    assert {event["eventType"] for event in every_event} == {"START", "COMPLETE"}
+    assert {event["eventType"] for event in every_event} == {"START", "COMPLETE", "FAIL"}
+    # The blocked file's arrival and its stage A run end FAIL, with the rule in their error; nothing else fails.
+    failed = [e for e in every_event if e["eventType"] == "FAIL"]
+    assert sorted(e["job"]["name"] for e in failed) == ["pipeline", "stage_a"]
+    assert all(COUNTRY_RULE in e["run"]["facets"]["errorMessage"]["message"] for e in failed)
 
     # The runs of the executions (jobs stage_a / stage_b.<target>) and of the arrivals (job pipeline)
     # have their own START and COMPLETE, as the steps do.
@@ -168,12 +194,15 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     assert executions == {"stage_a", "stage_b"}
     events = [e for e in every_event if parent_job(e) not in (None, "pipeline")]
     starts = sorted(e["run"]["runId"] for e in every_event if e["eventType"] == "START")
-    assert starts == sorted(e["run"]["runId"] for e in every_event if e["eventType"] == "COMPLETE")
+    assert starts == sorted(e["run"]["runId"] for e in every_event if e["eventType"] in ("COMPLETE", "FAIL"))
     # Every step's parent is its execution; the root is the arrival its chain started from.
     parents = {event["run"]["facets"]["parent"]["job"]["name"].split(".")[0] for event in events}
     assert parents == {"stage_a", "stage_b"}
     assert {event["run"]["facets"]["parent"]["root"]["job"]["name"] for event in events} == {"pipeline"}
-    # The archived lineage records name the same executions and arrivals as the events.
+    # The archived lineage records name the same executions and arrivals as the events, but the blocked file's,
+    # which ended FAIL and archived nothing.
+    ended = {e["run"]["runId"] for e in failed}
+    events = [e for e in events if e["run"]["facets"]["parent"]["run"]["runId"] not in ended]
     finished = [
         node
         for _, line in lines
@@ -182,6 +211,7 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     ]
     assert {node["run_id"] for node in finished} == {e["run"]["facets"]["parent"]["run"]["runId"] for e in events}
     assert roots == {event["run"]["facets"]["parent"]["root"]["run"]["runId"] for event in events}
+    assert not roots & ended
     html = (workspace / "lineage.html").read_text()
     for dataset in ("engineering_analytics_dev.weekly_sales", "engineering_sales_dev.orders"):
         assert dataset in html
@@ -241,6 +271,7 @@ def test_a_late_file_reaches_the_all_target_and_the_chain_after_it(
     day = "20220118"
     partition = workspace / f"raw/engineering/sales/orders/date={day}"
     shutil.copyfile(partition / f"orders_{day}.parquet", partition / f"orders_{day}_late.parquet")
+    (workspace / "raw" / BLOCKED_KEY).unlink()  # the demo's file to block: this project has no checks
     examples = Path(__file__).resolve().parents[2] / "examples" / "demo"
     (workspace / "lakeline.yml").write_text(
         "workspace: .\nraw: raw\nenvironment: dev\n"

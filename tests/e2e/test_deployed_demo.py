@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from lakeline.runtimes.embedded.demo import BLOCKED_KEY, COUNTRY_RULE
 from tests.e2e.test_demo import DAYS, ORDERS_PER_DAY, customers, expected_daily_sales, run
 from tests.openlineage_schema import validate_events_file
 
@@ -37,11 +38,28 @@ def test_it_runs_the_synthesized_stacks_and_the_bundled_functions(demo: Demo) ->
     logs = [path.name for path in (workspace / "deployed" / "logs").glob("*.log")]
     for function in ("StageARouterFunction", "StageAPostUpdateFunction", "StageBRouterFunction", "LineageTrace"):
         assert any(function in name for name in logs), (function, logs)
-    assert summary["failed_executions"] == [] and summary["parked"] == {}
-    assert summary["uploads"] == 9, "eight files, the last one uploaded twice"
+    assert summary["uploads"] == 10, "eight files, the last one uploaded twice, then the file to block"
     # The repeated upload either finds its execution running (same name: no new execution) or starts one
-    # that writes nothing, depending on when it lands.
-    assert summary["stage_a_runs"] - summary["stage_a_runs_with_nothing_new"] == 8
+    # that writes nothing, depending on when it lands. The blocked file's execution wrote, then failed.
+    assert summary["stage_a_runs"] - summary["stage_a_runs_with_nothing_new"] == 9
+
+
+def test_the_file_breaking_a_check_is_blocked_parked_and_the_previous_version_served(demo: Demo) -> None:
+    """The demo's last file breaks the customers table's country rule: its execution fails at the quality step,
+    the file is parked in queue A's DLQ with the rule and the row, nothing of it is published; the demo says so
+    and exits 0 (its figures, checked below, are the sample files')."""
+    _, summary, result = demo
+    (failed,) = summary["failed_executions"]
+    assert failed["error"] == "QualityBlocked" and COUNTRY_RULE in json.loads(failed["cause"])["errorMessage"]
+    assert list(summary["parked"]) == ["StageA"]
+    (reason,) = summary["parked"]["StageA"]
+    assert reason.startswith("quality failed: QualityBlocked: quality checks blocked engineering_mysql_dev.customers")
+    assert '"country":"uk"' in reason
+    printed = result.stdout.split("blocked, as expected:")[1]
+    assert BLOCKED_KEY in printed and f"rule '{COUNTRY_RULE}' failed" in printed, printed
+    assert "parked in StageA's dead-letter queue" in printed and "still serves its previous version" in printed
+    tables = {(t["table"], t["partition"]): t["rows"] for t in summary["tables"]}
+    assert tables[("engineering_mysql_dev.customers", "date=20220120")] == 500
 
 
 def test_stage_a_wrote_every_partition_with_its_bucket_count(demo: Demo) -> None:
@@ -105,7 +123,10 @@ def test_lineage_is_archived_by_the_trace_and_queried_with_athena(demo: Demo) ->
     # The deployed functions made them in subprocess workers, out of reach of tests/conftest.py's check.
     assert validate_events_file(stored) == len(events)
     started = sorted(e["run"]["runId"] for e in events if e["eventType"] == "START")
-    assert started == sorted(e["run"]["runId"] for e in events if e["eventType"] == "COMPLETE")
+    assert started == sorted(e["run"]["runId"] for e in events if e["eventType"] in ("COMPLETE", "FAIL"))
+    # The blocked file's run ended FAIL with the rule in its error.
+    failed = [e for e in events if e["eventType"] == "FAIL"]
+    assert failed and all(COUNTRY_RULE in e["run"]["facets"]["errorMessage"]["message"] for e in failed)
     html = (workspace / "deployed" / "lineage.html").read_text()
     for dataset in ("engineering_analytics_dev.weekly_sales", "engineering_sales_dev.orders"):
         assert dataset in html
