@@ -355,6 +355,15 @@ def test_status_and_sql_reach_the_running_deployment(up: Up, readme: list[tuple[
     assert not (up.project / ".lakeline" / "state" / "sql-server.json").exists()  # no deployment of its own
     failed = lakeline("sql", "-q", "SELECT * FROM shop_pos_dev.nothing", cwd=up.project)
     assert failed.returncode == 1 and "Athena statement failed" in failed.stderr, failed.stderr
+    # The checks column: the published version's report, read from the running deployment's S3.
+    checks = {(part["table"], part["partition"]): part["quality"] for part in report["partitions"]}
+    assert checks[("shop_pos_dev.sales", "day=2024-03-01")] == "3/3 passed"
+    # `lakeline check` runs its queries through the running deployment's Athena, as `sql` does: no server of
+    # its own; against what is published there (the file the README copied in).
+    checked = lakeline("check", "--table", "shop_pos_dev.sales", "--partition", "day=2024-03-01", cwd=up.project)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+    assert checked.stdout.startswith("shop_pos_dev.sales (day=2024-03-01): 3/3 passed"), checked.stdout
+    assert not (up.project / ".lakeline" / "state" / "sql-server.json").exists()
 
 
 def test_run_and_a_second_up_are_refused_naming_the_running_one(up: Up) -> None:
