@@ -133,11 +133,18 @@ def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> 
         console.print(f"[bold]{name}[/]: {len(letters)} parked")
         for letter in letters:
             console.print(f"  {escape(parked_reason(letter.attributes, letter.body))}")
-            console.print(f"    {escape(letter.body[:200])}", style="dim")
+            console.print(f"    {escape(_subject(name, letter.body))}", style="dim")
     if any(kept[name] for name in queues if DLQ_QUEUES[name][1] is not None):
         console.print("fix the cause, then `lakeline dlq redrive --queue <queue>` sends them back")
     _print_stream_fix(console, {name: len(kept[name]) for name in queues})
     return parked
+
+
+def _subject(queue: str, body: str) -> str:
+    """What a parked message is about: a stage's raw file or target partition (``dlq show`` prints it whole)."""
+    from stage_end.waiting import queued_subject
+
+    return queued_subject(body) if queue in ("stage-a", "stage-b") else body[:200]
 
 
 def _print_stream_fix(console: Console, parked: dict[str, int]) -> None:
@@ -156,7 +163,7 @@ def _list_stack_dead_letters(console: Console, cloudformation: Any, sqs: Any, st
         console.print(f"[bold]{name}[/]: {len(letters)} parked")
         for letter in letters:
             console.print(f"  {letter.message_id}  {escape(letter.reason)}")
-            console.print(f"    {escape(letter.body[:200])}", style="dim")
+            console.print(f"    {escape(_subject(name, letter.body))}", style="dim")
     _print_stream_fix(console, counts)
     return sum(counts.values())
 

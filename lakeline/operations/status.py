@@ -271,11 +271,15 @@ def kept_pipeline(workspace: Path) -> tuple[dict[str, str], dict[str, list[KeptM
     return pipelines[0], queues
 
 
+STAGE_DLQS = ("stage_a_dlq", "stage_b_dlq")
+
+
 def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
     """The status of a project's local deployment as its last command kept it (``lakeline run``; read from
     ``deployed/state``, nothing stood up): its pipeline state, its dead-letter queues and its last run."""
     from lakeline.operations.dead_letters import parked_reason
     from lakeline.runtimes.deployed.local_aws import kept_state
+    from stage_end.waiting import queued_subject
 
     folder = workspace / "deployed" / "state"
     tables = kept_state.kept_tables(folder)
@@ -297,8 +301,10 @@ def kept_deployment_status(workspace: Path, now: datetime) -> PipelineStatus:
     for name in ("stage_a_dlq", "stage_b_dlq", "lineage_dlq", "dependencies_stream_dlq"):
         messages = queues.get(pipeline[STACK_OUTPUTS[name]], [])
         status.dead_letters[name.removesuffix("_dlq").replace("_", " ")] = len(messages)
+        # A stage's parked message is named by what it is about (the raw file, the target partition) first.
         status.failures += [
             f"parked in {name.removesuffix('_dlq').replace('_', ' ')}: "
+            + (f"{queued_subject(message.body)}: " if name in STAGE_DLQS else "")
             + parked_reason(message.attributes, message.body)
             for message in messages
         ]

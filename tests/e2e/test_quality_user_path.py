@@ -86,12 +86,15 @@ def test_a_file_breaking_a_block_rule_is_blocked_and_the_fixed_one_published(sho
     status = run(["status", *workspace], cwd=shop.parent)  # read from the kept deployment, nothing stood up
     assert status.returncode == 1 and "parked in stage a: " in status.stdout, status.stdout[-3000:]
     assert "QualityBlocked" in status.stdout and "nowhere" in status.stdout
+    # Named by the file that was blocked, which is what the user fixes.
+    assert f"parked in stage a: {LATE.relative_to('incoming')}: quality failed: " in status.stdout, status.stdout
     # The partition keeps its version, whose checks all passed.
     assert re.search(rf"shop_pos_dev\.sales\s+│ {DAY}\s+│\s+1 │.*3/3 passed", status.stdout), status.stdout
     listed = run(["dlq", "list", *workspace], cwd=shop.parent)
     assert listed.returncode == 1 and "stage-a: 1 parked" in listed.stdout, listed.stdout[-3000:]
     assert f"quality checks blocked shop_pos_dev.sales ({DAY})" in listed.stdout
     assert f"rule '{RULE}' failed" in listed.stdout, listed.stdout[-3000:]
+    assert f"\n    {LATE.relative_to('incoming')}\n" in listed.stdout, listed.stdout[-3000:]
     # The lineage: the blocked run's OpenLineage run ended FAIL with the rule in its error.
     events = [json.loads(line) for line in (shop / ".lakeline/deployed/lineage/openlineage.jsonl").open()]
     failed = {e["job"]["name"] for e in events if RULE in e["run"]["facets"].get("errorMessage", {}).get("message", "")}

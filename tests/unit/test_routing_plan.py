@@ -178,7 +178,7 @@ def test_a_target_range_needs_an_overwrite_target() -> None:
 def test_a_failed_queue_record_is_named_by_its_subject_so_its_line_splits_at_the_first_colon() -> None:
     """The embedded runtime's failure lines read ``<subject>: <error>`` (``lakeline stage-b run --json`` splits
     them into node and error): a stage B message is named by its target partition, not by its JSON body."""
-    from lakeline.runtimes.embedded.event_flow import record_subject
+    from stage_end.waiting import queued_subject
 
     arrival = SourceArrival(table="engineering_raw_dev.table_1", partition={"date": "20220115"})
     message = StageBMessage(
@@ -187,5 +187,5 @@ def test_a_failed_queue_record_is_named_by_its_subject_so_its_line_splits_at_the
         trigger=arrival,
         usage="overwrite",
     )
-    assert record_subject(message.model_dump_json()) == "engineering_analytics_dev.destination_table/date=20220115"
-    assert ": " not in record_subject('{"not": "a message"}')
+    assert queued_subject(message.model_dump_json()) == "engineering_analytics_dev.destination_table/date=20220115"
+    assert ": " not in queued_subject('{"not": "a message"}')

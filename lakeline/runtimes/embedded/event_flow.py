@@ -61,6 +61,7 @@ from stage_b.start import begin_message
 from stage_b.start import plan_follow_up as plan_follow_up_b
 from stage_end.quality import QualityBlocked, report_to_dict, run_quality
 from stage_end.runtime import drop_quality_table
+from stage_end.waiting import queued_subject
 from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
 
 logger = logging.getLogger(__name__)
@@ -416,7 +417,7 @@ class EventFlow:
                 self._stop_if_disk_full(error)
                 tries = int(record.attributes.approximate_receive_count)
                 if tries >= MAX_RECEIVE_COUNT:
-                    what = record_subject(record.body)
+                    what = queued_subject(record.body)
                     self.report.failures.append(
                         f"{what}: {describe_failure(error)} (failed {tries} times; parked in the DLQ)"
                     )
@@ -545,26 +546,6 @@ class EventFlow:
             output.writelines(json.dumps(event, sort_keys=True) + "\n" for event in fresh)
         self._events_written = len(self.events)
         return path
-
-
-def arrival_keys(body: str) -> list[str]:
-    try:
-        return [arrival.key for arrival in parse_arrivals(json.loads(body))]
-    except (ValueError, LakelineError):
-        return []
-
-
-def record_subject(body: str) -> str:
-    """What a queue record is about, for its failure line ``<subject>: <error>``: the raw keys of an arrival,
-    the target partition (``db.table/k=v``) of a stage B message, else the start of the body (a colon in it
-    replaced, so that the line still splits at the first ``: ``)."""
-    keys = arrival_keys(body)
-    if keys:
-        return ", ".join(keys)
-    try:
-        return StageBMessage.model_validate_json(body).node
-    except ValueError:
-        return body[:120].replace(": ", ":")
 
 
 def describe_failure(error: BaseException) -> str:
