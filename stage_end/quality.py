@@ -103,6 +103,49 @@ def report_from_json(text: str) -> QualityReport:
     return QualityReport(data["table"], results)
 
 
+def failed_run_report(gate: QualityGate | None, store: ObjectStore, target_location: str) -> QualityReport | None:
+    """A failed run's report, read by its failure function before the run's prefix goes (the report goes with
+    it); ``None`` without checks, when its checks did not report (they never ran, or crashed), or when the report
+    cannot be read (a redelivered failure after the prefix went): the failure is ended all the same, its reason
+    says why."""
+    if gate is None:
+        return None
+    try:
+        return read_report(store, target_location)
+    except Exception as error:  # any store's: the run's end must not wait on its report
+        logger.warning("quality: the report of %s could not be read: %s", target_location, error)
+        return None
+
+
+def blocked_by_checks(failed_step: str, reason: str, report: QualityReport | None) -> bool:
+    """Whether a failed run's version was one its checks blocked (``QualityBlocked``), not one whose quality step
+    crashed: its report says a ``block`` rule failed; without the report (gone with the run's prefix before a
+    redelivered failure), its reason names ``QualityBlocked``."""
+    if failed_step != "quality":
+        return False
+    return report.blocked if report is not None else QualityBlocked.__name__ in reason
+
+
+def published_report(
+    gate: QualityGate | None, published: bool, store: ObjectStore, target_location: str
+) -> QualityReport | None:
+    """The report of the version a run published (kept beside it while it is published), for its post-update's
+    metric and COMPLETE events; ``None`` without checks, for a run that published nothing (it routes another's
+    version again), or when the report cannot be read (then the run's end goes on without it, logged)."""
+    if gate is None or not published:
+        return None
+    try:
+        return read_report(store, target_location)
+    except Exception as error:  # any store's: lineage and a metric never fail the run's end
+        logger.warning("quality: the report of %s could not be read: %s", target_location, error)
+        return None
+
+
+def warned_rules(report: QualityReport | None) -> int:
+    """The ``warn`` rules a published version failed."""
+    return 0 if report is None else len([result for result in report.failed if result.severity == "warn"])
+
+
 def read_report(store: ObjectStore, target_location: str) -> QualityReport | None:
     """The report of the run writing ``target_location``, ``None`` if its quality step did not run (no checks,
     or it failed before it reported)."""

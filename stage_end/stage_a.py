@@ -46,6 +46,7 @@ from stage_end.published import (
     onward_version,
     published_parents,
 )
+from stage_end.quality import blocked_by_checks, failed_run_report, published_report, warned_rules
 from stage_end.runtime import (
     Ended,
     FailureRuntime,
@@ -100,7 +101,8 @@ def complete_stage_a(request: StageAPostUpdate, run: PostUpdateRuntime) -> Ended
         note_lineage(run.runs.commits, plan.lease, plan.target_location, parents)
     else:
         parents = published_parents(plan.lease)
-    events = run.events.stage_a(plan, "COMPLETE") if plan.writes else []
+    report = published_report(plan.quality, routed_run == plan.run_token, run.store, plan.target_location)
+    events = run.events.stage_a(plan, "COMPLETE", report=report) if plan.writes else []
     version = onward_version(plan.run_token, routed_run, plan.lease, wrote=plan.writes)
     onward = run.routing.route(table, plan.partition, run=routed_run, lineage=parents, version=version)
     note_routed(run.runs.commits, plan.lease, plan.target_location, wrote=plan.writes)
@@ -121,6 +123,7 @@ def complete_stage_a(request: StageAPostUpdate, run: PostUpdateRuntime) -> Ended
             "lineage": parents.model_dump() if parents else None,
             "openlineage_events": len(events),
             "follow_up": follow_up.owner if follow_up else None,
+            "quality_warnings": warned_rules(report),
         },
         "stage A published",
         {
@@ -164,6 +167,10 @@ def fail_stage_a(request: StageAFailure, run: FailureRuntime) -> Ended:
             reason += f"; {missing}: its arrivals stay for the follow-up run"
     if request.failed_step == "post_update":
         return _park_published(plan, request, reason, run)
+    # Read before the run's prefix goes with its report: its FAIL events carry the checks' results, the metric counts
+    # a blocked version.
+    report = failed_run_report(plan.quality, run.store, plan.target_location)
+    blocked = blocked_by_checks(request.failed_step, reason, report)
     dropped = drop_quality_table(plan.quality, run.tables)
     if plan.lease is not None:
         ended = run.runs.after_failure(plan.lease, failed_step=request.failed_step, root=plan.stage_partition_root)
@@ -175,7 +182,9 @@ def fail_stage_a(request: StageAFailure, run: FailureRuntime) -> Ended:
         deleted, left = abandon_stage_a(plan, run.store) if request.failed_step == "ctas" else (0, "")
         reason += f"; {left}" if left else ""
         parked = [Arrival.model_validate(request.arrival)] if request.arrival is not None else []
-    emitted = run.events.stage_a(plan, "FAIL", error=reason, failed=request.failed_step)
+    if blocked:  # the trees of the arrivals it took end at the refused version's table (stage_lineage.records)
+        record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan), blocked=True)
+    emitted = run.events.stage_a(plan, "FAIL", error=reason, failed=request.failed_step, report=report)
     # The run is over: park each arrival it took in queue A's DLQ with the reason; a redrive runs it again.
     _park(parked, reason, run)
     return Ended(
@@ -186,6 +195,7 @@ def fail_stage_a(request: StageAFailure, run: FailureRuntime) -> Ended:
             "partial_objects_deleted": deleted,
             "parked": [arrival.key for arrival in parked],
             "openlineage_events": len(emitted),
+            "quality_blocked": blocked,
         },
         "stage A failed",
         {
@@ -249,7 +259,8 @@ def _park_published(plan: StageAPlan, request: StageAFailure, reason: str, run: 
     emitted: list[dict[str, Any]] = []
     if plan.writes:  # last: what made the post-update fail may be the lineage queue itself
         record_stage_a(run.lineage, plan, execution=run.events.stage_a_execution(plan))
-        emitted = run.events.stage_a(plan, "COMPLETE")
+        report = published_report(plan.quality, plan.writes, run.store, plan.target_location)
+        emitted = run.events.stage_a(plan, "COMPLETE", report=report)
     return Ended(
         {
             "failed_step": request.failed_step,

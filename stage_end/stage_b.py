@@ -44,6 +44,7 @@ from stage_end.published import (
     onward_version,
     published_parents,
 )
+from stage_end.quality import blocked_by_checks, failed_run_report, published_report, warned_rules
 from stage_end.runtime import (
     Ended,
     FailureRuntime,
@@ -111,7 +112,8 @@ def complete_stage_b(request: StageBPostUpdate, run: PostUpdateRuntime) -> Ended
     else:
         parents = published_parents(plan.lease)  # where the publishing run sits (``note_lineage``)
     times = step_times(request.step_times)
-    events = run.events.stage_b(plan, message, "COMPLETE", step_times=times) if plan.message_ids else []
+    report = published_report(plan.quality, routed_run == plan.run_token, run.store, plan.target_location)
+    events = run.events.stage_b(plan, message, "COMPLETE", step_times=times, report=report) if plan.message_ids else []
     version = onward_version(plan.run_token, routed_run, plan.lease, wrote=plan.writes)
     onward = run.routing.route(
         message.target_dataset, message.partition, run=routed_run, path=message.path, lineage=parents, version=version
@@ -132,6 +134,7 @@ def complete_stage_b(request: StageBPostUpdate, run: PostUpdateRuntime) -> Ended
             "unrouted": [unrouted.describe() for unrouted in onward.unrouted],
             "openlineage_events": len(events),
             "follow_up": follow_up.owner if follow_up else None,
+            "quality_warnings": warned_rules(report),
         },
         "stage B published",
         {
@@ -152,6 +155,10 @@ def fail_stage_b(request: StageBFailure, run: FailureRuntime) -> Ended:
     message = validated(StageBMessage, plan.message, "stage B message")
     if request.failed_step == "post_update":
         return _park_published(plan, message, request, run)
+    # Read before the run's prefix goes with its report: its FAIL events carry the checks' results, the metric counts
+    # a blocked version.
+    report = failed_run_report(plan.quality, run.store, plan.target_location)
+    blocked = blocked_by_checks(request.failed_step, request.error.described(), report)
     notes = drop_quality_table(plan.quality, run.tables)
     parked, left = [message], ""
     if plan.lease is not None:
@@ -160,7 +167,8 @@ def fail_stage_b(request: StageBFailure, run: FailureRuntime) -> Ended:
         deleted, left = ended.deleted, ended.left
     else:
         deleted, left = abandon_stage_b(plan, run.store) if request.failed_step == "steps" else (0, "")
-    record_stage_b_failure(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
+    execution = run.events.stage_b_execution(plan, message)
+    record_stage_b_failure(run.lineage, plan, message, execution=execution, blocked=blocked)
     reason = f"{request.failed_step} failed: {request.error.described()}" + (f"; {left}" if left else "")
     # The steps before the failed one COMPLETE, it FAILs, the later ones ABORT (never ran); the run FAILs.
     failed_index = request.failed_index
@@ -173,7 +181,14 @@ def fail_stage_b(request: StageBFailure, run: FailureRuntime) -> Ended:
     if failed_index is not None and (failed_times := failed_query_times(request.error)) is not None:
         times = [None] * failed_index + [failed_times]
     events = run.events.stage_b(
-        plan, message, "FAIL", error=reason, failed_step=failed_index, step_times=times, failed=request.failed_step
+        plan,
+        message,
+        "FAIL",
+        error=reason,
+        failed_step=failed_index,
+        step_times=times,
+        failed=request.failed_step,
+        report=report,
     )
     # The run is over: park its messages in queue B's DLQ with the reason, for an operator to redrive.
     _park(parked, reason, run)
@@ -183,6 +198,7 @@ def fail_stage_b(request: StageBFailure, run: FailureRuntime) -> Ended:
             "error": request.error.Error,
             "partial_objects_deleted": deleted,
             "openlineage_events": len(events),
+            "quality_blocked": blocked,
         },
         "stage B failed",
         {
@@ -231,7 +247,8 @@ def _park_published(plan: StageBPlan, message: StageBMessage, request: StageBFai
     events: list[dict[str, Any]] = []
     if plan.message_ids:  # last: what made the post-update fail may be the lineage queue itself
         record_stage_b(run.lineage, plan, message, execution=run.events.stage_b_execution(plan, message))
-        events = run.events.stage_b(plan, message, "COMPLETE")
+        report = published_report(plan.quality, plan.writes, run.store, plan.target_location)
+        events = run.events.stage_b(plan, message, "COMPLETE", report=report)
     return Ended(
         {
             "failed_step": request.failed_step,

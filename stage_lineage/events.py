@@ -4,6 +4,14 @@ Each statement set a stage runs is one OpenLineage run of a job:
 
     stage A    job ``stage_a.<database>.<table>``          (one per arrival)
     stage B    job ``stage_b.<database>.<table>.step<N>``  (one per step of the run)
+    checks     job ``stage_a.<database>.<table>.quality`` or ``stage_b.<database>.<table>.quality`` (#41)
+
+The checks' run is there when the run's table has quality checks: it reads the new version (the checked dataset,
+with its ``version`` facet), and its end event carries the results on it (``lakeline.lineage.openlineage.quality``):
+``dataQualityAssertions`` is an *input* dataset facet in the spec, so the results go on an input of a run of its
+own, the checks, rather than on the output of the step that wrote the version; the ``dataQualityMetrics`` the
+checks measured go with them, on the dataset they measured. It COMPLETEs for a published version and FAILs for a
+blocked one.
 
 Its ``parent`` facet names the pipeline execution that ran it (job ``stage_a`` or ``stage_b.<database>.<table>``:
 the Step Functions execution in the cloud, the local flow's execution otherwise), and its ``root`` the arrival the
@@ -29,9 +37,12 @@ from lakeline.errors import LakelineError
 from lakeline.lineage.columns.sql import SqlColumnLineage, TableDescriber
 from lakeline.lineage.openlineage.config import OpenLineageSettings, RunReference
 from lakeline.lineage.openlineage.events import StepRun, sql_step_run, stable_run_id
+from lakeline.lineage.openlineage.quality import quality_facets
 from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
 from lakeline.names import dml_name
 from lakeline.partitions import partition_filter
+from lakeline.quality.evaluate import QualityReport
+from lakeline.quality.gate import QualityGate
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
 from stage_b.plan import StageBPlan
@@ -257,6 +268,27 @@ def _stage_b_steps(plan: StageBPlan, message: StageBMessage, context: StepContex
     return _with_versions(steps, {**_trigger_versions(plan, message), plan.dataset: run_version(plan)})
 
 
+CHECKS_JOB = "quality"
+"""The last part of the checks' job name: ``<the stage's job of the table>.quality``."""
+
+
+def _checks(
+    context: StepContext, job: str, dataset: str, version: str | None, gate: QualityGate | None
+) -> StepRun | None:
+    """The checks' run of an execution writing ``dataset`` (version ``version``); ``None`` without checks."""
+    if gate is None:
+        return None
+    return context.bare(
+        f"{job}.{CHECKS_JOB}", extra_inputs=(dataset,), versions={dataset: version} if version is not None else {}
+    )
+
+
+def with_results(checks: StepRun, report: QualityReport) -> StepRun:
+    """The checks' run with what ``report`` found on the dataset it checked."""
+    (dataset,) = checks.extra_inputs
+    return replace(checks, results={dataset: quality_facets(report)})
+
+
 def _owns_root(settings: OpenLineageSettings, opens_tree: bool) -> bool:
     """Whether an execution reports the root run's own events: it opened the tree, no orchestrator did."""
     return opens_tree and settings.root is None and settings.parent is None
@@ -269,10 +301,14 @@ def stage_a_lifecycle(
     settings: OpenLineageSettings,
     engine: str,
     engine_version: str | None = None,
+    report: QualityReport | None = None,
 ) -> ExecutionLifecycle:
-    """The runs of one stage A execution: the arrival's root (stage A opens every tree), the execution, its step."""
+    """The runs of one stage A execution: the arrival's root (stage A opens every tree), the execution, its step,
+    its checks (with ``report``'s results, when known)."""
     context = StepContext(stage_a_run(plan, settings), catalog, settings, engine, engine_version)
-    return _lifecycle(context, _stage_a_steps(plan, context), opens_tree=True)
+    target = f"{plan.target_database}.{plan.table}"
+    checks = _checks(context, f"{STAGE_A_JOB}.{target}", target, run_version(plan), plan.quality)
+    return _lifecycle(context, _stage_a_steps(plan, context), opens_tree=True, checks=checks, report=report)
 
 
 def stage_b_lifecycle(
@@ -283,13 +319,24 @@ def stage_b_lifecycle(
     settings: OpenLineageSettings,
     engine: str,
     engine_version: str | None = None,
+    report: QualityReport | None = None,
 ) -> ExecutionLifecycle:
     """The runs of one stage B execution; it owns the root only when nothing upstream triggered it."""
     context = StepContext(stage_b_run(plan, message, settings), catalog, settings, engine, engine_version)
-    return _lifecycle(context, _stage_b_steps(plan, message, context), opens_tree=message.lineage.root_id is None)
+    checks = _checks(context, f"{STAGE_B_JOB}.{plan.dataset}", plan.dataset, run_version(plan), plan.quality)
+    steps = _stage_b_steps(plan, message, context)
+    opens_tree = message.lineage.root_id is None
+    return _lifecycle(context, steps, opens_tree=opens_tree, checks=checks, report=report)
 
 
-def _lifecycle(context: StepContext, steps: list[StepRun], *, opens_tree: bool) -> ExecutionLifecycle:
+def _lifecycle(
+    context: StepContext,
+    steps: list[StepRun],
+    *,
+    opens_tree: bool,
+    checks: StepRun | None,
+    report: QualityReport | None,
+) -> ExecutionLifecycle:
     pipeline, settings = context.pipeline, context.settings
     return ExecutionLifecycle(
         steps,
@@ -299,4 +346,5 @@ def _lifecycle(context: StepContext, steps: list[StepRun], *, opens_tree: bool) 
         settings.dataset_namespace,
         context.engine,
         context.engine_version,
+        checks=with_results(checks, report) if checks is not None and report is not None else checks,
     )

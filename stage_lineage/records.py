@@ -2,6 +2,11 @@
 
     raw file (RAW_DATA_INPUT) → stage partition (STAGE_A_COMPLETE) → target partition (STAGE_B_COMPLETE) → ...
 
+A run whose version its quality checks blocked (#41) ends its trees in a ``DQ_CHECK_FAIL`` node (the seed's action
+for a failed data quality check) on the table it would have written: stage A's under each raw file it took, stage
+B's where a failed run's ``STEP_FAILED`` goes. Its run (the execution) is the parent of the checks' OpenLineage run,
+whose events carry each rule's result.
+
 The root id is fixed by the arrival (its raw key and stage A run token), and node ids are deterministic,
 so a redelivered step writes the same nodes. Stage B messages carry the root and the node they build
 on (``LineageParents``), which is how a chain of stage B runs stays in the arrival's tree.
@@ -14,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from lakeline.commits import Lease
 from lakeline.commits.versions import planned_version
-from lakeline.lineage.records.model import RAW_DATA_INPUT, deterministic_node_id
+from lakeline.lineage.records.model import DQ_CHECK_FAIL, RAW_DATA_INPUT, deterministic_node_id
 from lakeline.lineage.records.writer import LineageWriter
 from stage_a.plan import StageAPlan, arrival_id
 from stage_b.messages import LineageParents, StageBMessage
@@ -83,10 +88,14 @@ def stage_b_parents(plan: StageBPlan, message: StageBMessage) -> LineageParents:
     )
 
 
-def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, execution: RunReference | None = None) -> LineageParents:
+def record_stage_a(
+    writer: LineageWriter, plan: StageAPlan, *, execution: RunReference | None = None, blocked: bool = False
+) -> LineageParents:
     """A tree per raw file the run took (``taken_raw_keys``), each reaching the version the run wrote;
-    the first is the run's own, under which the stage B runs it triggers are recorded."""
+    the first is the run's own, under which the stage B runs it triggers are recorded. ``blocked``: its checks
+    refused the version, which each tree ends at instead (``DQ_CHECK_FAIL``, no version: none was published)."""
     trees = []
+    action, version = (DQ_CHECK_FAIL, None) if blocked else (STAGE_A_COMPLETE, run_version(plan))
     for key in taken_raw_keys(plan):
         root = raw_root_id(key, plan.run_token)
         (raw,) = writer.step(
@@ -99,11 +108,11 @@ def record_stage_a(writer: LineageWriter, plan: StageAPlan, *, execution: RunRef
         (done,) = writer.step(
             root_id=root,
             parent_id=raw.node_id,
-            action_taken=STAGE_A_COMPLETE,
+            action_taken=action,
             storage_locations=[plan.target_location],
             **_run_fields(execution, "lakeline/stage_a"),
             dataset=f"{plan.target_database}.{plan.table}",
-            version=run_version(plan),
+            version=version,
         )
         trees.append(LineageParents(root_id=root, parent_id=done.node_id))
     return trees[0]
@@ -177,8 +186,14 @@ def record_stage_b(
 
 
 def record_stage_b_failure(
-    writer: LineageWriter, plan: StageBPlan, message: StageBMessage, *, execution: RunReference | None = None
+    writer: LineageWriter,
+    plan: StageBPlan,
+    message: StageBMessage,
+    *,
+    execution: RunReference | None = None,
+    blocked: bool = False,
 ) -> None:
     """A failed run is a terminal node of the tree of each arrival it took, so the archive shows where each
-    chain stopped."""
-    _record_stage_b_step(writer, plan, _trees(plan, message, sources=False), STEP_FAILED, execution)
+    chain stopped: ``DQ_CHECK_FAIL`` when its checks ``blocked`` its version, ``STEP_FAILED`` otherwise."""
+    action = DQ_CHECK_FAIL if blocked else STEP_FAILED
+    _record_stage_b_step(writer, plan, _trees(plan, message, sources=False), action, execution)

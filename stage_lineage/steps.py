@@ -37,6 +37,7 @@ from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict, now
 from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
 from lakeline.lineage.records.archive import S3ArchiveStore
+from lakeline.quality.evaluate import QualityReport
 from lakeline.run_order import AFTER_PUBLISH, FailedStep
 from stage_a.plan import StageAPlan
 from stage_b.messages import StageBMessage
@@ -114,6 +115,17 @@ class StepEvents:
             self.archive.put(emitted, [part.archive_name for part in parts])
         return emitted
 
+    def _facts(self, report: QualityReport | None) -> dict[str, Any]:
+        """What a stage's life cycle is made from besides its plan: the catalog, the settings, the engine, the
+        checks' report."""
+        return {
+            "catalog": self.catalog,
+            "settings": self.settings,
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "report": report,
+        }
+
     def _replay(
         self,
         lifecycle: ExecutionLifecycle,
@@ -123,6 +135,7 @@ class StepEvents:
         failed_step: int | None,
         step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
         after_steps: bool = False,
+        checks_failed: bool = False,
     ) -> list[dict[str, Any]]:
         events = lifecycle.replay(
             started_at=run_started_at(run_token),
@@ -131,22 +144,32 @@ class StepEvents:
             error=(error or "failed") if outcome == "FAIL" else None,
             step_times=step_times,
             after_steps=after_steps,
+            checks_failed=checks_failed,
         )
         return self.publish(events)
 
     def stage_a(
-        self, plan: StageAPlan, outcome: Outcome, *, error: str | None = None, failed: FailedStep = "ctas"
+        self,
+        plan: StageAPlan,
+        outcome: Outcome,
+        *,
+        error: str | None = None,
+        failed: FailedStep = "ctas",
+        report: QualityReport | None = None,
     ) -> list[dict[str, Any]]:
         """``failed``: the failure function's ``failed_step``: the one step (the CTAS, or the Spark job) failed;
-        after it (the commit, the publish); or before it (register, reconcile: no step events)."""
+        after it (the checks, the commit, the publish); or before it (register, reconcile: no step events).
+        ``report``: what the run's checks found (``stage_end.quality``), for the checks' run."""
         if not self.enabled:
             return []
-        lifecycle = stage_a_lifecycle(
-            plan, catalog=self.catalog, settings=self.settings, engine=self.engine, engine_version=self.engine_version
-        )
+        lifecycle = stage_a_lifecycle(plan, **self._facts(report))
         in_step = outcome == "FAIL" and failed in ("ctas", "spark")
         after = outcome == "FAIL" and failed in AFTER_PUBLISH
-        return self._replay(lifecycle, plan.run_token, outcome, error, 0 if in_step else None, after_steps=after)
+        step = 0 if in_step else None
+        checks_failed = outcome == "FAIL" and failed == "quality"
+        return self._replay(
+            lifecycle, plan.run_token, outcome, error, step, after_steps=after, checks_failed=checks_failed
+        )
 
     def stage_b(
         self,
@@ -158,23 +181,21 @@ class StepEvents:
         failed_step: int | None = None,
         step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
         failed: FailedStep = "steps",
+        report: QualityReport | None = None,
     ) -> list[dict[str, Any]]:
         """``failed_step``: the index of the step that failed, when the caller knows it; ``step_times``:
         each step's (start, end), None where not known (``stage_b.failures``); ``failed``: the failure
-        function's ``failed_step`` (after the steps: the commit, the publish)."""
+        function's ``failed_step`` (after the steps: the checks, the commit, the publish); ``report``: what the
+        run's checks found, for the checks' run."""
         if not self.enabled:
             return []
-        lifecycle = stage_b_lifecycle(
-            plan,
-            message,
-            catalog=self.catalog,
-            settings=self.settings,
-            engine=self.engine,
-            engine_version=self.engine_version,
-        )
+        lifecycle = stage_b_lifecycle(plan, message, **self._facts(report))
         after = outcome == "FAIL" and failed in AFTER_PUBLISH
         if outcome == "FAIL" and failed == "steps" and failed_step is None and len(lifecycle.steps) == 1:
             failed_step = 0  # a run of one step failed in it
         if step_times is not None and len(step_times) > len(lifecycle.steps):
             step_times = None  # more times than steps: the replay dates them itself rather than misdate one
-        return self._replay(lifecycle, plan.run_token, outcome, error, failed_step, step_times, after_steps=after)
+        checks_failed = outcome == "FAIL" and failed == "quality"
+        return self._replay(
+            lifecycle, plan.run_token, outcome, error, failed_step, step_times, after, checks_failed=checks_failed
+        )

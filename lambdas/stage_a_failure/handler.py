@@ -12,9 +12,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
+from lakeline.quality.metrics import BLOCKED_VERSIONS
 from lambdas.environments import StageAFailureEnvironment
 from lambdas.failure import failure_runtime
 from lambdas.observability import observability
+from lambdas.quality_metrics import emit_quality_metric
 from stage_end.runtime import FailureRuntime
 from stage_end.stage_a import StageAFailure, fail_stage_a
 
@@ -36,4 +38,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     report = fail_stage_a(validated(StageAFailure, event, "failure input"), runtime()).reported(logger)
     metrics.add_metric(name="FailedRuns", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ParkedArrivals", unit=MetricUnit.Count, value=len(report.get("parked", [])))
+    emit_quality_metric(BLOCKED_VERSIONS, 1 if report.get("quality_blocked") else 0)
     return report

@@ -12,9 +12,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from lakeline.errors import validated
 from lakeline.lambda_support import load_environment
+from lakeline.quality.metrics import WARNINGS
 from lambdas.environments import StageAPostUpdateEnvironment
 from lambdas.observability import observability
 from lambdas.post_update import post_update_runtime
+from lambdas.quality_metrics import emit_quality_metric
 from stage_end.runtime import PostUpdateRuntime
 from stage_end.stage_a import StageAPostUpdate, complete_stage_a
 
@@ -34,4 +36,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     report = complete_stage_a(validated(StageAPostUpdate, event, "post-update input"), runtime()).reported(logger)
     metrics.add_metric(name="PublishedFiles", unit=MetricUnit.Count, value=report["files"])
     metrics.add_metric(name="TriggeredTargets", unit=MetricUnit.Count, value=len(report["triggered"]))
+    emit_quality_metric(WARNINGS, report.get("quality_warnings", 0))
     return report

@@ -7,7 +7,10 @@ A function's ``Errors`` alarm also counts an error that a retry then got past. A
 ends outside its Catch (its run is ended by ``lambdas/stranded_run``): alarmed as well, with any other ``metrics``
 given (what the sweep of stranded partitions finds). Throttling is alarmed too (#40): a function's ``Throttles`` (an
 invocation refused for concurrency; SQS redelivers it, a retry budget absorbs it, but sustained it parks arrivals)
-and a state machine's ``ExecutionThrottled`` (a ``StartExecution`` refused by Step Functions' quota)."""
+and a state machine's ``ExecutionThrottled`` (a ``StartExecution`` refused by Step Functions' quota). A version a
+quality check blocked (#41) fails its execution too; ``QualityBlockedVersions`` says which failures were the checks'
+verdict (both stages, both engines: ``lakeline.quality.metrics``), so the data's owners are told apart from a broken
+run."""
 
 from __future__ import annotations
 
@@ -20,9 +23,21 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from lakeline.quality import metrics as quality_metrics
 from stacks.constructs.functions import LakelineFunction
 
 ALARM_PERIOD = Duration.minutes(5)
+
+
+def quality_blocked_versions(period: Duration = ALARM_PERIOD) -> cloudwatch.Metric:
+    """The versions a failed ``block`` rule kept from being published, as the failure functions emit them."""
+    return cloudwatch.Metric(
+        namespace=quality_metrics.METRICS_NAMESPACE,
+        metric_name=quality_metrics.BLOCKED_VERSIONS,
+        dimensions_map=dict(quality_metrics.DIMENSIONS),
+        statistic="Sum",
+        period=period,
+    )
 
 
 class FailureAlarms(Construct):
@@ -71,6 +86,11 @@ class FailureAlarms(Construct):
                 f"{function.node.path}: invocations were refused for concurrency (the account's or the queue's)",
             )
 
+        self._alarm(
+            quality_blocked_versions(),
+            quality_metrics.BLOCKED_VERSIONS,
+            "a quality check blocked a version: nothing was published, the input is parked with the failed rules",
+        )
         for construct_id, (metric, description) in (metrics or {}).items():
             self._alarm(metric, construct_id, description)
 

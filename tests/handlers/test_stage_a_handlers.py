@@ -29,6 +29,8 @@ from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.records.model import deterministic_node_id
+from lakeline.quality.evaluate import CheckResult, QualityReport
+from lakeline.quality.metrics import BLOCKED_VERSIONS, DIMENSIONS, METRICS_NAMESPACE, WARNINGS
 from lakeline.storage import MANIFEST_OBJECT, S3ObjectStore
 from lambdas.partition_commit import handler as commit
 from lambdas.stage_a_failure import handler as failure
@@ -37,6 +39,7 @@ from lambdas.stage_a_router import handler as router
 from stage_a.keys import parse_raw_key
 from stage_a.plan import StageAPlan
 from stage_a.raw_files import S3RawFiles
+from stage_end.quality import report_location, report_to_json
 from stage_lineage.records import (
     RAW_DATA_INPUT,
     ROOT_NAMESPACE,
@@ -709,6 +712,82 @@ def test_a_failure_after_the_quality_step_was_killed_drops_its_table_once_and_ag
         failure.handler({"plan": plan, "error": error, "failed_step": "quality"}, CONTEXT)
         tables = glue.get_tables(DatabaseName=gate["database"])["TableList"]
         assert [table["Name"] for table in tables if table["Name"].startswith("lakeline_tmp")] == []
+
+
+def quality_metric_documents(out: str) -> dict[str, dict[str, Any]]:
+    """The quality gates' EMF documents on stdout, by metric name (``lakeline.quality.metrics``)."""
+    found = {}
+    for line in out.splitlines():
+        if '"_aws"' in line:
+            document = json.loads(line)
+            for directive in document["_aws"]["CloudWatchMetrics"]:
+                for metric in directive["Metrics"]:
+                    if metric["Name"] in (BLOCKED_VERSIONS, WARNINGS):
+                        found[metric["Name"]] = document
+    return found
+
+
+def checked_plan(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
+    settings = {"engineering_mysql_dev.customers": {"bucket_count": 3, "checks": [{"rule": "RowCount > 0"}]}}
+    use_table_settings(monkeypatch, tmp_path, settings)
+    clear_caches()
+    plan = plan_for(aws)
+    boto3.client("s3", region_name=REGION).create_bucket(Bucket="stage-bucket")
+    return plan
+
+
+def keep_report(plan: dict[str, Any], *results: CheckResult) -> None:
+    """The report the quality step keeps beside the run (``stage_end.quality.run_quality``)."""
+    report = QualityReport("engineering_mysql_dev.customers (date=20220120)", results)
+    S3ObjectStore(boto3.client("s3", region_name=REGION)).write_text(
+        report_location(plan["target_location"]), report_to_json(report)
+    )
+
+
+def test_a_version_its_checks_blocked_is_counted_once_by_the_failure_function(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#41: QualityBlockedVersions, which the alarm watches, from the failure function (both engines end there): 1
+    for a blocked version, nothing for a quality step that crashed or a failure elsewhere."""
+    plan = checked_plan(aws, monkeypatch, tmp_path)
+    keep_report(plan, CheckResult("RowCount > 0", "block", False, 0.0))
+    error = {"Error": "QualityBlocked", "Cause": json.dumps({"errorType": "QualityBlocked", "errorMessage": "x"})}
+    capsys.readouterr()
+    result = failure.handler({"plan": plan, "error": error, "failed_step": "quality"}, CONTEXT)
+    assert result["quality_blocked"] is True
+    # The arrival's tree ends at the refused version's table: the seed's DQ_CHECK_FAIL, no version.
+    records = [(r["action_taken"], r.get("dataset"), r.get("version")) for r in lineage_records(aws)]
+    assert records == [
+        ("RAW_DATA_INPUT", "engineering_mysql_raw_dev.customers", None),
+        ("DQ_CHECK_FAIL", "engineering_mysql_dev.customers", None),
+    ]
+    document = quality_metric_documents(capsys.readouterr().out)[BLOCKED_VERSIONS]
+    assert document[BLOCKED_VERSIONS] == [1.0] and document["service"] == DIMENSIONS["service"]
+    assert document["_aws"]["CloudWatchMetrics"][0]["Namespace"] == METRICS_NAMESPACE
+    crashed = {"Error": "Athena.QueryFailed", "Cause": "SYNTAX_ERROR"}
+    for step in ("quality", "ctas"):
+        result = failure.handler({"plan": plan_for(aws), "error": crashed, "failed_step": step}, CONTEXT)
+        assert result["quality_blocked"] is False
+        assert BLOCKED_VERSIONS not in quality_metric_documents(capsys.readouterr().out)
+        assert "DQ_CHECK_FAIL" not in [record["action_taken"] for record in lineage_records(aws)]
+
+
+def test_the_warn_rules_a_published_version_failed_are_counted_by_the_post_update(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = checked_plan(aws, monkeypatch, tmp_path)
+    keep_report(
+        plan,
+        CheckResult("RowCount > 0", "block", True, 3.0),
+        CheckResult('IsComplete "name"', "warn", False, 0.5, ({"name": None},)),
+        CheckResult('IsUnique "id"', "warn", False, 0.5),
+    )
+    commit.handler({"plan": plan}, CONTEXT)
+    capsys.readouterr()
+    result = post_update.handler({"plan": plan}, CONTEXT)
+    assert result["quality_warnings"] == 2
+    document = quality_metric_documents(capsys.readouterr().out)[WARNINGS]
+    assert document[WARNINGS] == [2.0] and document["service"] == DIMENSIONS["service"]
 
 
 def test_post_update_rejects_a_tampered_plan(aws: dict[str, Any]) -> None:

@@ -18,13 +18,22 @@ from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.quality.evaluate import CheckResult, QualityReport
+from lakeline.quality.metrics import BLOCKED_VERSIONS
 from lakeline.storage import SchemeObjectStore
 from lambdas.partition_commit import handler as commit
 from lambdas.stage_b_failure import handler as failure
 from lambdas.stage_b_post_update import handler as post_update
 from lambdas.stage_b_router import handler as router
 from stage_b.messages import SourceArrival, StageBMessage
-from tests.handlers.test_stage_a_handlers import sqs_event, succeeded, without_lists
+from stage_end.quality import report_location, report_to_json
+from tests.handlers.test_stage_a_handlers import (
+    lineage_records,
+    quality_metric_documents,
+    sqs_event,
+    succeeded,
+    without_lists,
+)
 from tests.lambda_context import LambdaContextStub
 
 REGION = "us-east-1"
@@ -124,6 +133,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             "dlq": dlq,
             "queue_b": queue_b,
             "follow_ups_b": follow_ups_b,
+            "lineage": lineage_queue,
             "sfn": sfn,
             "machine": machine,
             "s3": s3,
@@ -304,6 +314,29 @@ def test_a_failure_after_the_quality_step_was_killed_drops_its_table_once_and_ag
         names = [table["Name"] for table in glue.get_tables(DatabaseName=gate["database"])["TableList"]]
         assert [name for name in names if name.startswith("lakeline_tmp")] == []
         assert TARGET.split(".")[1] in names, "the published table stays"
+
+
+def test_a_version_its_checks_blocked_is_counted_by_the_failure_function_and_so_is_a_redelivery(
+    aws: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#41: a target's blocked version counted in QualityBlockedVersions (the alarm's metric); a redelivered
+    failure, whose report went with the run's prefix, still knows it from its reason."""
+    checked = item(TARGET, "engineering_mysql_dev.customers", sql_file="daily.sql", usage="append")
+    checked["checks"] = [{"rule": "RowCount > 0"}]
+    DependencyStore(aws["dynamodb"]).put_items([parse_dependency_item(checked)])
+    plan = planned(aws, message())["plan"]
+    report = QualityReport(TARGET, (CheckResult("RowCount > 0", "block", False, 0.0),))
+    SchemeObjectStore(aws["s3"]).write_text(report_location(plan["target_location"]), report_to_json(report))
+    cause = json.dumps({"errorType": "QualityBlocked", "errorMessage": "quality checks blocked ..."})
+    request = {"plan": plan, "error": {"Error": "QualityBlocked", "Cause": cause}, "failed_step": "quality"}
+    for _ in range(2):  # the failure, then its redelivery (the report gone)
+        capsys.readouterr()
+        assert failure.handler(request, CONTEXT)["quality_blocked"] is True
+        documents = quality_metric_documents(capsys.readouterr().out)
+        assert documents[BLOCKED_VERSIONS][BLOCKED_VERSIONS] == [1.0]
+        # Where a failed run's STEP_FAILED goes: the seed's DQ_CHECK_FAIL on the target, the same node again.
+        (record,) = lineage_records(aws)
+        assert (record["action_taken"], record["dataset"], record.get("version")) == ("DQ_CHECK_FAIL", TARGET, None)
 
 
 def test_failure_parks_the_message_in_the_dlq_and_a_redrive_runs_again(aws: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from lakeline.runtimes.deployed.local_aws.functions import FunctionHost
 from lambdas.table_settings import TABLE_SETTINGS_FILE, DeployedTableSettings, read_table_settings
 from tests.rehearsal.support import (
     CHECKED_TABLE_SETTINGS,
+    archived_events,
     bucket,
     create_report_table,
     create_source_tables,
@@ -155,6 +156,11 @@ def test_a_bad_version_is_blocked_in_either_stage_and_readers_keep_the_previous_
     assert len(writing(executions, stage_b_runs(deployment, executions, "checked_daily"))) == 1, "no target run"
     tables = deployment.client("glue").get_tables(DatabaseName="retail_shop_dev")["TableList"]
     assert [table["Name"] for table in tables if table["Name"].startswith("lakeline_tmp")] == []
+    # Where users look (#41): the checks' OpenLineage run of each version, from the post-update and the failure
+    # functions (their results on the dataset they read), and the blocked arrival's tree ends in DQ_CHECK_FAIL.
+    checks = checks_ends(deployment, "stage_a.retail_shop_dev.checked_orders.quality")
+    assert ("COMPLETE", [True, True]) in checks and ("FAIL", [False, False]) in checks, checks
+    assert "retail_shop_dev.checked_orders" in refused_datasets(deployment)
 
     # 3. the fixed file under the same key: published; the target's day of three orders is blocked by its check.
     send(deployment, executions, "b.csv", b"order_id,amount\n3,1.0\n")
@@ -167,3 +173,27 @@ def test_a_bad_version_is_blocked_in_either_stage_and_readers_keep_the_previous_
         "quality failed: QualityBlocked: quality checks blocked retail_reports_dev.checked_daily (date=20240501): "
     )
     assert """rule 'ColumnValues "orders" < 3' failed (metric 0), failing rows: [{"orders":"3"}]""" in reason_b
+    checks_b = checks_ends(deployment, "stage_b.retail_reports_dev.checked_daily.quality")
+    assert ("COMPLETE", [True]) in checks_b and ("FAIL", [False]) in checks_b, checks_b
+    assert "retail_reports_dev.checked_daily" in refused_datasets(deployment)
+
+
+def checks_ends(deployment: Deployment, job: str) -> list[tuple[str, list[bool]]]:
+    """The end events of ``job`` (a checks' run) the functions archived: state, each assertion's success."""
+    return [
+        (
+            event["eventType"],
+            [a["success"] for a in event["inputs"][0]["inputFacets"]["dataQualityAssertions"]["assertions"]],
+        )
+        for event in archived_events(deployment, job)
+        if event["eventType"] != "START"
+    ]
+
+
+def refused_datasets(deployment: Deployment) -> set[str]:
+    """The datasets of the deployed lineage table's DQ_CHECK_FAIL nodes."""
+    dynamodb = deployment.client("dynamodb")
+    (table,) = [name for name in dynamodb.list_tables()["TableNames"] if "Lineage" in name]
+    pages = dynamodb.get_paginator("scan").paginate(TableName=table)
+    items = [item for page in pages for item in page["Items"]]
+    return {item["dataset"]["S"] for item in items if item["action_taken"]["S"] == "DQ_CHECK_FAIL"}

@@ -95,6 +95,8 @@ class Phase:
     quality_tables: list[str] = field(default_factory=list)
     checks: dict[str, str | None] = field(default_factory=dict)  # `lakeline status`'s column, by table/partition
     reports: list[dict[str, Any]] = field(default_factory=list)  # the phase's entries of summary.json's quality
+    checks_runs: list[tuple[str, str, list[bool]]] = field(default_factory=list)
+    """The end events of the phase's checks' runs (OpenLineage): job, state, each assertion's success."""
 
 
 @dataclass
@@ -144,6 +146,7 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
                 len(flow.report.stage_b),
                 len(flow.report.failures),
                 len(flow.report.quality),
+                len(flow.events),
             )
             for key, text in files:
                 flow.arrive(write(workspace, key, text))
@@ -170,6 +173,19 @@ def scenario(spark_engine: SparkEngine, tmp_path_factory: pytest.TempPathFactory
                     ],
                     checks={f"{p.table}/{p.partition}": p.quality for p in partitions},
                     reports=flow.report.quality[before[3] :],
+                    checks_runs=[
+                        (
+                            event["job"]["name"],
+                            event["eventType"],
+                            [
+                                assertion["success"]
+                                for dataset in event["inputs"]
+                                for assertion in dataset["inputFacets"]["dataQualityAssertions"]["assertions"]
+                            ],
+                        )
+                        for event in flow.events[before[4] :]
+                        if event["job"]["name"].endswith(".quality") and event["eventType"] != "START"
+                    ],
                 )
             )
 
@@ -216,6 +232,11 @@ def test_a_good_file_is_published_and_a_failed_warn_rule_reported(scenario: Scen
         (f"{STAGE}.orders (date={DAY})", False, 3),
         (f"{ANALYTICS}.orders_daily (date={DAY})", False, 2),
     ]
+    # In the lineage: each version's checks as a run of its own, their results on the dataset they read (#41).
+    assert first.checks_runs == [
+        (f"stage_a.{STAGE}.orders.quality", "COMPLETE", [True, True, False]),
+        (f"stage_b.{ANALYTICS}.orders_daily.quality", "COMPLETE", [True, True]),
+    ]
 
 
 def test_a_bad_file_is_blocked_and_readers_still_see_the_previous_version(scenario: Scenario) -> None:
@@ -239,6 +260,7 @@ def test_a_bad_file_is_blocked_and_readers_still_see_the_previous_version(scenar
     ]
     assert (table, blocked) == (f"{STAGE}.orders (date={DAY})", True)
     assert failed == ['IsComplete "id"', 'IsUnique "id"', 'ColumnValues "amount" < 30']
+    assert second.checks_runs == [(f"stage_a.{STAGE}.orders.quality", "FAIL", [False, False, False])]
 
 
 def test_the_fixed_file_sent_again_is_published_and_the_target_rebuilt(scenario: Scenario) -> None:
@@ -267,6 +289,10 @@ def test_a_target_whose_own_check_blocks_keeps_its_version(scenario: Scenario) -
     assert reason.startswith(f"quality failed: QualityBlocked: quality checks blocked {ANALYTICS}.orders_daily")
     assert """rule 'ColumnValues "orders" < 10' failed (metric 0), failing rows: [{"orders":"11",""" in reason
     assert fourth.quality_tables == []
+    assert fourth.checks_runs == [
+        (f"stage_a.{STAGE}.orders.quality", "COMPLETE", [True, True, False]),
+        (f"stage_b.{ANALYTICS}.orders_daily.quality", "FAIL", [True, False]),
+    ]
 
 
 def test_a_reprocess_rebuilds_through_the_targets_checks_and_is_blocked_the_same_way(scenario: Scenario) -> None:

@@ -82,6 +82,9 @@ class StepRun:
     """Datasets known only at table level (a Glue job whose columns were not analysed)."""
     versions: Mapping[str, str] = field(default_factory=dict)
     """The partition version read or written, by ``database.table``, where the step knows it."""
+    results: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]] = field(default_factory=dict)
+    """What the run found of an input, by ``database.table``: its dataset facets and input facets (a quality run's
+    ``dataQualityMetrics`` and ``dataQualityAssertions``), carried by the run's end event (COMPLETE or FAIL) only."""
 
     def __post_init__(self) -> None:
         try:
@@ -202,15 +205,19 @@ def _dataset_facets(step: StepRun, dataset: str) -> dict[str, Any]:
     return facets
 
 
-def _inputs(step: StepRun) -> list[InputDataset]:
+def _inputs(step: StepRun, ended: bool) -> list[InputDataset]:
     inputs = []
     naming = step.naming
     for dataset in step.input_names:
         fields = _schema_fields(step, dataset)
         facets: dict[str, Any] = {"schema": _schema_facet(fields)} if fields else {}
         facets.update(_dataset_facets(step, dataset))
+        found, input_facets = step.results.get(dataset, ({}, {})) if ended else ({}, {})
+        facets.update(found)
         namespace, name = naming.of(dataset)
-        inputs.append(InputDataset(namespace=namespace, name=name, facets=facets))
+        inputs.append(
+            InputDataset(namespace=namespace, name=name, facets=facets, inputFacets=dict(input_facets) or None)
+        )
     return inputs
 
 
@@ -280,7 +287,7 @@ def run_event(
         run=Run(runId=step.run_id, facets=run_facets),
         job=Job(namespace=step.job_namespace, name=step.job_name, facets=job_facets),
         producer=PRODUCER,
-        inputs=_inputs(step),
+        inputs=_inputs(step, state in (RunState.COMPLETE, RunState.FAIL)),
         outputs=_outputs(step),
     )
     return owned(event)

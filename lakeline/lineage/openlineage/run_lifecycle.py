@@ -5,6 +5,7 @@
     step 0  ``....step0``                          START ... COMPLETE
     step 1  ``....step1``                                     START ... FAIL
     step 2  ``....step2``                                                ABORT  (it never ran)
+    checks  ``....quality``  the quality checks, after the steps, when the run has them (#41)
 
 Every event is made when what it reports happens: a runner calls ``started`` before the first step,
 ``step_started`` / ``step_finished`` around each step, and ``finished`` at the end (which aborts the
@@ -48,10 +49,15 @@ class ExecutionLifecycle:
     dataset_namespace: str
     engine: str | None = None
     engine_version: str | None = None
+    checks: StepRun | None = None
+    """The run of the quality checks on the new version (a child of the execution, after the steps; #41), when the
+    run has checks; its end event carries their results on the checked dataset."""
     states: list[StepState] = field(init=False)
+    checks_state: StepState = field(init=False)
 
     def __post_init__(self) -> None:
         self.states = [StepState.WAITING] * len(self.steps)
+        self.checks_state = StepState.WAITING
 
     def _run(self, run: RunReference, parent: RunReference | None) -> StepRun:
         return StepRun(
@@ -90,14 +96,32 @@ class ExecutionLifecycle:
         state = RunState.FAIL if error is not None else RunState.COMPLETE
         return run_event(self.steps[index], state, at=at or now(), error=error)
 
+    def checks_ran(self, started_at: datetime, ended_at: datetime, *, error: str | None = None) -> list[RunEvent]:
+        """The quality run's START and its COMPLETE, or FAIL with ``error`` (a ``block`` rule failed, or the checks
+        could not run); none without checks."""
+        if self.checks is None:
+            return []
+        if self.checks_state is not StepState.WAITING:
+            raise ValueError(f"the checks of {self.execution.name} have already run")
+        self.checks_state = StepState.DONE
+        state = RunState.FAIL if error is not None else RunState.COMPLETE
+        return [
+            run_event(self.checks, RunState.START, at=started_at),
+            run_event(self.checks, state, at=ended_at, error=error),
+        ]
+
     def finished(self, at: datetime | None = None, *, error: str | None = None) -> list[RunEvent]:
-        """ABORT for the steps that never started (or are still running), then the parent's and root's end."""
+        """ABORT for the steps (and checks) that never started (or are still running), then the parent's and
+        root's end."""
         at = at or now()
         events = []
         for index, state in enumerate(self.states):
             if state is not StepState.DONE:
                 self.states[index] = StepState.DONE
                 events.append(run_event(self.steps[index], RunState.ABORT, at=at))
+        if self.checks is not None and self.checks_state is not StepState.DONE:
+            self.checks_state = StepState.DONE
+            events.append(run_event(self.checks, RunState.ABORT, at=at))
         return events + self._outer(RunState.FAIL if error is not None else RunState.COMPLETE, at, error)
 
     def replay(
@@ -109,6 +133,7 @@ class ExecutionLifecycle:
         error: str | None = None,
         step_times: Sequence[tuple[datetime, datetime] | None] | None = None,
         after_steps: bool = False,
+        checks_failed: bool = False,
     ) -> list[RunEvent]:
         """The whole life cycle after the fact, in order.
 
@@ -118,7 +143,9 @@ class ExecutionLifecycle:
         FAIL and no step events, rather than claiming a step failed that may have completed.
         ``step_times``: each step's (start, end), or None for a step whose times are not known (also
         past the sequence's end); such a step is dated when the step before it ended (the run's start
-        for the first), so that the events' times keep the order the steps ran in.
+        for the first), so that the events' times keep the order the steps ran in. The checks (if any) ran after
+        every step of a run that succeeded or failed after its steps: they passed, unless ``checks_failed`` (what
+        failed was the quality step itself).
         """
         if failed_step is not None and not 0 <= failed_step < len(self.steps):
             raise ValueError(f"{self.execution.name} has no step {failed_step}")
@@ -133,6 +160,9 @@ class ExecutionLifecycle:
             events.append(self.step_started(index, begin))
             failing = error is not None and index == failed_step
             events.append(self.step_finished(index, end, error=error if failing else None))
+        if error is None or after_steps:
+            events += self.checks_ran(end, end, error=error if checks_failed else None)
         if error is not None and failed_step is None and not after_steps:
             self.states = [StepState.DONE] * len(self.steps)  # unknown: no step events at all
+            self.checks_state = StepState.DONE
         return events + self.finished(ended_at, error=error)

@@ -45,7 +45,8 @@ JOB_NAME_PATTERN = re.compile(r"^\S+/\S+$")
 # The seed's terminus actions, and the ones Lakeline's stages record when a run ends. A leaf whose
 # action is not terminal is archived as "unterminated" (the run stopped before it finished).
 RAW_DATA_INPUT = "RAW_DATA_INPUT"  # the seed's action of a raw file, the first step of a run's tree
-SEED_TERMINAL_ACTIONS = ("CALCULATION_COMPLETE", "DQ_CHECK_FAIL")
+DQ_CHECK_FAIL = "DQ_CHECK_FAIL"  # the seed's action of a failed data quality check: Lakeline's blocked versions (#41)
+SEED_TERMINAL_ACTIONS = ("CALCULATION_COMPLETE", DQ_CHECK_FAIL)
 LAKELINE_TERMINAL_ACTIONS = ("STAGE_A_COMPLETE", "STAGE_B_COMPLETE", "STEP_FAILED")
 DEFAULT_TERMINAL_ACTIONS = frozenset(SEED_TERMINAL_ACTIONS + LAKELINE_TERMINAL_ACTIONS)
 

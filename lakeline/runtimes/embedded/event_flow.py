@@ -21,6 +21,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from openlineage.client.event_v2 import RunEvent
 
 from lakeline.aws.sqs import dead_letter
 from lakeline.catalog_locations import EngineTables
@@ -32,12 +33,13 @@ from lakeline.engines.spark import SparkEngine
 from lakeline.errors import InvalidInputError, LakelineError, validated
 from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
-from lakeline.lineage.openlineage.events import event_to_dict
+from lakeline.lineage.openlineage.events import event_to_dict, now
 from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX, LocalArchiveStore
 from lakeline.project.catalog import ensure_tables
 from lakeline.project.quarantine import Quarantine
 from lakeline.project.workspace import Workspace
+from lakeline.quality.evaluate import QualityReport
 from lakeline.quality.gate import QualityGate
 from lakeline.run_order import STAGE_A, STAGE_B, FailedStep, run_in_order
 from lakeline.runtimes.embedded.cloud import ARCHIVE_BUCKET, MAX_RECEIVE_COUNT, LocalCloud
@@ -62,7 +64,7 @@ from stage_b.start import plan_follow_up as plan_follow_up_b
 from stage_end.quality import QualityBlocked, report_to_dict, run_quality
 from stage_end.runtime import drop_quality_table
 from stage_end.waiting import queued_subject
-from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle
+from stage_lineage.events import stage_a_lifecycle, stage_b_lifecycle, with_results
 
 logger = logging.getLogger(__name__)
 LOCAL_RAW_BUCKET = "local-raw"
@@ -280,16 +282,20 @@ class EventFlow:
             self.report.duplicates.extend(plan.arrival_keys)
             self.notify("duplicate", f"{what[1]}: nothing new")
 
+        checked: list[RunEvent] = []  # the checks' run, sent after the step's end as the deployed replay sends it
+
         def written() -> None:
             if runs is not None:
-                for event in [runs.step_finished(0), *runs.finished()]:
+                for event in [runs.step_finished(0), *checked, *runs.finished()]:
                     self.emitter.emit(event)
                 self.report.stage_a.append(plan)
 
         failed = run_in_order(
             STAGE_A,
             {
-                "quality": lambda: self._quality(plan.quality, plan.target_location, plan.carry_from),
+                "quality": lambda: self._quality(
+                    plan.quality, plan.target_location, plan.carry_from, runs=runs, checked=checked
+                ),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_a(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_a_post_update, context, "stage-a-post-update"),
@@ -303,7 +309,7 @@ class EventFlow:
         if runs is not None and failed.step.kind != "post_update":
             error = str(failed.error)
             step_error = error if failed.step.kind == "writes" else None
-            for event in [runs.step_finished(0, error=step_error), *runs.finished(error=error)]:
+            for event in [runs.step_finished(0, error=step_error), *checked, *runs.finished(error=error)]:
                 self.emitter.emit(event)
         self._caught(self._stage_a_failure, context, failed.step.name, failed.error, what, plan.quality)
 
@@ -355,16 +361,20 @@ class EventFlow:
             self.notify("duplicate", message.node)
         observer = LiveSteps(runs, self.emitter) if runs is not None else None
 
+        checked: list[RunEvent] = []  # the checks' run, sent before the execution's end
+
         def written() -> None:
             if runs is not None:
-                for event in runs.finished():
+                for event in [*checked, *runs.finished()]:
                     self.emitter.emit(event)
                 self.report.stage_b.append(plan)
 
         failed = run_in_order(
             STAGE_B,
             {
-                "quality": lambda: self._quality(plan.quality, plan.target_location, plan.carry_from, plan.replaces),
+                "quality": lambda: self._quality(
+                    plan.quality, plan.target_location, plan.carry_from, plan.replaces, runs=runs, checked=checked
+                ),
                 "commit": lambda: self._partition_commit(context, LambdaContext("partition-commit")),
                 "publish": lambda: publish_stage_b(plan, self.engine),
                 "post_update": lambda: self._post_update(self._stage_b_post_update, context, "stage-b-post-update"),
@@ -378,18 +388,27 @@ class EventFlow:
         if failed is None:
             return
         if runs is not None and failed.step.kind != "post_update":
-            for event in runs.finished(error=str(failed.error)):  # the steps that never ran are ABORTed
+            for event in [*checked, *runs.finished(error=str(failed.error))]:  # steps that never ran are ABORTed
                 self.emitter.emit(event)
         self._caught(
             self._stage_b_failure, {"plan": plan.to_dict()}, failed.step.name, failed.error, what, plan.quality
         )
 
     def _quality(
-        self, gate: QualityGate | None, location: str, carry_from: str | None, replaces: tuple[str, ...] = ()
+        self,
+        gate: QualityGate | None,
+        location: str,
+        carry_from: str | None,
+        replaces: tuple[str, ...] = (),
+        *,
+        runs: ExecutionLifecycle | None,
+        checked: list[RunEvent],
     ) -> None:
-        """The quality step, as the state machine's quality task runs it (skipped, as there, without checks)."""
+        """The quality step, as the state machine's quality task runs it (skipped, as there, without checks); the
+        checks' run's events (with their results) into ``checked``."""
         if gate is None:
             return
+        started = now()
         try:
             report = run_quality(
                 gate,
@@ -401,8 +420,13 @@ class EventFlow:
             )
         except QualityBlocked as blocked:
             self.report.quality.append(report_to_dict(blocked.report))
+            checked += _checks_ran(runs, blocked.report, started, error=blocked)
+            raise
+        except Exception as error:  # the checks could not run: their run FAILs without results
+            checked += _checks_ran(runs, None, started, error=error)
             raise
         self.report.quality.append(report_to_dict(report))
+        checked += _checks_ran(runs, report, started)
 
     def _reported(self, record_handler: Callable[[SQSRecord], None]) -> Callable[[SQSRecord], None]:
         """A record whose handling fails returns to its queue and is tried again; on its last try the
@@ -546,6 +570,21 @@ class EventFlow:
             output.writelines(json.dumps(event, sort_keys=True) + "\n" for event in fresh)
         self._events_written = len(self.events)
         return path
+
+
+def _checks_ran(
+    runs: ExecutionLifecycle | None,
+    report: QualityReport | None,
+    started: datetime,
+    *,
+    error: BaseException | None = None,
+) -> list[RunEvent]:
+    """The checks' run's START and end (``stage_lineage.events``), with ``report``'s results."""
+    if runs is None or runs.checks is None:
+        return []
+    if report is not None:
+        runs.checks = with_results(runs.checks, report)
+    return runs.checks_ran(started, now(), error=None if error is None else f"{type(error).__name__}: {error}")
 
 
 def describe_failure(error: BaseException) -> str:
