@@ -422,15 +422,27 @@ PIPELINE_JOBS = "lakeline-dev"
 
 
 def pipeline_events(
-    stage_a: list[tuple[str, str]], stage_b: list[tuple[str, list[str]]], failed: Mapping[str, str] | None = None
+    stage_a: list[tuple[str, str]],
+    stage_b: list[tuple[str, list[str]]],
+    failed: Mapping[str, str] | None = None,
+    blocked: Mapping[str, tuple[str, list[dict[str, Any]]]] | None = None,
 ) -> list[dict[str, Any]]:
     """RunEvents shaped as Lakeline's pipeline emits them: ``pipeline`` is the parent of ``stage_a`` and of one
     ``stage_b.<target>`` per target; ``stage_a`` of one job per (raw, stage) table, ``stage_b.<target>`` of its
-    ``.step0``. ``failed`` maps a target to the error its stage B run (parent and step) failed with."""
-    failed = failed or {}
+    ``.step0``. ``failed`` maps a target to the error its stage B run (parent and step) failed with; ``blocked``
+    to the error and the ``dataQualityAssertions`` of its checks' run (``.quality``, #41), which fails after the
+    step completed."""
+    failed, blocked = failed or {}, blocked or {}
     events: list[dict[str, Any]] = []
 
-    def run(name: str, parent: str | None, inputs: list[str], outputs: list[str], error: str | None) -> None:
+    def run(
+        name: str,
+        parent: str | None,
+        inputs: list[str],
+        outputs: list[str],
+        error: str | None,
+        assertions: list[dict[str, Any]] | None = None,
+    ) -> None:
         facets: dict[str, Any] = {}
         if parent is not None:
             facets["parent"] = {
@@ -447,7 +459,15 @@ def pipeline_events(
                         "facets": facets | ({"errorMessage": {"message": error}} if error and state == "FAIL" else {}),
                     },
                     "job": {"namespace": PIPELINE_JOBS, "name": name},
-                    "inputs": [{"namespace": ATHENA, "name": f"AwsDataCatalog.{table}"} for table in inputs],
+                    "inputs": [
+                        {"namespace": ATHENA, "name": f"AwsDataCatalog.{table}"}
+                        | (
+                            {"inputFacets": {"dataQualityAssertions": {"assertions": assertions}}}
+                            if assertions is not None and state != "START"
+                            else {}
+                        )
+                        for table in inputs
+                    ],
                     "outputs": [{"namespace": ATHENA, "name": f"AwsDataCatalog.{table}"} for table in outputs],
                 }
             )
@@ -457,9 +477,12 @@ def pipeline_events(
     for raw, stage in stage_a:
         run(f"stage_a.{stage}", "stage_a", [raw], [stage], None)
     for target, inputs in stage_b:
-        error = failed.get(target)
+        refused, assertions = blocked.get(target, (None, None))
+        error = failed.get(target) or refused
         run(f"stage_b.{target}", "pipeline", [], [], error)
-        run(f"stage_b.{target}.step0", f"stage_b.{target}", inputs, [target], error)
+        run(f"stage_b.{target}.step0", f"stage_b.{target}", inputs, [target], None if refused else error)
+        if assertions is not None:
+            run(f"stage_b.{target}.quality", f"stage_b.{target}", [target], [], refused, assertions)
     return events
 
 
@@ -496,11 +519,13 @@ def thirty_table_events() -> list[dict[str, Any]]:
     stage_b = [
         (f"engineering_analytics_dev.report_{n:02}", [stage_a[n][1], stage_a[(n + 1) % 10][1]]) for n in range(10)
     ]
-    failed = {
-        FAILED_REPORT: "Athena query failed: HIVE_BAD_DATA",
-        BLOCKED_REPORT: "quality failed: QualityBlocked: quality checks blocked report_07: rule 'RowCount > 0' failed",
-    }
-    return pipeline_events(stage_a, stage_b, failed)
+    failed = {FAILED_REPORT: "Athena query failed: HIVE_BAD_DATA"}
+    reason = "quality failed: QualityBlocked: quality checks blocked report_07: rule 'RowCount > 0' failed"
+    assertions = [
+        {"assertion": "RowCount", "success": False, "severity": "error", "actual": "0", "content": "RowCount > 0"},
+        {"assertion": "IsComplete", "success": True, "severity": "warn", "column": "id", "content": 'IsComplete "id"'},
+    ]
+    return pipeline_events(stage_a, stage_b, failed, {BLOCKED_REPORT: (reason, assertions)})
 
 
 # What the first view shows, measured in the page: each node's and group's box on the screen, its label (the
@@ -531,6 +556,7 @@ GLANCE = """
   document.querySelectorAll("[data-node-id]").forEach(function (node) {
     var seenNode = measure(node, node.querySelector(".label"), node.querySelector(".box"));
     seenNode.title = node.querySelector("title").textContent;
+    seenNode.sub = node.querySelector(".sub").textContent;
     seen.nodes[node.getAttribute("data-node-id")] = seenNode;
   });
   document.querySelectorAll("[data-group-id]").forEach(function (group) {
@@ -629,8 +655,14 @@ def test_the_first_view_reads_at_a_glance(
     if project == "demo":
         assert not marked and seen["direction"] == "TB"  # 9 layers of few nodes: top to bottom fills the screen
     else:
-        assert marked == {f"stage_b.{FAILED_REPORT}.step0", f"stage_b.{BLOCKED_REPORT}.step0"}
-        assert blocked == {f"stage_b.{BLOCKED_REPORT}.step0"}
+        # The blocked run's step completed (its version was refused after it): its box says BLOCKED, and the
+        # dataset its checks refused is marked, its caption counting the failed rules (#41); the checks' job is
+        # not a node of its own.
+        assert marked == {f"stage_b.{FAILED_REPORT}.step0"} and blocked == set()
+        assert not any(graph.jobs[job].name.endswith(".quality") for job in graph.jobs)
+        checked = {n for n, node in nodes.items() if "checks-failed" in node["classes"].split()}
+        assert checked == {dataset_id(ATHENA, f"AwsDataCatalog.{BLOCKED_REPORT}")}
+        assert "\u26a0 1 of 2 checks failed" in nodes[checked.pop()]["sub"]
         failed_groups = {graph.jobs[n].name for n, group in groups.items() if "failed" in group["classes"].split()}
         assert failed_groups == {f"stage_b.{FAILED_REPORT}", f"stage_b.{BLOCKED_REPORT}"}
         assert "\u26a0 BLOCKED" in groups[job_id(PIPELINE_JOBS, f"stage_b.{BLOCKED_REPORT}")]["text"]
@@ -642,3 +674,44 @@ def test_the_first_view_reads_at_a_glance(
     )
     assert png_size(shot) == SCREEN
     assert shot.stat().st_size > 40_000, shot.stat().st_size
+
+
+# Clicks the dataset its checks refused and reads its details panel.
+CHECKS_PANEL = """
+(function () {
+  "use strict";
+  var node = document.querySelector('[data-node-id="NODE"]');
+  node.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+  var seen = {
+    heading: document.querySelector("#details h3:nth-of-type(2)").textContent,
+    checks: Array.from(document.querySelectorAll("#details li.check")).map(function (li) {
+      return [li.getAttribute("class"), li.textContent];
+    }),
+  };
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify(seen);
+  document.body.appendChild(out);
+})();
+"""
+
+
+def test_the_panel_of_a_dataset_its_checks_refused_lists_the_rules_failed_first(chromium: str, tmp_path: Path) -> None:
+    """#41: clicking the marked dataset lists its latest checks, the failed rule first with its severity and
+    metric."""
+    page = write_lineage_html(thirty_table_events(), tmp_path / "checks.html", title="checks")
+    node = dataset_id(ATHENA, f"AwsDataCatalog.{BLOCKED_REPORT}")
+    driven = tmp_path / "checks-driven.html"
+    driven.write_text(
+        with_user_script(page.read_text(encoding="utf-8"), CHECKS_PANEL.replace("NODE", node)), encoding="utf-8"
+    )
+    result = run_chromium(chromium, tmp_path / "profile", driven.as_uri(), "--dump-dom", window=SCREEN)
+    probe = Probe()
+    probe.feed(result.stdout)
+    assert probe.text, f"the probe did not run: {result.stderr[-2000:]}"
+    seen = json.loads(probe.text)
+    assert seen["heading"] == "Quality checks: 1 of 2 failed"
+    assert seen["checks"] == [
+        ["check failed", "\u2717 RowCount > 0 (error, metric 0)"],
+        ["check passed", '\u2713 IsComplete "id" (warn)'],
+    ]

@@ -17,7 +17,7 @@ from tests.infrastructure.test_stacks import resources, synthesized
 
 def quality_alarm(template: Template) -> dict[str, Any]:
     (alarm,) = [
-        alarm["Properties"]
+        dict(alarm["Properties"])
         for alarm in resources(template, "AWS::CloudWatch::Alarm").values()
         if alarm["Properties"].get("MetricName") == BLOCKED_VERSIONS
     ]

@@ -12,6 +12,7 @@ from openlineage.client.event_v2 import RunEvent
 
 from lakeline.lineage.openlineage.bound import EVENT_SIZE_LIMIT, event_size, split_event
 from lakeline.lineage.openlineage.events import event_to_dict
+from lakeline.lineage.viewer.html import build_lineage_graph, graph_document, job_id
 from lakeline.quality.checks import parse_checks
 from lakeline.quality.evaluate import CheckResult, QualityReport
 from lakeline.quality.gate import QualityGate
@@ -60,7 +61,7 @@ BLOCKED = report(
 
 
 def replayed(events: list[RunEvent]) -> list[tuple[str, str]]:
-    return [(event.job.name, str(event.eventType.value)) for event in events]
+    return [(event.job.name, str(event_to_dict(event)["eventType"])) for event in events]
 
 
 def checks_events(events: list[RunEvent]) -> list[dict[str, Any]]:
@@ -139,8 +140,38 @@ def test_a_report_of_the_most_checks_a_table_may_declare_fits_one_event() -> Non
         checked_plan(rules), catalog=CATALOG, settings=SETTINGS, engine="athena", report=report(*results)
     )
     events = runs.replay(started_at=STARTED, ended_at=ENDED, error="blocked", after_steps=True, checks_failed=True)
-    (failed,) = [event for event in events if event.job.name == CHECKS_JOB and event.eventType.value == "FAIL"]
+    (failed,) = [e for e in events if e.job.name == CHECKS_JOB and event_to_dict(e)["eventType"] == "FAIL"]
     size = event_size(failed)
     print(f"the checks' FAIL event of 100 rules: {size} bytes")
     assert 64_000 < size < EVENT_SIZE_LIMIT // 2
     assert len(split_event(failed)) == 1
+
+
+def test_the_picture_marks_the_dataset_its_latest_checks_failed_and_lists_the_rules() -> None:
+    """The checks' FAIL event of a blocked version marks the checked dataset in ``lineage.html`` (its failed rules
+    in its details); a later version whose checks passed clears the mark."""
+    reason = "quality failed: QualityBlocked: quality checks blocked engineering_mysql_dev.customers"
+    blocked = stage_a_lifecycle(checked_plan(), catalog=CATALOG, settings=SETTINGS, engine="athena", report=BLOCKED)
+    first = blocked.replay(started_at=STARTED, ended_at=ENDED, error=reason, after_steps=True, checks_failed=True)
+    events = [event_to_dict(event) for event in first]
+    graph = build_lineage_graph(events)
+    (dataset,) = [node for node in graph.datasets.values() if node.name.endswith("engineering_mysql_dev.customers")]
+    assert dataset.failed_checks == ['IsUnique "customer_id"']
+    # The checks' job is drawn as its dataset's mark, not a node; the stage run's box says BLOCKED.
+    assert CHECKS_JOB not in [job.name for job in graph.jobs.values()]
+    assert graph.jobs[job_id(SETTINGS.namespace, "stage_a")].blocked
+    assert not graph.jobs[job_id(SETTINGS.namespace, "stage_a.engineering_mysql_dev.customers")].failed
+    (item,) = [node for node in graph_document(graph)["nodes"] if node["id"] == dataset.id]
+    assert item["failedChecks"] == ['IsUnique "customer_id"']
+    assert [(c["rule"], c["success"], c["severity"], c["actual"]) for c in item["checks"]] == [
+        ("RowCount > 0", True, "error", "4"),
+        ('IsComplete "name"', True, "warn", "1"),
+        ('IsUnique "customer_id"', False, "error", "0.5"),
+    ]
+    later = replace(checked_plan(), run_token="20220120t111500123456_0123456789")
+    passed = stage_a_lifecycle(later, catalog=CATALOG, settings=SETTINGS, engine="athena", report=PASSED)
+    second = passed.replay(
+        started_at=datetime(2022, 1, 20, 11, 15, tzinfo=UTC), ended_at=datetime(2022, 1, 20, 11, 20, tzinfo=UTC)
+    )
+    graph = build_lineage_graph([*events, *(event_to_dict(event) for event in second)])
+    assert graph.datasets[dataset.id].failed_checks == ['IsComplete "name"']  # the latest checks: one warn failed

@@ -17,7 +17,12 @@ The script measures the nodes and lets dagre lay them out in the browser, left t
 Content-Security-Policy forbids every request (its style and scripts are allowed by hash), so it opens the
 same offline as online.
 
-In the page: click a dataset to show its columns, click a column to highlight where it comes from
+A dataset whose latest checks (#41: the ``dataQualityAssertions`` input facet of the checks' run's COMPLETE or FAIL
+event, ``stage_lineage.events``) had a rule fail is marked, the caption under its name counts the failed rules and
+its details panel lists every rule with its verdict, severity and metric. The checks' job itself (a job that
+only reads what it checks) is not drawn: its dataset carries what it found, and its parent's box its failure.
+
+In the page: click a dataset to show its columns (and its checks), click a column to highlight where it comes from
 (DIRECT solid, INDIRECT dashed, through every job on the way), hover a job for its SQL and run state,
 type in the search box to filter nodes by name. ``#dataset=NAME&column=FIELD`` in the address selects a
 column on load, ``#search=TEXT`` filters.
@@ -73,12 +78,30 @@ class DatasetColumn:
     type: str | None = None
 
 
+@dataclass(frozen=True)
+class CheckVerdict:
+    """One rule's result in the checks of a dataset's version (an assertion of ``dataQualityAssertions``)."""
+
+    rule: str
+    success: bool
+    severity: str | None = None
+    column: str | None = None
+    actual: str | None = None
+
+
 @dataclass
 class DatasetNode:
     id: str
     namespace: str
     name: str
     columns: dict[str, DatasetColumn] = field(default_factory=dict)
+    checks: tuple[CheckVerdict, ...] = ()
+    """The latest checks on it (of the checks' run that ended last)."""
+    checks_time: datetime | None = None
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return [check.rule for check in self.checks if not check.success]
 
     def add_column(self, name: str, kind: str | None) -> None:
         known = self.columns.get(name)
@@ -237,6 +260,37 @@ def _event(index: int, data: Any) -> _Event:
     return _Event(index, read, read.time, job_id(read.job.namespace, read.job.name))
 
 
+def _checked(data: Mapping[str, Any]) -> list[tuple[str, str, tuple[CheckVerdict, ...]]]:
+    """Each input the event's run checked, with its verdicts (its ``dataQualityAssertions`` input facet)."""
+    found = []
+    inputs = data.get("inputs")
+    for raw in inputs if isinstance(inputs, list) else []:
+        facets = raw.get("inputFacets") if isinstance(raw, Mapping) else None
+        facet = facets.get("dataQualityAssertions") if isinstance(facets, Mapping) else None
+        assertions = facet.get("assertions") if isinstance(facet, Mapping) else None
+        if not isinstance(assertions, list) or not isinstance(raw.get("namespace"), str):
+            continue
+        verdicts = tuple(_verdict(item) for item in assertions if isinstance(item, Mapping))
+        found.append((raw["namespace"], str(raw.get("name")), verdicts))
+    return found
+
+
+def _checks_jobs(events: list[_Event]) -> set[str]:
+    """The jobs that check datasets (#41): some event of theirs carries results on an input, none writes."""
+    checked = {event.job for event in events if _checked(event.read.data)}
+    return checked - {event.job for event in events if event.read.outputs}
+
+
+def _verdict(item: Mapping[str, Any]) -> CheckVerdict:
+    def text(key: str) -> str | None:
+        value = item.get(key)
+        return value if isinstance(value, str) else None
+
+    # The rule as written (Lakeline's content), else the spec's name or its classification.
+    rule = text("content") or text("name") or text("assertion") or "?"
+    return CheckVerdict(rule, item.get("success") is True, text("severity"), text("column"), text("actual"))
+
+
 def _parent_job(event: _Event) -> tuple[str, str] | None:
     """The (namespace, name) of the job in the event's ``parent`` run facet, if it names one."""
     run = event.read.data.get("run")
@@ -273,6 +327,11 @@ class _GraphBuilder:
             self.graph.jobs[event.job] = JobNode(event.job, event.read.job.namespace, event.read.job.name)
         for raw in event.read.inputs:
             self.graph.edges.add((self._with_schema(raw).id, event.job))
+        if event.read.state in ("COMPLETE", "FAIL"):
+            for namespace, name, verdicts in _checked(event.read.data):
+                node = self.dataset(namespace, name)
+                if node.checks_time is None or node.checks_time <= event.time:
+                    node.checks, node.checks_time = verdicts, event.time
         for raw in event.read.outputs:
             node = self._with_schema(raw)
             self.graph.edges.add((event.job, node.id))
@@ -294,6 +353,11 @@ class _GraphBuilder:
                 )
 
     def finish(self, events: list[_Event]) -> LineageGraph:
+        checks = _checks_jobs(events)
+        events = [event for event in events if event.job not in checks]
+        self.graph.edges = {(s, t) for s, t in self.graph.edges if s not in checks and t not in checks}
+        for checker in checks:
+            del self.graph.jobs[checker]
         runs: dict[str, dict[str, list[_Event]]] = {}
         for event in events:
             runs.setdefault(event.job, {}).setdefault(event.read.run_id or f"#{event.index}", []).append(event)
@@ -366,6 +430,17 @@ def graph_document(graph: LineageGraph, *, title: str = DEFAULT_TITLE) -> dict[s
                 "namespace": dataset.namespace,
                 "name": dataset.name,
                 "columns": [{"name": c.name, "type": c.type} for c in dataset.columns.values()],
+                "checks": [
+                    {
+                        "rule": c.rule,
+                        "success": c.success,
+                        "severity": c.severity,
+                        "column": c.column,
+                        "actual": c.actual,
+                    }
+                    for c in dataset.checks
+                ],
+                "failedChecks": dataset.failed_checks,
             }
         else:
             job = graph.jobs[node_id]

@@ -136,8 +136,17 @@
       (item.failedRuns && !item.failed ? ` (${item.failedRuns} failed)` : "")
     );
   }
+  // A dataset whose latest checks failed a rule says so after its columns (the panel lists the rules).
+  function checksCaption(item) {
+    const failed = item.failedChecks ? item.failedChecks.length : 0;
+    return failed ? ` \u00b7 \u26a0 ${failed} of ${plural(item.checks.length, "check")} failed` : "";
+  }
   function datasetCaption(item, expanded) {
-    return plural(item.columns.length, "column") + (item.columns.length ? (expanded ? "  \u25be" : "  \u25b8") : "");
+    return (
+      plural(item.columns.length, "column") +
+      checksCaption(item) +
+      (item.columns.length ? (expanded ? "  \u25be" : "  \u25b8") : "")
+    );
   }
   // Wide enough for the whole label and the caption under it; an open dataset also for its column rows
   // (up to MAX_ROWS_WIDTH: a longer row is cut, the panel shows it whole).
@@ -188,7 +197,8 @@
 
   function drawNode(node) {
     const item = node.item;
-    const classes = `node ${item.kind}${item.failed ? " failed" : ""}${item.blocked ? " blocked" : ""}`;
+    const checked = checksCaption(item) ? " checks-failed" : "";
+    const classes = `node ${item.kind}${item.failed ? " failed" : ""}${item.blocked ? " blocked" : ""}${checked}`;
     const group = svgElement(
       "g",
       { class: classes, "data-node-id": item.id, tabindex: "0", role: "button" },
@@ -789,8 +799,27 @@
         htmlElement("span", ` ${column.type}`, "muted", li);
       }
     }
+    showChecks(item, box);
     nodeLinks("Written by", neighbours(item.id, true), box);
     nodeLinks("Read by", neighbours(item.id, false), box);
+  }
+  // The latest checks of the dataset's new version: each rule, failed ones first.
+  function showChecks(item, box) {
+    if (!item.checks || !item.checks.length) {
+      return;
+    }
+    const failed = item.failedChecks.length;
+    htmlElement("h3", `Quality checks: ${failed ? `${failed} of ${item.checks.length} failed` : "all passed"}`, null, box);
+    const ul = htmlElement("ul", null, "checks", box);
+    const ordered = item.checks.filter((c) => !c.success).concat(item.checks.filter((c) => c.success));
+    for (const check of ordered) {
+      const li = htmlElement("li", null, check.success ? "check passed" : "check failed", ul);
+      htmlElement("span", `${check.success ? "\u2713" : "\u2717"} ${check.rule}`, "rule", li);
+      const facts = [check.severity, check.actual === null ? null : `metric ${check.actual}`].filter((f) => f);
+      if (facts.length) {
+        htmlElement("span", ` (${facts.join(", ")})`, "muted", li);
+      }
+    }
   }
   function showColumn(node, field, links) {
     const box = panel();
