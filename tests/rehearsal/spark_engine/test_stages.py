@@ -27,6 +27,7 @@ from tests.rehearsal.support import (
     query,
     without,
 )
+from tests.rehearsal.test_quality_gates import checks_ends
 
 pytestmark = pytest.mark.spark
 
@@ -311,3 +312,6 @@ def test_a_blocked_version_fails_the_quality_job_run_and_is_not_published(
     assert reason.startswith("quality failed: States.TaskFailed: Glue job run ") and " FAILED: " in reason
     assert """rule 'ColumnValues "orders" > 5' failed (metric 0), failing rows: [{"orders":"2"}]""" in reason
     assert query(deployment, "SELECT count(*) FROM sparkco_reports_dev.orders_checked") == [["0"]]
+    # The failure function, where both engines' runs end, read the Glue job run's report: the checks' OpenLineage
+    # run FAILs with each rule's result on the target (#41).
+    assert checks_ends(deployment, "stage_b.sparkco_reports_dev.orders_checked.quality") == [("FAIL", [False])]
