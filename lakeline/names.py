@@ -11,6 +11,9 @@ import re
 
 from lakeline.errors import InvalidInputError
 
+METRICS_NAMESPACE = "Lakeline"
+"""The CloudWatch namespace of every function's metrics (the stacks set it as POWERTOOLS_METRICS_NAMESPACE)."""
+
 IDENTIFIER_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,127}$")
 # Field names inside a column (struct fields): identifiers in any case, kept as the data spells them
 # because JSON is read case-sensitively.

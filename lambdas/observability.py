@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
-METRICS_NAMESPACE = "Lakeline"
-"""The CloudWatch namespace of every function's metrics."""
+from lakeline.names import METRICS_NAMESPACE
 
 
 def observability(service: str, *, metrics_service: str | None = None) -> tuple[Logger, Tracer, Metrics]:

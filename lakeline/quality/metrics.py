@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Final
 
-METRICS_NAMESPACE: Final = "Lakeline"
+from lakeline.names import METRICS_NAMESPACE
+
+__all__ = ["BLOCKED_VERSIONS", "DIMENSIONS", "METRICS_NAMESPACE", "WARNINGS"]
+
 BLOCKED_VERSIONS: Final = "QualityBlockedVersions"
 """Versions a failed ``block`` rule kept from being published (one per failed run)."""
 WARNINGS: Final = "QualityWarnings"

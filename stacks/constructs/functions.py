@@ -12,6 +12,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from lakeline.names import METRICS_NAMESPACE
 from stacks.constructs.bundling import (
     CODE_EXCLUDES,
     REPO_ROOT,
@@ -118,7 +119,7 @@ class LakelineFunction(Construct):
             log_group=self.log_group,
             environment={
                 "POWERTOOLS_SERVICE_NAME": handler_package.replace("_", "-"),
-                "POWERTOOLS_METRICS_NAMESPACE": "Lakeline",
+                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 **(environment or {}),
             },
         )

@@ -20,6 +20,7 @@ from lakeline.aws.clients import AwsClients
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lakeline.lineage.records.table import LINEAGE_TABLE
+from lakeline.names import METRICS_NAMESPACE
 from lakeline.project.workspace import WorkspaceDamaged, write_json
 from lakeline.runtimes.embedded.handler_caches import reset_handler_caches
 
@@ -136,7 +137,7 @@ class LocalCloud:
             # The demo traces right away: nothing needs to settle first.
             "TRACE_SETTLE_SECONDS": "0",
             "POWERTOOLS_TRACE_DISABLED": "true",
-            "POWERTOOLS_METRICS_NAMESPACE": "Lakeline",
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "WARNING",
         }
 
