@@ -1,11 +1,14 @@
 """The partition version query (``athena_queries/lineage/partition_version.sql``) on 100k archived nodes, locally.
 
-Writes an archive of ``--nodes`` lineage nodes with the trace's own renderer (``harness.versions_archive``: per
+Writes an archive of ``--nodes`` lineage nodes with the trace's own code (``harness.versions_archive``: per
 arrival a raw file, the stage A run that made a version of an ``orders`` partition and ``--chain`` stage B runs
 after it; every partition has ``--versions`` versions), in two layouts of the same lines:
 
-- as the trace writes them: one object per arrival's root;
-- compacted: the day's lines in one object (what a compaction of the archive would leave).
+- per root: one object per arrival's root in the day folder, as the trace wrote them before the compaction
+  (and as archives written then still hold them);
+- compacted: staged by the trace and folded by the compaction (``lakeline.lineage.records.compact``), the
+  day's lines in its ``ARCHIVE_BUCKETS`` objects, as the trace and the compaction leave them (the
+  compaction's own time is printed too).
 
 Each is registered as the archive table on embedded Spark (``local[2]``, as ``lakeline lineage query`` does) and
 the query asks for the newest version of one partition: the first run (Spark plans, lists and opens the files)
@@ -26,21 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.versions_archive import DAILY, TRACED, partition_of, write_history
+from harness.versions_archive import DAILY, partition_of, write_history
 from lakeline.engines.spark import SparkEngine
-from lakeline.lineage.records.archive import LocalArchiveStore, day_prefix
+from lakeline.lineage.records.archive import LocalArchiveStore
 from lakeline.lineage.records.archive_table import ARCHIVE_TABLE, DEFAULT_TABLE, LINEAGE_DATABASE
 from lakeline.lineage.records.query import VERSION_QUERY, bind_version_query
 from lakeline.lineage.records.versions import answer, archive_nodes, partition_versions
-
-
-def compact(store: LocalArchiveStore, into: Path) -> None:
-    """The day's objects as one object, lines unchanged."""
-    folder = into / day_prefix(TRACED.date())
-    folder.mkdir(parents=True)
-    with (folder / "compacted.jsonl").open("wb") as out:
-        for key in store.keys(day_prefix(TRACED.date())):
-            out.write(store.get(key) or b"")
 
 
 def time_query(engine: SparkEngine, folder: Path, table: str, partition: str, repeat: int) -> tuple[float, float, str]:
@@ -69,21 +63,26 @@ def main() -> None:
     partitions = max(1, args.nodes // (per_root * args.versions))
     with tempfile.TemporaryDirectory(prefix="lakeline-versions-") as folder:
         root = Path(folder)
-        store = LocalArchiveStore(root / "traced")
-        nodes = write_history(store, partitions, args.versions, chain=args.chain)
-        compact(store, root / "compacted")
-        objects = partitions * args.versions
+        store = LocalArchiveStore(root / "per-root")
+        nodes = write_history(store, partitions, args.versions, chain=args.chain, per_root=True)
+        started = time.perf_counter()
+        compacted = LocalArchiveStore(root / "compacted")
+        write_history(compacted, partitions, args.versions, chain=args.chain)  # staged, then compacted
+        staged_and_compacted = time.perf_counter() - started
+        objects = store.keys()
+        size = sum(len(store.get(key) or b"") for key in objects)
         print(
-            f"archive: {nodes:,} nodes, {per_root} per arrival, {partitions:,} partitions x {args.versions} versions; "
-            f"traced: {objects:,} objects, compacted: 1 object"
+            f"archive: {nodes:,} nodes, {per_root} per arrival, {partitions:,} partitions x {args.versions} versions, "
+            f"{size / nodes:.0f} bytes per node; per root: {len(objects):,} objects, compacted: "
+            f"{len(compacted.keys())} objects (staging and compaction {staged_and_compacted:.1f} s)"
         )
         partition = partition_of(partitions // 2)
         engine = SparkEngine.local(root / "spark", master="local[2]", shuffle_partitions=4, driver_memory="2g")
         found = []
         try:
-            for layout in ("traced", "compacted"):
+            for layout in ("per-root", "compacted"):
                 first, best, version = time_query(
-                    engine, root / layout, f"{DEFAULT_TABLE}_{layout}", partition, args.repeat
+                    engine, root / layout, f"{DEFAULT_TABLE}_{layout.replace('-', '_')}", partition, args.repeat
                 )
                 found.append(version)
                 print(
@@ -93,10 +92,10 @@ def main() -> None:
         finally:
             engine.stop()
         started = time.perf_counter()
-        shown = answer(partition_versions(archive_nodes(store, DAILY), DAILY, partition), DAILY, partition, None)
+        shown = answer(partition_versions(archive_nodes(compacted, DAILY), DAILY, partition), DAILY, partition, None)
         elapsed = time.perf_counter() - started
         assert [shown.version.token] * 2 == found, (shown.version.token, found)
-        print(f"lineage show's reader (Python), traced: {elapsed:.2f} s -> the same version")
+        print(f"lineage show's reader (Python), compacted: {elapsed:.2f} s -> the same version")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 Each history is one partition of an ``orders`` stage table and of a ``daily`` target built from it: every
 arrival (a raw file) is a tree, raw file → stage A run (``orders`` version n) → stage B run (``daily`` version
-n), rendered by the trace's own code (``archive_body``) into one object per root, as the nightly trace writes
-them. ``legacy`` renders the versions out of the lines, as lines archived before #43 were written.
+n), staged by the trace's own code (``archive_tree``) and folded into the day's archive objects by the
+compaction (``compact_day``), as the nightly trace and the compaction leave them; or, with ``per_root``, one
+object per root in the day folder, as the trace wrote them before the compaction. ``legacy`` renders the
+versions out of the lines, as lines archived before #43 were written.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from datetime import UTC, datetime, timedelta
 
 from lakeline.commits.versions import version_token
 from lakeline.lineage.records.archive import LocalArchiveStore, archive_body, trace_object_key
+from lakeline.lineage.records.compact import compact_day
 from lakeline.lineage.records.model import deterministic_node_id
+from lakeline.lineage.records.trace import archive_tree
 from lakeline.lineage.records.tree import LineageNode, build_tree
 
 ORDERS, DAILY = "sales.orders", "analytics.daily"
@@ -70,7 +74,9 @@ def arrival_nodes(partition: int, version: int, *, chain: int = 1) -> list[Linea
     return nodes
 
 
-def write_history(store: LocalArchiveStore, partitions: int, versions: int, *, chain: int = 1, legacy: int = 0) -> int:
+def write_history(
+    store: LocalArchiveStore, partitions: int, versions: int, *, chain: int = 1, legacy: int = 0, per_root: bool = False
+) -> int:
     """``versions`` arrivals for each of ``partitions`` partitions; the first ``legacy`` partitions without
     versions. Returns how many nodes were archived."""
     count = 0
@@ -80,9 +86,13 @@ def write_history(store: LocalArchiveStore, partitions: int, versions: int, *, c
             if partition < legacy:
                 nodes = [node._replace(version=None) for node in nodes]
             tree = build_tree(nodes[0].root_id, nodes)
-            key = trace_object_key(TRACED.date(), tree.root_id)
-            store.put(
-                key, archive_body(tree, location=store.location(key), action="DATA_COMPACTION", archived_at=TRACED)
-            )
+            if per_root:
+                key = trace_object_key(TRACED.date(), tree.root_id)
+                body = archive_body(tree, location=store.location(key), action="DATA_COMPACTION", archived_at=TRACED)
+                store.put(key, body)
+            else:
+                archive_tree(tree, store, TRACED.date(), archived_at=TRACED, action="DATA_COMPACTION")
             count += len(nodes)
+    if not per_root:
+        compact_day(store, TRACED.date())
     return count

@@ -126,6 +126,11 @@ class LineageTraceEnvironment(BaseModel):
         return TraceSettings(terminal_actions=actions, trace_action=self.trace_action)
 
 
+class LineageCompactEnvironment(BaseModel):
+    archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)
+    archive_prefix: str = Field(default="", alias="ARCHIVE_PREFIX")
+
+
 class LineageExpiredEnvironment(BaseModel):
     table_name: str = Field(alias="LINEAGE_TABLE_NAME", min_length=1)
     archive_bucket: str = Field(alias="ARCHIVE_BUCKET", min_length=1)

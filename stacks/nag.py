@@ -39,6 +39,11 @@ GRANT_WILDCARD_REASONS: list[tuple[str, str]] = [
         "Objects of a Lakeline bucket: stages address objects by key prefixes known only per arrival.",
     ),
     (
+        r"Resource::Lakeline-[a-z0-9_]+-Storage-LineageArchiveBucketArn/archive/\*",
+        "The lineage archive's objects: the compaction reads and deletes the staged traces of any root and day "
+        "(archive/_staged/dt=<day>/...) and rewrites any day's objects (archive/dt=<day>/part-<n>.jsonl).",
+    ),
+    (
         r"Resource::Lakeline-[a-z0-9_]+-Storage-RawBucketArn/\*\.lakeline-by-name\.\*",
         "Copies of arriving CSV and JSON files in their table's column order and key spelling, which the "
         "stage A router writes next to a file whose header orders the columns otherwise or whose JSON keys "

@@ -167,6 +167,7 @@ def trace_command(
     from botocore.exceptions import BotoCoreError, ClientError
 
     from lakeline.lineage.records.archive import open_archive
+    from lakeline.lineage.records.compact import compact_day
     from lakeline.lineage.records.trace import TraceSettings, archive_tree, mark_traced, read_root_nodes
 
     try:
@@ -194,6 +195,7 @@ def trace_command(
             if written is not None:
                 if dynamodb is not None and table is not None:
                     mark_traced(dynamodb, table, root, started, settings.marker_retention)
+                compact_day(store, day)  # queryable now, not at the next compaction
                 err_console.print(f"archived {len(tree.lines)} records to {written[1]}")
     except LakelineError as error:
         fail(str(error))

@@ -1,5 +1,6 @@
 """Lineage: the lineage queue → load into the TTL table; a nightly schedule → trace queue → trace into
-the archive bucket (``archive/dt=YYYY-MM-DD/``); the table's stream → archive what TTL deletes first."""
+the archive bucket's staging folder (``archive/_staged/``); the table's stream → stage what TTL deletes first;
+an hourly compaction folds the staged objects into the archive (``archive/dt=YYYY-MM-DD/part-N.jsonl``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from constructs import Construct
 
 from lakeline.lineage.records.archive import ARCHIVE_PREFIX
 from lambdas.environments import (
+    LineageCompactEnvironment,
     LineageExpiredEnvironment,
     LineageInputEnvironment,
     LineageLoadEnvironment,
@@ -36,6 +38,7 @@ class Lineage(Construct):
         ttl_hours: int,
         trace_schedule: str,
         trace_settle_seconds: int = 120,
+        compact_schedule: str = "rate(1 hour)",
     ) -> None:
         super().__init__(scope, construct_id)
         table = storage.table("Lineage")
@@ -95,23 +98,7 @@ class Lineage(Construct):
         )
         table.grant_read_write_data(schedule.function)
         self.trace_queue.queue.grant_send_messages(schedule.function)
-        events.Rule(
-            self,
-            "Nightly",
-            description="Start the nightly lineage trace",
-            schedule=events.Schedule.expression(trace_schedule),
-            # A start EventBridge could not deliver is parked with an alarm, not dropped (#40).
-            targets=[
-                targets.LambdaFunction(
-                    schedule.function,
-                    retry_attempts=EVENT_RETRIES,
-                    max_event_age=EVENT_MAX_AGE,
-                    dead_letter_queue=DeadLetterQueue(
-                        self, "NightlyDeadLetters", key=storage.key, alarm_topic=alarm_topic
-                    ).queue,
-                )
-            ],
-        )
+        self._scheduled("Nightly", "Start the nightly lineage trace", trace_schedule, schedule, storage, alarm_topic)
 
         trace = LakelineFunction(
             self,
@@ -132,6 +119,23 @@ class Lineage(Construct):
         trace.function.add_event_source(
             sources.SqsEventSource(self.trace_queue.queue, batch_size=10, report_batch_item_failures=True)
         )
+
+        # The archive is queryable once compacted: within compact_schedule (and the run) of each trace.
+        compact = LakelineFunction(
+            self,
+            "Compact",
+            handler_package="lineage_compact",
+            description="Hourly: fold the staged lineage traces into the archive's few objects per day",
+            environment=handler_environment(
+                LineageCompactEnvironment, archive_bucket=archive.bucket_name, archive_prefix=ARCHIVE_PREFIX
+            ),
+            timeout=Duration.minutes(15),
+            memory_size=2048,
+        )
+        # Reads and deletes the staged objects, rewrites the day objects: all under the archive prefix.
+        archive.grant_read_write(compact.function, f"{ARCHIVE_PREFIX}*")
+        archive.grant_delete(compact.function, f"{ARCHIVE_PREFIX}*")
+        self._scheduled("Hourly", "Compact the lineage archive", compact_schedule, compact, storage, alarm_topic)
 
         self.expired_failures = DeadLetterQueue(self, "ExpiredFailures", key=storage.key, alarm_topic=alarm_topic)
         expired = LakelineFunction(
@@ -171,4 +175,32 @@ class Lineage(Construct):
                     )
                 ],
             )
+        )
+
+    def _scheduled(
+        self,
+        rule_id: str,
+        description: str,
+        schedule: str,
+        function: LakelineFunction,
+        storage: StorageImports,
+        alarm_topic: sns.ITopic,
+    ) -> events.Rule:
+        """A rule that starts ``function`` on ``schedule``; a start EventBridge could not deliver is parked with
+        an alarm, not dropped (#40)."""
+        return events.Rule(
+            self,
+            rule_id,
+            description=description,
+            schedule=events.Schedule.expression(schedule),
+            targets=[
+                targets.LambdaFunction(
+                    function.function,
+                    retry_attempts=EVENT_RETRIES,
+                    max_event_age=EVENT_MAX_AGE,
+                    dead_letter_queue=DeadLetterQueue(
+                        self, f"{rule_id}DeadLetters", key=storage.key, alarm_topic=alarm_topic
+                    ).queue,
+                )
+            ],
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from lakeline.aws.retry import NO_WAIT
 from lakeline.cli import app
+from lakeline.lineage.records.archive import bucket_object_key
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.table import TRACED_AT, key_item, traced_marker_key
 from tests.handlers.test_lineage_support import REGION, TABLE, chain_records, create_table
@@ -44,7 +45,10 @@ def test_trace_reads_the_table_prints_the_tree_and_archives_it(dynamodb: Any, tm
     assert result.exit_code == 0, result.output
     tree = json.loads(result.stdout)
     assert tree["nodes"] == 4 and tree["statuses"] == {"complete": 3}
-    assert (archive / "dt=2026-11-23" / "trace-run-7.jsonl").is_file()
+    # Compacted right after the trace: in its day object, nothing left staged.
+    assert [p.relative_to(archive).as_posix() for p in archive.rglob("*.jsonl")] == [
+        bucket_object_key(date(2026, 11, 23), "run-7")
+    ]
     marker = dynamodb.get_item(TableName=TABLE, Key=key_item(traced_marker_key("run-7")))
     assert TRACED_AT in marker["Item"]
 

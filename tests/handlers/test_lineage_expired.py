@@ -18,6 +18,7 @@ from moto import mock_aws
 
 from lakeline.aws.retry import NO_WAIT
 from lakeline.lineage.records.archive import S3ArchiveStore, expired_object_key, read_root_lines
+from lakeline.lineage.records.compact import compact_archive
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.table import epoch_millis, key_item, traced_marker_key
 from lakeline.lineage.records.trace import TraceMessage, trace_root
@@ -86,6 +87,9 @@ def node_key(record: Any) -> dict[str, str]:
     return {"root_id": record.root_id, "node_id": record.node_id}
 
 
+ROOTS = ("root-new", "root-old")
+
+
 def test_ttl_removals_of_unarchived_items_are_archived_and_nothing_else(aws: tuple[Any, Any, Any]) -> None:
     dynamodb, s3, handler = aws
     never_traced = load(dynamodb, "root-new", LOADED)
@@ -106,25 +110,32 @@ def test_ttl_removals_of_unarchived_items_are_archived_and_nothing_else(aws: tup
     response = handler.handler(event, LambdaContext())
     assert response == {"batchItemFailures": []}
     removed_on = datetime.fromtimestamp(event["Records"][0]["dynamodb"]["ApproximateCreationDateTime"], tz=UTC).date()
-    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"])
-    assert keys == sorted(
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="_staged/")["Contents"])
+    assert [key for key in keys if "expired-" in key] == sorted(
         [
-            "dt=2026-11-23/trace-root-old.jsonl",
-            expired_object_key(removed_on, "root-new", never_traced[0].node_id),
-            expired_object_key(removed_on, "root-old", late[0].node_id),
+            "_staged/" + expired_object_key(removed_on, "root-new", never_traced[0].node_id),
+            "_staged/" + expired_object_key(removed_on, "root-old", late[0].node_id),
         ]
     )
+    assert len(keys) == 3  # and the trace of root-old
+    compact_archive(store)
     [line] = read_root_lines(store, "root-new")
     assert (line.record_id, line.status) == (never_traced[0].node_id, "expired")
     assert line.nodes()[0].storage_location == never_traced[0].storage_location
     assert line.lineage[-1]["action_taken"] == "DATA_COMPACTION"
 
-    # The stream delivers the batch again: the same objects are rewritten, none added.
+    folded = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"])
+    lines = {(line.record_id, line.status) for root in ROOTS for line in read_root_lines(store, root)}
+
+    # The stream delivers the batch again: the same objects are staged, and folded into the same lines.
     handler.handler(event, LambdaContext())
-    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]) == keys
+    compact_archive(store)
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]) == folded
+    again = [(line.record_id, line.status) for root in ROOTS for line in read_root_lines(store, root)]
+    assert sorted(again) == sorted(lines) and len(again) == len(lines)
     # Weeks later the trace's own bookkeeping item expires: it is not lineage, nothing is archived.
     handler.handler(stream_event(dynamodb, [(traced_marker_key("root-old"), True)]), LambdaContext())
-    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]) == keys
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]) == folded
 
 
 def test_a_record_whose_archive_write_fails_is_reported_alone(
@@ -151,5 +162,7 @@ def test_a_record_whose_archive_write_fails_is_reported_alone(
     response = handler.handler(event, LambdaContext())
     [failed] = [r for r in event["Records"] if r["dynamodb"]["Keys"]["node_id"]["S"] == failing]
     assert response == {"batchItemFailures": [{"itemIdentifier": failed["dynamodb"]["SequenceNumber"]}]}
-    archived = {line.record_id for line in read_root_lines(S3ArchiveStore(s3, BUCKET), "root-f")}
+    store = S3ArchiveStore(s3, BUCKET)
+    compact_archive(store)
+    archived = {line.record_id for line in read_root_lines(store, "root-f")}
     assert archived == {r.node_id for r in records} - {failing}

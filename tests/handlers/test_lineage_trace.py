@@ -12,7 +12,8 @@ import pytest
 from moto import mock_aws
 
 from lakeline.aws.retry import NO_WAIT
-from lakeline.lineage.records.archive import S3ArchiveStore, parse_archive
+from lakeline.lineage.records.archive import S3ArchiveStore, bucket_object_key, read_root_lines
+from lakeline.lineage.records.compact import compact_day
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.model import LineageRecord, build_records
 from lakeline.lineage.records.table import TRACED_AT, epoch_millis, key_item, traced_marker_key
@@ -104,15 +105,22 @@ def test_the_trace_function_archives_every_root_of_its_batch(
     [bad] = [r["messageId"] for r in event["Records"] if "_not a root" in r["body"]]
     assert response["batchItemFailures"] == [{"itemIdentifier": bad}]
 
-    ok = archived(s3, "lineage/dt=2026-11-23/trace-root-ok.jsonl")
+    # Each root staged (outside the table's day folders) for the compaction, which folds them into buckets.
+    staged = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"])
+    assert [key.rsplit("-", 1)[0] for key in staged] == [
+        "lineage/_staged/dt=2026-11-23/trace-root-broken", "lineage/_staged/dt=2026-11-23/trace-root-ok",
+    ]  # fmt: skip
+    store = S3ArchiveStore(s3, BUCKET, "lineage")
+    compact_day(store, date(2026, 11, 23))
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="lineage/_staged/")
+    ok_key = bucket_object_key(date(2026, 11, 23), "root-ok")
+    ok = [line for line in archived(s3, f"lineage/{ok_key}") if line["root_id"] == "root-ok"]
     assert [line["status"] for line in ok] == ["complete"] * 3
     assert [step["action_taken"] for step in ok[0]["lineage"]] == [
         "RAW_DATA_INPUT", "DQ_CHECK_PASS", "CALCULATION_COMPLETE", "DATA_COMPACTION",
     ]  # fmt: skip
-    assert ok[0]["lineage"][-1]["storage_location"] == f"s3://{BUCKET}/lineage/dt=2026-11-23/trace-root-ok.jsonl"
-    broken_lines = {
-        line["record_id"]: line["status"] for line in archived(s3, "lineage/dt=2026-11-23/trace-root-broken.jsonl")
-    }
+    assert ok[0]["lineage"][-1]["storage_location"] == f"s3://{BUCKET}/lineage/{ok_key}"
+    broken_lines = {line.record_id: line.status for line in read_root_lines(store, "root-broken")}
     assert broken_lines == {"stopped": "unterminated", "orphan": "missing_parent", "loop-b": "cycle"}
     marker = dynamodb.get_item(TableName=TABLE, Key=key_item(traced_marker_key("root-ok")))["Item"]
     assert TRACED_AT in marker
@@ -130,25 +138,29 @@ def test_a_root_of_10000_nodes_is_traced_completely(aws: tuple[Any, Any]) -> Non
     store = S3ArchiveStore(s3, BUCKET)
     result = trace_root(dynamodb, TABLE, TraceMessage(root_id=root), store, clock=lambda: TRACED)
     assert (result.nodes, result.lines, result.statuses) == (10_000, 4999, {"complete": 4999})
-    assert result.key == "dt=2026-11-23/trace-root-big.jsonl"
-    lines = parse_archive(store.get(result.key) or b"")
+    assert result.key == f"dt=2026-11-23/trace-root-big-{epoch_millis(TRACED):013d}.jsonl"
+    assert result.location == store.location(bucket_object_key(date(2026, 11, 23), root))
+    compact_day(store, date(2026, 11, 23))
+    lines = read_root_lines(store, root)
     assert len(lines) == 4999
     seen = {node.node_id for line in lines for node in line.nodes()}
     assert seen == {r.node_id for r in records}
     assert all([n.node_id for n in line.nodes()][:2] == ["raw", "split"] and len(line.lineage) == 5 for line in lines)
 
 
-def test_a_redelivered_trace_rewrites_the_same_object(aws: tuple[Any, Any]) -> None:
+def test_a_redelivered_trace_replaces_the_root_s_lines(aws: tuple[Any, Any]) -> None:
     dynamodb, s3 = aws
     load(dynamodb, chain_records("root-r", ["RAW_DATA_INPUT", "CALCULATION_COMPLETE"], now=LOADED, fan_out=4))
     store = S3ArchiveStore(s3, BUCKET)
     message = TraceMessage(root_id="root-r", trace_date=date(2026, 11, 23))
     first = trace_root(dynamodb, TABLE, message, store, clock=lambda: TRACED)
+    compact_day(store, date(2026, 11, 23))  # folded once, then traced again: before and after its compaction
     later = datetime(2026, 11, 23, 1, 7, tzinfo=UTC)
     again = trace_root(dynamodb, TABLE, message, store, clock=lambda: later)
-    assert first.key == again.key
+    assert first.location == again.location
+    compact_day(store, date(2026, 11, 23))
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
-    assert keys == ["dt=2026-11-23/trace-root-r.jsonl"]
+    assert keys == [bucket_object_key(date(2026, 11, 23), "root-r")]
     assert [line["record_id"] for line in archived(s3, keys[0])] == [f"{r}" for r in sorted_leaves(dynamodb)]
     marker = dynamodb.get_item(TableName=TABLE, Key=key_item(traced_marker_key("root-r")))["Item"]
     assert marker[TRACED_AT] == {"N": str(epoch_millis(later))}

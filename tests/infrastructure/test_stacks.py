@@ -399,9 +399,12 @@ def test_lineage_load_trace_schedule_and_ttl_catcher(athena_templates: tuple[Tem
     _, pipeline = athena_templates
     functions = resources(pipeline, "AWS::Lambda::Function")
     handlers = {f["Properties"]["Handler"] for f in functions.values()}
-    for name in ("lineage_input", "lineage_load", "lineage_schedule", "lineage_trace", "lineage_expired"):
+    for name in (
+        "lineage_input", "lineage_load", "lineage_schedule", "lineage_trace", "lineage_expired", "lineage_compact",
+    ):  # fmt: skip
         assert f"lambdas.{name}.handler.handler" in handlers
     pipeline.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "cron(0 2 * * ? *)"})
+    pipeline.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(1 hour)"})
     (expired,) = [
         m
         for m in resources(pipeline, "AWS::Lambda::EventSourceMapping").values()

@@ -13,7 +13,8 @@ from moto import mock_aws
 
 from lakeline.aws.retry import NO_WAIT
 from lakeline.engines.translate import athena_to_spark
-from lakeline.lineage.records.archive import LocalArchiveStore, expired_object_key
+from lakeline.lineage.records.archive import LocalArchiveStore, bucket_object_key
+from lakeline.lineage.records.compact import compact_archive
 from lakeline.lineage.records.expired import archive_expired
 from lakeline.lineage.records.load import LineageLoader
 from lakeline.lineage.records.model import LineageRecord, build_records
@@ -66,6 +67,9 @@ def test_the_unnest_query_reads_the_archive_back(spark_engine: SparkEngine, tmp_
     sql = load_query()
     assert "LATERAL VIEW POSEXPLODE(lineage)" in athena_to_spark(sql)  # what Spark actually runs
     database = f"lineage_q_{uuid.uuid4().hex[:8]}"
+    # Staged by the trace and the TTL catcher: outside the table's day folders, Spark reads none of it.
+    assert query_local_archive(spark_engine, folder, sql, database=database).rows == []
+    compact_archive(LocalArchiveStore(folder))
     result = query_local_archive(spark_engine, folder, sql, database=database)
     assert result.columns == ["record_id", "root_id", "status", "action_taken", "recordedAt", "storage_location"]
 
@@ -75,18 +79,19 @@ def test_the_unnest_query_reads_the_archive_back(spark_engine: SparkEngine, tmp_
     traced = TRACED.replace(tzinfo=None)
     removed = traced + timedelta(days=1)
     archive = folder.resolve().as_uri()
-    expired_key = expired_object_key(removed.date(), "run-b", late.node_id)
+    expired_key = bucket_object_key(removed.date(), "run-b")
+    object_a, object_b = (f"{archive}/{bucket_object_key(TRACED.date(), root)}" for root in ("run-a", "run-b"))
     run_a = [
         (done.node_id, "run-a", "complete", "RAW_DATA_INPUT", at(raw), "s3://raw/a.csv"),
         (done.node_id, "run-a", "complete", "DQ_CHECK_PASS", at(dq), "s3://stage/a"),
         (done.node_id, "run-a", "complete", "CALCULATION_COMPLETE", at(done), "s3://enriched/a"),
-        (done.node_id, "run-a", "complete", "DATA_COMPACTION", traced, f"{archive}/dt=2026-11-23/trace-run-a.jsonl"),
+        (done.node_id, "run-a", "complete", "DATA_COMPACTION", traced, object_a),
     ]
     run_b = {
         stopped.node_id: [
             (stopped.node_id, "run-b", "unterminated", "RAW_DATA_INPUT", at(stopped), "s3://raw/b.csv"),
             (stopped.node_id, "run-b", "unterminated", "DATA_COMPACTION", traced,
-             f"{archive}/dt=2026-11-23/trace-run-b.jsonl"),
+             object_b),
         ],
         late.node_id: [
             (late.node_id, "run-b", "expired", "PROFILE_COMPLETE", at(late), "s3://stage/b"),

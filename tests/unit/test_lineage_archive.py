@@ -144,6 +144,7 @@ def test_the_query_is_rebound_to_another_table() -> None:
 
 
 def test_records_held_in_memory_are_traced_into_a_local_archive(tmp_path: Path) -> None:
+    from lakeline.lineage.records.compact import compact_day
     from lakeline.lineage.records.model import build_records
     from lakeline.lineage.records.trace import trace_records
 
@@ -156,6 +157,9 @@ def test_records_held_in_memory_are_traced_into_a_local_archive(tmp_path: Path) 
     )
     store = LocalArchiveStore(tmp_path / "lineage-archive")
     result = trace_records(ROOT, [raw, *done], store, DAY, archived_at=AT)
-    assert (result.nodes, result.statuses, result.key) == (2, {"complete": 1}, "dt=2026-11-23/trace-root-7.jsonl")
+    assert (result.nodes, result.statuses) == (2, {"complete": 1})
+    assert result.key == f"dt=2026-11-23/trace-root-7-{int(AT.timestamp() * 1000):013d}.jsonl"
+    assert read_root_lines(store, ROOT) == []  # staged, not archived yet
+    compact_day(store, DAY)
     [line] = read_root_lines(store, ROOT)
     assert [node.action_taken for node in line.nodes()] == ["RAW_DATA_INPUT", "STAGE_A_COMPLETE"]

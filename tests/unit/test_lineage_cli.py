@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from lakeline.cli import app
+from lakeline.lineage.records.archive import bucket_object_key
 from lakeline.lineage.records.model import build_records
 
 runner = CliRunner()
@@ -53,7 +54,10 @@ def test_trace_prints_a_roots_tree_and_archives_it(tmp_path: Path) -> None:
     tree = json.loads(result.stdout)
     assert tree["nodes"] == 4 and tree["statuses"] == {"complete": 1, "unterminated": 1}
     assert [line["path"] for line in tree["lines"]] == [[raw, p1, done], [raw, p2]]
-    assert (archive / "dt=2026-11-23" / "trace-run-1.jsonl").is_file()
+    # Compacted right after the trace: in its day object, nothing left staged.
+    assert [p.relative_to(archive).as_posix() for p in archive.rglob("*.jsonl")] == [
+        bucket_object_key(date(2026, 11, 23), "run-1")
+    ]
 
     text = runner.invoke(app, ["lineage", "trace", "--root", "run-1", "--records", str(records)])
     assert text.exit_code == 0

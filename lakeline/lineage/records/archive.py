@@ -9,11 +9,21 @@ The archive step comes last, as the seed's compaction step: ``action_taken`` is 
 (``DATA_COMPACTION`` unless configured), ``storage_location`` the archive object, ``parent_id`` the
 record, and its ``node_id`` is derived from the object and the record, so it is stable.
 
-Object keys are deterministic, so writing again replaces instead of adding lines:
+A day's lines are in ``ARCHIVE_BUCKETS`` objects, ``dt=<date>/part-<n>.jsonl``: a root's lines go to bucket
+``bucket_index(root_id)`` (a hash, so the same bucket every day). The trace and the TTL catcher do not write
+them: they write one object per root (or per expired item) into the staging folder ``_staged/`` beside the
+day folders, which no reader of the table opens (Athena's partition projection reads ``dt=<date>/`` only,
+Spark and Hive skip ``_`` folders), and ``lakeline.lineage.records.compact`` folds a day's staged objects into
+its buckets. The archive step of a line names the bucket object it ends up in.
 
-- ``dt=<trace date>/trace-<root_id>.jsonl``: the nightly trace of a root, one object per root per date;
-- ``dt=<removal date>/expired-<root_id>-<sha256(node_id)[:32]>.jsonl``: an item TTL deleted before it
-  was archived, one object per item.
+- ``_staged/dt=<trace date>/trace-<root_id>-<trace start, epoch ms>.jsonl``: a trace of a root; a redelivered
+  trace writes another, the newest wins at compaction;
+- ``_staged/dt=<removal date>/expired-<root_id>-<sha256(node_id)[:32]>.jsonl``: an item TTL deleted before it
+  was archived, one object per item (a redelivered stream record rewrites it).
+
+Archives written before the buckets hold ``dt=<date>/trace-<root_id>.jsonl`` and ``dt=<date>/expired-...``
+objects directly in the day folder; they are read as they are, and a root staged again for such a day is
+written back into its old object (see ``compact``), never beside it.
 
 Objects are written whole (S3 ``PutObject``; locally a temporary file renamed into place), so a
 reader never sees half an object. Rendering encodes every node once, however many lines share it.
@@ -22,6 +32,7 @@ reader never sees half an object. Rendering encodes every node once, however man
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -47,14 +58,34 @@ ARCHIVE_PREFIX = "archive/"
 DEFAULT_TRACE_ACTION = "DATA_COMPACTION"
 LOCAL_ARCHIVE_FOLDER = "lineage-archive"  # inside a local workspace: <workspace>/lineage-archive/dt=.../
 PARTITION_COLUMN = "dt"
+NDJSON = "application/x-ndjson"
+STAGING_FOLDER = "_staged"
+"""Inside the archive's root, outside every day folder: where traces wait for the compaction."""
+ARCHIVE_BUCKETS = 8
+"""Objects per archive day. Never change it: a root staged again would go to another bucket than its lines."""
 
 
 def day_prefix(day: date) -> str:
     return f"{PARTITION_COLUMN}={day.isoformat()}/"
 
 
+def bucket_index(root_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(root_id.encode()).digest()[:8], "big") % ARCHIVE_BUCKETS
+
+
+def bucket_object_key(day: date, root_id: str) -> str:
+    """The archive object that holds ``root_id``'s lines of ``day``."""
+    return f"{day_prefix(day)}part-{bucket_index(root_id)}.jsonl"
+
+
 def trace_object_key(day: date, root_id: str) -> str:
+    """A root's own object of ``day``, as archives written before the buckets hold it."""
     return f"{day_prefix(day)}trace-{root_id}.jsonl"
+
+
+def staged_trace_key(day: date, root_id: str, traced_at: datetime) -> str:
+    """A root's trace in the staging folder; the epoch milliseconds of the trace's start order its traces."""
+    return f"{day_prefix(day)}trace-{root_id}-{int(traced_at.timestamp() * 1000):013d}.jsonl"
 
 
 def expired_object_prefix(root_id: str) -> str:
@@ -170,13 +201,33 @@ class ArchiveStore(Protocol):
 
     def get(self, key: str) -> bytes | None: ...
 
+    def get_tagged(self, key: str) -> tuple[bytes, str] | None:
+        """The object and a tag that changes whenever it is written (S3: its ETag)."""
+        ...
+
+    def put_if(self, key: str, body: bytes, tag: str | None) -> bool:
+        """Write the whole object only if it still has ``tag`` (``None``: only if it does not exist)."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove the object (none there is no error)."""
+        ...
+
     def keys(self, prefix: str = "") -> list[str]:
-        """Keys that start with ``prefix``, sorted."""
+        """Keys that start with ``prefix``, sorted; none in a folder whose name starts with ``_`` or ``.``."""
         ...
 
     def partitions(self) -> list[str]:
         """The ``dt=YYYY-MM-DD/`` prefixes present, sorted."""
         ...
+
+    def folder(self, name: str) -> ArchiveStore:
+        """The store of the folder ``name`` inside this one (its keys relative to it)."""
+        ...
+
+
+def _hidden(key: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in key.split("/"))
 
 
 class LocalArchiveStore:
@@ -200,9 +251,15 @@ class LocalArchiveStore:
 
     def put(self, key: str, body: bytes) -> str:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Hidden temporary name: Spark and Hive skip files starting with '.' while it exists.
-        handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        for attempt in range(3):  # a compaction may remove the folder emptied of staged objects meanwhile
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                # Hidden temporary name: Spark and Hive skip files starting with '.' while it exists.
+                handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(body)
@@ -217,15 +274,43 @@ class LocalArchiveStore:
         path = self._path(key)
         return path.read_bytes() if path.is_file() else None
 
+    def get_tagged(self, key: str) -> tuple[bytes, str] | None:
+        body = self.get(key)
+        return None if body is None else (body, hashlib.sha256(body).hexdigest())
+
+    def put_if(self, key: str, body: bytes, tag: str | None) -> bool:
+        self.root.mkdir(parents=True, exist_ok=True)
+        # One writer at a time compares and replaces (a lock file, hidden from the readers).
+        with (self.root / ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            current = self.get_tagged(key)
+            if (current[1] if current else None) != tag:
+                return False
+            self.put(key, body)
+            return True
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        # An emptied folder goes too, as an S3 prefix without objects does (a day no longer listed).
+        for folder in path.parents:
+            if folder == self.root or not folder.is_relative_to(self.root):
+                break
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
     def keys(self, prefix: str = "") -> list[str]:
         if not self.root.is_dir():
             return []
         found = []
         for path in self.root.rglob("*"):
             relative = path.relative_to(self.root).as_posix()
-            if path.is_file() and not path.name.startswith(".") and relative.startswith(prefix):
+            if path.is_file() and not _hidden(relative) and relative.startswith(prefix):
                 found.append(relative)
         return sorted(found)
+
+    def folder(self, name: str) -> LocalArchiveStore:
+        return LocalArchiveStore(self._path(name))
 
     def partitions(self) -> list[str]:
         if not self.root.is_dir():
@@ -259,24 +344,48 @@ class S3ArchiveStore:
         return f"s3://{self.bucket}/{self.prefix}{key}"
 
     def put(self, key: str, body: bytes) -> str:
-        self._s3.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=body, ContentType="application/x-ndjson")
+        self._s3.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=body, ContentType=NDJSON)
         return self.location(key)
 
     def get(self, key: str) -> bytes | None:
+        found = self.get_tagged(key)
+        return found[0] if found is not None else None
+
+    def get_tagged(self, key: str) -> tuple[bytes, str] | None:
         try:
             response = self._s3.get_object(Bucket=self.bucket, Key=self.prefix + key)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None
             raise
-        return response["Body"].read()
+        return response["Body"].read(), response["ETag"]
+
+    def put_if(self, key: str, body: bytes, tag: str | None) -> bool:
+        """S3's conditional write: ``If-Match`` the ETag read, or ``If-None-Match: *`` for a new object."""
+        key = self.prefix + key
+        try:
+            if tag is None:
+                self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=NDJSON, IfNoneMatch="*")
+            else:
+                self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=NDJSON, IfMatch=tag)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+                return False
+            raise
+        return True
+
+    def delete(self, key: str) -> None:
+        self._s3.delete_object(Bucket=self.bucket, Key=self.prefix + key)
 
     def keys(self, prefix: str = "") -> list[str]:
         found: list[str] = []
         paginator = self._s3.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
             found.extend(item["Key"][len(self.prefix) :] for item in page.get("Contents", []))
-        return sorted(found)
+        return sorted(key for key in found if not _hidden(key))
+
+    def folder(self, name: str) -> S3ArchiveStore:
+        return S3ArchiveStore(self._s3, self.bucket, f"{self.prefix}{name.strip('/')}/")
 
     def partitions(self) -> list[str]:
         found: list[str] = []
@@ -287,23 +396,32 @@ class S3ArchiveStore:
         return sorted(found)
 
 
+def staging_store(store: ArchiveStore) -> ArchiveStore:
+    return store.folder(STAGING_FOLDER)
+
+
 def root_archive_keys(store: ArchiveStore, root_id: str, day: date | None = None) -> list[str]:
-    """Every archive object holding lines of ``root_id`` (all dates, or one)."""
+    """Every archive object that may hold lines of ``root_id`` (all dates, or one): its bucket of each day and
+    the objects of its own an archive written before the buckets has."""
     days = [day_prefix(day)] if day is not None else store.partitions()
+    bucket = f"part-{bucket_index(root_id)}.jsonl"
     keys: list[str] = []
     for prefix in days:
-        trace_key = f"{prefix}trace-{root_id}.jsonl"
-        keys.extend(key for key in store.keys(trace_key) if key == trace_key)
-        keys.extend(store.keys(prefix + expired_object_prefix(root_id)))
+        present = store.keys(prefix)
+        own = (prefix + bucket, f"{prefix}trace-{root_id}.jsonl")
+        keys.extend(key for key in present if key in own or key.startswith(prefix + expired_object_prefix(root_id)))
     return keys
 
 
 def read_root_lines(store: ArchiveStore, root_id: str, day: date | None = None) -> list[ArchiveLine]:
+    needle = f'"root_id":{_dumps(root_id)}'.encode()
     lines: list[ArchiveLine] = []
     for key in root_archive_keys(store, root_id, day):
         body = store.get(key)
         if body is not None:
-            lines.extend(line for line in parse_archive(body, where=key) if line.root_id == root_id)
+            # A bucket holds many roots: only the lines that name this one are parsed.
+            mine = b"\n".join(line for line in body.splitlines() if needle in line)
+            lines.extend(line for line in parse_archive(mine, where=key) if line.root_id == root_id)
     return lines
 
 

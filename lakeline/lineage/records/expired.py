@@ -6,8 +6,9 @@ is left alone. A TTL-removed node counts as archived when its root's ``_traced``
 started after the node was loaded, with a safety ``margin`` for clock skew between functions; when in
 doubt it is archived again, since a duplicate line is harmless and a lost one is not.
 
-Each such item gets its own archive object (``lakeline.lineage.records.archive.expired_object_key``), keyed
-by root and node: a redelivered or retried stream record rewrites the same object. Bookkeeping items
+Each such item gets its own staged object (``lakeline.lineage.records.archive.expired_object_key``), keyed
+by root and node: a redelivered or retried stream record rewrites the same object; the compaction folds it
+into the removal day's archive object of its root, as it does the traces. Bookkeeping items
 (``_traced``, the schedule) are never archived.
 """
 
@@ -18,7 +19,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, ArchiveStore, expired_object_key, render_expired
+from lakeline.lineage.records.archive import (
+    DEFAULT_TRACE_ACTION,
+    ArchiveStore,
+    bucket_object_key,
+    expired_object_key,
+    render_expired,
+    staging_store,
+)
 from lakeline.lineage.records.table import LOADED_AT, is_bookkeeping
 from lakeline.lineage.records.tree import integer_value
 
@@ -76,6 +84,7 @@ def archive_expired(
     if was_archived(old_image, traced(root_id), settings.margin):
         return None
     key = expired_object_key(removed_at.date(), root_id, node_id)
-    body = render_expired(old_image, location=store.location(key), action=settings.trace_action, archived_at=removed_at)
-    store.put(key, body)
+    location = store.location(bucket_object_key(removed_at.date(), root_id))
+    body = render_expired(old_image, location=location, action=settings.trace_action, archived_at=removed_at)
+    staging_store(store).put(key, body)
     return key

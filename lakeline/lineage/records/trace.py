@@ -1,11 +1,12 @@
-"""Trace one root: read its nodes, rebuild the tree, write the archive object, note when.
+"""Trace one root: read its nodes, rebuild the tree, stage its archive lines, note when.
 
 The seed's trace walked from each terminus record up to the root, queried terminus actions apart
 from the rest, crashed on a missing parent, looped forever on a cycle and left out runs that never
 reached a terminus. Here every node is read in one paginated, strongly consistent Query, the tree is
 built in linear time (``lakeline.lineage.records.tree``), and every node is archived with a status.
 
-After the object is written, the root's ``_traced`` item records ``traced_at``: the time the Query
+The lines are staged (``archive_tree``); the compaction folds them into the day's archive objects. After
+they are staged, the root's ``_traced`` item records ``traced_at``: the time the Query
 started. Anything loaded before that moment was read and archived; the TTL stream catcher uses it
 to archive only what expired unarchived. The item keeps the latest time (a late redelivered trace
 cannot move it back) and outlives the nodes (``marker_retention``).
@@ -21,7 +22,14 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict
 
-from lakeline.lineage.records.archive import DEFAULT_TRACE_ACTION, ArchiveStore, archive_body, trace_object_key
+from lakeline.lineage.records.archive import (
+    DEFAULT_TRACE_ACTION,
+    ArchiveStore,
+    archive_body,
+    bucket_object_key,
+    staged_trace_key,
+    staging_store,
+)
 from lakeline.lineage.records.model import DEFAULT_TERMINAL_ACTIONS, LineageId, LineageRecord
 from lakeline.lineage.records.table import (
     TRACED_AT,
@@ -86,12 +94,14 @@ def read_root_nodes(dynamodb: DynamoDBClient, table_name: str, root_id: str) -> 
 def archive_tree(
     tree: LineageTree, store: ArchiveStore, trace_date: date, *, archived_at: datetime, action: str
 ) -> tuple[str, str] | None:
-    """Write the tree's lines to its deterministic key; ``None`` if the tree is empty."""
+    """Stage the tree's lines for the compaction (``lakeline.lineage.records.compact``): the staged key and the
+    archive object the lines will be in (what their archive step names); ``None`` if the tree is empty."""
     if not tree.lines:
         return None
-    key = trace_object_key(trace_date, tree.root_id)
-    body = archive_body(tree, location=store.location(key), action=action, archived_at=archived_at)
-    return key, store.put(key, body)
+    location = store.location(bucket_object_key(trace_date, tree.root_id))
+    key = staged_trace_key(trace_date, tree.root_id, archived_at)
+    staging_store(store).put(key, archive_body(tree, location=location, action=action, archived_at=archived_at))
+    return key, location
 
 
 def mark_traced(

@@ -588,10 +588,12 @@ class DeployedProject:
             return write_lineage_html(events, self.workspace.root / "deployed" / "lineage.html")
 
     def trace(self) -> None:
-        """The nightly lineage trace, as its schedule starts it: the lineage table's roots traced and archived."""
+        """The nightly lineage trace, as its schedule starts it: the lineage table's roots traced and staged;
+        then the compaction, as its hourly schedule starts it, folds them into the archive."""
         with self.console.status("nightly lineage trace: lineage table → archive"), timings.phase("lineage trace"):
             self.operator.invoke("LineageSchedule")
             self.system.executions.wait(timeout=3600)
+            self.operator.invoke("LineageCompact")
 
     def finish(self, started: float) -> DeployedRun:
         """The nightly trace, what came out (executions, DLQs, tables, lineage), ``summary.json``."""

@@ -35,7 +35,8 @@ from lakeline.lineage.openlineage.config import OpenLineageSettings
 from lakeline.lineage.openlineage.emitter import LineageEmitter
 from lakeline.lineage.openlineage.events import event_to_dict, now
 from lakeline.lineage.openlineage.run_lifecycle import ExecutionLifecycle
-from lakeline.lineage.records.archive import ARCHIVE_PREFIX, LocalArchiveStore
+from lakeline.lineage.records.archive import ARCHIVE_PREFIX, LOCAL_ARCHIVE_FOLDER, LocalArchiveStore
+from lakeline.lineage.records.compact import compact_archive
 from lakeline.project.catalog import ensure_tables
 from lakeline.project.quarantine import Quarantine
 from lakeline.project.workspace import Workspace
@@ -543,22 +544,23 @@ class EventFlow:
     # --- the nightly trace ---------------------------------------------------------------------------
 
     def trace(self) -> list[str]:
-        """Run the nightly schedule and trace functions now, then copy the archive into the workspace
-        (as ``aws s3 sync`` would), where the archived lineage is queried."""
+        """Run the nightly schedule and trace functions now, copy what they staged into the workspace's archive
+        (as ``aws s3 sync`` would) and compact it there, where the archived lineage is queried (the workspace
+        keeps the archive between runs; the local bucket does not). Returns the archive objects written."""
         from lambdas.lineage_schedule import handler as schedule
         from lambdas.lineage_trace import handler as trace
 
         schedule.handler({"source": "aws.events", "detail-type": "Scheduled Event"}, LambdaContext("lineage-schedule"))
         while self.trace_queue.deliver(trace.handler, "lineage-trace")[0]:
             pass
-        local = LocalArchiveStore(self.workspace.root / "lineage-archive")
-        copied = []
+        local = LocalArchiveStore(self.workspace.root / LOCAL_ARCHIVE_FOLDER)
         paginator = self.cloud.s3.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=ARCHIVE_BUCKET, Prefix=ARCHIVE_PREFIX):
             for item in page.get("Contents", []):
                 body = self.cloud.s3.get_object(Bucket=ARCHIVE_BUCKET, Key=item["Key"])["Body"].read()
-                copied.append(local.put(item["Key"].removeprefix(ARCHIVE_PREFIX), body))
-        return copied
+                local.put(item["Key"].removeprefix(ARCHIVE_PREFIX), body)
+                self.cloud.s3.delete_object(Bucket=ARCHIVE_BUCKET, Key=item["Key"])
+        return [local.location(key) for result in compact_archive(local) for key in result.written]
 
     def write_openlineage(self) -> Path:
         """Append this flow's events not written yet: the file keeps every run's events, as a lineage
