@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakeline.lineage.records.archive import PARTITION_COLUMN
+from lakeline.lineage.records.archive import PARTITION_COLUMN, STAGING_FOLDER
 from lakeline.names import check_identifier, ddl_name, string_literal
 from lakeline.storage import local_root
 
@@ -163,7 +163,8 @@ def crawler_input(
         "Name": name,
         "Role": role_arn,
         "DatabaseName": check_identifier(database, "archive database"),
-        "Targets": {"S3Targets": [{"Path": _location(location)}]},
+        # The staged traces are not the table's: the compaction folds them into the day folders.
+        "Targets": {"S3Targets": [{"Path": _location(location), "Exclusions": [f"{STAGING_FOLDER}/**"]}]},
         "Schedule": schedule,
         "SchemaChangePolicy": {"UpdateBehavior": "UPDATE_IN_DATABASE", "DeleteBehavior": "LOG"},
     }
