@@ -195,8 +195,9 @@ def trace_command(
             if written is not None:
                 if dynamodb is not None and table is not None:
                     mark_traced(dynamodb, table, root, started, settings.marker_retention)
-                compact_day(store, day)  # queryable now, not at the next compaction
-                err_console.print(f"archived {len(tree.lines)} records to {written[1]}")
+                compacted = compact_day(store, day)  # queryable now, not at the next compaction
+                into = ", ".join(store.location(key) for key in compacted.written) or written[1]
+                err_console.print(f"archived {len(tree.lines)} records to {into}")
     except LakelineError as error:
         fail(str(error))
     except (BotoCoreError, ClientError) as error:
