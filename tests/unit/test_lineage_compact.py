@@ -95,6 +95,18 @@ def test_the_newest_staged_trace_of_a_root_wins_whatever_the_order_written(tmp_p
     assert day_lines(store) == expected({"root-a": 3})
 
 
+def test_an_older_trace_staged_after_a_newer_one_was_folded_does_not_replace_it(tmp_path: Path) -> None:
+    store = LocalArchiveStore(tmp_path / "archive")
+    stage(store, "root-a", leaves=3, at=AT + timedelta(minutes=5))
+    compact_day(store, DAY)
+    stage(store, "root-a", leaves=1, at=AT)  # a slow, redelivered trace that started first finishes last
+    compact_day(store, DAY)
+    assert day_lines(store) == expected({"root-a": 3}) and staging_store(store).keys() == []
+    stage(store, "root-a", leaves=4, at=AT + timedelta(minutes=6))  # a newer one does
+    compact_day(store, DAY)
+    assert day_lines(store) == expected({"root-a": 4})
+
+
 class Crash(Exception):
     pass
 

@@ -2,8 +2,9 @@
 
 The trace and the TTL catcher write into the staging folder (``lakeline.lineage.records.archive``); nothing
 reads it but this. ``compact_day`` lists the day's staged objects, and rewrites each archive object they belong
-to whole: its lines, with every root (or expired item) present in staging replaced by its staged lines. Then
-it deletes the staged objects it read. So:
+to whole: its lines, with every root (or expired item) present in staging replaced by its newest staged lines
+(unless the trace archived there started later than the staged one). Then it deletes the staged objects it
+read. So:
 
 - a reader sees each archive object before or after a rewrite (``PutObject`` is atomic), never a root twice
   (its lines are in one object only, and replaced there) nor lost (staged objects go after the rewrite);
@@ -68,10 +69,10 @@ class CompactionResult:
 
 @dataclass
 class _Target:
-    """One archive object and the staged lines going into it."""
+    """One archive object and the staged lines going into it, by unit; for a trace, when it started (epoch s)."""
 
-    units: set[Unit] = field(default_factory=set)
-    lines: list[bytes] = field(default_factory=list)
+    lines: dict[Unit, list[bytes]] = field(default_factory=dict)
+    traced_at: dict[Unit, int] = field(default_factory=dict)
 
 
 def _unit(text: bytes, where: str) -> Unit:
@@ -104,8 +105,9 @@ def _staged_root(key: str) -> str:
     return rest.rsplit("-", 1)[0] if kind in ("trace", "expired") else rest
 
 
-def _staged(staging: ArchiveStore, keys: list[str]) -> dict[Unit, tuple[str, list[bytes]]]:
-    """For each unit in the staged ``keys``, the newest staged object's key and lines (read in parallel)."""
+def _staged(staging: ArchiveStore, keys: list[str]) -> dict[Unit, tuple[str, str, list[bytes]]]:
+    """For each unit in the staged ``keys``, the newest staged object's order (a trace's start, epoch ms), key
+    and lines (read in parallel)."""
     newest: dict[Unit, tuple[str, str, list[bytes]]] = {}
     with ThreadPoolExecutor(PARALLEL_READS) as pool:
         bodies = list(pool.map(staging.get, keys))
@@ -120,27 +122,40 @@ def _staged(staging: ArchiveStore, keys: list[str]) -> dict[Unit, tuple[str, lis
         for unit, lines in by_unit.items():
             if unit not in newest or newest[unit][0] <= order:
                 newest[unit] = (order, key, lines)
-    return {unit: (key, lines) for unit, (_, key, lines) in newest.items()}
+    return newest
 
 
-def _targets(archive: ArchiveStore, day: date, staged: dict[Unit, tuple[str, list[bytes]]]) -> dict[str, _Target]:
+def _targets(archive: ArchiveStore, day: date, staged: dict[Unit, tuple[str, str, list[bytes]]]) -> dict[str, _Target]:
     present = set(archive.keys(day_prefix(day)))
     targets: dict[str, _Target] = {}
-    for (root, record), (key, lines) in staged.items():
+    for (root, record), (order, key, lines) in staged.items():
         # An archive written before the buckets keeps the root (or expired item) in its own object.
         legacy = trace_object_key(day, root) if not record else day_prefix(day) + key.rsplit("/", 1)[-1]
         into = legacy if legacy in present else bucket_object_key(day, root)
         if into == legacy:
             lines = [_relocate(text, archive.location(into)) for text in lines]
         target = targets.setdefault(into, _Target())
-        target.units.add((root, record))
-        target.lines.extend(lines)
+        target.lines[(root, record)] = lines
+        if order:
+            target.traced_at[(root, record)] = int(order) // 1000
     return targets
 
 
+def _archived_at(text: bytes) -> int:
+    """When the trace that wrote the line started: its archive step's ``recordedAt``."""
+    return int(json.loads(text)["lineage"][-1].get("recordedAt") or 0)
+
+
 def _merged(current: bytes, target: _Target, where: str) -> bytes:
-    kept = [text for text in _lines(current) if _unit(text, where) not in target.units]
-    lines = kept + target.lines
+    """``current``'s lines with each staged unit's replaced by the staged ones; a trace archived already by a
+    trace that started later (an older trace whose write came late) is kept."""
+    replaced = set(target.lines)
+    present = [(text, _unit(text, where)) for text in _lines(current)]
+    for text, unit in present:
+        if unit in replaced and unit in target.traced_at and _archived_at(text) > target.traced_at[unit]:
+            replaced.discard(unit)
+    lines = [text for text, unit in present if unit not in replaced]
+    lines += [text for unit, staged in target.lines.items() if unit in replaced for text in staged]
     return b"\n".join(lines) + b"\n" if lines else b""
 
 
