@@ -6,17 +6,23 @@ returns one row, ``metric`` and ``passed`` (1 or 0), and, if it judges rows, one
 ``limit`` of its failing rows. ``ColumnCount`` is the exception: its query returns no row, and its metric
 is the number of columns the query has.
 
+The rules measured by counting the version's rows in one pass (``row_tally``: IsComplete, ColumnValues,
+RowCount) can share one scan instead: ``fuse`` counts every row and each rule's good rows in one
+aggregate and derives each rule's ``metric`` and ``passed`` from it exactly as its own query does, the
+same SQL expressions over the same counts.
+
 NULLs follow DQDL: a ``ColumnValues`` row whose value is NULL fails, except under ``!=`` and ``not in``
 (unless the list names ``NULL``). Over an empty version the share-based rules have no metric and pass
 (no row fails); ``RowCount > 0`` is how an empty version is refused.
 
 Every statement stays under Athena's limit of 262,144 bytes: ``in`` lists and CustomSql text are bounded
-when parsed, and the compiled text is measured here as well.
+when parsed, and the compiled text is measured here as well; a fused statement takes rules while it stays
+under ``FUSED_STATEMENT_BYTES``, and the next ones go to another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
@@ -47,6 +53,9 @@ MAX_IN_VALUES = 1_000
 MAX_VALUE_BYTES = 100  # of one quoted value; escaping may double it
 MAX_CUSTOM_SQL_BYTES = 50_000
 SAMPLE_ROWS = 5
+FUSED_STATEMENT_BYTES = 200_000
+"""What one fused statement may hold, in bytes: rules are added while it stays under (one rule larger than this
+alone), well under ``ATHENA_STATEMENT_LIMIT``, which each statement is measured against as well."""
 PRIMARY = "primary"  # DQDL's name of the dataset under check
 _READ = "athena"  # CustomSql text is read as the Engine protocol's dialect
 
@@ -179,15 +188,14 @@ def compile_rule(
 
 def _compile(rule: Rule, table: TableRef, reference: TableRef | None, limit: int) -> Compiled:
     source = table.relation(PRIMARY)
-    if isinstance(rule, IsComplete):
-        return _share(exp.column(rule.column, quoted=True).is_(exp.null()).not_(), None, source, limit)
-    if isinstance(rule, IsUnique):
-        return _uniqueness(rule.column, source, table, limit)
-    if isinstance(rule, ColumnValues):
-        return _share(_row_passes(rule.column, rule.condition), rule.threshold, source, limit)
+    if isinstance(rule, IsComplete | ColumnValues):
+        good, threshold = _good(rule)
+        return _share(good, threshold, source, limit)
     if isinstance(rule, RowCount):
         count = exp.Count(this=exp.Star())
         return Compiled(exp.select(count.as_("metric"), _flag(_condition(count, rule.condition))).from_(source))
+    if isinstance(rule, IsUnique):
+        return _uniqueness(rule.column, source, table, limit)
     if isinstance(rule, RowCountMatch):
         if reference is None:
             raise ValueError("RowCountMatch needs the reference")
@@ -198,11 +206,13 @@ def _compile(rule: Rule, table: TableRef, reference: TableRef | None, limit: int
     return _custom(rule, source, limit)
 
 
-def _flag(condition: exp.Expr) -> exp.Expr:
+def _flag(condition: exp.Expr, name: str = "passed") -> exp.Expr:
     """``passed``: 1 if ``condition`` is true, else 0 (a NULL condition fails)."""
-    return exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))], default=exp.Literal.number(0)).as_(
-        "passed"
-    )
+    return _one_if(condition).as_(name)
+
+
+def _one_if(condition: exp.Expr) -> exp.Expr:
+    return exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))], default=exp.Literal.number(0))
 
 
 def _literal(value: Operand) -> exp.Expr:
@@ -280,19 +290,123 @@ def _ratio(numerator: str, denominator: str) -> exp.Expr:
 def _share(passes: exp.Expr, threshold: Condition | None, source: exp.Expr, limit: int) -> Compiled:
     """A rule on each row: the share of rows where ``passes`` holds, and the rows where it does not."""
     good = exp.Coalesce(this=passes.copy(), expressions=[exp.false()])
-    counts = exp.select(
-        exp.Count(this=exp.Star()).as_("total"),
-        exp.Sum(this=exp.Case(ifs=[exp.If(this=good, true=exp.Literal.number(1))], default=exp.Literal.number(0))).as_(
-            "good"
-        ),
-    ).from_(source.copy())
-    ratio = _ratio("good", "total")
-    ok = exp.column("good").eq(exp.column("total")) if threshold is None else _condition(ratio, threshold)
-    metric = exp.select(ratio.as_("metric"), _flag(exp.or_(exp.column("total").eq(0), ok))).from_(
-        counts.subquery("counts")
-    )
+    counts = exp.select(_TOTAL.copy(), _good_rows(passes, "good")).from_(source.copy())
+    metric = exp.select(*_share_verdict("good", threshold, "metric", "passed")).from_(counts.subquery("counts"))
     sample = exp.select("*").from_(source.copy()).where(good.copy().not_()).limit(limit)
     return Compiled(metric, sample)
+
+
+_TOTAL = exp.Count(this=exp.Star()).as_("total")
+
+
+def _good_rows(passes: exp.Expr, name: str) -> exp.Expr:
+    """The number of rows where ``passes`` holds (a NULL does not), as ``name``."""
+    good = exp.Coalesce(this=passes.copy(), expressions=[exp.false()])
+    return exp.Sum(this=_one_if(good)).as_(name)
+
+
+def _share_verdict(good: str, threshold: Condition | None, metric: str, passed: str) -> tuple[exp.Expr, exp.Expr]:
+    """Over the counts ``total`` and ``good``: the share of good rows as ``metric``, and ``passed``: every row
+    is good or, with ``threshold``, the share meets it; an empty version passes."""
+    ratio = _ratio(good, "total")
+    ok = exp.column(good).eq(exp.column("total")) if threshold is None else _condition(ratio, threshold)
+    return ratio.as_(metric), _flag(exp.or_(exp.column("total").eq(0), ok), passed)
+
+
+def _good(rule: IsComplete | ColumnValues) -> tuple[exp.Expr, Condition | None]:
+    """Which of its rows a row-level rule passes, and the threshold on their share (``None``: every row)."""
+    if isinstance(rule, IsComplete):
+        return exp.column(rule.column, quoted=True).is_(exp.null()).not_(), None
+    return _row_passes(rule.column, rule.condition), rule.threshold
+
+
+# --- rules measured together: one scan counting the rows -----------------------------------------
+
+
+@dataclass(frozen=True)
+class RowTally:
+    """How a rule is measured by counting the version's rows: ``good``, the rows that pass (``None``: the rule
+    judges the row count itself, RowCount); ``condition``, what the share of good rows must meet (``None``:
+    every row good) or, for RowCount, what the count must."""
+
+    good: exp.Expr | None
+    condition: Condition | None
+
+
+def row_tally(rule: Rule) -> RowTally | None:
+    """How ``rule`` is measured by counting the version's rows, if it is (else it needs a statement of its own:
+    a group-by, the reference, the columns, a user's query)."""
+    if isinstance(rule, IsComplete | ColumnValues):
+        return RowTally(*_good(rule))
+    if isinstance(rule, RowCount):
+        return RowTally(None, rule.condition)
+    return None
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One statement measuring several rules in one scan: ``positions``, the rules' places in the list given;
+    its one row holds each rule's ``metric`` and ``passed``, in that order, the rule at ``positions[k]`` in
+    columns ``2k`` and ``2k + 1``."""
+
+    positions: tuple[int, ...]
+    statement: exp.Query
+
+    def sql(self, dialect: Dialect = "athena") -> str:
+        return self.statement.sql(dialect)
+
+
+def fuse(
+    rules: Sequence[tuple[int, Rule]], table: TableRef, *, budget: int = FUSED_STATEMENT_BYTES
+) -> tuple[Fused, ...]:
+    """The counted rules of ``rules`` (each with its position) on ``table``, measured in as few statements as keep
+    each under ``budget`` bytes: greedy, in order; ``ValueError`` for a rule that is not counted.
+    ``QualityRuleError`` if a statement would exceed Athena's size limit."""
+    parts: list[tuple[int, exp.Expr | None, tuple[exp.Expr, exp.Expr]]] = []
+    for position, rule in rules:
+        tally = row_tally(rule)
+        if tally is None:
+            raise ValueError(f"{type(rule).__name__} is not measured by counting rows")
+        metric, passed = f"metric_{position}", f"passed_{position}"
+        if tally.good is None:
+            assert tally.condition is not None  # RowCount's
+            verdict = (exp.column("total").as_(metric), _flag(_condition(exp.column("total"), tally.condition), passed))
+            parts.append((position, None, verdict))
+        else:
+            good = f"good_{position}"
+            parts.append(
+                (position, _good_rows(tally.good, good), _share_verdict(good, tally.condition, metric, passed))
+            )
+    groups: list[list[tuple[int, exp.Expr | None, tuple[exp.Expr, exp.Expr]]]] = []
+    size = 0
+    base = _size(_fused_statement(table, [], [exp.column("total")]))
+    for part in parts:
+        position, count, verdict = part
+        grows = _size(*(expression for expression in (count, *verdict) if expression is not None)) + 6  # ", "
+        if not groups or size + grows > budget:
+            groups.append([])
+            size = base
+        groups[-1].append(part)
+        size += grows
+    fused = []
+    for group in groups:
+        counts = [count for _, count, _ in group if count is not None]
+        statement = _fused_statement(table, counts, [expression for _, _, verdict in group for expression in verdict])
+        measured = _size(statement)
+        if measured > ATHENA_STATEMENT_LIMIT:
+            raise QualityRuleError(f"rules fused to {measured} bytes of SQL, over the {ATHENA_STATEMENT_LIMIT} allowed")
+        fused.append(Fused(tuple(position for position, _, _ in group), statement))
+    return tuple(fused)
+
+
+def _fused_statement(table: TableRef, counts: Sequence[exp.Expr], verdicts: Sequence[exp.Expr]) -> exp.Select:
+    inner = exp.select(_TOTAL.copy(), *(count.copy() for count in counts)).from_(table.relation(PRIMARY))
+    return exp.select(*(verdict.copy() for verdict in verdicts)).from_(inner.subquery("counts"))
+
+
+def _size(*expressions: exp.Expr) -> int:
+    """The bytes ``expressions`` take written, in the larger of the dialects."""
+    return max(sum(len(e.sql(dialect).encode()) for e in expressions) for dialect in COMPILED_DIALECTS)
 
 
 def _uniqueness(column: str, source: exp.Expr, table: TableRef, limit: int) -> Compiled:

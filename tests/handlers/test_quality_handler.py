@@ -1,8 +1,9 @@
 """The quality function (``lambdas/quality``, #41) against moto: the plan the stage A router makes for a table with
 checks, its version's manifest and report beside the run, the checks' queries in the workgroup, a warn that
-passes the task and a block that fails it. moto runs no SQL: each rule's query gets canned ``(metric, passed)``
-rows, so what is tested is the function's calls and what it does with the answers (the SQL itself runs on
-Spark in tests/reliability/test_quality_gates.py and on the local Athena in tests/rehearsal)."""
+passes the task and a block that fails it. moto runs no SQL: the rules' one fused query (both are counted
+rules) gets a canned row of ``(metric, passed)`` for each, a sample query its rows, so what is tested is the
+function's calls and what it does with the answers (the SQL itself runs on Spark in
+tests/reliability/test_quality_gates.py and on the local Athena in tests/rehearsal)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ CHECKS = [
     {"rule": 'IsComplete "customer_id"', "severity": "block"},
     {"rule": "RowCount > 10", "severity": "warn"},
 ]
+FUSED = ("metric_0", "passed_0", "metric_1", "passed_1")  # both rules measured by one query
 
 
 @pytest.fixture
@@ -103,7 +105,7 @@ def test_a_failed_warn_rule_passes_the_task_and_the_report_is_kept_beside_the_ru
     plan = checked["plan"]
     ddl()  # the temp table's DROP (a retried step's leftover)
     ddl()  # and its CREATE
-    answers(("1.0", "1"), ("1", "0"))  # every customer_id present; one row, not more than 10
+    answers(("1.0", "1", "1", "0"), columns=FUSED)  # every customer_id present; one row, not more than 10
     ddl()
     result = quality.handler({"stage": "A", "plan": plan}, CONTEXT)
     table = "engineering_mysql_dev.customers (date=20220120)"
@@ -120,6 +122,7 @@ def test_a_failed_warn_rule_passes_the_task_and_the_report_is_kept_beside_the_ru
     made = [q for q in ran if q["Query"].upper().startswith("CREATE") and temp in q["Query"]]
     dropped = [q for q in ran if q["Query"].upper().startswith("DROP") and temp in q["Query"]]
     assert len(made) == 1 and len(dropped) == 2  # before (a retried step's leftover) and after
+    assert len(ran) == 4, "and the two rules' one query"
     assert all(q["QueryExecutionContext"]["Database"] == STAGE[0] for q in ran)
     manifest = [
         o["Key"]
@@ -138,9 +141,8 @@ def test_a_failed_block_rule_fails_the_task_with_the_rule_and_its_rows(checked: 
     # customer_id NULL in half the rows; its failing row; the warn rule's answer.
     ddl()
     ddl()
-    answers(("0.5", "0"))
+    answers(("0.5", "0", "2", "0"), columns=FUSED)
     answers((None, "ann"), columns=("customer_id", "name"))
-    answers(("2", "0"))
     ddl()
     with pytest.raises(QualityBlocked) as blocked:
         quality.handler({"stage": "A", "plan": plan}, CONTEXT)

@@ -1,13 +1,16 @@
 """Quality rules (#41) run for real on the shared Spark session, through the Engine protocol (Athena's SQL,
 translated by SparkEngine): each rule kind on a partition of good rows and on one of bad rows, with its
-metric, its verdict and a sample of the failing rows; the Spark-dialect text gives the same rows."""
+metric, its verdict and a sample of the failing rows; the Spark-dialect text gives the same rows. The counted
+rules measured together in one statement give what each rule's own statement gives, edge cases included."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import pytest
 
+from lakeline.engines.base import QueryResult
 from lakeline.engines.spark import SparkEngine
 from lakeline.engines.spark_semantics import ATHENA
 from lakeline.quality import TableRef, compile_rule, evaluate, parse_checks
@@ -200,3 +203,84 @@ def test_the_checks_mean_the_same_under_athenas_semantics(engine: SparkEngine) -
 
     assert seen(on_athena) == seen(on_glue)
     assert on_athena.blocked
+
+
+EDGES = [
+    'IsComplete "country"',
+    'ColumnValues "country" = NULL',
+    'ColumnValues "country" != NULL',
+    'ColumnValues "country" not in ["XX"]',
+    'ColumnValues "country" not in ["XX", NULL]',
+    'ColumnValues "country" in [NULL]',
+    'ColumnValues "country" not in [NULL]',
+    'ColumnValues "country" = "FR" with threshold < 0.5',
+    'ColumnValues "qty" in [1, 5, NULL]',
+    'ColumnValues "qty" not between 0 and 10',
+    'ColumnValues "qty" > 0 with threshold between 0.5 and 0.9',
+    'ColumnValues "qty" <= 4 with threshold != 0.5',
+    'ColumnValues "order_id" not in [1] with threshold >= 0.3',
+    "RowCount = 3",
+    "RowCount != 0",
+    "RowCount in [3, 4]",
+    "RowCount not between 1 and 3",
+]
+
+
+@pytest.mark.parametrize("table", [GOOD, BAD, EMPTY], ids=str)
+def test_the_fused_rules_give_what_each_rules_own_statement_gives(engine: SparkEngine, table: TableRef) -> None:
+    """Every rule kind and edge case (NULLs, ``!=`` and ``not in``, lists naming NULL, thresholds, an empty
+    version), as Glue's Spark and as the local Athena run them: the same metric, verdict, sample and note, in
+    the same order, whether the counted rules share one statement or each has its own."""
+    checks = parse_checks([{"rule": rule} for rule in [*RULES, *EDGES]])
+    fused = evaluate(checks, engine, table, reference=GOOD)
+    assert fused == evaluate(checks, engine, table, reference=GOOD, fused=False)
+    assert [r.rule for r in fused.results] == [c.rule for c in checks]
+    assert any(not r.passed for r in fused.results) or table == GOOD
+    with engine.imposed(ATHENA):
+        assert evaluate(checks, engine, table, reference=GOOD) == fused
+
+
+@dataclass
+class Counting:
+    """The engine, counting the statements sent to it."""
+
+    engine: SparkEngine
+    sent: list[str] = field(default_factory=list)
+
+    def execute(self, sql: str, *, database: str | None = None) -> QueryResult:
+        self.sent.append(sql)
+        return self.engine.execute(sql, database=database)
+
+
+TYPICAL = [  # benchmarks/quality.py's five, on these rows
+    'IsComplete "order_id"',
+    'IsUnique "order_id"',
+    'ColumnValues "country" in ["FR", "DE"]',
+    "RowCount > 0",
+    'CustomSql "select count(*) from primary where qty < 0" = 0',
+]
+
+
+def test_five_typical_rules_are_three_statements_and_a_sample_for_each_failure(engine: SparkEngine) -> None:
+    checks = parse_checks([{"rule": rule} for rule in TYPICAL])
+    counting = Counting(engine)
+    assert not evaluate(checks, counting, GOOD).failed
+    assert len(counting.sent) == 3, "IsComplete, ColumnValues and RowCount in one; IsUnique; CustomSql"
+    assert sum("COUNT(*) AS total" in sql for sql in counting.sent) == 1
+
+    counting = Counting(engine)
+    report = evaluate(checks, counting, BAD)
+    assert [r.rule for r in report.failed] == [*TYPICAL[:3], TYPICAL[4]]
+    assert len(counting.sent) == 3 + 3, "and the failing rows of the three row-level rules that failed"
+    counting = Counting(engine)
+    assert evaluate(checks, counting, BAD, fused=False) == report
+    assert len(counting.sent) == 5 + 3, "a statement per rule"
+
+
+def test_an_error_in_a_fused_statement_names_the_rules_it_was_checking(engine: SparkEngine) -> None:
+    checks = parse_checks([{"rule": 'IsComplete "order_id"'}, {"rule": 'ColumnValues "nowhere" > 0'}])
+    with pytest.raises(Exception, match="nowhere") as caught:
+        evaluate(checks, engine, GOOD)
+    assert caught.value.__notes__ == [
+        f"while checking rules 'IsComplete \"order_id\"', 'ColumnValues \"nowhere\" > 0' on {GOOD}"
+    ]
