@@ -91,7 +91,7 @@ def evaluate(
                 CheckResult(check.rule, check.severity, True, None, note="no published version to compare with")
             )
             continue
-        result = measured.get(position) or _run(engine, compiled[position].metric_sql(), table, [check])
+        result = measured[position] if position in measured else _metric(engine, compiled[position], table, check)
         results.append(_check(check, compiled[position], result, engine, table))
     return QualityReport(str(table), tuple(results))
 
@@ -112,6 +112,11 @@ def _check(check: Check, compiled: Compiled, result: QueryResult, engine: Querie
         rows = _run(engine, sample_sql, table, [check])
         sample = tuple(dict(zip(rows.columns, (_text(value) for value in row), strict=True)) for row in rows.rows)
     return CheckResult(check.rule, check.severity, passed, _number(metric), sample)
+
+
+def _metric(engine: Queries, compiled: Compiled, table: TableRef, check: Check) -> QueryResult:
+    """The rule's own metric query's result (a rule not measured with others)."""
+    return _run(engine, compiled.metric_sql(), table, [check])
 
 
 def _run(engine: Queries, sql: str, table: TableRef, checks: Sequence[Check]) -> QueryResult:
