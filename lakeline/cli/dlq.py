@@ -283,7 +283,8 @@ def _redrive_deployed(config: Path, queue: str, dead_letters: str, target: str) 
     from lakeline.cli.run import fail_unless_clean
     from lakeline.cli.shared import progress_console
     from lakeline.project.config import ProjectConfig
-    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
+    from lakeline.runtimes.deployed.operator import operation_errors
+    from lakeline.runtimes.deployed.run import DeployedProject
 
     console = progress_console()
     started = time.monotonic()

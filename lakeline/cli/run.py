@@ -51,7 +51,7 @@ def demo(
             )
         return
     from lakeline.runtimes.deployed.demo import run_deployed_demo
-    from lakeline.runtimes.deployed.run import operation_errors
+    from lakeline.runtimes.deployed.operator import operation_errors
 
     try:
         run = run_deployed_demo(workspace, progress_console())
@@ -94,7 +94,8 @@ def _run_deployed(
 
     from lakeline.project.config import ProjectConfig
     from lakeline.runtimes.deployed.local_aws.system import check_app
-    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
+    from lakeline.runtimes.deployed.operator import operation_errors
+    from lakeline.runtimes.deployed.run import DeployedProject
     from lakeline.runtimes.embedded.project import watch
 
     console = progress_console()

@@ -207,7 +207,8 @@ def _run_deployed_sql(config: Path, statements: list[str], output: ResultFormat)
     """``sql --no-server`` on the deployment: each statement through its Athena workgroup, as users query it in
     AWS; what a statement changes (a table made, rows written) is kept for the next command."""
     from lakeline.project.config import ProjectConfig
-    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
+    from lakeline.runtimes.deployed.operator import operation_errors
+    from lakeline.runtimes.deployed.run import DeployedProject
     from lakeline.runtimes.deployed.sql_server import DeployedStatements
 
     console = Console()

@@ -56,7 +56,8 @@ def up(
     from lakeline.project.settled import Settled
     from lakeline.runtimes.deployed import endpoint
     from lakeline.runtimes.deployed.local_aws.system import check_app, check_port
-    from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
+    from lakeline.runtimes.deployed.operator import operation_errors
+    from lakeline.runtimes.deployed.run import DeployedProject
 
     console = progress_console()
     try:

@@ -28,7 +28,7 @@ from lakeline.project.engine_owner import current_owner, held_by_another
 from lakeline.project.workspace import Workspace, write_json
 
 if TYPE_CHECKING:
-    from lakeline.runtimes.deployed.run import Operator
+    from lakeline.runtimes.deployed.operator import Operator
 
 
 class AlreadyUp(LakelineError):

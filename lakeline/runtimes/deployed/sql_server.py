@@ -27,7 +27,8 @@ from lakeline.errors import LakelineError
 from lakeline.project.config import ProjectConfig
 from lakeline.project.sql_server import DEPLOYED, serve
 from lakeline.project.workspace import Workspace
-from lakeline.runtimes.deployed.run import DeployedProject, operation_errors
+from lakeline.runtimes.deployed.operator import operation_errors
+from lakeline.runtimes.deployed.run import DeployedProject
 
 MODULE = "lakeline.runtimes.deployed.sql_server"
 LOOKING = ("SHOW", "DESCRIBE", "DESC", "EXPLAIN")

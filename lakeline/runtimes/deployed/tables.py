@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from lakeline.names import string_literal
 
 if TYPE_CHECKING:
-    from lakeline.runtimes.deployed.run import Operator
+    from lakeline.runtimes.deployed.operator import Operator
 
 TABLES_PER_COUNT = 50
 """Tables counted by one Athena statement (a UNION ALL of their counts): a few hundred bytes each."""
