@@ -160,12 +160,20 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     objects = {path.relative_to(archive).as_posix(): path for path in sorted(archive.rglob("*.jsonl"))}
     lines = [(key, json.loads(line)) for key, path in objects.items() for line in path.read_text().splitlines()]
     roots = {line["root_id"] for _, line in lines}
-    assert len(roots) == 8, "one tree per arrival; the redelivered arrival is the same tree; the blocked one none"
+    blocked = {line["root_id"] for _, line in lines if line["lineage"][-2]["action_taken"] == "DQ_CHECK_FAIL"}
+    # One tree per arrival (the redelivered arrival is the same tree); the blocked file's ends in DQ_CHECK_FAIL.
+    assert (len(roots), len(blocked)) == (9, 1), (len(roots), blocked)
     # The day's lines in its bucket objects (one per bucket the roots hash to), nothing left staged.
     assert all(key.endswith(f"/part-{bucket_index(line['root_id'])}.jsonl") for key, line in lines), objects
     assert summary["archive_objects"] == len(objects) == len({key for key, _ in lines})
     actions = {node["action_taken"] for _, line in lines for node in line["lineage"]}
-    assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE"} <= actions
+    assert {"RAW_DATA_INPUT", "STAGE_A_COMPLETE", "STAGE_B_COMPLETE", "DQ_CHECK_FAIL"} <= actions
+    [blocked_line] = [line for _, line in lines if line["root_id"] in blocked]
+    assert [node["action_taken"] for node in blocked_line["lineage"]] == [
+        "RAW_DATA_INPUT",
+        "DQ_CHECK_FAIL",
+        "DATA_COMPACTION",
+    ], blocked_line
     for key, line in lines:
         lineage = line["lineage"]
         # A finished run's path from its root to its leaf (the record), then the archive (trace) step.
@@ -174,16 +182,18 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
         assert all(node["root_id"] == line["root_id"] for node in lineage), line
         assert all(child["parent_id"] == parent["node_id"] for parent, child in pairwise(lineage)), line
         assert lineage[-2]["node_id"] == line["record_id"], line
-        assert lineage[-2]["action_taken"] in ("STAGE_A_COMPLETE", "STAGE_B_COMPLETE"), line
+        assert lineage[-2]["action_taken"] in ("STAGE_A_COMPLETE", "STAGE_B_COMPLETE", "DQ_CHECK_FAIL"), line
         assert lineage[-1]["action_taken"] == "DATA_COMPACTION", line
         assert lineage[-1]["storage_location"].endswith(f"/archive/{key}"), line
     # The archive query gives one row per archived step: every line's lineage, nothing lost or added.
     assert summary["archived_lineage_rows"] == sum(len(line["lineage"]) for _, line in lines)
     every_event = [json.loads(e) for e in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
     assert {event["eventType"] for event in every_event} == {"START", "COMPLETE", "FAIL"}
-    # The blocked file's arrival and its stage A run end FAIL, with the rule in their error; nothing else fails.
+    # The blocked file's arrival, its stage A run and the run of its checks end FAIL, with the rule in their error;
+    # nothing else fails.
     failed = [e for e in every_event if e["eventType"] == "FAIL"]
-    assert sorted(e["job"]["name"] for e in failed) == ["pipeline", "stage_a"]
+    checks_job = "stage_a.engineering_mysql_dev.customers.quality"
+    assert sorted(e["job"]["name"] for e in failed) == ["pipeline", "stage_a", checks_job]
     assert all(COUNTRY_RULE in e["run"]["facets"]["errorMessage"]["message"] for e in failed)
 
     # The runs of the executions (jobs stage_a / stage_b.<target>) and of the arrivals (job pipeline)
@@ -202,8 +212,8 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
     parents = {event["run"]["facets"]["parent"]["job"]["name"].split(".")[0] for event in events}
     assert parents == {"stage_a", "stage_b"}
     assert {event["run"]["facets"]["parent"]["root"]["job"]["name"] for event in events} == {"pipeline"}
-    # The archived lineage records name the same executions and arrivals as the events, but the blocked file's,
-    # which ended FAIL and archived nothing.
+    # The archived lineage records name the same executions and arrivals as the events; the blocked file's tree
+    # is its arrival's, which ended FAIL.
     ended = {e["run"]["runId"] for e in failed}
     events = [e for e in events if e["run"]["facets"]["parent"]["run"]["runId"] not in ended]
     finished = [
@@ -213,8 +223,8 @@ def test_lineage_is_archived_and_queried(demo: tuple[Path, dict[str, Any], Any])
         if node["action_taken"].endswith(("_A_COMPLETE", "_B_COMPLETE"))
     ]
     assert {node["run_id"] for node in finished} == {e["run"]["facets"]["parent"]["run"]["runId"] for e in events}
-    assert roots == {event["run"]["facets"]["parent"]["root"]["run"]["runId"] for event in events}
-    assert not roots & ended
+    assert roots - blocked == {event["run"]["facets"]["parent"]["root"]["run"]["runId"] for event in events}
+    assert blocked <= ended and not (roots - blocked) & ended
     html = (workspace / "lineage.html").read_text()
     for dataset in ("engineering_analytics_dev.weekly_sales", "engineering_sales_dev.orders"):
         assert dataset in html

@@ -113,7 +113,14 @@ def test_lineage_is_archived_by_the_trace_and_queried_with_athena(demo: Demo) ->
         for path in sorted((workspace / "deployed" / "lineage-archive").rglob("*.jsonl"))
         for line in path.read_text().splitlines()
     ]
-    assert len({line["root_id"] for line in lines}) == 8, "one tree per arrival; the redelivery is the same tree"
+    # One tree per arrival (the redelivery is the same tree), the blocked file's ending in DQ_CHECK_FAIL.
+    assert len({line["root_id"] for line in lines}) == 9
+    blocked = [line for line in lines if line["lineage"][-2]["action_taken"] == "DQ_CHECK_FAIL"]
+    assert [node["action_taken"] for line in blocked for node in line["lineage"]] == [
+        "RAW_DATA_INPUT",
+        "DQ_CHECK_FAIL",
+        "DATA_COMPACTION",
+    ]
     roots = {(line["lineage"][-1]["storage_location"].rsplit("/", 2)[-2], line["root_id"]) for line in lines}
     # The day's lines in its bucket objects (one per bucket the roots hash to), nothing left staged.
     assert summary["archive_objects"] == len({f"{day}/part-{bucket_index(root)}" for day, root in roots})
