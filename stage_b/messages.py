@@ -9,9 +9,10 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from lakeline.dependencies.model import Usage, table_name_field
+from lakeline.commits.versions import VERSION_PATTERN
+from lakeline.dependencies.model import MAX_SOURCES, Usage, table_name_field
 from lakeline.dependencies.resolve import check_partition, partition_path
 from lakeline.errors import InvalidInputError
 
@@ -23,6 +24,12 @@ def _checked_partition(value: Any) -> dict[str, str]:
 
 
 Partition = Annotated[dict[str, str], BeforeValidator(_checked_partition)]
+
+
+def _checked_version(value: str | None) -> str | None:
+    if value is not None and not VERSION_PATTERN.fullmatch(value):
+        raise InvalidInputError(f"{value!r} is not a partition version token (v<version>.<run token>)")
+    return value
 
 
 class SourceArrival(BaseModel):
@@ -37,7 +44,7 @@ class SourceArrival(BaseModel):
         description="the run that produced this version of the partition (stage A or B run token), so that a "
         "new version of the same partition is a new arrival while a redelivered message is not",
     )
-    version: str | None = Field(
+    version: Annotated[str | None, AfterValidator(_checked_version)] = Field(
         default=None,
         description="that version's token (lakeline.commits.versions), for the lineage of the runs it triggers; "
         "none from a run that committed no version",
@@ -50,10 +57,16 @@ class SourceArrival(BaseModel):
 
 
 class LineageParents(BaseModel):
+    """Where a run hangs in the lineage records (a tree's root, the node it builds on); in ``also_lineage``,
+    also the source whose latest arrival that node is, and the partition version it published."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     root_id: str | None = None
     parent_id: str | None = None
+    # defaults, so that messages queued before these fields still parse
+    table: Annotated[str, table_name_field("table")] | None = None
+    version: Annotated[str | None, AfterValidator(_checked_version)] = None
 
 
 class StageBMessage(BaseModel):
@@ -67,8 +80,10 @@ class StageBMessage(BaseModel):
     path: list[str] = Field(default_factory=list, description="'dataset/col=value' nodes visited so far, oldest first")
     also_lineage: list[LineageParents] = Field(
         default_factory=list,
+        max_length=MAX_SOURCES,
         description="triggerMode all: where the other sources' latest arrivals sit in the lineage records, "
-        "so the run is recorded in each source's tree as well as in the completing arrival's",
+        "so the run is recorded in each source's tree as well as in the completing arrival's, and the version "
+        "each published (one entry per source)",
     )
     contribution: str | None = Field(
         default=None,

@@ -10,7 +10,9 @@
 3. Trigger mode ``any`` (the seed's behaviour): every arrival produces a stage B message. Mode ``all``:
    the arrival is recorded for the target partition; no message until the set of sources is complete,
    then one from the arrival that completes it, and one from every arrival after that (late data, see
-   lakeline.dependencies.arrivals). Recording is idempotent, so a failed routing can simply be retried.
+   lakeline.dependencies.arrivals). Its message names, beside its trigger, every other source's latest
+   recorded arrival (``also_lineage``: its place in the lineage records and the version it published).
+   Recording is idempotent, so a failed routing can simply be retried.
 """
 
 from __future__ import annotations
@@ -128,10 +130,17 @@ def route_finished_partition(
         also: list[LineageParents] = []
         if every_source and arrivals is not None:
             here = (lineage.root_id, lineage.parent_id) if lineage and lineage.root_id and lineage.parent_id else None
-            decision = arrivals.record_arrival(route.node, arrival.table, arrival.node, route.edge.sources, here)
+            decision = arrivals.record_arrival(
+                route.node, arrival.table, arrival.node, route.edge.sources, here, arrival.version
+            )
             if not decision.triggers:
                 continue
-            also = [LineageParents(root_id=root, parent_id=node) for root, node in decision.sources_lineage]
+            also = [
+                LineageParents(
+                    root_id=source.root_id, parent_id=source.node_id, table=source.table, version=source.version
+                )
+                for source in decision.sources_lineage
+            ]
         messages.append(
             StageBMessage(
                 target_dataset=route.edge.target_dataset,

@@ -247,15 +247,20 @@ def stage_b_steps(
 
 
 def _trigger_versions(plan: StageBPlan, message: StageBMessage) -> dict[str, str | None]:
-    """The versions of the sources whose arrivals the run took: the newest of each source's (a run under a lease
-    takes every message waiting). The step reads what the catalog points at when it runs, so this is the
-    version that triggered it; a newer one published meanwhile triggers a run of its own."""
+    """The versions of the sources whose arrivals the run took (each message's ``trigger``) and, for a
+    triggerMode all target, of every other source it was built from (each message's ``also_lineage``: that
+    source's latest recorded arrival). Where a source's version is known more than once (a run under a lease
+    takes every message waiting), the newest wins. The step reads what the catalog points at when it runs, so
+    this is the version it read: the one that triggered it, or the latest of each other source (a newer one
+    published meanwhile triggers a run of its own)."""
     newest: dict[str, tuple[int, str]] = {}
     for taken in taken_messages(plan, message):
-        token = taken.trigger.version
-        if token is not None:
-            key = (version_number(token), token)
-            newest[taken.trigger.table] = max(newest.get(taken.trigger.table, key), key)
+        known: list[tuple[str | None, str | None]] = [(taken.trigger.table, taken.trigger.version)]
+        known += [(source.table, source.version) for source in taken.also_lineage]
+        for table, token in known:
+            if table is not None and token is not None:
+                key = (version_number(token), token)
+                newest[table] = max(newest.get(table, key), key)
     return {table: token for table, (_, token) in newest.items()}
 
 

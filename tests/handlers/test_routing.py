@@ -12,18 +12,24 @@ from typing import Any, cast
 import boto3
 import pytest
 from moto import mock_aws
+from pydantic import ValidationError
 
+from lakeline.catalog_json import CatalogFile
 from lakeline.dependencies.arrivals import ArrivalTracker
 from lakeline.dependencies.model import parse_dependency_item
 from lakeline.dependencies.resolve import resolve_steps, team_sql_reader
 from lakeline.dependencies.store import DependencyStore, to_dynamodb
 from lakeline.dependencies.sync import backfill
 from lakeline.dependencies.tables import DependencyTableNames, create_dependency_tables
+from lakeline.engines.base import Column, TableSchema
 from lakeline.errors import ConfigError
+from lakeline.lineage.openlineage.config import OpenLineageSettings
+from lakeline.lineage.openlineage.events import event_to_dict
 from lakeline.lineage.records.writer import LineageWriter
 from stage_b.messages import LineageParents, StageBMessage
 from stage_b.plan import StageBPlan
 from stage_b.routing import route_finished_partition
+from stage_lineage.events import stage_b_lifecycle
 from stage_lineage.records import STAGE_B_COMPLETE, STEP_FAILED, record_stage_b, record_stage_b_failure
 from tests.seed_items import seed_item
 
@@ -33,6 +39,8 @@ TABLES = DependencyTableNames("deps-routing", "deps-by-table-routing", "state-ro
 TARGET = "engineering_analytics_dev.destination_table"
 CUSTOMERS = "engineering_mysql_dev.customers"
 ORDERS = "engineering_mysql_dev.orders"
+DAY = {"date": "20220120"}
+V1, V2, V3 = (f"v{n}.2022012{n}t101500123456_1a2b3c4d5e" for n in (1, 2, 3))
 
 
 @dataclass
@@ -89,7 +97,7 @@ def test_seed_example_routes_and_resolves_end_to_end(aws: Aws) -> None:
         # the version travels, so the target's run names the input version it was triggered by (#43)
         "trigger": {"table": CUSTOMERS, "partition": {"date": "20220120"}, "run": run, "version": f"v2.{run}"},
         "usage": "overwrite",
-        "lineage": {"root_id": "root-1", "parent_id": "stage-a-node-7"},
+        "lineage": {"root_id": "root-1", "parent_id": "stage-a-node-7", "table": None, "version": None},
         "path": [f"{CUSTOMERS}/date=20220120"],
         "also_lineage": [],
         "contribution": None,
@@ -208,18 +216,22 @@ def test_an_all_target_is_recorded_in_the_lineage_tree_of_every_source(aws: Aws)
     customers = LineageParents(root_id="root-customers", parent_id="node-customers-v1")
     orders = LineageParents(root_id="root-orders", parent_id="node-orders")
     route = route_finished_partition
-    assert route(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker(), lineage=customers).messages == []
+    assert route(CUSTOMERS, DAY, aws.store, aws.tracker(), lineage=customers, version=V1).messages == []
     newer = LineageParents(root_id="root-customers-2", parent_id="node-customers-v2")  # a second version
-    assert route(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker(), lineage=newer).messages == []
-    [message] = route(ORDERS, {"date": "20220117"}, aws.store, aws.tracker(), lineage=orders).messages
-    assert (message.lineage, message.also_lineage) == (orders, [newer])
-    # One position per source, however many times it arrives: the item does not grow with arrivals.
+    assert route(CUSTOMERS, DAY, aws.store, aws.tracker(), lineage=newer, version=V2).messages == []
+    [message] = route(ORDERS, {"date": "20220117"}, aws.store, aws.tracker(), lineage=orders, version=V1).messages
+    # #43: beside where it sits in the records, the other source's latest arrival names its table and version
+    assert (message.lineage, message.trigger.version) == (orders, V1)
+    assert message.also_lineage == [newer.model_copy(update={"table": CUSTOMERS, "version": V2})]
+    # One position and one version per source, however many times it arrives: the item does not grow.
     for _ in range(20):
-        route(CUSTOMERS, {"date": "20220120"}, aws.store, aws.tracker(), lineage=newer)
+        route(CUSTOMERS, DAY, aws.store, aws.tracker(), lineage=newer, version=V2)
     state = aws.state(f"{TARGET}/date=20220115")
-    assert sorted(name for name in state if name.startswith("lineage@")) == [
+    assert sorted(name for name in state if "@" in name) == [
         f"lineage@{CUSTOMERS}",
         f"lineage@{ORDERS}",
+        f"version@{CUSTOMERS}",
+        f"version@{ORDERS}",
     ]
 
     sqs = boto3.client("sqs", region_name="us-east-1")
@@ -241,6 +253,129 @@ def test_an_all_target_is_recorded_in_the_lineage_tree_of_every_source(aws: Aws)
         ("root-customers-2", "node-customers-v2", STAGE_B_COMPLETE),
         ("root-orders", "node-orders", STAGE_B_COMPLETE),
     ]
+
+
+def test_the_tracker_keeps_each_sources_latest_version_which_a_redelivery_does_not_change(aws: Aws) -> None:
+    """#43: an ``all`` target's run names the version it read of every source, not only of the completing one."""
+    aws.define(needing_both())
+    node = f"{TARGET}/date=20220115"
+
+    def versions() -> dict[str, str]:
+        state = aws.state(node).items()
+        return {name: value["M"]["token"]["S"] for name, value in state if name.startswith("version@")}
+
+    def route(table: str, partition: dict[str, str], version: str | None) -> list[StageBMessage]:
+        return route_finished_partition(table, partition, aws.store, aws.tracker(), version=version).messages
+
+    assert route(CUSTOMERS, DAY, V1) == []
+    assert route(CUSTOMERS, DAY, V2) == []  # the partition's next version, before the set completes
+    assert route(CUSTOMERS, DAY, V2) == []  # its arrival redelivered
+    assert versions() == {f"version@{CUSTOMERS}": V2}
+    # no lineage position was known (a run without lineage records): the version still travels
+    [message] = route(ORDERS, {"date": "20220117"}, V1)
+    assert message.also_lineage == [LineageParents(table=CUSTOMERS, version=V2)]
+    # the completing arrival redelivered: the same message, the same versions
+    assert route(ORDERS, {"date": "20220117"}, V1) == [message]
+    # a re-routed partition (``lakeline reprocess``) names no version: the last known one is still what it holds
+    [rerouted] = route(CUSTOMERS, DAY, None)
+    assert rerouted.also_lineage == [LineageParents(table=ORDERS, version=V1)]
+    assert versions() == {f"version@{CUSTOMERS}": V2, f"version@{ORDERS}": V1}
+    # a later version replaces it, and the next run of the target reads it
+    route(CUSTOMERS, DAY, V3)
+    [late] = route(ORDERS, {"date": "20220117"}, V1)
+    assert late.also_lineage == [LineageParents(table=CUSTOMERS, version=V3)]
+    # an older version's arrival routed again after it (its routing retried late) still counts as an arrival,
+    # but neither its version nor its place in the records replaces the newer one's
+    older = LineageParents(root_id="root-customers-v1", parent_id="node-customers-v1")
+    assert len(route_finished_partition(CUSTOMERS, DAY, aws.store, aws.tracker(), lineage=older, version=V1).messages)
+    assert versions() == {f"version@{CUSTOMERS}": V3, f"version@{ORDERS}": V1}
+    assert f"lineage@{CUSTOMERS}" not in aws.state(node)
+    # another partition of the source mapping to the same target partition is its latest arrival, whatever
+    # its number (versions of different partitions are not ordered)
+    route(CUSTOMERS, {"date": "20220121"}, V1)
+    assert versions() == {f"version@{CUSTOMERS}": V1, f"version@{ORDERS}": V1}
+    # a source removed from the item is not read any more: its version is not named
+    only_orders = needing_both()
+    only_orders["dependencies"] = only_orders["dependencies"][1:]
+    aws.define(only_orders)
+    [alone] = route(ORDERS, {"date": "20220117"}, V1)
+    assert alone.also_lineage == []
+
+
+def test_messages_queued_before_the_versions_still_parse_and_a_bad_version_is_refused() -> None:
+    body = {
+        "target_dataset": TARGET,
+        "partition": {"date": "20220115"},
+        "trigger": {"table": ORDERS, "partition": {"date": "20220117"}},
+        "usage": "append",
+        "also_lineage": [{"root_id": "root-customers", "parent_id": "node-customers"}],
+    }
+    [source] = StageBMessage.model_validate(body).also_lineage
+    assert (source.root_id, source.table, source.version) == ("root-customers", None, None)
+    with pytest.raises(ValidationError, match="'v2' is not a partition version token"):
+        StageBMessage.model_validate({**body, "also_lineage": [{"table": CUSTOMERS, "version": "v2"}]})
+    with pytest.raises(ValidationError, match="'latest' is not a partition version token"):
+        StageBMessage.model_validate({**body, "trigger": {**body["trigger"], "version": "latest"}})
+    with pytest.raises(ValidationError, match="at most 50 items"):  # one entry per source, and a bound on them
+        StageBMessage.model_validate({**body, "also_lineage": [{"table": CUSTOMERS, "version": V1}] * 51})
+
+
+COLUMNS = (Column("customer_id", "bigint"), Column("amount", "bigint"))
+CATALOG = CatalogFile(
+    {
+        tuple(name.split(".")): TableSchema(*name.split("."), COLUMNS, (Column("date", "string"),))  # type: ignore[misc]
+        for name in (CUSTOMERS, ORDERS, TARGET)
+    }
+)
+SETTINGS = OpenLineageSettings(namespace="lakeline-dev", dataset_namespace="awsathena://athena.us-east-1.amazonaws.com")
+
+
+def test_the_events_of_an_all_targets_run_carry_the_version_of_every_source(aws: Aws) -> None:
+    """#43: before, only the source whose arrival completed the set had a ``version`` facet."""
+    aws.define(needing_both())
+    route = route_finished_partition
+    route(CUSTOMERS, DAY, aws.store, aws.tracker(), version=V2)
+    [first] = route(ORDERS, {"date": "20220117"}, aws.store, aws.tracker(), version=V1).messages
+    [late] = route(CUSTOMERS, {"date": "20220121"}, aws.store, aws.tracker(), version=V3).messages
+    sql = (
+        f"INSERT INTO {TARGET} SELECT c.customer_id, o.amount, '20220115' FROM {CUSTOMERS} c "
+        f"JOIN {ORDERS} o ON c.customer_id = o.customer_id"
+    )
+    token = "20220125t000000000000_0123456789"
+
+    def read(plan: SimpleNamespace, message: StageBMessage) -> dict[str, str | None]:
+        lifecycle = stage_b_lifecycle(
+            cast(StageBPlan, plan), message, catalog=CATALOG, settings=SETTINGS, engine="athena"
+        )
+        lifecycle.step_started(0)
+        event = event_to_dict(lifecycle.step_finished(0))
+        named = {dataset["name"].removeprefix("AwsDataCatalog."): dataset for dataset in event["inputs"]}
+        assert set(named) == {CUSTOMERS, ORDERS}
+        return {name: dataset["facets"].get("version", {}).get("datasetVersion") for name, dataset in named.items()}
+
+    plan = SimpleNamespace(
+        dataset=TARGET,
+        resolved_sql=(sql,),
+        steps=(SimpleNamespace(db="engineering_analytics_dev"),),
+        lease=None,
+        message_ids=(),
+        run_token=token,
+        writes=False,
+        quality=None,
+    )
+    assert read(plan, first) == {ORDERS: V1, CUSTOMERS: V2}
+    # a run under a lease that took both messages: a source's version known twice, the newest wins
+    lease = {
+        "key": f"{TARGET}/date=20220115",
+        "owner": token,
+        "location": "s3://analytics/t/run/",
+        "version": 0,
+        "pending": [m.model_dump_json() for m in (first, late)],
+    }
+    both = SimpleNamespace(
+        **{**vars(plan), "lease": lease, "message_ids": (first.deduplication_id(), late.deduplication_id())}
+    )
+    assert read(both, first) == {ORDERS: V1, CUSTOMERS: V3}
 
 
 def test_a_run_that_took_several_messages_is_recorded_in_the_tree_of_each(aws: Aws) -> None:
