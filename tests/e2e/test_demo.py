@@ -360,6 +360,24 @@ def test_lineage_show_names_both_versions_of_the_partition_the_late_file_rebuilt
     assert f"engineering_sales_dev.orders {late['version']}" in daily.stdout
     assert "before: v1." in daily.stdout and "after: none archived" in daily.stdout
     assert f"orders_{day}_late.parquet" in daily.stdout
+    # Each of its runs read both sources, and its events say which version of each: not only of the source
+    # whose arrival triggered the run (orders' late file), also of the other one (customers).
+    events = [json.loads(line) for line in (workspace / "lineage/openlineage.jsonl").read_text().splitlines()]
+    steps = [
+        e
+        for e in events
+        if e["job"]["name"] == "stage_b.engineering_analytics_dev.daily_sales.step0" and e["eventType"] == "COMPLETE"
+    ]
+    assert steps
+    for step in steps:
+        read = {
+            ".".join(i["name"].split(".")[-2:]): i["facets"].get("version", {}).get("datasetVersion")
+            for i in step["inputs"]
+        }
+        assert set(read) == {"engineering_sales_dev.orders", "engineering_mysql_dev.customers"}, read
+        assert all(version and version.startswith("v") for version in read.values()), read
+    late_run = [s for s in steps if s["inputs"] and late["version"] in json.dumps(s["inputs"])]
+    assert late_run, "the late version of orders is named as the input of a run of daily_sales"
 
     # What is not there is an error naming what is (exit 1); what cannot be a version is a usage error (exit 2).
     missing = show("--table", "engineering_sales_dev.orders", "--partition", "date=19990101")
