@@ -98,7 +98,7 @@ def test_a_file_breaking_a_block_rule_is_blocked_and_the_fixed_one_published(sho
     # The lineage: the blocked run's OpenLineage run ended FAIL with the rule in its error.
     events = [json.loads(line) for line in (shop / ".lakeline/deployed/lineage/openlineage.jsonl").open()]
     failed = {e["job"]["name"] for e in events if RULE in e["run"]["facets"].get("errorMessage", {}).get("message", "")}
-    assert failed == {"pipeline", "stage_a"}, [e["eventType"] for e in events]
+    assert failed == {"pipeline", "stage_a", "stage_a.shop_pos_dev.sales.quality"}, [e["eventType"] for e in events]
 
     (shop / LATE).write_text("order_id,store,amount\n3003,west,5.00\n3004,north,1.25\n")
     fixed = run(["run"], cwd=shop)

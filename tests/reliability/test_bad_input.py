@@ -564,6 +564,15 @@ def test_tampered_plans_are_refused_before_anything_is_deleted(monkeypatch: pyte
         for key in keys:
             s3.put_object(Bucket="stage-bucket", Key=key, Body=b"x")
         monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+        # The function's clients are made as deployed (the plan is read before any of them is used).
+        queue = f"https://sqs.{REGION}.amazonaws.com/123456789012"
+        for name, value in {
+            "PIPELINE_STATE_TABLE": "pipeline-state",
+            "LINEAGE_QUEUE_URL": f"{queue}/lineage",
+            "STAGE_A_FOLLOW_UP_QUEUE_URL": f"{queue}/stage-a-follow-up",
+            "STAGE_A_DEAD_LETTER_QUEUE_URL": f"{queue}/stage-a-dlq",
+        }.items():
+            monkeypatch.setenv(name, value)
         failure.runtime.cache_clear()
         try:
             for bad in tampered:
