@@ -980,7 +980,7 @@ def test_a_redelivery_that_routes_a_version_its_post_update_failed_to_route_hang
     root = stage_a_root_id(published)
     raw = deterministic_node_id(root, root, RAW_DATA_INPUT, raw_object_location(published))
     done = deterministic_node_id(root, raw, STAGE_A_COMPLETE, published.target_location)
-    assert body["lineage"] == {"root_id": root, "parent_id": done}
+    assert body["lineage"] == {"root_id": root, "parent_id": done, "table": None, "version": None}
     # The node the failure path noted is the one it wrote (``stage_a_parents`` is ``record_stage_a``'s).
     received = aws["sqs"].receive_message(QueueUrl=aws["lineage"], MaxNumberOfMessages=10)["Messages"]
     written = [json.loads(message["Body"]) for message in received]
