@@ -141,10 +141,11 @@ def _list_kept_dead_letters(console: Console, root: Path, queues: list[str]) -> 
 
 
 def _subject(queue: str, body: str) -> str:
-    """What a parked message is about: a stage's raw file or target partition (``dlq show`` prints it whole)."""
+    """What a parked message is about: a stage's (a queue a redrive sends back to) raw file or target partition;
+    another queue's body begins (``dlq show`` prints it whole)."""
     from stage_end.waiting import queued_subject
 
-    return queued_subject(body) if queue in ("stage-a", "stage-b") else body[:200]
+    return queued_subject(body) if DLQ_QUEUES[queue][1] is not None else body[:200]
 
 
 def _print_stream_fix(console: Console, parked: dict[str, int]) -> None:
